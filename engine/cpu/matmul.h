@@ -1,0 +1,15 @@
+#pragma once
+// Y = X · Wᵀ for T rows of activations against a weight in its checkpoint type, float32 accumulation.
+#include <cstddef>
+
+#include "cpu/thread_pool.h"
+#include "cpu/weight_matrix.h"
+
+namespace tandem::cpu {
+
+// x: [tokens, w.cols] with row stride ldx; y: [tokens, w.rows] with row stride ldy.
+// The weight is read once: each row is converted to float32 and applied to all tokens.
+void matmul(const WeightMatrix& w, const float* x, std::size_t ldx, std::size_t tokens, float* y, std::size_t ldy,
+            ThreadPool& pool);
+
+}  // namespace tandem::cpu

@@ -1,0 +1,47 @@
+#include "cpu/weight_matrix.h"
+
+#include <cstring>
+
+namespace tandem::cpu {
+
+void WeightMatrix::dequantRow(std::int64_t r, float* out) const {
+    const std::int64_t row = firstRow + r;
+    const std::byte* src = data + static_cast<std::size_t>(row * cols) * io::dtypeSize(dtype);
+    switch (dtype) {
+    case io::DType::F32: std::memcpy(out, src, static_cast<std::size_t>(cols) * sizeof(float)); return;
+    case io::DType::BF16:
+        for (std::int64_t c = 0; c < cols; ++c) {
+            std::uint16_t b;
+            std::memcpy(&b, src + 2 * c, 2);
+            out[c] = io::bf16ToFloat(b);
+        }
+        return;
+    case io::DType::F16:
+        for (std::int64_t c = 0; c < cols; ++c) {
+            std::uint16_t b;
+            std::memcpy(&b, src + 2 * c, 2);
+            out[c] = io::f16ToFloat(b);
+        }
+        return;
+    case io::DType::F8_E4M3: {
+        const float* scales = blockScales + (row / blockRows) * scaleCols;
+        const auto* bytes = reinterpret_cast<const std::uint8_t*>(src);
+        for (std::int64_t c0 = 0; c0 < cols; c0 += blockCols) {
+            const float s = scales[c0 / blockCols];
+            const std::int64_t c1 = c0 + blockCols < cols ? c0 + blockCols : cols;
+            for (std::int64_t c = c0; c < c1; ++c) out[c] = io::kF8E4M3ToFloat[bytes[c]] * s;
+        }
+        return;
+    }
+    default: break;
+    }
+}
+
+WeightMatrix WeightMatrix::rowSlice(std::int64_t first, std::int64_t count) const {
+    WeightMatrix m = *this;
+    m.firstRow = firstRow + first;
+    m.rows = count;
+    return m;
+}
+
+}  // namespace tandem::cpu

@@ -1,0 +1,31 @@
+#pragma once
+// A 2-D weight as it lies in the checkpoint (row-major, [rows, cols] = [out, in]), read in place from
+// the memory mapping. FP8 weights carry one float32 scale per block of blockRows x blockCols values
+// (DeepSeek-V3's weight_scale_inv); blocks at the right and bottom edges may be partial.
+#include <cstddef>
+#include <cstdint>
+
+#include "io/dtype.h"
+
+namespace tandem::cpu {
+
+struct WeightMatrix {
+    io::DType dtype = io::DType::F32;
+    std::int64_t rows = 0;
+    std::int64_t cols = 0;
+    const std::byte* data = nullptr;  // row 0 of the whole tensor
+    std::int64_t firstRow = 0;        // this view's row 0 inside the whole tensor
+
+    const float* blockScales = nullptr;  // [ceil(totalRows / blockRows), scaleCols], FP8 only
+    std::int64_t scaleCols = 0;
+    int blockRows = 128;
+    int blockCols = 128;
+
+    // Writes row r (of this view) as float32 into out[0, cols).
+    void dequantRow(std::int64_t r, float* out) const;
+
+    // Rows [first, first + count) of this view, sharing the data.
+    WeightMatrix rowSlice(std::int64_t first, std::int64_t count) const;
+};
+
+}  // namespace tandem::cpu

@@ -1,0 +1,113 @@
+#pragma once
+// The engine's public API, used by tandem-cli and the desktop app. Plain C++; no Qt, no CUDA.
+//
+//   auto engine = tandem::Engine::load("/models/Qwen3-30B-A3B");
+//   auto session = engine->newSession();
+//   session->generate(promptIds, options, [](int token) { ...; return true; });
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tandem/error.h"
+
+namespace tandem {
+
+struct EngineOptions {
+    int threads = 0;             // CPU threads; 0 = all hardware threads
+    int contextLength = 4096;    // tokens a session can hold; capped by the model's own limit
+};
+
+struct SamplingOptions {
+    float temperature = 0.0f;    // 0 = greedy
+    float topP = 1.0f;
+    int topK = 0;                // 0 = no limit
+    std::uint64_t seed = 0;
+};
+
+struct GenerateOptions {
+    int maxNewTokens = 256;
+    SamplingOptions sampling;
+    bool stopAtEos = true;
+};
+
+struct ModelInfo {
+    std::string modelType;       // config.json model_type
+    int vocabSize = 0;
+    int hiddenSize = 0;
+    int numLayers = 0;
+    int numExperts = 0;
+    int expertsPerToken = 0;
+    int contextLength = 0;       // what a session can hold
+    std::vector<int> eosTokenIds;
+    SamplingOptions defaultSampling;  // from generation_config.json
+    std::uint64_t weightBytes = 0;
+};
+
+struct GenerationStats {
+    int promptTokens = 0;
+    int generatedTokens = 0;
+    double prefillSeconds = 0.0;
+    double decodeSeconds = 0.0;
+    bool stoppedAtEos = false;
+
+    double prefillTokensPerSecond() const { return prefillSeconds > 0 ? promptTokens / prefillSeconds : 0.0; }
+    // Decode speed counts the tokens produced by decode steps, i.e. all but the first.
+    double decodeTokensPerSecond() const {
+        return decodeSeconds > 0 && generatedTokens > 1 ? (generatedTokens - 1) / decodeSeconds : 0.0;
+    }
+};
+
+enum class Logits { Last, All };
+
+class Engine;
+
+// One conversation: a KV cache and the position in it.
+class Session {
+public:
+    ~Session();
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    int position() const;
+    void reset();
+
+    // Runs `tokens` after the current context and returns the logits: [vocab] for the last token, or
+    // [tokens.size(), vocab] with Logits::All. The reference stays valid until the next call.
+    const std::vector<float>& append(std::span<const int> tokens, Logits which = Logits::Last);
+
+    // Appends the prompt, then samples up to maxNewTokens tokens, calling onToken for each; onToken
+    // returns false to stop. The last sampled token is not yet in the context.
+    GenerationStats generate(std::span<const int> prompt, const GenerateOptions& options,
+                             const std::function<bool(int token)>& onToken);
+
+private:
+    friend class Engine;
+    struct Impl;
+    explicit Session(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+class Engine {
+public:
+    // Loads a Hugging Face model folder. Throws tandem::Error with a message for the user.
+    static std::unique_ptr<Engine> load(const std::filesystem::path& modelDir, const EngineOptions& options = {});
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    const ModelInfo& info() const;
+    int threads() const;
+    std::unique_ptr<Session> newSession();
+
+private:
+    friend class Session;
+    struct Impl;
+    explicit Engine(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tandem

@@ -1,0 +1,106 @@
+#include "io/dtype.h"
+
+#include <array>
+#include <cmath>
+#include <limits>
+
+namespace tandem::io {
+
+namespace {
+
+struct NamedType {
+    std::string_view name;
+    DType type;
+    std::size_t size;
+};
+
+constexpr NamedType kTypes[] = {
+    {"F32", DType::F32, 4},         {"F16", DType::F16, 2}, {"BF16", DType::BF16, 2},
+    {"F8_E4M3", DType::F8_E4M3, 1}, {"I32", DType::I32, 4}, {"I64", DType::I64, 8},
+    {"U8", DType::U8, 1},           {"I8", DType::I8, 1},   {"BOOL", DType::BOOL, 1},
+    {"F64", DType::F64, 8},
+};
+
+float decodeF8E4M3(std::uint8_t bits) {
+    const bool negative = bits & 0x80;
+    const int exponent = (bits >> 3) & 0xf;
+    const int mantissa = bits & 0x7;
+    float value;
+    if (exponent == 0xf && mantissa == 0x7)
+        value = std::numeric_limits<float>::quiet_NaN();
+    else if (exponent == 0)
+        value = std::ldexp(static_cast<float>(mantissa) / 8.0f, -6);
+    else
+        value = std::ldexp(1.0f + static_cast<float>(mantissa) / 8.0f, exponent - 7);
+    return negative ? -value : value;
+}
+
+std::array<float, 256> makeF8Table() {
+    std::array<float, 256> t{};
+    for (int i = 0; i < 256; ++i) t[i] = decodeF8E4M3(static_cast<std::uint8_t>(i));
+    return t;
+}
+
+}  // namespace
+
+const std::array<float, 256> kF8E4M3ToFloat = makeF8Table();
+
+std::optional<DType> dtypeFromName(std::string_view name) {
+    for (const auto& t : kTypes)
+        if (t.name == name) return t.type;
+    return std::nullopt;
+}
+
+std::string_view dtypeName(DType type) {
+    for (const auto& t : kTypes)
+        if (t.type == type) return t.name;
+    return "?";
+}
+
+std::size_t dtypeSize(DType type) {
+    for (const auto& t : kTypes)
+        if (t.type == type) return t.size;
+    return 0;
+}
+
+float f16ToFloat(std::uint16_t h) {
+    const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000) << 16;
+    const std::uint32_t exponent = (h >> 10) & 0x1f;
+    const std::uint32_t mantissa = h & 0x3ff;
+    float f;
+    if (exponent == 0) {
+        f = std::ldexp(static_cast<float>(mantissa), -24);  // zero or subnormal
+        return sign ? -f : f;
+    }
+    std::uint32_t u;
+    if (exponent == 0x1f)
+        u = sign | 0x7f800000u | (mantissa << 13);  // inf or NaN
+    else
+        u = sign | ((exponent + 112) << 23) | (mantissa << 13);
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+float loadAsFloat(DType t, const std::byte* p) {
+    switch (t) {
+    case DType::F32: {
+        float f;
+        std::memcpy(&f, p, 4);
+        return f;
+    }
+    case DType::F16: {
+        std::uint16_t b;
+        std::memcpy(&b, p, 2);
+        return f16ToFloat(b);
+    }
+    case DType::BF16: {
+        std::uint16_t b;
+        std::memcpy(&b, p, 2);
+        return bf16ToFloat(b);
+    }
+    case DType::F8_E4M3: return kF8E4M3ToFloat[static_cast<std::uint8_t>(*p)];
+    default: return std::numeric_limits<float>::quiet_NaN();
+    }
+}
+
+}  // namespace tandem::io

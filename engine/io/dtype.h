@@ -1,0 +1,35 @@
+#pragma once
+// Element types of checkpoint tensors and their conversion to float32.
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+namespace tandem::io {
+
+enum class DType : std::uint8_t { F32, F16, BF16, F8_E4M3, I32, I64, U8, I8, BOOL, F64 };
+
+// The safetensors spelling ("BF16", "F8_E4M3", ...); nullopt for a type we do not know.
+std::optional<DType> dtypeFromName(std::string_view name);
+std::string_view dtypeName(DType t);
+std::size_t dtypeSize(DType t);
+
+inline float bf16ToFloat(std::uint16_t bits) {
+    const std::uint32_t u = static_cast<std::uint32_t>(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+// IEEE binary16 -> binary32, subnormals, infinities and NaN included.
+float f16ToFloat(std::uint16_t bits);
+
+// OCP float8 e4m3fn (DeepSeek-V3's weight format): no infinities, 0x7f/0xff are NaN.
+extern const std::array<float, 256> kF8E4M3ToFloat;
+inline float f8e4m3ToFloat(std::uint8_t bits) { return kF8E4M3ToFloat[bits]; }
+
+// Loads one value of a plain (unscaled) floating type from possibly unaligned bytes.
+float loadAsFloat(DType t, const std::byte* p);
+
+}  // namespace tandem::io

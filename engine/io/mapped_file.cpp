@@ -1,0 +1,45 @@
+#include "io/mapped_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tandem/error.h"
+
+namespace tandem::io {
+
+MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        throw Error("cannot open " + path.string() + ": " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        const int err = errno;
+        ::close(fd);
+        throw Error("cannot read " + path.string() + ": " + std::strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        throw Error(path.string() + " is not a regular file");
+    }
+    size_ = static_cast<std::size_t>(st.st_size);
+    if (size_ > 0) {
+        void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED) {
+            const int err = errno;
+            ::close(fd);
+            throw Error("cannot map " + path.string() + " into memory: " + std::strerror(err));
+        }
+        data_ = static_cast<const std::byte*>(p);
+    }
+    ::close(fd);
+}
+
+MappedFile::~MappedFile() {
+    if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+}
+
+}  // namespace tandem::io

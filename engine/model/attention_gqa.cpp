@@ -1,0 +1,63 @@
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "cpu/matmul.h"
+#include "cpu/ops.h"
+#include "model/attention.h"
+
+namespace tandem::model {
+
+void gqaAttention(const AttentionStep& s, const GqaWeights& w, const float* x, float* out) {
+    const ModelConfig& c = s.config;
+    const std::size_t T = s.tokens, H = static_cast<std::size_t>(c.hiddenSize);
+    const std::size_t hd = static_cast<std::size_t>(c.headDim);
+    const std::size_t qDim = static_cast<std::size_t>(c.numHeads) * hd;
+    const std::size_t kvDim = static_cast<std::size_t>(c.numKvHeads) * hd;
+    const std::size_t half = static_cast<std::size_t>(s.rope.dim() / 2);
+
+    std::vector<float> q(T * qDim), k(T * kvDim), v(T * kvDim);
+    cpu::matmul(w.q, x, H, T, q.data(), qDim, s.pool);
+    cpu::matmul(w.k, x, H, T, k.data(), kvDim, s.pool);
+    cpu::matmul(w.v, x, H, T, v.data(), kvDim, s.pool);
+
+    for (std::size_t t = 0; t < T; ++t) {
+        for (int h = 0; h < c.numHeads; ++h) {
+            float* qh = &q[t * qDim + h * hd];
+            if (c.qkNorm) cpu::rmsNorm(qh, w.qNorm.data(), c.rmsNormEps, qh, hd);
+            s.rope.rotate(qh, s.cos + t * half, s.sin + t * half);
+        }
+        for (int h = 0; h < c.numKvHeads; ++h) {
+            float* kh = &k[t * kvDim + h * hd];
+            if (c.qkNorm) cpu::rmsNorm(kh, w.kNorm.data(), c.rmsNormEps, kh, hd);
+            s.rope.rotate(kh, s.cos + t * half, s.sin + t * half);
+        }
+        std::copy_n(&k[t * kvDim], kvDim, s.cache.row(s.layer, 0, s.start + static_cast<int>(t)));
+        std::copy_n(&v[t * kvDim], kvDim, s.cache.row(s.layer, 1, s.start + static_cast<int>(t)));
+    }
+
+    const float scale = attentionSoftmaxScale(c);
+    const int group = c.numHeads / c.numKvHeads;
+    std::vector<float> ctx(T * qDim);
+    s.pool.parallelFor(T * static_cast<std::size_t>(c.numHeads), 1, [&](std::size_t begin, std::size_t end) {
+        std::vector<float> scores;
+        for (std::size_t i = begin; i < end; ++i) {
+            const std::size_t t = i / static_cast<std::size_t>(c.numHeads);
+            const int h = static_cast<int>(i % static_cast<std::size_t>(c.numHeads));
+            const int kvh = h / group;
+            const int pos = s.start + static_cast<int>(t);
+            const int first = c.slidingWindow ? std::max(0, pos - *c.slidingWindow + 1) : 0;
+            const float* qh = &q[t * qDim + h * hd];
+            scores.resize(static_cast<std::size_t>(pos - first + 1));
+            for (int j = first; j <= pos; ++j)
+                scores[j - first] = cpu::dot(qh, s.cache.row(s.layer, 0, j) + kvh * hd, hd) * scale;
+            cpu::softmax(scores.data(), scores.size());
+            float* o = &ctx[t * qDim + h * hd];
+            std::fill_n(o, hd, 0.0f);
+            for (int j = first; j <= pos; ++j) cpu::axpy(scores[j - first], s.cache.row(s.layer, 1, j) + kvh * hd, o, hd);
+        }
+    });
+    cpu::matmul(w.o, ctx.data(), qDim, T, out, H, s.pool);
+}
+
+}  // namespace tandem::model

@@ -1,0 +1,92 @@
+#include <algorithm>
+#include <vector>
+
+#include "cpu/matmul.h"
+#include "cpu/ops.h"
+#include "model/attention.h"
+
+namespace tandem::model {
+
+// For head h, kv_b_proj holds nope rows that expand the latent into keys, then v rows into values:
+//   score(t, j) = q_nope[t]·(W_k c[j]) + q_rope[t]·k_rope[j] = (W_kᵀ q_nope[t])·c[j] + q_rope[t]·k_rope[j]
+//   out(t)      = W_v Σ_j p(t, j) c[j]
+// Both are exact rewrites of the expanded form in transformers.
+void mlaAttention(const AttentionStep& s, const MlaWeights& w, const float* x, float* out) {
+    const ModelConfig& c = s.config;
+    const std::size_t T = s.tokens, H = static_cast<std::size_t>(c.hiddenSize);
+    const std::size_t heads = static_cast<std::size_t>(c.numHeads);
+    const std::size_t nope = static_cast<std::size_t>(c.qkNopeHeadDim);
+    const std::size_t ropeDim = static_cast<std::size_t>(c.qkRopeHeadDim);
+    const std::size_t vDim = static_cast<std::size_t>(c.vHeadDim);
+    const std::size_t latent = static_cast<std::size_t>(c.kvLoraRank);
+    const std::size_t qHead = nope + ropeDim;
+    const std::size_t half = ropeDim / 2;
+
+    // Queries.
+    std::vector<float> q(T * heads * qHead);
+    if (w.qA) {
+        const std::size_t rank = static_cast<std::size_t>(c.qLoraRank);
+        std::vector<float> qa(T * rank);
+        cpu::matmul(*w.qA, x, H, T, qa.data(), rank, s.pool);
+        for (std::size_t t = 0; t < T; ++t) cpu::rmsNorm(&qa[t * rank], w.qANorm.data(), c.rmsNormEps, &qa[t * rank], rank);
+        cpu::matmul(w.q, qa.data(), rank, T, q.data(), heads * qHead, s.pool);
+    } else {
+        cpu::matmul(w.q, x, H, T, q.data(), heads * qHead, s.pool);
+    }
+
+    // Compressed keys and values into the cache.
+    const std::size_t kvaWidth = latent + ropeDim;
+    std::vector<float> kva(T * kvaWidth);
+    cpu::matmul(w.kvA, x, H, T, kva.data(), kvaWidth, s.pool);
+    for (std::size_t t = 0; t < T; ++t) {
+        const int pos = s.start + static_cast<int>(t);
+        cpu::rmsNorm(&kva[t * kvaWidth], w.kvANorm.data(), c.rmsNormEps, s.cache.row(s.layer, 0, pos), latent);
+        float* kRope = s.cache.row(s.layer, 1, pos);
+        std::copy_n(&kva[t * kvaWidth + latent], ropeDim, kRope);
+        s.rope.rotate(kRope, s.cos + t * half, s.sin + t * half);
+        for (std::size_t h = 0; h < heads; ++h) s.rope.rotate(&q[(t * heads + h) * qHead + nope], s.cos + t * half, s.sin + t * half);
+    }
+
+    // Absorb W_k into the queries: qLatent[t, h] = W_kᵀ q_nope[t, h].
+    std::vector<float> qLatent(T * heads * latent, 0.0f);
+    const std::size_t kvbHead = nope + vDim;
+    s.pool.parallelFor(heads, 1, [&](std::size_t h0, std::size_t h1) {
+        std::vector<float> row(latent);
+        for (std::size_t h = h0; h < h1; ++h)
+            for (std::size_t d = 0; d < nope; ++d) {
+                w.kvB.dequantRow(static_cast<std::int64_t>(h * kvbHead + d), row.data());
+                for (std::size_t t = 0; t < T; ++t)
+                    cpu::axpy(q[(t * heads + h) * qHead + d], row.data(), &qLatent[(t * heads + h) * latent], latent);
+            }
+    });
+
+    // Attention over the latent context.
+    const float scale = attentionSoftmaxScale(c);
+    std::vector<float> ctxLatent(T * heads * latent);
+    s.pool.parallelFor(T * heads, 1, [&](std::size_t begin, std::size_t end) {
+        std::vector<float> scores;
+        for (std::size_t i = begin; i < end; ++i) {
+            const std::size_t t = i / heads, h = i % heads;
+            const int pos = s.start + static_cast<int>(t);
+            const float* ql = &qLatent[i * latent];
+            const float* qr = &q[i * qHead + nope];
+            scores.resize(static_cast<std::size_t>(pos + 1));
+            for (int j = 0; j <= pos; ++j)
+                scores[j] = (cpu::dot(ql, s.cache.row(s.layer, 0, j), latent) +
+                             cpu::dot(qr, s.cache.row(s.layer, 1, j), ropeDim)) * scale;
+            cpu::softmax(scores.data(), scores.size());
+            float* o = &ctxLatent[(t * heads + h) * latent];
+            std::fill_n(o, latent, 0.0f);
+            for (int j = 0; j <= pos; ++j) cpu::axpy(scores[j], s.cache.row(s.layer, 0, j), o, latent);
+        }
+    });
+
+    // Expand to values per head: attn[t, h] = W_v ctxLatent[t, h].
+    std::vector<float> attn(T * heads * vDim);
+    for (std::size_t h = 0; h < heads; ++h)
+        cpu::matmul(w.kvB.rowSlice(static_cast<std::int64_t>(h * kvbHead + nope), static_cast<std::int64_t>(vDim)),
+                    &ctxLatent[h * latent], heads * latent, T, &attn[h * vDim], heads * vDim, s.pool);
+    cpu::matmul(w.o, attn.data(), heads * vDim, T, out, H, s.pool);
+}
+
+}  // namespace tandem::model

@@ -1,0 +1,115 @@
+#pragma once
+// config.json (+ generation_config.json) of the supported architectures, read into one normalized
+// description. Field names differ between families (num_experts / num_local_experts / n_routed_experts);
+// after parsing, the rest of the engine sees only this struct.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tandem::model {
+
+enum class Architecture { Qwen3Moe, DeepseekV2, DeepseekV3, Mixtral };
+
+enum class AttentionKind {
+    Gqa,  // grouped-query attention, optional per-head q/k RMSNorm (Qwen3)
+    Mla,  // DeepSeek multi-head latent attention
+};
+
+struct YarnScaling {
+    double factor = 1.0;
+    double betaFast = 32.0;
+    double betaSlow = 1.0;
+    double mscale = 1.0;
+    double mscaleAllDim = 0.0;
+    std::optional<double> originalMaxPositions;
+    std::optional<double> attentionFactor;  // explicit cos/sin multiplier, else derived from mscale
+};
+
+enum class ExpertScoring { Softmax, Sigmoid };
+enum class ExpertSelection {
+    TopK,                 // plain top-k over all experts
+    GroupLimitedByMax,    // DeepSeek-V2 group_limited_greedy: groups ranked by their best expert
+    GroupLimitedByTop2,   // DeepSeek-V3 noaux_tc: groups ranked by the sum of their two best (biased) scores
+};
+
+struct RouterSpec {
+    ExpertScoring scoring = ExpertScoring::Softmax;
+    ExpertSelection selection = ExpertSelection::TopK;
+    int topK = 1;
+    int numGroups = 1;
+    int topKGroups = 1;
+    bool normalize = false;     // divide the chosen weights by their sum
+    float scale = 1.0f;         // then multiply by this (routed_scaling_factor)
+    bool hasCorrectionBias = false;  // DeepSeek-V3 e_score_correction_bias (affects choice only)
+};
+
+struct GenerationDefaults {
+    bool doSample = false;
+    float temperature = 1.0f;
+    float topP = 1.0f;
+    int topK = 0;
+};
+
+struct ModelConfig {
+    std::string modelType;
+    Architecture arch = Architecture::Qwen3Moe;
+    AttentionKind attention = AttentionKind::Gqa;
+
+    int vocabSize = 0;
+    int hiddenSize = 0;
+    int numLayers = 0;
+    int numHeads = 0;
+    int numKvHeads = 0;
+    int headDim = 0;  // GQA only
+    float rmsNormEps = 1e-6f;
+    bool tieWordEmbeddings = false;
+    bool qkNorm = false;                   // Qwen3 per-head q/k RMSNorm
+    std::optional<int> slidingWindow;      // GQA families only
+    int maxPositionEmbeddings = 0;
+
+    double ropeTheta = 10000.0;
+    std::optional<YarnScaling> yarn;
+    bool ropeInterleaved = false;  // DeepSeek rotates (x[2i], x[2i+1]) pairs; the others rotate halves
+
+    // MLA
+    int qLoraRank = 0;  // 0: plain q_proj
+    int kvLoraRank = 0;
+    int qkNopeHeadDim = 0;
+    int qkRopeHeadDim = 0;
+    int vHeadDim = 0;
+
+    // Feed-forward
+    int intermediateSize = 0;     // dense layers
+    int numExperts = 0;
+    int moeIntermediateSize = 0;
+    int numSharedExperts = 0;     // shared expert MLP has numSharedExperts * moeIntermediateSize rows
+    RouterSpec router;
+    int firstKDenseReplace = 0;
+    int moeLayerFreq = 1;
+    int decoderSparseStep = 1;
+    std::vector<int> mlpOnlyLayers;
+    int numNextnPredictLayers = 0;  // DeepSeek-V3 MTP layers, stored after the last layer, unused
+
+    // FP8 checkpoints: one scale per block of this many rows and columns (quantization_config).
+    int fp8BlockRows = 128;
+    int fp8BlockCols = 128;
+
+    std::vector<int> eosTokenIds;
+    std::optional<int> bosTokenId;
+    GenerationDefaults generation;
+
+    bool isMoeLayer(int layer) const;
+    // Rotary dimension and the query/key width the softmax scale is computed from.
+    int ropeDim() const { return attention == AttentionKind::Mla ? qkRopeHeadDim : headDim; }
+    int qkHeadDim() const { return attention == AttentionKind::Mla ? qkNopeHeadDim + qkRopeHeadDim : headDim; }
+};
+
+// Reads DIR/config.json and, when present, DIR/generation_config.json. Throws tandem::Error naming
+// the file and the field for anything missing, malformed or unsupported.
+ModelConfig loadModelConfig(const std::filesystem::path& dir);
+// The same from JSON text, for tests; `where` names the source in errors.
+ModelConfig parseModelConfig(const std::string& configJson, const std::string& generationJson,
+                             const std::string& where);
+
+}  // namespace tandem::model

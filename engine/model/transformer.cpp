@@ -1,0 +1,69 @@
+#include "model/transformer.h"
+
+#include <string>
+
+#include "cpu/matmul.h"
+#include "cpu/ops.h"
+#include "model/attention.h"
+#include "model/feed_forward.h"
+#include "tandem/error.h"
+
+namespace tandem::model {
+
+Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, cpu::ThreadPool& pool)
+    : config_(config), weights_(weights), pool_(pool), rope_(config) {}
+
+runtime::KvCache Transformer::makeCache(int capacity) const {
+    const ModelConfig& c = config_;
+    if (c.attention == AttentionKind::Mla) return runtime::KvCache(c.numLayers, {c.kvLoraRank, c.qkRopeHeadDim}, capacity);
+    const int kvDim = c.numKvHeads * c.headDim;
+    return runtime::KvCache(c.numLayers, {kvDim, kvDim}, capacity);
+}
+
+void Transformer::forward(std::span<const int> tokens, int start, runtime::KvCache& cache, LogitsFor which,
+                          std::vector<float>& logits) {
+    const ModelConfig& c = config_;
+    const std::size_t T = tokens.size();
+    const auto H = static_cast<std::size_t>(c.hiddenSize);
+    if (T == 0) throw Error("nothing to run: no tokens were given");
+    for (const int id : tokens)
+        if (id < 0 || id >= c.vocabSize)
+            throw Error("token id " + std::to_string(id) + " is outside the model's vocabulary of " +
+                        std::to_string(c.vocabSize));
+    cache.reserve(start + static_cast<int>(T));
+
+    std::vector<float> x(T * H), normed(T * H), branch(T * H);
+    for (std::size_t t = 0; t < T; ++t) weights_.embed.dequantRow(tokens[t], &x[t * H]);
+
+    const std::size_t half = static_cast<std::size_t>(rope_.dim() / 2);
+    std::vector<float> cos(T * half), sin(T * half);
+    for (std::size_t t = 0; t < T; ++t) rope_.angles(start + static_cast<int>(t), &cos[t * half], &sin[t * half]);
+
+    for (int l = 0; l < c.numLayers; ++l) {
+        const LayerWeights& lw = weights_.layers[static_cast<std::size_t>(l)];
+        for (std::size_t t = 0; t < T; ++t) cpu::rmsNorm(&x[t * H], lw.inputNorm.data(), c.rmsNormEps, &normed[t * H], H);
+        const AttentionStep step{c, rope_, cos.data(), sin.data(), T, start, l, cache, pool_};
+        if (c.attention == AttentionKind::Mla)
+            mlaAttention(step, lw.mla, normed.data(), branch.data());
+        else
+            gqaAttention(step, lw.gqa, normed.data(), branch.data());
+        for (std::size_t i = 0; i < T * H; ++i) x[i] += branch[i];
+
+        for (std::size_t t = 0; t < T; ++t)
+            cpu::rmsNorm(&x[t * H], lw.postAttentionNorm.data(), c.rmsNormEps, &normed[t * H], H);
+        if (lw.moe)
+            mixtureOfExperts(c, *lw.moe, normed.data(), T, branch.data(), pool_);
+        else
+            denseMlp(*lw.dense, normed.data(), T, branch.data(), pool_);
+        for (std::size_t i = 0; i < T * H; ++i) x[i] += branch[i];
+    }
+
+    const std::size_t first = which == LogitsFor::AllTokens ? 0 : T - 1;
+    const std::size_t rows = T - first;
+    for (std::size_t t = first; t < T; ++t) cpu::rmsNorm(&x[t * H], weights_.finalNorm.data(), c.rmsNormEps, &normed[t * H], H);
+    const auto V = static_cast<std::size_t>(c.vocabSize);
+    logits.resize(rows * V);
+    cpu::matmul(weights_.lmHead, &normed[first * H], H, rows, logits.data(), V, pool_);
+}
+
+}  // namespace tandem::model

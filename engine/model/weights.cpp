@@ -1,0 +1,172 @@
+#include "model/weights.h"
+
+#include <cstring>
+#include <string>
+
+#include "tandem/error.h"
+
+namespace tandem::model {
+
+namespace {
+
+std::string shapeString(const std::vector<std::int64_t>& s) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+    return out + "]";
+}
+
+class Loader {
+public:
+    Loader(const io::Checkpoint& ckpt, const ModelConfig& config, ModelWeights& out)
+        : ckpt_(ckpt), config_(config), out_(out) {}
+
+    WeightMatrix matrix(const std::string& name, std::int64_t rows, std::int64_t cols) {
+        const io::TensorRef t = ckpt_.get(name);
+        expectShape(t, name, {rows, cols});
+        WeightMatrix m;
+        m.dtype = t.info->dtype;
+        m.rows = rows;
+        m.cols = cols;
+        m.data = t.data.data();
+        switch (m.dtype) {
+        case io::DType::F32:
+        case io::DType::F16:
+        case io::DType::BF16: break;
+        case io::DType::F8_E4M3: attachBlockScales(name, m); break;
+        default:
+            throw Error(where(t, name) + " has type " + std::string(io::dtypeName(m.dtype)) +
+                        "; a weight matrix must be F32, F16, BF16 or F8_E4M3");
+        }
+        return m;
+    }
+
+    std::vector<float> vector(const std::string& name, std::int64_t n) {
+        const io::TensorRef t = ckpt_.get(name);
+        expectShape(t, name, {n});
+        const auto type = t.info->dtype;
+        if (type != io::DType::F32 && type != io::DType::F16 && type != io::DType::BF16)
+            throw Error(where(t, name) + " has type " + std::string(io::dtypeName(type)) +
+                        "; expected F32, F16 or BF16");
+        std::vector<float> v(static_cast<std::size_t>(n));
+        const std::size_t size = io::dtypeSize(type);
+        for (std::int64_t i = 0; i < n; ++i) v[i] = io::loadAsFloat(type, t.data.data() + i * size);
+        return v;
+    }
+
+    MlpWeights mlp(const std::string& prefix, std::int64_t inner, const char* gate, const char* up,
+                   const char* down) {
+        const std::int64_t hidden = config_.hiddenSize;
+        return {matrix(prefix + gate + ".weight", inner, hidden), matrix(prefix + up + ".weight", inner, hidden),
+                matrix(prefix + down + ".weight", hidden, inner)};
+    }
+
+private:
+    std::string where(const io::TensorRef& t, const std::string& name) const {
+        return "tensor '" + name + "' in " + t.file->path().string();
+    }
+
+    void expectShape(const io::TensorRef& t, const std::string& name, const std::vector<std::int64_t>& shape) const {
+        if (t.info->shape != shape)
+            throw Error(where(t, name) + " has shape " + shapeString(t.info->shape) + ", expected " +
+                        shapeString(shape) + " from config.json");
+    }
+
+    void attachBlockScales(const std::string& name, WeightMatrix& m) {
+        const std::string scaleName = name + "_scale_inv";
+        if (!ckpt_.has(scaleName))
+            throw Error("FP8 weight '" + name + "' in " + ckpt_.dir().string() + " has no '" + scaleName + "'");
+        const io::TensorRef s = ckpt_.get(scaleName);
+        m.blockRows = config_.fp8BlockRows;
+        m.blockCols = config_.fp8BlockCols;
+        const std::int64_t sr = (m.rows + m.blockRows - 1) / m.blockRows;
+        const std::int64_t sc = (m.cols + m.blockCols - 1) / m.blockCols;
+        expectShape(s, scaleName, {sr, sc});
+        if (s.info->dtype != io::DType::F32 && s.info->dtype != io::DType::BF16)
+            throw Error(where(s, scaleName) + " has type " + std::string(io::dtypeName(s.info->dtype)) +
+                        "; expected F32");
+        auto& scales = out_.scaleStore.emplace_back(static_cast<std::size_t>(sr * sc));
+        const std::size_t size = io::dtypeSize(s.info->dtype);
+        for (std::size_t i = 0; i < scales.size(); ++i) scales[i] = io::loadAsFloat(s.info->dtype, s.data.data() + i * size);
+        m.blockScales = scales.data();
+        m.scaleCols = sc;
+    }
+
+    const io::Checkpoint& ckpt_;
+    const ModelConfig& config_;
+    ModelWeights& out_;
+};
+
+void loadGqa(Loader& l, const ModelConfig& c, const std::string& p, GqaWeights& w) {
+    const std::int64_t h = c.hiddenSize;
+    const std::int64_t qDim = static_cast<std::int64_t>(c.numHeads) * c.headDim;
+    const std::int64_t kvDim = static_cast<std::int64_t>(c.numKvHeads) * c.headDim;
+    w.q = l.matrix(p + "self_attn.q_proj.weight", qDim, h);
+    w.k = l.matrix(p + "self_attn.k_proj.weight", kvDim, h);
+    w.v = l.matrix(p + "self_attn.v_proj.weight", kvDim, h);
+    w.o = l.matrix(p + "self_attn.o_proj.weight", h, qDim);
+    if (c.qkNorm) {
+        w.qNorm = l.vector(p + "self_attn.q_norm.weight", c.headDim);
+        w.kNorm = l.vector(p + "self_attn.k_norm.weight", c.headDim);
+    }
+}
+
+void loadMla(Loader& l, const ModelConfig& c, const std::string& p, MlaWeights& w) {
+    const std::int64_t h = c.hiddenSize;
+    const std::int64_t qHead = c.qkNopeHeadDim + c.qkRopeHeadDim;
+    const std::int64_t heads = c.numHeads;
+    if (c.qLoraRank > 0) {
+        w.qA = l.matrix(p + "self_attn.q_a_proj.weight", c.qLoraRank, h);
+        w.qANorm = l.vector(p + "self_attn.q_a_layernorm.weight", c.qLoraRank);
+        w.q = l.matrix(p + "self_attn.q_b_proj.weight", heads * qHead, c.qLoraRank);
+    } else {
+        w.q = l.matrix(p + "self_attn.q_proj.weight", heads * qHead, h);
+    }
+    w.kvA = l.matrix(p + "self_attn.kv_a_proj_with_mqa.weight", c.kvLoraRank + c.qkRopeHeadDim, h);
+    w.kvANorm = l.vector(p + "self_attn.kv_a_layernorm.weight", c.kvLoraRank);
+    w.kvB = l.matrix(p + "self_attn.kv_b_proj.weight", heads * (c.qkNopeHeadDim + c.vHeadDim), c.kvLoraRank);
+    w.o = l.matrix(p + "self_attn.o_proj.weight", h, heads * c.vHeadDim);
+}
+
+void loadFeedForward(Loader& l, const ModelConfig& c, int layer, const std::string& p, LayerWeights& w) {
+    const bool mixtral = c.arch == Architecture::Mixtral;
+    if (!c.isMoeLayer(layer)) {
+        w.dense = l.mlp(p + "mlp.", c.intermediateSize, "gate_proj", "up_proj", "down_proj");
+        return;
+    }
+    const std::string moe = p + (mixtral ? "block_sparse_moe." : "mlp.");
+    MoeWeights& m = w.moe.emplace();
+    m.router = l.matrix(moe + "gate.weight", c.numExperts, c.hiddenSize);
+    if (c.router.hasCorrectionBias) m.correctionBias = l.vector(moe + "gate.e_score_correction_bias", c.numExperts);
+    m.experts.reserve(static_cast<std::size_t>(c.numExperts));
+    for (int e = 0; e < c.numExperts; ++e) {
+        const std::string ep = moe + "experts." + std::to_string(e) + ".";
+        m.experts.push_back(mixtral ? l.mlp(ep, c.moeIntermediateSize, "w1", "w3", "w2")
+                                    : l.mlp(ep, c.moeIntermediateSize, "gate_proj", "up_proj", "down_proj"));
+    }
+    if (c.numSharedExperts > 0)
+        m.shared = l.mlp(moe + "shared_experts.", static_cast<std::int64_t>(c.moeIntermediateSize) * c.numSharedExperts,
+                         "gate_proj", "up_proj", "down_proj");
+}
+
+}  // namespace
+
+ModelWeights loadWeights(const io::Checkpoint& ckpt, const ModelConfig& c) {
+    ModelWeights w;
+    Loader l(ckpt, c, w);
+    w.embed = l.matrix("model.embed_tokens.weight", c.vocabSize, c.hiddenSize);
+    w.lmHead = c.tieWordEmbeddings ? w.embed : l.matrix("lm_head.weight", c.vocabSize, c.hiddenSize);
+    w.finalNorm = l.vector("model.norm.weight", c.hiddenSize);
+    w.layers.resize(static_cast<std::size_t>(c.numLayers));
+    for (int i = 0; i < c.numLayers; ++i) {
+        const std::string p = "model.layers." + std::to_string(i) + ".";
+        LayerWeights& lw = w.layers[static_cast<std::size_t>(i)];
+        lw.inputNorm = l.vector(p + "input_layernorm.weight", c.hiddenSize);
+        lw.postAttentionNorm = l.vector(p + "post_attention_layernorm.weight", c.hiddenSize);
+        if (c.attention == AttentionKind::Mla) loadMla(l, c, p, lw.mla);
+        else loadGqa(l, c, p, lw.gqa);
+        loadFeedForward(l, c, i, p, lw);
+    }
+    return w;
+}
+
+}  // namespace tandem::model

@@ -1,0 +1,62 @@
+#pragma once
+// The tensors of a model, looked up by their Hugging Face names, checked against the config's shapes,
+// and held as views into the memory-mapped checkpoint. Only small vectors (norms, biases, FP8 block
+// scales) are copied, into float32.
+#include <deque>
+#include <optional>
+#include <vector>
+
+#include "cpu/weight_matrix.h"
+#include "io/checkpoint.h"
+#include "model/config.h"
+
+namespace tandem::model {
+
+using cpu::WeightMatrix;
+
+struct GqaWeights {
+    WeightMatrix q, k, v, o;
+    std::vector<float> qNorm, kNorm;  // Qwen3 only
+};
+
+struct MlaWeights {
+    std::optional<WeightMatrix> qA;  // with q LoRA: q = qB(norm(qA(x)))
+    std::vector<float> qANorm;
+    WeightMatrix q;                  // qB with LoRA, else q_proj: [heads * (nope + rope), ...]
+    WeightMatrix kvA;                // [kvLoraRank + rope, hidden]
+    std::vector<float> kvANorm;
+    WeightMatrix kvB;                // [heads * (nope + v), kvLoraRank]
+    WeightMatrix o;
+};
+
+struct MlpWeights {
+    WeightMatrix gate, up, down;
+};
+
+struct MoeWeights {
+    WeightMatrix router;                  // [experts, hidden]
+    std::vector<float> correctionBias;    // DeepSeek-V3
+    std::vector<MlpWeights> experts;
+    std::optional<MlpWeights> shared;
+};
+
+struct LayerWeights {
+    std::vector<float> inputNorm, postAttentionNorm;
+    GqaWeights gqa;
+    MlaWeights mla;
+    std::optional<MlpWeights> dense;
+    std::optional<MoeWeights> moe;
+};
+
+struct ModelWeights {
+    WeightMatrix embed;   // [vocab, hidden]
+    WeightMatrix lmHead;  // [vocab, hidden]
+    std::vector<float> finalNorm;
+    std::vector<LayerWeights> layers;
+    std::deque<std::vector<float>> scaleStore;  // owns the FP8 block scales the matrices point to
+};
+
+// Throws tandem::Error naming the tensor, its shard and the problem (missing, wrong shape, wrong type).
+ModelWeights loadWeights(const io::Checkpoint& checkpoint, const ModelConfig& config);
+
+}  // namespace tandem::model
