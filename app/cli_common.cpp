@@ -1,0 +1,40 @@
+#include "cli_common.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "tandem/error.h"
+
+std::vector<int> parseIds(const std::string& text, const std::string& where) {
+    std::istringstream in(text);
+    std::vector<int> ids;
+    std::string word;
+    while (in >> word) {
+        try {
+            std::size_t used = 0;
+            const long v = std::stol(word, &used);
+            if (used != word.size() || v < 0 || v > INT32_MAX) throw std::invalid_argument(word);
+            ids.push_back(static_cast<int>(v));
+        } catch (const std::exception&) {
+            throw tandem::Error(where + ": '" + word + "' is not a token id");
+        }
+    }
+    if (ids.empty()) throw tandem::Error(where + " holds no token ids");
+    return ids;
+}
+
+std::vector<int> readIdsFile(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw tandem::Error("cannot read " + path);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return parseIds(s.str(), path);
+}
+
+void printIds(const std::vector<int>& ids) {
+    for (std::size_t i = 0; i < ids.size(); ++i) std::printf(i ? " %d" : "%d", ids[i]);
+    std::printf("\n");
+}
+

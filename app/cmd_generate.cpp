@@ -1,0 +1,46 @@
+// tandem-cli generate: sample a continuation of prompt ids and report the speed.
+#include <cstdio>
+
+#include "cli_args.h"
+#include "cli_common.h"
+#include "commands.h"
+#include "tandem/engine.h"
+
+int runGenerate(const CommandArgs& argv) {
+    const CliArgs args(argv, {"--model", "--ids", "--ids-file", "--new-tokens", "--temperature", "--top-p", "--top-k",
+                              "--seed", "--threads", "--context"});
+    const auto prompt = args.optional("--ids") ? parseIds(*args.optional("--ids"), "--ids")
+                                               : readIdsFile(args.required("--ids-file"));
+    tandem::EngineOptions options;
+    options.threads = args.integer("--threads", 0);
+    options.contextLength = args.integer("--context", options.contextLength);
+    std::fprintf(stderr, "loading %s ...\n", args.required("--model").c_str());
+    auto engine = tandem::Engine::load(args.required("--model"), options);
+    const auto& info = engine->info();
+    std::fprintf(stderr, "%s: %d layers, %d experts (%d active), %.1f MB of weights, %d threads\n",
+                 info.modelType.c_str(), info.numLayers, info.numExperts, info.expertsPerToken,
+                 static_cast<double>(info.weightBytes) / 1e6, engine->threads());
+
+    tandem::GenerateOptions gen;
+    gen.maxNewTokens = args.integer("--new-tokens", 32);
+    gen.sampling = info.defaultSampling;
+    gen.sampling.temperature = static_cast<float>(args.number("--temperature", gen.sampling.temperature));
+    gen.sampling.topP = static_cast<float>(args.number("--top-p", gen.sampling.topP));
+    gen.sampling.topK = args.integer("--top-k", gen.sampling.topK);
+    gen.sampling.seed = static_cast<std::uint64_t>(args.integer("--seed", 0));
+
+    auto session = engine->newSession();
+    bool first = true;
+    const auto stats = session->generate(prompt, gen, [&](int token) {
+        std::printf(first ? "%d" : " %d", token);
+        std::fflush(stdout);
+        first = false;
+        return true;
+    });
+    std::printf("\n");
+    std::fprintf(stderr, "prompt: %d tokens at %.1f tok/s; generated: %d tokens at %.1f tok/s%s\n", stats.promptTokens,
+                 stats.prefillTokensPerSecond(), stats.generatedTokens, stats.decodeTokensPerSecond(),
+                 stats.stoppedAtEos ? " (end of sequence)" : "");
+    return 0;
+}
+

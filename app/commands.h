@@ -1,0 +1,10 @@
+#pragma once
+// The tandem-cli commands. Each takes the arguments after the command name and returns the exit code;
+// user errors are thrown as tandem::Error and reported by main.
+#include <string>
+#include <vector>
+
+using CommandArgs = std::vector<std::string>;
+
+int runEval(const CommandArgs& args);
+int runGenerate(const CommandArgs& args);
