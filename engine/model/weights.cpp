@@ -22,31 +22,27 @@ public:
 
     WeightMatrix matrix(const std::string& name, std::int64_t rows, std::int64_t cols) {
         const io::TensorRef t = ckpt_.get(name);
+        const auto type = t.info->dtype;
+        if (type != io::DType::F32 && type != io::DType::F16 && type != io::DType::BF16 && type != io::DType::F8_E4M3)
+            throw Error(where(t, name) + " has type " + std::string(io::dtypeName(type)) +
+                        "; a weight matrix must be F32, F16, BF16 or F8_E4M3");
         expectShape(t, name, {rows, cols});
         WeightMatrix m;
-        m.dtype = t.info->dtype;
+        m.dtype = type;
         m.rows = rows;
         m.cols = cols;
         m.data = t.data.data();
-        switch (m.dtype) {
-        case io::DType::F32:
-        case io::DType::F16:
-        case io::DType::BF16: break;
-        case io::DType::F8_E4M3: attachBlockScales(name, m); break;
-        default:
-            throw Error(where(t, name) + " has type " + std::string(io::dtypeName(m.dtype)) +
-                        "; a weight matrix must be F32, F16, BF16 or F8_E4M3");
-        }
+        if (type == io::DType::F8_E4M3) attachBlockScales(name, m);
         return m;
     }
 
     std::vector<float> vector(const std::string& name, std::int64_t n) {
         const io::TensorRef t = ckpt_.get(name);
-        expectShape(t, name, {n});
         const auto type = t.info->dtype;
         if (type != io::DType::F32 && type != io::DType::F16 && type != io::DType::BF16)
             throw Error(where(t, name) + " has type " + std::string(io::dtypeName(type)) +
                         "; expected F32, F16 or BF16");
+        expectShape(t, name, {n});
         std::vector<float> v(static_cast<std::size_t>(n));
         const std::size_t size = io::dtypeSize(type);
         for (std::int64_t i = 0; i < n; ++i) v[i] = io::loadAsFloat(type, t.data.data() + i * size);
