@@ -1,0 +1,120 @@
+// tandem-cli as a user meets it: usage, errors with exit codes, and no partial output files.
+#include <QFile>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "test_support.h"
+
+using namespace tandem::test;
+
+namespace {
+
+struct Result {
+    int exitCode;
+    QString out;
+    QString err;
+};
+
+Result runCli(const QStringList& args) {
+    QProcess p;
+    p.start(cliPath(), args);
+    if (!p.waitForFinished(120000)) qFatal("tandem-cli did not finish");
+    return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+}
+
+}  // namespace
+
+class CliTest : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir tmp_;
+
+    QString idsFile(const QByteArray& content) {
+        const QString path = tmp_.filePath("ids.txt");
+        writeFile(path, content);
+        return path;
+    }
+
+private slots:
+    void help() {
+        const auto r = runCli({"--help"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY(r.out.contains("eval") && r.out.contains("generate"));
+    }
+
+    void unknownCommand() {
+        const auto r = runCli({"frobnicate"});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY(r.err.contains("unknown command 'frobnicate'"));
+        QVERIFY(r.err.contains("usage"));
+    }
+
+    void unknownOption() {
+        const auto r = runCli({"eval", "--modle", "x"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("unknown option '--modle'"), qPrintable(r.err));
+    }
+
+    void missingRequiredOption() {
+        const auto r = runCli({"eval", "--ids-file", idsFile("1 2"), "--new-tokens", "2", "--logits-out", tmp_.filePath("o")});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("missing required option --model"), qPrintable(r.err));
+    }
+
+    void badIds() {
+        const auto r = runCli({"eval", "--model", fixturePath("tiny-qwen3moe"), "--ids-file", idsFile("1 2 x3"),
+                               "--new-tokens", "2", "--logits-out", tmp_.filePath("o")});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("'x3' is not a token id"), qPrintable(r.err));
+    }
+
+    void idOutsideVocabularyLeavesNoFile() {
+        const QString out = tmp_.filePath("logits.bin");
+        const auto r = runCli({"eval", "--model", fixturePath("tiny-qwen3moe"), "--ids-file", idsFile("1 2 99999"),
+                               "--new-tokens", "2", "--logits-out", out});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("99999") && r.err.contains("vocabulary"), qPrintable(r.err));
+        QVERIFY(!QFile::exists(out));
+        QVERIFY(!QFile::exists(out + ".partial"));
+    }
+
+    void missingModel() {
+        const auto r = runCli({"generate", "--model", "/nonexistent/model", "--ids", "1 2"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("/nonexistent/model") && r.err.contains("does not exist"), qPrintable(r.err));
+    }
+
+    void evalWritesRowsAndIds() {
+        const QString out = tmp_.filePath("logits.bin");
+        const auto r = runCli({"eval", "--model", fixturePath("tiny-deepseekv2"), "--ids-file", idsFile("5 6 7"),
+                               "--new-tokens", "4", "--logits-out", out, "--threads", "1"});
+        QCOMPARE(r.exitCode, 0);
+        QCOMPARE(r.out.trimmed().split(' ').size(), 4);
+        QCOMPARE(QFile(out).size(), qint64((3 + 4) * 1024 * 4));
+    }
+
+    void zeroNewTokens() {
+        const QString out = tmp_.filePath("prefill.bin");
+        const auto r = runCli({"eval", "--model", fixturePath("tiny-mixtral"), "--ids-file", idsFile("5 6 7"),
+                               "--new-tokens", "0", "--logits-out", out});
+        QCOMPARE(r.exitCode, 0);
+        QCOMPARE(r.out, QString("\n"));
+        QCOMPARE(QFile(out).size(), qint64(3 * 1024 * 4));
+    }
+
+    void generateReportsSpeed() {
+        const auto r = runCli({"generate", "--model", fixturePath("tiny-qwen3moe"), "--ids", "1 2 3", "--new-tokens", "5",
+                               "--temperature", "0.8", "--seed", "3"});
+        QCOMPARE(r.exitCode, 0);
+        QCOMPARE(r.out.trimmed().split(' ').size(), 5);
+        QVERIFY2(r.err.contains("tok/s"), qPrintable(r.err));
+        // The same seed gives the same tokens.
+        const auto again = runCli({"generate", "--model", fixturePath("tiny-qwen3moe"), "--ids", "1 2 3", "--new-tokens",
+                                   "5", "--temperature", "0.8", "--seed", "3"});
+        QCOMPARE(again.out, r.out);
+    }
+};
+
+QTEST_GUILESS_MAIN(CliTest)
+#include "tst_cli.moc"

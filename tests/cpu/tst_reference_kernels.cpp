@@ -1,0 +1,127 @@
+// The reference CPU path: thread pool, matmul over every weight type, row-wise ops.
+#include <QTest>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "cpu/matmul.h"
+#include "cpu/ops.h"
+#include "cpu/thread_pool.h"
+#include "tandem/error.h"
+
+using namespace tandem;
+using namespace tandem::cpu;
+
+class ReferenceKernelsTest : public QObject {
+    Q_OBJECT
+private slots:
+    void parallelForCoversEveryIndexOnce() {
+        ThreadPool pool(3);
+        QCOMPARE(pool.size(), 3);
+        for (const std::size_t n : {1u, 7u, 100u, 10007u}) {
+            std::vector<std::atomic<int>> hits(n);
+            pool.parallelFor(n, 3, [&](std::size_t b, std::size_t e) {
+                for (std::size_t i = b; i < e; ++i) hits[i]++;
+            });
+            for (std::size_t i = 0; i < n; ++i) QCOMPARE(hits[i].load(), 1);
+        }
+    }
+
+    void parallelForRethrows() {
+        ThreadPool pool(2);
+        QVERIFY_THROWS_EXCEPTION(Error, pool.parallelFor(1000, 1, [](std::size_t b, std::size_t) {
+            if (b >= 500) throw Error("boom");
+        }));
+        std::atomic<int> after{0};
+        pool.parallelFor(10, 1, [&](std::size_t b, std::size_t e) { after += static_cast<int>(e - b); });
+        QCOMPARE(after.load(), 10);  // the pool still works
+    }
+
+    void matmulEveryType() {
+        // A 37x45 weight (odd sizes) in each type, against a double-precision product of the same values.
+        const int rows = 37, cols = 45, tokens = 3;
+        std::mt19937 rng(7);
+        std::uniform_real_distribution<float> u(-1, 1);
+        std::vector<float> x(tokens * cols);
+        for (auto& v : x) v = u(rng);
+
+        std::vector<std::uint16_t> bf16(rows * cols);
+        std::vector<float> f32(rows * cols);
+        std::vector<std::uint8_t> f8(rows * cols);
+        for (int i = 0; i < rows * cols; ++i) {
+            bf16[i] = static_cast<std::uint16_t>(rng() & 0x3fff) | 0x3c00;  // values in [2^-7, 2)
+            f32[i] = u(rng);
+            f8[i] = static_cast<std::uint8_t>(rng() % 0x7e);
+        }
+        const float scales[2] = {0.5f, 3.0f};  // one column block of 32 per row block of 32, then the rest
+
+        ThreadPool pool(2);
+        for (const auto type : {io::DType::F32, io::DType::BF16, io::DType::F8_E4M3}) {
+            WeightMatrix w;
+            w.dtype = type;
+            w.rows = rows;
+            w.cols = cols;
+            w.data = type == io::DType::F32 ? reinterpret_cast<const std::byte*>(f32.data())
+                     : type == io::DType::BF16 ? reinterpret_cast<const std::byte*>(bf16.data())
+                                               : reinterpret_cast<const std::byte*>(f8.data());
+            if (type == io::DType::F8_E4M3) {
+                w.blockRows = 32;
+                w.blockCols = 64;
+                w.blockScales = scales;
+                w.scaleCols = 1;
+            }
+            std::vector<float> y(tokens * rows);
+            matmul(w, x.data(), cols, tokens, y.data(), rows, pool);
+            for (int r = 0; r < rows; ++r) {
+                for (int t = 0; t < tokens; ++t) {
+                    double expected = 0;
+                    for (int c = 0; c < cols; ++c) {
+                        const int i = r * cols + c;
+                        const double wv = type == io::DType::F32    ? f32[i]
+                                          : type == io::DType::BF16 ? io::bf16ToFloat(bf16[i])
+                                                                    : io::f8e4m3ToFloat(f8[i]) * scales[r / 32];
+                        expected += wv * x[t * cols + c];
+                    }
+                    QVERIFY2(std::abs(y[t * rows + r] - expected) < 1e-4 * (1 + std::abs(expected)),
+                             qPrintable(QString("type %1 row %2 token %3").arg(int(type)).arg(r).arg(t)));
+                }
+            }
+        }
+    }
+
+    void rowSliceReadsTheRightRows() {
+        std::vector<float> data(6 * 4);
+        for (int i = 0; i < 24; ++i) data[i] = static_cast<float>(i);
+        WeightMatrix w;
+        w.rows = 6;
+        w.cols = 4;
+        w.data = reinterpret_cast<const std::byte*>(data.data());
+        const WeightMatrix slice = w.rowSlice(2, 3).rowSlice(1, 2);  // rows 3 and 4
+        float row[4];
+        slice.dequantRow(1, row);
+        QCOMPARE(row[0], 16.0f);
+    }
+
+    void ops() {
+        const float a[5] = {1, 2, 3, 4, 5};
+        QCOMPARE(dot(a, a, 5), 55.0f);
+        float s[3] = {1, 2, 3};
+        softmax(s, 3);
+        QVERIFY(std::abs(s[0] + s[1] + s[2] - 1.0f) < 1e-6f);
+        QVERIFY(std::abs(s[2] / s[1] - std::exp(1.0f)) < 1e-5f);
+        const float w[2] = {1, 2};
+        float x[2] = {3, 4}, out[2];
+        rmsNorm(x, w, 0.0f, out, 2);
+        const float inv = 1.0f / std::sqrt(12.5f);
+        QVERIFY(std::abs(out[0] - 3 * inv) < 1e-6f && std::abs(out[1] - 8 * inv) < 1e-6f);
+        float g[2] = {0, 2};
+        const float up[2] = {5, 3};
+        siluMul(g, up, 2);
+        QCOMPARE(g[0], 0.0f);
+        QVERIFY(std::abs(g[1] - 2 / (1 + std::exp(-2.0f)) * 3) < 1e-6f);
+    }
+};
+
+QTEST_APPLESS_MAIN(ReferenceKernelsTest)
+#include "tst_reference_kernels.moc"

@@ -1,0 +1,117 @@
+// Sessions: generation stops at the model's EOS ids, the cache holds the context, capacity errors.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "tandem/engine.h"
+#include "test_support.h"
+
+using namespace tandem;
+using namespace tandem::test;
+
+class SessionTest : public QObject {
+    Q_OBJECT
+
+    static std::unique_ptr<Engine> load(const QString& dir, int context = 4096) {
+        EngineOptions o;
+        o.threads = 2;
+        o.contextLength = context;
+        return Engine::load(dir.toStdString(), o);
+    }
+
+private slots:
+    void greedyGenerationMatchesReference() {
+        const Golden g = loadGolden("tiny-mixtral", "chat");
+        auto engine = load(fixturePath("tiny-mixtral"));
+        auto session = engine->newSession();
+        GenerateOptions o;
+        o.maxNewTokens = static_cast<int>(g.genIds.size());
+        std::vector<int> tokens;
+        const auto stats = session->generate(g.promptIds, o, [&](int t) {
+            tokens.push_back(t);
+            return true;
+        });
+        QCOMPARE(tokens, g.genIds);
+        QCOMPARE(stats.promptTokens, static_cast<int>(g.promptIds.size()));
+        QCOMPARE(stats.generatedTokens, static_cast<int>(g.genIds.size()));
+        QVERIFY(!stats.stoppedAtEos);
+        // Every token but the last was fed back: the cache holds the prompt and those.
+        QCOMPARE(session->position(), static_cast<int>(g.promptIds.size() + g.genIds.size() - 1));
+    }
+
+    void stopsAtEos() {
+        // Declare the 4th greedy token an end-of-sequence id: generation must stop there, unshown.
+        const Golden g = loadGolden("tiny-qwen3moe", "chat");
+        QTemporaryDir tmp;
+        QVERIFY(copyFixture("tiny-qwen3moe", tmp.path()));
+        QJsonObject gen = QJsonDocument::fromJson(readFile(tmp.filePath("generation_config.json"))).object();
+        const int eos = g.genIds[3];
+        gen["eos_token_id"] = QJsonArray{999, eos};
+        QVERIFY(writeFile(tmp.filePath("generation_config.json"), QJsonDocument(gen).toJson()));
+        QVERIFY(std::find(g.genIds.begin(), g.genIds.begin() + 3, eos) == g.genIds.begin() + 3);
+
+        auto engine = load(tmp.path());
+        QCOMPARE(engine->info().eosTokenIds, (std::vector<int>{999, eos}));
+        auto session = engine->newSession();
+        GenerateOptions o;
+        o.maxNewTokens = 20;
+        std::vector<int> shown;
+        const auto stats = session->generate(g.promptIds, o, [&](int t) {
+            shown.push_back(t);
+            return true;
+        });
+        QVERIFY(stats.stoppedAtEos);
+        QCOMPARE(shown, std::vector<int>(g.genIds.begin(), g.genIds.begin() + 3));
+    }
+
+    void callbackCanStop() {
+        auto engine = load(fixturePath("tiny-qwen3moe"));
+        auto session = engine->newSession();
+        GenerateOptions o;
+        o.maxNewTokens = 20;
+        int calls = 0;
+        const auto stats = session->generate(std::vector<int>{1, 2, 3}, o, [&](int) { return ++calls < 5; });
+        QCOMPARE(calls, 5);
+        QCOMPARE(stats.generatedTokens, 5);
+    }
+
+    void contextCapacityIsEnforced() {
+        auto engine = load(fixturePath("tiny-qwen3moe"), 8);
+        QCOMPARE(engine->info().contextLength, 8);
+        auto session = engine->newSession();
+        session->append(std::vector<int>{1, 2, 3, 4, 5, 6});
+        try {
+            session->append(std::vector<int>{7, 8, 9});
+            QFAIL("ran past the context length without an error");
+        } catch (const Error& e) {
+            QVERIFY2(QString(e.what()).contains("context length is 8"), e.what());
+        }
+        session->reset();
+        QCOMPARE(session->position(), 0);
+        session->append(std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8});
+        QCOMPARE(session->position(), 8);
+    }
+
+    void tokenOutsideVocabulary() {
+        auto engine = load(fixturePath("tiny-deepseekv2"));
+        auto session = engine->newSession();
+        QVERIFY_THROWS_EXCEPTION(Error, session->append(std::vector<int>{1, 5000}));
+        QCOMPARE(session->position(), 0);
+    }
+
+    void modelInfo() {
+        auto engine = load(fixturePath("tiny-deepseekv3-fp8"));
+        const auto& info = engine->info();
+        QCOMPARE(info.modelType, std::string("deepseek_v3"));
+        QCOMPARE(info.numLayers, 3);  // the MTP layer does not count
+        QCOMPARE(info.numExperts, 16);
+        QCOMPARE(info.expertsPerToken, 4);
+        QCOMPARE(info.defaultSampling.temperature, 0.6f);
+        QCOMPARE(engine->threads(), 2);
+    }
+};
+
+QTEST_GUILESS_MAIN(SessionTest)
+#include "tst_session.moc"
