@@ -8,7 +8,8 @@
 
 int runGenerate(const CommandArgs& argv) {
     const CliArgs args(argv, {"--model", "--ids", "--ids-file", "--new-tokens", "--temperature", "--top-p", "--top-k",
-                              "--seed", "--threads", "--context"});
+                              "--seed", "--threads", "--context", "--min-p", "--repetition-penalty",
+                              "--presence-penalty", "--frequency-penalty"});
     const auto prompt = args.optional("--ids") ? parseIds(*args.optional("--ids"), "--ids")
                                                : readIdsFile(args.required("--ids-file"));
     tandem::EngineOptions options;
@@ -27,6 +28,10 @@ int runGenerate(const CommandArgs& argv) {
     gen.sampling.temperature = static_cast<float>(args.number("--temperature", gen.sampling.temperature));
     gen.sampling.topP = static_cast<float>(args.number("--top-p", gen.sampling.topP));
     gen.sampling.topK = args.integer("--top-k", gen.sampling.topK);
+    gen.sampling.minP = static_cast<float>(args.number("--min-p", gen.sampling.minP));
+    gen.sampling.repetitionPenalty = static_cast<float>(args.number("--repetition-penalty", gen.sampling.repetitionPenalty));
+    gen.sampling.presencePenalty = static_cast<float>(args.number("--presence-penalty", gen.sampling.presencePenalty));
+    gen.sampling.frequencyPenalty = static_cast<float>(args.number("--frequency-penalty", gen.sampling.frequencyPenalty));
     gen.sampling.seed = static_cast<std::uint64_t>(args.integer("--seed", 0));
 
     auto session = engine->newSession();
@@ -38,6 +43,7 @@ int runGenerate(const CommandArgs& argv) {
         return true;
     });
     std::printf("\n");
+    std::fflush(stdout);
     std::fprintf(stderr, "prompt: %d tokens at %.1f tok/s; generated: %d tokens at %.1f tok/s%s\n", stats.promptTokens,
                  stats.prefillTokensPerSecond(), stats.generatedTokens, stats.decodeTokensPerSecond(),
                  stats.stoppedAtEos ? " (end of sequence)" : "");

@@ -18,7 +18,8 @@ commands:
             (prompt positions, then one row per generated token) as little-endian float32 to the
             --logits-out file and prints the generated ids.
   generate  --model DIR (--ids "ID ..." | --ids-file FILE) [--new-tokens N] [--temperature T]
-            [--top-p P] [--top-k K] [--seed S] [--threads N] [--context N]
+            [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R] [--presence-penalty P]
+            [--frequency-penalty F] [--seed S] [--threads N] [--context N]
             Generate from prompt ids, printing ids as they come and the speed at the end.
 
   --help    this text

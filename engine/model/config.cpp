@@ -312,6 +312,8 @@ ModelConfig parseModelConfig(const std::string& configJson, const std::string& g
         c.generation.temperature = gf.get<float>("temperature", 1.0f);
         c.generation.topP = gf.get<float>("top_p", 1.0f);
         c.generation.topK = gf.get<int>("top_k", 0);
+        c.generation.minP = gf.get<float>("min_p", 0.0f);
+        c.generation.repetitionPenalty = gf.get<float>("repetition_penalty", 1.0f);
     }
     for (const int id : c.eosTokenIds)
         if (id < 0 || id >= c.vocabSize)

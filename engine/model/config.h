@@ -49,6 +49,8 @@ struct GenerationDefaults {
     float temperature = 1.0f;
     float topP = 1.0f;
     int topK = 0;
+    float minP = 0.0f;
+    float repetitionPenalty = 1.0f;
 };
 
 struct ModelConfig {

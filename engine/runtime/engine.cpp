@@ -28,7 +28,9 @@ struct Engine::Impl {
             info.defaultSampling.temperature = config.generation.temperature;
             info.defaultSampling.topP = config.generation.topP;
             info.defaultSampling.topK = config.generation.topK;
+            info.defaultSampling.minP = config.generation.minP;
         }
+        info.defaultSampling.repetitionPenalty = config.generation.repetitionPenalty;
         info.weightBytes = checkpoint.totalBytes();
     }
 
@@ -45,7 +47,7 @@ struct Session::Impl {
 
     Engine::Impl& engine;
     runtime::KvCache cache;
-    int position = 0;
+    std::vector<int> context;  // the tokens whose keys and values are in the cache
     std::vector<float> logits;
 };
 
@@ -66,33 +68,45 @@ std::unique_ptr<Session> Engine::newSession() {
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
-int Session::position() const { return impl_->position; }
-void Session::reset() { impl_->position = 0; }
+int Session::position() const { return static_cast<int>(impl_->context.size()); }
+const std::vector<int>& Session::context() const { return impl_->context; }
+void Session::reset() { impl_->context.clear(); }
 
 const std::vector<float>& Session::append(std::span<const int> tokens, Logits which) {
-    impl_->engine.transformer.forward(tokens, impl_->position, impl_->cache,
+    impl_->engine.transformer.forward(tokens, position(), impl_->cache,
                                       which == Logits::All ? model::LogitsFor::AllTokens : model::LogitsFor::LastToken,
                                       impl_->logits);
-    impl_->position += static_cast<int>(tokens.size());
+    impl_->context.insert(impl_->context.end(), tokens.begin(), tokens.end());
     return impl_->logits;
 }
 
-GenerationStats Session::generate(std::span<const int> prompt, const GenerateOptions& options,
+GenerationStats Session::generate(std::span<const int> conversation, const GenerateOptions& options,
                                   const std::function<bool(int)>& onToken) {
     using Clock = std::chrono::steady_clock;
     const auto seconds = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+    if (conversation.empty()) throw Error("nothing to generate from: the prompt is empty");
     const auto& eos = impl_->engine.info.eosTokenIds;
     runtime::Sampler sampler(options.sampling);
     GenerationStats stats;
-    stats.promptTokens = static_cast<int>(prompt.size());
+    stats.promptTokens = static_cast<int>(conversation.size());
+
+    // Keep the cached prefix the conversation shares; at least its last token is run again, since its
+    // logits are needed to sample. Cache rows past the prefix are simply overwritten.
+    auto& context = impl_->context;
+    const auto shared = std::mismatch(context.begin(), context.end(), conversation.begin(), conversation.end());
+    const std::size_t reuse = std::min<std::size_t>(static_cast<std::size_t>(shared.first - context.begin()),
+                                                    conversation.size() - 1);
+    context.resize(reuse);
+    stats.reusedTokens = static_cast<int>(reuse);
+    stats.prefilledTokens = static_cast<int>(conversation.size() - reuse);
 
     const auto t0 = Clock::now();
-    const std::vector<float>* logits = &append(prompt);
+    const std::vector<float>* logits = &append(conversation.subspan(reuse));
     const auto t1 = Clock::now();
     stats.prefillSeconds = seconds(t0, t1);
 
     for (int i = 0; i < options.maxNewTokens; ++i) {
-        const int token = sampler.pick(*logits);
+        const int token = sampler.pick(*logits, context);
         ++stats.generatedTokens;
         if (options.stopAtEos && std::find(eos.begin(), eos.end(), token) != eos.end()) {
             stats.stoppedAtEos = true;

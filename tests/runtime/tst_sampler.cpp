@@ -3,6 +3,7 @@
 #include <map>
 
 #include "runtime/sampler.h"
+#include "tandem/error.h"
 
 using tandem::SamplingOptions;
 using tandem::runtime::Sampler;
@@ -54,6 +55,69 @@ private slots:
         for (int i = 0; i < 400; ++i) ++counts[s.pick(logits_)];
         for (const auto& [token, n] : counts) QVERIFY2(token == 1 || token == 4, qPrintable(QString::number(token)));
         QVERIFY(counts[1] > 100 && counts[4] > 100);
+    }
+
+    void minPDropsUnlikelyTokens() {
+        SamplingOptions o;
+        o.temperature = 1.0f;
+        o.minP = 0.5f;  // keeps tokens with at least half the top probability: 1, 2 (e^-0.1 = 0.90) and 4
+        Sampler s(o);
+        std::map<int, int> counts;
+        for (int i = 0; i < 600; ++i) ++counts[s.pick(logits_)];
+        QCOMPARE(counts.size(), std::size_t(3));
+        QVERIFY(counts.count(1) && counts.count(2) && counts.count(4));
+    }
+
+    void repetitionPenaltyAvoidsContextTokens() {
+        SamplingOptions o;
+        o.repetitionPenalty = 2.0f;  // token 1's logit 2.0 becomes 1.0; token 4 ties it no more
+        Sampler s(o);
+        const std::vector<int> context{1, 1};
+        QCOMPARE(s.pick(logits_, context), 4);
+        o.repetitionPenalty = 1.0f;
+        o.frequencyPenalty = 0.12f;  // token 1: 2.0 - 0.24, token 4: 2.0 - 0.12 = 1.88, both below 1.9
+        const std::vector<int> both{1, 1, 4};
+        Sampler f(o);
+        QCOMPARE(f.pick(logits_, both), 2);
+        o.frequencyPenalty = 0.0f;
+        o.presencePenalty = 0.05f;   // once per token: 1.95 for tokens 1 and 4, still above 1.9
+        Sampler p(o);
+        QCOMPARE(p.pick(logits_, both), 1);
+        o.penaltyWindow = 1;         // only the last context token (4) is penalized
+        o.presencePenalty = 1.0f;
+        Sampler w(o);
+        QCOMPARE(w.pick(logits_, both), 1);
+    }
+
+    void negativeLogitsArePenalizedDownward() {
+        SamplingOptions o;
+        o.repetitionPenalty = 3.0f;
+        const std::vector<float> negative{-1.0f, -1.2f};
+        Sampler s(o);
+        QCOMPARE(s.pick(negative, std::vector<int>{0}), 1);  // -1 * 3 = -3 < -1.2
+    }
+
+    void invalidSettingsAreRejected() {
+        SamplingOptions o;
+        o.topP = 0.0f;
+        QVERIFY_THROWS_EXCEPTION(tandem::Error, Sampler{o});
+        o = {};
+        o.minP = 1.5f;
+        QVERIFY_THROWS_EXCEPTION(tandem::Error, Sampler{o});
+        o = {};
+        o.temperature = -1.0f;
+        QVERIFY_THROWS_EXCEPTION(tandem::Error, Sampler{o});
+    }
+
+    void largeVocabularyTopP() {
+        // A peaked distribution over 150k tokens: the nucleus is found without sorting everything.
+        std::vector<float> big(150000, 0.0f);
+        for (int i = 0; i < 10; ++i) big[static_cast<std::size_t>(i * 997)] = 12.0f;
+        SamplingOptions o;
+        o.temperature = 1.0f;
+        o.topP = 0.9f;
+        Sampler s(o);
+        for (int i = 0; i < 100; ++i) QCOMPARE(s.pick(big) % 997, 0);
     }
 
     void temperatureSpreadsChoices() {

@@ -66,6 +66,54 @@ private slots:
         QCOMPARE(shown, std::vector<int>(g.genIds.begin(), g.genIds.begin() + 3));
     }
 
+    void followUpReusesTheCache() {
+        // Turn 1: prompt P, generating G. Turn 2: the whole conversation P + G + U is given again; only
+        // what is not cached (the last generated token, which was never fed, and U) is prefilled.
+        auto engine = load(fixturePath("tiny-qwen3moe"));
+        auto session = engine->newSession();
+        const std::vector<int> prompt{1001, 84, 82, 262, 198, 54, 71};
+        GenerateOptions o;
+        o.maxNewTokens = 6;
+        std::vector<int> conversation = prompt;
+        auto stats = session->generate(prompt, o, [&](int t) {
+            conversation.push_back(t);
+            return true;
+        });
+        QCOMPARE(stats.reusedTokens, 0);
+        QCOMPARE(stats.prefilledTokens, 7);
+        QCOMPARE(session->position(), 7 + 5);
+
+        const std::vector<int> user{1002, 198, 1001, 84, 82};
+        conversation.insert(conversation.end(), user.begin(), user.end());
+        std::vector<int> second;
+        stats = session->generate(conversation, o, [&](int t) {
+            second.push_back(t);
+            return true;
+        });
+        QCOMPARE(stats.reusedTokens, 7 + 5);
+        QCOMPARE(stats.prefilledTokens, 1 + 5);
+
+        // Same answer as a fresh session that prefills the whole conversation.
+        auto fresh = engine->newSession();
+        std::vector<int> reference;
+        fresh->generate(conversation, o, [&](int t) {
+            reference.push_back(t);
+            return true;
+        });
+        QCOMPARE(second, reference);
+
+        // An edited earlier message: only the shared prefix is kept.
+        std::vector<int> edited = conversation;
+        edited[3] = 300;
+        stats = session->generate(edited, o, [](int) { return true; });
+        QCOMPARE(stats.reusedTokens, 3);
+
+        // The same conversation again: everything but the last token is reused.
+        stats = session->generate(edited, o, [](int) { return true; });
+        QCOMPARE(stats.reusedTokens, static_cast<int>(edited.size()) - 1);
+        QCOMPARE(stats.prefilledTokens, 1);
+    }
+
     void callbackCanStop() {
         auto engine = load(fixturePath("tiny-qwen3moe"));
         auto session = engine->newSession();

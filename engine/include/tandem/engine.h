@@ -22,9 +22,14 @@ struct EngineOptions {
 };
 
 struct SamplingOptions {
-    float temperature = 0.0f;    // 0 = greedy
+    float temperature = 0.0f;       // 0 = greedy
     float topP = 1.0f;
-    int topK = 0;                // 0 = no limit
+    int topK = 0;                   // 0 = no limit
+    float minP = 0.0f;              // drop tokens below minP x the most likely token's probability
+    float repetitionPenalty = 1.0f; // transformers-style: divide positive logits, multiply negative ones
+    float presencePenalty = 0.0f;   // subtracted once from every token already in the context
+    float frequencyPenalty = 0.0f;  // subtracted per occurrence in the context
+    int penaltyWindow = 0;          // penalties look at the last N tokens of the context; 0 = all
     std::uint64_t seed = 0;
 };
 
@@ -49,12 +54,14 @@ struct ModelInfo {
 
 struct GenerationStats {
     int promptTokens = 0;
+    int reusedTokens = 0;        // prompt tokens whose keys and values were already cached
+    int prefilledTokens = 0;     // prompt tokens actually run
     int generatedTokens = 0;
     double prefillSeconds = 0.0;
     double decodeSeconds = 0.0;
     bool stoppedAtEos = false;
 
-    double prefillTokensPerSecond() const { return prefillSeconds > 0 ? promptTokens / prefillSeconds : 0.0; }
+    double prefillTokensPerSecond() const { return prefillSeconds > 0 ? prefilledTokens / prefillSeconds : 0.0; }
     // Decode speed counts the tokens produced by decode steps, i.e. all but the first.
     double decodeTokensPerSecond() const {
         return decodeSeconds > 0 && generatedTokens > 1 ? (generatedTokens - 1) / decodeSeconds : 0.0;
@@ -72,16 +79,20 @@ public:
     Session(const Session&) = delete;
     Session& operator=(const Session&) = delete;
 
+    // Tokens whose keys and values are in the cache.
     int position() const;
+    const std::vector<int>& context() const;
     void reset();
 
     // Runs `tokens` after the current context and returns the logits: [vocab] for the last token, or
     // [tokens.size(), vocab] with Logits::All. The reference stays valid until the next call.
     const std::vector<float>& append(std::span<const int> tokens, Logits which = Logits::Last);
 
-    // Appends the prompt, then samples up to maxNewTokens tokens, calling onToken for each; onToken
-    // returns false to stop. The last sampled token is not yet in the context.
-    GenerationStats generate(std::span<const int> prompt, const GenerateOptions& options,
+    // `conversation` is the whole conversation so far as tokens (e.g. the rendered chat). The session
+    // keeps the cached part it shares with the conversation, prefills only the rest, then samples up to
+    // maxNewTokens tokens, calling onToken for each; onToken returns false to stop. The last sampled
+    // token is not yet in the context.
+    GenerationStats generate(std::span<const int> conversation, const GenerateOptions& options,
                              const std::function<bool(int token)>& onToken);
 
 private:
