@@ -38,3 +38,21 @@ void printIds(const std::vector<int>& ids) {
     std::printf("\n");
 }
 
+
+tandem::Device parseDevice(const std::string& name) {
+    if (name == "auto") return tandem::Device::Auto;
+    if (name == "cpu") return tandem::Device::Cpu;
+    if (name == "gpu") return tandem::Device::Gpu;
+    throw tandem::Error("--device must be cpu, gpu or auto, not '" + name + "'");
+}
+
+void reportDevice(const tandem::ModelInfo& info) {
+    if (!info.deviceNotice.empty()) std::fprintf(stderr, "note: %s\n", info.deviceNotice.c_str());
+}
+
+void applyDeferral(const CliArgs& args, tandem::Session& session) {
+    const int defer = args.integer("--defer", 0), skip = args.integer("--skip", 0);
+    if (defer < 0 || skip < 0) throw tandem::Error("--defer and --skip take a count of experts, 0 or more");
+    if (defer > 0 && skip > 0) throw tandem::Error("--defer and --skip exclude each other");
+    session.setDeferral(defer > 0 ? defer : skip, skip > 0);
+}

@@ -3,8 +3,18 @@
 #include <string>
 #include <vector>
 
+#include "cli_args.h"
+#include "tandem/engine.h"
+
 // Whitespace-separated token ids; `where` names the source in errors.
 std::vector<int> parseIds(const std::string& text, const std::string& where);
 std::vector<int> readIdsFile(const std::string& path);
 // Prints ids space-separated on one line.
 void printIds(const std::vector<int>& ids);
+
+// "cpu", "gpu" or "auto".
+tandem::Device parseDevice(const std::string& name);
+// Prints why the CPU runs what the GPU would have, if so.
+void reportDevice(const tandem::ModelInfo& info);
+// --defer D (Expert Deferral) or --skip D (drop the D lowest-weighted experts instead).
+void applyDeferral(const CliArgs& args, tandem::Session& session);

@@ -46,15 +46,19 @@ private:
 }  // namespace
 
 int runEval(const CommandArgs& argv) {
-    const CliArgs args(argv, {"--model", "--ids-file", "--new-tokens", "--logits-out", "--threads"});
+    const CliArgs args(argv, {"--model", "--ids-file", "--new-tokens", "--logits-out", "--threads", "--device", "--defer",
+                              "--skip"});
     const auto prompt = readIdsFile(args.required("--ids-file"));
     const int newTokens = args.integer("--new-tokens", -1);
     if (newTokens < 0) throw tandem::Error("--new-tokens must be given and not negative");
     tandem::EngineOptions options;
     options.threads = args.integer("--threads", 0);
     options.contextLength = static_cast<int>(prompt.size()) + newTokens;
+    options.device = parseDevice(args.optional("--device").value_or("auto"));
     auto engine = tandem::Engine::load(args.required("--model"), options);
+    reportDevice(engine->info());
     auto session = engine->newSession();
+    applyDeferral(args, *session);
     const std::size_t vocab = static_cast<std::size_t>(engine->info().vocabSize);
 
     LogitsWriter writer(args.required("--logits-out"));
@@ -62,9 +66,6 @@ int runEval(const CommandArgs& argv) {
     writer.write(prefill.data(), prefill.size());
     std::vector<float> last(prefill.end() - static_cast<std::ptrdiff_t>(vocab), prefill.end());
 
-    tandem::GenerateOptions greedy;
-    greedy.maxNewTokens = newTokens;
-    greedy.stopAtEos = false;
     std::vector<int> generated;
     for (int i = 0; i < newTokens; ++i) {
         writer.write(last.data(), vocab);

@@ -9,18 +9,20 @@
 int runGenerate(const CommandArgs& argv) {
     const CliArgs args(argv, {"--model", "--ids", "--ids-file", "--new-tokens", "--temperature", "--top-p", "--top-k",
                               "--seed", "--threads", "--context", "--min-p", "--repetition-penalty",
-                              "--presence-penalty", "--frequency-penalty"});
+                              "--presence-penalty", "--frequency-penalty", "--device", "--defer", "--skip"});
     const auto prompt = args.optional("--ids") ? parseIds(*args.optional("--ids"), "--ids")
                                                : readIdsFile(args.required("--ids-file"));
     tandem::EngineOptions options;
     options.threads = args.integer("--threads", 0);
     options.contextLength = args.integer("--context", options.contextLength);
+    options.device = parseDevice(args.optional("--device").value_or("auto"));
     std::fprintf(stderr, "loading %s ...\n", args.required("--model").c_str());
     auto engine = tandem::Engine::load(args.required("--model"), options);
     const auto& info = engine->info();
-    std::fprintf(stderr, "%s: %d layers, %d experts (%d active), %.1f MB of weights, %d threads\n",
+    std::fprintf(stderr, "%s: %d layers, %d experts (%d active), %.1f MB of weights, %d threads, on %s\n",
                  info.modelType.c_str(), info.numLayers, info.numExperts, info.expertsPerToken,
-                 static_cast<double>(info.weightBytes) / 1e6, engine->threads());
+                 static_cast<double>(info.weightBytes) / 1e6, engine->threads(), info.device.c_str());
+    reportDevice(info);
 
     tandem::GenerateOptions gen;
     gen.maxNewTokens = args.integer("--new-tokens", 32);
@@ -35,6 +37,7 @@ int runGenerate(const CommandArgs& argv) {
     gen.sampling.seed = static_cast<std::uint64_t>(args.integer("--seed", 0));
 
     auto session = engine->newSession();
+    applyDeferral(args, *session);
     bool first = true;
     const auto stats = session->generate(prompt, gen, [&](int token) {
         std::printf(first ? "%d" : " %d", token);

@@ -14,14 +14,19 @@ constexpr const char* kUsage = R"(usage: tandem-cli COMMAND [options]
 
 commands:
   eval      --model DIR --ids-file FILE --new-tokens N --logits-out FILE [--threads N]
+            [--device cpu|gpu|auto] [--defer D | --skip D]
             Prefill the prompt ids in FILE, then decode N tokens greedily. Writes every logits row
             (prompt positions, then one row per generated token) as little-endian float32 to the
             --logits-out file and prints the generated ids.
   generate  --model DIR (--ids "ID ..." | --ids-file FILE) [--new-tokens N] [--temperature T]
             [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R] [--presence-penalty P]
             [--frequency-penalty F] [--seed S] [--threads N] [--context N]
+            [--device cpu|gpu|auto] [--defer D | --skip D]
             Generate from prompt ids, printing ids as they come and the speed at the end.
 
+  --device  where the dense layers run: the GPU when usable (auto), or cpu, or gpu (fail without one)
+  --defer   Expert Deferral: the D lowest-weighted routed experts of a layer overlap the next layer
+  --skip    drop the D lowest-weighted routed experts instead (for comparison with --defer)
   --help    this text
 )";
 

@@ -22,6 +22,15 @@ inline float bf16ToFloat(std::uint16_t bits) {
     return f;
 }
 
+// float32 -> bf16 with round-to-nearest-even (NaN stays NaN).
+inline std::uint16_t floatToBf16(float f) {
+    std::uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return static_cast<std::uint16_t>(u >> 16);
+}
+
 // IEEE binary16 -> binary32, subnormals, infinities and NaN included.
 float f16ToFloat(std::uint16_t bits);
 

@@ -18,37 +18,39 @@ void denseMlp(const MlpWeights& w, const float* x, std::size_t tokens, float* ou
     cpu::matmul(w.down, gate.data(), inner, tokens, out, hidden, pool);
 }
 
-void mixtureOfExperts(const ModelConfig& c, const MoeWeights& w, const float* x, std::size_t tokens, float* out,
-                      cpu::ThreadPool& pool) {
+void routeTokens(const ModelConfig& c, const MoeWeights& w, const float* x, std::size_t tokens, int* ids,
+                 float* weights, cpu::ThreadPool& pool) {
     const auto hidden = static_cast<std::size_t>(c.hiddenSize);
     const auto experts = static_cast<std::size_t>(c.numExperts);
     const auto k = static_cast<std::size_t>(c.router.topK);
-
     std::vector<float> logits(tokens * experts);
     cpu::matmul(w.router, x, hidden, tokens, logits.data(), experts, pool);
-    std::vector<int> ids(tokens * k);
-    std::vector<float> weights(tokens * k);
+    const float* bias = w.correctionBias.empty() ? nullptr : w.correctionBias.data();
     for (std::size_t t = 0; t < tokens; ++t)
-        routeToken(c.router, &logits[t * experts], c.numExperts, w.correctionBias.empty() ? nullptr : w.correctionBias.data(),
-                   &ids[t * k], &weights[t * k]);
+        routeToken(c.router, &logits[t * experts], c.numExperts, bias, &ids[t * k], &weights[t * k]);
+}
+
+void routedExperts(const MoeWeights& w, const float* x, std::size_t tokens, const int* ids, const float* weights,
+                   int topK, int firstSlot, int lastSlot, float* out, cpu::ThreadPool& pool) {
+    const auto hidden = static_cast<std::size_t>(w.router.cols);
+    const auto k = static_cast<std::size_t>(topK);
+    std::fill_n(out, tokens * hidden, 0.0f);
 
     // Tokens grouped by expert, so each expert's weights are read once for all of its tokens.
-    std::vector<std::vector<std::size_t>> slotsOf(experts);
-    for (std::size_t slot = 0; slot < tokens * k; ++slot) slotsOf[static_cast<std::size_t>(ids[slot])].push_back(slot);
-
-    if (w.shared)
-        denseMlp(*w.shared, x, tokens, out, pool);
-    else
-        std::fill_n(out, tokens * hidden, 0.0f);
+    std::vector<std::vector<std::size_t>> slotsOf(w.experts.size());
+    for (std::size_t t = 0; t < tokens; ++t)
+        for (int s = firstSlot; s < lastSlot; ++s) {
+            const std::size_t slot = t * k + static_cast<std::size_t>(s);
+            slotsOf[static_cast<std::size_t>(ids[slot])].push_back(slot);
+        }
 
     std::vector<float> gathered, result;
-    for (std::size_t e = 0; e < experts; ++e) {
+    for (std::size_t e = 0; e < slotsOf.size(); ++e) {
         const auto& slots = slotsOf[e];
         if (slots.empty()) continue;
         gathered.resize(slots.size() * hidden);
         result.resize(slots.size() * hidden);
-        for (std::size_t i = 0; i < slots.size(); ++i)
-            std::copy_n(x + (slots[i] / k) * hidden, hidden, &gathered[i * hidden]);
+        for (std::size_t i = 0; i < slots.size(); ++i) std::copy_n(x + (slots[i] / k) * hidden, hidden, &gathered[i * hidden]);
         denseMlp(w.experts[e], gathered.data(), slots.size(), result.data(), pool);
         for (std::size_t i = 0; i < slots.size(); ++i)
             cpu::axpy(weights[slots[i]], &result[i * hidden], out + (slots[i] / k) * hidden, hidden);

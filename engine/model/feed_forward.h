@@ -12,7 +12,13 @@ namespace tandem::model {
 // out = down(silu(gate(x)) * up(x)) for each of the tokens.
 void denseMlp(const MlpWeights& w, const float* x, std::size_t tokens, float* out, cpu::ThreadPool& pool);
 
-void mixtureOfExperts(const ModelConfig& config, const MoeWeights& w, const float* x, std::size_t tokens, float* out,
-                      cpu::ThreadPool& pool);
+// Routes every token (ids and weights [tokens, topK], heaviest first).
+void routeTokens(const ModelConfig& config, const MoeWeights& w, const float* x, std::size_t tokens, int* ids,
+                 float* weights, cpu::ThreadPool& pool);
+
+// out = Σ weight · expert(x) over the routing slots [firstSlot, lastSlot) of every token: all slots for
+// exact inference, the heaviest ones for Expert Deferral's immediate part, the rest for its deferred part.
+void routedExperts(const MoeWeights& w, const float* x, std::size_t tokens, const int* ids, const float* weights,
+                   int topK, int firstSlot, int lastSlot, float* out, cpu::ThreadPool& pool);
 
 }  // namespace tandem::model

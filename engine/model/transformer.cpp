@@ -1,5 +1,6 @@
 #include "model/transformer.h"
 
+#include <algorithm>
 #include <string>
 
 #include "cpu/matmul.h"
@@ -20,7 +21,37 @@ runtime::KvCache Transformer::makeCache(int capacity) const {
     return runtime::KvCache(c.numLayers, {kvDim, kvDim}, capacity);
 }
 
-void Transformer::forward(std::span<const int> tokens, int start, runtime::KvCache& cache, LogitsFor which,
+void Transformer::feedForward(int layer, const float* normed, std::size_t T, const Deferral& deferral, float* branch,
+                              std::vector<float>& pending) {
+    const ModelConfig& c = config_;
+    const LayerWeights& lw = weights_.layers[static_cast<std::size_t>(layer)];
+    const std::size_t n = T * static_cast<std::size_t>(c.hiddenSize);
+    std::vector<float> deferredOut;
+    if (lw.moe) {
+        const int k = c.router.topK;
+        const int deferred = layer + 1 < c.numLayers ? std::clamp(deferral.deferred, 0, k - 1) : 0;
+        std::vector<int> ids(T * static_cast<std::size_t>(k));
+        std::vector<float> weights(ids.size()), routed(n);
+        routeTokens(c, *lw.moe, normed, T, ids.data(), weights.data(), pool_);
+        if (lw.moe->shared)
+            denseMlp(*lw.moe->shared, normed, T, branch, pool_);
+        else
+            std::fill_n(branch, n, 0.0f);
+        routedExperts(*lw.moe, normed, T, ids.data(), weights.data(), k, 0, k - deferred, routed.data(), pool_);
+        for (std::size_t i = 0; i < n; ++i) branch[i] += routed[i];
+        if (deferred > 0 && !deferral.skip) {
+            deferredOut.resize(n);
+            routedExperts(*lw.moe, normed, T, ids.data(), weights.data(), k, k - deferred, k, deferredOut.data(), pool_);
+        }
+    } else {
+        denseMlp(*lw.dense, normed, T, branch, pool_);
+    }
+    if (!pending.empty())
+        for (std::size_t i = 0; i < n; ++i) branch[i] += pending[i];
+    pending = std::move(deferredOut);
+}
+
+void Transformer::forward(std::span<const int> tokens, int start, runtime::KvCache& cache, const ForwardOptions& options,
                           std::vector<float>& logits) {
     const ModelConfig& c = config_;
     const std::size_t T = tokens.size();
@@ -39,6 +70,7 @@ void Transformer::forward(std::span<const int> tokens, int start, runtime::KvCac
     std::vector<float> cos(T * half), sin(T * half);
     for (std::size_t t = 0; t < T; ++t) rope_.angles(start + static_cast<int>(t), &cos[t * half], &sin[t * half]);
 
+    std::vector<float> pendingDeferred;
     for (int l = 0; l < c.numLayers; ++l) {
         const LayerWeights& lw = weights_.layers[static_cast<std::size_t>(l)];
         for (std::size_t t = 0; t < T; ++t) cpu::rmsNorm(&x[t * H], lw.inputNorm.data(), c.rmsNormEps, &normed[t * H], H);
@@ -51,14 +83,11 @@ void Transformer::forward(std::span<const int> tokens, int start, runtime::KvCac
 
         for (std::size_t t = 0; t < T; ++t)
             cpu::rmsNorm(&x[t * H], lw.postAttentionNorm.data(), c.rmsNormEps, &normed[t * H], H);
-        if (lw.moe)
-            mixtureOfExperts(c, *lw.moe, normed.data(), T, branch.data(), pool_);
-        else
-            denseMlp(*lw.dense, normed.data(), T, branch.data(), pool_);
+        feedForward(l, normed.data(), T, options.deferral, branch.data(), pendingDeferred);
         for (std::size_t i = 0; i < T * H; ++i) x[i] += branch[i];
     }
 
-    const std::size_t first = which == LogitsFor::AllTokens ? 0 : T - 1;
+    const std::size_t first = options.logits == LogitsFor::AllTokens ? 0 : T - 1;
     const std::size_t rows = T - first;
     for (std::size_t t = first; t < T; ++t) cpu::rmsNorm(&x[t * H], weights_.finalNorm.data(), c.rmsNormEps, &normed[t * H], H);
     const auto V = static_cast<std::size_t>(c.vocabSize);

@@ -14,19 +14,37 @@ namespace tandem::model {
 
 enum class LogitsFor { LastToken, AllTokens };
 
+// Expert Deferral: of each token's k routed experts, the `deferred` lowest-weighted ones of layer l are
+// not waited for; their output joins layer l+1's feed-forward output. The last layer defers nothing.
+// With `skip`, those experts are dropped instead (the baseline deferral is measured against).
+struct Deferral {
+    int deferred = 0;
+    bool skip = false;
+};
+
+struct ForwardOptions {
+    LogitsFor logits = LogitsFor::LastToken;
+    Deferral deferral;
+};
+
 class Transformer {
 public:
     Transformer(const ModelConfig& config, const ModelWeights& weights, cpu::ThreadPool& pool);
 
     // Runs `tokens` at positions start .. start + n - 1, appending them to `cache`, and writes the logits
     // ([1 or n, vocab] row-major) to `logits`.
-    void forward(std::span<const int> tokens, int start, runtime::KvCache& cache, LogitsFor which,
+    void forward(std::span<const int> tokens, int start, runtime::KvCache& cache, const ForwardOptions& options,
                  std::vector<float>& logits);
 
     // A cache shaped for this model.
     runtime::KvCache makeCache(int capacity) const;
 
 private:
+    // The feed-forward block of layer l into `branch`, with the deferred experts of the previous layer
+    // (in/out: `pending`) joined in and this layer's own deferred part left in `pending`.
+    void feedForward(int layer, const float* normed, std::size_t tokens, const Deferral& deferral, float* branch,
+                     std::vector<float>& pending);
+
     const ModelConfig& config_;
     const ModelWeights& weights_;
     cpu::ThreadPool& pool_;

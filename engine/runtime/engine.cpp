@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 
 #include "cpu/thread_pool.h"
@@ -6,7 +7,8 @@
 #include "model/config.h"
 #include "model/transformer.h"
 #include "model/weights.h"
-#include "runtime/kv_cache.h"
+#include "runtime/gpu_backend.h"
+#include "runtime/model_runner.h"
 #include "runtime/sampler.h"
 #include "tandem/engine.h"
 
@@ -32,6 +34,30 @@ struct Engine::Impl {
         }
         info.defaultSampling.repetitionPenalty = config.generation.repetitionPenalty;
         info.weightBytes = checkpoint.totalBytes();
+        chooseDevice(options.device);
+    }
+
+    void chooseDevice(Device device) {
+        info.device = "CPU";
+        if (device == Device::Cpu) return;
+        std::string reason;
+        try {
+            gpu = runtime::createGpuBackend(config, weights, pool, info.contextLength, reason);
+        } catch (const Error& e) {
+            if (device == Device::Gpu) throw;
+            reason = e.what();
+        }
+        if (gpu) {
+            info.device = gpu->deviceName();
+        } else if (device == Device::Gpu) {
+            throw Error("cannot run on the GPU: " + reason);
+        } else {
+            info.deviceNotice = "running on the CPU only: " + reason;
+        }
+    }
+
+    std::unique_ptr<runtime::ModelRunner> newRunner(bool onGpu) {
+        return onGpu && gpu ? gpu->newRunner(info.contextLength) : runtime::makeCpuRunner(transformer, info.contextLength);
     }
 
     model::ModelConfig config;
@@ -39,14 +65,42 @@ struct Engine::Impl {
     model::ModelWeights weights;
     cpu::ThreadPool pool;
     model::Transformer transformer;
+    std::unique_ptr<runtime::GpuBackend> gpu;
     ModelInfo info;
 };
 
 struct Session::Impl {
-    explicit Impl(Engine::Impl& e) : engine(e), cache(e.transformer.makeCache(e.info.contextLength)) {}
+    explicit Impl(Engine::Impl& e) : engine(e), runner(e.newRunner(true)), onGpu(e.gpu != nullptr) {}
+
+    // Runs tokens after the context. A GPU failure moves the session to the CPU: the context is run
+    // again there, so the conversation goes on.
+    void forward(std::span<const int> tokens, model::LogitsFor which) {
+        model::ForwardOptions options;
+        options.logits = which;
+        options.deferral = {deferred.load(), skipDeferred.load()};
+        const int start = static_cast<int>(context.size());
+        try {
+            runner->forward(tokens, start, options, logits);
+        } catch (const Error& e) {
+            if (!onGpu) throw;
+            onGpu = false;
+            fellBack = true;
+            engine.info.deviceNotice = std::string("the GPU failed (") + e.what() + "); continuing on the CPU";
+            runner = engine.newRunner(false);
+            if (!context.empty()) {
+                std::vector<float> ignored;
+                runner->forward(context, 0, {}, ignored);
+            }
+            runner->forward(tokens, start, options, logits);
+        }
+    }
 
     Engine::Impl& engine;
-    runtime::KvCache cache;
+    std::unique_ptr<runtime::ModelRunner> runner;
+    bool onGpu;
+    bool fellBack = false;
+    std::atomic<int> deferred{0};
+    std::atomic<bool> skipDeferred{false};
     std::vector<int> context;  // the tokens whose keys and values are in the cache
     std::vector<float> logits;
 };
@@ -72,10 +126,13 @@ int Session::position() const { return static_cast<int>(impl_->context.size()); 
 const std::vector<int>& Session::context() const { return impl_->context; }
 void Session::reset() { impl_->context.clear(); }
 
+void Session::setDeferral(int deferred, bool skip) {
+    impl_->deferred = std::max(0, deferred);
+    impl_->skipDeferred = skip;
+}
+
 const std::vector<float>& Session::append(std::span<const int> tokens, Logits which) {
-    impl_->engine.transformer.forward(tokens, position(), impl_->cache,
-                                      which == Logits::All ? model::LogitsFor::AllTokens : model::LogitsFor::LastToken,
-                                      impl_->logits);
+    impl_->forward(tokens, which == Logits::All ? model::LogitsFor::AllTokens : model::LogitsFor::LastToken);
     impl_->context.insert(impl_->context.end(), tokens.begin(), tokens.end());
     return impl_->logits;
 }
@@ -116,6 +173,7 @@ GenerationStats Session::generate(std::span<const int> conversation, const Gener
         logits = &append(std::span<const int>(&token, 1));
     }
     stats.decodeSeconds = seconds(t1, Clock::now());
+    stats.fellBackToCpu = impl_->fellBack;
     return stats;
 }
 

@@ -16,9 +16,16 @@
 
 namespace tandem {
 
+enum class Device {
+    Auto,  // the GPU when one is usable, else the CPU (with a notice in ModelInfo)
+    Cpu,   // everything on the CPU
+    Gpu,   // the hybrid GPU path; loading fails when no GPU is usable
+};
+
 struct EngineOptions {
     int threads = 0;             // CPU threads; 0 = all hardware threads
     int contextLength = 4096;    // tokens a session can hold; capped by the model's own limit
+    Device device = Device::Auto;
 };
 
 struct SamplingOptions {
@@ -50,6 +57,8 @@ struct ModelInfo {
     std::vector<int> eosTokenIds;
     SamplingOptions defaultSampling;  // from generation_config.json
     std::uint64_t weightBytes = 0;
+    std::string device;          // "CPU" or the GPU's name
+    std::string deviceNotice;    // why the CPU runs what the GPU would have, if so
 };
 
 struct GenerationStats {
@@ -60,6 +69,7 @@ struct GenerationStats {
     double prefillSeconds = 0.0;
     double decodeSeconds = 0.0;
     bool stoppedAtEos = false;
+    bool fellBackToCpu = false;  // the GPU failed during this generation; it went on on the CPU
 
     double prefillTokensPerSecond() const { return prefillSeconds > 0 ? prefilledTokens / prefillSeconds : 0.0; }
     // Decode speed counts the tokens produced by decode steps, i.e. all but the first.
@@ -83,6 +93,11 @@ public:
     int position() const;
     const std::vector<int>& context() const;
     void reset();
+
+    // Expert Deferral from the next token on: of each token's k routed experts, the `deferred`
+    // lowest-weighted ones overlap the next layer instead of being waited for (0 = exact). With `skip`
+    // they are dropped instead, for comparison. Safe to call while generating on another thread.
+    void setDeferral(int deferred, bool skip = false);
 
     // Runs `tokens` after the current context and returns the logits: [vocab] for the last token, or
     // [tokens.size(), vocab] with Logits::All. The reference stays valid until the next call.

@@ -1,0 +1,91 @@
+// Row-wise and element-wise kernels: embedding lookup, RMSNorm, SiLU·mul, residual add, conversions.
+#include "cuda/block_reduce.cuh"
+#include "cuda/cuda_check.h"
+#include "cuda/kernels.h"
+
+namespace tandem::cuda {
+
+namespace {
+
+__global__ void embedKernel(const int* ids, const bf16* table, int hidden, float* x) {
+    const bf16* row = table + static_cast<long>(ids[blockIdx.x]) * hidden;
+    float* out = x + static_cast<long>(blockIdx.x) * hidden;
+    for (int i = threadIdx.x; i < hidden; i += blockDim.x) out[i] = __bfloat162float(row[i]);
+}
+
+__global__ void rmsNormKernel(const float* x, int ldx, const float* weight, float eps, int width, float* outF32,
+                              int ldF32, bf16* outBf16, int ldBf16) {
+    __shared__ float scratch[32];
+    const float* row = x + static_cast<long>(blockIdx.x) * ldx;
+    float sum = 0.0f;
+    for (int i = threadIdx.x; i < width; i += blockDim.x) sum += row[i] * row[i];
+    const float inv = 1.0f / sqrtf(blockSum(sum, scratch) / static_cast<float>(width) + eps);
+    for (int i = threadIdx.x; i < width; i += blockDim.x) {
+        const float v = row[i] * inv * weight[i];
+        if (outF32) outF32[static_cast<long>(blockIdx.x) * ldF32 + i] = v;
+        if (outBf16) outBf16[static_cast<long>(blockIdx.x) * ldBf16 + i] = __float2bfloat16(v);
+    }
+}
+
+__global__ void siluMulKernel(const float* gateUp, int inner, bf16* out) {
+    const float* row = gateUp + static_cast<long>(blockIdx.x) * 2 * inner;
+    for (int i = threadIdx.x; i < inner; i += blockDim.x) {
+        const float g = row[i];
+        out[static_cast<long>(blockIdx.x) * inner + i] = __float2bfloat16(g / (1.0f + expf(-g)) * row[inner + i]);
+    }
+}
+
+__global__ void addKernel(const float* x, float* y, long n) {
+    for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n; i += static_cast<long>(gridDim.x) * blockDim.x)
+        y[i] += x[i];
+}
+
+__global__ void bf16ToF32Kernel(const bf16* in, float* out, long n) {
+    for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n; i += static_cast<long>(gridDim.x) * blockDim.x)
+        out[i] = __bfloat162float(in[i]);
+}
+
+__global__ void f32ToBf16Kernel(const float* in, bf16* out, long n) {
+    for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n; i += static_cast<long>(gridDim.x) * blockDim.x)
+        out[i] = __float2bfloat16(in[i]);
+}
+
+unsigned gridFor(long n, int block) {
+    const long blocks = (n + block - 1) / block;
+    return static_cast<unsigned>(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535);
+}
+
+}  // namespace
+
+void launchEmbed(const int* ids, int tokens, const bf16* table, int hidden, float* x, cudaStream_t s) {
+    embedKernel<<<tokens, 256, 0, s>>>(ids, table, hidden, x);
+    TANDEM_CUDA_CHECK(cudaGetLastError());
+}
+
+void launchRmsNorm(const float* x, int ldx, const float* weight, float eps, int tokens, int width, float* outF32,
+                   int ldF32, bf16* outBf16, int ldBf16, cudaStream_t s) {
+    rmsNormKernel<<<tokens, width >= 1024 ? 1024 : 256, 0, s>>>(x, ldx, weight, eps, width, outF32, ldF32, outBf16, ldBf16);
+    TANDEM_CUDA_CHECK(cudaGetLastError());
+}
+
+void launchSiluMul(const float* gateUp, int tokens, int inner, bf16* out, cudaStream_t s) {
+    siluMulKernel<<<tokens, 256, 0, s>>>(gateUp, inner, out);
+    TANDEM_CUDA_CHECK(cudaGetLastError());
+}
+
+void launchAdd(const float* x, float* y, long count, cudaStream_t s) {
+    addKernel<<<gridFor(count, 256), 256, 0, s>>>(x, y, count);
+    TANDEM_CUDA_CHECK(cudaGetLastError());
+}
+
+void launchBf16ToF32(const bf16* in, float* out, long count, cudaStream_t s) {
+    bf16ToF32Kernel<<<gridFor(count, 256), 256, 0, s>>>(in, out, count);
+    TANDEM_CUDA_CHECK(cudaGetLastError());
+}
+
+void launchF32ToBf16(const float* in, bf16* out, long count, cudaStream_t s) {
+    f32ToBf16Kernel<<<gridFor(count, 256), 256, 0, s>>>(in, out, count);
+    TANDEM_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace tandem::cuda

@@ -1,0 +1,43 @@
+#include "cuda/gemm.h"
+
+#include <type_traits>
+
+#include "cuda/cuda_check.h"
+
+namespace tandem::cuda {
+
+// cuBLAS is column-major: a row-major [rows, cols] matrix is its column-major transpose. So
+// y = W x (row-major) is yᵀ = Wᵀ-view... written below as C[n, tokens] = op(A) B with A the weight.
+
+void gemmBf16(cublasHandle_t h, const bf16* w, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy,
+              float beta) {
+    const float alpha = 1.0f;
+    TANDEM_CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, tokens, k, &alpha, w, CUDA_R_16BF, k, x, CUDA_R_16BF,
+                                     ldx, &beta, y, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+void gemmF32(cublasHandle_t h, const float* w, int n, int k, const float* x, int ldx, int tokens, float* y, int ldy) {
+    const float alpha = 1.0f, beta = 0.0f;
+    TANDEM_CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, tokens, k, &alpha, w, CUDA_R_32F, k, x, CUDA_R_32F,
+                                     ldx, &beta, y, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT));
+}
+
+template <class Out>
+void gemmBatchedBf16(cublasHandle_t h, bool transposed, const bf16* w, int ldw, long wStride, int n, int k,
+                     const bf16* x, int ldx, long xStride, int tokens, Out* y, int ldy, long yStride, int batch) {
+    const float alpha = 1.0f, beta = 0.0f;
+    constexpr cudaDataType outType = std::is_same_v<Out, float> ? CUDA_R_32F : CUDA_R_16BF;
+    // Row-major W [n, k] is column-major [k, n]: op T gives n x k. Row-major [k, n] is column-major
+    // [n, k]: op N.
+    TANDEM_CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, transposed ? CUBLAS_OP_N : CUBLAS_OP_T, CUBLAS_OP_N, n, tokens, k,
+                                                   &alpha, w, CUDA_R_16BF, ldw, wStride, x, CUDA_R_16BF, ldx, xStride,
+                                                   &beta, y, outType, ldy, yStride, batch, CUBLAS_COMPUTE_32F,
+                                                   CUBLAS_GEMM_DEFAULT));
+}
+
+template void gemmBatchedBf16<float>(cublasHandle_t, bool, const bf16*, int, long, int, int, const bf16*, int, long, int,
+                                     float*, int, long, int);
+template void gemmBatchedBf16<bf16>(cublasHandle_t, bool, const bf16*, int, long, int, int, const bf16*, int, long, int,
+                                    bf16*, int, long, int);
+
+}  // namespace tandem::cuda

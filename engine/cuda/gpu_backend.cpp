@@ -1,0 +1,88 @@
+// The hybrid GPU path behind runtime::GpuBackend: finds a usable GPU, checks that the model fits,
+// uploads the dense weights and hands out per-session runners.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <string>
+
+#include "cuda/gpu_runner.h"
+#include "cuda/gpu_weights.h"
+#include "model/rope.h"
+#include "runtime/gpu_backend.h"
+
+namespace tandem::runtime {
+
+namespace {
+
+constexpr int kPrefillChunk = 512;
+constexpr std::uint64_t kHeadroomBytes = 512ull << 20;  // the CUDA context, cuBLAS, fragmentation
+
+std::string gigabytes(std::uint64_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f GB", static_cast<double>(bytes) / 1e9);
+    return text;
+}
+
+class CudaBackend : public GpuBackend {
+public:
+    CudaBackend(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ThreadPool& pool,
+                std::string name)
+        : config_(config), hostWeights_(weights), pool_(pool), rope_(config), name_(std::move(name)),
+          gpuWeights_(cuda::uploadWeights(config, weights, rope_.inverseFrequencies(), pool)) {}
+
+    std::unique_ptr<ModelRunner> newRunner(int capacity) override {
+        return std::make_unique<cuda::GpuRunner>(config_, hostWeights_, gpuWeights_, rope_, pool_, capacity, kPrefillChunk);
+    }
+    std::string deviceName() const override { return name_; }
+
+private:
+    const model::ModelConfig& config_;
+    const model::ModelWeights& hostWeights_;
+    cpu::ThreadPool& pool_;
+    model::Rope rope_;
+    std::string name_;
+    cuda::GpuWeights gpuWeights_;
+};
+
+}  // namespace
+
+std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, const model::ModelWeights& weights,
+                                             cpu::ThreadPool& pool, int capacity, std::string& reason) {
+    int count = 0;
+    const cudaError_t probe = cudaGetDeviceCount(&count);
+    if (probe != cudaSuccess || count == 0) {
+        reason = probe == cudaSuccess ? "no NVIDIA GPU was found"
+                                      : std::string("the NVIDIA driver is not usable (") + cudaGetErrorString(probe) + ")";
+        cudaGetLastError();
+        return nullptr;
+    }
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess || prop.major < 8) {
+        reason = std::string("the GPU ") + prop.name + " is older than the Ampere generation Tandem needs (bf16)";
+        return nullptr;
+    }
+    TANDEM_CUDA_CHECK(cudaSetDevice(0));
+    std::size_t freeBytes = 0, totalBytes = 0;
+    TANDEM_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
+
+    const std::uint64_t weightBytes = cuda::gpuWeightBytes(config);
+    const std::uint64_t sessionBytes = cuda::GpuRunner::deviceBytes(config, capacity, kPrefillChunk);
+    if (weightBytes + sessionBytes + kHeadroomBytes > freeBytes) {
+        std::string message = "the model's GPU part needs " + gigabytes(weightBytes) + " for weights and " +
+                              gigabytes(sessionBytes) + " for a " + std::to_string(capacity) +
+                              "-token context, but the GPU has " + gigabytes(freeBytes) + " free.";
+        if (weightBytes + kHeadroomBytes < freeBytes) {
+            const std::uint64_t perToken = cuda::GpuRunner::deviceBytes(config, 2, kPrefillChunk) -
+                                           cuda::GpuRunner::deviceBytes(config, 1, kPrefillChunk);
+            const std::uint64_t spare = freeBytes - weightBytes - kHeadroomBytes -
+                                        cuda::GpuRunner::deviceBytes(config, 0, kPrefillChunk);
+            message += " A context of up to " + std::to_string(perToken ? spare / perToken : 0) + " tokens would fit.";
+        } else {
+            message += " Run on the CPU only, or use a GPU with more memory.";
+        }
+        throw Error(message);
+    }
+    return std::make_unique<CudaBackend>(config, weights, pool, prop.name);
+}
+
+}  // namespace tandem::runtime

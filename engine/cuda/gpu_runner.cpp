@@ -1,0 +1,372 @@
+#include "cuda/gpu_runner.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "cuda/gemm.h"
+#include "model/rope.h"
+
+namespace tandem::cuda {
+
+namespace {
+
+constexpr std::size_t kBlasWorkspaceBytes = 32u << 20;
+
+struct Widths {
+    long qkv = 0, q = 0, comb = 0, qLatent = 0, gateUp = 0, inner = 0, attn = 0, cacheA = 0, cacheB = 0;
+};
+
+Widths widthsOf(const model::ModelConfig& c) {
+    Widths w;
+    if (c.attention == model::AttentionKind::Mla) {
+        const long qHead = c.qkNopeHeadDim + c.qkRopeHeadDim;
+        w.q = c.numHeads * qHead;
+        w.comb = c.qLoraRank + c.kvLoraRank + c.qkRopeHeadDim;
+        w.qLatent = static_cast<long>(c.numHeads) * c.kvLoraRank;
+        w.attn = static_cast<long>(c.numHeads) * c.vHeadDim;
+        w.cacheA = c.kvLoraRank;
+        w.cacheB = c.qkRopeHeadDim;
+    } else {
+        w.qkv = static_cast<long>(c.numHeads + 2 * c.numKvHeads) * c.headDim;
+        w.attn = static_cast<long>(c.numHeads) * c.headDim;
+        w.cacheA = w.cacheB = static_cast<long>(c.numKvHeads) * c.headDim;
+    }
+    w.inner = std::max(c.intermediateSize, c.moeIntermediateSize * std::max(1, c.numSharedExperts));
+    w.gateUp = 2 * w.inner;
+    return w;
+}
+
+}  // namespace
+
+std::uint64_t GpuRunner::deviceBytes(const model::ModelConfig& c, int capacity, int maxChunk) {
+    const Widths w = widthsOf(c);
+    const std::uint64_t T = static_cast<std::uint64_t>(maxChunk);
+    const std::uint64_t cache = static_cast<std::uint64_t>(c.numLayers) * capacity * (w.cacheA + w.cacheB) * 4;
+    const std::uint64_t f32 = T * (3ull * c.hiddenSize + w.qkv + w.q + w.comb + w.qLatent + w.gateUp +
+                                   static_cast<std::uint64_t>(c.numExperts) + 2ull * c.router.topK + c.vocabSize);
+    const std::uint64_t half = T * (static_cast<std::uint64_t>(c.hiddenSize) + c.qLoraRank +
+                                    static_cast<std::uint64_t>(c.numHeads) * c.qkNopeHeadDim + w.qLatent + w.attn + w.inner);
+    return cache + f32 * 4 + half * 2 + kBlasWorkspaceBytes;
+}
+
+GpuRunner::GpuRunner(const model::ModelConfig& config, const model::ModelWeights& hostWeights, const GpuWeights& weights,
+                     const model::Rope& rope, cpu::ThreadPool& pool, int capacity, int maxChunk)
+    : config_(config), weights_(weights),
+      rope_{weights.ropeInvFreq.get(), rope.dim(), config.ropeInterleaved, rope.attentionFactor()}, capacity_(capacity),
+      maxChunk_(maxChunk), bridge_(config, hostWeights, pool) {
+    const model::ModelConfig& c = config;
+    const Widths w = widthsOf(c);
+    const std::size_t T = static_cast<std::size_t>(maxChunk);
+    const std::size_t H = static_cast<std::size_t>(c.hiddenSize);
+    TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    TANDEM_CUBLAS_CHECK(cublasCreate(&blas_));
+    TANDEM_CUBLAS_CHECK(cublasSetStream(blas_, stream_));
+    blasWorkspace_ = DeviceBuffer<char>(kBlasWorkspaceBytes);
+    TANDEM_CUBLAS_CHECK(cublasSetWorkspace(blas_, blasWorkspace_.get(), kBlasWorkspaceBytes));
+
+    inIds_ = PinnedBuffer<int>(T);
+    inStart_ = PinnedBuffer<int>(1);
+    outLogits_ = PinnedBuffer<float>(T * static_cast<std::size_t>(c.vocabSize));
+    ids_ = DeviceBuffer<int>(T);
+    start_ = DeviceBuffer<int>(1);
+    for (int l = 0; l < c.numLayers; ++l) {
+        cacheA_.emplace_back(static_cast<std::size_t>(capacity) * static_cast<std::size_t>(w.cacheA));
+        cacheB_.emplace_back(static_cast<std::size_t>(capacity) * static_cast<std::size_t>(w.cacheB));
+    }
+    x_ = DeviceBuffer<float>(T * H);
+    hF32_ = DeviceBuffer<float>(T * H);
+    hBf16_ = DeviceBuffer<bf16>(T * H);
+    moeOut_ = DeviceBuffer<float>(T * H);
+    qkv_ = DeviceBuffer<float>(T * static_cast<std::size_t>(w.qkv));
+    q_ = DeviceBuffer<float>(T * static_cast<std::size_t>(w.q));
+    comb_ = DeviceBuffer<float>(T * static_cast<std::size_t>(w.comb));
+    qLatent_ = DeviceBuffer<float>(T * static_cast<std::size_t>(w.qLatent));
+    qa_ = DeviceBuffer<bf16>(T * static_cast<std::size_t>(c.qLoraRank));
+    qNope_ = DeviceBuffer<bf16>(T * static_cast<std::size_t>(c.numHeads) * static_cast<std::size_t>(c.qkNopeHeadDim));
+    ctx_ = DeviceBuffer<bf16>(T * static_cast<std::size_t>(w.qLatent));
+    attnOut_ = DeviceBuffer<bf16>(T * static_cast<std::size_t>(w.attn));
+    gateUp_ = DeviceBuffer<float>(T * static_cast<std::size_t>(w.gateUp));
+    act_ = DeviceBuffer<bf16>(T * static_cast<std::size_t>(w.inner));
+    logits_ = DeviceBuffer<float>(T * static_cast<std::size_t>(c.vocabSize));
+    if (c.numExperts > 0) {
+        const std::size_t k = static_cast<std::size_t>(c.router.topK);
+        routerLogits_ = DeviceBuffer<float>(T * static_cast<std::size_t>(c.numExperts));
+        routeIds_ = DeviceBuffer<int>(T * k);
+        routeWeights_ = DeviceBuffer<float>(T * k);
+        for (auto& slot : slots_) {
+            auto& floats = slotFloats_.emplace_back(T * H * 3 + T * k);
+            auto& ints = slotInts_.emplace_back(T * k);
+            slot.x = floats.get();
+            slot.immediateOut = floats.get() + T * H;
+            slot.deferredOut = floats.get() + 2 * T * H;
+            slot.weights = floats.get() + 3 * T * H;
+            slot.ids = ints.get();
+            std::memset(slot.deferredOut, 0, T * H * sizeof(float));
+        }
+    }
+    // Host-node arguments per layer, at stable addresses for the captured graph.
+    submitArgs_.resize(static_cast<std::size_t>(c.numLayers));
+    waitArgs_.resize(static_cast<std::size_t>(c.numLayers));
+    int moeIndex = 0;
+    ExpertSlot* previous = nullptr;
+    for (int l = 0; l < c.numLayers; ++l) {
+        if (!c.isMoeLayer(l)) {
+            previous = nullptr;
+            continue;
+        }
+        ExpertSlot* slot = &slots_[moeIndex++ % 2];
+        submitArgs_[static_cast<std::size_t>(l)] = {&bridge_, slot, l, canDefer(l)};
+        waitArgs_[static_cast<std::size_t>(l)] = {&bridge_, slot, previous};
+        previous = slot;
+    }
+}
+
+GpuRunner::~GpuRunner() {
+    if (stream_) cudaStreamSynchronize(stream_);
+    if (decodeGraph_) cudaGraphExecDestroy(decodeGraph_);
+    if (blas_) cublasDestroy(blas_);
+    if (stream_) cudaStreamDestroy(stream_);
+}
+
+bool GpuRunner::canDefer(int layer) const { return layer + 1 < config_.numLayers && config_.isMoeLayer(layer + 1); }
+
+void GpuRunner::forward(std::span<const int> tokens, int start, const model::ForwardOptions& options,
+                        std::vector<float>& logits) {
+    const auto V = static_cast<std::size_t>(config_.vocabSize);
+    const bool all = options.logits == model::LogitsFor::AllTokens;
+    if (start + static_cast<long>(tokens.size()) > capacity_)
+        throw Error("the conversation needs " + std::to_string(start + tokens.size()) +
+                    " tokens of context, but the context length is " + std::to_string(capacity_) +
+                    "; start a new conversation or raise the context length");
+    for (const int id : tokens)
+        if (id < 0 || id >= config_.vocabSize)
+            throw Error("token id " + std::to_string(id) + " is outside the model's vocabulary of " + std::to_string(V));
+    bridge_.setDeferral(options.deferral.deferred, options.deferral.skip);
+    logits.resize((all ? tokens.size() : 1) * V);
+
+    for (std::size_t done = 0; done < tokens.size();) {
+        const int n = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(maxChunk_), tokens.size() - done));
+        const bool lastChunk = done + static_cast<std::size_t>(n) == tokens.size();
+        const int rows = all ? n : (lastChunk ? 1 : 0);
+        std::copy_n(tokens.data() + done, n, inIds_.get());
+        *inStart_.get() = start + static_cast<int>(done);
+        for (auto& slot : slots_) slot.tokens = n;
+
+        if (n == 1 && rows == 1) {
+            // A decode step: the whole GPU side is one graph, captured once and replayed.
+            if (!decodeGraph_) {
+                cudaGraph_t graph;
+                TANDEM_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+                try {
+                    enqueueStep(1, 1);
+                } catch (...) {
+                    cudaStreamEndCapture(stream_, &graph);
+                    throw;
+                }
+                TANDEM_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+                const cudaError_t made = cudaGraphInstantiate(&decodeGraph_, graph, 0);
+                cudaGraphDestroy(graph);
+                TANDEM_CUDA_CHECK(made);
+            }
+            TANDEM_CUDA_CHECK(cudaGraphLaunch(decodeGraph_, stream_));
+            ++graphLaunches_;
+        } else {
+            enqueueStep(n, rows);
+        }
+        TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        bridge_.rethrowFailure();
+        if (rows > 0) {
+            const std::size_t firstRow = all ? done : 0;
+            std::copy_n(outLogits_.get(), static_cast<std::size_t>(rows) * V, logits.data() + firstRow * V);
+        }
+        done += static_cast<std::size_t>(n);
+    }
+}
+
+void GpuRunner::enqueueStep(int tokens, int rows) {
+    const model::ModelConfig& c = config_;
+    const int H = c.hiddenSize;
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(ids_.get(), inIds_.get(), sizeof(int) * tokens, cudaMemcpyHostToDevice, stream_));
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(start_.get(), inStart_.get(), sizeof(int), cudaMemcpyHostToDevice, stream_));
+    launchEmbed(ids_.get(), tokens, weights_.embed.get(), H, x_.get(), stream_);
+    for (int l = 0; l < c.numLayers; ++l) {
+        enqueueAttention(l, tokens);
+        enqueueFeedForward(l, tokens);
+    }
+    if (rows == 0) return;
+    const float* lastRows = x_.get() + static_cast<long>(tokens - rows) * H;
+    launchRmsNorm(lastRows, H, weights_.finalNorm.get(), c.rmsNormEps, rows, H, nullptr, 0, hBf16_.get(), H, stream_);
+    gemmBf16(blas_, weights_.lmHeadData(), c.vocabSize, H, hBf16_.get(), H, rows, logits_.get(), c.vocabSize);
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(outLogits_.get(), logits_.get(), sizeof(float) * rows * c.vocabSize,
+                                      cudaMemcpyDeviceToHost, stream_));
+}
+
+void GpuRunner::enqueueAttention(int l, int tokens) {
+    const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
+    const int H = config_.hiddenSize;
+    launchRmsNorm(x_.get(), H, w.inputNorm.get(), config_.rmsNormEps, tokens, H, nullptr, 0, hBf16_.get(), H, stream_);
+    if (config_.attention == model::AttentionKind::Mla)
+        enqueueMla(l, tokens);
+    else
+        enqueueGqa(l, tokens);
+    // o_proj adds straight into the residual stream.
+    const int attnWidth = static_cast<int>(widthsOf(config_).attn);
+    gemmBf16(blas_, w.o.get(), H, attnWidth, attnOut_.get(), attnWidth, tokens, x_.get(), H, 1.0f);
+}
+
+void GpuRunner::enqueueGqa(int l, int tokens) {
+    const model::ModelConfig& c = config_;
+    const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
+    const int H = c.hiddenSize, hd = c.headDim;
+    const int qkvWidth = (c.numHeads + 2 * c.numKvHeads) * hd;
+    const int kvDim = c.numKvHeads * hd;
+    float* kCache = cacheA_[static_cast<std::size_t>(l)].get();
+    float* vCache = cacheB_[static_cast<std::size_t>(l)].get();
+    gemmBf16(blas_, w.qkv.get(), qkvWidth, H, hBf16_.get(), H, tokens, qkv_.get(), qkvWidth);
+    launchGqaPrepare(qkv_.get(), tokens, c.numHeads, c.numKvHeads, hd, c.qkNorm ? w.qNorm.get() : nullptr,
+                     c.qkNorm ? w.kNorm.get() : nullptr, c.rmsNormEps, rope_, start_.get(), kCache, vCache, stream_);
+    AttentionArgs a{};
+    a.qA = qkv_.get();
+    a.ldqA = qkvWidth;
+    a.qAHeadStride = hd;
+    a.dimA = hd;
+    a.keyA = kCache;
+    a.ldKeyA = kvDim;
+    a.value = vCache;
+    a.ldValue = kvDim;
+    a.dimV = hd;
+    a.keyHeadStride = hd;
+    a.group = c.numHeads / c.numKvHeads;
+    a.heads = c.numHeads;
+    a.tokens = tokens;
+    a.start = start_.get();
+    a.window = c.slidingWindow.value_or(0);
+    a.scale = model::attentionSoftmaxScale(c);
+    a.out = attnOut_.get();
+    a.ldOut = c.numHeads * hd;
+    a.outHeadStride = hd;
+    launchAttention(a, stream_);
+}
+
+void GpuRunner::enqueueMla(int l, int tokens) {
+    const model::ModelConfig& c = config_;
+    const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
+    const int H = c.hiddenSize, heads = c.numHeads, nope = c.qkNopeHeadDim, rd = c.qkRopeHeadDim;
+    const int latent = c.kvLoraRank, vDim = c.vHeadDim, qHead = nope + rd;
+    float* latentCache = cacheA_[static_cast<std::size_t>(l)].get();
+    float* ropeCache = cacheB_[static_cast<std::size_t>(l)].get();
+
+    const float* kv;
+    int ldkv;
+    if (c.qLoraRank > 0) {
+        const int combWidth = c.qLoraRank + latent + rd;
+        gemmBf16(blas_, w.qaKva.get(), combWidth, H, hBf16_.get(), H, tokens, comb_.get(), combWidth);
+        launchRmsNorm(comb_.get(), combWidth, w.qaNorm.get(), c.rmsNormEps, tokens, c.qLoraRank, nullptr, 0, qa_.get(),
+                      c.qLoraRank, stream_);
+        gemmBf16(blas_, w.q.get(), heads * qHead, c.qLoraRank, qa_.get(), c.qLoraRank, tokens, q_.get(), heads * qHead);
+        kv = comb_.get() + c.qLoraRank;
+        ldkv = combWidth;
+    } else {
+        gemmBf16(blas_, w.q.get(), heads * qHead, H, hBf16_.get(), H, tokens, q_.get(), heads * qHead);
+        gemmBf16(blas_, w.kva.get(), latent + rd, H, hBf16_.get(), H, tokens, comb_.get(), latent + rd);
+        kv = comb_.get();
+        ldkv = latent + rd;
+    }
+    launchMlaPrepare(kv, ldkv, q_.get(), tokens, heads, nope, latent, w.kvaNorm.get(), c.rmsNormEps, rope_, start_.get(),
+                     latentCache, ropeCache, qNope_.get(), stream_);
+
+    // Absorb each head's key expansion into its query: qLatent[h] = W_k[h]ᵀ qNope[h].
+    const long kvbHead = static_cast<long>(nope + vDim) * latent;
+    gemmBatchedBf16<float>(blas_, true, w.kvb.get(), latent, kvbHead, latent, nope, qNope_.get(), heads * nope, nope,
+                           tokens, qLatent_.get(), heads * latent, latent, heads);
+
+    AttentionArgs a{};
+    a.qA = qLatent_.get();
+    a.ldqA = heads * latent;
+    a.qAHeadStride = latent;
+    a.dimA = latent;
+    a.qB = q_.get() + nope;
+    a.ldqB = heads * qHead;
+    a.qBHeadStride = qHead;
+    a.dimB = rd;
+    a.keyA = latentCache;
+    a.ldKeyA = latent;
+    a.keyB = ropeCache;
+    a.ldKeyB = rd;
+    a.value = latentCache;
+    a.ldValue = latent;
+    a.dimV = latent;
+    a.keyHeadStride = 0;
+    a.group = 1;
+    a.heads = heads;
+    a.tokens = tokens;
+    a.start = start_.get();
+    a.scale = model::attentionSoftmaxScale(c);
+    a.out = ctx_.get();
+    a.ldOut = heads * latent;
+    a.outHeadStride = latent;
+    launchAttention(a, stream_);
+
+    // Expand to values per head: attnOut[h] = W_v[h] ctx[h].
+    gemmBatchedBf16<bf16>(blas_, false, w.kvb.get() + static_cast<long>(nope) * latent, latent, kvbHead, vDim, latent,
+                          ctx_.get(), heads * latent, latent, tokens, attnOut_.get(), heads * vDim, vDim, heads);
+}
+
+void GpuRunner::enqueueMlp(const GpuMlp& mlp, int tokens) {
+    const int H = config_.hiddenSize;
+    gemmBf16(blas_, mlp.gateUp.get(), 2 * mlp.inner, H, hBf16_.get(), H, tokens, gateUp_.get(), 2 * mlp.inner);
+    launchSiluMul(gateUp_.get(), tokens, mlp.inner, act_.get(), stream_);
+    gemmBf16(blas_, mlp.down.get(), H, mlp.inner, act_.get(), mlp.inner, tokens, x_.get(), H, 1.0f);
+}
+
+void GpuRunner::enqueueFeedForward(int l, int tokens) {
+    const model::ModelConfig& c = config_;
+    const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
+    const int H = c.hiddenSize, k = c.router.topK;
+    if (w.dense) {
+        launchRmsNorm(x_.get(), H, w.postAttentionNorm.get(), c.rmsNormEps, tokens, H, nullptr, 0, hBf16_.get(), H, stream_);
+        enqueueMlp(*w.dense, tokens);
+        return;
+    }
+    const auto n = static_cast<std::size_t>(tokens);
+    SubmitArgs& submit = submitArgs_[static_cast<std::size_t>(l)];
+    WaitArgs& wait = waitArgs_[static_cast<std::size_t>(l)];
+    ExpertSlot& slot = *submit.slot;
+
+    launchRmsNorm(x_.get(), H, w.postAttentionNorm.get(), c.rmsNormEps, tokens, H, hF32_.get(), H, hBf16_.get(), H,
+                  stream_);
+    gemmF32(blas_, w.router.get(), c.numExperts, H, hF32_.get(), H, tokens, routerLogits_.get(), c.numExperts);
+    launchRouter(routerLogits_.get(), tokens, c.numExperts, w.correctionBias ? w.correctionBias.get() : nullptr, c.router,
+                 routeIds_.get(), routeWeights_.get(), stream_);
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(slot.x, hF32_.get(), n * H * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(slot.ids, routeIds_.get(), n * k * sizeof(int), cudaMemcpyDeviceToHost, stream_));
+    TANDEM_CUDA_CHECK(
+        cudaMemcpyAsync(slot.weights, routeWeights_.get(), n * k * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    TANDEM_CUDA_CHECK(cudaLaunchHostFunc(stream_, submitHost, &submit));
+
+    // The shared experts run on the GPU while the CPU computes the routed ones.
+    if (w.shared) enqueueMlp(*w.shared, tokens);
+
+    TANDEM_CUDA_CHECK(cudaLaunchHostFunc(stream_, waitHost, &wait));
+    TANDEM_CUDA_CHECK(
+        cudaMemcpyAsync(moeOut_.get(), slot.immediateOut, n * H * sizeof(float), cudaMemcpyHostToDevice, stream_));
+    launchAdd(moeOut_.get(), x_.get(), static_cast<long>(n) * H, stream_);
+    if (wait.previous) {
+        TANDEM_CUDA_CHECK(cudaMemcpyAsync(moeOut_.get(), wait.previous->deferredOut, n * H * sizeof(float),
+                                          cudaMemcpyHostToDevice, stream_));
+        launchAdd(moeOut_.get(), x_.get(), static_cast<long>(n) * H, stream_);
+    }
+}
+
+void CUDART_CB GpuRunner::submitHost(void* p) {
+    auto* a = static_cast<SubmitArgs*>(p);
+    a->bridge->submit(*a->slot, a->layer, a->canDefer);
+}
+
+void CUDART_CB GpuRunner::waitHost(void* p) {
+    auto* a = static_cast<WaitArgs*>(p);
+    a->bridge->waitImmediate(*a->slot);
+    if (a->previous) a->bridge->waitDeferred(*a->previous);
+}
+
+}  // namespace tandem::cuda

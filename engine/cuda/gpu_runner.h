@@ -1,0 +1,94 @@
+#pragma once
+// One conversation on the hybrid GPU path: the GPU KV cache, activation buffers, the CUDA stream and
+// cuBLAS handle, the pinned slots the routed experts travel through, and the decode-step CUDA graph.
+#include <cublas_v2.h>
+
+#include <memory>
+#include <vector>
+
+#include "cuda/device_buffer.h"
+#include "cuda/expert_bridge.h"
+#include "cuda/gpu_weights.h"
+#include "runtime/model_runner.h"
+
+namespace tandem::cuda {
+
+class GpuRunner : public runtime::ModelRunner {
+public:
+    // Prompts longer than `maxChunk` tokens are prefilled in chunks of that size.
+    GpuRunner(const model::ModelConfig& config, const model::ModelWeights& hostWeights, const GpuWeights& weights,
+              const model::Rope& rope, cpu::ThreadPool& pool, int capacity, int maxChunk);
+    ~GpuRunner() override;
+
+    void forward(std::span<const int> tokens, int start, const model::ForwardOptions& options,
+                 std::vector<float>& logits) override;
+
+    long graphLaunches() const { return graphLaunches_; }
+
+    // Device bytes a runner allocates for this capacity and chunk size.
+    static std::uint64_t deviceBytes(const model::ModelConfig& config, int capacity, int maxChunk);
+
+private:
+    struct SubmitArgs {
+        ExpertBridge* bridge;
+        ExpertSlot* slot;
+        int layer;
+        bool canDefer;
+    };
+    struct WaitArgs {
+        ExpertBridge* bridge;
+        ExpertSlot* slot;
+        ExpertSlot* previous;  // the preceding MoE layer's slot, whose deferred part joins here
+    };
+
+    static void CUDART_CB submitHost(void* args);
+    static void CUDART_CB waitHost(void* args);
+
+    // Enqueues the whole model for `tokens` tokens whose ids and start are in the pinned inputs;
+    // `rows` logits rows (the last ones) end up in the pinned logits.
+    void enqueueStep(int tokens, int rows);
+    void enqueueAttention(int layer, int tokens);
+    void enqueueGqa(int layer, int tokens);
+    void enqueueMla(int layer, int tokens);
+    void enqueueFeedForward(int layer, int tokens);
+    void enqueueMlp(const GpuMlp& mlp, int tokens);  // from hBf16, accumulated into x
+    bool canDefer(int layer) const;
+
+    const model::ModelConfig& config_;
+    const GpuWeights& weights_;
+    RopeParams rope_;
+    int capacity_;
+    int maxChunk_;
+
+    cudaStream_t stream_ = nullptr;
+    cublasHandle_t blas_ = nullptr;
+    DeviceBuffer<char> blasWorkspace_;
+    cudaGraphExec_t decodeGraph_ = nullptr;
+    long graphLaunches_ = 0;
+
+    // Inputs and outputs through pinned memory, so graph nodes can copy them.
+    PinnedBuffer<int> inIds_;
+    PinnedBuffer<int> inStart_;
+    PinnedBuffer<float> outLogits_;
+    DeviceBuffer<int> ids_;
+    DeviceBuffer<int> start_;
+
+    // KV cache per layer.
+    std::vector<DeviceBuffer<float>> cacheA_, cacheB_;  // GQA: keys, values; MLA: latent, rotary key
+
+    // Activations for up to maxChunk tokens.
+    DeviceBuffer<float> x_, hF32_, qkv_, q_, comb_, qLatent_, gateUp_, routerLogits_, moeOut_, logits_;
+    DeviceBuffer<bf16> hBf16_, qa_, qNope_, ctx_, attnOut_, act_;
+    DeviceBuffer<int> routeIds_;
+    DeviceBuffer<float> routeWeights_;
+
+    // Routed experts: two pinned slots, used by alternate MoE layers.
+    ExpertBridge bridge_;
+    std::vector<PinnedBuffer<float>> slotFloats_;
+    std::vector<PinnedBuffer<int>> slotInts_;
+    ExpertSlot slots_[2];
+    std::vector<SubmitArgs> submitArgs_;
+    std::vector<WaitArgs> waitArgs_;
+};
+
+}  // namespace tandem::cuda

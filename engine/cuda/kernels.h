@@ -1,0 +1,79 @@
+#pragma once
+// Launchers of our own GPU kernels (the large matrix products go through cuBLAS, see gemm.h).
+// Activations are float32 row-major; GEMM inputs are bf16; positions come from device memory so a
+// captured decode graph stays valid as the context grows.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "model/config.h"
+
+namespace tandem::cuda {
+
+using bf16 = __nv_bfloat16;
+
+// x[t] = table[ids[t]] (bf16 -> f32)
+void launchEmbed(const int* ids, int tokens, const bf16* table, int hidden, float* x, cudaStream_t s);
+
+// outF32 / outBf16 (either may be null) = x / rms(x) * weight, row by row.
+void launchRmsNorm(const float* x, int ldx, const float* weight, float eps, int tokens, int width, float* outF32,
+                   int ldF32, bf16* outBf16, int ldBf16, cudaStream_t s);
+
+// out[t, i] = silu(gateUp[t, i]) * gateUp[t, inner + i]  (gate rows first, then up rows)
+void launchSiluMul(const float* gateUp, int tokens, int inner, bf16* out, cudaStream_t s);
+
+// y += x
+void launchAdd(const float* x, float* y, long count, cudaStream_t s);
+
+// Rotary tables shared by the kernels: inverse frequencies [dim / 2] and the attention factor.
+struct RopeParams {
+    const float* invFreq;
+    int dim;
+    bool interleaved;
+    float attentionFactor;
+};
+
+// GQA: qkv [tokens, (heads + 2 kvHeads) * headDim] as produced by one fused projection. Applies the
+// optional per-head q/k RMSNorm and rotary embeddings in place, and writes keys and values of
+// positions *start + t into the caches ([positions, kvHeads * headDim]).
+void launchGqaPrepare(float* qkv, int tokens, int heads, int kvHeads, int headDim, const float* qNorm,
+                      const float* kNorm, float eps, RopeParams rope, const int* start, float* kCache, float* vCache,
+                      cudaStream_t s);
+
+// MLA: kv [tokens, ldkv] holds the compressed latent then the rotary key part. Writes the normalized
+// latent and the rotated key of positions *start + t into the caches. q [tokens, heads, nope + rope]:
+// rotates the rotary part in place and writes the nope part as bf16 [tokens, heads, nope].
+void launchMlaPrepare(const float* kv, int ldkv, float* q, int tokens, int heads, int nope, int kvLora,
+                      const float* kvNorm, float eps, RopeParams rope, const int* start, float* latentCache,
+                      float* ropeCache, bf16* qNope, cudaStream_t s);
+
+// Causal attention of `tokens` queries at positions *start + t over the cached context, one block per
+// (head, token), online softmax. score(j) = (qA·keyA[j] + qB·keyB[j]) * scale; out = Σ p(j) value[j].
+// keyB/qB may be null. Rows of a cache are `ldKey`/`ldValue` floats apart; a head reads its keys at
+// keyHeadOffset(head) = (head / group) * keyHeadStride. window > 0 limits to the last `window` positions.
+struct AttentionArgs {
+    const float* qA;  int ldqA; int qAHeadStride; int dimA;
+    const float* qB;  int ldqB; int qBHeadStride; int dimB;
+    const float* keyA; int ldKeyA;
+    const float* keyB; int ldKeyB;
+    const float* value; int ldValue; int dimV;
+    int keyHeadStride;    // floats between heads' keys/values in a cache row (0: shared by all heads)
+    int group;            // query heads per key head
+    int heads;
+    int tokens;
+    const int* start;
+    int window;
+    float scale;
+    bf16* out; int ldOut; int outHeadStride;
+};
+void launchAttention(const AttentionArgs& a, cudaStream_t s);
+
+// Routing of every token: logits [tokens, experts] -> ids / weights [tokens, topK], heaviest first,
+// exactly as model::routeToken does on the CPU.
+void launchRouter(const float* logits, int tokens, int experts, const float* bias, const model::RouterSpec& spec,
+                  int* ids, float* weights, cudaStream_t s);
+
+// out[i] = float(in[i])
+void launchBf16ToF32(const bf16* in, float* out, long count, cudaStream_t s);
+void launchF32ToBf16(const float* in, bf16* out, long count, cudaStream_t s);
+
+}  // namespace tandem::cuda

@@ -1,0 +1,27 @@
+#pragma once
+// The hybrid GPU path as the runtime sees it: the model's dense weights on the GPU, shared by the
+// sessions, each of which gets a runner with its own GPU KV cache. Implemented in engine/cuda when
+// built with CUDA; otherwise createGpuBackend says why there is no GPU.
+#include <memory>
+#include <string>
+
+#include "cpu/thread_pool.h"
+#include "model/config.h"
+#include "model/weights.h"
+#include "runtime/model_runner.h"
+
+namespace tandem::runtime {
+
+class GpuBackend {
+public:
+    virtual ~GpuBackend() = default;
+    virtual std::unique_ptr<ModelRunner> newRunner(int capacity) = 0;
+    virtual std::string deviceName() const = 0;
+};
+
+// nullptr, with `reason` set, when there is no usable GPU. Throws tandem::Error when there is one but
+// the model does not fit, saying what would.
+std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, const model::ModelWeights& weights,
+                                             cpu::ThreadPool& pool, int capacity, std::string& reason);
+
+}  // namespace tandem::runtime

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build the engine with CUDA (sm_90), check every fixture on the GPU
+# against the references and the CPU path, and time decode. Needs, carried into the repo root:
+#   .deps/      nlohmann-json's headers and CMake files (not installed there)
+#   .fixtures/  a copy of ../shared/fixtures
+# Logs go to $OUT; the last lines printed are the summary table.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp/tandem-out}
+build=${TANDEM_BUILD_DIR:-/tmp/tandem-build}
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+start=$(date +%s)
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_BUILD_TESTS=OFF -DTANDEM_GUI=OFF \
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$PWD/.deps" >"$out/configure.log" 2>&1 ||
+  { tail -30 "$out/configure.log"; exit 1; }
+cmake --build "$build" -j16 >"$out/build.log" 2>&1 || { grep -E "error" -A3 "$out/build.log" | head -60; exit 1; }
+echo "build: $(( $(date +%s) - start )) s"
+cli="$build/app/tandem-cli"
+
+python3 scripts/check_golden.py --cli "$cli" --fixtures .fixtures --device cpu --device gpu 2>&1 | tee "$out/golden.txt"
+
+echo "decode on the long prompt (128 tokens, greedy):"
+for f in .fixtures/tiny-*/; do
+  python3 - "$f/golden.safetensors" >"$out/ids.txt" <<'PY'
+import json, struct, sys, array
+raw = open(sys.argv[1], 'rb').read(); n = struct.unpack('<Q', raw[:8])[0]
+b, e = json.loads(raw[8:8 + n])['long.prompt_ids']['data_offsets']
+a = array.array('i'); a.frombytes(raw[8 + n + b:8 + n + e]); print(' '.join(map(str, a)))
+PY
+  for d in cpu gpu; do
+    printf '%-22s %s  ' "$(basename "$f")" "$d"
+    "$cli" generate --model "$f" --ids-file "$out/ids.txt" --new-tokens 128 --temperature 0 --device "$d" 2>&1 >/dev/null |
+      grep -E 'tok/s|note|error' | tr '\n' ' '
+    echo
+  done
+done
