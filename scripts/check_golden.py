@@ -60,7 +60,8 @@ def main():
     devices = args.device or ['cpu', 'gpu']
     extra = ['--defer', str(args.defer)] if args.defer else []
     failures = 0
-    print(f'{"fixture":22} {"prompt":6} {"device":6} {"worst rel L2":>12} {"greedy":>8} {"vs cpu":>10}')
+    print(f'{"fixture":22} {"prompt":6} {"device":6} {"worst rel L2":>12} {"median":>9} {"rows>tol":>8} {"greedy":>8} '
+          f'{"vs cpu":>10}')
     with tempfile.TemporaryDirectory() as tmp:
         for name in sorted(os.listdir(args.fixtures)):
             model = os.path.join(args.fixtures, name)
@@ -77,7 +78,8 @@ def main():
                     logits, tokens, _ = run_eval(args.cli, model, ids, len(gen_ids), device, extra, tmp)
                     logits = logits.reshape(-1, vocab)
                     results[device] = logits
-                    worst = float(rel_l2(logits, ref).max())
+                    errors = rel_l2(logits, ref)
+                    worst = float(errors.max())
                     # Greedy ids must match wherever the reference's top-1 margin exceeds the error.
                     agree = 'ok'
                     for i, (got, want) in enumerate(zip(tokens, gen_ids)):
@@ -92,9 +94,11 @@ def main():
                     if device != 'cpu' and 'cpu' in results:
                         vs_cpu = f'{float(rel_l2(logits, results["cpu"]).max()):.2e}'
                     tolerance = 1e-3 if device == 'cpu' else args.tolerance
-                    if worst > tolerance and not args.defer:
+                    over = int((errors > tolerance).sum())
+                    if over and not args.defer:
                         failures += 1
-                    print(f'{name:22} {prompt:6} {device:6} {worst:12.2e} {agree:>8} {vs_cpu:>10}', flush=True)
+                    print(f'{name:22} {prompt:6} {device:6} {worst:12.2e} {float(np.median(errors)):9.2e} '
+                          f'{over:>4}/{len(errors):<3} {agree:>8} {vs_cpu:>10}', flush=True)
     print('all within tolerance' if failures == 0 else f'{failures} FAILURES')
     return 0 if failures == 0 else 1
 

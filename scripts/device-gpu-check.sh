@@ -19,6 +19,9 @@ echo "build: $(( $(date +%s) - start )) s"
 cli="$build/app/tandem-cli"
 
 python3 scripts/check_golden.py --cli "$cli" --fixtures .fixtures --device cpu --device gpu 2>&1 | tee "$out/golden.txt"
+echo "the same with plain bf16 GEMM inputs (TANDEM_GPU_PRECISION=bf16):"
+TANDEM_GPU_PRECISION=bf16 python3 scripts/check_golden.py --cli "$cli" --fixtures .fixtures --device gpu 2>&1 |
+  tee "$out/golden-bf16.txt"
 
 echo "decode on the long prompt (128 tokens, greedy):"
 for f in .fixtures/tiny-*/; do
@@ -35,3 +38,6 @@ PY
     echo
   done
 done
+echo "Expert Deferral (d=2) on the GPU against the CPU path with the same deferral:"
+python3 scripts/check_golden.py --cli "$cli" --fixtures .fixtures --device cpu --device gpu --defer 2 2>&1 |
+  grep -E ' gpu |fixture' | tee "$out/golden-defer2.txt"

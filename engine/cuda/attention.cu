@@ -74,7 +74,8 @@ __global__ void attentionKernel(AttentionArgs a) {
     for (int r = 0; r < kMaxValuePerThread; ++r) {
         const int d = threadIdx.x + r * blockDim.x;
         if (d >= a.dimV) break;
-        a.out[static_cast<long>(t) * a.ldOut + h * a.outHeadStride + d] = __float2bfloat16(acc[r] * inv);
+        bf16* hi = a.out + static_cast<long>(t) * a.ldOut + h * a.outHeadStride + d;
+        storeBf16(acc[r] * inv, hi, hi + static_cast<long>(a.tokens) * a.ldOut, a.split);
     }
 }
 

@@ -14,7 +14,7 @@ __global__ void embedKernel(const int* ids, const bf16* table, int hidden, float
 }
 
 __global__ void rmsNormKernel(const float* x, int ldx, const float* weight, float eps, int width, float* outF32,
-                              int ldF32, bf16* outBf16, int ldBf16) {
+                              int ldF32, bf16* outBf16, int ldBf16, bool split) {
     __shared__ float scratch[32];
     const float* row = x + static_cast<long>(blockIdx.x) * ldx;
     float sum = 0.0f;
@@ -23,15 +23,36 @@ __global__ void rmsNormKernel(const float* x, int ldx, const float* weight, floa
     for (int i = threadIdx.x; i < width; i += blockDim.x) {
         const float v = row[i] * inv * weight[i];
         if (outF32) outF32[static_cast<long>(blockIdx.x) * ldF32 + i] = v;
-        if (outBf16) outBf16[static_cast<long>(blockIdx.x) * ldBf16 + i] = __float2bfloat16(v);
+        if (outBf16) {
+            bf16* hi = outBf16 + static_cast<long>(blockIdx.x) * ldBf16 + i;
+            storeBf16(v, hi, hi + static_cast<long>(gridDim.x) * ldBf16, split);
+        }
     }
 }
 
-__global__ void siluMulKernel(const float* gateUp, int inner, bf16* out) {
+__global__ void siluMulKernel(const float* gateUp, int inner, bf16* out, bool split) {
     const float* row = gateUp + static_cast<long>(blockIdx.x) * 2 * inner;
     for (int i = threadIdx.x; i < inner; i += blockDim.x) {
         const float g = row[i];
-        out[static_cast<long>(blockIdx.x) * inner + i] = __float2bfloat16(g / (1.0f + expf(-g)) * row[inner + i]);
+        bf16* hi = out + static_cast<long>(blockIdx.x) * inner + i;
+        storeBf16(g / (1.0f + expf(-g)) * row[inner + i], hi, hi + static_cast<long>(gridDim.x) * inner, split);
+    }
+}
+
+__global__ void pairSumKernel(const float* y, int ldy, int tokens, int width, float* out, int ldOut, bool accumulate) {
+    const float* a = y + static_cast<long>(blockIdx.x) * ldy;
+    const float* b = a + static_cast<long>(tokens) * ldy;
+    float* o = out + static_cast<long>(blockIdx.x) * ldOut;
+    for (int i = threadIdx.x; i < width; i += blockDim.x) o[i] = (accumulate ? o[i] : 0.0f) + a[i] + b[i];
+}
+
+__global__ void pairSumToBf16Kernel(const float* y, int ldy, int tokens, int width, bf16* out, int ldOut, bool split) {
+    const float* a = y + static_cast<long>(blockIdx.x) * ldy;
+    const float* b = a + static_cast<long>(tokens) * ldy;
+    for (int i = threadIdx.x; i < width; i += blockDim.x) {
+        bf16* hi = out + static_cast<long>(blockIdx.x) * ldOut + i;
+        // Without split there is no second half either: y holds one row per token.
+        storeBf16(split ? a[i] + b[i] : a[i], hi, hi + static_cast<long>(tokens) * ldOut, split);
     }
 }
 
@@ -63,13 +84,26 @@ void launchEmbed(const int* ids, int tokens, const bf16* table, int hidden, floa
 }
 
 void launchRmsNorm(const float* x, int ldx, const float* weight, float eps, int tokens, int width, float* outF32,
-                   int ldF32, bf16* outBf16, int ldBf16, cudaStream_t s) {
-    rmsNormKernel<<<tokens, width >= 1024 ? 1024 : 256, 0, s>>>(x, ldx, weight, eps, width, outF32, ldF32, outBf16, ldBf16);
+                   int ldF32, bf16* outBf16, int ldBf16, bool split, cudaStream_t s) {
+    rmsNormKernel<<<tokens, width >= 1024 ? 1024 : 256, 0, s>>>(x, ldx, weight, eps, width, outF32, ldF32, outBf16, ldBf16,
+                                                                 split);
     TANDEM_CUDA_CHECK(cudaGetLastError());
 }
 
-void launchSiluMul(const float* gateUp, int tokens, int inner, bf16* out, cudaStream_t s) {
-    siluMulKernel<<<tokens, 256, 0, s>>>(gateUp, inner, out);
+void launchSiluMul(const float* gateUp, int tokens, int inner, bf16* out, bool split, cudaStream_t s) {
+    siluMulKernel<<<tokens, 256, 0, s>>>(gateUp, inner, out, split);
+    TANDEM_CUDA_CHECK(cudaGetLastError());
+}
+
+void launchPairSum(const float* y, int ldy, int tokens, int width, float* out, int ldOut, bool accumulate,
+                   cudaStream_t s) {
+    pairSumKernel<<<tokens, 256, 0, s>>>(y, ldy, tokens, width, out, ldOut, accumulate);
+    TANDEM_CUDA_CHECK(cudaGetLastError());
+}
+
+void launchPairSumToBf16(const float* y, int ldy, int tokens, int width, bf16* out, int ldOut, bool split,
+                         cudaStream_t s) {
+    pairSumToBf16Kernel<<<tokens, 256, 0, s>>>(y, ldy, tokens, width, out, ldOut, split);
     TANDEM_CUDA_CHECK(cudaGetLastError());
 }
 

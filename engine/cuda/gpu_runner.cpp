@@ -1,6 +1,7 @@
 #include "cuda/gpu_runner.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "cuda/gemm.h"
@@ -38,25 +39,44 @@ Widths widthsOf(const model::ModelConfig& c) {
 
 }  // namespace
 
+bool GpuRunner::splitPrecision() {
+    const char* p = std::getenv("TANDEM_GPU_PRECISION");
+    return !(p && std::string(p) == "bf16");
+}
+
+namespace {
+
+long pairsWidth(const model::ModelConfig& c) {
+    const Widths w = widthsOf(c);
+    return std::max({w.qkv, w.q, w.comb, w.gateUp, w.attn, static_cast<long>(c.hiddenSize), static_cast<long>(c.vocabSize)});
+}
+
+}  // namespace
+
 std::uint64_t GpuRunner::deviceBytes(const model::ModelConfig& c, int capacity, int maxChunk) {
     const Widths w = widthsOf(c);
     const std::uint64_t T = static_cast<std::uint64_t>(maxChunk);
+    const std::uint64_t rows = splitPrecision() ? 2 : 1;
     const std::uint64_t cache = static_cast<std::uint64_t>(c.numLayers) * capacity * (w.cacheA + w.cacheB) * 4;
-    const std::uint64_t f32 = T * (3ull * c.hiddenSize + w.qkv + w.q + w.comb + w.qLatent + w.gateUp +
-                                   static_cast<std::uint64_t>(c.numExperts) + 2ull * c.router.topK + c.vocabSize);
-    const std::uint64_t half = T * (static_cast<std::uint64_t>(c.hiddenSize) + c.qLoraRank +
-                                    static_cast<std::uint64_t>(c.numHeads) * c.qkNopeHeadDim + w.qLatent + w.attn + w.inner);
+    const std::uint64_t f32 = T * (3ull * c.hiddenSize + w.qkv + w.q + w.comb + rows * w.qLatent + w.gateUp +
+                                   static_cast<std::uint64_t>(c.numExperts) + 2ull * c.router.topK + c.vocabSize +
+                                   rows * static_cast<std::uint64_t>(pairsWidth(c)));
+    const std::uint64_t half = rows * T *
+                               (static_cast<std::uint64_t>(c.hiddenSize) + c.qLoraRank +
+                                static_cast<std::uint64_t>(c.numHeads) * c.qkNopeHeadDim + w.qLatent + w.attn + w.inner);
     return cache + f32 * 4 + half * 2 + kBlasWorkspaceBytes;
 }
 
 GpuRunner::GpuRunner(const model::ModelConfig& config, const model::ModelWeights& hostWeights, const GpuWeights& weights,
                      const model::Rope& rope, cpu::ThreadPool& pool, int capacity, int maxChunk)
     : config_(config), weights_(weights),
-      rope_{weights.ropeInvFreq.get(), rope.dim(), config.ropeInterleaved, rope.attentionFactor()}, capacity_(capacity),
+      rope_{weights.ropeInvFreq.get(), rope.dim(), config.ropeInterleaved, rope.attentionFactor()},
+      split_(splitPrecision()), capacity_(capacity),
       maxChunk_(maxChunk), bridge_(config, hostWeights, pool) {
     const model::ModelConfig& c = config;
     const Widths w = widthsOf(c);
     const std::size_t T = static_cast<std::size_t>(maxChunk);
+    const std::size_t T2 = split_ ? 2 * T : T;  // rows of bf16 GEMM inputs
     const std::size_t H = static_cast<std::size_t>(c.hiddenSize);
     TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     TANDEM_CUBLAS_CHECK(cublasCreate(&blas_));
@@ -75,18 +95,19 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, const model::ModelWeights
     }
     x_ = DeviceBuffer<float>(T * H);
     hF32_ = DeviceBuffer<float>(T * H);
-    hBf16_ = DeviceBuffer<bf16>(T * H);
+    hBf16_ = DeviceBuffer<bf16>(T2 * H);
     moeOut_ = DeviceBuffer<float>(T * H);
     qkv_ = DeviceBuffer<float>(T * static_cast<std::size_t>(w.qkv));
     q_ = DeviceBuffer<float>(T * static_cast<std::size_t>(w.q));
     comb_ = DeviceBuffer<float>(T * static_cast<std::size_t>(w.comb));
-    qLatent_ = DeviceBuffer<float>(T * static_cast<std::size_t>(w.qLatent));
-    qa_ = DeviceBuffer<bf16>(T * static_cast<std::size_t>(c.qLoraRank));
-    qNope_ = DeviceBuffer<bf16>(T * static_cast<std::size_t>(c.numHeads) * static_cast<std::size_t>(c.qkNopeHeadDim));
-    ctx_ = DeviceBuffer<bf16>(T * static_cast<std::size_t>(w.qLatent));
-    attnOut_ = DeviceBuffer<bf16>(T * static_cast<std::size_t>(w.attn));
+    qLatent_ = DeviceBuffer<float>(T2 * static_cast<std::size_t>(w.qLatent));
+    qa_ = DeviceBuffer<bf16>(T2 * static_cast<std::size_t>(c.qLoraRank));
+    qNope_ = DeviceBuffer<bf16>(T2 * static_cast<std::size_t>(c.numHeads) * static_cast<std::size_t>(c.qkNopeHeadDim));
+    ctx_ = DeviceBuffer<bf16>(T2 * static_cast<std::size_t>(w.qLatent));
+    attnOut_ = DeviceBuffer<bf16>(T2 * static_cast<std::size_t>(w.attn));
     gateUp_ = DeviceBuffer<float>(T * static_cast<std::size_t>(w.gateUp));
-    act_ = DeviceBuffer<bf16>(T * static_cast<std::size_t>(w.inner));
+    act_ = DeviceBuffer<bf16>(T2 * static_cast<std::size_t>(w.inner));
+    pairs_ = DeviceBuffer<float>(T2 * static_cast<std::size_t>(pairsWidth(c)));
     logits_ = DeviceBuffer<float>(T * static_cast<std::size_t>(c.vocabSize));
     if (c.numExperts > 0) {
         const std::size_t k = static_cast<std::size_t>(c.router.topK);
@@ -195,8 +216,8 @@ void GpuRunner::enqueueStep(int tokens, int rows) {
     }
     if (rows == 0) return;
     const float* lastRows = x_.get() + static_cast<long>(tokens - rows) * H;
-    launchRmsNorm(lastRows, H, weights_.finalNorm.get(), c.rmsNormEps, rows, H, nullptr, 0, hBf16_.get(), H, stream_);
-    gemmBf16(blas_, weights_.lmHeadData(), c.vocabSize, H, hBf16_.get(), H, rows, logits_.get(), c.vocabSize);
+    launchRmsNorm(lastRows, H, weights_.finalNorm.get(), c.rmsNormEps, rows, H, nullptr, 0, hBf16_.get(), H, split_, stream_);
+    project(weights_.lmHeadData(), c.vocabSize, H, hBf16_.get(), H, rows, logits_.get(), c.vocabSize, false);
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(outLogits_.get(), logits_.get(), sizeof(float) * rows * c.vocabSize,
                                       cudaMemcpyDeviceToHost, stream_));
 }
@@ -204,14 +225,15 @@ void GpuRunner::enqueueStep(int tokens, int rows) {
 void GpuRunner::enqueueAttention(int l, int tokens) {
     const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
     const int H = config_.hiddenSize;
-    launchRmsNorm(x_.get(), H, w.inputNorm.get(), config_.rmsNormEps, tokens, H, nullptr, 0, hBf16_.get(), H, stream_);
+    launchRmsNorm(x_.get(), H, w.inputNorm.get(), config_.rmsNormEps, tokens, H, nullptr, 0, hBf16_.get(), H, split_,
+                  stream_);
     if (config_.attention == model::AttentionKind::Mla)
         enqueueMla(l, tokens);
     else
         enqueueGqa(l, tokens);
     // o_proj adds straight into the residual stream.
     const int attnWidth = static_cast<int>(widthsOf(config_).attn);
-    gemmBf16(blas_, w.o.get(), H, attnWidth, attnOut_.get(), attnWidth, tokens, x_.get(), H, 1.0f);
+    project(w.o.get(), H, attnWidth, attnOut_.get(), attnWidth, tokens, x_.get(), H, true);
 }
 
 void GpuRunner::enqueueGqa(int l, int tokens) {
@@ -222,7 +244,7 @@ void GpuRunner::enqueueGqa(int l, int tokens) {
     const int kvDim = c.numKvHeads * hd;
     float* kCache = cacheA_[static_cast<std::size_t>(l)].get();
     float* vCache = cacheB_[static_cast<std::size_t>(l)].get();
-    gemmBf16(blas_, w.qkv.get(), qkvWidth, H, hBf16_.get(), H, tokens, qkv_.get(), qkvWidth);
+    project(w.qkv.get(), qkvWidth, H, hBf16_.get(), H, tokens, qkv_.get(), qkvWidth, false);
     launchGqaPrepare(qkv_.get(), tokens, c.numHeads, c.numKvHeads, hd, c.qkNorm ? w.qNorm.get() : nullptr,
                      c.qkNorm ? w.kNorm.get() : nullptr, c.rmsNormEps, rope_, start_.get(), kCache, vCache, stream_);
     AttentionArgs a{};
@@ -245,6 +267,7 @@ void GpuRunner::enqueueGqa(int l, int tokens) {
     a.out = attnOut_.get();
     a.ldOut = c.numHeads * hd;
     a.outHeadStride = hd;
+    a.split = split_;
     launchAttention(a, stream_);
 }
 
@@ -260,25 +283,27 @@ void GpuRunner::enqueueMla(int l, int tokens) {
     int ldkv;
     if (c.qLoraRank > 0) {
         const int combWidth = c.qLoraRank + latent + rd;
-        gemmBf16(blas_, w.qaKva.get(), combWidth, H, hBf16_.get(), H, tokens, comb_.get(), combWidth);
+        project(w.qaKva.get(), combWidth, H, hBf16_.get(), H, tokens, comb_.get(), combWidth, false);
         launchRmsNorm(comb_.get(), combWidth, w.qaNorm.get(), c.rmsNormEps, tokens, c.qLoraRank, nullptr, 0, qa_.get(),
-                      c.qLoraRank, stream_);
-        gemmBf16(blas_, w.q.get(), heads * qHead, c.qLoraRank, qa_.get(), c.qLoraRank, tokens, q_.get(), heads * qHead);
+                      c.qLoraRank, split_, stream_);
+        project(w.q.get(), heads * qHead, c.qLoraRank, qa_.get(), c.qLoraRank, tokens, q_.get(), heads * qHead, false);
         kv = comb_.get() + c.qLoraRank;
         ldkv = combWidth;
     } else {
-        gemmBf16(blas_, w.q.get(), heads * qHead, H, hBf16_.get(), H, tokens, q_.get(), heads * qHead);
-        gemmBf16(blas_, w.kva.get(), latent + rd, H, hBf16_.get(), H, tokens, comb_.get(), latent + rd);
+        project(w.q.get(), heads * qHead, H, hBf16_.get(), H, tokens, q_.get(), heads * qHead, false);
+        project(w.kva.get(), latent + rd, H, hBf16_.get(), H, tokens, comb_.get(), latent + rd, false);
         kv = comb_.get();
         ldkv = latent + rd;
     }
     launchMlaPrepare(kv, ldkv, q_.get(), tokens, heads, nope, latent, w.kvaNorm.get(), c.rmsNormEps, rope_, start_.get(),
-                     latentCache, ropeCache, qNope_.get(), stream_);
+                     latentCache, ropeCache, qNope_.get(), split_, stream_);
 
     // Absorb each head's key expansion into its query: qLatent[h] = W_k[h]ᵀ qNope[h].
+    const int rows = split_ ? 2 * tokens : tokens;
     const long kvbHead = static_cast<long>(nope + vDim) * latent;
     gemmBatchedBf16<float>(blas_, true, w.kvb.get(), latent, kvbHead, latent, nope, qNope_.get(), heads * nope, nope,
-                           tokens, qLatent_.get(), heads * latent, latent, heads);
+                           rows, qLatent_.get(), heads * latent, latent, heads);
+    if (split_) launchPairSum(qLatent_.get(), heads * latent, tokens, heads * latent, qLatent_.get(), heads * latent, false, stream_);
 
     AttentionArgs a{};
     a.qA = qLatent_.get();
@@ -305,18 +330,30 @@ void GpuRunner::enqueueMla(int l, int tokens) {
     a.out = ctx_.get();
     a.ldOut = heads * latent;
     a.outHeadStride = latent;
+    a.split = split_;
     launchAttention(a, stream_);
 
     // Expand to values per head: attnOut[h] = W_v[h] ctx[h].
-    gemmBatchedBf16<bf16>(blas_, false, w.kvb.get() + static_cast<long>(nope) * latent, latent, kvbHead, vDim, latent,
-                          ctx_.get(), heads * latent, latent, tokens, attnOut_.get(), heads * vDim, vDim, heads);
+    gemmBatchedBf16<float>(blas_, false, w.kvb.get() + static_cast<long>(nope) * latent, latent, kvbHead, vDim, latent,
+                           ctx_.get(), heads * latent, latent, rows, pairs_.get(), heads * vDim, vDim, heads);
+    launchPairSumToBf16(pairs_.get(), heads * vDim, tokens, heads * vDim, attnOut_.get(), heads * vDim, split_, stream_);
+}
+
+void GpuRunner::project(const bf16* w, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy,
+                        bool accumulate) {
+    if (!split_) {
+        gemmBf16(blas_, w, n, k, x, ldx, tokens, y, ldy, accumulate ? 1.0f : 0.0f);
+        return;
+    }
+    gemmBf16(blas_, w, n, k, x, ldx, 2 * tokens, pairs_.get(), n);
+    launchPairSum(pairs_.get(), n, tokens, n, y, ldy, accumulate, stream_);
 }
 
 void GpuRunner::enqueueMlp(const GpuMlp& mlp, int tokens) {
     const int H = config_.hiddenSize;
-    gemmBf16(blas_, mlp.gateUp.get(), 2 * mlp.inner, H, hBf16_.get(), H, tokens, gateUp_.get(), 2 * mlp.inner);
-    launchSiluMul(gateUp_.get(), tokens, mlp.inner, act_.get(), stream_);
-    gemmBf16(blas_, mlp.down.get(), H, mlp.inner, act_.get(), mlp.inner, tokens, x_.get(), H, 1.0f);
+    project(mlp.gateUp.get(), 2 * mlp.inner, H, hBf16_.get(), H, tokens, gateUp_.get(), 2 * mlp.inner, false);
+    launchSiluMul(gateUp_.get(), tokens, mlp.inner, act_.get(), split_, stream_);
+    project(mlp.down.get(), H, mlp.inner, act_.get(), mlp.inner, tokens, x_.get(), H, true);
 }
 
 void GpuRunner::enqueueFeedForward(int l, int tokens) {
@@ -324,7 +361,8 @@ void GpuRunner::enqueueFeedForward(int l, int tokens) {
     const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
     const int H = c.hiddenSize, k = c.router.topK;
     if (w.dense) {
-        launchRmsNorm(x_.get(), H, w.postAttentionNorm.get(), c.rmsNormEps, tokens, H, nullptr, 0, hBf16_.get(), H, stream_);
+        launchRmsNorm(x_.get(), H, w.postAttentionNorm.get(), c.rmsNormEps, tokens, H, nullptr, 0, hBf16_.get(), H, split_,
+                      stream_);
         enqueueMlp(*w.dense, tokens);
         return;
     }
@@ -334,7 +372,7 @@ void GpuRunner::enqueueFeedForward(int l, int tokens) {
     ExpertSlot& slot = *submit.slot;
 
     launchRmsNorm(x_.get(), H, w.postAttentionNorm.get(), c.rmsNormEps, tokens, H, hF32_.get(), H, hBf16_.get(), H,
-                  stream_);
+                  split_, stream_);
     gemmF32(blas_, w.router.get(), c.numExperts, H, hF32_.get(), H, tokens, routerLogits_.get(), c.numExperts);
     launchRouter(routerLogits_.get(), tokens, c.numExperts, w.correctionBias ? w.correctionBias.get() : nullptr, c.router,
                  routeIds_.get(), routeWeights_.get(), stream_);

@@ -27,6 +27,7 @@ public:
 
     // Device bytes a runner allocates for this capacity and chunk size.
     static std::uint64_t deviceBytes(const model::ModelConfig& config, int capacity, int maxChunk);
+    static bool splitPrecision();
 
 private:
     struct SubmitArgs {
@@ -52,11 +53,14 @@ private:
     void enqueueMla(int layer, int tokens);
     void enqueueFeedForward(int layer, int tokens);
     void enqueueMlp(const GpuMlp& mlp, int tokens);  // from hBf16, accumulated into x
+    // y (=, or += with accumulate) W x for `tokens` rows of a bf16 GEMM input (and its lo rows when split).
+    void project(const bf16* w, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy, bool accumulate);
     bool canDefer(int layer) const;
 
     const model::ModelConfig& config_;
     const GpuWeights& weights_;
     RopeParams rope_;
+    bool split_;  // split-precision GEMM inputs (kernels.h); TANDEM_GPU_PRECISION=bf16 turns it off
     int capacity_;
     int maxChunk_;
 
@@ -77,7 +81,7 @@ private:
     std::vector<DeviceBuffer<float>> cacheA_, cacheB_;  // GQA: keys, values; MLA: latent, rotary key
 
     // Activations for up to maxChunk tokens.
-    DeviceBuffer<float> x_, hF32_, qkv_, q_, comb_, qLatent_, gateUp_, routerLogits_, moeOut_, logits_;
+    DeviceBuffer<float> x_, hF32_, qkv_, q_, comb_, qLatent_, gateUp_, routerLogits_, moeOut_, logits_, pairs_;
     DeviceBuffer<bf16> hBf16_, qa_, qNope_, ctx_, attnOut_, act_;
     DeviceBuffer<int> routeIds_;
     DeviceBuffer<float> routeWeights_;

@@ -2,6 +2,12 @@
 // Launchers of our own GPU kernels (the large matrix products go through cuBLAS, see gemm.h).
 // Activations are float32 row-major; GEMM inputs are bf16; positions come from device memory so a
 // captured decode graph stays valid as the context grows.
+//
+// Split precision: a bf16 GEMM input of T rows can carry T more rows holding what bf16 rounding lost
+// (lo = bf16(v - hi)). A GEMM over all 2T rows followed by launchPairSum then reproduces the float32
+// product to ~16 mantissa bits, so routing and greedy choices match the float32 reference, at the
+// price of a second, nearly free column in the memory-bound decode GEMMs. Kernels that write bf16
+// inputs take `split` and write the lo rows `tokens` rows below the hi rows.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -16,10 +22,18 @@ void launchEmbed(const int* ids, int tokens, const bf16* table, int hidden, floa
 
 // outF32 / outBf16 (either may be null) = x / rms(x) * weight, row by row.
 void launchRmsNorm(const float* x, int ldx, const float* weight, float eps, int tokens, int width, float* outF32,
-                   int ldF32, bf16* outBf16, int ldBf16, cudaStream_t s);
+                   int ldF32, bf16* outBf16, int ldBf16, bool split, cudaStream_t s);
 
 // out[t, i] = silu(gateUp[t, i]) * gateUp[t, inner + i]  (gate rows first, then up rows)
-void launchSiluMul(const float* gateUp, int tokens, int inner, bf16* out, cudaStream_t s);
+void launchSiluMul(const float* gateUp, int tokens, int inner, bf16* out, bool split, cudaStream_t s);
+
+// out[t] = y[t] + y[tokens + t] (or +=, with accumulate): the two halves of a split GEMM.
+// out may be y itself.
+void launchPairSum(const float* y, int ldy, int tokens, int width, float* out, int ldOut, bool accumulate,
+                   cudaStream_t s);
+// The same, written as a bf16 GEMM input (split into hi and lo rows when `split`).
+void launchPairSumToBf16(const float* y, int ldy, int tokens, int width, bf16* out, int ldOut, bool split,
+                         cudaStream_t s);
 
 // y += x
 void launchAdd(const float* x, float* y, long count, cudaStream_t s);
@@ -44,7 +58,7 @@ void launchGqaPrepare(float* qkv, int tokens, int heads, int kvHeads, int headDi
 // rotates the rotary part in place and writes the nope part as bf16 [tokens, heads, nope].
 void launchMlaPrepare(const float* kv, int ldkv, float* q, int tokens, int heads, int nope, int kvLora,
                       const float* kvNorm, float eps, RopeParams rope, const int* start, float* latentCache,
-                      float* ropeCache, bf16* qNope, cudaStream_t s);
+                      float* ropeCache, bf16* qNope, bool split, cudaStream_t s);
 
 // Causal attention of `tokens` queries at positions *start + t over the cached context, one block per
 // (head, token), online softmax. score(j) = (qA·keyA[j] + qB·keyB[j]) * scale; out = Σ p(j) value[j].
@@ -64,6 +78,7 @@ struct AttentionArgs {
     int window;
     float scale;
     bf16* out; int ldOut; int outHeadStride;
+    bool split;
 };
 void launchAttention(const AttentionArgs& a, cudaStream_t s);
 

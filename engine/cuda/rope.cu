@@ -88,12 +88,16 @@ __global__ void mlaKvKernel(const float* kv, int ldkv, int kvLora, const float* 
 }
 
 // One block per (token, head): rotate the query's rotary part in place, convert its nope part to bf16.
-__global__ void mlaQueryKernel(float* q, int heads, int nope, RopeParams rope, const int* start, bf16* qNope) {
+__global__ void mlaQueryKernel(float* q, int heads, int nope, RopeParams rope, const int* start, bf16* qNope,
+                               bool split) {
     const int t = blockIdx.x, h = blockIdx.y;
     float* row = q + (static_cast<long>(t) * heads + h) * (nope + rope.dim);
     const int pos = *start + t;
-    for (int d = threadIdx.x; d < nope; d += blockDim.x)
-        qNope[(static_cast<long>(t) * heads + h) * nope + d] = __float2bfloat16(row[d]);
+    const long loOffset = static_cast<long>(gridDim.x) * heads * nope;
+    for (int d = threadIdx.x; d < nope; d += blockDim.x) {
+        bf16* hi = qNope + (static_cast<long>(t) * heads + h) * nope + d;
+        storeBf16(row[d], hi, hi + loOffset, split);
+    }
     float* r = row + nope;
     for (int p = threadIdx.x; p < rope.dim / 2; p += blockDim.x) {
         int a, b;
@@ -119,10 +123,10 @@ void launchGqaPrepare(float* qkv, int tokens, int heads, int kvHeads, int headDi
 
 void launchMlaPrepare(const float* kv, int ldkv, float* q, int tokens, int heads, int nope, int kvLora,
                       const float* kvNorm, float eps, RopeParams rope, const int* start, float* latentCache,
-                      float* ropeCache, bf16* qNope, cudaStream_t s) {
+                      float* ropeCache, bf16* qNope, bool split, cudaStream_t s) {
     mlaKvKernel<<<tokens, 256, 0, s>>>(kv, ldkv, kvLora, kvNorm, eps, rope, start, latentCache, ropeCache);
     TANDEM_CUDA_CHECK(cudaGetLastError());
-    mlaQueryKernel<<<dim3(tokens, heads), 128, 0, s>>>(q, heads, nope, rope, start, qNope);
+    mlaQueryKernel<<<dim3(tokens, heads), 128, 0, s>>>(q, heads, nope, rope, start, qNope, split);
     TANDEM_CUDA_CHECK(cudaGetLastError());
 }
 
