@@ -50,6 +50,12 @@ int runGenerate(const CommandArgs& argv) {
     std::fprintf(stderr, "prompt: %d tokens at %.1f tok/s; generated: %d tokens at %.1f tok/s%s\n", stats.promptTokens,
                  stats.prefillTokensPerSecond(), stats.generatedTokens, stats.decodeTokensPerSecond(),
                  stats.stoppedAtEos ? " (end of sequence)" : "");
+    const auto& d = stats.decode;
+    std::fprintf(stderr,
+                 "time to first token %.1f ms; decode step %.2f ms, GPU busy %.0f%%, expert pool busy %.0f%%, "
+                 "%ld graph launches for %ld steps\n",
+                 stats.timeToFirstTokenSeconds * 1e3, d.stepMs, d.gpuBusyFraction * 100, d.expertPoolBusyFraction * 100,
+                 d.graphLaunches, d.steps);
     return 0;
 }
 

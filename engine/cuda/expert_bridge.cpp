@@ -7,8 +7,26 @@
 
 namespace tandem::cuda {
 
+namespace {
+
+double secondsBetween(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+}
+
+}  // namespace
+
 ExpertBridge::ExpertBridge(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ThreadPool& pool)
-    : config_(config), weights_(weights), pool_(pool), worker_([this] { workerLoop(); }) {}
+    : config_(config), weights_(weights), pool_(pool), timings_(static_cast<std::size_t>(config.numLayers)),
+      worker_([this] { workerLoop(); }) {}
+
+void ExpertBridge::beginStep() { lastMark_ = std::chrono::steady_clock::now(); }
+
+std::vector<ExpertBridge::Timing> ExpertBridge::takeTimings() {
+    std::lock_guard lock(mutex_);
+    std::vector<Timing> t(timings_.size());
+    std::swap(t, timings_);
+    return t;
+}
 
 ExpertBridge::~ExpertBridge() {
     {
@@ -21,6 +39,11 @@ ExpertBridge::~ExpertBridge() {
 
 void ExpertBridge::submit(ExpertSlot& slot, int layer, bool canDefer) {
     const int k = config_.router.topK;
+    const auto now = std::chrono::steady_clock::now();
+    {
+        std::lock_guard lock(mutex_);
+        timings_[static_cast<std::size_t>(layer)].gpu += secondsBetween(lastMark_, now);
+    }
     slot.layer = layer;
     slot.deferred = canDefer ? std::clamp(deferred_.load(), 0, k - 1) : 0;
     ++slot.submitted;
@@ -42,8 +65,14 @@ void ExpertBridge::waitFor(const std::atomic<std::uint64_t>& done, std::uint64_t
     cv.wait(lock, [&] { return done.load(std::memory_order_acquire) >= target; });
 }
 
-void ExpertBridge::waitImmediate(ExpertSlot& slot) { waitFor(slot.immediateDone, slot.submitted.load(), mutex_, finished_); }
-void ExpertBridge::waitDeferred(ExpertSlot& slot) { waitFor(slot.deferredDone, slot.submitted.load(), mutex_, finished_); }
+void ExpertBridge::wait(ExpertSlot& slot, ExpertSlot* previous) {
+    const auto t0 = std::chrono::steady_clock::now();
+    waitFor(slot.immediateDone, slot.submitted.load(), mutex_, finished_);
+    if (previous) waitFor(previous->deferredDone, previous->submitted.load(), mutex_, finished_);
+    lastMark_ = std::chrono::steady_clock::now();
+    std::lock_guard lock(mutex_);
+    timings_[static_cast<std::size_t>(slot.layer)].wait += secondsBetween(t0, lastMark_);
+}
 
 void ExpertBridge::rethrowFailure() {
     std::exception_ptr failure;
@@ -81,7 +110,11 @@ void ExpertBridge::workerLoop() {
             jobs_.pop_front();
         }
         try {
+            const auto t0 = std::chrono::steady_clock::now();
             run(job);
+            const double seconds = secondsBetween(t0, std::chrono::steady_clock::now());
+            std::lock_guard lock(mutex_);
+            timings_[static_cast<std::size_t>(job.slot->layer)].cpu += seconds;
         } catch (...) {
             // The GPU must never wait forever: record the failure, publish an (empty) result.
             std::lock_guard lock(mutex_);

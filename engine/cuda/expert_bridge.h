@@ -6,6 +6,7 @@
 // is waited for at its own layer, the deferred part at the next layer, so it overlaps that layer's
 // attention on the GPU.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -47,8 +48,16 @@ public:
 
     // Called from host nodes. `canDefer`: the layer is followed by a MoE layer that will wait.
     void submit(ExpertSlot& slot, int layer, bool canDefer);
-    void waitImmediate(ExpertSlot& slot);
-    void waitDeferred(ExpertSlot& slot);
+    // Waits for the slot's immediate part and, if given, the previous layer's deferred part.
+    void wait(ExpertSlot& slot, ExpertSlot* previous);
+
+    // Timings per layer, summed since the last take: GPU work before each submit (since the previous
+    // wait, or the step's start), CPU compute, GPU waiting. beginStep marks a step's start.
+    struct Timing {
+        double gpu = 0, cpu = 0, wait = 0;
+    };
+    void beginStep();
+    std::vector<Timing> takeTimings();
 
     // The first CPU failure since the last call, rethrown on the calling (engine) thread.
     void rethrowFailure();
@@ -74,6 +83,8 @@ private:
     std::deque<Job> jobs_;
     bool stopping_ = false;
     std::exception_ptr failure_;
+    std::vector<Timing> timings_;
+    std::chrono::steady_clock::time_point lastMark_;
     std::thread worker_;
 };
 

@@ -51,8 +51,13 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
     int count = 0;
     const cudaError_t probe = cudaGetDeviceCount(&count);
     if (probe != cudaSuccess || count == 0) {
-        reason = probe == cudaSuccess ? "no NVIDIA GPU was found"
-                                      : std::string("the NVIDIA driver is not usable (") + cudaGetErrorString(probe) + ")";
+        if (probe == cudaSuccess || probe == cudaErrorNoDevice)
+            reason = "no NVIDIA GPU was found";
+        else if (probe == cudaErrorInsufficientDriver)
+            reason = "no NVIDIA driver new enough for CUDA " + std::to_string(CUDART_VERSION / 1000) +
+                     " was found (install or update the NVIDIA driver to use the GPU)";
+        else
+            reason = std::string("the NVIDIA driver is not usable (") + cudaGetErrorString(probe) + ")";
         cudaGetLastError();
         return nullptr;
     }

@@ -1,6 +1,7 @@
 #include "cuda/gpu_runner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -189,8 +190,13 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
                 cudaGraphDestroy(graph);
                 TANDEM_CUDA_CHECK(made);
             }
+            const auto t0 = std::chrono::steady_clock::now();
+            bridge_.beginStep();
             TANDEM_CUDA_CHECK(cudaGraphLaunch(decodeGraph_, stream_));
             ++graphLaunches_;
+            TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+            ++steps_;
+            stepSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         } else {
             enqueueStep(n, rows);
         }
@@ -202,6 +208,25 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
         }
         done += static_cast<std::size_t>(n);
     }
+}
+
+DecodeProfile GpuRunner::takeProfile() {
+    DecodeProfile p;
+    p.steps = steps_;
+    p.graphLaunches = graphLaunches_;
+    double wait = 0, experts = 0;
+    const auto timings = bridge_.takeTimings();
+    for (std::size_t l = 0; l < timings.size(); ++l) {
+        if (!config_.isMoeLayer(static_cast<int>(l))) continue;
+        p.layers.push_back({static_cast<int>(l), timings[l].gpu, timings[l].cpu, timings[l].wait});
+        wait += timings[l].wait;
+        experts += timings[l].cpu;
+    }
+    runtime::finishProfile(p, stepSeconds_, wait, experts);
+    steps_ = 0;
+    graphLaunches_ = 0;
+    stepSeconds_ = 0;
+    return p;
 }
 
 void GpuRunner::enqueueStep(int tokens, int rows) {
@@ -403,8 +428,7 @@ void CUDART_CB GpuRunner::submitHost(void* p) {
 
 void CUDART_CB GpuRunner::waitHost(void* p) {
     auto* a = static_cast<WaitArgs*>(p);
-    a->bridge->waitImmediate(*a->slot);
-    if (a->previous) a->bridge->waitDeferred(*a->previous);
+    a->bridge->wait(*a->slot, a->previous);
 }
 
 }  // namespace tandem::cuda

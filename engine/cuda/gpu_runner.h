@@ -23,7 +23,7 @@ public:
     void forward(std::span<const int> tokens, int start, const model::ForwardOptions& options,
                  std::vector<float>& logits) override;
 
-    long graphLaunches() const { return graphLaunches_; }
+    DecodeProfile takeProfile() override;
 
     // Device bytes a runner allocates for this capacity and chunk size.
     static std::uint64_t deviceBytes(const model::ModelConfig& config, int capacity, int maxChunk);
@@ -69,6 +69,8 @@ private:
     DeviceBuffer<char> blasWorkspace_;
     cudaGraphExec_t decodeGraph_ = nullptr;
     long graphLaunches_ = 0;
+    long steps_ = 0;
+    double stepSeconds_ = 0;
 
     // Inputs and outputs through pinned memory, so graph nodes can copy them.
     PinnedBuffer<int> inIds_;

@@ -1,6 +1,7 @@
 #include "model/transformer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "cpu/matmul.h"
@@ -22,7 +23,7 @@ runtime::KvCache Transformer::makeCache(int capacity) const {
 }
 
 void Transformer::feedForward(int layer, const float* normed, std::size_t T, const Deferral& deferral, float* branch,
-                              std::vector<float>& pending) {
+                              std::vector<float>& pending, double* expertSeconds) {
     const ModelConfig& c = config_;
     const LayerWeights& lw = weights_.layers[static_cast<std::size_t>(layer)];
     const std::size_t n = T * static_cast<std::size_t>(c.hiddenSize);
@@ -37,12 +38,14 @@ void Transformer::feedForward(int layer, const float* normed, std::size_t T, con
             denseMlp(*lw.moe->shared, normed, T, branch, pool_);
         else
             std::fill_n(branch, n, 0.0f);
+        const auto t0 = std::chrono::steady_clock::now();
         routedExperts(*lw.moe, normed, T, ids.data(), weights.data(), k, 0, k - deferred, routed.data(), pool_);
         for (std::size_t i = 0; i < n; ++i) branch[i] += routed[i];
         if (deferred > 0 && !deferral.skip) {
             deferredOut.resize(n);
             routedExperts(*lw.moe, normed, T, ids.data(), weights.data(), k, k - deferred, k, deferredOut.data(), pool_);
         }
+        if (expertSeconds) *expertSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     } else {
         denseMlp(*lw.dense, normed, T, branch, pool_);
     }
@@ -52,7 +55,8 @@ void Transformer::feedForward(int layer, const float* normed, std::size_t T, con
 }
 
 void Transformer::forward(std::span<const int> tokens, int start, runtime::KvCache& cache, const ForwardOptions& options,
-                          std::vector<float>& logits) {
+                          std::vector<float>& logits, std::vector<double>* expertSeconds) {
+    if (expertSeconds) expertSeconds->resize(static_cast<std::size_t>(config_.numLayers), 0.0);
     const ModelConfig& c = config_;
     const std::size_t T = tokens.size();
     const auto H = static_cast<std::size_t>(c.hiddenSize);
@@ -83,7 +87,8 @@ void Transformer::forward(std::span<const int> tokens, int start, runtime::KvCac
 
         for (std::size_t t = 0; t < T; ++t)
             cpu::rmsNorm(&x[t * H], lw.postAttentionNorm.data(), c.rmsNormEps, &normed[t * H], H);
-        feedForward(l, normed.data(), T, options.deferral, branch.data(), pendingDeferred);
+        feedForward(l, normed.data(), T, options.deferral, branch.data(), pendingDeferred,
+                    expertSeconds ? &(*expertSeconds)[static_cast<std::size_t>(l)] : nullptr);
         for (std::size_t i = 0; i < T * H; ++i) x[i] += branch[i];
     }
 

@@ -33,8 +33,9 @@ public:
 
     // Runs `tokens` at positions start .. start + n - 1, appending them to `cache`, and writes the logits
     // ([1 or n, vocab] row-major) to `logits`.
+    // With `expertSeconds`, the time spent in each layer's routed experts is added to it.
     void forward(std::span<const int> tokens, int start, runtime::KvCache& cache, const ForwardOptions& options,
-                 std::vector<float>& logits);
+                 std::vector<float>& logits, std::vector<double>* expertSeconds = nullptr);
 
     // A cache shaped for this model.
     runtime::KvCache makeCache(int capacity) const;
@@ -43,7 +44,7 @@ private:
     // The feed-forward block of layer l into `branch`, with the deferred experts of the previous layer
     // (in/out: `pending`) joined in and this layer's own deferred part left in `pending`.
     void feedForward(int layer, const float* normed, std::size_t tokens, const Deferral& deferral, float* branch,
-                     std::vector<float>& pending);
+                     std::vector<float>& pending, double* expertSeconds);
 
     const ModelConfig& config_;
     const ModelWeights& weights_;

@@ -1,6 +1,21 @@
 #include "runtime/model_runner.h"
 
+#include <chrono>
+
 namespace tandem::runtime {
+
+void finishProfile(DecodeProfile& p, double wallSeconds, double waitSeconds, double expertSeconds) {
+    if (p.steps == 0 || wallSeconds <= 0) return;
+    const double perStepMs = 1000.0 / static_cast<double>(p.steps);
+    p.stepMs = wallSeconds * perStepMs;
+    p.expertPoolBusyFraction = std::min(1.0, expertSeconds / wallSeconds);
+    if (p.graphLaunches > 0) p.gpuBusyFraction = std::max(0.0, 1.0 - waitSeconds / wallSeconds);
+    for (auto& l : p.layers) {
+        l.gpuMs *= perStepMs;
+        l.cpuExpertsMs *= perStepMs;
+        l.waitMs *= perStepMs;
+    }
+}
 
 namespace {
 
@@ -11,12 +26,37 @@ public:
 
     void forward(std::span<const int> tokens, int start, const model::ForwardOptions& options,
                  std::vector<float>& logits) override {
-        transformer_.forward(tokens, start, cache_, options, logits);
+        const bool step = tokens.size() == 1;
+        const auto t0 = std::chrono::steady_clock::now();
+        transformer_.forward(tokens, start, cache_, options, logits, step ? &expertSeconds_ : nullptr);
+        if (step) {
+            ++steps_;
+            wallSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        }
+    }
+
+    DecodeProfile takeProfile() override {
+        DecodeProfile p;
+        p.steps = steps_;
+        double experts = 0;
+        for (std::size_t l = 0; l < expertSeconds_.size(); ++l) {
+            if (expertSeconds_[l] == 0) continue;
+            p.layers.push_back({static_cast<int>(l), 0.0, expertSeconds_[l], 0.0});
+            experts += expertSeconds_[l];
+        }
+        finishProfile(p, wallSeconds_, 0.0, experts);
+        steps_ = 0;
+        wallSeconds_ = 0;
+        expertSeconds_.assign(expertSeconds_.size(), 0.0);
+        return p;
     }
 
 private:
     model::Transformer& transformer_;
     KvCache cache_;
+    long steps_ = 0;
+    double wallSeconds_ = 0;
+    std::vector<double> expertSeconds_;  // per layer
 };
 
 }  // namespace

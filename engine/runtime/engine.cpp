@@ -131,6 +131,8 @@ void Session::setDeferral(int deferred, bool skip) {
     impl_->skipDeferred = skip;
 }
 
+DecodeProfile Session::takeDecodeProfile() { return impl_->runner->takeProfile(); }
+
 const std::vector<float>& Session::append(std::span<const int> tokens, Logits which) {
     impl_->forward(tokens, which == Logits::All ? model::LogitsFor::AllTokens : model::LogitsFor::LastToken);
     impl_->context.insert(impl_->context.end(), tokens.begin(), tokens.end());
@@ -161,9 +163,11 @@ GenerationStats Session::generate(std::span<const int> conversation, const Gener
     const std::vector<float>* logits = &append(conversation.subspan(reuse));
     const auto t1 = Clock::now();
     stats.prefillSeconds = seconds(t0, t1);
+    takeDecodeProfile();  // what follows is decode only
 
     for (int i = 0; i < options.maxNewTokens; ++i) {
         const int token = sampler.pick(*logits, context);
+        if (i == 0) stats.timeToFirstTokenSeconds = seconds(t0, Clock::now());
         ++stats.generatedTokens;
         if (options.stopAtEos && std::find(eos.begin(), eos.end(), token) != eos.end()) {
             stats.stoppedAtEos = true;
@@ -174,6 +178,7 @@ GenerationStats Session::generate(std::span<const int> conversation, const Gener
     }
     stats.decodeSeconds = seconds(t1, Clock::now());
     stats.fellBackToCpu = impl_->fellBack;
+    stats.decode = takeDecodeProfile();
     return stats;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/transformer.h"
+#include "tandem/engine.h"
 
 namespace tandem::runtime {
 
@@ -17,7 +18,12 @@ public:
     // writes the requested logits rows.
     virtual void forward(std::span<const int> tokens, int start, const model::ForwardOptions& options,
                          std::vector<float>& logits) = 0;
+    // Timings of the single-token steps since the last call, summed; DecodeProfile::finish averages.
+    virtual DecodeProfile takeProfile() = 0;
 };
+
+// Turns the sums a runner collected into means per step and fractions of the wall time.
+void finishProfile(DecodeProfile& profile, double wallSeconds, double waitSeconds, double expertSeconds);
 
 std::unique_ptr<ModelRunner> makeCpuRunner(model::Transformer& transformer, int capacity);
 

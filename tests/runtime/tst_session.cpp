@@ -37,6 +37,13 @@ private slots:
         QCOMPARE(stats.promptTokens, static_cast<int>(g.promptIds.size()));
         QCOMPARE(stats.generatedTokens, static_cast<int>(g.genIds.size()));
         QVERIFY(!stats.stoppedAtEos);
+        QVERIFY(stats.timeToFirstTokenSeconds > 0 && stats.timeToFirstTokenSeconds <= stats.prefillSeconds + stats.decodeSeconds);
+        // The decode profile covers the decode steps only: every generated token but the last was fed back.
+        QCOMPARE(stats.decode.steps, static_cast<long>(g.genIds.size()) - 1);
+        QCOMPARE(static_cast<int>(stats.decode.layers.size()), 2);  // both Mixtral layers are MoE
+        QVERIFY(stats.decode.stepMs > 0);
+        QVERIFY(stats.decode.expertPoolBusyFraction > 0 && stats.decode.expertPoolBusyFraction <= 1);
+        QCOMPARE(stats.decode.graphLaunches, 0L);  // the CPU path has no graph
         // Every token but the last was fed back: the cache holds the prompt and those.
         QCOMPARE(session->position(), static_cast<int>(g.promptIds.size() + g.genIds.size() - 1));
     }

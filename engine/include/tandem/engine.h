@@ -61,6 +61,23 @@ struct ModelInfo {
     std::string deviceNotice;    // why the CPU runs what the GPU would have, if so
 };
 
+// Where the time of a decode step goes, per MoE layer, averaged over a generation's decode steps.
+struct LayerTiming {
+    int layer = 0;
+    double gpuMs = 0.0;         // GPU work since the previous MoE layer (attention, shared experts, ...)
+    double cpuExpertsMs = 0.0;  // the CPU pool computing this layer's routed experts
+    double waitMs = 0.0;        // the GPU blocked, waiting for them
+};
+
+struct DecodeProfile {
+    long steps = 0;
+    long graphLaunches = 0;          // one per decode step on the GPU path
+    double stepMs = 0.0;             // mean wall time of a step
+    double gpuBusyFraction = 0.0;    // of decode wall time (0 on the CPU path)
+    double expertPoolBusyFraction = 0.0;
+    std::vector<LayerTiming> layers;
+};
+
 struct GenerationStats {
     int promptTokens = 0;
     int reusedTokens = 0;        // prompt tokens whose keys and values were already cached
@@ -70,6 +87,8 @@ struct GenerationStats {
     double decodeSeconds = 0.0;
     bool stoppedAtEos = false;
     bool fellBackToCpu = false;  // the GPU failed during this generation; it went on on the CPU
+    double timeToFirstTokenSeconds = 0.0;
+    DecodeProfile decode;
 
     double prefillTokensPerSecond() const { return prefillSeconds > 0 ? prefilledTokens / prefillSeconds : 0.0; }
     // Decode speed counts the tokens produced by decode steps, i.e. all but the first.
@@ -109,6 +128,9 @@ public:
     // token is not yet in the context.
     GenerationStats generate(std::span<const int> conversation, const GenerateOptions& options,
                              const std::function<bool(int token)>& onToken);
+
+    // The profile of the single-token forward passes since the last call (append() or generate()).
+    DecodeProfile takeDecodeProfile();
 
 private:
     friend class Engine;
