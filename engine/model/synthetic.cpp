@@ -1,0 +1,159 @@
+#include "model/synthetic.h"
+
+#include <cmath>
+#include <random>
+
+#include "io/dtype.h"
+#include "tandem/error.h"
+
+namespace tandem::model {
+
+namespace {
+
+ModelConfig deepseekBase() {
+    ModelConfig c;
+    c.attention = AttentionKind::Mla;
+    c.ropeInterleaved = true;
+    c.rmsNormEps = 1e-6f;
+    c.ropeTheta = 10000;
+    c.maxPositionEmbeddings = 163840;
+    c.yarn = YarnScaling{40, 32, 1, 1.0, 1.0, 4096.0, std::nullopt};
+    c.qkNopeHeadDim = 128;
+    c.qkRopeHeadDim = 64;
+    c.vHeadDim = 128;
+    c.kvLoraRank = 512;
+    return c;
+}
+
+}  // namespace
+
+std::vector<std::string> syntheticModelNames() { return {"deepseek-v2-lite", "qwen3-30b-a3b", "deepseek-v3-4l", "tiny"}; }
+
+ModelConfig syntheticConfig(const std::string& name) {
+    ModelConfig c;
+    if (name == "deepseek-v2-lite") {
+        c = deepseekBase();
+        c.modelType = "deepseek_v2";
+        c.arch = Architecture::DeepseekV2;
+        c.yarn->mscale = c.yarn->mscaleAllDim = 0.707;
+        c.vocabSize = 102400;
+        c.hiddenSize = 2048;
+        c.numLayers = 27;
+        c.numHeads = c.numKvHeads = 16;
+        c.intermediateSize = 10944;
+        c.numExperts = 64;
+        c.moeIntermediateSize = 1408;
+        c.numSharedExperts = 2;
+        c.firstKDenseReplace = 1;
+        c.router = RouterSpec{ExpertScoring::Softmax, ExpertSelection::TopK, 6, 1, 1, false, 1.0f, false};
+    } else if (name == "deepseek-v3-4l") {
+        c = deepseekBase();
+        c.modelType = "deepseek_v3";
+        c.arch = Architecture::DeepseekV3;
+        c.vocabSize = 129280;
+        c.hiddenSize = 7168;
+        c.numLayers = 4;
+        c.numHeads = c.numKvHeads = 128;
+        c.qLoraRank = 1536;
+        c.intermediateSize = 18432;
+        c.numExperts = 256;
+        c.moeIntermediateSize = 2048;
+        c.numSharedExperts = 1;
+        c.firstKDenseReplace = 1;
+        c.router = RouterSpec{ExpertScoring::Sigmoid, ExpertSelection::GroupLimitedByTop2, 8, 8, 4, true, 2.5f, true};
+    } else if (name == "qwen3-30b-a3b" || name == "tiny") {
+        const bool tiny = name == "tiny";
+        c.modelType = "qwen3_moe";
+        c.arch = Architecture::Qwen3Moe;
+        c.qkNorm = true;
+        c.rmsNormEps = 1e-6f;
+        c.ropeTheta = 1e6;
+        c.maxPositionEmbeddings = 40960;
+        c.vocabSize = tiny ? 512 : 151936;
+        c.hiddenSize = tiny ? 64 : 2048;
+        c.numLayers = tiny ? 2 : 48;
+        c.numHeads = tiny ? 4 : 32;
+        c.numKvHeads = tiny ? 2 : 4;
+        c.headDim = tiny ? 16 : 128;
+        c.intermediateSize = tiny ? 128 : 6144;
+        c.numExperts = tiny ? 8 : 128;
+        c.moeIntermediateSize = tiny ? 32 : 768;
+        c.router = RouterSpec{ExpertScoring::Softmax, ExpertSelection::TopK, tiny ? 2 : 8, 1, 1, true, 1.0f, false};
+    } else {
+        std::string known;
+        for (const auto& n : syntheticModelNames()) known += (known.empty() ? "" : ", ") + n;
+        throw Error("unknown synthetic model '" + name + "' (known: " + known + ")");
+    }
+    return c;
+}
+
+SyntheticWeights::SyntheticWeights(const ModelConfig& c, std::uint64_t seed, cpu::ThreadPool& pool)
+    : config_(c), pool_(pool), seed_(seed) {
+    const std::int64_t H = c.hiddenSize;
+    weights_.embed = matrix(c.vocabSize, H);
+    weights_.lmHead = matrix(c.vocabSize, H);
+    weights_.finalNorm = ones(H);
+    weights_.layers.resize(static_cast<std::size_t>(c.numLayers));
+    for (int l = 0; l < c.numLayers; ++l) {
+        LayerWeights& w = weights_.layers[static_cast<std::size_t>(l)];
+        w.inputNorm = ones(H);
+        w.postAttentionNorm = ones(H);
+        if (c.attention == AttentionKind::Mla) {
+            const std::int64_t qHead = c.qkNopeHeadDim + c.qkRopeHeadDim;
+            if (c.qLoraRank > 0) {
+                w.mla.qA = matrix(c.qLoraRank, H);
+                w.mla.qANorm = ones(c.qLoraRank);
+                w.mla.q = matrix(c.numHeads * qHead, c.qLoraRank);
+            } else {
+                w.mla.q = matrix(c.numHeads * qHead, H);
+            }
+            w.mla.kvA = matrix(c.kvLoraRank + c.qkRopeHeadDim, H);
+            w.mla.kvANorm = ones(c.kvLoraRank);
+            w.mla.kvB = matrix(static_cast<std::int64_t>(c.numHeads) * (c.qkNopeHeadDim + c.vHeadDim), c.kvLoraRank);
+            w.mla.o = matrix(H, static_cast<std::int64_t>(c.numHeads) * c.vHeadDim);
+        } else {
+            const std::int64_t qDim = static_cast<std::int64_t>(c.numHeads) * c.headDim;
+            const std::int64_t kvDim = static_cast<std::int64_t>(c.numKvHeads) * c.headDim;
+            w.gqa = {matrix(qDim, H), matrix(kvDim, H), matrix(kvDim, H), matrix(H, qDim), ones(c.headDim), ones(c.headDim)};
+        }
+        if (!c.isMoeLayer(l)) {
+            w.dense = mlp(c.intermediateSize);
+            continue;
+        }
+        MoeWeights& m = w.moe.emplace();
+        m.router = matrix(c.numExperts, H);
+        if (c.router.hasCorrectionBias) m.correctionBias.assign(static_cast<std::size_t>(c.numExperts), 0.0f);
+        for (int e = 0; e < c.numExperts; ++e) m.experts.push_back(mlp(c.moeIntermediateSize));
+        if (c.numSharedExperts > 0) m.shared = mlp(static_cast<std::int64_t>(c.moeIntermediateSize) * c.numSharedExperts);
+    }
+}
+
+WeightMatrix SyntheticWeights::matrix(std::int64_t rows, std::int64_t cols) {
+    const std::size_t n = static_cast<std::size_t>(rows * cols);
+    auto& data = storage_.emplace_back(new std::uint16_t[n]);
+    std::uint16_t* out = data.get();
+    const std::uint64_t stream = seed_ + storage_.size();
+    // Filled in parallel, each block from its own generator so the result does not depend on threads.
+    constexpr std::size_t kBlock = 1 << 16;
+    pool_.parallelFor((n + kBlock - 1) / kBlock, 1, [&](std::size_t b0, std::size_t b1) {
+        for (std::size_t b = b0; b < b1; ++b) {
+            std::mt19937_64 rng(stream * 1000003u + b);
+            std::normal_distribution<float> normal(0.0f, 0.02f);
+            for (std::size_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) out[i] = io::floatToBf16(normal(rng));
+        }
+    });
+    bytes_ += n * 2;
+    WeightMatrix m;
+    m.dtype = io::DType::BF16;
+    m.rows = rows;
+    m.cols = cols;
+    m.data = reinterpret_cast<const std::byte*>(out);
+    return m;
+}
+
+MlpWeights SyntheticWeights::mlp(std::int64_t inner) {
+    const std::int64_t H = config_.hiddenSize;
+    return {matrix(inner, H), matrix(inner, H), matrix(H, inner)};
+}
+
+}  // namespace tandem::model
