@@ -20,6 +20,15 @@ commands:
   generate  --model DIR (--ids "ID ..." | --ids-file FILE) [--new-tokens N] [--temperature T]
             [--top-p P] [--top-k K] [--seed S] [--threads N] [--context N]
             Generate from prompt ids, printing ids as they come and the speed at the end.
+  tokenize  --model DIR [--add-special]
+            Read UTF-8 text from standard input and print its token ids on one line; with
+            --add-special the ids the model expects around a text (e.g. BOS) are included.
+  detokenize --model DIR
+            Read whitespace-separated token ids from standard input and write their text exactly,
+            without adding a newline.
+  bench-tokenizer --model DIR [--file TEXT] [--megabytes N]
+            Encode N MB (default 8) of English prose, the --file (default Debian's GPL-3 text)
+            repeated, on one thread and print the speed in MB/s.
 
   --help    this text
 )";
@@ -32,6 +41,9 @@ struct Command {
 constexpr Command kCommands[] = {
     {"eval", runEval},
     {"generate", runGenerate},
+    {"tokenize", runTokenize},
+    {"detokenize", runDetokenize},
+    {"bench-tokenizer", runBenchTokenizer},
 };
 
 }  // namespace
