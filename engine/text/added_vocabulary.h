@@ -42,7 +42,6 @@ public:
 
     const AddedToken* find(int id) const;
     std::optional<int> idOf(std::string_view content) const;
-    const std::vector<AddedToken>& tokens() const { return tokens_; }
 
 private:
     // A byte trie over the contents of one kind of token.

@@ -3,18 +3,17 @@
 namespace tandem::text::utf8 {
 namespace {
 
-enum class Status { Valid, Invalid, Truncated };
-
 struct Scan {
-    Status status;
-    std::size_t length;  // Valid: the character; Invalid: the maximal subpart; Truncated: what is there
+    bool valid;
+    std::size_t length;  // valid: the character's; invalid: the maximal subpart's (at least 1)
 };
 
 // The well-formed byte sequences of Unicode's table 3-7: the allowed range of the second byte depends
-// on the lead byte (this excludes overlong forms, surrogates and code points past U+10FFFF).
+// on the lead byte (this excludes overlong forms, surrogates and code points past U+10FFFF). A sequence
+// cut short by the end of the text is invalid too.
 Scan scanAt(std::string_view s, std::size_t i) {
     const auto lead = static_cast<unsigned char>(s[i]);
-    if (lead < 0x80) return {Status::Valid, 1};
+    if (lead < 0x80) return {true, 1};
     std::size_t need;
     unsigned char secondLow = 0x80, secondHigh = 0xBF;
     if (lead >= 0xC2 && lead <= 0xDF) {
@@ -28,16 +27,16 @@ Scan scanAt(std::string_view s, std::size_t i) {
         if (lead == 0xF0) secondLow = 0x90;
         if (lead == 0xF4) secondHigh = 0x8F;
     } else {
-        return {Status::Invalid, 1};
+        return {false, 1};
     }
     for (std::size_t k = 1; k < need; ++k) {
-        if (i + k >= s.size()) return {Status::Truncated, k};
+        if (i + k >= s.size()) return {false, k};
         const auto b = static_cast<unsigned char>(s[i + k]);
         const unsigned char low = k == 1 ? secondLow : 0x80;
         const unsigned char high = k == 1 ? secondHigh : 0xBF;
-        if (b < low || b > high) return {Status::Invalid, k};
+        if (b < low || b > high) return {false, k};
     }
-    return {Status::Valid, need};
+    return {true, need};
 }
 
 }  // namespace
@@ -50,7 +49,7 @@ std::size_t firstInvalidOffset(std::string_view bytes) {
             continue;
         }
         const Scan scan = scanAt(bytes, i);
-        if (scan.status != Status::Valid) return i;
+        if (!scan.valid) return i;
         i += scan.length;
     }
     return kValid;
@@ -90,7 +89,7 @@ std::string toValidLossy(std::string_view bytes) {
     std::size_t i = 0;
     while (i < bytes.size()) {
         const Scan scan = scanAt(bytes, i);
-        if (scan.status == Status::Valid) {
+        if (scan.valid) {
             out.append(bytes.substr(i, scan.length));
         } else {
             out.append(kReplacementCharacter);
@@ -98,19 +97,6 @@ std::string toValidLossy(std::string_view bytes) {
         i += scan.length;
     }
     return out;
-}
-
-std::size_t incompleteTailLength(std::string_view bytes) {
-    const std::size_t n = bytes.size();
-    for (std::size_t back = 1; back <= 3 && back <= n; ++back) {
-        const std::size_t i = n - back;
-        const auto b = static_cast<unsigned char>(bytes[i]);
-        if (b < 0x80) return 0;
-        if (b < 0xC0) continue;  // a continuation byte: the lead byte is further back
-        const Scan scan = scanAt(bytes, i);
-        return scan.status == Status::Truncated && i + scan.length == n ? back : 0;
-    }
-    return 0;
 }
 
 }  // namespace tandem::text::utf8

@@ -27,8 +27,4 @@ void append(std::string& out, char32_t codePoint);
 // the recommendation of the Unicode standard that Rust's String::from_utf8_lossy follows.
 std::string toValidLossy(std::string_view bytes);
 
-// How many bytes at the end of `bytes` are the start of a character that is still incomplete (a lead
-// byte plus fewer continuation bytes than it announces); 0 when the text ends on a whole character.
-std::size_t incompleteTailLength(std::string_view bytes);
-
 }  // namespace tandem::text::utf8

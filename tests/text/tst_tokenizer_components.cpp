@@ -65,14 +65,6 @@ private slots:
         QCOMPARE(utf8::firstInvalidOffset("h\xC3\xA9"), utf8::kValid);
     }
 
-    void utf8IncompleteTail() {
-        QCOMPARE(utf8::incompleteTailLength("ab"), std::size_t{0});
-        QCOMPARE(utf8::incompleteTailLength("a\xE2\x98"), std::size_t{2});
-        QCOMPARE(utf8::incompleteTailLength("a\xF0"), std::size_t{1});
-        QCOMPARE(utf8::incompleteTailLength("a\xE2\x98\x83"), std::size_t{0});
-        QCOMPARE(utf8::incompleteTailLength("a\xFF"), std::size_t{0});  // invalid, not incomplete
-    }
-
     void regexUsesUnicodeProperties() {
         const Regex letters(R"(\p{L}+)", "test");
         const std::string text = "42 élan Привет";
