@@ -4,6 +4,7 @@
 #include <pcre2.h>
 
 #include "tandem/error.h"
+#include "text/onig_syntax.h"
 
 namespace tandem::text {
 namespace {
@@ -51,9 +52,10 @@ MatchScratch& scratch() {
 }  // namespace
 
 Regex::Regex(std::string_view pattern, const std::string& where) : where_(where) {
+    const std::string translated = oniguramaToPcre2(pattern, where);
     int errorCode = 0;
     PCRE2_SIZE errorOffset = 0;
-    pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+    pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(),
                                      PCRE2_UTF | PCRE2_UCP, &errorCode, &errorOffset, nullptr);
     if (!code)
         throw Error(where + ": the regex /" + std::string(pattern) + "/ does not compile (" + pcre2Message(errorCode) +

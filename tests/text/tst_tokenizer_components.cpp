@@ -10,6 +10,7 @@
 #include "text/pre_tokenizer.h"
 #include "text/regex.h"
 #include "text/utf8.h"
+#include "tandem/error.h"
 
 using namespace tandem::text;
 using tandem::test::Json;
@@ -115,6 +116,33 @@ private slots:
                                {"pretokenizers",
                                 {split(R"(\p{N}{1,3})", "Isolated"), split("[一-龥\u3040-ゟ゠-ヿ]+", "Isolated")}}};
         QCOMPARE(piecesOf(deepseek, "x12345日本語のabc"), (QStringList{"x", "123", "45", "日本語の", "abc"}));
+    }
+
+    // Kimi-K2's pattern intersects classes ("letters but not Han"), Oniguruma syntax that is rewritten
+    // for PCRE2.
+    void splitWithClassIntersection() {
+        const std::string kimi =
+            R"([\p{Han}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+)"
+            R"((?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+)"
+            R"([\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*)"
+            R"(|\s*[\r\n]+|\s+(?!\S)|\s+)";
+        QCOMPARE(piecesOf(split(kimi, "Isolated"), "HelloWorld中文English混合テキストCamelCase I'LL 12345"),
+                 (QStringList{"Hello", "World", "中文", "English", "混合", "テキストCamel", "Case", " I'LL", " ", "123", "45"}));
+        // A negated intersection and one of three classes.
+        QCOMPARE(piecesOf(split("[^a-z&&[^aeiou]]+", "Isolated"), "strength AEIOU aei xyz"),
+                 (QStringList{"str", "e", "ngth", " AEIOU aei ", "xyz"}));
+        QCOMPARE(piecesOf(split("[a-z&&[^aeiou]&&[^xyz]]+", "Isolated"), "strength aei xyz"),
+                 (QStringList{"str", "e", "ngth", " aei xyz"}));
+    }
+
+    void nestedClassUnionIsRejected() {
+        try {
+            piecesOf(split("[a[bc]]", "Isolated"), "abc");
+        } catch (const tandem::Error& e) {
+            QVERIFY2(std::string(e.what()).find("nested inside another") != std::string::npos, e.what());
+            return;
+        }
+        QFAIL("a nested class union was accepted");
     }
 
     void splitBehaviors_data() {
