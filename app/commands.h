@@ -8,3 +8,6 @@ using CommandArgs = std::vector<std::string>;
 
 int runEval(const CommandArgs& args);
 int runGenerate(const CommandArgs& args);
+int runTokenize(const CommandArgs& args);
+int runDetokenize(const CommandArgs& args);
+int runBenchTokenizer(const CommandArgs& args);

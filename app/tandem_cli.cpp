@@ -23,6 +23,15 @@ commands:
             [--frequency-penalty F] [--seed S] [--threads N] [--context N]
             [--device cpu|gpu|auto] [--defer D | --skip D]
             Generate from prompt ids, printing ids as they come and the speed at the end.
+  tokenize  --model DIR [--add-special]
+            Read UTF-8 text from standard input and print its token ids on one line; with
+            --add-special the ids the model expects around a text (e.g. BOS) are included.
+  detokenize --model DIR
+            Read whitespace-separated token ids from standard input and write their text exactly,
+            without adding a newline.
+  bench-tokenizer --model DIR [--file TEXT] [--megabytes N]
+            Encode N MB (default 8) of English prose, the --file (default Debian's GPL-3 text)
+            repeated, on one thread and print the speed in MB/s.
 
   --device  where the dense layers run: the GPU when usable (auto), or cpu, or gpu (fail without one)
   --defer   Expert Deferral: the D lowest-weighted routed experts of a layer overlap the next layer
@@ -38,6 +47,9 @@ struct Command {
 constexpr Command kCommands[] = {
     {"eval", runEval},
     {"generate", runGenerate},
+    {"tokenize", runTokenize},
+    {"detokenize", runDetokenize},
+    {"bench-tokenizer", runBenchTokenizer},
 };
 
 }  // namespace

@@ -1,0 +1,72 @@
+#pragma once
+// Turns generated token ids, fed one at a time, into text that can be shown as it comes:
+//  - only whole UTF-8 characters are emitted; a character whose bytes span several tokens is held back
+//    until its last byte arrives;
+//  - special tokens (EOS, <|im_end|>, ...) are never shown as text;
+//  - text between <think> and </think> is reported as reasoning, apart from the answer;
+//  - the emitted pieces add up to what Tokenizer::decode(all ids, skipSpecialTokens = true) gives, less
+//    the think tags, including SentencePiece's rule that the text's first "▁" is not a space.
+//
+//   tandem::text::StreamDecoder stream(tokenizer, {.startsInReasoning = promptEndsWithThink});
+//   for (int id : generated)
+//       for (const auto& piece : stream.push(id)) show(piece.kind, piece.text);
+//   for (const auto& piece : stream.finish()) show(piece.kind, piece.text);
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tandem/tokenizer.h"
+
+namespace tandem::text {
+
+struct StreamText {
+    enum class Kind { Answer, Reasoning };
+    Kind kind;
+    std::string text;
+};
+
+class StreamDecoder {
+public:
+    struct Options {
+        // The prompt already opened the reasoning (DeepSeek-R1 and Qwen3 templates end the generation
+        // prompt with "<think>\n"), so output is reasoning until </think>.
+        bool startsInReasoning = false;
+    };
+
+    explicit StreamDecoder(Tokenizer tokenizer) : StreamDecoder(std::move(tokenizer), Options{}) {}
+    StreamDecoder(Tokenizer tokenizer, Options options);
+
+    // Feeds one generated id and returns the text it completed: usually zero or one piece, two when a
+    // think tag written as text falls inside it. Throws tandem::Error for an id outside the vocabulary.
+    std::vector<StreamText> push(int id);
+
+    // End of the generation: returns what was held back (an unfinished character becomes U+FFFD) and
+    // makes the decoder ready for a new generation that starts as the Options say.
+    std::vector<StreamText> finish();
+
+    bool inReasoning() const { return kind_ == StreamText::Kind::Reasoning; }
+
+private:
+    // Text from the ids not yet emitted; empty while a character is unfinished, unless `force`.
+    std::string takeNewText(bool force);
+    // Routes decoded text to the answer or the reasoning, watching for think tags written as text.
+    void route(std::string text, std::vector<StreamText>& out);
+    void flushTagHoldback(std::vector<StreamText>& out);
+    void append(std::vector<StreamText>& out, std::string text) const;
+    void switchKind();
+
+    Tokenizer tokenizer_;
+    Options options_;
+    StreamText::Kind kind_;
+    std::optional<int> thinkOpenId_;
+    std::optional<int> thinkCloseId_;
+    // The ids decoded together: the last emitted ones (context, so that spacing rules see what came
+    // before) followed by the pending ones.
+    std::vector<int> window_;
+    std::size_t contextCount_ = 0;
+    std::string contextText_;
+    // Text that may be the start of a think tag written as text, held until it is clear.
+    std::string tagHoldback_;
+};
+
+}  // namespace tandem::text
