@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build the engine with CUDA (sm_90), check every fixture on the GPU
 # against the references and the CPU path, and time decode. Needs, carried into the repo root:
-#   .deps/      nlohmann-json's headers and CMake files (not installed there)
+#   .deps/      what the machine lacks, unpacked from Debian 12's packages: nlohmann-json3-dev's headers
+#               and CMake files (.deps/include, .deps/share), and libpcre2-dev, libpcre2-8-0,
+#               libutf8proc-dev, libutf8proc2 (dpkg -x into .deps, so under .deps/usr)
 #   .fixtures/  a copy of ../shared/fixtures
 # Logs go to $OUT; the last lines printed are the summary table.
 set -uo pipefail
@@ -11,8 +13,9 @@ build=${TANDEM_BUILD_DIR:-/tmp/tandem-build}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 start=$(date +%s)
+export LD_LIBRARY_PATH="$PWD/.deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_BUILD_TESTS=OFF -DTANDEM_GUI=OFF \
-  -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$PWD/.deps" >"$out/configure.log" 2>&1 ||
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$PWD/.deps;$PWD/.deps/usr" >"$out/configure.log" 2>&1 ||
   { tail -30 "$out/configure.log"; exit 1; }
 cmake --build "$build" -j16 >"$out/build.log" 2>&1 || { grep -E "error" -A3 "$out/build.log" | head -60; exit 1; }
 echo "build: $(( $(date +%s) - start )) s"
