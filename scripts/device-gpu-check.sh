@@ -34,10 +34,11 @@ raw = open(sys.argv[1], 'rb').read(); n = struct.unpack('<Q', raw[:8])[0]
 b, e = json.loads(raw[8:8 + n])['long.prompt_ids']['data_offsets']
 a = array.array('i'); a.frombytes(raw[8 + n + b:8 + n + e]); print(' '.join(map(str, a)))
 PY
-  for d in cpu gpu; do
-    printf '%-22s %s  ' "$(basename "$f")" "$d"
-    "$cli" generate --model "$f" --ids-file "$out/ids.txt" --new-tokens 128 --temperature 0 --device "$d" 2>&1 >/dev/null |
-      grep -E 'tok/s|note|error' | tr '\n' ' '
+  for run in "cpu host" "gpu host" "gpu spin"; do
+    set -- $run
+    printf '%-22s %s %-4s  ' "$(basename "$f")" "$1" "$2"
+    TANDEM_GPU_WAIT=$2 "$cli" generate --model "$f" --ids-file "$out/ids.txt" --new-tokens 128 --temperature 0 \
+      --device "$1" 2>&1 >/dev/null | grep -E 'tok/s|note|error' | tr '\n' ' '
     echo
   done
 done

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstring>
 #include <utility>
 
 #include "cuda/cuda_check.h"
@@ -39,8 +40,16 @@ template <class T>
 class PinnedBuffer {
 public:
     PinnedBuffer() = default;
-    explicit PinnedBuffer(std::size_t count) : count_(count) {
-        if (count) TANDEM_CUDA_CHECK(cudaHostAlloc(&data_, count * sizeof(T), cudaHostAllocPortable));
+    // mapped: also addressable by kernels (devicePointer()), for flags the GPU and CPU exchange.
+    explicit PinnedBuffer(std::size_t count, bool mapped = false) : count_(count) {
+        if (!count) return;
+        TANDEM_CUDA_CHECK(cudaHostAlloc(&data_, count * sizeof(T), cudaHostAllocPortable | (mapped ? cudaHostAllocMapped : 0)));
+        std::memset(static_cast<void*>(data_), 0, count * sizeof(T));
+    }
+    T* devicePointer() const {
+        void* p = nullptr;
+        TANDEM_CUDA_CHECK(cudaHostGetDevicePointer(&p, data_, 0));
+        return static_cast<T*>(p);
     }
     ~PinnedBuffer() {
         if (data_) cudaFreeHost(data_);

@@ -2,76 +2,52 @@
 
 #include <algorithm>
 #include <cstring>
+#include <immintrin.h>
 
 #include "model/feed_forward.h"
 
 namespace tandem::cuda {
 
-namespace {
-
-double secondsBetween(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
-    return std::chrono::duration<double>(b - a).count();
-}
-
-}  // namespace
-
-ExpertBridge::ExpertBridge(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ThreadPool& pool)
-    : config_(config), weights_(weights), pool_(pool), timings_(static_cast<std::size_t>(config.numLayers)),
-      worker_([this] { workerLoop(); }) {}
-
-void ExpertBridge::beginStep() { lastMark_ = std::chrono::steady_clock::now(); }
-
-std::vector<ExpertBridge::Timing> ExpertBridge::takeTimings() {
-    std::lock_guard lock(mutex_);
-    std::vector<Timing> t(timings_.size());
-    std::swap(t, timings_);
-    return t;
-}
+ExpertBridge::ExpertBridge(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ThreadPool& pool,
+                           std::vector<ExpertSlot*> slots)
+    : config_(config), weights_(weights), pool_(pool), slots_(std::move(slots)),
+      cpuSeconds_(static_cast<std::size_t>(config.numLayers)), thread_([this] { threadLoop(); }) {}
 
 ExpertBridge::~ExpertBridge() {
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
     }
-    queued_.notify_all();
-    worker_.join();
+    wake_.notify_all();
+    thread_.join();
 }
 
-void ExpertBridge::submit(ExpertSlot& slot, int layer, bool canDefer) {
-    const int k = config_.router.topK;
-    const auto now = std::chrono::steady_clock::now();
+void ExpertBridge::setActive(bool active) {
     {
         std::lock_guard lock(mutex_);
-        timings_[static_cast<std::size_t>(layer)].gpu += secondsBetween(lastMark_, now);
+        active_ = active;
     }
-    slot.layer = layer;
-    slot.deferred = canDefer ? std::clamp(deferred_.load(), 0, k - 1) : 0;
-    ++slot.submitted;
-    {
-        std::lock_guard lock(mutex_);
-        jobs_.push_back({&slot, false});
-        jobs_.push_back({&slot, true});
-    }
-    queued_.notify_one();
+    wake_.notify_all();
 }
 
-void ExpertBridge::waitFor(const std::atomic<std::uint64_t>& done, std::uint64_t target, std::mutex& m,
-                           std::condition_variable& cv) {
-    // A decode step's CPU work takes tens of microseconds to milliseconds: spin briefly first so a
-    // quick result is not delayed by a sleep and wake-up.
-    for (int i = 0; i < 20000; ++i)
-        if (done.load(std::memory_order_acquire) >= target) return;
-    std::unique_lock lock(m);
-    cv.wait(lock, [&] { return done.load(std::memory_order_acquire) >= target; });
+void ExpertBridge::submitFromHost(ExpertSlot& slot, int layer) {
+    slot.control->layer = layer;
+    std::atomic_thread_fence(std::memory_order_release);
+    slot.control->ready = slot.control->ready + 1;
 }
 
-void ExpertBridge::wait(ExpertSlot& slot, ExpertSlot* previous) {
-    const auto t0 = std::chrono::steady_clock::now();
-    waitFor(slot.immediateDone, slot.submitted.load(), mutex_, finished_);
-    if (previous) waitFor(previous->deferredDone, previous->submitted.load(), mutex_, finished_);
-    lastMark_ = std::chrono::steady_clock::now();
+void ExpertBridge::waitFromHost(const ExpertSlot& slot, const ExpertSlot* previous) {
+    const SlotControl& c = *slot.control;
+    while (c.immediateDone < c.ready || (previous && previous->control->deferredDone < previous->control->ready))
+        _mm_pause();
+    std::atomic_thread_fence(std::memory_order_acquire);
+}
+
+std::vector<double> ExpertBridge::takeCpuSeconds() {
     std::lock_guard lock(mutex_);
-    timings_[static_cast<std::size_t>(slot.layer)].wait += secondsBetween(t0, lastMark_);
+    std::vector<double> s(cpuSeconds_.size(), 0.0);
+    std::swap(s, cpuSeconds_);
+    return s;
 }
 
 void ExpertBridge::rethrowFailure() {
@@ -83,49 +59,61 @@ void ExpertBridge::rethrowFailure() {
     if (failure) std::rethrow_exception(failure);
 }
 
-void ExpertBridge::run(const Job& job) {
-    ExpertSlot& s = *job.slot;
+bool ExpertBridge::canDefer(int layer) const { return layer + 1 < config_.numLayers && config_.isMoeLayer(layer + 1); }
+
+void ExpertBridge::process(ExpertSlot& s, std::uint64_t submission) {
+    std::atomic_thread_fence(std::memory_order_acquire);  // the slot's data was written before `ready`
+    const int layer = s.control->layer;
     const int k = config_.router.topK;
-    const auto& moe = *weights_.layers[static_cast<std::size_t>(s.layer)].moe;
-    const std::size_t n = static_cast<std::size_t>(s.tokens) * static_cast<std::size_t>(config_.hiddenSize);
-    if (!job.deferredPart) {
-        model::routedExperts(moe, s.x, static_cast<std::size_t>(s.tokens), s.ids, s.weights, k, 0, k - s.deferred,
-                             s.immediateOut, pool_);
-    } else if (s.deferred > 0 && !skip_) {
-        model::routedExperts(moe, s.x, static_cast<std::size_t>(s.tokens), s.ids, s.weights, k, k - s.deferred, k,
-                             s.deferredOut, pool_);
-    } else {
-        std::memset(s.deferredOut, 0, n * sizeof(float));
+    const int deferred = canDefer(layer) ? std::clamp(deferred_.load(), 0, k - 1) : 0;
+    const auto& moe = *weights_.layers[static_cast<std::size_t>(layer)].moe;
+    const auto tokens = static_cast<std::size_t>(s.tokens);
+    const auto start = std::chrono::steady_clock::now();
+    try {
+        model::routedExperts(moe, s.x, tokens, s.ids, s.weights, k, 0, k - deferred, s.immediateOut, pool_);
+    } catch (...) {
+        // The GPU must never wait forever: record the failure, publish an (empty) result.
+        std::lock_guard lock(mutex_);
+        if (!failure_) failure_ = std::current_exception();
     }
+    std::atomic_thread_fence(std::memory_order_release);
+    s.control->immediateDone = submission;
+    try {
+        if (deferred > 0 && !skip_)
+            model::routedExperts(moe, s.x, tokens, s.ids, s.weights, k, k - deferred, k, s.deferredOut, pool_);
+        else
+            std::memset(s.deferredOut, 0, tokens * static_cast<std::size_t>(config_.hiddenSize) * sizeof(float));
+    } catch (...) {
+        std::lock_guard lock(mutex_);
+        if (!failure_) failure_ = std::current_exception();
+    }
+    std::atomic_thread_fence(std::memory_order_release);
+    s.control->deferredDone = submission;
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::lock_guard lock(mutex_);
+    cpuSeconds_[static_cast<std::size_t>(layer)] += seconds;
 }
 
-void ExpertBridge::workerLoop() {
+void ExpertBridge::threadLoop() {
     for (;;) {
-        Job job;
-        {
-            std::unique_lock lock(mutex_);
-            queued_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
-            if (stopping_) return;
-            job = jobs_.front();
-            jobs_.pop_front();
+        bool found = false;
+        for (ExpertSlot* s : slots_) {
+            const std::uint64_t submission = s->control->ready;
+            if (submission > s->handled) {
+                process(*s, submission);
+                s->handled = submission;
+                found = true;
+            }
         }
-        try {
-            const auto t0 = std::chrono::steady_clock::now();
-            run(job);
-            const double seconds = secondsBetween(t0, std::chrono::steady_clock::now());
-            std::lock_guard lock(mutex_);
-            timings_[static_cast<std::size_t>(job.slot->layer)].cpu += seconds;
-        } catch (...) {
-            // The GPU must never wait forever: record the failure, publish an (empty) result.
-            std::lock_guard lock(mutex_);
-            if (!failure_) failure_ = std::current_exception();
+        if (found) continue;
+        std::unique_lock lock(mutex_);
+        if (stopping_) return;
+        if (active_) {
+            lock.unlock();
+            _mm_pause();
+            continue;
         }
-        auto& done = job.deferredPart ? job.slot->deferredDone : job.slot->immediateDone;
-        {
-            std::lock_guard lock(mutex_);
-            done.store(job.slot->submitted.load(), std::memory_order_release);
-        }
-        finished_.notify_all();
+        wake_.wait(lock, [&] { return stopping_ || active_; });
     }
 }
 

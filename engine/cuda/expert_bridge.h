@@ -1,91 +1,88 @@
 #pragma once
 // The CPU side of a hybrid MoE layer. The GPU copies a layer's normalized hidden states and routing
-// into a pinned slot and, from a host node of the stream (or graph), submits the slot here; a worker
-// thread computes the routed experts with the CPU pool while the GPU runs the shared experts; a second
-// host node waits for the result. With Expert Deferral a slot's experts are split: the immediate part
-// is waited for at its own layer, the deferred part at the next layer, so it overlaps that layer's
-// attention on the GPU.
+// into a pinned slot and signals it; a bridge thread sees the signal, computes the routed experts with
+// the CPU pool while the GPU runs the shared experts, and flags the result, which the GPU waits for.
+// With Expert Deferral a submission is split: the immediate part (the k-d heaviest experts) is flagged
+// first and waited for at its own layer; the deferred part is flagged next and waited for at the next
+// MoE layer, so it overlaps that layer's attention on the GPU.
+//
+// Signals travel through a SlotControl in host memory mapped into the GPU. Two ways to drive them,
+// chosen per runner (TANDEM_GPU_WAIT, measured in docs/BENCHMARKS.md):
+//   spin  GPU kernels write `ready` and spin on the done flags (no CUDA driver involvement);
+//   host  host nodes of the stream/graph do the same on the CPU (cudaLaunchHostFunc).
+// The bridge thread is the same for both: it spins on `ready` while a forward pass is active.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
+#include <cstdint>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "cpu/thread_pool.h"
+#include "cuda/slot_control.h"
 #include "model/config.h"
 #include "model/weights.h"
 
 namespace tandem::cuda {
 
 struct ExpertSlot {
-    // Filled by the GPU before submit; outputs filled by the CPU.
-    float* x = nullptr;        // [tokens, hidden] pinned
-    int* ids = nullptr;        // [tokens, topK] pinned
-    float* weights = nullptr;  // [tokens, topK] pinned
+    float* x = nullptr;        // [tokens, hidden] pinned, written by the GPU
+    int* ids = nullptr;        // [tokens, topK]
+    float* weights = nullptr;  // [tokens, topK]
     float* immediateOut = nullptr;
     float* deferredOut = nullptr;
-    int tokens = 0;            // rows this slot is used with (set by the host before the GPU runs)
-    int layer = 0;             // set by the submit host node
-    int deferred = 0;          // experts deferred for this submission
-    std::atomic<std::uint64_t> immediateDone{0}, deferredDone{0};
-    std::atomic<std::uint64_t> submitted{0};
+    SlotControl* control = nullptr;
+    int tokens = 0;            // rows of the current forward pass (set by the host before it runs)
+    std::uint64_t handled = 0; // bridge thread only
 };
 
 class ExpertBridge {
 public:
-    ExpertBridge(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ThreadPool& pool);
+    ExpertBridge(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ThreadPool& pool,
+                 std::vector<ExpertSlot*> slots);
     ~ExpertBridge();
     ExpertBridge(const ExpertBridge&) = delete;
     ExpertBridge& operator=(const ExpertBridge&) = delete;
 
-    // The deferral the next submissions use (read when a submit host node runs).
+    // The deferral the next submissions use.
     void setDeferral(int deferred, bool skip) {
         deferred_ = deferred;
         skip_ = skip;
     }
 
-    // Called from host nodes. `canDefer`: the layer is followed by a MoE layer that will wait.
-    void submit(ExpertSlot& slot, int layer, bool canDefer);
-    // Waits for the slot's immediate part and, if given, the previous layer's deferred part.
-    void wait(ExpertSlot& slot, ExpertSlot* previous);
+    // While active, the bridge thread spins on the slots instead of sleeping.
+    void setActive(bool active);
 
-    // Timings per layer, summed since the last take: GPU work before each submit (since the previous
-    // wait, or the step's start), CPU compute, GPU waiting. beginStep marks a step's start.
-    struct Timing {
-        double gpu = 0, cpu = 0, wait = 0;
-    };
-    void beginStep();
-    std::vector<Timing> takeTimings();
+    // Host mode: what the host nodes do.
+    static void submitFromHost(ExpertSlot& slot, int layer);
+    static void waitFromHost(const ExpertSlot& slot, const ExpertSlot* previous);
 
+    // CPU seconds per layer since the last call.
+    std::vector<double> takeCpuSeconds();
     // The first CPU failure since the last call, rethrown on the calling (engine) thread.
     void rethrowFailure();
 
 private:
-    struct Job {
-        ExpertSlot* slot;
-        bool deferredPart;
-    };
-    void workerLoop();
-    void run(const Job& job);
-    static void waitFor(const std::atomic<std::uint64_t>& done, std::uint64_t target, std::mutex& m,
-                        std::condition_variable& cv);
+    void threadLoop();
+    void process(ExpertSlot& slot, std::uint64_t submission);
+    bool canDefer(int layer) const;
 
     const model::ModelConfig& config_;
     const model::ModelWeights& weights_;
     cpu::ThreadPool& pool_;
+    std::vector<ExpertSlot*> slots_;
     std::atomic<int> deferred_{0};
     std::atomic<bool> skip_{false};
 
     std::mutex mutex_;
-    std::condition_variable queued_, finished_;
-    std::deque<Job> jobs_;
+    std::condition_variable wake_;
+    bool active_ = false;
     bool stopping_ = false;
     std::exception_ptr failure_;
-    std::vector<Timing> timings_;
-    std::chrono::steady_clock::time_point lastMark_;
-    std::thread worker_;
+    std::vector<double> cpuSeconds_;
+    std::thread thread_;
 };
 
 }  // namespace tandem::cuda

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "cuda/gemm.h"
+#include "cuda/host_sync.h"
 #include "model/rope.h"
 
 namespace tandem::cuda {
@@ -13,6 +14,7 @@ namespace tandem::cuda {
 namespace {
 
 constexpr std::size_t kBlasWorkspaceBytes = 32u << 20;
+constexpr double kCpuTimeoutSeconds = 120.0;  // a GPU wait kernel gives up after this
 
 struct Widths {
     long qkv = 0, q = 0, comb = 0, qLatent = 0, gateUp = 0, inner = 0, attn = 0, cacheA = 0, cacheB = 0;
@@ -73,7 +75,7 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, const model::ModelWeights
     : config_(config), weights_(weights),
       rope_{weights.ropeInvFreq.get(), rope.dim(), config.ropeInterleaved, rope.attentionFactor()},
       split_(splitPrecision()), capacity_(capacity),
-      maxChunk_(maxChunk), bridge_(config, hostWeights, pool) {
+      maxChunk_(maxChunk), waitMode_(waitModeFromEnvironment()) {
     const model::ModelConfig& c = config;
     const Widths w = widthsOf(c);
     const std::size_t T = static_cast<std::size_t>(maxChunk);
@@ -115,32 +117,44 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, const model::ModelWeights
         routerLogits_ = DeviceBuffer<float>(T * static_cast<std::size_t>(c.numExperts));
         routeIds_ = DeviceBuffer<int>(T * k);
         routeWeights_ = DeviceBuffer<float>(T * k);
-        for (auto& slot : slots_) {
-            auto& floats = slotFloats_.emplace_back(T * H * 3 + T * k);
-            auto& ints = slotInts_.emplace_back(T * k);
-            slot.x = floats.get();
-            slot.immediateOut = floats.get() + T * H;
-            slot.deferredOut = floats.get() + 2 * T * H;
-            slot.weights = floats.get() + 3 * T * H;
-            slot.ids = ints.get();
-            std::memset(slot.deferredOut, 0, T * H * sizeof(float));
-        }
     }
-    // Host-node arguments per layer, at stable addresses for the captured graph.
-    submitArgs_.resize(static_cast<std::size_t>(c.numLayers));
-    waitArgs_.resize(static_cast<std::size_t>(c.numLayers));
-    int moeIndex = 0;
-    ExpertSlot* previous = nullptr;
+    controls_ = PinnedBuffer<SlotControl>(2, true);
+    clocks_ = PinnedBuffer<LayerClock>(static_cast<std::size_t>(c.numLayers) + 1, true);
+    failed_ = PinnedBuffer<int>(1, true);
+    counters_ = DeviceBuffer<std::uint64_t>(2);
+    TANDEM_CUDA_CHECK(cudaMemset(counters_.get(), 0, 2 * sizeof(std::uint64_t)));
+    for (int i = 0; i < 2 && c.numExperts > 0; ++i) {
+        const std::size_t k = static_cast<std::size_t>(c.router.topK);
+        ExpertSlot& slot = slots_[i];
+        auto& floats = slotFloats_.emplace_back(T * H * 3 + T * k);
+        auto& ints = slotInts_.emplace_back(T * k);
+        slot.x = floats.get();
+        slot.immediateOut = floats.get() + T * H;
+        slot.deferredOut = floats.get() + 2 * T * H;
+        slot.weights = floats.get() + 3 * T * H;
+        slot.ids = ints.get();
+        slot.control = controls_.get() + i;
+    }
+    // Which slot each MoE layer uses, at stable addresses for the graph's host nodes.
+    links_.resize(static_cast<std::size_t>(c.numLayers));
+    layerGpuSeconds_.assign(links_.size(), 0.0);
+    layerWaitSeconds_.assign(links_.size(), 0.0);
+    int moeIndex = 0, previous = -1;
     for (int l = 0; l < c.numLayers; ++l) {
         if (!c.isMoeLayer(l)) {
-            previous = nullptr;
+            previous = -1;
             continue;
         }
-        ExpertSlot* slot = &slots_[moeIndex++ % 2];
-        submitArgs_[static_cast<std::size_t>(l)] = {&bridge_, slot, l, canDefer(l)};
-        waitArgs_[static_cast<std::size_t>(l)] = {&bridge_, slot, previous};
+        const int slot = moeIndex++ % 2;
+        links_[static_cast<std::size_t>(l)] = {slot, previous, l, this};
         previous = slot;
     }
+    bridge_ = std::make_unique<ExpertBridge>(c, hostWeights, pool, std::vector<ExpertSlot*>{&slots_[0], &slots_[1]});
+}
+
+GpuRunner::WaitMode GpuRunner::waitModeFromEnvironment() {
+    const char* mode = std::getenv("TANDEM_GPU_WAIT");
+    return mode && std::string(mode) == "host" ? WaitMode::HostNodes : WaitMode::Spin;
 }
 
 GpuRunner::~GpuRunner() {
@@ -149,8 +163,6 @@ GpuRunner::~GpuRunner() {
     if (blas_) cublasDestroy(blas_);
     if (stream_) cudaStreamDestroy(stream_);
 }
-
-bool GpuRunner::canDefer(int layer) const { return layer + 1 < config_.numLayers && config_.isMoeLayer(layer + 1); }
 
 void GpuRunner::forward(std::span<const int> tokens, int start, const model::ForwardOptions& options,
                         std::vector<float>& logits) {
@@ -163,8 +175,14 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
     for (const int id : tokens)
         if (id < 0 || id >= config_.vocabSize)
             throw Error("token id " + std::to_string(id) + " is outside the model's vocabulary of " + std::to_string(V));
-    bridge_.setDeferral(options.deferral.deferred, options.deferral.skip);
+    bridge_->setDeferral(options.deferral.deferred, options.deferral.skip);
     logits.resize((all ? tokens.size() : 1) * V);
+    // The bridge thread spins for signals while the GPU works, and sleeps between forward passes.
+    bridge_->setActive(true);
+    struct Idle {
+        ExpertBridge& bridge;
+        ~Idle() { bridge.setActive(false); }
+    } idle{*bridge_};
 
     for (std::size_t done = 0; done < tokens.size();) {
         const int n = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(maxChunk_), tokens.size() - done));
@@ -191,17 +209,18 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
                 TANDEM_CUDA_CHECK(made);
             }
             const auto t0 = std::chrono::steady_clock::now();
-            bridge_.beginStep();
             TANDEM_CUDA_CHECK(cudaGraphLaunch(decodeGraph_, stream_));
             ++graphLaunches_;
             TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
             ++steps_;
             stepSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            collectStepClocks();
         } else {
             enqueueStep(n, rows);
         }
         TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
-        bridge_.rethrowFailure();
+        if (*failed_.get()) throw GpuError("the CPU did not deliver the routed experts in time; the GPU gave up waiting");
+        bridge_->rethrowFailure();
         if (rows > 0) {
             const std::size_t firstRow = all ? done : 0;
             std::copy_n(outLogits_.get(), static_cast<std::size_t>(rows) * V, logits.data() + firstRow * V);
@@ -215,23 +234,92 @@ DecodeProfile GpuRunner::takeProfile() {
     p.steps = steps_;
     p.graphLaunches = graphLaunches_;
     double wait = 0, experts = 0;
-    const auto timings = bridge_.takeTimings();
-    for (std::size_t l = 0; l < timings.size(); ++l) {
+    const auto cpu = bridge_->takeCpuSeconds();
+    for (std::size_t l = 0; l < cpu.size(); ++l) {
         if (!config_.isMoeLayer(static_cast<int>(l))) continue;
-        p.layers.push_back({static_cast<int>(l), timings[l].gpu, timings[l].cpu, timings[l].wait});
-        wait += timings[l].wait;
-        experts += timings[l].cpu;
+        p.layers.push_back({static_cast<int>(l), layerGpuSeconds_[l], cpu[l], layerWaitSeconds_[l]});
+        wait += layerWaitSeconds_[l];
+        experts += cpu[l];
     }
     runtime::finishProfile(p, stepSeconds_, wait, experts);
     steps_ = 0;
     graphLaunches_ = 0;
     stepSeconds_ = 0;
+    layerGpuSeconds_.assign(layerGpuSeconds_.size(), 0.0);
+    layerWaitSeconds_.assign(layerWaitSeconds_.size(), 0.0);
     return p;
+}
+
+void GpuRunner::collectStepClocks() {
+    const LayerClock* clock = clocks_.get();
+    std::uint64_t mark = clock[config_.numLayers].signalNs;  // the step's start
+    for (std::size_t l = 0; l < links_.size(); ++l) {
+        if (links_[l].slot < 0) continue;
+        layerGpuSeconds_[l] += static_cast<double>(clock[l].signalNs - mark) * 1e-9;
+        layerWaitSeconds_[l] += static_cast<double>(clock[l].waitEndNs - clock[l].waitBeginNs) * 1e-9;
+        mark = clock[l].waitEndNs;
+    }
+}
+
+namespace {
+
+std::uint64_t hostNs() {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+}  // namespace
+
+void CUDART_CB GpuRunner::stampHost(void* p) {
+    auto* r = static_cast<GpuRunner*>(p);
+    r->clocks_.get()[r->config_.numLayers].signalNs = hostNs();
+}
+
+void CUDART_CB GpuRunner::submitHost(void* p) {
+    auto* link = static_cast<MoeLayerLink*>(p);
+    GpuRunner& r = *link->runner;
+    r.clocks_.get()[link->layer].signalNs = hostNs();
+    ExpertBridge::submitFromHost(r.slots_[link->slot], link->layer);
+}
+
+void CUDART_CB GpuRunner::waitHost(void* p) {
+    auto* link = static_cast<MoeLayerLink*>(p);
+    GpuRunner& r = *link->runner;
+    LayerClock& clock = r.clocks_.get()[link->layer];
+    clock.waitBeginNs = hostNs();
+    ExpertBridge::waitFromHost(r.slots_[link->slot], link->previous >= 0 ? &r.slots_[link->previous] : nullptr);
+    clock.waitEndNs = hostNs();
+}
+
+void GpuRunner::enqueueSignal(int layer) {
+    MoeLayerLink& link = links_[static_cast<std::size_t>(layer)];
+    if (waitMode_ == WaitMode::HostNodes) {
+        TANDEM_CUDA_CHECK(cudaLaunchHostFunc(stream_, submitHost, &link));
+        return;
+    }
+    launchSignal(controls_.devicePointer() + link.slot, counters_.get() + link.slot, layer, clocks_.devicePointer(), stream_);
+}
+
+void GpuRunner::enqueueWait(int layer) {
+    MoeLayerLink& link = links_[static_cast<std::size_t>(layer)];
+    if (waitMode_ == WaitMode::HostNodes) {
+        TANDEM_CUDA_CHECK(cudaLaunchHostFunc(stream_, waitHost, &link));
+        return;
+    }
+    const SlotControl* controls = controls_.devicePointer();
+    const bool previous = link.previous >= 0;
+    launchWait(controls + link.slot, counters_.get() + link.slot, previous ? controls + link.previous : nullptr,
+               previous ? counters_.get() + link.previous : nullptr, layer, clocks_.devicePointer(),
+               failed_.devicePointer(), kCpuTimeoutSeconds, stream_);
 }
 
 void GpuRunner::enqueueStep(int tokens, int rows) {
     const model::ModelConfig& c = config_;
     const int H = c.hiddenSize;
+    if (waitMode_ == WaitMode::HostNodes)
+        TANDEM_CUDA_CHECK(cudaLaunchHostFunc(stream_, stampHost, this));
+    else
+        launchStamp(clocks_.devicePointer(), c.numLayers, stream_);
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(ids_.get(), inIds_.get(), sizeof(int) * tokens, cudaMemcpyHostToDevice, stream_));
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(start_.get(), inStart_.get(), sizeof(int), cudaMemcpyHostToDevice, stream_));
     launchEmbed(ids_.get(), tokens, weights_.embed.get(), H, x_.get(), stream_);
@@ -392,9 +480,8 @@ void GpuRunner::enqueueFeedForward(int l, int tokens) {
         return;
     }
     const auto n = static_cast<std::size_t>(tokens);
-    SubmitArgs& submit = submitArgs_[static_cast<std::size_t>(l)];
-    WaitArgs& wait = waitArgs_[static_cast<std::size_t>(l)];
-    ExpertSlot& slot = *submit.slot;
+    const MoeLayerLink& link = links_[static_cast<std::size_t>(l)];
+    ExpertSlot& slot = slots_[link.slot];
 
     launchRmsNorm(x_.get(), H, w.postAttentionNorm.get(), c.rmsNormEps, tokens, H, hF32_.get(), H, hBf16_.get(), H,
                   split_, stream_);
@@ -405,30 +492,20 @@ void GpuRunner::enqueueFeedForward(int l, int tokens) {
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(slot.ids, routeIds_.get(), n * k * sizeof(int), cudaMemcpyDeviceToHost, stream_));
     TANDEM_CUDA_CHECK(
         cudaMemcpyAsync(slot.weights, routeWeights_.get(), n * k * sizeof(float), cudaMemcpyDeviceToHost, stream_));
-    TANDEM_CUDA_CHECK(cudaLaunchHostFunc(stream_, submitHost, &submit));
+    enqueueSignal(l);
 
     // The shared experts run on the GPU while the CPU computes the routed ones.
     if (w.shared) enqueueMlp(*w.shared, tokens);
 
-    TANDEM_CUDA_CHECK(cudaLaunchHostFunc(stream_, waitHost, &wait));
+    enqueueWait(l);
     TANDEM_CUDA_CHECK(
         cudaMemcpyAsync(moeOut_.get(), slot.immediateOut, n * H * sizeof(float), cudaMemcpyHostToDevice, stream_));
     launchAdd(moeOut_.get(), x_.get(), static_cast<long>(n) * H, stream_);
-    if (wait.previous) {
-        TANDEM_CUDA_CHECK(cudaMemcpyAsync(moeOut_.get(), wait.previous->deferredOut, n * H * sizeof(float),
+    if (link.previous >= 0) {
+        TANDEM_CUDA_CHECK(cudaMemcpyAsync(moeOut_.get(), slots_[link.previous].deferredOut, n * H * sizeof(float),
                                           cudaMemcpyHostToDevice, stream_));
         launchAdd(moeOut_.get(), x_.get(), static_cast<long>(n) * H, stream_);
     }
-}
-
-void CUDART_CB GpuRunner::submitHost(void* p) {
-    auto* a = static_cast<SubmitArgs*>(p);
-    a->bridge->submit(*a->slot, a->layer, a->canDefer);
-}
-
-void CUDART_CB GpuRunner::waitHost(void* p) {
-    auto* a = static_cast<WaitArgs*>(p);
-    a->bridge->wait(*a->slot, a->previous);
 }
 
 }  // namespace tandem::cuda

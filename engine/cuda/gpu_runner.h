@@ -30,20 +30,22 @@ public:
     static bool splitPrecision();
 
 private:
-    struct SubmitArgs {
-        ExpertBridge* bridge;
-        ExpertSlot* slot;
-        int layer;
-        bool canDefer;
+    enum class WaitMode { Spin, HostNodes };
+    struct MoeLayerLink {
+        int slot = -1;      // which of the two slots this MoE layer uses
+        int previous = -1;  // the slot of the preceding MoE layer, whose deferred part joins here
+        int layer = 0;
+        GpuRunner* runner = nullptr;
     };
-    struct WaitArgs {
-        ExpertBridge* bridge;
-        ExpertSlot* slot;
-        ExpertSlot* previous;  // the preceding MoE layer's slot, whose deferred part joins here
-    };
+    static WaitMode waitModeFromEnvironment();
 
-    static void CUDART_CB submitHost(void* args);
-    static void CUDART_CB waitHost(void* args);
+    static void CUDART_CB submitHost(void* link);
+    static void CUDART_CB waitHost(void* link);
+    static void CUDART_CB stampHost(void* runner);
+    void enqueueSignal(int layer);
+    void enqueueWait(int layer);
+    // After a decode step: adds the step's per-layer GPU and wait times from the clocks.
+    void collectStepClocks();
 
     // Enqueues the whole model for `tokens` tokens whose ids and start are in the pinned inputs;
     // `rows` logits rows (the last ones) end up in the pinned logits.
@@ -55,7 +57,6 @@ private:
     void enqueueMlp(const GpuMlp& mlp, int tokens);  // from hBf16, accumulated into x
     // y (=, or += with accumulate) W x for `tokens` rows of a bf16 GEMM input (and its lo rows when split).
     void project(const bf16* w, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy, bool accumulate);
-    bool canDefer(int layer) const;
 
     const model::ModelConfig& config_;
     const GpuWeights& weights_;
@@ -88,13 +89,18 @@ private:
     DeviceBuffer<int> routeIds_;
     DeviceBuffer<float> routeWeights_;
 
-    // Routed experts: two pinned slots, used by alternate MoE layers.
-    ExpertBridge bridge_;
+    // Routed experts: two pinned slots, used by alternate MoE layers, and their signals.
+    WaitMode waitMode_;
     std::vector<PinnedBuffer<float>> slotFloats_;
     std::vector<PinnedBuffer<int>> slotInts_;
     ExpertSlot slots_[2];
-    std::vector<SubmitArgs> submitArgs_;
-    std::vector<WaitArgs> waitArgs_;
+    PinnedBuffer<SlotControl> controls_;  // mapped
+    PinnedBuffer<LayerClock> clocks_;     // mapped, numLayers + 1
+    PinnedBuffer<int> failed_;            // mapped: a wait kernel gave up
+    DeviceBuffer<std::uint64_t> counters_;  // submissions per slot, counted by the GPU
+    std::vector<MoeLayerLink> links_;     // per layer, at stable addresses for the graph's host nodes
+    std::vector<double> layerGpuSeconds_, layerWaitSeconds_;
+    std::unique_ptr<ExpertBridge> bridge_;
 };
 
 }  // namespace tandem::cuda

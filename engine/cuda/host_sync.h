@@ -1,0 +1,26 @@
+#pragma once
+// The GPU's half of the expert bridge in spin mode (expert_bridge.h): kernels that signal a slot and
+// wait for the CPU's result through host memory mapped into the GPU, so a decode graph needs no host
+// nodes. Every kernel here runs one thread.
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "cuda/slot_control.h"
+
+namespace tandem::cuda {
+
+// clock[index].signalNs = now (the step's start uses index numLayers).
+void launchStamp(LayerClock* clock, int index, cudaStream_t s);
+
+// counter += 1; control.layer = layer; control.ready = counter; clock[layer].signalNs = now.
+void launchSignal(SlotControl* control, std::uint64_t* counter, int layer, LayerClock* clock, cudaStream_t s);
+
+// Spins until control.immediateDone reaches *counter and, with a previous slot, its deferredDone
+// reaches *previousCounter. Gives up after `timeoutSeconds`, setting *failed, so a CPU that never
+// answers cannot hang the GPU.
+void launchWait(const SlotControl* control, const std::uint64_t* counter, const SlotControl* previous,
+                const std::uint64_t* previousCounter, int layer, LayerClock* clock, int* failed, double timeoutSeconds,
+                cudaStream_t s);
+
+}  // namespace tandem::cuda
