@@ -1,6 +1,9 @@
 #include "model/feed_forward.h"
 
+#include <string>
 #include <vector>
+
+#include "tandem/error.h"
 
 #include "cpu/matmul.h"
 #include "cpu/ops.h"
@@ -41,6 +44,9 @@ void routedExperts(const MoeWeights& w, const float* x, std::size_t tokens, cons
     for (std::size_t t = 0; t < tokens; ++t)
         for (int s = firstSlot; s < lastSlot; ++s) {
             const std::size_t slot = t * k + static_cast<std::size_t>(s);
+            if (ids[slot] < 0 || static_cast<std::size_t>(ids[slot]) >= slotsOf.size())
+                throw Error("expert id " + std::to_string(ids[slot]) + " is out of range (the layer has " +
+                            std::to_string(slotsOf.size()) + " experts)");
             slotsOf[static_cast<std::size_t>(ids[slot])].push_back(slot);
         }
 
