@@ -8,3 +8,4 @@ using CommandArgs = std::vector<std::string>;
 
 int runEval(const CommandArgs& args);
 int runGenerate(const CommandArgs& args);
+int runRenderChat(const CommandArgs& args);

@@ -20,6 +20,10 @@ commands:
   generate  --model DIR (--ids "ID ..." | --ids-file FILE) [--new-tokens N] [--temperature T]
             [--top-p P] [--top-k K] [--seed S] [--threads N] [--context N]
             Generate from prompt ids, printing ids as they come and the speed at the end.
+  render-chat --model DIR [--no-generation-prompt] [--var NAME=JSON]...
+            Read a JSON array of messages from standard input and print the prompt the model's chat
+            template makes of it, byte for byte (no newline added). --var sets a template variable,
+            e.g. --var enable_thinking=false or --var 'tools=[...]'.
 
   --help    this text
 )";
@@ -32,6 +36,7 @@ struct Command {
 constexpr Command kCommands[] = {
     {"eval", runEval},
     {"generate", runGenerate},
+    {"render-chat", runRenderChat},
 };
 
 }  // namespace

@@ -607,10 +607,21 @@ private:
         return args;
     }
 
+    // A call's errors point at the start of what is called, e.g. raise_exception(...).
     ExprPtr parseCall(ExprPtr callee) {
-        auto call = std::make_unique<CallExpr>(std::move(callee), cur().pos);
+        const SourcePos pos = startOf(*callee);
+        auto call = std::make_unique<CallExpr>(std::move(callee), pos);
         call->args = parseCallArgs();
         return call;
+    }
+
+    static SourcePos startOf(const Expr& e) {
+        switch (e.kind) {
+        case Expr::Kind::GetAttr: return startOf(*static_cast<const GetAttrExpr&>(e).object);
+        case Expr::Kind::GetItem: return startOf(*static_cast<const GetItemExpr&>(e).object);
+        case Expr::Kind::Call: return startOf(*static_cast<const CallExpr&>(e).callee);
+        default: return e.pos;
+        }
     }
 
     std::string parseDottedName() {
