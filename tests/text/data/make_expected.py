@@ -171,6 +171,13 @@ def model_cases():
             {"role": "tool", "content": "sunny"}, {"role": "tool", "content": "noon"}], True, {}),
         ("deepseek_v3.jinja", deepseek, "no generation prompt", MULTI_TURN[:3], False, {}),
 
+        ("deepseek_v3_1.jinja", deepseek, "single user, thinking off", USER, True, {}),
+        ("deepseek_v3_1.jinja", deepseek, "thinking on", MULTI_TURN, True, {"thinking": True}),
+        ("deepseek_v3_1.jinja", deepseek, "reasoning stripped", REASONING, True, {"thinking": True}),
+        ("deepseek_v3_1.jinja", deepseek, "tool calls", tool_conversation(True, content=None), True, {}),
+        ("deepseek_v3_1.jinja", deepseek, "assistant prefix", [USER[0], {"role": "assistant", "content": "Mixture", "prefix": True}],
+         False, {"thinking": True}),
+
         ("deepseek_r1.jinja", deepseek, "single user", USER, True, {}),
         ("deepseek_r1.jinja", deepseek, "multi-turn with system", MULTI_TURN, True, {}),
         ("deepseek_r1.jinja", deepseek, "reasoning stripped", REASONING, True, {}),
