@@ -79,19 +79,14 @@ Value getItem(const Value& obj, const Value& key) {
     return Value::undefined(py::typeRepr(obj) + " has no element " + py::repr(key));
 }
 
+// jinja2 compiles obj[a:b:c] to a plain Python subscript, so here, unlike getItem, errors propagate.
 Value getSlice(const Value& obj, const std::optional<Value>& start, const std::optional<Value>& stop,
                const std::optional<Value>& step) {
     obj.defined();
-    if (step && step->isIntegral() && step->asInt() == 0) throw TemplateError("slice step cannot be zero");
-    if (obj.isString() || obj.isSequence(SequenceKind::List) || obj.isSequence(SequenceKind::Tuple)) {
-        try {
-            return py::slice(obj, start, stop, step);
-        } catch (const TemplateError&) {
-            // jinja2's getitem turns the slice's TypeError into Undefined.
-        }
-    }
-    auto part = [](const std::optional<Value>& v) { return v ? py::repr(*v) : std::string("None"); };
-    return Value::undefined(py::typeRepr(obj) + " has no element slice(" + part(start) + ", " + part(stop) + ", " + part(step) + ")");
+    if (obj.isString() || obj.isSequence(SequenceKind::List) || obj.isSequence(SequenceKind::Tuple))
+        return py::slice(obj, start, stop, step);
+    if (obj.isDict()) throw TemplateError("unhashable type: 'slice'");
+    throw TemplateError("'" + py::typeName(obj) + "' object is not subscriptable");
 }
 
 }  // namespace tandem::text::jinja

@@ -92,7 +92,7 @@ public:
     std::string typeRepr() const override { return "jinja2.utils.Cycler object"; }
     std::string repr() const override { return "<jinja2.utils.Cycler object>"; }
     std::optional<Value> attribute(std::string_view name) const override {
-        auto* self = const_cast<Cycler*>(this);
+        const Cycler* self = this;
         if (name == "current") return items_[pos_];
         if (name == "next")
             return makeFunction("next", [self](Interpreter&, const Arguments& a) {
@@ -112,7 +112,7 @@ public:
 
 private:
     std::vector<Value> items_;
-    std::size_t pos_ = 0;
+    mutable std::size_t pos_ = 0;  // advanced by next(), which templates reach through attribute()
 };
 
 std::tm localNow() {

@@ -237,7 +237,20 @@ Value fRound(Interpreter&, const Value& v, const Arguments& a) {
     if (!v.isNumber()) throw TemplateError("type " + py::typeName(v) + " doesn't define __round__ method");
     const std::int64_t precision = args[0].defined().asInt();
     if (method == "common") {
-        if (v.isIntegral() && precision >= 0) return Value::integer(v.asInt());
+        if (v.isIntegral()) {
+            if (precision >= 0) return Value::integer(v.asInt());
+            // Python rounds integers exactly, halves to even.
+            std::int64_t unit = 1;
+            for (std::int64_t i = 0; i < -precision && unit <= INT64_MAX / 10; ++i) unit *= 10;
+            const std::int64_t x = v.asInt();
+            std::int64_t q = x / unit, r = x % unit;
+            if (r < 0) {
+                r += unit;
+                --q;
+            }
+            if (2 * r > unit || (2 * r == unit && (q % 2 != 0))) ++q;
+            return Value::integer(q * unit);
+        }
         return Value::number(roundHalfEven(v.asDouble(), precision));
     }
     const double scale = std::pow(10.0, static_cast<double>(precision));

@@ -39,15 +39,15 @@ std::optional<Value> firstItem(const Value& v) {
 
 Value fBatch(Interpreter&, const Value& v, const Arguments& a) {
     const auto args = bindArguments(a, "batch", {{"linecount", std::nullopt}, {"fill_with", kNone}});
-    const auto lineCount = static_cast<std::size_t>(std::max<std::int64_t>(1, args[0].defined().asInt()));
+    const std::int64_t lineCount = args[0].defined().asInt();
     std::vector<Value> batches, current;
     for (Value& item : py::iterate(v)) {
-        if (current.size() == lineCount) batches.push_back(Value::list(std::exchange(current, {})));
+        if (static_cast<std::int64_t>(current.size()) == lineCount) batches.push_back(Value::list(std::exchange(current, {})));
         current.push_back(std::move(item));
     }
     if (!current.empty()) {
         if (!args[1].isNone())
-            while (current.size() < lineCount) current.push_back(args[1]);
+            while (static_cast<std::int64_t>(current.size()) < lineCount) current.push_back(args[1]);
         batches.push_back(Value::list(std::move(current)));
     }
     return iterator(std::move(batches));

@@ -80,7 +80,7 @@ public:
                 return args.positional[static_cast<std::size_t>(i) % args.positional.size()];
             });
         if (name == "changed") {
-            auto* self = const_cast<LoopContext*>(this);
+            const LoopContext* self = this;
             return makeFunction("changed", [self](Interpreter&, const Arguments& args) {
                 const Value current = Value::list(args.positional);
                 if (self->lastChanged_ && py::equals(*self->lastChanged_, current)) return Value::boolean(false);
@@ -96,12 +96,10 @@ private:
     std::size_t index0_ = 0;
     int depth_;
     Recurse recurse_;
-    std::optional<Value> lastChanged_;
+    mutable std::optional<Value> lastChanged_;  // what loop.changed() saw last
 };
 
-const Namespace* asNamespace(const Value* v) {
-    return v && v->isObject() ? dynamic_cast<const Namespace*>(&v->obj()) : nullptr;
-}
+Namespace* asNamespace(const Value* v) { return v && v->isObject() ? dynamic_cast<Namespace*>(&v->obj()) : nullptr; }
 
 }  // namespace
 
@@ -261,9 +259,9 @@ void Interpreter::assign(const Target& target, const Value& value, const ScopePt
     switch (target.kind) {
     case Target::Kind::Name: scope->set(target.name, value); return;
     case Target::Kind::NamespaceAttr: {
-        const Namespace* ns = asNamespace(scope->find(target.name));
+        Namespace* ns = asNamespace(scope->find(target.name));
         if (!ns) throw TemplateError("cannot assign attribute on non-namespace object", target.pos);
-        const_cast<Namespace*>(ns)->set(target.attribute, value);
+        ns->set(target.attribute, value);
         return;
     }
     case Target::Kind::Tuple: {

@@ -10,6 +10,12 @@ namespace {
 
 using Names = std::initializer_list<std::string_view>;
 
+// Deeper nesting than this is refused instead of exhausting the stack (jinja2 hits Python's recursion
+// limit at a similar depth); real templates nest a few levels.
+constexpr int kMaxNesting = 256;
+// Likewise for chains like a + b + c or x.a.b.c, which nest to the left.
+constexpr int kMaxChain = 1024;
+
 class Parser {
 public:
     explicit Parser(std::string_view source) : tokens_(tokenize(source)) {}
@@ -108,7 +114,26 @@ private:
         return body;
     }
 
+    void lengthen(int& links) const {
+        if (++links > kMaxChain) fail("an expression in the template chains more than " + std::to_string(kMaxChain) + " operations");
+    }
+
+    // Counts one level of nesting for as long as it lives.
+    class NestingGuard {
+    public:
+        explicit NestingGuard(Parser& p) : p_(p) {
+            if (++p_.nesting_ > kMaxNesting) p_.fail("the template nests blocks or expressions more than " + std::to_string(kMaxNesting) + " levels deep");
+        }
+        ~NestingGuard() { --p_.nesting_; }
+        NestingGuard(const NestingGuard&) = delete;
+        NestingGuard& operator=(const NestingGuard&) = delete;
+
+    private:
+        Parser& p_;
+    };
+
     void parseStatement(Body& out) {
+        const NestingGuard guard(*this);
         const Token& t = cur();
         if (t.type != TokenType::Name) fail("tag name expected");
         const std::string tag = t.text;
@@ -310,7 +335,9 @@ private:
 
     ExprPtr parseCondExpr() {
         ExprPtr expr = parseOr();
+        int links = 0;
         while (isName("if")) {
+            lengthen(links);
             const SourcePos pos = next().pos;
             ExprPtr condition = parseOr();
             ExprPtr otherwise = skipName("else") ? parseCondExpr() : nullptr;
@@ -321,7 +348,9 @@ private:
 
     ExprPtr parseOr() {
         ExprPtr left = parseAnd();
+        int links = 0;
         while (isName("or")) {
+            lengthen(links);
             const SourcePos pos = next().pos;
             left = std::make_unique<BinaryExpr>(Expr::Kind::Or, std::move(left), parseAnd(), pos);
         }
@@ -330,7 +359,9 @@ private:
 
     ExprPtr parseAnd() {
         ExprPtr left = parseNot();
+        int links = 0;
         while (isName("and")) {
+            lengthen(links);
             const SourcePos pos = next().pos;
             left = std::make_unique<BinaryExpr>(Expr::Kind::And, std::move(left), parseNot(), pos);
         }
@@ -339,6 +370,7 @@ private:
 
     ExprPtr parseNot() {
         if (isName("not")) {
+            const NestingGuard guard(*this);
             const SourcePos pos = next().pos;
             return std::make_unique<UnaryExpr>(Expr::Kind::Not, parseNot(), pos);
         }
@@ -376,7 +408,9 @@ private:
 
     ExprPtr parseMath1() {
         ExprPtr left = parseConcat();
+        int links = 0;
         while (isOp("+") || isOp("-")) {
+            lengthen(links);
             const Token& t = next();
             left = std::make_unique<BinaryExpr>(t.text == "+" ? Expr::Kind::Add : Expr::Kind::Sub, std::move(left), parseConcat(), t.pos);
         }
@@ -394,7 +428,9 @@ private:
 
     ExprPtr parseMath2() {
         ExprPtr left = parsePow();
+        int links = 0;
         while (isOp("*") || isOp("/") || isOp("//") || isOp("%")) {
+            lengthen(links);
             const Token& t = next();
             const Expr::Kind k = t.text == "*" ? Expr::Kind::Mul : t.text == "/" ? Expr::Kind::Div
                                : t.text == "//" ? Expr::Kind::FloorDiv : Expr::Kind::Mod;
@@ -405,7 +441,9 @@ private:
 
     ExprPtr parsePow() {
         ExprPtr left = parseUnary(true);
+        int links = 0;
         while (isOp("**")) {
+            lengthen(links);
             const SourcePos pos = next().pos;
             left = std::make_unique<BinaryExpr>(Expr::Kind::Pow, std::move(left), parseUnary(true), pos);
         }
@@ -413,6 +451,7 @@ private:
     }
 
     ExprPtr parseUnary(bool withFilter) {
+        const NestingGuard guard(*this);
         ExprPtr node;
         if (isOp("-") || isOp("+")) {
             const Token& t = next();
@@ -508,7 +547,9 @@ private:
     }
 
     ExprPtr parsePostfix(ExprPtr node) {
+        int links = 0;
         while (true) {
+            lengthen(links);
             if (isOp(".") || isOp("[")) {
                 node = parseSubscript(std::move(node));
             } else if (isOp("(")) {
@@ -520,7 +561,9 @@ private:
     }
 
     ExprPtr parseFilterExpr(ExprPtr node) {
+        int links = 0;
         while (true) {
+            lengthen(links);
             if (isOp("|")) {
                 node = parseFilter(std::move(node), false);
             } else if (isName("is")) {
@@ -631,7 +674,9 @@ private:
     }
 
     ExprPtr parseFilter(ExprPtr node, bool startInline) {
+        int links = 0;
         while (isOp("|") || startInline) {
+            lengthen(links);
             if (!startInline) next();
             const SourcePos pos = cur().pos;
             auto filter = std::make_unique<FilterExpr>(Expr::Kind::Filter, std::move(node), parseDottedName(), pos);
@@ -665,6 +710,7 @@ private:
     std::vector<std::string> tagStack_;
     std::vector<std::set<std::string>*> referencedNames_;
     int loopDepth_ = 0;
+    int nesting_ = 0;
 };
 
 }  // namespace

@@ -140,7 +140,7 @@ std::string title(std::string_view s) {
     std::string out;
     bool previousCased = false;
     for (const char32_t c : unicode::decode(s)) {
-        unicode::append(out, previousCased ? unicode::toLower(c) : unicode::toUpper(c));
+        unicode::append(out, previousCased ? unicode::toLower(c) : unicode::toTitle(c));
         previousCased = isCased(c);
     }
     return out;
@@ -150,7 +150,7 @@ std::string capitalize(std::string_view s) {
     std::string out;
     bool first = true;
     for (const char32_t c : unicode::decode(s)) {
-        unicode::append(out, first ? unicode::toUpper(c) : unicode::toLower(c));
+        unicode::append(out, first ? unicode::toTitle(c) : unicode::toLower(c));
         first = false;
     }
     return out;

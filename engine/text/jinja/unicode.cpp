@@ -139,6 +139,14 @@ char32_t toLower(char32_t cp) {
     return l ? static_cast<char32_t>(towlower_l(static_cast<wint_t>(cp), l)) : cp;
 }
 
+char32_t toTitle(char32_t cp) {
+    if (cp < 0x80) return toUpper(cp);
+    const locale_t l = utf8Locale();
+    if (!l) return cp;
+    static const wctrans_t title = wctrans_l("totitle", l);
+    return title ? static_cast<char32_t>(towctrans_l(static_cast<wint_t>(cp), title, l)) : toUpper(cp);
+}
+
 bool isAlpha(char32_t cp) {
     if (cp < 0x80) return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z');
     const locale_t l = utf8Locale();
@@ -155,7 +163,13 @@ bool isWordChar(char32_t cp) { return cp == '_' || isDigit(cp) || isAlpha(cp); }
 std::string upper(std::string_view s) {
     std::string out;
     out.reserve(s.size());
-    for (const char32_t cp : decode(s)) append(out, toUpper(cp));
+    for (const char32_t cp : decode(s)) {
+        if (cp == 0xDF) {
+            out += "SS";
+        } else {
+            append(out, toUpper(cp));
+        }
+    }
     return out;
 }
 

@@ -24,6 +24,7 @@ bool isLineBreak(char32_t cp);
 // Simple (one-to-one) case mapping from the C library's UTF-8 locale; ASCII only where that locale is missing.
 char32_t toUpper(char32_t cp);
 char32_t toLower(char32_t cp);
+char32_t toTitle(char32_t cp);  // the first letter of a word in str.title() and str.capitalize()
 bool isAlpha(char32_t cp);
 bool isDigit(char32_t cp);
 bool isUpper(char32_t cp);
@@ -31,6 +32,7 @@ bool isLower(char32_t cp);
 // Python's \w: letters, digits and underscore.
 bool isWordChar(char32_t cp);
 
+// str.upper(), including the one special casing templates meet: ß becomes SS.
 std::string upper(std::string_view utf8);
 std::string lower(std::string_view utf8);
 
