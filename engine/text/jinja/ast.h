@@ -149,6 +149,11 @@ struct IfStmt : Stmt {
     Body otherwise;
 };
 
+// Names a scope assigns before anything reads them start out undefined in that scope, hiding the
+// variables of the same name outside it (jinja2 resolves names when it compiles). scoping.cpp fills
+// these lists in.
+using ScopeNames = std::vector<std::string>;
+
 struct ForStmt : Stmt {
     explicit ForStmt(SourcePos p) : Stmt(Kind::For, p) {}
     Target target;
@@ -157,6 +162,7 @@ struct ForStmt : Stmt {
     bool recursive = false;
     Body body;
     Body otherwise;
+    ScopeNames bodyUndefined, otherwiseUndefined;
 };
 
 struct SetStmt : Stmt {
@@ -171,6 +177,7 @@ struct SetBlockStmt : Stmt {
     Target target;
     ExprPtr filter;  // innermost operand null; may be null
     Body body;
+    ScopeNames bodyUndefined;
 };
 
 // A macro, or the body of a {% call %} block (which the called macro sees as `caller`).
@@ -180,6 +187,7 @@ struct MacroDef {
     std::vector<ExprPtr> defaults;  // for the last defaults.size() params
     Body body;
     bool usesCaller = false, usesVarargs = false, usesKwargs = false;
+    ScopeNames bodyUndefined;
 };
 
 struct MacroStmt : Stmt {
@@ -197,12 +205,20 @@ struct FilterBlockStmt : Stmt {
     explicit FilterBlockStmt(SourcePos p) : Stmt(Kind::FilterBlock, p) {}
     ExprPtr filter;  // innermost operand null
     Body body;
+    ScopeNames bodyUndefined;
 };
 
 struct WithStmt : Stmt {
     explicit WithStmt(SourcePos p) : Stmt(Kind::With, p) {}
     std::vector<std::pair<Target, ExprPtr>> assignments;
     Body body;
+    ScopeNames bodyUndefined;
+};
+
+// A parsed template: its statements and the names its top level starts out undefined.
+struct TemplateAst {
+    Body body;
+    ScopeNames undefinedOnEntry;
 };
 
 }  // namespace tandem::text::jinja

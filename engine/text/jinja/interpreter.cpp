@@ -111,17 +111,27 @@ const Value* Scope::find(std::string_view name) const {
     return nullptr;
 }
 
+void Scope::declareUndefined(const ScopeNames& names) {
+    for (const auto& name : names) vars_[name] = Value::undefined(py::stringRepr(name) + " is undefined");
+}
+
+ScopePtr Interpreter::enter(const ScopePtr& parent, const ScopeNames& undefinedNames) {
+    auto scope = std::make_shared<Scope>(parent);
+    scope->declareUndefined(undefinedNames);
+    return scope;
+}
+
 Interpreter::Interpreter(RenderOptions options) : options_(std::move(options)), globals_(std::make_shared<Scope>()) {
     addGlobals(*globals_);
 }
 
-std::string Interpreter::render(const Body& body, const std::vector<std::pair<std::string, Value>>& variables) {
+std::string Interpreter::render(const TemplateAst& ast, const std::vector<std::pair<std::string, Value>>& variables) {
     auto context = std::make_shared<Scope>(globals_);
     for (const auto& [name, value] : variables) context->set(name, value);
-    auto root = std::make_shared<Scope>(context);
+    const ScopePtr root = enter(context, ast.undefinedOnEntry);
     std::string out;
     out_ = &out;
-    execute(body, root);
+    execute(ast.body, root);
     out_ = nullptr;
     return out;
 }
@@ -157,7 +167,7 @@ Interpreter::Flow Interpreter::executeStatement(const Stmt& stmt, const ScopePtr
         }
         case Stmt::Kind::SetBlock: {
             const auto& s = static_cast<const SetBlockStmt&>(stmt);
-            Value value = Value::string(capture(s.body, std::make_shared<Scope>(scope)));
+            Value value = Value::string(capture(s.body, enter(scope, s.bodyUndefined)));
             if (s.filter) value = applyFilterChain(s.filter.get(), value, scope);
             assign(s.target, value, scope);
             break;
@@ -178,13 +188,13 @@ Interpreter::Flow Interpreter::executeStatement(const Stmt& stmt, const ScopePtr
         }
         case Stmt::Kind::FilterBlock: {
             const auto& s = static_cast<const FilterBlockStmt&>(stmt);
-            const Value body = Value::string(capture(s.body, std::make_shared<Scope>(scope)));
+            const Value body = Value::string(capture(s.body, enter(scope, s.bodyUndefined)));
             *out_ += py::str(applyFilterChain(s.filter.get(), body, scope));
             break;
         }
         case Stmt::Kind::With: {
             const auto& s = static_cast<const WithStmt&>(stmt);
-            auto inner = std::make_shared<Scope>(scope);
+            const ScopePtr inner = enter(scope, s.bodyUndefined);
             for (const auto& [target, value] : s.assignments) assign(target, eval(*value, scope), inner);
             return execute(s.body, inner);
         }
@@ -210,7 +220,7 @@ void Interpreter::runLoop(const ForStmt& loop, const ScopePtr& scope, const Valu
         items = std::move(kept);
     }
     if (items.empty()) {
-        execute(loop.otherwise, scope);
+        execute(loop.otherwise, enter(scope, loop.otherwiseUndefined));
         return;
     }
     LoopContext::Recurse recurse;
@@ -220,7 +230,7 @@ void Interpreter::runLoop(const ForStmt& loop, const ScopePtr& scope, const Valu
     const Value loopValue = Value::object(context);
     for (std::size_t i = 0; i < items.size(); ++i) {
         context->moveTo(i);
-        auto iterationScope = std::make_shared<Scope>(scope);
+        const ScopePtr iterationScope = enter(scope, loop.bodyUndefined);
         assign(loop.target, items[i], iterationScope);
         iterationScope->set("loop", loopValue);
         if (execute(loop.body, iterationScope) == Flow::Break) break;
@@ -286,7 +296,7 @@ Value Interpreter::call(const Value& callee, const Arguments& args) {
 Value Interpreter::callMacro(const MacroDef& macro, const ScopePtr& closure, const Arguments& args) {
     if (callDepth_ >= kMaxCallDepth)
         throw TemplateError("macro '" + macro.name + "' recursed more than " + std::to_string(kMaxCallDepth) + " levels deep");
-    auto scope = std::make_shared<Scope>(closure);
+    const ScopePtr scope = enter(closure, macro.bodyUndefined);
     const std::size_t n = macro.params.size();
     const std::string who = "macro '" + macro.name + "'";
     if (args.positional.size() > n && !macro.usesVarargs)

@@ -20,6 +20,8 @@ public:
     explicit Scope(std::shared_ptr<const Scope> parent = nullptr) : parent_(std::move(parent)) {}
     const Value* find(std::string_view name) const;
     void set(const std::string& name, Value value) { vars_[name] = std::move(value); }
+    // Enters the scope's own names that start out undefined (see ScopeNames).
+    void declareUndefined(const ScopeNames& names);
 
 private:
     std::shared_ptr<const Scope> parent_;
@@ -31,7 +33,7 @@ class Interpreter {
 public:
     explicit Interpreter(RenderOptions options);
 
-    std::string render(const Body& body, const std::vector<std::pair<std::string, Value>>& variables);
+    std::string render(const TemplateAst& ast, const std::vector<std::pair<std::string, Value>>& variables);
 
     // Services for filters, tests, methods and the objects below.
     Value call(const Value& callee, const Arguments& args);
@@ -49,6 +51,8 @@ private:
     Flow executeStatement(const Stmt& stmt, const ScopePtr& scope);
     void runLoop(const ForStmt& loop, const ScopePtr& scope, const Value& iterable, int depth);
     std::string capture(const Body& body, const ScopePtr& scope);
+    // A scope nested in `parent`, with its undefined-at-entry names in place.
+    static ScopePtr enter(const ScopePtr& parent, const ScopeNames& undefinedNames);
     void assign(const Target& target, const Value& value, const ScopePtr& scope);
     Value applyFilterChain(const Expr* filter, Value input, const ScopePtr& scope);
 

@@ -715,10 +715,12 @@ private:
 
 }  // namespace
 
-Body parseTemplate(std::string_view source) {
-    Body body = Parser(source).parse();
-    checkFiltersAndTests(body);
-    return body;
+TemplateAst parseTemplate(std::string_view source) {
+    TemplateAst ast;
+    ast.body = Parser(source).parse();
+    checkFiltersAndTests(ast.body);
+    ast.undefinedOnEntry = analyzeScopes(ast.body);
+    return ast;
 }
 
 }  // namespace tandem::text::jinja

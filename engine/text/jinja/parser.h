@@ -9,10 +9,13 @@
 namespace tandem::text::jinja {
 
 // Throws TemplateSyntaxError.
-Body parseTemplate(std::string_view source);
+TemplateAst parseTemplate(std::string_view source);
 
 // jinja2 refuses unknown filters and tests when it compiles the template, except inside `if`
 // statements and inline if-expressions, where the error waits until the filter is used.
 void checkFiltersAndTests(const Body& body);
+
+// Fills in the ScopeNames of every scope in `root` and returns those of the template's top level.
+ScopeNames analyzeScopes(Body& root);
 
 }  // namespace tandem::text::jinja

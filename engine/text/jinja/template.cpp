@@ -8,7 +8,7 @@
 namespace tandem::text::jinja {
 
 struct ParsedTemplate {
-    Body body;
+    TemplateAst ast;
 };
 
 namespace {
@@ -24,7 +24,7 @@ std::string located(const std::string& origin, const TemplateError& e) {
 Template::Template(std::string_view source, std::string origin) : origin_(std::move(origin)) {
     try {
         auto parsed = std::make_shared<ParsedTemplate>();
-        parsed->body = parseTemplate(source);
+        parsed->ast = parseTemplate(source);
         parsed_ = std::move(parsed);
     } catch (const TemplateError& e) {
         throw Error(located(origin_, e) + "syntax error: " + e.message());
@@ -36,7 +36,7 @@ std::string Template::render(const nlohmann::ordered_json& variables, const Rend
     try {
         std::vector<std::pair<std::string, Value>> context;
         for (const auto& [name, value] : variables.items()) context.emplace_back(name, fromJson(value));
-        return Interpreter(options).render(parsed_->body, context);
+        return Interpreter(options).render(parsed_->ast, context);
     } catch (const TemplateRaised& e) {
         throw Error(located(origin_, e) + "the template raised an error: " + e.message());
     } catch (const TemplateError& e) {

@@ -307,6 +307,15 @@ FEATURES = {
         ("{% for i in [1, 2] %}{{ z }}{% set z = i %}|{% endfor %}{{ z }}", {}),
         ("{% set messages = messages[1:] %}{{ messages|length }}", {"messages": [1, 2, 3]}),
         ("{% with a = 1, b = 2 %}{{ a + b }}{% endwith %}[{{ a }}]", {}),
+        # jinja2 resolves names when compiling: a name the top level assigns is that level's variable
+        # throughout, undefined until assigned, for the loops and macros inside it too.
+        ("{{ x }}{% set x = 2 %}{{ x }}", {"x": "X"}),
+        ("{% macro m() %}[{{ x }}]{% endmacro %}{{ m() }}{% set x = 2 %}{{ m() }}", {"x": "X"}),
+        ("{% for i in [1] %}[{{ x }}]{% endfor %}{% set x = 2 %}{{ x }}", {"x": "X"}),
+        ("{% if false %}{% set x = 2 %}{% endif %}[{{ x }}]{% for i in [1] %}[{{ x }}]{% endfor %}", {"x": "X"}),
+        ("{% for i in [1] %}{% for j in [1] %}[{{ x }}]{% endfor %}{% set x = 3 %}{% endfor %}[{{ x }}]", {"x": "X"}),
+        ("{% for i in [] %}{% else %}{% set y = 1 %}{% endfor %}[{{ y }}]", {}),
+        ("{% set range = 1 %}{{ range }}{% macro m() %}{{ range(2)|list }}{% endmacro %}", {}),
     ],
     "block_set": [
         ("{% set x %}  a {{ 1 + 1 }}\n{% endset %}[{{ x }}]", {}),
