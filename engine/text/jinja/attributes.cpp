@@ -22,8 +22,7 @@ bool isMutatingMethod(const Value& obj, std::string_view name) {
 
 Value unsafe(const Value& obj, std::string_view name) {
     return Value::undefined("access to attribute " + py::stringRepr(name) + " of " + py::stringRepr(py::typeName(obj)) +
-                                " object is unsafe.",
-                            true);
+                                " object is unsafe.");
 }
 
 // The attribute half of both lookups; nullopt when there is no such attribute.

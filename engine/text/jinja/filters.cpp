@@ -114,7 +114,7 @@ Value fAttr(Interpreter&, const Value& v, const Arguments& a) {
     const auto args = bindArguments(a, "attr", {{"name", std::nullopt}});
     const std::string name = py::str(args[0]);
     if (std::optional<Value> attr = pythonAttribute(v.defined(), name)) {
-        if (!name.empty() && name[0] == '_') return Value::undefined("access to attribute " + py::stringRepr(name) + " is unsafe.", true);
+        if (!name.empty() && name[0] == '_') return Value::undefined("access to attribute " + py::stringRepr(name) + " is unsafe.");
         return *attr;
     }
     return Value::undefined(py::stringRepr(py::typeRepr(v)) + " has no attribute " + py::stringRepr(name));
@@ -179,8 +179,11 @@ Value fFormat(Interpreter&, const Value& v, const Arguments& a) {
 
 Value fIndent(Interpreter&, const Value& v, const Arguments& a) {
     const auto args = bindArguments(a, "indent", {{"width", Value::integer(4)}, {"first", Value::boolean(false)}, {"blank", Value::boolean(false)}});
+    // jinja2 appends "\n" to the value itself, so anything but a string fails.
+    v.defined();
+    if (!v.isString()) throw TemplateError("unsupported operand type(s) for +=: '" + py::typeName(v) + "' and 'str'");
     const std::string indention = args[0].isString() ? args[0].str() : std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, args[0].defined().asInt())), ' ');
-    const std::vector<std::string> lines = strings::splitlines(py::str(v) + "\n", false);
+    const std::vector<std::string> lines = strings::splitlines(v.str() + "\n", false);
     std::string out;
     if (py::truthy(args[2])) {
         for (std::size_t i = 0; i < lines.size(); ++i) out += (i ? "\n" + indention : "") + lines[i];
@@ -233,7 +236,6 @@ Value fRound(Interpreter&, const Value& v, const Arguments& a) {
     const auto args = bindArguments(a, "round", {{"precision", Value::integer(0)}, {"method", Value::string("common")}});
     const std::string method = py::str(args[1]);
     if (method != "common" && method != "ceil" && method != "floor") throw TemplateError("method must be common, ceil or floor");
-    v.defined();
     if (!v.isNumber()) throw TemplateError("type " + py::typeName(v) + " doesn't define __round__ method");
     const std::int64_t precision = args[0].defined().asInt();
     if (method == "common") {

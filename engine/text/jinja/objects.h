@@ -12,15 +12,14 @@ namespace tandem::text::jinja {
 class Function : public Object {
 public:
     using Body = std::function<Value(Interpreter&, const Arguments&)>;
-    Function(std::string name, Body body, std::string repr = {})
-        : name_(std::move(name)), body_(std::move(body)), repr_(repr.empty() ? "<built-in function " + name_ + ">" : std::move(repr)) {}
+    Function(const std::string& name, Body body, std::string repr = {})
+        : body_(std::move(body)), repr_(repr.empty() ? "<built-in function " + name + ">" : std::move(repr)) {}
     std::string typeName() const override { return "builtin_function_or_method"; }
     std::string repr() const override { return repr_; }
     bool callable() const override { return true; }
     Value call(Interpreter& interpreter, const Arguments& args) override { return body_(interpreter, args); }
 
 private:
-    std::string name_;
     Body body_;
     std::string repr_;
 };

@@ -190,13 +190,16 @@ std::string percentFormat(std::string_view fmt, const Value& args) {
             body = unicode::encode(unicode::decode(body).substr(0, static_cast<std::size_t>(*precision)));
         out += pad(body, width, U' ', left ? '<' : '>');
     }
-    if (!usedMapping && tupleArgs && next < positional.size())
-        throw TemplateError("not all arguments converted during string formatting");
-    if (!usedMapping && !tupleArgs && next == 0 && !args.isDict())
+    // Python skips this check when the argument is subscriptable like a mapping (a dict, a list, Undefined).
+    const bool mappingLike = !tupleArgs && (args.isDict() || args.isSequence(SequenceKind::List) || args.isUndefined());
+    if (!usedMapping && !mappingLike && next < positional.size())
         throw TemplateError("not all arguments converted during string formatting");
     return out;
 }
 
+namespace {
+
+// format(value, spec): the format-spec mini-language for str, int, float and bool.
 std::string formatSpec(const Value& value, std::string_view specText) {
     value.defined();
     const std::u32string spec = unicode::decode(specText);
@@ -308,6 +311,8 @@ std::string formatSpec(const Value& value, std::string_view specText) {
     }
     return pad(signStr + prefix + digits, width, fill, align ? align : '>');
 }
+
+}  // namespace
 
 std::string braceFormat(std::string_view fmt, const Arguments& args) {
     std::string out;

@@ -13,7 +13,5 @@ namespace tandem::text::jinja::py {
 std::string percentFormat(std::string_view format, const Value& args);
 // format.format(*args, **kwargs), with field lookups going through the sandbox like jinja2's formatter.
 std::string braceFormat(std::string_view format, const Arguments& args);
-// format(value, spec): the format-spec mini-language for str, int, float and bool.
-std::string formatSpec(const Value& value, std::string_view spec);
 
 }  // namespace tandem::text::jinja::py

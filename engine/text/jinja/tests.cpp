@@ -25,7 +25,10 @@ bool tFloat(Interpreter&, const Value& v, const Arguments& a) { return noArgumen
 bool tNumber(Interpreter&, const Value& v, const Arguments& a) { return noArguments(a, "number"), v.isNumber(); }
 bool tString(Interpreter&, const Value& v, const Arguments& a) { return noArguments(a, "string"), v.isString(); }
 bool tMapping(Interpreter&, const Value& v, const Arguments& a) { return noArguments(a, "mapping"), v.isDict(); }
-bool tCallable(Interpreter&, const Value& v, const Arguments& a) { return noArguments(a, "callable"), v.isObject() && v.obj().callable(); }
+// Undefined counts: it has __call__ (which raises).
+bool tCallable(Interpreter&, const Value& v, const Arguments& a) {
+    return noArguments(a, "callable"), v.isUndefined() || (v.isObject() && v.obj().callable());
+}
 bool tEscaped(Interpreter&, const Value&, const Arguments& a) { return noArguments(a, "escaped"), false; }
 
 // Python's try: iter(value).

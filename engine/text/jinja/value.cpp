@@ -5,9 +5,7 @@
 
 namespace tandem::text::jinja {
 
-Value Value::undefined(std::string message, bool unsafe) {
-    return Value(Undefined{std::make_shared<const std::string>(std::move(message)), unsafe});
-}
+Value Value::undefined(std::string message) { return Value(Undefined{std::make_shared<const std::string>(std::move(message))}); }
 Value Value::boolean(bool b) { return Value(Storage(b)); }
 Value Value::integer(std::int64_t i) { return Value(Storage(i)); }
 Value Value::number(double d) { return Value(Storage(d)); }

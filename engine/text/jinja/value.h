@@ -60,7 +60,6 @@ public:
 // jinja2's Undefined: prints as '', is false and empty; any other use fails with `message`.
 struct Undefined {
     std::shared_ptr<const std::string> message;
-    bool unsafe = false;  // from the sandbox refusing an attribute (a SecurityError in jinja2)
 };
 
 class Value {
@@ -68,7 +67,7 @@ public:
     enum class Type { Undefined, None, Bool, Int, Float, String, Sequence, Dict, Object };
 
     Value() : v_(nullptr) {}  // None
-    static Value undefined(std::string message, bool unsafe = false);
+    static Value undefined(std::string message);
     static Value none() { return Value(); }
     static Value boolean(bool b);
     static Value integer(std::int64_t i);
@@ -101,7 +100,6 @@ public:
     Sequence& seq() const { return *std::get<std::shared_ptr<Sequence>>(v_); }
     const Dict& dict() const { return *std::get<std::shared_ptr<const Dict>>(v_); }
     Object& obj() const { return *std::get<std::shared_ptr<Object>>(v_); }
-    const std::shared_ptr<Object>& objPtr() const { return std::get<std::shared_ptr<Object>>(v_); }
     const Undefined& undefinedInfo() const { return std::get<Undefined>(v_); }
     // Identity, for `is sameas` and object equality.
     const void* identity() const;
