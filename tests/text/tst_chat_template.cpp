@@ -152,8 +152,6 @@ private slots:
     void fallbackFormats_data() {
         QTest::addColumn<QString>("modelType");
         QTest::addColumn<QString>("expected");
-        const QString conversation = "S|U1|A1|U2";
-        Q_UNUSED(conversation);
         QTest::newRow("qwen3_moe") << "qwen3_moe"
                                    << "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
                                       "<|im_start|>assistant\nHello<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n";

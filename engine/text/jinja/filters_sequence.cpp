@@ -281,7 +281,9 @@ Value lookupAttributePath(const Value& item, const Value& path) {
     for (std::size_t start = 0;;) {
         const std::size_t dot = s.find('.', start);
         const std::string part = s.substr(start, dot - start);
-        const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+        // Python's str.isdigit() parts become integer indexes; longer ones could not index anything.
+        const bool digits = !part.empty() && part.size() < 18 &&
+                            std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
         current = getItem(current, digits ? Value::integer(std::stoll(part)) : Value::string(part));
         if (dot == std::string::npos) return current;
         start = dot + 1;

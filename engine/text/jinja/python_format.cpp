@@ -373,6 +373,8 @@ std::string braceFormat(std::string_view fmt, const Arguments& args) {
             } else {
                 if (usedAuto) throw TemplateError("cannot switch from automatic field numbering to manual field specification");
                 usedManual = true;
+                if (first.size() > 9 || first.find_first_not_of("0123456789") != std::string::npos)
+                    throw TemplateError("invalid format field " + stringRepr(first));
                 index = static_cast<std::size_t>(std::stoul(first));
             }
             if (index >= args.positional.size())
@@ -397,7 +399,7 @@ std::string braceFormat(std::string_view fmt, const Arguments& args) {
                 const std::size_t e = name.find(']', k);
                 if (e == std::string::npos) throw TemplateError("Missing ']' in format string");
                 const std::string key = name.substr(k + 1, e - k - 1);
-                const bool numeric = !key.empty() && key.find_first_not_of("0123456789") == std::string::npos;
+                const bool numeric = !key.empty() && key.size() < 18 && key.find_first_not_of("0123456789") == std::string::npos;
                 v = getItem(v, numeric ? Value::integer(std::stoll(key)) : Value::string(key));
                 k = e + 1;
             }
