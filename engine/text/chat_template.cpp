@@ -93,6 +93,16 @@ ChatTemplate ChatTemplate::load(const std::filesystem::path& modelDir, std::stri
         if (!config.is_object()) throw Error(configPath.string() + " must hold a JSON object");
         chat.specialTokens_ = specialTokensOf(config);
     }
+    // Older models keep their special tokens in special_tokens_map.json; transformers uses it for
+    // the ones tokenizer_config.json does not set.
+    const auto mapPath = modelDir / "special_tokens_map.json";
+    if (std::filesystem::exists(mapPath)) {
+        const Json map = readJson(mapPath);
+        if (!map.is_object()) throw Error(mapPath.string() + " must hold a JSON object");
+        const Json fromMap = specialTokensOf(map);
+        for (const auto& [name, token] : fromMap.items())
+            if (!chat.specialTokens_.contains(name)) chat.specialTokens_[name] = token;
+    }
 
     const auto jinjaPath = modelDir / "chat_template.jinja";
     const auto jsonPath = modelDir / "chat_template.json";

@@ -18,7 +18,7 @@ public:
     // Reads the template of the model in `modelDir` the way transformers does: chat_template.jinja if
     // present, else tokenizer_config.json's "chat_template" (a string, or a list of {name, template}),
     // else chat_template.json. The special tokens (bos_token, eos_token, ...) come from
-    // tokenizer_config.json. Without a template, the known format of `modelTypeForFallback` (config.json's
+    // tokenizer_config.json, then special_tokens_map.json. Without a template, the known format of `modelTypeForFallback` (config.json's
     // model_type: qwen3_moe, deepseek_v3, deepseek_v2, mixtral, ...) is used and warning() says so.
     static ChatTemplate load(const std::filesystem::path& modelDir, std::string_view modelTypeForFallback);
     // As above, taking the model type from the folder's config.json.

@@ -141,6 +141,14 @@ private slots:
         QCOMPARE(QString::fromStdString(chat.render(Json::array(), false)), QString("<|bos|>|<|eos|>|False|False|None|None|False"));
     }
 
+    void specialTokensMapFillsTheGaps() {
+        QTemporaryDir dir;
+        QVERIFY(writeJson(dir.filePath("tokenizer_config.json"), Json{{"eos_token", "<|eot|>"}, {"chat_template", "{{ bos_token }}|{{ eos_token }}"}}));
+        QVERIFY(writeJson(dir.filePath("special_tokens_map.json"), Json{{"bos_token", Json{{"content", "<|bot|>"}}}, {"eos_token", "</s>"}}));
+        const ChatTemplate chat = ChatTemplate::load(path(dir.path()), "");
+        QCOMPARE(QString::fromStdString(chat.render(Json::array(), true)), QString("<|bot|>|<|eot|>"));
+    }
+
     void extraVariablesOverrideSpecialTokens() {
         const ChatTemplate chat("{{ eos_token }} {{ enable_thinking }} {{ tools|length }}", Json{{"eos_token", "</s>"}});
         QCOMPARE(QString::fromStdString(chat.render(Json::array(), true, Json{{"eos_token", "<e>"}, {"enable_thinking", false},
