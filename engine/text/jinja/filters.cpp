@@ -1,6 +1,7 @@
 // The string and number filters, and the table of all filters.
 #include "text/jinja/filters.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -84,19 +85,18 @@ std::optional<double> parsePythonFloat(const std::string& text) {
         digits.push_back(c);
     }
     if (!sawDigit) return std::nullopt;
-    char* end = nullptr;
-    const double v = std::strtod(digits.c_str(), &end);
-    if (end != digits.c_str() + digits.size()) return std::nullopt;
-    return v;
+    return py::parseFloat(std::string_view(digits).substr(!digits.empty() && digits[0] == '+' ? 1 : 0));
 }
 
 // Python's round(x, ndigits) for floats: correctly rounded through the decimal representation.
 double roundHalfEven(double x, std::int64_t ndigits) {
     if (!std::isfinite(x)) return x;
     if (ndigits >= 0) {
-        char buf[512];
-        std::snprintf(buf, sizeof buf, "%.*f", static_cast<int>(std::min<std::int64_t>(ndigits, 300)), x);
-        return std::strtod(buf, nullptr);
+        char buf[1024];
+        const auto printed = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::fixed, static_cast<int>(std::min<std::int64_t>(ndigits, 300)));
+        double rounded = x;
+        std::from_chars(buf, printed.ptr, rounded);
+        return rounded;
     }
     const double scale = std::pow(10.0, static_cast<double>(-ndigits));
     return std::nearbyint(x / scale) * scale;

@@ -14,7 +14,8 @@ FilterFn findFilter(std::string_view name);
 // The filters that work on sequences live in filters_sequence.cpp; they register through this.
 FilterFn findSequenceFilter(std::string_view name);
 
-// Builds jinja2's attribute getter: "a.b.0" looks up item a, then b, then index 0.
+// What jinja2's attribute= arguments (map, sort, selectattr, ...) look up: "a.b.0" is item a, then
+// item b of that, then index 0.
 Value lookupAttributePath(const Value& item, const Value& path);
 
 }  // namespace tandem::text::jinja

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "text/jinja/python_ops.h"
 #include "text/jinja/unicode.h"
 
 namespace tandem::text::jinja {
@@ -328,7 +329,7 @@ private:
                 std::string digits;
                 for (std::size_t k = i; k < i + n; ++k)
                     if (src_[k] != '_') digits.push_back(src_[k]);
-                t.number = std::strtod(digits.c_str(), nullptr);
+                t.number = py::parseFloat(digits).value_or(0.0);
                 t.text = src_.substr(i, n);
                 t.pos = position(i);
                 tokens_.push_back(std::move(t));

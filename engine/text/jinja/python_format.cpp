@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <locale.h>
 #include <optional>
 
 #include "text/jinja/attributes.h"
@@ -36,7 +37,25 @@ std::string signedNumber(const std::string& digits, bool negative, char sign, st
     return signStr + prefix + body;
 }
 
+// printf's float conversions are what Python's % and format() produce, but they follow the C locale's
+// decimal point, which a Qt application sets from the user's locale; format in the "C" locale.
+class CNumericLocale {
+public:
+    CNumericLocale() : previous_(uselocale(cLocale())) {}
+    ~CNumericLocale() { uselocale(previous_); }
+    CNumericLocale(const CNumericLocale&) = delete;
+    CNumericLocale& operator=(const CNumericLocale&) = delete;
+
+private:
+    static locale_t cLocale() {
+        static const locale_t c = newlocale(LC_ALL_MASK, "C", static_cast<locale_t>(nullptr));
+        return c;
+    }
+    locale_t previous_;
+};
+
 std::string cFormatDouble(double v, char type, int precision, bool alternate) {
+    const CNumericLocale cLocale;
     char spec[16];
     std::snprintf(spec, sizeof spec, "%%%s.%d%c", alternate ? "#" : "", precision, type);
     char buf[512];

@@ -33,6 +33,9 @@ std::string repr(const Value& v);
 std::string floatRepr(double d);
 std::string stringRepr(std::string_view s);
 std::string intStr(std::int64_t i);
+// A decimal float ("1.5", "2e-3", "inf"; no '+' sign, no underscores) as Python reads it: out-of-range
+// values become inf or 0.0. nullopt unless all of `text` is the number. Independent of the C locale.
+std::optional<double> parseFloat(std::string_view text);
 
 Value add(const Value& a, const Value& b);
 Value sub(const Value& a, const Value& b);

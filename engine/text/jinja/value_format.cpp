@@ -74,6 +74,21 @@ std::string typeRepr(const Value& v) {
 
 std::string intStr(std::int64_t i) { return std::to_string(i); }
 
+std::optional<double> parseFloat(std::string_view text) {
+    double v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (end != text.data() + text.size()) return std::nullopt;
+    if (ec == std::errc::result_out_of_range) {
+        // Too large or too small for a double: Python gives inf or 0.0 with the sign of the text.
+        const bool negative = !text.empty() && text[0] == '-';
+        const std::size_t e = text.find_first_of("eE");
+        const bool tiny = e != std::string_view::npos && e + 1 < text.size() && text[e + 1] == '-';
+        return tiny ? (negative ? -0.0 : 0.0) : (negative ? -HUGE_VAL : HUGE_VAL);
+    }
+    if (ec != std::errc()) return std::nullopt;
+    return v;
+}
+
 std::string floatRepr(double d) {
     if (std::isnan(d)) return "nan";
     if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
