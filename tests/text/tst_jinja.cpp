@@ -73,13 +73,14 @@ private slots:
     void everyFeatureGroupHasCases() {
         std::set<std::string> groups;
         for (const auto& c : cases()) groups.insert(c["feature"]);
-        QCOMPARE(groups.size(), std::size_t(31));
+        QCOMPARE(groups.size(), std::size_t(32));
     }
 
     void ifElifElse() { checkFeature("if_elif_else"); }
     void forLoopVariables() { checkFeature("for_loop_variables"); }
     void forElseAndFilter() { checkFeature("for_else_and_filter"); }
     void breakContinue() { checkFeature("break_continue"); }
+    void generationTag() { checkFeature("generation_tag"); }
     void setAndScoping() { checkFeature("set_and_scoping"); }
     void blockSet() { checkFeature("block_set"); }
     void namespaces() { checkFeature("namespace"); }

@@ -299,6 +299,10 @@ FEATURES = {
     "break_continue": [
         ("{% for x in range(10) %}{% if x == 4 %}{% break %}{% endif %}{% if x is even %}{% continue %}{% endif %}{{ x }}{% endfor %}", {}),
     ],
+    "generation_tag": [
+        ("{% for m in ms %}{% if loop.index is odd %}{% generation %}<{{ m }}>{% endgeneration %}{% else %}{{ m }}{% endif %}{% endfor %}",
+         {"ms": ["a", "b", "c"]}),
+    ],
     "set_and_scoping": [
         ("{% set a, b = 'xy' %}{{ b }}{{ a }}", {}),
         ("{% set t = 1, 2 %}{{ t }}", {}),
