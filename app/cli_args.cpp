@@ -3,10 +3,13 @@
 #include "tandem/error.h"
 
 CliArgs::CliArgs(const std::vector<std::string>& args, const std::set<std::string>& valueOptions,
-                 const std::set<std::string>& flagOptions) {
+                 const std::set<std::string>& flagOptions, const std::set<std::string>& repeatedOptions) {
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
-        if (valueOptions.count(a)) {
+        if (repeatedOptions.count(a)) {
+            if (i + 1 >= args.size()) throw tandem::Error("option " + a + " needs a value");
+            repeated_[a].push_back(args[++i]);
+        } else if (valueOptions.count(a)) {
             if (i + 1 >= args.size()) throw tandem::Error("option " + a + " needs a value");
             values_[a] = args[++i];
         } else if (flagOptions.count(a)) {
@@ -15,6 +18,11 @@ CliArgs::CliArgs(const std::vector<std::string>& args, const std::set<std::strin
             throw tandem::Error("unknown option '" + a + "'");
         }
     }
+}
+
+std::vector<std::string> CliArgs::repeated(const std::string& name) const {
+    const auto it = repeated_.find(name);
+    return it == repeated_.end() ? std::vector<std::string>{} : it->second;
 }
 
 std::string CliArgs::required(const std::string& name) const {

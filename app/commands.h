@@ -11,3 +11,4 @@ int runGenerate(const CommandArgs& args);
 int runTokenize(const CommandArgs& args);
 int runDetokenize(const CommandArgs& args);
 int runBenchTokenizer(const CommandArgs& args);
+int runRenderChat(const CommandArgs& args);

@@ -32,6 +32,10 @@ commands:
   bench-tokenizer --model DIR [--file TEXT] [--megabytes N]
             Encode N MB (default 8) of English prose, the --file (default Debian's GPL-3 text)
             repeated, on one thread and print the speed in MB/s.
+  render-chat --model DIR [--no-generation-prompt] [--var NAME=JSON]...
+            Read a JSON array of messages from standard input and print the prompt the model's chat
+            template makes of it, byte for byte (no newline added). --var sets a template variable,
+            e.g. --var enable_thinking=false or --var 'tools=[...]'.
 
   --device  where the dense layers run: the GPU when usable (auto), or cpu, or gpu (fail without one)
   --defer   Expert Deferral: the D lowest-weighted routed experts of a layer overlap the next layer
@@ -50,6 +54,7 @@ constexpr Command kCommands[] = {
     {"tokenize", runTokenize},
     {"detokenize", runDetokenize},
     {"bench-tokenizer", runBenchTokenizer},
+    {"render-chat", runRenderChat},
 };
 
 }  // namespace
