@@ -8,6 +8,7 @@ using CommandArgs = std::vector<std::string>;
 
 int runEval(const CommandArgs& args);
 int runGenerate(const CommandArgs& args);
+int runChat(const CommandArgs& args);
 int runTokenize(const CommandArgs& args);
 int runDetokenize(const CommandArgs& args);
 int runBenchTokenizer(const CommandArgs& args);

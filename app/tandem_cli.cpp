@@ -23,6 +23,11 @@ commands:
             [--frequency-penalty F] [--seed S] [--threads N] [--context N]
             [--device cpu|gpu|auto] [--defer D | --skip D]
             Generate from prompt ids, printing ids as they come and the speed at the end.
+  chat      --model DIR [--system TEXT] [--stop TEXT]... [--no-think] [--max-tokens N]
+            [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R] [--seed S]
+            [--threads N] [--context N] [--device cpu|gpu|auto] [--defer D]
+            An interactive chat with the model's own chat template: type a message, the answer streams
+            (reasoning dimmed), then the speed; /reset, /system TEXT and /quit.
   tokenize  --model DIR [--add-special]
             Read UTF-8 text from standard input and print its token ids on one line; with
             --add-special the ids the model expects around a text (e.g. BOS) are included.
@@ -51,6 +56,7 @@ struct Command {
 constexpr Command kCommands[] = {
     {"eval", runEval},
     {"generate", runGenerate},
+    {"chat", runChat},
     {"tokenize", runTokenize},
     {"detokenize", runDetokenize},
     {"bench-tokenizer", runBenchTokenizer},

@@ -166,10 +166,15 @@ GenerationStats Session::generate(std::span<const int> conversation, const Gener
     takeDecodeProfile();  // what follows is decode only
 
     for (int i = 0; i < options.maxNewTokens; ++i) {
-        const int token = sampler.pick(*logits, context);
+        std::span<const float> choices(*logits);
+        if (options.vocabularyLimit > 0 && static_cast<std::size_t>(options.vocabularyLimit) < choices.size())
+            choices = choices.first(static_cast<std::size_t>(options.vocabularyLimit));
+        const int token = sampler.pick(choices, context);
         if (i == 0) stats.timeToFirstTokenSeconds = seconds(t0, Clock::now());
         ++stats.generatedTokens;
-        if (options.stopAtEos && std::find(eos.begin(), eos.end(), token) != eos.end()) {
+        const auto& extra = options.stopTokenIds;
+        if (options.stopAtEos && (std::find(eos.begin(), eos.end(), token) != eos.end() ||
+                                  std::find(extra.begin(), extra.end(), token) != extra.end())) {
             stats.stoppedAtEos = true;
             break;
         }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -32,6 +33,13 @@ public:
     // documents default to null, as in transformers.
     std::string render(const nlohmann::ordered_json& messages, bool addGenerationPrompt,
                        const nlohmann::ordered_json& extraVariables = nlohmann::ordered_json::object()) const;
+
+    // A special token's text from the tokenizer files ("eos_token" -> "<|im_end|>"), if set.
+    std::optional<std::string> specialToken(const std::string& name) const {
+        const auto it = specialTokens_.find(name);
+        if (it == specialTokens_.end() || !it->is_string()) return std::nullopt;
+        return it->get<std::string>();
+    }
 
     bool isFallback() const { return !warning_.empty(); }
     // Why the fallback format is in use; empty when the model's own template is.

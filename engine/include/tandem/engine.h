@@ -44,6 +44,10 @@ struct GenerateOptions {
     int maxNewTokens = 256;
     SamplingOptions sampling;
     bool stopAtEos = true;
+    std::vector<int> stopTokenIds;  // end generation like the model's EOS ids (e.g. a chat's end token)
+    // > 0: ids from this one on are never chosen. Models often have more output rows than their
+    // tokenizer has tokens (padding); a chat never wants one of those.
+    int vocabularyLimit = 0;
 };
 
 struct ModelInfo {
