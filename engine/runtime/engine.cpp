@@ -49,6 +49,7 @@ struct Session::Impl {
     runtime::KvCache cache;
     std::vector<int> context;  // the tokens whose keys and values are in the cache
     std::vector<float> logits;
+    int deferredExperts = 0;
 };
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -71,6 +72,11 @@ Session::~Session() = default;
 int Session::position() const { return static_cast<int>(impl_->context.size()); }
 const std::vector<int>& Session::context() const { return impl_->context; }
 void Session::reset() { impl_->context.clear(); }
+
+void Session::setDeferredExperts(int count) {
+    impl_->deferredExperts = std::clamp(count, 0, std::max(0, impl_->engine.info.expertsPerToken - 1));
+}
+int Session::deferredExperts() const { return impl_->deferredExperts; }
 
 const std::vector<float>& Session::append(std::span<const int> tokens, Logits which) {
     impl_->engine.transformer.forward(tokens, position(), impl_->cache,

@@ -95,6 +95,12 @@ public:
     GenerationStats generate(std::span<const int> conversation, const GenerateOptions& options,
                              const std::function<bool(int token)>& onToken);
 
+    // Expert Deferral (DESIGN.md): how many of each token's k routed experts run deferred, clamped to
+    // 0..k-1. Safe to call from onToken, so a change applies from the next token on. The CPU path runs
+    // every expert immediately (exact) whatever the value; the hybrid scheduler will read it per step.
+    void setDeferredExperts(int count);
+    int deferredExperts() const;
+
 private:
     friend class Engine;
     struct Impl;

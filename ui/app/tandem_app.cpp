@@ -1,0 +1,76 @@
+#include "ui/app/tandem_app.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <QStandardPaths>
+
+#include "ui/widgets/main_window.h"
+#include "ui/widgets/theme.h"
+
+namespace tandem::ui {
+
+TandemApp::TandemApp(TandemAppOptions options)
+    : settings_(std::make_unique<AppSettings>(options.settings ? std::move(options.settings) : std::make_unique<QSettings>())),
+      monitorSystem_(options.monitorSystem) {
+    std::unique_ptr<Database> database;
+    if (options.inMemoryDatabase) {
+        database = Database::openInMemory();
+    } else {
+        auto opened = Database::open(options.databasePath.isEmpty() ? defaultDatabasePath() : options.databasePath);
+        databaseProblem_ = opened.problem;
+        // A file that cannot be used is left alone; this session keeps its conversations in memory.
+        database = opened.database ? std::move(opened.database) : Database::openInMemory();
+    }
+    store_ = std::make_unique<ConversationStore>(std::move(database));
+    store_->markInterruptedAnswers();
+    messages_ = std::make_unique<MessageModel>();
+    conversations_ = std::make_unique<ConversationListModel>(store_.get());
+    stats_ = std::make_unique<StatsModel>();
+    monitor_ = std::make_unique<SystemMonitor>();
+    monitor_->setGpuDevice(settings_->engine().gpuDevice);
+    host_ = std::make_unique<EngineHost>(options.runnerFactory ? options.runnerFactory : ModelRunnerFactory(loadEngineRunner));
+    const QString embedded = options.embeddedModelDir.isEmpty() ? findEmbeddedModel() : options.embeddedModelDir;
+    model_ = std::make_unique<ModelController>(host_->worker(), settings_.get(), embedded);
+    chat_ = std::make_unique<ChatController>(store_.get(), messages_.get(), model_.get(), host_->worker(), settings_.get());
+
+    connect(monitor_.get(), &SystemMonitor::sampled, stats_.get(), &StatsModel::addSample);
+    connect(host_->worker(), &EngineWorker::liveStatsMeasured, stats_.get(), &StatsModel::setLiveEngineStats);
+
+    window_ = std::make_unique<MainWindow>(MainWindowParts{chat_.get(), model_.get(), conversations_.get(), messages_.get(),
+                                                           stats_.get(), settings_.get(), monitor_.get()});
+    connect(store_.get(), &ConversationStore::writeFailed, window_.get(), [w = window_.get()](const QString& m) { w->showProblem(m); });
+    if (!databaseProblem_.isEmpty()) window_->showProblem(databaseProblem_);
+    else if (!store_->isPersistent() && !options.inMemoryDatabase) window_->showProblem(tr("Conversations are not being saved."), false);
+}
+
+TandemApp::~TandemApp() {
+    chat_->shutDown();
+    window_.reset();
+}
+
+void TandemApp::start() {
+    applyTheme(settings_->appearance());
+    chat_->openLastConversation();
+    model_->loadConfigured();
+    if (monitorSystem_) monitor_->start();
+}
+
+QString TandemApp::defaultDatabasePath() {
+    return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/conversations.sqlite");
+}
+
+QString TandemApp::findEmbeddedModel() {
+    QStringList candidates;
+    if (const QString env = qEnvironmentVariable("TANDEM_DEFAULT_MODEL"); !env.isEmpty()) candidates << env;
+    const QDir shipped(QCoreApplication::applicationDirPath() + QStringLiteral("/../share/tandem/models"));
+    for (const QString& name : shipped.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name))
+        candidates << shipped.filePath(name);
+    if (const QString fixtures = qEnvironmentVariable("TANDEM_FIXTURES"); !fixtures.isEmpty())
+        candidates << fixtures + QStringLiteral("/tiny-qwen3moe");
+    for (const QString& dir : candidates)
+        if (QFileInfo::exists(dir + QStringLiteral("/config.json"))) return QDir(dir).canonicalPath();
+    return {};
+}
+
+}  // namespace tandem::ui
