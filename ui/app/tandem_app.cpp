@@ -30,7 +30,7 @@ TandemApp::TandemApp(TandemAppOptions options)
     monitor_ = std::make_unique<SystemMonitor>();
     monitor_->setGpuDevice(settings_->engine().gpuDevice);
     host_ = std::make_unique<EngineHost>(options.runnerFactory ? options.runnerFactory : ModelRunnerFactory(loadEngineRunner));
-    const QString embedded = options.embeddedModelDir.isEmpty() ? findEmbeddedModel() : options.embeddedModelDir;
+    const QString embedded = options.embeddedModelDir ? *options.embeddedModelDir : findEmbeddedModel();
     model_ = std::make_unique<ModelController>(host_->worker(), settings_.get(), embedded);
     chat_ = std::make_unique<ChatController>(store_.get(), messages_.get(), model_.get(), host_->worker(), settings_.get());
 

@@ -5,6 +5,7 @@
 #include <QObject>
 #include <QSettings>
 #include <memory>
+#include <optional>
 
 #include "ui/app/chat_controller.h"
 #include "ui/app/model_controller.h"
@@ -25,7 +26,7 @@ struct TandemAppOptions {
     bool inMemoryDatabase = false;        // nothing is saved (screenshots)
     std::unique_ptr<QSettings> settings;  // null: the user's settings
     ModelRunnerFactory runnerFactory;     // null: the real engine
-    QString embeddedModelDir;             // empty: findEmbeddedModel()
+    std::optional<QString> embeddedModelDir;  // unset: findEmbeddedModel(); empty: none
     bool monitorSystem = true;
 };
 

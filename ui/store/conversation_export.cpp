@@ -15,10 +15,14 @@ QString roleHeading(const ChatMessage& m) {
     return m.model.isEmpty() ? QStringLiteral("Assistant") : QStringLiteral("Assistant (%1)").arg(m.model);
 }
 
-// Quotes every line, so headings or fences inside the reasoning stay inside the quote.
+// Quotes every line, so the reasoning reads as one aside. Its "# ..." lines are escaped: a heading
+// inside a quote would otherwise end up in the document's outline.
 QString blockquote(const QString& text) {
     QStringList lines = text.split(QLatin1Char('\n'));
-    for (QString& line : lines) line = line.isEmpty() ? QStringLiteral(">") : QStringLiteral("> ") + line;
+    for (QString& line : lines) {
+        if (line.startsWith(QLatin1Char('#'))) line.prepend(QLatin1Char('\\'));
+        line = line.isEmpty() ? QStringLiteral(">") : QStringLiteral("> ") + line;
+    }
     return lines.join(QLatin1Char('\n'));
 }
 

@@ -1,5 +1,6 @@
 #include "ui/store/conversation_store.h"
 
+#include <QHash>
 #include <QJsonDocument>
 #include <QRegularExpression>
 #include <QSqlError>
@@ -212,28 +213,27 @@ bool ConversationStore::deleteMessagesFrom(qint64 conversationId, int position) 
 QList<ConversationSummary> ConversationStore::search(const QString& query) const {
     const QStringList words = query.split(QRegularExpression(QStringLiteral("\\s+")), Qt::SkipEmptyParts);
     if (words.isEmpty()) return conversations();
+
+    // The best-ranked matching message of each conversation gives its snippet. FTS5's ranking and
+    // snippet functions only work in a plain query over the index, hence two queries.
+    QHash<qint64, QString> snippets;
+    QSqlQuery hits(database_->connection());
+    hits.prepare(QStringLiteral("SELECT m.conversation_id, snippet(message_search, -1, '[', ']', '…', 12)"
+                                " FROM message_search JOIN messages m ON m.id = message_search.rowid"
+                                " WHERE message_search MATCH ? ORDER BY rank"));
+    hits.addBindValue(ftsQuery(words));
+    hits.exec();
+    while (hits.next())
+        if (!snippets.contains(hits.value(0).toLongLong())) snippets.insert(hits.value(0).toLongLong(), hits.value(1).toString());
+
+    const QString needle = query.simplified();
     QList<ConversationSummary> out;
-    QSqlQuery q(database_->connection());
-    // The best-ranked matching message of each conversation gives its snippet; titles match too.
-    q.prepare(QStringLiteral(
-        "WITH hits AS ("
-        "  SELECT m.conversation_id AS cid, snippet(message_search, -1, '[', ']', '…', 12) AS snip,"
-        "         bm25(message_search) AS rank"
-        "  FROM message_search JOIN messages m ON m.id = message_search.rowid"
-        "  WHERE message_search MATCH ?),"
-        " best AS (SELECT cid, snip, MIN(rank) AS rank FROM hits GROUP BY cid)"
-        " SELECT c.id, c.title, c.created_at, c.updated_at, COALESCE(best.snip, '')"
-        " FROM conversations c LEFT JOIN best ON best.cid = c.id"
-        " WHERE best.cid IS NOT NULL OR c.title LIKE ? ESCAPE '\\'"
-        " ORDER BY c.updated_at DESC, c.id DESC"));
-    q.addBindValue(ftsQuery(words));
-    QString like = query.trimmed();
-    like.replace(QLatin1Char('\\'), QLatin1String("\\\\")).replace(QLatin1Char('%'), QLatin1String("\\%")).replace(QLatin1Char('_'), QLatin1String("\\_"));
-    q.addBindValue(QLatin1Char('%') + like + QLatin1Char('%'));
-    if (!q.exec()) return out;
-    while (q.next())
-        out.append({q.value(0).toLongLong(), q.value(1).toString(), fromMs(q.value(2).toLongLong()),
-                    fromMs(q.value(3).toLongLong()), q.value(4).toString()});
+    for (ConversationSummary c : conversations()) {
+        const auto found = snippets.constFind(c.id);
+        if (found == snippets.cend() && !c.title.contains(needle, Qt::CaseInsensitive)) continue;
+        if (found != snippets.cend()) c.snippet = found.value();
+        out.append(c);
+    }
     return out;
 }
 

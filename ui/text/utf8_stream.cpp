@@ -26,7 +26,8 @@ QString Utf8Stream::push(const QByteArray& bytes) {
 }
 
 QString Utf8Stream::finish() {
-    const QString text = QString::fromUtf8(pending_);
+    // What is held back is at most the start of one character: one replacement character.
+    const QString text = pending_.isEmpty() ? QString() : QString(QChar::ReplacementCharacter);
     pending_.clear();
     return text;
 }
