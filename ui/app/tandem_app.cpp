@@ -39,9 +39,9 @@ TandemApp::TandemApp(TandemAppOptions options)
 
     window_ = std::make_unique<MainWindow>(MainWindowParts{chat_.get(), model_.get(), conversations_.get(), messages_.get(),
                                                            stats_.get(), settings_.get(), monitor_.get()});
-    connect(store_.get(), &ConversationStore::writeFailed, window_.get(), [w = window_.get()](const QString& m) { w->showProblem(m); });
-    if (!databaseProblem_.isEmpty()) window_->showProblem(databaseProblem_);
-    else if (!store_->isPersistent() && !options.inMemoryDatabase) window_->showProblem(tr("Conversations are not being saved."), false);
+    connect(store_.get(), &ConversationStore::writeFailed, window_.get(),
+            [w = window_.get()](const QString& m) { w->showStoreProblem(m); });
+    if (!databaseProblem_.isEmpty()) window_->showStoreProblem(databaseProblem_);
 }
 
 TandemApp::~TandemApp() {

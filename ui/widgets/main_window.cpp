@@ -40,7 +40,7 @@ namespace tandem::ui {
 
 MainWindow::MainWindow(const MainWindowParts& parts, QWidget* parent)
     : QMainWindow(parent), parts_(parts), sidebar_(new ConversationSidebar(parts.conversations, this)),
-      dashboard_(new Dashboard(parts.stats, this)), modelStatus_(new QLabel(this)) {
+      dashboard_(new Dashboard(parts.stats, this)), modelStatus_(new QLabel(this)), storeStatus_(new QLabel(this)) {
     setWindowTitle(QStringLiteral("Tandem"));
     auto* splitter = new QSplitter(Qt::Horizontal, this);
     splitter->setObjectName(QStringLiteral("mainSplitter"));
@@ -61,6 +61,8 @@ MainWindow::MainWindow(const MainWindowParts& parts, QWidget* parent)
     dock->setWidget(scroll);
     addDockWidget(Qt::RightDockWidgetArea, dock);
 
+    storeStatus_->setVisible(false);
+    statusBar()->addPermanentWidget(storeStatus_);
     statusBar()->addPermanentWidget(modelStatus_);
     buildMenus();
 
@@ -95,7 +97,7 @@ MainWindow::MainWindow(const MainWindowParts& parts, QWidget* parent)
     connect(chat, &ChatController::answerCompleted, parts_.stats, &StatsModel::setAnswerStats);
     connect(model, &ModelController::stateChanged, this, &MainWindow::updateModelState);
     connect(model, &ModelController::loadFailed, this, [this](const QString& message) {
-        banner_->showMessage(NotificationBanner::Kind::Error, message, tr("Open Model Folder…"));
+        banner_->showMessage(NotificationBanner::Kind::Error, message, tr("Open Model Folder…"), QStringLiteral("model"));
     });
     connect(model, &ModelController::deferralChanged, dashboard_, &Dashboard::setDeferral);
     connect(dashboard_, &Dashboard::deferralChosen, model, &ModelController::setDeferral);
@@ -251,9 +253,7 @@ void MainWindow::updateModelState() {
         modelStatus_->setToolTip(tr("%1 (%2), %3").arg(s.name, s.modelType, s.textHandling));
         composer_->setUnavailableReason({});
         dashboard_->setModel(&s, m->deferral());
-        if (banner_->kind() == NotificationBanner::Kind::Error && banner_->isVisible() &&
-            banner_->text().startsWith(QLatin1String("Could not load")))
-            banner_->hide();
+        if (banner_->topic() != QLatin1String("store")) banner_->hide();
         break;
     }
     }
@@ -276,6 +276,15 @@ void MainWindow::onGeneratingChanged(bool generating) {
 
 void MainWindow::showProblem(const QString& message, bool isError) {
     banner_->showMessage(isError ? NotificationBanner::Kind::Error : NotificationBanner::Kind::Warning, message);
+}
+
+void MainWindow::showStoreProblem(const QString& message, bool isError) {
+    // The status bar keeps saying it after the banner is dismissed or replaced.
+    storeStatus_->setText(tr("⚠ Conversations are not being saved"));
+    storeStatus_->setToolTip(message);
+    storeStatus_->setVisible(true);
+    banner_->showMessage(isError ? NotificationBanner::Kind::Error : NotificationBanner::Kind::Warning, message, {},
+                         QStringLiteral("store"));
 }
 
 void MainWindow::openModelFolder() {

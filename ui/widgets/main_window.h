@@ -43,8 +43,10 @@ public:
     // Saves `values` and applies what can be applied at once. Returns whether the engine settings
     // changed, which takes a model reload.
     bool applySettings(const SettingsValues& values);
-    // Shows a problem that does not stop the user (the database cannot be used, a write failed).
+    // Shows a problem that does not stop the user. Problems of the conversation store stay up until
+    // dismissed; others go when a model finishes loading.
     void showProblem(const QString& message, bool isError = true);
+    void showStoreProblem(const QString& message, bool isError = true);
 
     // For tests and the screenshot: the parts of the window.
     ChatView* chatView() const { return chatView_; }
@@ -87,6 +89,7 @@ private:
     Composer* composer_;
     Dashboard* dashboard_;
     QLabel* modelStatus_;
+    QLabel* storeStatus_;
     QAction* stopAction_ = nullptr;
     QAction* regenerateAction_ = nullptr;
 };

@@ -29,8 +29,9 @@ NotificationBanner::NotificationBanner(QWidget* parent)
     hide();
 }
 
-void NotificationBanner::showMessage(Kind kind, const QString& text, const QString& actionText) {
+void NotificationBanner::showMessage(Kind kind, const QString& text, const QString& actionText, const QString& topic) {
     kind_ = kind;
+    topic_ = topic;
     static const char* const kinds[] = {"error", "warning", "information"};
     setProperty("kind", QString::fromLatin1(kinds[static_cast<int>(kind)]));
     style()->unpolish(this);
@@ -43,6 +44,6 @@ void NotificationBanner::showMessage(Kind kind, const QString& text, const QStri
     show();
 }
 
-QString NotificationBanner::text() const { return isVisible() || !label_->text().isEmpty() ? label_->text() : QString(); }
+QString NotificationBanner::text() const { return label_->text(); }
 
 }  // namespace tandem::ui

@@ -17,10 +17,12 @@ public:
 
     explicit NotificationBanner(QWidget* parent = nullptr);
 
-    // An empty `actionText` hides the action button.
-    void showMessage(Kind kind, const QString& text, const QString& actionText = {});
+    // An empty `actionText` hides the action button. `topic` lets the window take the message down
+    // when what it is about is resolved (e.g. "model" once a model loads).
+    void showMessage(Kind kind, const QString& text, const QString& actionText = {}, const QString& topic = {});
     QString text() const;
     Kind kind() const { return kind_; }
+    QString topic() const { return topic_; }
 
 signals:
     void actionTriggered();
@@ -30,6 +32,7 @@ private:
     QPushButton* action_;
     QToolButton* close_;
     Kind kind_ = Kind::Information;
+    QString topic_;
 };
 
 }  // namespace tandem::ui
