@@ -66,6 +66,18 @@ private slots:
         QCOMPARE(shown, std::vector<int>(g.genIds.begin(), g.genIds.begin() + 3));
     }
 
+    void deferralIsClampedToTheExpertsPerToken() {
+        auto engine = load(fixturePath("tiny-qwen3moe"));
+        auto session = engine->newSession();
+        QCOMPARE(session->deferredExperts(), 0);  // exact by default
+        session->setDeferredExperts(2);
+        QCOMPARE(session->deferredExperts(), 2);
+        session->setDeferredExperts(engine->info().expertsPerToken);  // k: at least one stays immediate
+        QCOMPARE(session->deferredExperts(), engine->info().expertsPerToken - 1);
+        session->setDeferredExperts(-3);
+        QCOMPARE(session->deferredExperts(), 0);
+    }
+
     void followUpReusesTheCache() {
         // Turn 1: prompt P, generating G. Turn 2: the whole conversation P + G + U is given again; only
         // what is not cached (the last generated token, which was never fed, and U) is prefilled.

@@ -21,6 +21,7 @@
 #include <QTimer>
 
 #include "test_support.h"
+#include "ui/text/byte_vocabulary.h"
 #include "ui/widgets/chat_view.h"
 #include "ui/widgets/composer.h"
 #include "ui/widgets/context_indicator.h"
@@ -224,6 +225,45 @@ private slots:
         QCOMPARE(app->conversations()->rowCount(), 2);
     }
 
+    void systemPromptAndSamplingArePerConversation() {
+        QTemporaryDir dir;
+        auto gate = std::make_shared<test::RunnerGate>();
+        auto app = startApp(dir, test::gatedRunnerFactory(gate));
+        QVERIFY(test::waitForModel(*app));
+        ConversationSettings pirate;
+        pirate.systemPrompt = "Answer like a pirate.";
+        pirate.overrideSampling = true;
+        pirate.sampling.temperature = 0.0f;
+        pirate.sampling.topK = 7;
+        pirate.maxNewTokens = 5;
+        app->chat()->setConversationSettings(pirate);  // a new chat: kept until its first message
+        typeAndSend(*app, "Where is the treasure?");
+        QVERIFY(test::waitForIdle(*app));
+        const auto vocabulary = ByteVocabulary::load(test::fixturePath("tiny-qwen3moe") + "/tokenizer.json");
+        QByteArray prompt;
+        for (int id : gate->lastPrompt) prompt += vocabulary.bytes(id);
+        QCOMPARE(QString::fromUtf8(prompt), QStringLiteral("<|im_start|>system\nAnswer like a pirate.<|im_end|>\n"
+                                                           "<|im_start|>user\nWhere is the treasure?<|im_end|>\n"
+                                                           "<|im_start|>assistant\n"));
+        QCOMPARE(gate->lastOptions.maxNewTokens, 5);
+        QCOMPARE(gate->lastOptions.sampling.topK, 7);
+        QCOMPARE(gate->lastOptions.sampling.temperature, 0.0f);
+        const qint64 id = app->chat()->currentConversationId();
+        QCOMPARE(app->store()->conversation(id)->settings, pirate);
+
+        // Another conversation uses the defaults: the model's recommendation (temperature 0.6).
+        QTest::keyClick(app->window(), Qt::Key_N, Qt::ControlModifier);
+        typeAndSend(*app, "Hello");
+        QVERIFY(test::waitForIdle(*app));
+        QCOMPARE(gate->lastOptions.sampling.temperature, 0.6f);
+        QCOMPARE(gate->lastOptions.maxNewTokens, 16);
+        QVERIFY(!QString::fromUtf8([&] {
+                     QByteArray text;
+                     for (int t : gate->lastPrompt) text += vocabulary.bytes(t);
+                     return text;
+                 }()).contains("pirate"));
+    }
+
     void exportWritesMarkdownAndJson() {
         QTemporaryDir dir;
         auto app = startApp(dir);
@@ -382,6 +422,19 @@ private slots:
         }
         QCOMPARE(test::readFile(path), garbage);
         QVERIFY(!QFile::exists(path + "-wal"));
+    }
+
+    void aSecondTandemDoesNotWriteTheSameDatabase() {
+        QTemporaryDir dir;
+        auto first = startApp(dir);
+        QVERIFY(first->store()->isPersistent());
+        auto second = startApp(dir);
+        QVERIFY(!second->store()->isPersistent());
+        QVERIFY(second->window()->banner()->text().startsWith("Another Tandem is open"));
+        first.reset();
+        second.reset();
+        auto third = startApp(dir);  // the lock went with the first
+        QVERIFY(third->store()->isPersistent());
     }
 
     void interactiveWidgetsHaveAccessibleNames() {

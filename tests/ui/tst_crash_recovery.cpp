@@ -79,6 +79,7 @@ private slots:
         auto options = test::appOptions(dir);
         TandemApp app(std::move(options));
         app.start();
+        QVERIFY(app.store()->isPersistent());  // the dead child's lock is stale and taken over
         QCOMPARE(app.messages()->rowCount(), 2);
         QCOMPARE(toString(app.messages()->message(1).state), toString(MessageState::Interrupted));
         QCOMPARE(app.messages()->message(1).content, saved);

@@ -20,6 +20,8 @@ public:
     tandem::GenerationStats generate(std::span<const int> conversation, const tandem::GenerateOptions& options,
                                      const std::function<bool(int)>& onToken) override {
         gate_->deferralPerToken.clear();
+        gate_->lastPrompt.assign(conversation.begin(), conversation.end());
+        gate_->lastOptions = options;
         int count = 0;
         return inner_->generate(conversation, options, [&](int token) {
             gate_->deferralPerToken.push_back(inner_->deferredExperts());

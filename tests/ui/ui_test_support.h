@@ -21,6 +21,9 @@ struct RunnerGate {
     QSemaphore release;
     // The deferral the engine session had when each token of the last answer was produced.
     std::vector<int> deferralPerToken;
+    // What the last answer was asked with (written on the engine thread before it starts).
+    std::vector<int> lastPrompt;
+    tandem::GenerateOptions lastOptions;
     // The engine-side deferral of the loaded runner, read back from the engine session.
     std::atomic<int> engineDeferral{-1};
     std::atomic<int> loads{0};

@@ -9,18 +9,39 @@
 #include "ui/widgets/theme.h"
 
 namespace tandem::ui {
+namespace {
+
+// ~/.config/tandem/tandem.ini (XDG_CONFIG_HOME).
+std::unique_ptr<QSettings> userSettings() {
+    return std::make_unique<QSettings>(QSettings::IniFormat, QSettings::UserScope, QStringLiteral("tandem"),
+                                       QStringLiteral("tandem"));
+}
+
+}  // namespace
 
 TandemApp::TandemApp(TandemAppOptions options)
-    : settings_(std::make_unique<AppSettings>(options.settings ? std::move(options.settings) : std::make_unique<QSettings>())),
+    : settings_(std::make_unique<AppSettings>(options.settings ? std::move(options.settings) : userSettings())),
       monitorSystem_(options.monitorSystem) {
     std::unique_ptr<Database> database;
     if (options.inMemoryDatabase) {
         database = Database::openInMemory();
     } else {
-        auto opened = Database::open(options.databasePath.isEmpty() ? defaultDatabasePath() : options.databasePath);
-        databaseProblem_ = opened.problem;
+        const QString path = options.databasePath.isEmpty() ? defaultDatabasePath() : options.databasePath;
+        QDir().mkpath(QFileInfo(path).absolutePath());
+        // A second Tandem would mark the first one's streaming answer as interrupted; a lock left by a
+        // crashed Tandem is stale (its process is gone) and taken over.
+        databaseLock_ = std::make_unique<QLockFile>(path + QStringLiteral(".lock"));
+        if (!databaseLock_->tryLock(200)) {
+            databaseProblem_ = tr("Another Tandem is open and using your conversations (%1). This window does not "
+                                  "save its conversations; use the other one, or close it and start Tandem again.")
+                                   .arg(QDir::toNativeSeparators(path));
+        } else {
+            auto opened = Database::open(path);
+            databaseProblem_ = opened.problem;
+            database = std::move(opened.database);
+        }
         // A file that cannot be used is left alone; this session keeps its conversations in memory.
-        database = opened.database ? std::move(opened.database) : Database::openInMemory();
+        if (!database) database = Database::openInMemory();
     }
     store_ = std::make_unique<ConversationStore>(std::move(database));
     store_->markInterruptedAnswers();

@@ -2,6 +2,7 @@
 // Builds the app's parts and wires them: settings, the conversation store, the engine thread, the
 // models, the controllers and the window. Used by the `tandem` executable, the screenshot renderer
 // and the tests, which swap in their own settings file, database and model loader.
+#include <QLockFile>
 #include <QObject>
 #include <QSettings>
 #include <memory>
@@ -24,7 +25,7 @@ class MainWindow;
 struct TandemAppOptions {
     QString databasePath;                 // empty: defaultDatabasePath()
     bool inMemoryDatabase = false;        // nothing is saved (screenshots)
-    std::unique_ptr<QSettings> settings;  // null: the user's settings
+    std::unique_ptr<QSettings> settings;  // null: ~/.config/tandem/tandem.ini
     ModelRunnerFactory runnerFactory;     // null: the real engine
     std::optional<QString> embeddedModelDir;  // unset: findEmbeddedModel(); empty: none
     bool monitorSystem = true;
@@ -62,6 +63,7 @@ private:
     // Members in construction order; destruction runs backwards, window first, engine thread before
     // the models it reports to.
     std::unique_ptr<AppSettings> settings_;
+    std::unique_ptr<QLockFile> databaseLock_;  // one Tandem writes a database at a time
     std::unique_ptr<ConversationStore> store_;
     QString databaseProblem_;
     std::unique_ptr<MessageModel> messages_;

@@ -40,7 +40,7 @@ struct Appearance {
 class AppSettings {
 public:
     // Takes the QSettings to use; tests pass an INI file in a temporary folder.
-    explicit AppSettings(std::unique_ptr<QSettings> settings = std::make_unique<QSettings>());
+    explicit AppSettings(std::unique_ptr<QSettings> settings);
 
     EngineSettings engine() const;
     void setEngine(const EngineSettings& engine);

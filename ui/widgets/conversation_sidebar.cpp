@@ -15,6 +15,15 @@
 namespace tandem::ui {
 namespace {
 
+// "14:05" today, "3 Nov" this year, the locale's short date before.
+QString whenText(const QDateTime& when) {
+    const QLocale locale;
+    const QDate today = QDate::currentDate();
+    if (when.date() == today) return locale.toString(when.time(), QStringLiteral("HH:mm"));
+    if (when.date().year() == today.year()) return locale.toString(when.date(), QStringLiteral("d MMM"));
+    return locale.toString(when.date(), QLocale::ShortFormat);
+}
+
 // Title on the first line; the matching text (searching) or the date below it, smaller and dimmer.
 class ConversationDelegate : public QStyledItemDelegate {
 public:
@@ -51,7 +60,7 @@ public:
         painter->setPen(dim);
         const QString snippet = index.data(ConversationListModel::SnippetRole).toString();
         const QString second = snippet.isEmpty()
-                                   ? QLocale().toString(index.data(ConversationListModel::UpdatedRole).toDateTime(), QLocale::ShortFormat)
+                                   ? whenText(index.data(ConversationListModel::UpdatedRole).toDateTime())
                                    : snippet.simplified();
         const QFontMetrics sm(small);
         painter->drawText(r.left(), r.top() + fm.height() + 2, r.width(), sm.height(), Qt::AlignLeft | Qt::AlignVCenter,

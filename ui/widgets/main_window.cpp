@@ -3,16 +3,16 @@
 #include <QApplication>
 #include <QClipboard>
 #include <QCloseEvent>
+#include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QRegularExpression>
-#include <QDir>
-#include <QFileInfo>
 #include <QScrollArea>
 #include <QSplitter>
 #include <QStackedWidget>
@@ -109,6 +109,7 @@ MainWindow::MainWindow(const MainWindowParts& parts, QWidget* parent)
 
     updateModelState();
     updateTitle();
+    composer_->focusInput();
     resize(1360, 860);
     if (const QByteArray g = parts_.settings->windowGeometry(); !g.isEmpty()) restoreGeometry(g);
     if (const QByteArray s = parts_.settings->windowState(); !s.isEmpty()) restoreState(s);
@@ -332,14 +333,17 @@ void MainWindow::openConversationSettings() {
     if (dialog.exec() == QDialog::Accepted) parts_.chat->setConversationSettings(dialog.settings());
 }
 
+QString MainWindow::titleOf(qint64 conversationId) const {
+    const int row = parts_.conversations->rowOf(conversationId);
+    return row >= 0 ? parts_.conversations->data(parts_.conversations->index(row), Qt::DisplayRole).toString()
+                    : parts_.chat->currentTitle();
+}
+
 void MainWindow::confirmDelete(qint64 conversationId) {
     if (conversationId == 0) return;
-    const auto c = parts_.conversations->rowOf(conversationId) >= 0
-                       ? parts_.conversations->data(parts_.conversations->index(parts_.conversations->rowOf(conversationId)),
-                                                    Qt::DisplayRole).toString()
-                       : parts_.chat->currentTitle();
     QMessageBox box(QMessageBox::Warning, tr("Delete Conversation?"),
-                    tr("Delete “%1” and all its messages? This cannot be undone.").arg(c), QMessageBox::Cancel, this);
+                    tr("Delete “%1” and all its messages? This cannot be undone.").arg(titleOf(conversationId)),
+                    QMessageBox::Cancel, this);
     QPushButton* del = box.addButton(tr("Delete"), QMessageBox::DestructiveRole);
     box.setDefaultButton(QMessageBox::Cancel);
     box.exec();
@@ -351,9 +355,7 @@ void MainWindow::exportConversation(qint64 conversationId, bool markdown) {
         statusBar()->showMessage(tr("Nothing to export yet: send a message first."), 5000);
         return;
     }
-    QString name = parts_.chat->currentTitle();
-    const int row = parts_.conversations->rowOf(conversationId);
-    if (row >= 0) name = parts_.conversations->data(parts_.conversations->index(row), Qt::DisplayRole).toString();
+    QString name = titleOf(conversationId);
     name.replace(QRegularExpression(QStringLiteral("[^\\w\\- ]")), QStringLiteral("_"));
     const QString suggested = QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation) + QLatin1Char('/') +
                               name + (markdown ? QStringLiteral(".md") : QStringLiteral(".json"));

@@ -76,6 +76,7 @@ private:
     void updateModelState();
     void updateTitle();
     void onGeneratingChanged(bool generating);
+    QString titleOf(qint64 conversationId) const;
 
     MainWindowParts parts_;
     ConversationSidebar* sidebar_;

@@ -74,6 +74,7 @@ QString styleSheetFor(const Colors& c, double basePoint) {
                "#emptyTitle { font-size: %11pt; font-weight: 600; }"
                "#sidebar { background: %12; }"
                "#sidebar QListView { background: transparent; }"
+               "#sidebar QLineEdit { border: 1px solid %7; border-radius: 6px; padding: 4px 6px; background: %1; }"
                "#chatHeaderTitle { font-weight: 600; }"
                "#dashboardTitle, #dashboardModel { font-weight: 600; }"
                "#contextBar { border: 1px solid %7; border-radius: 4px; background: %1; }"
