@@ -264,6 +264,27 @@ private slots:
                  }()).contains("pirate"));
     }
 
+    void renameInPlaceWithF2() {
+        QTemporaryDir dir;
+        auto app = startApp(dir);
+        QVERIFY(test::waitForModel(*app));
+        typeAndSend(*app, "A title from the first message");
+        QVERIFY(test::waitForIdle(*app));
+        const qint64 id = app->chat()->currentConversationId();
+        QCOMPARE(app->store()->conversation(id)->title, QStringLiteral("A title from the first message"));
+        QTest::keyClick(app->window(), Qt::Key_F2);
+        QListView* list = app->window()->sidebar()->listView();
+        auto* editor = list->viewport()->findChild<QLineEdit*>();
+        QVERIFY(editor && editor->isVisible());
+        editor->selectAll();
+        QTest::keyClicks(editor, "Renamed");
+        QTest::keyClick(editor, Qt::Key_Return);
+        // The delegate commits through a queued call once the key is handled.
+        QTRY_COMPARE(app->store()->conversation(id)->title, QStringLiteral("Renamed"));
+        QCOMPARE(app->window()->windowTitle(), QStringLiteral("Renamed — Tandem"));
+        QCOMPARE(app->conversations()->index(0).data().toString(), QStringLiteral("Renamed"));
+    }
+
     void exportWritesMarkdownAndJson() {
         QTemporaryDir dir;
         auto app = startApp(dir);

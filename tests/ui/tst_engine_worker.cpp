@@ -243,6 +243,14 @@ private slots:
         generate(host.worker(), r);
         QVERIFY(waitFor([&] { return !events.failures.isEmpty(); }));
         QVERIFY2(events.failures.first().contains("more than the 256 the context holds"), qPrintable(events.failures.first()));
+
+        // One that fits gets the room that is left, and says the context filled up.
+        GenerationRequest fits = question(10, 1000);
+        generate(host.worker(), fits);
+        QVERIFY(waitFor([&] { return !events.finished.isEmpty(); }));
+        const AnswerStats stats = events.finished.first();
+        QVERIFY(stats.filledContext);
+        QCOMPARE(stats.contextUsed(), 256);
     }
 
     void theUiEventLoopTurnsWhileTheEngineWorks() {

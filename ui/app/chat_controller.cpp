@@ -229,6 +229,9 @@ void ChatController::onAnswerFinished(quint64 requestId, const AnswerStats& stat
     const bool current = m.conversationId == currentId_;
     finishStreaming(m);
     if (current) setContextUsage(stats.contextUsed(), stats.contextLength);
+    if (stats.filledContext)
+        emit noticeOccurred(tr("The answer stopped because the context is full (%1 tokens). Start a new chat, or raise "
+                               "the context length in Settings.").arg(stats.contextLength));
     emit answerCompleted(stats);
 }
 

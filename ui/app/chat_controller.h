@@ -58,6 +58,8 @@ signals:
     // A streaming answer's text so far has been committed to the store.
     void streamingAnswerSaved(qint64 messageId, const QString& content);
     void errorOccurred(const QString& message);
+    // Something the user should know that is not an error, e.g. a full context.
+    void noticeOccurred(const QString& message);
 
 private:
     struct StreamingAnswer {

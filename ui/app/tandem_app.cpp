@@ -57,6 +57,8 @@ TandemApp::TandemApp(TandemAppOptions options)
 
     connect(monitor_.get(), &SystemMonitor::sampled, stats_.get(), &StatsModel::addSample);
     connect(host_->worker(), &EngineWorker::liveStatsMeasured, stats_.get(), &StatsModel::setLiveEngineStats);
+    connect(chat_.get(), &ChatController::generatingChanged, stats_.get(), &StatsModel::setGenerating);
+    connect(chat_.get(), &ChatController::answerCompleted, stats_.get(), &StatsModel::setAnswerStats);
 
     window_ = std::make_unique<MainWindow>(MainWindowParts{chat_.get(), model_.get(), conversations_.get(), messages_.get(),
                                                            stats_.get(), settings_.get(), monitor_.get()});

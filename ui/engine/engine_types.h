@@ -62,6 +62,7 @@ struct AnswerStats {
     int contextLength = 0;
     bool stoppedAtEos = false;
     bool stoppedByUser = false;
+    bool filledContext = false;  // ended because the context had no room for more tokens
     QList<LayerSplit> layerSplit;  // empty while the engine does not report it
 
     int contextUsed() const { return promptTokens + generatedTokens; }

@@ -175,6 +175,8 @@ void EngineWorker::generate(const GenerationRequest& request) {
         result.prefillTokensPerSecond = stats.prefillTokensPerSecond();
         result.stoppedAtEos = stats.stoppedAtEos;
         result.stoppedByUser = isStopped(id);
+        result.filledContext = !stats.stoppedAtEos && !result.stoppedByUser && options.maxNewTokens == room &&
+                               stats.generatedTokens == room;
         result.layerSplit = runner_->telemetry().layerSplit;
         emit answerFinished(id, result);
     } catch (const std::exception& e) {

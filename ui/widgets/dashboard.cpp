@@ -209,8 +209,9 @@ void Dashboard::onSample() {
                                  : tr("Not available: %1.").arg(s.gpuUnavailableReason));
     }
 
-    memory_.reading->setText(tr("Memory: %1 / %2 GiB in use · Tandem %3 GiB")
-                                 .arg(gib(s.memoryUsed), gib(s.memoryTotal), gib(s.appResident)));
+    memory_.reading->setText(s.memoryTotal == 0 ? tr("Memory: measuring…")
+                                                : tr("Memory: %1 / %2 GiB in use · Tandem %3 GiB")
+                                                      .arg(gib(s.memoryUsed), gib(s.memoryTotal), gib(s.appResident)));
 }
 
 void Dashboard::showLayerSplit() {

@@ -87,6 +87,7 @@ MainWindow::MainWindow(const MainWindowParts& parts, QWidget* parent)
     connect(composer_, &Composer::stopRequested, chat, &ChatController::stop);
     connect(chat, &ChatController::generatingChanged, this, &MainWindow::onGeneratingChanged);
     connect(chat, &ChatController::errorOccurred, this, [this](const QString& m) { showProblem(m); });
+    connect(chat, &ChatController::noticeOccurred, this, [this](const QString& m) { showProblem(m, false); });
     connect(chat, &ChatController::currentConversationChanged, this, [this](qint64 id) {
         sidebar_->setCurrentConversation(id);
         updateTitle();
@@ -94,7 +95,6 @@ MainWindow::MainWindow(const MainWindowParts& parts, QWidget* parent)
     });
     connect(parts_.conversations, &QAbstractItemModel::modelReset, this, &MainWindow::updateTitle);
     connect(chat, &ChatController::contextUsageChanged, context_, &ContextIndicator::setUsage);
-    connect(chat, &ChatController::answerCompleted, parts_.stats, &StatsModel::setAnswerStats);
     connect(model, &ModelController::stateChanged, this, &MainWindow::updateModelState);
     connect(model, &ModelController::loadFailed, this, [this](const QString& message) {
         banner_->showMessage(NotificationBanner::Kind::Error, message, tr("Open Model Folder…"), QStringLiteral("model"));
@@ -169,7 +169,10 @@ void MainWindow::buildMenus() {
         composer_->focusInput();
     });
     file->addAction(tr("&Open Model Folder…"), QKeySequence::Open, this, &MainWindow::openModelFolder);
-    file->addAction(tr("&Reload Model"), parts_.model, &ModelController::loadConfigured);
+    file->addAction(tr("&Reload Model"), this, [this] {
+        parts_.chat->stop();  // a load waits for the answer in progress; stop it first
+        parts_.model->loadConfigured();
+    });
     file->addSeparator();
     file->addAction(tr("Export as &Markdown…"), this, [this] { exportConversation(parts_.chat->currentConversationId(), true); });
     file->addAction(tr("Export as &JSON…"), this, [this] { exportConversation(parts_.chat->currentConversationId(), false); });
@@ -272,7 +275,6 @@ void MainWindow::onGeneratingChanged(bool generating) {
     chatView_->setBusy(generating);
     stopAction_->setEnabled(generating);
     regenerateAction_->setEnabled(!generating);
-    parts_.stats->setGenerating(generating);
 }
 
 void MainWindow::showProblem(const QString& message, bool isError) {
@@ -294,6 +296,7 @@ void MainWindow::openModelFolder() {
     const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Model Folder"), start);
     if (dir.isEmpty()) return;
     banner_->hide();
+    parts_.chat->stop();
     parts_.model->loadModelFolder(dir);
 }
 
