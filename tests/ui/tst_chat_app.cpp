@@ -131,6 +131,10 @@ private slots:
         QCOMPARE(app->messages()->rowCount(), 2);
         QCOMPARE(app->messages()->message(1).content, answer);
         QVERIFY(app->window()->isShowingConversation());
+        // Once the model is there, the engine thread counts the reopened conversation for the indicator.
+        QVERIFY(test::waitForModel(*app));
+        QTRY_VERIFY_WITH_TIMEOUT(app->chat()->contextUsed() > 0, 60000);
+        QVERIFY(app->window()->contextIndicator()->text().endsWith("/ 4,096 tokens"));
     }
 
     void stopAndRegenerate() {

@@ -52,6 +52,7 @@ public:
         });
         connect(worker, &EngineWorker::answerFailed, this, [this](quint64, const QString& m) { failures << m; });
         connect(worker, &EngineWorker::deferralApplied, this, [this](int d) { deferrals << d; });
+        connect(worker, &EngineWorker::liveStatsMeasured, this, [this](const LiveEngineStats& s) { live << s; });
     }
 
     QList<ModelSummary> loaded;
@@ -64,6 +65,7 @@ public:
     QList<AnswerStats> finished;
     QStringList failures;
     QList<int> deferrals;
+    QList<LiveEngineStats> live;
 };
 
 // Waits for events of the worker; the limit only keeps a broken build from hanging.
@@ -122,6 +124,10 @@ private slots:
         QVERIFY(!stats.stoppedByUser);
         QVERIFY(stats.timeToFirstTokenSeconds > 0);
         QCOMPARE(stats.contextLength, 4096);
+        // The dashboard hears the speed at least once, with the answer's full count last.
+        QVERIFY(!events.live.isEmpty());
+        QCOMPARE(events.live.last().generatedTokens, 24);
+        QVERIFY(!events.live.last().expertPoolBusy);  // not reported by this engine yet
 
         // The same prompt straight through the engine and the formatter gives the same text.
         const auto formatter = makeChatFormatter(test::fixturePath("tiny-qwen3moe"), "qwen3_moe");

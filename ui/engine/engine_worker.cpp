@@ -99,11 +99,15 @@ void EngineWorker::countTokens(quint64 requestId, const QList<PromptMessage>& me
 void EngineWorker::reportLive(const QElapsedTimer& decodeClock, int decodedTokens, bool force) {
     const qint64 now = decodeClock.elapsed();
     if (!force && now - lastLiveReportMs_ < kLiveStatsMs) return;
+    // Speed over the tokens since the last report, so a change (deferral, a busy machine) shows at once.
+    const qint64 spanMs = now - lastLiveReportMs_;
+    const int spanTokens = decodedTokens - lastLiveReportTokens_;
     lastLiveReportMs_ = now;
+    lastLiveReportTokens_ = decodedTokens;
     const EngineTelemetry telemetry = runner_->telemetry();
     LiveEngineStats live;
     live.generatedTokens = decodedTokens;
-    live.decodeTokensPerSecond = now > 0 && decodedTokens > 1 ? (decodedTokens - 1) * 1000.0 / static_cast<double>(now) : 0.0;
+    live.decodeTokensPerSecond = spanMs > 0 ? spanTokens * 1000.0 / static_cast<double>(spanMs) : 0.0;
     live.expertPoolBusy = telemetry.expertPoolBusy;
     live.gpuBusy = telemetry.gpuBusy;
     emit liveStatsMeasured(live);
@@ -145,6 +149,7 @@ void EngineWorker::generate(const GenerationRequest& request) {
         qint64 lastFlushMs = 0;
         int tokens = 0;
         lastLiveReportMs_ = 0;
+        lastLiveReportTokens_ = 1;  // the decode clock starts at the first token
         const auto flush = [&] {
             if (pending.isEmpty()) return;
             emit answerTextArrived(id, pending.answer, pending.reasoning);

@@ -60,6 +60,7 @@ private:
     std::atomic<quint64> stoppedRequest_{0};
     std::atomic<int> requestedDeferral_{-1};  // -1: nothing new to apply
     qint64 lastLiveReportMs_ = 0;
+    int lastLiveReportTokens_ = 0;
 };
 
 }  // namespace tandem::ui

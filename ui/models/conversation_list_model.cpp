@@ -1,5 +1,7 @@
 #include "ui/models/conversation_list_model.h"
 
+#include <algorithm>
+
 namespace tandem::ui {
 
 ConversationListModel::ConversationListModel(ConversationStore* store, QObject* parent)
@@ -60,8 +62,19 @@ int ConversationListModel::rowOf(qint64 id) const {
 }
 
 void ConversationListModel::refresh() {
+    QList<ConversationSummary> fresh = query_.trimmed().isEmpty() ? store_->conversations() : store_->search(query_);
+    // Same conversations in the same order (a rename, a message that did not reorder the list): update in
+    // place, so selection and an open rename editor survive.
+    const bool sameRows = fresh.size() == rows_.size() &&
+                          std::equal(fresh.cbegin(), fresh.cend(), rows_.cbegin(),
+                                     [](const ConversationSummary& a, const ConversationSummary& b) { return a.id == b.id; });
+    if (sameRows) {
+        rows_ = std::move(fresh);
+        if (!rows_.isEmpty()) emit dataChanged(index(0), index(static_cast<int>(rows_.size()) - 1));
+        return;
+    }
     beginResetModel();
-    rows_ = query_.trimmed().isEmpty() ? store_->conversations() : store_->search(query_);
+    rows_ = std::move(fresh);
     endResetModel();
 }
 

@@ -94,6 +94,7 @@ MainWindow::MainWindow(const MainWindowParts& parts, QWidget* parent)
         updateChatPage();
     });
     connect(parts_.conversations, &QAbstractItemModel::modelReset, this, &MainWindow::updateTitle);
+    connect(parts_.conversations, &QAbstractItemModel::dataChanged, this, &MainWindow::updateTitle);
     connect(chat, &ChatController::contextUsageChanged, context_, &ContextIndicator::setUsage);
     connect(model, &ModelController::stateChanged, this, &MainWindow::updateModelState);
     connect(model, &ModelController::loadFailed, this, [this](const QString& message) {
