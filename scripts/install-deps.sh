@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   qt6-base-dev qt6-qpa-plugins qt6-charts-dev qt6-svg-dev libqt6sql6-sqlite
-  nlohmann-json3-dev libpcre2-dev libutf8proc-dev libnuma-dev libsqlite3-dev
+  fonts-dejavu-core nlohmann-json3-dev libpcre2-dev libutf8proc-dev libnuma-dev libsqlite3-dev
 )
 
 missing=()

@@ -127,9 +127,11 @@ const std::vector<int>& Session::context() const { return impl_->context; }
 void Session::reset() { impl_->context.clear(); }
 
 void Session::setDeferral(int deferred, bool skip) {
-    impl_->deferred = std::max(0, deferred);
+    impl_->deferred = std::clamp(deferred, 0, std::max(0, impl_->engine.info.expertsPerToken - 1));
     impl_->skipDeferred = skip;
 }
+
+int Session::deferral() const { return impl_->deferred; }
 
 DecodeProfile Session::takeDecodeProfile() { return impl_->runner->takeProfile(); }
 

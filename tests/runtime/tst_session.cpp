@@ -73,6 +73,18 @@ private slots:
         QCOMPARE(shown, std::vector<int>(g.genIds.begin(), g.genIds.begin() + 3));
     }
 
+    void deferralIsClampedToTheExpertsPerToken() {
+        auto engine = load(fixturePath("tiny-qwen3moe"));
+        auto session = engine->newSession();
+        QCOMPARE(session->deferral(), 0);  // exact by default
+        session->setDeferral(2);
+        QCOMPARE(session->deferral(), 2);
+        session->setDeferral(engine->info().expertsPerToken);  // k: at least one stays immediate
+        QCOMPARE(session->deferral(), engine->info().expertsPerToken - 1);
+        session->setDeferral(-3);
+        QCOMPARE(session->deferral(), 0);
+    }
+
     void followUpReusesTheCache() {
         // Turn 1: prompt P, generating G. Turn 2: the whole conversation P + G + U is given again; only
         // what is not cached (the last generated token, which was never fed, and U) is prefilled.

@@ -118,9 +118,11 @@ public:
     void reset();
 
     // Expert Deferral from the next token on: of each token's k routed experts, the `deferred`
-    // lowest-weighted ones overlap the next layer instead of being waited for (0 = exact). With `skip`
-    // they are dropped instead, for comparison. Safe to call while generating on another thread.
+    // lowest-weighted ones overlap the next layer instead of being waited for (0 = exact; clamped to
+    // 0..k-1, so one expert always stays immediate). With `skip` they are dropped instead, for
+    // comparison. Safe to call while generating on another thread, or from onToken.
     void setDeferral(int deferred, bool skip = false);
+    int deferral() const;
 
     // Runs `tokens` after the current context and returns the logits: [vocab] for the last token, or
     // [tokens.size(), vocab] with Logits::All. The reference stays valid until the next call.

@@ -1,0 +1,510 @@
+// The whole app on the offscreen platform, driven like a user: the real tiny-qwen3moe model, a real
+// SQLite file in a temporary folder, the window's own widgets and shortcuts.
+#include <QAbstractButton>
+#include <QAbstractItemView>
+#include <QAction>
+#include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLineEdit>
+#include <QListView>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSlider>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTimer>
+
+#include "test_support.h"
+#include "ui/text/byte_vocabulary.h"
+#include "ui/widgets/chat_view.h"
+#include "ui/widgets/composer.h"
+#include "ui/widgets/context_indicator.h"
+#include "ui/widgets/conversation_sidebar.h"
+#include "ui/widgets/dashboard.h"
+#include "ui/widgets/deferral_panel.h"
+#include "ui/widgets/empty_state_page.h"
+#include "ui/widgets/main_window.h"
+#include "ui/widgets/message_view.h"
+#include "ui/widgets/notification_banner.h"
+#include "ui/widgets/settings_dialog.h"
+#include "ui/widgets/theme.h"
+#include "ui_test_support.h"
+
+using namespace tandem;
+using namespace tandem::ui;
+
+namespace {
+
+// Short answers keep the suite fast; the tiny model may also end earlier at its end-of-turn token.
+void limitAnswers(TandemApp& app, int tokens = 16) {
+    SamplingDefaults s = app.settings()->sampling();
+    s.maxNewTokens = tokens;
+    app.settings()->setSampling(s);
+}
+
+std::unique_ptr<TandemApp> startApp(const QTemporaryDir& dir, ModelRunnerFactory factory = {}) {
+    auto app = std::make_unique<TandemApp>(test::appOptions(dir, std::move(factory)));
+    limitAnswers(*app);
+    app->start();
+    app->window()->show();
+    return app;
+}
+
+// Types into the composer and presses Enter, as a user does.
+void typeAndSend(TandemApp& app, const QString& text) {
+    Composer* composer = app.window()->composer();
+    composer->focusInput();
+    QTest::keyClicks(composer->editor(), text);
+    QTest::keyClick(composer->editor(), Qt::Key_Return);
+}
+
+// Accepts the next modal dialog once it is up, after `edit` has changed it.
+void whenModalOpens(const std::function<void(QWidget*)>& edit) {
+    QTimer::singleShot(0, [edit] {
+        QTRY_VERIFY(QApplication::activeModalWidget() != nullptr);
+        edit(QApplication::activeModalWidget());
+    });
+}
+
+template <typename T>
+T* childNamed(QWidget* parent, const QString& accessibleName) {
+    for (T* w : parent->findChildren<T*>())
+        if (w->accessibleName() == accessibleName) return w;
+    return nullptr;
+}
+
+}  // namespace
+
+class ChatAppTest : public QObject {
+    Q_OBJECT
+
+private slots:
+    void sendingStreamsAnAnswerThatIsSavedAndSurvivesARestart() {
+        QTemporaryDir dir;
+        qint64 conversation = 0;
+        QString answer;
+        {
+            auto app = startApp(dir);
+            QVERIFY(test::waitForModel(*app));
+            typeAndSend(*app, "What is a mixture of experts?");
+            QVERIFY(app->chat()->isGenerating());
+            QVERIFY(app->window()->composer()->text().isEmpty());  // sent: the box is cleared
+            QVERIFY(test::waitForIdle(*app));
+
+            MessageModel* messages = app->messages();
+            QCOMPARE(messages->rowCount(), 2);
+            QCOMPARE(messages->message(0).content, QStringLiteral("What is a mixture of experts?"));
+            const ChatMessage& reply = messages->message(1);
+            QCOMPARE(reply.role, QStringLiteral("assistant"));
+            QCOMPARE(toString(reply.state), toString(MessageState::Complete));
+            QVERIFY(reply.metrics.generatedTokens > 0);
+            QVERIFY(reply.metrics.timeToFirstTokenSeconds > 0);
+            QCOMPARE(reply.model, QStringLiteral("tiny-qwen3moe"));
+            answer = reply.content;
+            conversation = app->chat()->currentConversationId();
+
+            // What the window shows.
+            app->window()->chatView()->renderPending();
+            MessageView* view = app->window()->chatView()->messageView(1);
+            QVERIFY(view->footerText().contains("tokens/s"));
+            QVERIFY(view->footerText().contains("s to first token"));
+            QVERIFY(app->window()->isShowingConversation());
+            QVERIFY(app->window()->contextIndicator()->text().endsWith("/ 4,096 tokens"));
+            QVERIFY(app->chat()->contextUsed() > reply.metrics.generatedTokens);
+            QCOMPARE(app->window()->windowTitle(), QStringLiteral("What is a mixture of experts? — Tandem"));
+
+            // In the store already.
+            const auto stored = app->store()->messages(conversation);
+            QCOMPARE(stored.size(), 2);
+            QCOMPARE(stored[1].content, answer);
+            QCOMPARE(stored[1].metrics.generatedTokens, reply.metrics.generatedTokens);
+        }
+        auto app = startApp(dir);
+        QCOMPARE(app->conversations()->rowCount(), 1);
+        QCOMPARE(app->chat()->currentConversationId(), conversation);  // the last conversation reopens
+        QCOMPARE(app->messages()->rowCount(), 2);
+        QCOMPARE(app->messages()->message(1).content, answer);
+        QVERIFY(app->window()->isShowingConversation());
+        // Once the model is there, the engine thread counts the reopened conversation for the indicator.
+        QVERIFY(test::waitForModel(*app));
+        QTRY_VERIFY_WITH_TIMEOUT(app->chat()->contextUsed() > 0, 60000);
+        QVERIFY(app->window()->contextIndicator()->text().endsWith("/ 4,096 tokens"));
+    }
+
+    void stopAndRegenerate() {
+        QTemporaryDir dir;
+        auto gate = std::make_shared<test::RunnerGate>();
+        auto app = startApp(dir, test::gatedRunnerFactory(gate));
+        limitAnswers(*app, 64);
+        QVERIFY(test::waitForModel(*app));
+        gate->holdAtToken = 3;
+        typeAndSend(*app, "Count to ten.");
+        QVERIFY(gate->reached.tryAcquire(1, 60000));
+        QVERIFY(app->window()->stopAction()->isEnabled());
+        QCOMPARE(app->window()->composer()->button()->text(), QStringLiteral("Stop"));
+        QTest::keyClick(app->window(), Qt::Key_Escape);  // Esc stops
+        gate->release.release();
+        QVERIFY(test::waitForIdle(*app));
+        const ChatMessage stopped = app->messages()->message(1);
+        QCOMPARE(toString(stopped.state), toString(MessageState::Stopped));
+        QCOMPARE(stopped.metrics.generatedTokens, 3);
+        QCOMPARE(toString(app->store()->messages(app->chat()->currentConversationId())[1].state), toString(MessageState::Stopped));
+        app->window()->chatView()->renderPending();
+        QVERIFY(app->window()->chatView()->messageView(1)->footerText().startsWith("Stopped"));
+
+        // Regenerate through the answer's own button: the stopped answer is replaced.
+        gate->holdAtToken = 0;
+        QAbstractButton* regenerate = childNamed<QAbstractButton>(app->window()->chatView()->messageView(1), "Regenerate answer");
+        QVERIFY(regenerate && regenerate->isVisible());
+        QTest::mouseClick(regenerate, Qt::LeftButton);
+        QVERIFY(test::waitForIdle(*app));
+        QCOMPARE(app->messages()->rowCount(), 2);
+        const ChatMessage fresh = app->messages()->message(1);
+        QCOMPARE(toString(fresh.state), toString(MessageState::Complete));
+        QCOMPARE(app->store()->messages(app->chat()->currentConversationId()).size(), 2);
+    }
+
+    void editAndResendReplacesLaterMessages() {
+        QTemporaryDir dir;
+        auto app = startApp(dir);
+        QVERIFY(test::waitForModel(*app));
+        typeAndSend(*app, "First question");
+        QVERIFY(test::waitForIdle(*app));
+        typeAndSend(*app, "Second question");
+        QVERIFY(test::waitForIdle(*app));
+        QCOMPARE(app->messages()->rowCount(), 4);
+        const qint64 secondQuestion = app->messages()->message(2).id;
+
+        ChatView* chat = app->window()->chatView();
+        chat->renderPending();
+        MessageView* first = chat->messageView(0);
+        QTest::mouseClick(childNamed<QAbstractButton>(first, "Edit message"), Qt::LeftButton);
+        auto* editor = childNamed<QPlainTextEdit>(first, "Edited message");
+        QVERIFY(editor && editor->isVisible());
+        editor->setPlainText("First question, edited");
+        QTest::mouseClick(childNamed<QPushButton>(first, "Send edited message"), Qt::LeftButton);
+        QVERIFY(test::waitForIdle(*app));
+
+        QCOMPARE(app->messages()->rowCount(), 2);
+        QCOMPARE(app->messages()->message(0).content, QStringLiteral("First question, edited"));
+        QCOMPARE(toString(app->messages()->message(1).state), toString(MessageState::Complete));
+        const auto stored = app->store()->messages(app->chat()->currentConversationId());
+        QCOMPARE(stored.size(), 2);
+        QCOMPARE(stored[0].content, QStringLiteral("First question, edited"));
+        QVERIFY(stored[1].id != secondQuestion);
+    }
+
+    void searchFindsAMessage() {
+        QTemporaryDir dir;
+        auto app = startApp(dir);
+        QVERIFY(test::waitForModel(*app));
+        typeAndSend(*app, "Tell me about zebras");
+        QVERIFY(test::waitForIdle(*app));
+        const qint64 zebras = app->chat()->currentConversationId();
+        QTest::keyClick(app->window(), Qt::Key_N, Qt::ControlModifier);  // Ctrl+N: a new chat
+        QCOMPARE(app->chat()->currentConversationId(), qint64(0));
+        QCOMPARE(app->messages()->rowCount(), 0);
+        typeAndSend(*app, "And about giraffes");
+        QVERIFY(test::waitForIdle(*app));
+        QCOMPARE(app->conversations()->rowCount(), 2);
+
+        QTest::keyClick(app->window(), Qt::Key_F, Qt::ControlModifier);  // Ctrl+F: the search field
+        QLineEdit* search = app->window()->sidebar()->searchField();
+        QVERIFY(search->hasFocus());
+        QTest::keyClicks(search, "zebra");
+        QCOMPARE(app->conversations()->rowCount(), 1);
+        QCOMPARE(app->conversations()->idAt(0), zebras);
+        QVERIFY(app->conversations()->index(0).data(ConversationListModel::SnippetRole).toString().contains("[zebras]"));
+        // Choosing the result opens it.
+        QListView* list = app->window()->sidebar()->listView();
+        list->setCurrentIndex(app->conversations()->index(0));
+        QCOMPARE(app->chat()->currentConversationId(), zebras);
+        search->clear();
+        QCOMPARE(app->conversations()->rowCount(), 2);
+    }
+
+    void systemPromptAndSamplingArePerConversation() {
+        QTemporaryDir dir;
+        auto gate = std::make_shared<test::RunnerGate>();
+        auto app = startApp(dir, test::gatedRunnerFactory(gate));
+        QVERIFY(test::waitForModel(*app));
+        ConversationSettings pirate;
+        pirate.systemPrompt = "Answer like a pirate.";
+        pirate.overrideSampling = true;
+        pirate.sampling.temperature = 0.0f;
+        pirate.sampling.topK = 7;
+        pirate.maxNewTokens = 5;
+        app->chat()->setConversationSettings(pirate);  // a new chat: kept until its first message
+        typeAndSend(*app, "Where is the treasure?");
+        QVERIFY(test::waitForIdle(*app));
+        const auto vocabulary = ByteVocabulary::load(test::fixturePath("tiny-qwen3moe") + "/tokenizer.json");
+        QByteArray prompt;
+        for (int id : gate->lastPrompt) prompt += vocabulary.bytes(id);
+        QCOMPARE(QString::fromUtf8(prompt), QStringLiteral("<|im_start|>system\nAnswer like a pirate.<|im_end|>\n"
+                                                           "<|im_start|>user\nWhere is the treasure?<|im_end|>\n"
+                                                           "<|im_start|>assistant\n"));
+        QCOMPARE(gate->lastOptions.maxNewTokens, 5);
+        QCOMPARE(gate->lastOptions.sampling.topK, 7);
+        QCOMPARE(gate->lastOptions.sampling.temperature, 0.0f);
+        const qint64 id = app->chat()->currentConversationId();
+        QCOMPARE(app->store()->conversation(id)->settings, pirate);
+
+        // Another conversation uses the defaults: the model's recommendation (temperature 0.6).
+        QTest::keyClick(app->window(), Qt::Key_N, Qt::ControlModifier);
+        typeAndSend(*app, "Hello");
+        QVERIFY(test::waitForIdle(*app));
+        QCOMPARE(gate->lastOptions.sampling.temperature, 0.6f);
+        QCOMPARE(gate->lastOptions.maxNewTokens, 16);
+        QVERIFY(!QString::fromUtf8([&] {
+                     QByteArray text;
+                     for (int t : gate->lastPrompt) text += vocabulary.bytes(t);
+                     return text;
+                 }()).contains("pirate"));
+    }
+
+    void renameInPlaceWithF2() {
+        QTemporaryDir dir;
+        auto app = startApp(dir);
+        QVERIFY(test::waitForModel(*app));
+        typeAndSend(*app, "A title from the first message");
+        QVERIFY(test::waitForIdle(*app));
+        const qint64 id = app->chat()->currentConversationId();
+        QCOMPARE(app->store()->conversation(id)->title, QStringLiteral("A title from the first message"));
+        QTest::keyClick(app->window(), Qt::Key_F2);
+        QListView* list = app->window()->sidebar()->listView();
+        auto* editor = list->viewport()->findChild<QLineEdit*>();
+        QVERIFY(editor && editor->isVisible());
+        editor->selectAll();
+        QTest::keyClicks(editor, "Renamed");
+        QTest::keyClick(editor, Qt::Key_Return);
+        // The delegate commits through a queued call once the key is handled.
+        QTRY_COMPARE(app->store()->conversation(id)->title, QStringLiteral("Renamed"));
+        QCOMPARE(app->window()->windowTitle(), QStringLiteral("Renamed — Tandem"));
+        QCOMPARE(app->conversations()->index(0).data().toString(), QStringLiteral("Renamed"));
+    }
+
+    void exportWritesMarkdownAndJson() {
+        QTemporaryDir dir;
+        auto app = startApp(dir);
+        QVERIFY(test::waitForModel(*app));
+        typeAndSend(*app, "Export this");
+        QVERIFY(test::waitForIdle(*app));
+        const qint64 id = app->chat()->currentConversationId();
+        const QString md = dir.filePath("chat.md");
+        const QString json = dir.filePath("chat.json");
+        QCOMPARE(app->chat()->exportConversation(id, md, ChatController::ExportFormat::Markdown), QString());
+        QCOMPARE(app->chat()->exportConversation(id, json, ChatController::ExportFormat::Json), QString());
+        const QString markdown = QString::fromUtf8(test::readFile(md));
+        QVERIFY(markdown.startsWith("# Export this\n"));
+        QVERIFY(markdown.contains("## You\n\nExport this"));
+        QVERIFY(markdown.contains("## Assistant (tiny-qwen3moe)"));
+        QJsonParseError error;
+        const QJsonObject root = QJsonDocument::fromJson(test::readFile(json), &error).object();
+        QCOMPARE(error.error, QJsonParseError::NoError);
+        QCOMPARE(root["messages"].toArray().size(), 2);
+        QCOMPARE(root["messages"].toArray()[1].toObject()["content"].toString(), app->messages()->message(1).content);
+    }
+
+    void sliderValueReachesTheEngineAndIsRememberedPerModel() {
+        QTemporaryDir dir;
+        auto gate = std::make_shared<test::RunnerGate>();
+        {
+            auto app = startApp(dir, test::gatedRunnerFactory(gate));
+            QVERIFY(test::waitForModel(*app));
+            QSlider* slider = app->window()->dashboard()->deferralPanel()->slider();
+            QVERIFY(slider->isEnabled());
+            QCOMPARE(slider->maximum(), 3);  // k = 4
+            QCOMPARE(gate->engineDeferral.load(), 0);
+            slider->setValue(2);
+            QTRY_COMPARE_WITH_TIMEOUT(app->model()->deferral(), 2, 60000);
+            QCOMPARE(gate->engineDeferral.load(), 2);
+        }
+        auto app = startApp(dir, test::gatedRunnerFactory(gate));
+        QVERIFY(test::waitForModel(*app));
+        QTRY_COMPARE_WITH_TIMEOUT(app->window()->dashboard()->deferralPanel()->slider()->value(), 2, 60000);
+        QCOMPARE(gate->engineDeferral.load(), 2);
+    }
+
+    void settingsPersistAndEngineChangesReloadOnConfirmation() {
+        QTemporaryDir dir;
+        auto gate = std::make_shared<test::RunnerGate>();
+        auto app = startApp(dir, test::gatedRunnerFactory(gate));
+        QVERIFY(test::waitForModel(*app));
+        QCOMPARE(gate->loads.load(), 1);
+
+        // Ctrl+, opens the dialog; change the theme and the context length, press OK, then confirm the reload.
+        whenModalOpens([](QWidget* dialog) {
+            childNamed<QSpinBox>(dialog, "Context length")->setValue(2048);
+            childNamed<QComboBox>(dialog, "Theme")->setCurrentIndex(static_cast<int>(ThemeChoice::Dark));
+            whenModalOpens([](QWidget* question) {
+                auto* box = qobject_cast<QMessageBox*>(question);
+                QVERIFY(box && box->text().contains("Reload it now?"));
+                box->button(QMessageBox::Yes)->click();
+            });
+            qobject_cast<QDialog*>(dialog)->accept();
+        });
+        QTest::keyClick(app->window(), Qt::Key_Comma, Qt::ControlModifier);
+        QVERIFY(test::waitForModel(*app));
+        QCOMPARE(gate->loads.load(), 2);
+        QCOMPARE(app->model()->summary().contextLength, 2048);
+        QVERIFY(isDarkTheme());
+        QVERIFY(QApplication::palette().color(QPalette::Window).lightness() < 128);
+
+        // Saved: a new settings object on the same file reads the same values.
+        const AppSettings reread(std::make_unique<QSettings>(dir.filePath("settings.ini"), QSettings::IniFormat));
+        QCOMPARE(reread.engine().contextLength, 2048);
+        QCOMPARE(reread.appearance().theme, ThemeChoice::Dark);
+
+        // A change that needs no reload does not reload.
+        SettingsValues light = SettingsValues::read(*app->settings());
+        light.appearance.theme = ThemeChoice::Light;
+        QVERIFY(!app->window()->applySettings(light));
+        QVERIFY(!isDarkTheme());
+        QCOMPARE(gate->loads.load(), 2);
+    }
+
+    void aModelThatFailsToLoadShowsAnErrorAndTheAppStaysUsable() {
+        QTemporaryDir dir;
+        {
+            auto app = startApp(dir);  // a conversation to come back to
+            QVERIFY(test::waitForModel(*app));
+            typeAndSend(*app, "Remember me");
+            QVERIFY(test::waitForIdle(*app));
+        }
+        QTemporaryDir broken;
+        QVERIFY(test::copyFixture("tiny-qwen3moe", broken.path()));
+        QVERIFY(QFile::remove(broken.filePath("model-00002-of-00002.safetensors")));
+        {
+            QSettings ini(dir.filePath("settings.ini"), QSettings::IniFormat);
+            ini.setValue("engine/modelDir", broken.path());
+        }
+        auto app = startApp(dir);
+        QVERIFY(!test::waitForModel(*app));
+        NotificationBanner* banner = app->window()->banner();
+        QVERIFY(banner->isVisible());
+        QVERIFY2(banner->text().startsWith("Could not load the model in " + broken.path()), qPrintable(banner->text()));
+        QVERIFY(!app->window()->composer()->button()->isEnabled());
+        QVERIFY(!app->chat()->send("anyone?"));
+        QVERIFY(banner->text().contains("No model is loaded"));
+
+        // The conversations are still there to read and search.
+        QCOMPARE(app->messages()->rowCount(), 2);
+        QCOMPARE(app->messages()->message(0).content, QStringLiteral("Remember me"));
+        QTest::keyClick(app->window(), Qt::Key_N, Qt::ControlModifier);
+        QCOMPARE(app->window()->emptyState()->mode(), EmptyStatePage::Mode::LoadFailed);
+        app->window()->sidebar()->searchField()->setText("Remember");
+        QCOMPARE(app->conversations()->rowCount(), 1);
+
+        // Choosing a good model folder recovers.
+        app->model()->loadModelFolder(test::fixturePath("tiny-qwen3moe"));
+        QVERIFY(test::waitForModel(*app));
+        QVERIFY(!banner->isVisible());
+        typeAndSend(*app, "Back again");
+        QVERIFY(test::waitForIdle(*app));
+        QCOMPARE(toString(app->messages()->message(1).state), toString(MessageState::Complete));
+    }
+
+    void withoutAnyModelTheWindowSaysWhatToDo() {
+        QTemporaryDir dir;
+        auto options = test::appOptions(dir);
+        options.embeddedModelDir = QString();
+        TandemApp app(std::move(options));
+        app.start();
+        app.window()->show();
+        QCOMPARE(app.model()->state(), ModelController::State::NoModel);
+        QCOMPARE(app.window()->emptyState()->mode(), EmptyStatePage::Mode::NoModel);
+        QVERIFY(app.window()->emptyState()->isVisible());
+        auto* open = childNamed<QAbstractButton>(app.window()->emptyState(), "Open model folder");
+        QVERIFY(open && open->isEnabled());
+        auto* download = childNamed<QAbstractButton>(app.window()->emptyState(), "Download a model (coming soon)");
+        QVERIFY(download && download->isVisible() && !download->isEnabled());
+        QVERIFY(!app.window()->composer()->button()->isEnabled());
+    }
+
+    void aCorruptDatabaseIsReportedAndLeftUntouched() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("conversations.sqlite");
+        const QByteArray garbage = QByteArray("This is not a database. ").repeated(300);
+        QVERIFY(test::writeFile(path, garbage));
+        {
+            auto app = startApp(dir);
+            NotificationBanner* banner = app->window()->banner();
+            QVERIFY(banner->isVisible());
+            QVERIFY(banner->text().contains(QDir::toNativeSeparators(path)));
+            QVERIFY(banner->text().contains("has not changed it"));
+            QVERIFY(!app->store()->isPersistent());
+            // Chatting still works, in memory.
+            QVERIFY(test::waitForModel(*app));
+            typeAndSend(*app, "Still here?");
+            QVERIFY(test::waitForIdle(*app));
+            QCOMPARE(app->messages()->rowCount(), 2);
+        }
+        QCOMPARE(test::readFile(path), garbage);
+        QVERIFY(!QFile::exists(path + "-wal"));
+    }
+
+    void aSecondTandemDoesNotWriteTheSameDatabase() {
+        QTemporaryDir dir;
+        auto first = startApp(dir);
+        QVERIFY(first->store()->isPersistent());
+        auto second = startApp(dir);
+        QVERIFY(!second->store()->isPersistent());
+        QVERIFY(second->window()->banner()->text().startsWith("Another Tandem is open"));
+        first.reset();
+        second.reset();
+        auto third = startApp(dir);  // the lock went with the first
+        QVERIFY(third->store()->isPersistent());
+    }
+
+    void interactiveWidgetsHaveAccessibleNames() {
+        QTemporaryDir dir;
+        auto app = startApp(dir);
+        QVERIFY(test::waitForModel(*app));
+        typeAndSend(*app, "Name everything");
+        QVERIFY(test::waitForIdle(*app));
+        app->window()->chatView()->renderPending();
+        QStringList unnamed;
+        for (QWidget* w : app->window()->findChildren<QWidget*>()) {
+            if (!w->isVisible() || w->focusPolicy() == Qt::NoFocus) continue;
+            const bool interactive = qobject_cast<QAbstractButton*>(w) || qobject_cast<QLineEdit*>(w) ||
+                                     qobject_cast<QPlainTextEdit*>(w) || qobject_cast<QSlider*>(w) ||
+                                     qobject_cast<QAbstractItemView*>(w) || qobject_cast<QComboBox*>(w);
+            if (!interactive) continue;
+            const auto* button = qobject_cast<QAbstractButton*>(w);
+            if (w->accessibleName().isEmpty() && !(button && !button->text().isEmpty()))
+                unnamed << QString::fromLatin1(w->metaObject()->className()) + " " + w->objectName();
+        }
+        QVERIFY2(unnamed.isEmpty(), qPrintable(unnamed.join(", ")));
+    }
+
+    void deletingAConversationAsksFirst() {
+        QTemporaryDir dir;
+        auto app = startApp(dir);
+        QVERIFY(test::waitForModel(*app));
+        typeAndSend(*app, "Delete me");
+        QVERIFY(test::waitForIdle(*app));
+        const qint64 id = app->chat()->currentConversationId();
+
+        whenModalOpens([](QWidget* box) { qobject_cast<QMessageBox*>(box)->button(QMessageBox::Cancel)->click(); });
+        app->window()->confirmDelete(id);
+        QVERIFY(app->store()->conversation(id));
+
+        whenModalOpens([](QWidget* box) {
+            for (QAbstractButton* b : qobject_cast<QMessageBox*>(box)->buttons())
+                if (b->text() == "Delete") b->click();
+        });
+        app->window()->confirmDelete(id);
+        QVERIFY(!app->store()->conversation(id));
+        QCOMPARE(app->chat()->currentConversationId(), qint64(0));
+        QCOMPARE(app->conversations()->rowCount(), 0);
+    }
+};
+
+QTEST_MAIN(ChatAppTest)
+#include "tst_chat_app.moc"

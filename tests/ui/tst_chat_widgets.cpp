@@ -1,0 +1,223 @@
+// The chat's widgets on their own: Markdown with code blocks and their copy buttons, the collapsible
+// reasoning, message actions and footers, and the composer's keys.
+#include <QApplication>
+#include <QClipboard>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTest>
+#include <QTextBlock>
+#include <QTextBrowser>
+#include <QTextFrame>
+#include <QToolButton>
+
+#include "ui/models/message_model.h"
+#include "ui/widgets/chat_view.h"
+#include "ui/widgets/code_block_view.h"
+#include "ui/widgets/composer.h"
+#include "ui/widgets/markdown_view.h"
+#include "ui/widgets/message_view.h"
+#include "ui/widgets/reasoning_section.h"
+
+using namespace tandem::ui;
+
+namespace {
+
+QToolButton* buttonNamed(QWidget* parent, const QString& accessibleName) {
+    for (QToolButton* b : parent->findChildren<QToolButton*>())
+        if (b->accessibleName() == accessibleName) return b;
+    return nullptr;
+}
+
+ChatMessage answer(const QString& content, const QString& reasoning = {}) {
+    ChatMessage m;
+    m.id = 2;
+    m.role = "assistant";
+    m.model = "tiny";
+    m.content = content;
+    m.reasoning = reasoning;
+    m.metrics = {20, 128, 23.44, 0.31};
+    return m;
+}
+
+}  // namespace
+
+class ChatWidgetsTest : public QObject {
+    Q_OBJECT
+
+private slots:
+    void markdownRendersHeadingsListsTablesAndCode() {
+        MarkdownView view;
+        view.setMarkdown("# Title\n\n- one\n- two\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```python\nprint('x')\n```\n");
+        const auto prose = view.findChildren<QTextBrowser*>();
+        const auto code = view.findChildren<CodeBlockView*>();
+        QCOMPARE(code.size(), 1);
+        QCOMPARE(code[0]->code(), QStringLiteral("print('x')"));
+        QVERIFY(QFontInfo(code[0]->findChild<QTextBrowser*>()->font()).fixedPitch());
+        QTextDocument* doc = prose[0]->document();
+        QCOMPARE(doc->begin().blockFormat().headingLevel(), 1);
+        QVERIFY(doc->toPlainText().contains("one"));
+        QVERIFY(doc->rootFrame()->childFrames().size() >= 1);  // the table
+        QVERIFY(view.visibleText().contains("print('x')"));
+    }
+
+    void growingMarkdownReusesTheViewsItHas() {
+        MarkdownView view;
+        view.setMarkdown("Intro\n\n```cpp\nint a;");
+        CodeBlockView* code = view.findChild<CodeBlockView*>();
+        QVERIFY(code);
+        view.setMarkdown("Intro\n\n```cpp\nint a;\nint b;");
+        QCOMPARE(view.findChild<CodeBlockView*>(), code);  // the same block, grown
+        QCOMPARE(code->code(), QStringLiteral("int a;\nint b;"));
+        view.setMarkdown("Just text");
+        QVERIFY(!view.findChild<CodeBlockView*>());
+    }
+
+    void codeBlockCopyButtonCopiesTheCode() {
+        CodeBlockView block;
+        block.setCode("make -j2", "sh");
+        QToolButton* copy = buttonNamed(&block, "Copy code");
+        QVERIFY(copy);
+        QApplication::clipboard()->clear();
+        QTest::mouseClick(copy, Qt::LeftButton);
+        QCOMPARE(QApplication::clipboard()->text(), QStringLiteral("make -j2"));
+    }
+
+    void reasoningIsCollapsedUntilAsked() {
+        MessageView view;
+        view.setMessage(answer("The answer.", "Thinking it through."), true, false);
+        view.show();
+        ReasoningSection* reasoning = view.reasoningSection();
+        QVERIFY(reasoning->isVisible());
+        QVERIFY(!reasoning->isExpanded());
+        auto* body = reasoning->findChild<QTextBrowser*>("reasoningText");
+        QVERIFY(!body->isVisible());
+        QToolButton* toggle = reasoning->findChild<QToolButton*>("reasoningToggle");
+        QVERIFY(toggle->text().startsWith("Reasoning (3 words)"));
+        QTest::mouseClick(toggle, Qt::LeftButton);
+        QVERIFY(body->isVisible());
+        QCOMPARE(body->toPlainText(), QStringLiteral("Thinking it through."));
+        // No reasoning, no section.
+        view.setMessage(answer("Plain."), true, false);
+        QVERIFY(!reasoning->isVisible());
+    }
+
+    void answerFooterShowsItsFigures() {
+        MessageView view;
+        ChatMessage m = answer("Done.");
+        view.setMessage(m, true, false);
+        QCOMPARE(view.footerText(), QStringLiteral("128 tokens · 23.4 tokens/s · 0.31 s to first token"));
+        m.state = MessageState::Stopped;
+        view.setMessage(m, true, false);
+        QVERIFY(view.footerText().startsWith("Stopped · 128 tokens"));
+        m.state = MessageState::Failed;
+        m.error = "Out of memory.";
+        view.setMessage(m, true, false);
+        QCOMPARE(view.footerText(), QStringLiteral("This answer failed: Out of memory."));
+        m.state = MessageState::Interrupted;
+        view.setMessage(m, true, false);
+        QVERIFY(view.footerText().startsWith("Interrupted"));
+        m.state = MessageState::Streaming;
+        m.content.clear();
+        view.setMessage(m, true, true);
+        QCOMPARE(view.footerText(), QStringLiteral("Waiting for the first token…"));
+    }
+
+    void actionsFollowTheMessageAndTheBusyState() {
+        MessageView view;
+        view.show();
+        ChatMessage question;
+        question.id = 1;
+        question.role = "user";
+        question.content = "Hi";
+        view.setMessage(question, false, false);
+        QVERIFY(buttonNamed(&view, "Edit message")->isVisible());
+        QVERIFY(!buttonNamed(&view, "Regenerate answer")->isVisible());
+        view.setMessage(question, false, true);
+        QVERIFY(!buttonNamed(&view, "Edit message")->isVisible());  // not while an answer is generated
+
+        view.setMessage(answer("Hello"), true, false);
+        QVERIFY(buttonNamed(&view, "Regenerate answer")->isVisible());
+        view.setMessage(answer("Hello"), false, false);
+        QVERIFY(!buttonNamed(&view, "Regenerate answer")->isVisible());  // only the last answer
+        QSignalSpy copy(&view, &MessageView::copyRequested);
+        QTest::mouseClick(buttonNamed(&view, "Copy message"), Qt::LeftButton);
+        QCOMPARE(copy.count(), 1);
+        QCOMPARE(copy.first().first().toLongLong(), qint64(2));
+    }
+
+    void editingSubmitsTheNewText() {
+        MessageView view;
+        view.show();
+        ChatMessage question;
+        question.id = 5;
+        question.role = "user";
+        question.content = "Old question";
+        view.setMessage(question, false, false);
+        QSignalSpy submitted(&view, &MessageView::editSubmitted);
+        QTest::mouseClick(buttonNamed(&view, "Edit message"), Qt::LeftButton);
+        QVERIFY(view.isEditing());
+        auto* editor = view.findChild<QPlainTextEdit*>();
+        QCOMPARE(editor->toPlainText(), QStringLiteral("Old question"));
+        editor->setPlainText("New question");
+        QPushButton* send = nullptr;
+        for (QPushButton* b : view.findChildren<QPushButton*>())
+            if (b->accessibleName() == "Send edited message") send = b;
+        QTest::mouseClick(send, Qt::LeftButton);
+        QVERIFY(!view.isEditing());
+        QCOMPARE(submitted.count(), 1);
+        QCOMPARE(submitted.first()[1].toString(), QStringLiteral("New question"));
+    }
+
+    void composerEnterSendsAndShiftEnterAddsALine() {
+        Composer composer;
+        composer.show();
+        QSignalSpy send(&composer, &Composer::sendRequested);
+        QSignalSpy stop(&composer, &Composer::stopRequested);
+        composer.focusInput();
+        QTest::keyClicks(composer.editor(), "first line");
+        QTest::keyClick(composer.editor(), Qt::Key_Return, Qt::ShiftModifier);
+        QTest::keyClicks(composer.editor(), "second");
+        QCOMPARE(send.count(), 0);
+        QCOMPARE(composer.text(), QStringLiteral("first line\nsecond"));
+        QTest::keyClick(composer.editor(), Qt::Key_Return);
+        QCOMPARE(send.count(), 1);
+        QCOMPARE(send.first().first().toString(), QStringLiteral("first line\nsecond"));
+
+        composer.setGenerating(true);
+        QCOMPARE(composer.button()->text(), QStringLiteral("Stop"));
+        QTest::keyClick(composer.editor(), Qt::Key_Return);  // Enter does not stop or send
+        QCOMPARE(send.count(), 1);
+        QTest::mouseClick(composer.button(), Qt::LeftButton);
+        QCOMPARE(stop.count(), 1);
+
+        composer.setGenerating(false);
+        composer.setUnavailableReason("No model");
+        QVERIFY(!composer.button()->isEnabled());
+        QCOMPARE(composer.editor()->placeholderText(), QStringLiteral("No model"));
+    }
+
+    void chatViewFollowsTheModel() {
+        MessageModel model;
+        ChatView view(&model);
+        ChatMessage q;
+        q.id = 1;
+        q.role = "user";
+        q.content = "Q";
+        model.append(q);
+        ChatMessage a = answer("");
+        a.state = MessageState::Streaming;
+        model.append(a);
+        QCOMPARE(view.messageCount(), 2);
+        model.appendText(2, "Hello **world**", {});
+        view.renderPending();
+        QCOMPARE(view.messageView(1)->visibleText(), QStringLiteral("Hello world"));
+        model.truncate(1);
+        QCOMPARE(view.messageCount(), 1);
+        model.setMessages({});
+        QCOMPARE(view.messageCount(), 0);
+    }
+};
+
+QTEST_MAIN(ChatWidgetsTest)
+#include "tst_chat_widgets.moc"

@@ -1,0 +1,287 @@
+// The SQLite store: schema and pragmas, messages, streaming saves, search, deletion, export, and files
+// it must refuse (corrupt, damaged, newer schema) without changing a byte.
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSignalSpy>
+#include <QSqlQuery>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTextBlock>
+#include <QTextDocument>
+
+#include "test_support.h"
+#include "ui/store/conversation_export.h"
+#include "ui/store/conversation_store.h"
+
+using namespace tandem::ui;
+
+namespace {
+
+std::unique_ptr<ConversationStore> openStore(const QString& path) {
+    auto opened = Database::open(path);
+    if (!opened.database) qWarning("%s", qPrintable(opened.problem));
+    return opened.database ? std::make_unique<ConversationStore>(std::move(opened.database)) : nullptr;
+}
+
+ChatMessage message(qint64 conversation, const QString& role, const QString& content, const QString& reasoning = {}) {
+    ChatMessage m;
+    m.conversationId = conversation;
+    m.role = role;
+    m.content = content;
+    m.reasoning = reasoning;
+    return m;
+}
+
+QVariant pragma(const ConversationStore&, const QString& path, const QString& name) {
+    // A separate connection sees what is on disk.
+    const QString connection = QStringLiteral("probe-") + name;
+    QVariant value;
+    {
+        QSqlDatabase db = QSqlDatabase::addDatabase("QSQLITE", connection);
+        db.setDatabaseName(path);
+        db.open();
+        QSqlQuery q(db);
+        q.exec("PRAGMA " + name);
+        if (q.next()) value = q.value(0);
+    }
+    QSqlDatabase::removeDatabase(connection);
+    return value;
+}
+
+}  // namespace
+
+class ConversationStoreTest : public QObject {
+    Q_OBJECT
+
+private slots:
+    void newDatabaseIsMigratedToWalWithForeignKeys() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("nested/folder/conversations.sqlite");
+        auto store = openStore(path);
+        QVERIFY(store);
+        QVERIFY(store->isPersistent());
+        QCOMPARE(pragma(*store, path, "user_version").toInt(), Database::latestSchemaVersion());
+        QCOMPARE(pragma(*store, path, "journal_mode").toString(), QStringLiteral("wal"));
+        // Foreign keys are per connection: a message for a conversation that does not exist is refused.
+        QSignalSpy failed(store.get(), &ConversationStore::writeFailed);
+        ChatMessage orphan = message(12345, "user", "nobody's");
+        QCOMPARE(store->appendMessage(orphan), qint64(0));
+        QCOMPARE(failed.count(), 1);
+        QVERIFY(failed.first().first().toString().contains("FOREIGN KEY"));
+        store.reset();
+        // Opening again finds the schema current and changes nothing.
+        QVERIFY(openStore(path));
+        QCOMPARE(pragma(*openStore(path), path, "user_version").toInt(), Database::latestSchemaVersion());
+    }
+
+    void messagesAndStreamingSavesSurviveReopening() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("c.sqlite");
+        qint64 id = 0, answerId = 0;
+        {
+            auto store = openStore(path);
+            id = store->createConversation("First", ConversationSettings{"Be brief.", false, {}, 0});
+            ChatMessage q = message(id, "user", "What is MoE?");
+            QVERIFY(store->appendMessage(q) > 0);
+            QCOMPARE(q.position, 0);
+            ChatMessage a = message(id, "assistant", {});
+            a.state = MessageState::Streaming;
+            answerId = store->appendMessage(a);
+            QCOMPARE(a.position, 1);
+            QVERIFY(store->updateMessageText(answerId, "Mixture", "think"));
+            QVERIFY(store->updateMessageText(answerId, "Mixture of experts", "think more"));
+            a.content = "Mixture of experts.";
+            a.reasoning = "think more";
+            a.state = MessageState::Complete;
+            a.metrics = {12, 5, 42.5, 0.25};
+            a.model = "tiny";
+            QVERIFY(store->finishMessage(a));
+            store->setLastConversationId(id);
+        }
+        auto store = openStore(path);
+        QCOMPARE(store->lastConversationId(), id);
+        QCOMPARE(store->conversation(id)->settings.systemPrompt, QStringLiteral("Be brief."));
+        const auto list = store->messages(id);
+        QCOMPARE(list.size(), 2);
+        QCOMPARE(list[0].content, QStringLiteral("What is MoE?"));
+        QCOMPARE(list[1].id, answerId);
+        QCOMPARE(list[1].content, QStringLiteral("Mixture of experts."));
+        QCOMPARE(list[1].reasoning, QStringLiteral("think more"));
+        QCOMPARE(toString(list[1].state), toString(MessageState::Complete));
+        QCOMPARE(list[1].metrics.generatedTokens, 5);
+        QCOMPARE(list[1].metrics.tokensPerSecond, 42.5);
+        QCOMPARE(list[1].model, QStringLiteral("tiny"));
+    }
+
+    void listsNewestFirstAndRenames() {
+        QTemporaryDir dir;
+        auto store = openStore(dir.filePath("c.sqlite"));
+        QSignalSpy changed(store.get(), &ConversationStore::conversationsChanged);
+        const qint64 a = store->createConversation("A");
+        const qint64 b = store->createConversation("B");
+        QTest::qWait(2);  // distinct millisecond timestamps
+        ChatMessage m = message(a, "user", "touch A");
+        store->appendMessage(m);
+        QCOMPARE(store->conversations().first().id, a);
+        QVERIFY(store->renameConversation(b, "Bee"));
+        QCOMPARE(store->conversation(b)->title, QStringLiteral("Bee"));
+        QVERIFY(changed.count() >= 4);
+    }
+
+    void deletingAConversationDeletesItsMessages() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("c.sqlite");
+        auto store = openStore(path);
+        const qint64 id = store->createConversation("Doomed");
+        for (const char* text : {"one", "two", "three"}) {
+            ChatMessage m = message(id, "user", text);
+            store->appendMessage(m);
+        }
+        QVERIFY(store->deleteMessagesFrom(id, 1));
+        QCOMPARE(store->messages(id).size(), 1);
+        QVERIFY(store->deleteConversation(id));
+        QVERIFY(!store->conversation(id));
+        QCOMPARE(store->messages(id).size(), 0);
+        QCOMPARE(store->search("one").size(), 0);  // the search index follows
+    }
+
+    void searchFindsWordsInAnyMessage() {
+        QTemporaryDir dir;
+        auto store = openStore(dir.filePath("c.sqlite"));
+        const qint64 cooking = store->createConversation("Dinner");
+        const qint64 physics = store->createConversation("Waves");
+        ChatMessage m1 = message(cooking, "user", "How long do I roast the pumpkin?");
+        ChatMessage m2 = message(physics, "assistant", "Interference happens when two waves overlap.", "recall optics");
+        store->appendMessage(m1);
+        store->appendMessage(m2);
+
+        auto hits = store->search("pumpkin");
+        QCOMPARE(hits.size(), 1);
+        QCOMPARE(hits[0].id, cooking);
+        QVERIFY2(hits[0].snippet.contains("[pumpkin]"), qPrintable(hits[0].snippet));
+        QCOMPARE(store->search("interfer").value(0).id, physics);  // the last word is a prefix
+        QCOMPARE(store->search("OPTICS").value(0).id, physics);    // reasoning is searched, case-insensitively
+        QCOMPARE(store->search("two waves").size(), 1);
+        QCOMPARE(store->search("waves pumpkin").size(), 0);        // every word must match
+        QCOMPARE(store->search("Dinn").value(0).id, cooking);      // titles match too
+        // FTS syntax in a query is just text.
+        QCOMPARE(store->search("\"AND( NEAR* -pumpkin").size(), 0);
+        // A streaming update is searchable at once.
+        store->updateMessageText(m1.id, "Roast the squash for forty minutes.", {});
+        QCOMPARE(store->search("squash").value(0).id, cooking);
+        QCOMPARE(store->search("pumpkin").size(), 0);
+    }
+
+    void interruptedAnswersAreMarked() {
+        QTemporaryDir dir;
+        auto store = openStore(dir.filePath("c.sqlite"));
+        const qint64 id = store->createConversation("x");
+        ChatMessage a = message(id, "assistant", "half");
+        a.state = MessageState::Streaming;
+        store->appendMessage(a);
+        QCOMPARE(store->markInterruptedAnswers(), 1);
+        QCOMPARE(toString(store->messages(id)[0].state), toString(MessageState::Interrupted));
+    }
+
+    void exportsValidMarkdownAndJson() {
+        Conversation c;
+        c.title = "Export me";
+        c.createdAt = QDateTime::currentDateTime();
+        c.settings.systemPrompt = "Answer briefly.";
+        ChatMessage q = message(1, "user", "Show code");
+        ChatMessage a = message(1, "assistant", "Here:\n\n```python\nprint('hi')\n```\n\nAnd a stopped one:\n```cpp\nint x", "# not a heading\nthink");
+        a.metrics = {10, 7, 12.5, 0.3};
+        a.model = "tiny";
+        const QString md = conversationToMarkdown(c, {q, a});
+        QCOMPARE(md.count("```") % 2, 0);  // the unclosed fence was closed
+
+        QTextDocument doc;
+        doc.setMarkdown(md);
+        QStringList headings;
+        for (QTextBlock b = doc.begin(); b.isValid(); b = b.next())
+            if (b.blockFormat().headingLevel() > 0) headings << b.text();
+        // The reasoning's own "# ..." line stays inside its quote.
+        QCOMPARE(headings, (QStringList{"Export me", "You", "Assistant (tiny)"}));
+        QVERIFY(doc.toPlainText().contains("# not a heading"));
+        QVERIFY(doc.toPlainText().contains("print('hi')"));
+        QVERIFY(doc.toPlainText().contains("Answer briefly."));
+
+        QJsonParseError error;
+        const QJsonObject json = QJsonDocument::fromJson(conversationToJson(c, {q, a}), &error).object();
+        QCOMPARE(error.error, QJsonParseError::NoError);
+        QCOMPARE(json["format"].toString(), QStringLiteral("tandem-conversation"));
+        QCOMPARE(json["title"].toString(), QStringLiteral("Export me"));
+        QCOMPARE(json["settings"].toObject()["system_prompt"].toString(), QStringLiteral("Answer briefly."));
+        const QJsonArray messages = json["messages"].toArray();
+        QCOMPARE(messages.size(), 2);
+        QCOMPARE(messages[1]["content"].toString(), a.content);
+        QCOMPARE(messages[1]["reasoning"].toString(), a.reasoning);
+        QCOMPARE(messages[1]["stats"]["generated_tokens"].toInt(), 7);
+
+        QTemporaryDir dir;
+        QCOMPARE(writeExportFile(dir.filePath("out.md"), md.toUtf8()), QString());
+        QCOMPARE(tandem::test::readFile(dir.filePath("out.md")), md.toUtf8());
+        QVERIFY(writeExportFile(dir.filePath("missing/folder/out.md"), "x").contains("Could not write"));
+    }
+
+    void corruptFileIsReportedAndLeftUntouched() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("conversations.sqlite");
+        QByteArray garbage;
+        for (int i = 0; i < 8192; ++i) garbage += static_cast<char>((i * 131) % 251);
+        QVERIFY(tandem::test::writeFile(path, garbage));
+        const auto opened = Database::open(path);
+        QVERIFY(!opened.database);
+        QVERIFY2(opened.problem.contains("not an SQLite database"), qPrintable(opened.problem));
+        QVERIFY(opened.problem.contains(QDir::toNativeSeparators(path)));
+        QCOMPARE(tandem::test::readFile(path), garbage);
+        QVERIFY(!QFile::exists(path + "-wal"));
+        QVERIFY(!QFile::exists(path + "-journal"));
+    }
+
+    void damagedDatabaseIsReportedAndLeftUntouched() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("conversations.sqlite");
+        {
+            auto store = openStore(path);
+            const qint64 id = store->createConversation("x");
+            for (int i = 0; i < 200; ++i) {
+                ChatMessage m = message(id, "user", QString("message number %1 ").arg(i).repeated(20));
+                store->appendMessage(m);
+            }
+        }  // closing checkpoints the WAL into the file
+        QVERIFY(!QFile::exists(path + "-wal"));
+        QByteArray bytes = tandem::test::readFile(path);
+        QVERIFY(bytes.size() > 8 * 4096);
+        for (int i = 4096 + 100; i < 4 * 4096; ++i) bytes[i] = static_cast<char>(0xA5);  // pages 2-4
+        QVERIFY(tandem::test::writeFile(path, bytes));
+        const auto opened = Database::open(path);
+        QVERIFY(!opened.database);
+        QVERIFY2(opened.problem.contains("damaged") || opened.problem.contains("cannot be read"), qPrintable(opened.problem));
+        QCOMPARE(tandem::test::readFile(path), bytes);
+    }
+
+    void newerSchemaIsReportedAndLeftUntouched() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("conversations.sqlite");
+        openStore(path).reset();
+        {
+            QSqlDatabase db = QSqlDatabase::addDatabase("QSQLITE", "future");
+            db.setDatabaseName(path);
+            QVERIFY(db.open());
+            QSqlQuery(db).exec("PRAGMA journal_mode = DELETE");
+            QVERIFY(QSqlQuery(db).exec(QString("PRAGMA user_version = %1").arg(Database::latestSchemaVersion() + 1)));
+        }
+        QSqlDatabase::removeDatabase("future");
+        const QByteArray before = tandem::test::readFile(path);
+        const auto opened = Database::open(path);
+        QVERIFY(!opened.database);
+        QVERIFY2(opened.problem.contains("newer version of Tandem"), qPrintable(opened.problem));
+        QCOMPARE(tandem::test::readFile(path), before);
+    }
+};
+
+QTEST_GUILESS_MAIN(ConversationStoreTest)
+#include "tst_conversation_store.moc"

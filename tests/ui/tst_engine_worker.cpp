@@ -1,0 +1,295 @@
+// The engine worker on its own thread, with the real tiny-qwen3moe model: loading, streaming an answer
+// identical to the engine's own output, stopping, deferral reaching the engine, failures, and the UI
+// thread's event loop turning while the engine is busy.
+#include <functional>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTimer>
+
+#include "tandem/error.h"
+#include "test_support.h"
+#include "ui/engine/engine_host.h"
+#include "ui_test_support.h"
+
+using namespace tandem;
+using namespace tandem::ui;
+
+namespace {
+
+LoadRequest fixtureRequest(int contextLength = 4096) {
+    LoadRequest r;
+    r.modelDir = test::fixturePath("tiny-qwen3moe");
+    r.threads = 1;
+    r.contextLength = contextLength;
+    return r;
+}
+
+GenerationRequest question(quint64 id, int maxNewTokens = 24) {
+    GenerationRequest r;
+    r.id = id;
+    r.messages = {{"system", "Be brief."}, {"user", "What is a mixture of experts?"}};
+    r.options.maxNewTokens = maxNewTokens;
+    r.options.stopAtEos = false;  // a fixed number of tokens, whatever the tiny model samples
+    return r;
+}
+
+// Records what the worker reports, received on this (the UI) thread through queued connections as the
+// app receives them.
+class EngineEvents : public QObject {
+public:
+    explicit EngineEvents(EngineWorker* worker) {
+        connect(worker, &EngineWorker::modelLoaded, this, [this](const ModelSummary& s) { loaded.append(s); });
+        connect(worker, &EngineWorker::modelLoadFailed, this, [this](const QString&, const QString& m) { loadErrors << m; });
+        connect(worker, &EngineWorker::answerStarted, this, [this](quint64, int tokens) { promptTokens << tokens; });
+        connect(worker, &EngineWorker::answerTextArrived, this, [this](quint64 id, const QString& a, const QString& r) {
+            textIds << id;
+            answer += a;
+            reasoning += r;
+        });
+        connect(worker, &EngineWorker::answerFinished, this, [this](quint64 id, const AnswerStats& s) {
+            finishedIds << id;
+            finished << s;
+        });
+        connect(worker, &EngineWorker::answerFailed, this, [this](quint64, const QString& m) { failures << m; });
+        connect(worker, &EngineWorker::deferralApplied, this, [this](int d) { deferrals << d; });
+        connect(worker, &EngineWorker::liveStatsMeasured, this, [this](const LiveEngineStats& s) { live << s; });
+    }
+
+    QList<ModelSummary> loaded;
+    QStringList loadErrors;
+    QList<int> promptTokens;
+    QList<quint64> textIds;
+    QString answer;
+    QString reasoning;
+    QList<quint64> finishedIds;
+    QList<AnswerStats> finished;
+    QStringList failures;
+    QList<int> deferrals;
+    QList<LiveEngineStats> live;
+};
+
+// Waits for events of the worker; the limit only keeps a broken build from hanging.
+bool waitFor(const std::function<bool()>& condition) { return QTest::qWaitFor(condition, 60000); }
+
+// Loads through a queued call, as the app does, and waits for the outcome.
+bool load(EngineWorker* worker, const LoadRequest& request) {
+    EngineEvents events(worker);
+    QMetaObject::invokeMethod(worker, "loadModel", Qt::QueuedConnection, Q_ARG(tandem::ui::LoadRequest, request));
+    return waitFor([&] { return events.loaded.size() + events.loadErrors.size() > 0; }) && events.loaded.size() == 1;
+}
+
+void generate(EngineWorker* worker, const GenerationRequest& request) {
+    QMetaObject::invokeMethod(worker, "generate", Qt::QueuedConnection, Q_ARG(tandem::ui::GenerationRequest, request));
+}
+
+}  // namespace
+
+class EngineWorkerTest : public QObject {
+    Q_OBJECT
+
+private slots:
+    void runsOnItsOwnThread() {
+        EngineHost host;
+        QVERIFY(host.worker()->thread() != QThread::currentThread());
+        QVERIFY(host.worker()->thread()->isRunning());
+    }
+
+    void loadsAndDescribesTheModel() {
+        EngineHost host;
+        EngineEvents events(host.worker());
+        QVERIFY(load(host.worker(), fixtureRequest()));
+        QVERIFY(waitFor([&] { return !events.loaded.isEmpty(); }));
+        const ModelSummary summary = events.loaded.first();
+        QCOMPARE(summary.name, QStringLiteral("tiny-qwen3moe"));
+        QCOMPARE(summary.modelType, QStringLiteral("qwen3_moe"));
+        QCOMPARE(summary.layers, 3);
+        QCOMPARE(summary.experts, 16);
+        QCOMPARE(summary.expertsPerToken, 4);
+        QCOMPARE(summary.threads, 1);
+        QVERIFY(summary.textHandling.contains("ChatML"));
+    }
+
+    void streamsTheEnginesAnswer() {
+        EngineHost host;
+        QVERIFY(load(host.worker(), fixtureRequest()));
+        EngineEvents events(host.worker());
+        generate(host.worker(), question(7));
+        QVERIFY(waitFor([&] { return !events.finished.isEmpty(); }));
+        for (const quint64 id : events.textIds) QCOMPARE(id, quint64(7));
+        QCOMPARE(events.finishedIds, QList<quint64>{7});
+        const QString answer = events.answer;
+        const QString reasoning = events.reasoning;
+        const AnswerStats stats = events.finished.first();
+        QCOMPARE(stats.generatedTokens, 24);
+        QVERIFY(!stats.stoppedByUser);
+        QVERIFY(stats.timeToFirstTokenSeconds > 0);
+        QCOMPARE(stats.contextLength, 4096);
+        // The dashboard hears the speed at least once, with the answer's full count last.
+        QVERIFY(!events.live.isEmpty());
+        QCOMPARE(events.live.last().generatedTokens, 24);
+        QVERIFY(!events.live.last().expertPoolBusy);  // not reported by this engine yet
+
+        // The same prompt straight through the engine and the formatter gives the same text.
+        const auto formatter = makeChatFormatter(test::fixturePath("tiny-qwen3moe"), "qwen3_moe");
+        const std::vector<int> prompt = formatter->encodeConversation(question(7).messages);
+        QCOMPARE(events.promptTokens, QList<int>{static_cast<int>(prompt.size())});
+        QCOMPARE(stats.promptTokens, static_cast<int>(prompt.size()));
+        auto engine = tandem::Engine::load(test::fixturePath("tiny-qwen3moe").toStdString(), {1, 4096});
+        auto session = engine->newSession();
+        auto decoder = formatter->newAnswerDecoder();
+        TextDelta expected;
+        session->generate(prompt, question(7).options, [&](int token) {
+            expected += decoder->push(token);
+            return true;
+        });
+        expected += decoder->finish();
+        QCOMPARE(answer, expected.answer);
+        QCOMPARE(reasoning, expected.reasoning);
+        QVERIFY(!(answer + reasoning).isEmpty());
+    }
+
+    void stopEndsTheAnswerAtTheNextToken() {
+        auto gate = std::make_shared<test::RunnerGate>();
+        EngineHost host(test::gatedRunnerFactory(gate));
+        QVERIFY(load(host.worker(), fixtureRequest()));
+        EngineEvents events(host.worker());
+        gate->holdAtToken = 3;
+        generate(host.worker(), question(11, 200));
+        QVERIFY(gate->reached.tryAcquire(1, 60000));
+        host.worker()->stop(11);
+        gate->release.release();
+        QVERIFY(waitFor([&] { return !events.finished.isEmpty(); }));
+        const AnswerStats stats = events.finished.first();
+        QVERIFY(stats.stoppedByUser);
+        QCOMPARE(stats.generatedTokens, 3);
+    }
+
+    void stopBeforeTheAnswerStartsGeneratesNothing() {
+        EngineHost host;
+        QVERIFY(load(host.worker(), fixtureRequest()));
+        EngineEvents events(host.worker());
+        host.worker()->stop(5);
+        generate(host.worker(), question(5));
+        QVERIFY(waitFor([&] { return !events.finished.isEmpty(); }));
+        const AnswerStats stats = events.finished.first();
+        QVERIFY(stats.stoppedByUser);
+        QCOMPARE(stats.generatedTokens, 0);
+    }
+
+    void deferralReachesTheEngine() {
+        auto gate = std::make_shared<test::RunnerGate>();
+        EngineHost host(test::gatedRunnerFactory(gate));
+        LoadRequest request = fixtureRequest();
+        request.deferredExperts = 1;
+        EngineEvents events(host.worker());
+        QVERIFY(load(host.worker(), request));
+        QVERIFY(waitFor([&] { return events.deferrals == QList<int>{1}; }));
+        QCOMPARE(gate->engineDeferral.load(), 1);
+
+        host.worker()->setDeferral(2);
+        QVERIFY(waitFor([&] { return events.deferrals.size() == 2; }));
+        QCOMPARE(events.deferrals.last(), 2);
+        QCOMPARE(gate->engineDeferral.load(), 2);
+        host.worker()->setDeferral(99);  // clamped by the engine to k-1
+        QVERIFY(waitFor([&] { return events.deferrals.size() == 3; }));
+        QCOMPARE(events.deferrals.last(), 3);
+        QCOMPARE(gate->engineDeferral.load(), 3);
+
+        // While an answer streams, a new value applies from the next token on.
+        gate->holdAtToken = 4;
+        generate(host.worker(), question(3, 10));
+        QVERIFY(gate->reached.tryAcquire(1, 60000));
+        host.worker()->setDeferral(0);
+        gate->release.release();
+        QVERIFY(waitFor([&] { return !events.finished.isEmpty(); }));
+        QCOMPARE(events.deferrals.last(), 0);
+        QCOMPARE(gate->deferralPerToken, (std::vector<int>{3, 3, 3, 3, 0, 0, 0, 0, 0, 0}));
+        QCOMPARE(gate->engineDeferral.load(), 0);
+    }
+
+    void loadFailuresAreReportedAndTheWorkerStaysUsable() {
+        EngineHost host;
+        EngineEvents events(host.worker());
+        LoadRequest missing = fixtureRequest();
+        missing.modelDir = "/nonexistent/model";
+        QVERIFY(!load(host.worker(), missing));
+        QVERIFY(waitFor([&] { return events.loadErrors.size() == 1; }));
+        QVERIFY(events.loadErrors.last().contains("does not exist"));
+
+        QTemporaryDir broken;  // a config.json that is not JSON
+        QVERIFY(test::copyFixture("tiny-qwen3moe", broken.path()));
+        QVERIFY(test::writeFile(broken.filePath("config.json"), "{ not json"));
+        QVERIFY(!load(host.worker(), {broken.path()}));
+        QVERIFY(waitFor([&] { return events.loadErrors.size() == 2; }));
+        QVERIFY2(events.loadErrors.last().contains("config.json"), qPrintable(events.loadErrors.last()));
+
+        QTemporaryDir noTokenizer;
+        QVERIFY(test::copyFixture("tiny-qwen3moe", noTokenizer.path()));
+        QVERIFY(QFile::remove(noTokenizer.filePath("tokenizer.json")));
+        QVERIFY(!load(host.worker(), {noTokenizer.path()}));
+        QVERIFY(waitFor([&] { return events.loadErrors.size() == 3; }));
+        QVERIFY(events.loadErrors.last().contains("tokenizer.json"));
+
+        generate(host.worker(), question(1));
+        QVERIFY(waitFor([&] { return !events.failures.isEmpty(); }));
+        QVERIFY(events.failures.first().contains("No model is loaded"));
+
+        QVERIFY(load(host.worker(), fixtureRequest()));
+        generate(host.worker(), question(2));
+        QVERIFY(waitFor([&] { return !events.finished.isEmpty(); }));
+        QCOMPARE(events.finished.first().generatedTokens, 24);
+    }
+
+    void aConversationLongerThanTheContextIsRefused() {
+        EngineHost host;
+        QVERIFY(load(host.worker(), fixtureRequest(256)));
+        EngineEvents events(host.worker());
+        GenerationRequest r = question(9);
+        r.messages.append({"user", QString("word ").repeated(100)});
+        generate(host.worker(), r);
+        QVERIFY(waitFor([&] { return !events.failures.isEmpty(); }));
+        QVERIFY2(events.failures.first().contains("more than the 256 the context holds"), qPrintable(events.failures.first()));
+
+        // One that fits gets the room that is left, and says the context filled up.
+        GenerationRequest fits = question(10, 1000);
+        generate(host.worker(), fits);
+        QVERIFY(waitFor([&] { return !events.finished.isEmpty(); }));
+        const AnswerStats stats = events.finished.first();
+        QVERIFY(stats.filledContext);
+        QCOMPARE(stats.contextUsed(), 256);
+    }
+
+    void theUiEventLoopTurnsWhileTheEngineWorks() {
+        auto gate = std::make_shared<test::RunnerGate>();
+        EngineHost host(test::gatedRunnerFactory(gate));
+        int ticks = 0;
+        QTimer timer;
+        connect(&timer, &QTimer::timeout, [&] { ++ticks; });
+        timer.start(1);
+
+        // The load is held inside the engine thread: this thread keeps handling its events.
+        EngineEvents events(host.worker());
+        gate->holdLoad = true;
+        QMetaObject::invokeMethod(host.worker(), "loadModel", Qt::QueuedConnection,
+                                  Q_ARG(tandem::ui::LoadRequest, fixtureRequest()));
+        QVERIFY(QTest::qWaitFor([&] { return gate->reached.tryAcquire(); }, 60000));
+        const int before = ticks;
+        QTRY_VERIFY_WITH_TIMEOUT(ticks >= before + 5, 60000);
+        QCOMPARE(events.loaded.size(), 0);
+        gate->release.release();
+        QVERIFY(waitFor([&] { return events.loaded.size() == 1; }));
+
+        // The same while an answer is held after its second token.
+        gate->holdAtToken = 2;
+        generate(host.worker(), question(4));
+        QVERIFY(QTest::qWaitFor([&] { return gate->reached.tryAcquire(); }, 60000));
+        const int during = ticks;
+        QTRY_VERIFY_WITH_TIMEOUT(ticks >= during + 5, 60000);
+        QCOMPARE(events.finished.size(), 0);
+        gate->release.release();
+        QVERIFY(waitFor([&] { return events.finished.size() == 1; }));
+    }
+};
+
+QTEST_MAIN(EngineWorkerTest)
+#include "tst_engine_worker.moc"

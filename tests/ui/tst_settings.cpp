@@ -1,0 +1,140 @@
+// Settings: defaults that work, values that persist, deferral remembered per model, and the dialog
+// showing and returning exactly what it was given.
+#include <QComboBox>
+#include <QSettings>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "test_support.h"
+#include "ui/widgets/settings_dialog.h"
+
+using namespace tandem::ui;
+
+namespace {
+
+std::unique_ptr<QSettings> iniIn(const QTemporaryDir& dir) {
+    return std::make_unique<QSettings>(dir.filePath("settings.ini"), QSettings::IniFormat);
+}
+
+SettingsValues changedValues() {
+    SettingsValues v;
+    v.engine.modelDir = "/models/Qwen3-30B-A3B";
+    v.engine.threads = 12;
+    v.engine.numaPolicy = NumaPolicy::SplitExperts;
+    v.engine.cpuKernel = CpuKernel::Avx512;
+    v.engine.gpuDevice = -1;
+    v.engine.contextLength = 16384;
+    v.sampling.useModelRecommendation = false;
+    v.sampling.sampling.temperature = 0.7f;
+    v.sampling.sampling.topP = 0.9f;
+    v.sampling.sampling.topK = 40;
+    v.sampling.sampling.minP = 0.05f;
+    v.sampling.sampling.repetitionPenalty = 1.1f;
+    v.sampling.maxNewTokens = 2048;
+    v.appearance.theme = ThemeChoice::Dark;
+    v.appearance.fontPointSize = 13;
+    v.defaultDeferral = 2;
+    return v;
+}
+
+bool sameValues(const SettingsValues& a, const SettingsValues& b) {
+    return a.engine == b.engine && a.sampling == b.sampling && a.appearance == b.appearance &&
+           a.defaultDeferral == b.defaultDeferral;
+}
+
+}  // namespace
+
+class SettingsTest : public QObject {
+    Q_OBJECT
+
+private slots:
+    void defaultsNeedNoConfiguration() {
+        QTemporaryDir dir;
+        AppSettings settings(iniIn(dir));
+        const EngineSettings e = settings.engine();
+        QVERIFY(e.modelDir.isEmpty());  // the model that ships with Tandem
+        QCOMPARE(e.threads, 0);         // all hardware threads
+        QCOMPARE(e.contextLength, 4096);
+        QVERIFY(settings.sampling().useModelRecommendation);
+        QCOMPARE(settings.appearance().theme, ThemeChoice::System);
+        QCOMPARE(settings.defaultDeferral(), 0);  // exact
+    }
+
+    void valuesPersistAcrossInstances() {
+        QTemporaryDir dir;
+        changedValues().write(*std::make_unique<AppSettings>(iniIn(dir)));
+        const AppSettings reopened(iniIn(dir));
+        QVERIFY(sameValues(SettingsValues::read(reopened), changedValues()));
+    }
+
+    void deferralIsRememberedPerModel() {
+        QTemporaryDir dir;
+        {
+            AppSettings settings(iniIn(dir));
+            settings.setDefaultDeferral(1);
+            settings.setDeferralForModel("/models/a", 3);
+            settings.setDeferralForModel("/models/b/", 0);
+        }
+        const AppSettings settings(iniIn(dir));
+        QCOMPARE(settings.deferralForModel("/models/a"), 3);
+        QCOMPARE(settings.deferralForModel("/models/b/"), 0);
+        QCOMPARE(settings.deferralForModel("/models/c"), 1);  // never set: the default
+    }
+
+    void outOfRangeValuesFallBack() {
+        QTemporaryDir dir;
+        {
+            QSettings raw(dir.filePath("settings.ini"), QSettings::IniFormat);
+            raw.setValue("engine/threads", -4);
+            raw.setValue("engine/numaPolicy", 17);
+            raw.setValue("engine/contextLength", 3);
+            raw.setValue("appearance/theme", "purple");
+        }
+        const AppSettings settings(iniIn(dir));
+        QCOMPARE(settings.engine().threads, 0);
+        QCOMPARE(settings.engine().numaPolicy, NumaPolicy::Auto);
+        QCOMPARE(settings.engine().contextLength, 256);
+        QCOMPARE(settings.appearance().theme, ThemeChoice::System);
+    }
+
+    void onlyEngineChangesNeedAReload() {
+        const SettingsValues before;
+        SettingsValues looks = before;
+        looks.appearance.theme = ThemeChoice::Dark;
+        looks.sampling.maxNewTokens = 10;
+        looks.defaultDeferral = 1;
+        QVERIFY(!looks.needsReloadComparedTo(before));
+        SettingsValues context = before;
+        context.engine.contextLength = 8192;
+        QVERIFY(context.needsReloadComparedTo(before));
+        SettingsValues device = before;
+        device.engine.gpuDevice = -1;
+        QVERIFY(device.needsReloadComparedTo(before));
+    }
+
+    void dialogShowsAndReturnsTheValues() {
+        const SettingsValues values = changedValues();
+        SettingsDialog dialog(values, {"NVIDIA H200"});
+        QVERIFY(sameValues(dialog.values(), values));
+        const auto spins = dialog.findChildren<QSpinBox*>();
+        const auto byName = [&](const QString& name) -> QSpinBox* {
+            for (QSpinBox* s : spins)
+                if (s->accessibleName() == name) return s;
+            return nullptr;
+        };
+        QVERIFY(byName("Context length"));
+        byName("Context length")->setValue(2048);
+        QCOMPARE(dialog.values().engine.contextLength, 2048);
+        // Every GPU found is offered, and CPU only.
+        QComboBox* device = nullptr;
+        for (QComboBox* c : dialog.findChildren<QComboBox*>())
+            if (c->accessibleName() == "Device") device = c;
+        QVERIFY(device);
+        QCOMPARE(device->count(), 2);
+        QVERIFY(device->itemText(1).contains("NVIDIA H200"));
+    }
+};
+
+QTEST_MAIN(SettingsTest)
+#include "tst_settings.moc"

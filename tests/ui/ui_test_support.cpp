@@ -1,0 +1,80 @@
+#include "ui_test_support.h"
+
+#include <QSettings>
+#include <QTest>
+
+#include "test_support.h"
+
+namespace tandem::test {
+namespace {
+
+class GatedRunner : public ui::ModelRunner {
+public:
+    GatedRunner(std::unique_ptr<ui::ModelRunner> inner, std::shared_ptr<RunnerGate> gate)
+        : inner_(std::move(inner)), gate_(std::move(gate)) {
+        gate_->engineDeferral = inner_->deferredExperts();
+    }
+
+    const tandem::ModelInfo& info() const override { return inner_->info(); }
+    int threads() const override { return inner_->threads(); }
+    tandem::GenerationStats generate(std::span<const int> conversation, const tandem::GenerateOptions& options,
+                                     const std::function<bool(int)>& onToken) override {
+        gate_->deferralPerToken.clear();
+        gate_->lastPrompt.assign(conversation.begin(), conversation.end());
+        gate_->lastOptions = options;
+        int count = 0;
+        return inner_->generate(conversation, options, [&](int token) {
+            gate_->deferralPerToken.push_back(inner_->deferredExperts());
+            if (++count == gate_->holdAtToken.load()) {
+                gate_->reached.release();
+                gate_->release.acquire();
+            }
+            return onToken(token);
+        });
+    }
+    void setDeferredExperts(int count) override {
+        inner_->setDeferredExperts(count);
+        gate_->engineDeferral = inner_->deferredExperts();
+    }
+    int deferredExperts() const override { return inner_->deferredExperts(); }
+    ui::EngineTelemetry telemetry() const override { return inner_->telemetry(); }
+
+private:
+    std::unique_ptr<ui::ModelRunner> inner_;
+    std::shared_ptr<RunnerGate> gate_;
+};
+
+}  // namespace
+
+ui::ModelRunnerFactory gatedRunnerFactory(std::shared_ptr<RunnerGate> gate) {
+    return [gate](const ui::LoadRequest& request) -> std::unique_ptr<ui::ModelRunner> {
+        ++gate->loads;
+        if (gate->holdLoad.exchange(false)) {
+            gate->reached.release();
+            gate->release.acquire();
+        }
+        return std::make_unique<GatedRunner>(ui::loadEngineRunner(request), gate);
+    };
+}
+
+ui::TandemAppOptions appOptions(const QTemporaryDir& dir, ui::ModelRunnerFactory factory) {
+    ui::TandemAppOptions options;
+    options.databasePath = dir.filePath(QStringLiteral("conversations.sqlite"));
+    options.settings = std::make_unique<QSettings>(dir.filePath(QStringLiteral("settings.ini")), QSettings::IniFormat);
+    options.runnerFactory = std::move(factory);
+    options.embeddedModelDir = fixturePath(QStringLiteral("tiny-qwen3moe"));
+    options.monitorSystem = false;
+    return options;
+}
+
+// The limits only keep a broken build from hanging CTest; nothing asserts on how long anything took.
+bool waitForModel(ui::TandemApp& app) {
+    return QTest::qWaitFor([&] { return app.model()->state() != ui::ModelController::State::Loading; }, 60000) &&
+           app.model()->isReady();
+}
+
+bool waitForIdle(ui::TandemApp& app) {
+    return QTest::qWaitFor([&] { return !app.chat()->isGenerating(); }, 60000);
+}
+
+}  // namespace tandem::test

@@ -1,0 +1,44 @@
+#pragma once
+// Helpers of the UI suites: a model loader that can hold a load or an answer at a chosen point (to
+// stop mid-answer or watch the event loop turn, without timing anything), and app options that keep
+// each test's database and settings in its own temporary folder.
+#include <QSemaphore>
+#include <QTemporaryDir>
+#include <atomic>
+#include <memory>
+
+#include "ui/app/tandem_app.h"
+#include "ui/engine/model_runner.h"
+
+namespace tandem::test {
+
+struct RunnerGate {
+    // When set, the next load waits between `reached` and `release`.
+    std::atomic<bool> holdLoad{false};
+    // When > 0, an answer waits when it reaches that many tokens, before the worker sees the token.
+    std::atomic<int> holdAtToken{0};
+    QSemaphore reached;
+    QSemaphore release;
+    // The deferral the engine session had when each token of the last answer was produced.
+    std::vector<int> deferralPerToken;
+    // What the last answer was asked with (written on the engine thread before it starts).
+    std::vector<int> lastPrompt;
+    tandem::GenerateOptions lastOptions;
+    // The engine-side deferral of the loaded runner, read back from the engine session.
+    std::atomic<int> engineDeferral{-1};
+    std::atomic<int> loads{0};
+};
+
+// Loads the real engine, with the holds of `gate`.
+ui::ModelRunnerFactory gatedRunnerFactory(std::shared_ptr<RunnerGate> gate);
+
+// Settings (INI) and database in `dir`, the tiny-qwen3moe fixture as the embedded model, no system
+// monitor thread.
+ui::TandemAppOptions appOptions(const QTemporaryDir& dir, ui::ModelRunnerFactory factory = {});
+
+// Waits (without asserting on time) until the model is ready or failed; returns whether it is ready.
+bool waitForModel(ui::TandemApp& app);
+// Waits until no answer is being generated.
+bool waitForIdle(ui::TandemApp& app);
+
+}  // namespace tandem::test

@@ -1,0 +1,261 @@
+#include "ui/app/chat_controller.h"
+
+#include "ui/app/generation_options.h"
+#include "ui/store/conversation_export.h"
+
+namespace tandem::ui {
+
+ChatController::ChatController(ConversationStore* store, MessageModel* messages, ModelController* model,
+                               EngineWorker* worker, AppSettings* settings, QObject* parent)
+    : QObject(parent), store_(store), messages_(messages), model_(model), worker_(worker), settings_(settings) {
+    connect(this, &ChatController::generationRequested, worker_, &EngineWorker::generate);
+    connect(this, &ChatController::tokenCountRequested, worker_, &EngineWorker::countTokens);
+    connect(worker_, &EngineWorker::answerTextArrived, this, &ChatController::onAnswerText);
+    connect(worker_, &EngineWorker::answerFinished, this, &ChatController::onAnswerFinished);
+    connect(worker_, &EngineWorker::answerFailed, this, &ChatController::onAnswerFailed);
+    connect(worker_, &EngineWorker::tokensCounted, this, &ChatController::onTokensCounted);
+    connect(model_, &ModelController::modelReady, this, [this] { requestTokenCount(); });
+    saveTimer_.setInterval(kSaveIntervalMs);
+    connect(&saveTimer_, &QTimer::timeout, this, &ChatController::saveStreamingAnswer);
+}
+
+ChatController::~ChatController() = default;
+
+QString ChatController::currentTitle() const {
+    if (currentId_ == 0) return QStringLiteral("New chat");
+    const auto c = store_->conversation(currentId_);
+    return c ? c->title : QString();
+}
+
+ConversationSettings ChatController::currentSettings() const {
+    if (currentId_ == 0) return newConversationSettings_;
+    const auto c = store_->conversation(currentId_);
+    return c ? c->settings : ConversationSettings{};
+}
+
+void ChatController::newConversation() {
+    currentId_ = 0;
+    newConversationSettings_ = {};
+    messages_->setMessages({});
+    emit currentConversationChanged(0);
+    setContextUsage(0, model_->summary().contextLength);
+}
+
+void ChatController::openConversation(qint64 id) {
+    if (id == currentId_) return;
+    if (!store_->conversation(id)) return;
+    currentId_ = id;
+    QList<ChatMessage> list = store_->messages(id);
+    // The store may hold an older copy of an answer that is still streaming.
+    if (streaming_ && streaming_->message.conversationId == id)
+        for (ChatMessage& m : list)
+            if (m.id == streaming_->message.id) m = streaming_->message;
+    messages_->setMessages(list);
+    store_->setLastConversationId(id);
+    emit currentConversationChanged(id);
+    requestTokenCount();
+}
+
+void ChatController::openLastConversation() {
+    const qint64 last = store_->lastConversationId();
+    if (last != 0 && store_->conversation(last)) openConversation(last);
+    else newConversation();
+}
+
+bool ChatController::send(const QString& text) {
+    if (text.trimmed().isEmpty()) return false;
+    if (streaming_) {
+        emit errorOccurred(QStringLiteral("Wait for the answer to finish, or stop it, before sending another message."));
+        return false;
+    }
+    if (!model_->isReady()) {
+        emit errorOccurred(QStringLiteral("No model is loaded yet, so there is nobody to answer. Open a model folder "
+                                          "(File ▸ Open Model Folder…)."));
+        return false;
+    }
+    if (currentId_ == 0) {
+        const qint64 id = store_->createConversation(titleFromMessage(text), newConversationSettings_);
+        if (id == 0) return false;
+        currentId_ = id;
+        store_->setLastConversationId(id);
+        emit currentConversationChanged(id);
+    }
+    ChatMessage user;
+    user.conversationId = currentId_;
+    user.role = QStringLiteral("user");
+    user.content = text;
+    if (store_->appendMessage(user) == 0) return false;
+    messages_->append(user);
+    startAnswer();
+    return true;
+}
+
+QList<PromptMessage> ChatController::promptMessages() const {
+    QList<PromptMessage> prompt;
+    const QString system = currentSettings().systemPrompt.trimmed();
+    if (!system.isEmpty()) prompt.append({QStringLiteral("system"), system});
+    for (const ChatMessage& m : messages_->messages()) {
+        // A failed or empty answer is not part of what the model said.
+        if (m.role == QLatin1String("assistant") && (m.state == MessageState::Streaming || m.content.isEmpty())) continue;
+        prompt.append({m.role, m.content});
+    }
+    return prompt;
+}
+
+void ChatController::startAnswer() {
+    const QList<PromptMessage> prompt = promptMessages();
+    StreamingAnswer answer;
+    answer.requestId = ++nextRequestId_;
+    answer.message.conversationId = currentId_;
+    answer.message.role = QStringLiteral("assistant");
+    answer.message.state = MessageState::Streaming;
+    answer.message.model = model_->summary().name;
+    if (store_->appendMessage(answer.message) == 0) return;
+    messages_->append(answer.message);
+    streaming_ = answer;
+
+    GenerationRequest request;
+    request.id = answer.requestId;
+    request.messages = prompt;
+    request.options = generateOptionsFor(currentSettings(), settings_->sampling(), model_->summary());
+    saveTimer_.start();
+    emit generatingChanged(true);
+    emit generationRequested(request);
+}
+
+void ChatController::stop() {
+    if (streaming_) worker_->stop(streaming_->requestId);
+}
+
+void ChatController::regenerate() {
+    if (streaming_ || !model_->isReady() || currentId_ == 0 || messages_->rowCount() == 0) return;
+    const int last = messages_->rowCount() - 1;
+    const ChatMessage& tail = messages_->message(last);
+    if (tail.role == QLatin1String("assistant")) {
+        if (!store_->deleteMessagesFrom(currentId_, tail.position)) return;
+        messages_->truncate(last);
+    }
+    startAnswer();
+}
+
+void ChatController::editAndResend(qint64 messageId, const QString& text) {
+    const int row = messages_->rowOfId(messageId);
+    if (streaming_ || !model_->isReady() || row < 0 || text.trimmed().isEmpty()) return;
+    ChatMessage edited = messages_->message(row);
+    if (edited.role != QLatin1String("user")) return;
+    edited.content = text;
+    if (!store_->deleteMessagesFrom(currentId_, edited.position + 1) ||
+        !store_->updateMessageText(edited.id, edited.content, QString()))
+        return;
+    messages_->truncate(row + 1);
+    messages_->update(edited);
+    startAnswer();
+}
+
+void ChatController::setConversationSettings(const ConversationSettings& settings) {
+    if (currentId_ == 0) newConversationSettings_ = settings;
+    else store_->setConversationSettings(currentId_, settings);
+    requestTokenCount();
+}
+
+bool ChatController::renameConversation(qint64 id, const QString& title) {
+    const QString clean = title.simplified();
+    return !clean.isEmpty() && store_->renameConversation(id, clean);
+}
+
+void ChatController::deleteConversation(qint64 id) {
+    if (streaming_ && streaming_->message.conversationId == id) {
+        // Its messages go with it; the engine stops at its next token and that answer is forgotten.
+        worker_->stop(streaming_->requestId);
+        streaming_.reset();
+        saveTimer_.stop();
+        emit generatingChanged(false);
+    }
+    if (!store_->deleteConversation(id)) return;
+    if (id == currentId_) newConversation();
+}
+
+QString ChatController::exportConversation(qint64 id, const QString& path, ExportFormat format) {
+    if (streaming_ && streaming_->message.conversationId == id) saveStreamingAnswer();
+    const auto conversation = store_->conversation(id);
+    if (!conversation) return QStringLiteral("That conversation no longer exists.");
+    const QList<ChatMessage> list = store_->messages(id);
+    const QByteArray bytes = format == ExportFormat::Markdown ? conversationToMarkdown(*conversation, list).toUtf8()
+                                                              : conversationToJson(*conversation, list);
+    return writeExportFile(path, bytes);
+}
+
+void ChatController::shutDown() {
+    if (!streaming_) return;
+    worker_->stop(streaming_->requestId);
+    ChatMessage m = streaming_->message;
+    m.state = MessageState::Interrupted;
+    finishStreaming(m);
+}
+
+void ChatController::onAnswerText(quint64 requestId, const QString& answer, const QString& reasoning) {
+    if (!streaming_ || streaming_->requestId != requestId) return;
+    streaming_->message.content += answer;
+    streaming_->message.reasoning += reasoning;
+    streaming_->unsaved = true;
+    if (streaming_->message.conversationId == currentId_) messages_->appendText(streaming_->message.id, answer, reasoning);
+}
+
+void ChatController::saveStreamingAnswer() {
+    if (!streaming_ || !streaming_->unsaved) return;
+    const ChatMessage& m = streaming_->message;
+    if (store_->updateMessageText(m.id, m.content, m.reasoning)) {
+        streaming_->unsaved = false;
+        emit streamingAnswerSaved(m.id, m.content);
+    }
+}
+
+void ChatController::finishStreaming(ChatMessage message) {
+    streaming_.reset();
+    saveTimer_.stop();
+    store_->finishMessage(message);
+    if (message.conversationId == currentId_) messages_->update(message);
+    emit generatingChanged(false);
+}
+
+void ChatController::onAnswerFinished(quint64 requestId, const AnswerStats& stats) {
+    if (!streaming_ || streaming_->requestId != requestId) return;
+    ChatMessage m = streaming_->message;
+    m.state = stats.stoppedByUser ? MessageState::Stopped : MessageState::Complete;
+    m.metrics.promptTokens = stats.promptTokens;
+    m.metrics.generatedTokens = stats.generatedTokens;
+    m.metrics.tokensPerSecond = stats.decodeTokensPerSecond;
+    m.metrics.timeToFirstTokenSeconds = stats.timeToFirstTokenSeconds;
+    const bool current = m.conversationId == currentId_;
+    finishStreaming(m);
+    if (current) setContextUsage(stats.contextUsed(), stats.contextLength);
+    if (stats.filledContext)
+        emit noticeOccurred(tr("The answer stopped because the context is full (%1 tokens). Start a new chat, or raise "
+                               "the context length in Settings.").arg(stats.contextLength));
+    emit answerCompleted(stats);
+}
+
+void ChatController::onAnswerFailed(quint64 requestId, const QString& message) {
+    if (!streaming_ || streaming_->requestId != requestId) return;
+    ChatMessage m = streaming_->message;
+    m.state = MessageState::Failed;
+    m.error = message;
+    finishStreaming(m);
+}
+
+void ChatController::requestTokenCount() {
+    if (!model_->isReady()) return;
+    emit tokenCountRequested(++countRequestId_, promptMessages());
+}
+
+void ChatController::onTokensCounted(quint64 requestId, int tokens, int contextLength) {
+    if (requestId == countRequestId_) setContextUsage(tokens, contextLength);
+}
+
+void ChatController::setContextUsage(int used, int capacity) {
+    contextUsed_ = used;
+    contextCapacity_ = capacity;
+    emit contextUsageChanged(used, capacity);
+}
+
+}  // namespace tandem::ui

@@ -1,0 +1,97 @@
+#pragma once
+// What the user does with conversations: open, send, stop, regenerate, edit and resend, rename, delete,
+// export. Keeps the message model and the store in step with the answer the engine streams, saving it
+// in small batches while it grows so that a crash loses at most the last fraction of a second.
+#include <QObject>
+#include <QTimer>
+#include <optional>
+
+#include "ui/app/model_controller.h"
+#include "ui/models/message_model.h"
+#include "ui/store/conversation_store.h"
+
+namespace tandem::ui {
+
+class ChatController : public QObject {
+    Q_OBJECT
+public:
+    // How often a streaming answer is written to the store.
+    static constexpr int kSaveIntervalMs = 250;
+    enum class ExportFormat { Markdown, Json };
+
+    ChatController(ConversationStore* store, MessageModel* messages, ModelController* model, EngineWorker* worker,
+                   AppSettings* settings, QObject* parent = nullptr);
+    ~ChatController() override;
+
+    qint64 currentConversationId() const { return currentId_; }
+    QString currentTitle() const;
+    bool isGenerating() const { return streaming_.has_value(); }
+    ConversationSettings currentSettings() const;
+    int contextUsed() const { return contextUsed_; }
+    int contextCapacity() const { return contextCapacity_; }
+
+public slots:
+    void newConversation();
+    void openConversation(qint64 id);
+    // The conversation open when the app last ended, if it still exists.
+    void openLastConversation();
+    // Returns false (and says why through errorOccurred) when the message cannot be sent now.
+    bool send(const QString& text);
+    void stop();
+    void regenerate();
+    void editAndResend(qint64 messageId, const QString& text);
+    void setConversationSettings(const tandem::ui::ConversationSettings& settings);
+    bool renameConversation(qint64 id, const QString& title);
+    void deleteConversation(qint64 id);
+    // Returns an error message, or an empty string.
+    QString exportConversation(qint64 id, const QString& path, tandem::ui::ChatController::ExportFormat format);
+    // Ends a streaming answer for good (app quitting): saved as interrupted.
+    void shutDown();
+
+signals:
+    void generationRequested(const tandem::ui::GenerationRequest& request);
+    void tokenCountRequested(quint64 requestId, const QList<tandem::ui::PromptMessage>& messages);
+    void currentConversationChanged(qint64 id);
+    void generatingChanged(bool generating);
+    void contextUsageChanged(int used, int capacity);
+    void answerCompleted(const tandem::ui::AnswerStats& stats);
+    // A streaming answer's text so far has been committed to the store.
+    void streamingAnswerSaved(qint64 messageId, const QString& content);
+    void errorOccurred(const QString& message);
+    // Something the user should know that is not an error, e.g. a full context.
+    void noticeOccurred(const QString& message);
+
+private:
+    struct StreamingAnswer {
+        quint64 requestId = 0;
+        ChatMessage message;
+        bool unsaved = false;
+    };
+
+    void startAnswer();
+    QList<PromptMessage> promptMessages() const;
+    void saveStreamingAnswer();
+    void finishStreaming(ChatMessage message);
+    void requestTokenCount();
+    void onAnswerText(quint64 requestId, const QString& answer, const QString& reasoning);
+    void onAnswerFinished(quint64 requestId, const AnswerStats& stats);
+    void onAnswerFailed(quint64 requestId, const QString& message);
+    void onTokensCounted(quint64 requestId, int tokens, int contextLength);
+    void setContextUsage(int used, int capacity);
+
+    ConversationStore* store_;
+    MessageModel* messages_;
+    ModelController* model_;
+    EngineWorker* worker_;
+    AppSettings* settings_;
+    qint64 currentId_ = 0;
+    ConversationSettings newConversationSettings_;  // for a chat not yet saved (no message sent)
+    std::optional<StreamingAnswer> streaming_;
+    quint64 nextRequestId_ = 0;
+    quint64 countRequestId_ = 0;
+    QTimer saveTimer_;
+    int contextUsed_ = 0;
+    int contextCapacity_ = 0;
+};
+
+}  // namespace tandem::ui

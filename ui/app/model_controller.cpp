@@ -1,0 +1,86 @@
+#include "ui/app/model_controller.h"
+
+#include <QDir>
+
+namespace tandem::ui {
+
+ModelController::ModelController(EngineWorker* worker, AppSettings* settings, QString embeddedModelDir, QObject* parent)
+    : QObject(parent), worker_(worker), settings_(settings), embeddedModelDir_(std::move(embeddedModelDir)) {
+    connect(this, &ModelController::loadRequested, worker_, &EngineWorker::loadModel);
+    connect(worker_, &EngineWorker::modelLoading, this, &ModelController::onLoading);
+    connect(worker_, &EngineWorker::modelLoaded, this, &ModelController::onLoaded);
+    connect(worker_, &EngineWorker::modelLoadFailed, this, &ModelController::onLoadFailed);
+    connect(worker_, &EngineWorker::deferralApplied, this, [this](int experts) {
+        deferral_ = experts;
+        emit deferralChanged(experts);
+    });
+}
+
+int ModelController::maxDeferral() const { return isReady() ? std::max(0, summary_.expertsPerToken - 1) : 0; }
+
+QString ModelController::configuredModelDir() const {
+    const QString dir = settings_->engine().modelDir;
+    return dir.isEmpty() ? embeddedModelDir_ : dir;
+}
+
+void ModelController::loadConfigured() {
+    const QString dir = configuredModelDir();
+    if (dir.isEmpty()) {
+        lastError_.clear();
+        setState(State::NoModel);
+        return;
+    }
+    const EngineSettings e = settings_->engine();
+    LoadRequest request;
+    request.modelDir = dir;
+    request.threads = e.threads;
+    request.numaPolicy = e.numaPolicy;
+    request.cpuKernel = e.cpuKernel;
+    request.gpuDevice = e.gpuDevice;
+    request.contextLength = e.contextLength;
+    request.deferredExperts = settings_->deferralForModel(dir);
+    // Shown at once; the worker's own modelLoading confirms it when it starts.
+    onLoading(dir);
+    emit loadRequested(request);
+}
+
+void ModelController::loadModelFolder(const QString& dir) {
+    EngineSettings e = settings_->engine();
+    e.modelDir = QDir::cleanPath(dir);
+    settings_->setEngine(e);
+    loadConfigured();
+}
+
+void ModelController::setDeferral(int experts) {
+    if (!isReady()) return;
+    experts = std::clamp(experts, 0, maxDeferral());
+    settings_->setDeferralForModel(summary_.dir, experts);
+    worker_->setDeferral(experts);
+}
+
+void ModelController::onLoading(const QString& dir) {
+    loadingDir_ = dir;
+    setState(State::Loading);
+}
+
+void ModelController::onLoaded(const ModelSummary& summary) {
+    summary_ = summary;
+    lastError_.clear();
+    setState(State::Ready);
+    emit modelReady(summary_);
+}
+
+void ModelController::onLoadFailed(const QString& dir, const QString& message) {
+    summary_ = {};
+    lastError_ = QStringLiteral("Could not load the model in %1: %2").arg(QDir::toNativeSeparators(dir), message);
+    setState(State::Failed);
+    emit loadFailed(lastError_);
+}
+
+void ModelController::setState(State state) {
+    if (state == state_ && state != State::Loading) return;
+    state_ = state;
+    emit stateChanged(state_);
+}
+
+}  // namespace tandem::ui

@@ -1,0 +1,99 @@
+#include "ui/app/tandem_app.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <QStandardPaths>
+
+#include "ui/widgets/main_window.h"
+#include "ui/widgets/theme.h"
+
+namespace tandem::ui {
+namespace {
+
+// ~/.config/tandem/tandem.ini (XDG_CONFIG_HOME).
+std::unique_ptr<QSettings> userSettings() {
+    return std::make_unique<QSettings>(QSettings::IniFormat, QSettings::UserScope, QStringLiteral("tandem"),
+                                       QStringLiteral("tandem"));
+}
+
+}  // namespace
+
+TandemApp::TandemApp(TandemAppOptions options)
+    : settings_(std::make_unique<AppSettings>(options.settings ? std::move(options.settings) : userSettings())),
+      monitorSystem_(options.monitorSystem) {
+    std::unique_ptr<Database> database;
+    if (options.inMemoryDatabase) {
+        database = Database::openInMemory();
+    } else {
+        const QString path = options.databasePath.isEmpty() ? defaultDatabasePath() : options.databasePath;
+        QDir().mkpath(QFileInfo(path).absolutePath());
+        // A second Tandem would mark the first one's streaming answer as interrupted; a lock left by a
+        // crashed Tandem is stale (its process is gone) and taken over.
+        databaseLock_ = std::make_unique<QLockFile>(path + QStringLiteral(".lock"));
+        if (!databaseLock_->tryLock(200)) {
+            databaseProblem_ = tr("Another Tandem is open and using your conversations (%1). This window does not "
+                                  "save its conversations; use the other one, or close it and start Tandem again.")
+                                   .arg(QDir::toNativeSeparators(path));
+        } else {
+            auto opened = Database::open(path);
+            databaseProblem_ = opened.problem;
+            database = std::move(opened.database);
+        }
+        // A file that cannot be used is left alone; this session keeps its conversations in memory.
+        if (!database) database = Database::openInMemory();
+    }
+    store_ = std::make_unique<ConversationStore>(std::move(database));
+    store_->markInterruptedAnswers();
+    messages_ = std::make_unique<MessageModel>();
+    conversations_ = std::make_unique<ConversationListModel>(store_.get());
+    stats_ = std::make_unique<StatsModel>();
+    monitor_ = std::make_unique<SystemMonitor>();
+    monitor_->setGpuDevice(settings_->engine().gpuDevice);
+    host_ = std::make_unique<EngineHost>(options.runnerFactory ? options.runnerFactory : ModelRunnerFactory(loadEngineRunner));
+    const QString embedded = options.embeddedModelDir ? *options.embeddedModelDir : findEmbeddedModel();
+    model_ = std::make_unique<ModelController>(host_->worker(), settings_.get(), embedded);
+    chat_ = std::make_unique<ChatController>(store_.get(), messages_.get(), model_.get(), host_->worker(), settings_.get());
+
+    connect(monitor_.get(), &SystemMonitor::sampled, stats_.get(), &StatsModel::addSample);
+    connect(host_->worker(), &EngineWorker::liveStatsMeasured, stats_.get(), &StatsModel::setLiveEngineStats);
+    connect(chat_.get(), &ChatController::generatingChanged, stats_.get(), &StatsModel::setGenerating);
+    connect(chat_.get(), &ChatController::answerCompleted, stats_.get(), &StatsModel::setAnswerStats);
+
+    window_ = std::make_unique<MainWindow>(MainWindowParts{chat_.get(), model_.get(), conversations_.get(), messages_.get(),
+                                                           stats_.get(), settings_.get(), monitor_.get()});
+    connect(store_.get(), &ConversationStore::writeFailed, window_.get(),
+            [w = window_.get()](const QString& m) { w->showStoreProblem(m); });
+    if (!databaseProblem_.isEmpty()) window_->showStoreProblem(databaseProblem_);
+}
+
+TandemApp::~TandemApp() {
+    chat_->shutDown();
+    window_.reset();
+}
+
+void TandemApp::start() {
+    applyTheme(settings_->appearance());
+    chat_->openLastConversation();
+    model_->loadConfigured();
+    if (monitorSystem_) monitor_->start();
+}
+
+QString TandemApp::defaultDatabasePath() {
+    return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/conversations.sqlite");
+}
+
+QString TandemApp::findEmbeddedModel() {
+    QStringList candidates;
+    if (const QString env = qEnvironmentVariable("TANDEM_DEFAULT_MODEL"); !env.isEmpty()) candidates << env;
+    const QDir shipped(QCoreApplication::applicationDirPath() + QStringLiteral("/../share/tandem/models"));
+    for (const QString& name : shipped.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name))
+        candidates << shipped.filePath(name);
+    if (const QString fixtures = qEnvironmentVariable("TANDEM_FIXTURES"); !fixtures.isEmpty())
+        candidates << fixtures + QStringLiteral("/tiny-qwen3moe");
+    for (const QString& dir : candidates)
+        if (QFileInfo::exists(dir + QStringLiteral("/config.json"))) return QDir(dir).canonicalPath();
+    return {};
+}
+
+}  // namespace tandem::ui

@@ -1,0 +1,85 @@
+#pragma once
+// Values the UI thread and the engine thread exchange through queued signals. Plain copyable structs.
+#include <QList>
+#include <QMetaType>
+#include <QString>
+#include <optional>
+
+#include "tandem/engine.h"
+#include "ui/text/chat_formatter.h"
+
+namespace tandem::ui {
+
+enum class NumaPolicy { Auto, Off, SplitExperts };
+enum class CpuKernel { Auto, Amx, Avx512, Avx2 };
+
+// What a model is loaded with. The engine takes threads and context length today; NUMA policy, kernel
+// and GPU device travel to the worker so that only engineOptionsFor() changes when the engine grows them.
+struct LoadRequest {
+    QString modelDir;
+    int threads = 0;  // 0 = all hardware threads
+    NumaPolicy numaPolicy = NumaPolicy::Auto;
+    CpuKernel cpuKernel = CpuKernel::Auto;
+    int gpuDevice = 0;  // -1 = CPU only
+    int contextLength = 4096;
+    int deferredExperts = 0;
+};
+
+struct ModelSummary {
+    QString dir;
+    QString name;  // the folder name, which is how people know their models
+    QString modelType;
+    int layers = 0;
+    int experts = 0;
+    int expertsPerToken = 0;
+    int contextLength = 0;
+    int threads = 0;
+    quint64 weightBytes = 0;
+    tandem::SamplingOptions recommendedSampling;
+    QString textHandling;  // which tokenizer and template are in use
+};
+
+struct GenerationRequest {
+    quint64 id = 0;
+    QList<PromptMessage> messages;
+    tandem::GenerateOptions options;
+};
+
+// Where one layer's time went during the last answer, as fractions of that layer's time.
+struct LayerSplit {
+    double gpuAttention = 0;
+    double cpuExperts = 0;
+    double waiting = 0;
+};
+
+struct AnswerStats {
+    int promptTokens = 0;
+    int reusedTokens = 0;
+    int generatedTokens = 0;
+    double timeToFirstTokenSeconds = 0;
+    double decodeTokensPerSecond = 0;
+    double prefillTokensPerSecond = 0;
+    int contextLength = 0;
+    bool stoppedAtEos = false;
+    bool stoppedByUser = false;
+    bool filledContext = false;  // ended because the context had no room for more tokens
+    QList<LayerSplit> layerSplit;  // empty while the engine does not report it
+
+    int contextUsed() const { return promptTokens + generatedTokens; }
+};
+
+// Measured while an answer streams; absent values are ones the engine does not report yet.
+struct LiveEngineStats {
+    double decodeTokensPerSecond = 0;
+    int generatedTokens = 0;
+    std::optional<double> expertPoolBusy;  // 0..1
+    std::optional<double> gpuBusy;        // 0..1
+};
+
+}  // namespace tandem::ui
+
+Q_DECLARE_METATYPE(tandem::ui::LoadRequest)
+Q_DECLARE_METATYPE(tandem::ui::ModelSummary)
+Q_DECLARE_METATYPE(tandem::ui::GenerationRequest)
+Q_DECLARE_METATYPE(tandem::ui::AnswerStats)
+Q_DECLARE_METATYPE(tandem::ui::LiveEngineStats)

@@ -1,0 +1,193 @@
+#include "ui/engine/engine_worker.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <algorithm>
+#include <new>
+
+#include "tandem/error.h"
+
+namespace tandem::ui {
+namespace {
+
+// A first token is shown at once; later ones are gathered for this long, which is smooth to the eye
+// and keeps a model producing thousands of tokens a second from flooding the UI thread.
+constexpr qint64 kTextBatchMs = 40;
+// How often decode speed is reported while an answer streams.
+constexpr qint64 kLiveStatsMs = 250;
+
+QString messageOf(const std::exception& e) {
+    if (dynamic_cast<const std::bad_alloc*>(&e))
+        return QStringLiteral("Out of memory. Close other programs, lower the context length in Settings, or "
+                              "choose a smaller model.");
+    return QString::fromStdString(e.what());
+}
+
+}  // namespace
+
+EngineWorker::EngineWorker(ModelRunnerFactory factory, QObject* parent) : QObject(parent), factory_(std::move(factory)) {}
+
+EngineWorker::~EngineWorker() = default;
+
+void EngineWorker::loadModel(const LoadRequest& request) {
+    emit modelLoading(request.modelDir);
+    // Free the old model first: two large models rarely fit in memory together.
+    formatter_.reset();
+    runner_.reset();
+    requestedDeferral_ = -1;
+    try {
+        if (!QFileInfo(request.modelDir).isDir())
+            throw Error(QStringLiteral("The model folder %1 does not exist.").arg(QDir::toNativeSeparators(request.modelDir)).toStdString());
+        auto runner = factory_(request);
+        auto formatter = makeChatFormatter(request.modelDir, QString::fromStdString(runner->info().modelType));
+        runner->setDeferredExperts(request.deferredExperts);
+        const auto& info = runner->info();
+        summary_ = ModelSummary{};
+        summary_.dir = request.modelDir;
+        summary_.name = QFileInfo(request.modelDir).fileName();
+        summary_.modelType = QString::fromStdString(info.modelType);
+        summary_.layers = info.numLayers;
+        summary_.experts = info.numExperts;
+        summary_.expertsPerToken = info.expertsPerToken;
+        summary_.contextLength = info.contextLength;
+        summary_.threads = runner->threads();
+        summary_.weightBytes = info.weightBytes;
+        summary_.recommendedSampling = info.defaultSampling;
+        summary_.textHandling = formatter->description();
+        runner_ = std::move(runner);
+        formatter_ = std::move(formatter);
+    } catch (const std::exception& e) {
+        emit modelLoadFailed(request.modelDir, messageOf(e));
+        return;
+    }
+    emit modelLoaded(summary_);
+    emit deferralApplied(runner_->deferredExperts());
+}
+
+void EngineWorker::unloadModel() {
+    formatter_.reset();
+    runner_.reset();
+    emit modelUnloaded();
+}
+
+void EngineWorker::stop(quint64 requestId) { stoppedRequest_ = requestId; }
+
+bool EngineWorker::isStopped(quint64 requestId) const {
+    const quint64 stopped = stoppedRequest_;
+    return stopped == requestId || stopped == kAnyRequest;
+}
+
+void EngineWorker::setDeferral(int experts) {
+    requestedDeferral_ = std::max(0, experts);
+    // When idle, the queued call applies it now; while generating, the token loop gets there first.
+    QMetaObject::invokeMethod(this, &EngineWorker::applyRequestedDeferral, Qt::QueuedConnection);
+}
+
+void EngineWorker::applyRequestedDeferral() {
+    const int requested = requestedDeferral_.exchange(-1);
+    if (requested < 0 || !runner_) return;
+    runner_->setDeferredExperts(requested);
+    emit deferralApplied(runner_->deferredExperts());
+}
+
+void EngineWorker::countTokens(quint64 requestId, const QList<PromptMessage>& messages) {
+    if (!formatter_ || !runner_) return;
+    emit tokensCounted(requestId, static_cast<int>(formatter_->encodeConversation(messages).size()),
+                       runner_->info().contextLength);
+}
+
+void EngineWorker::reportLive(const QElapsedTimer& decodeClock, int decodedTokens, bool force) {
+    const qint64 now = decodeClock.elapsed();
+    if (!force && now - lastLiveReportMs_ < kLiveStatsMs) return;
+    // Speed over the tokens since the last report, so a change (deferral, a busy machine) shows at once.
+    const qint64 spanMs = now - lastLiveReportMs_;
+    const int spanTokens = decodedTokens - lastLiveReportTokens_;
+    lastLiveReportMs_ = now;
+    lastLiveReportTokens_ = decodedTokens;
+    const EngineTelemetry telemetry = runner_->telemetry();
+    LiveEngineStats live;
+    live.generatedTokens = decodedTokens;
+    live.decodeTokensPerSecond = spanMs > 0 ? spanTokens * 1000.0 / static_cast<double>(spanMs) : 0.0;
+    live.expertPoolBusy = telemetry.expertPoolBusy;
+    live.gpuBusy = telemetry.gpuBusy;
+    emit liveStatsMeasured(live);
+}
+
+void EngineWorker::generate(const GenerationRequest& request) {
+    const quint64 id = request.id;
+    if (!runner_ || !formatter_) {
+        emit answerFailed(id, QStringLiteral("No model is loaded. Open a model folder first."));
+        return;
+    }
+    TextDelta pending;
+    try {
+        QElapsedTimer clock;
+        clock.start();
+        const std::vector<int> prompt = formatter_->encodeConversation(request.messages);
+        const int contextLength = runner_->info().contextLength;
+        const int room = contextLength - static_cast<int>(prompt.size());
+        if (room < 1)
+            throw Error(QStringLiteral("This conversation takes %1 tokens, more than the %2 the context holds. Start a "
+                                       "new chat, or raise the context length in Settings.")
+                            .arg(prompt.size()).arg(contextLength).toStdString());
+        tandem::GenerateOptions options = request.options;
+        options.maxNewTokens = std::clamp(options.maxNewTokens, 1, room);
+        emit answerStarted(id, static_cast<int>(prompt.size()));
+        applyRequestedDeferral();
+
+        AnswerStats result;
+        result.contextLength = contextLength;
+        if (isStopped(id)) {
+            result.promptTokens = static_cast<int>(prompt.size());
+            result.stoppedByUser = true;
+            emit answerFinished(id, result);
+            return;
+        }
+
+        const auto decoder = formatter_->newAnswerDecoder();
+        QElapsedTimer decodeClock;
+        qint64 lastFlushMs = 0;
+        int tokens = 0;
+        lastLiveReportMs_ = 0;
+        lastLiveReportTokens_ = 1;  // the decode clock starts at the first token
+        const auto flush = [&] {
+            if (pending.isEmpty()) return;
+            emit answerTextArrived(id, pending.answer, pending.reasoning);
+            pending = {};
+        };
+        const tandem::GenerationStats stats = runner_->generate(prompt, options, [&](int token) {
+            if (tokens++ == 0) {
+                result.timeToFirstTokenSeconds = static_cast<double>(clock.nsecsElapsed()) / 1e9;
+                decodeClock.start();
+            }
+            pending += decoder->push(token);
+            if (tokens == 1 || clock.elapsed() - lastFlushMs >= kTextBatchMs) {
+                flush();
+                lastFlushMs = clock.elapsed();
+            }
+            reportLive(decodeClock, tokens, false);
+            applyRequestedDeferral();
+            return !isStopped(id);
+        });
+        pending += decoder->finish();
+        flush();
+        if (tokens > 0) reportLive(decodeClock, tokens, true);
+
+        result.promptTokens = stats.promptTokens;
+        result.reusedTokens = stats.reusedTokens;
+        result.generatedTokens = stats.generatedTokens;
+        result.decodeTokensPerSecond = stats.decodeTokensPerSecond();
+        result.prefillTokensPerSecond = stats.prefillTokensPerSecond();
+        result.stoppedAtEos = stats.stoppedAtEos;
+        result.stoppedByUser = isStopped(id);
+        result.filledContext = !stats.stoppedAtEos && !result.stoppedByUser && options.maxNewTokens == room &&
+                               stats.generatedTokens == room;
+        result.layerSplit = runner_->telemetry().layerSplit;
+        emit answerFinished(id, result);
+    } catch (const std::exception& e) {
+        if (!pending.isEmpty()) emit answerTextArrived(id, pending.answer, pending.reasoning);
+        emit answerFailed(id, messageOf(e));
+    }
+}
+
+}  // namespace tandem::ui

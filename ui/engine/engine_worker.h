@@ -1,0 +1,66 @@
+#pragma once
+// Owns the model on the engine thread. The UI talks to it through queued signals and slots only; the
+// two exceptions, stop() and setDeferral(), are thread-safe on purpose: they must reach an answer that
+// is being generated, while this thread is busy inside the engine and runs no queued slot.
+#include <QElapsedTimer>
+#include <QObject>
+#include <atomic>
+#include <memory>
+
+#include "ui/engine/engine_types.h"
+#include "ui/engine/model_runner.h"
+
+namespace tandem::ui {
+
+class EngineWorker : public QObject {
+    Q_OBJECT
+public:
+    static constexpr quint64 kAnyRequest = ~quint64{0};
+
+    explicit EngineWorker(ModelRunnerFactory factory = loadEngineRunner, QObject* parent = nullptr);
+    ~EngineWorker() override;
+
+public slots:
+    void loadModel(const tandem::ui::LoadRequest& request);
+    void unloadModel();
+    void generate(const tandem::ui::GenerationRequest& request);
+    // How many tokens `messages` take as a prompt, for the context indicator.
+    void countTokens(quint64 requestId, const QList<tandem::ui::PromptMessage>& messages);
+
+    // Thread-safe. Stops answer `requestId` at its next token (or before it starts); kAnyRequest stops
+    // whichever answer is running.
+    void stop(quint64 requestId);
+    // Thread-safe. Deferred experts per token, applied before the next token (or at once when idle).
+    void setDeferral(int experts);
+
+signals:
+    void modelLoading(const QString& dir);
+    void modelLoaded(const tandem::ui::ModelSummary& summary);
+    void modelLoadFailed(const QString& dir, const QString& message);
+    void modelUnloaded();
+    void answerStarted(quint64 requestId, int promptTokens);
+    // New text of the answer since the last signal; batched so a fast model does not flood the UI.
+    void answerTextArrived(quint64 requestId, const QString& answer, const QString& reasoning);
+    void liveStatsMeasured(const tandem::ui::LiveEngineStats& stats);
+    void answerFinished(quint64 requestId, const tandem::ui::AnswerStats& stats);
+    void answerFailed(quint64 requestId, const QString& message);
+    void tokensCounted(quint64 requestId, int tokens, int contextLength);
+    // The deferral the engine now uses, read back from it.
+    void deferralApplied(int experts);
+
+private:
+    void applyRequestedDeferral();
+    void reportLive(const QElapsedTimer& decodeClock, int decodedTokens, bool force);
+    bool isStopped(quint64 requestId) const;
+
+    ModelRunnerFactory factory_;
+    std::unique_ptr<ModelRunner> runner_;
+    std::unique_ptr<ChatFormatter> formatter_;
+    ModelSummary summary_;
+    std::atomic<quint64> stoppedRequest_{0};
+    std::atomic<int> requestedDeferral_{-1};  // -1: nothing new to apply
+    qint64 lastLiveReportMs_ = 0;
+    int lastLiveReportTokens_ = 0;
+};
+
+}  // namespace tandem::ui

@@ -1,0 +1,40 @@
+#pragma once
+// The slice of tandem::Engine/Session the worker uses, as an interface: the real engine implements it,
+// and tests wrap it to hold a load or an answer at a chosen point and watch the UI stay responsive.
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "tandem/engine.h"
+#include "ui/engine/engine_types.h"
+
+namespace tandem::ui {
+
+// Hardware figures the engine reports about its recent work; empty until the engine measures them.
+struct EngineTelemetry {
+    std::optional<double> expertPoolBusy;  // 0..1 over the last decode steps
+    std::optional<double> gpuBusy;         // 0..1
+    QList<LayerSplit> layerSplit;          // of the last answer
+};
+
+class ModelRunner {
+public:
+    virtual ~ModelRunner() = default;
+    virtual const tandem::ModelInfo& info() const = 0;
+    virtual int threads() const = 0;
+    virtual tandem::GenerationStats generate(std::span<const int> conversation, const tandem::GenerateOptions& options,
+                                             const std::function<bool(int)>& onToken) = 0;
+    virtual void setDeferredExperts(int count) = 0;
+    virtual int deferredExperts() const = 0;
+    virtual EngineTelemetry telemetry() const = 0;
+};
+
+// Loads a model; throws tandem::Error (or std::exception) with a message for the user.
+using ModelRunnerFactory = std::function<std::unique_ptr<ModelRunner>(const LoadRequest&)>;
+
+tandem::EngineOptions engineOptionsFor(const LoadRequest& request);
+std::unique_ptr<ModelRunner> loadEngineRunner(const LoadRequest& request);
+
+}  // namespace tandem::ui

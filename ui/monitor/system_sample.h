@@ -1,0 +1,29 @@
+#pragma once
+// One reading of the machine: what the dashboard plots besides the engine's own figures.
+#include <QList>
+#include <QMetaType>
+#include <QString>
+#include <optional>
+
+namespace tandem::ui {
+
+struct GpuReading {
+    QString name;
+    double busy = 0;  // 0..1
+    quint64 memoryUsed = 0;
+    quint64 memoryTotal = 0;
+};
+
+struct SystemSample {
+    double seconds = 0;              // since the monitor started
+    std::optional<double> cpuBusy;   // whole machine, 0..1; absent on the first reading
+    quint64 memoryUsed = 0;          // bytes, MemTotal - MemAvailable
+    quint64 memoryTotal = 0;
+    quint64 appResident = 0;         // this process
+    std::optional<GpuReading> gpu;   // absent without an NVIDIA driver
+    QString gpuUnavailableReason;
+};
+
+}  // namespace tandem::ui
+
+Q_DECLARE_METATYPE(tandem::ui::SystemSample)

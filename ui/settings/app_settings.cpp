@@ -1,0 +1,107 @@
+#include "ui/settings/app_settings.h"
+
+#include <QCryptographicHash>
+#include <QDir>
+
+namespace tandem::ui {
+namespace {
+
+// QSettings keys cannot hold a path; a hash of the canonical folder names the model.
+QString modelKey(const QString& modelDir) {
+    const QString canonical = QDir(modelDir).canonicalPath();
+    const QByteArray hash = QCryptographicHash::hash((canonical.isEmpty() ? modelDir : canonical).toUtf8(),
+                                                     QCryptographicHash::Sha1);
+    return QStringLiteral("models/%1/deferral").arg(QString::fromLatin1(hash.toHex().left(16)));
+}
+
+template <typename Enum>
+Enum enumValue(const QSettings& s, const char* key, Enum fallback, int count) {
+    const int v = s.value(QLatin1String(key), static_cast<int>(fallback)).toInt();
+    return v >= 0 && v < count ? static_cast<Enum>(v) : fallback;
+}
+
+}  // namespace
+
+bool SamplingDefaults::operator==(const SamplingDefaults& o) const {
+    const auto& a = sampling;
+    const auto& b = o.sampling;
+    return useModelRecommendation == o.useModelRecommendation && maxNewTokens == o.maxNewTokens &&
+           a.temperature == b.temperature && a.topP == b.topP && a.topK == b.topK && a.minP == b.minP &&
+           a.repetitionPenalty == b.repetitionPenalty;
+}
+
+AppSettings::AppSettings(std::unique_ptr<QSettings> settings) : settings_(std::move(settings)) {}
+
+EngineSettings AppSettings::engine() const {
+    const EngineSettings d;
+    EngineSettings e;
+    e.modelDir = settings_->value("engine/modelDir", d.modelDir).toString();
+    e.threads = std::max(0, settings_->value("engine/threads", d.threads).toInt());
+    e.numaPolicy = enumValue(*settings_, "engine/numaPolicy", d.numaPolicy, 3);
+    e.cpuKernel = enumValue(*settings_, "engine/cpuKernel", d.cpuKernel, 4);
+    e.gpuDevice = std::max(-1, settings_->value("engine/gpuDevice", d.gpuDevice).toInt());
+    e.contextLength = std::clamp(settings_->value("engine/contextLength", d.contextLength).toInt(), 256, 1 << 20);
+    return e;
+}
+
+void AppSettings::setEngine(const EngineSettings& e) {
+    settings_->setValue("engine/modelDir", e.modelDir);
+    settings_->setValue("engine/threads", e.threads);
+    settings_->setValue("engine/numaPolicy", static_cast<int>(e.numaPolicy));
+    settings_->setValue("engine/cpuKernel", static_cast<int>(e.cpuKernel));
+    settings_->setValue("engine/gpuDevice", e.gpuDevice);
+    settings_->setValue("engine/contextLength", e.contextLength);
+}
+
+SamplingDefaults AppSettings::sampling() const {
+    const SamplingDefaults d;
+    SamplingDefaults s;
+    s.useModelRecommendation = settings_->value("sampling/useModelRecommendation", d.useModelRecommendation).toBool();
+    s.sampling.temperature = settings_->value("sampling/temperature", d.sampling.temperature).toFloat();
+    s.sampling.topP = settings_->value("sampling/topP", d.sampling.topP).toFloat();
+    s.sampling.topK = settings_->value("sampling/topK", d.sampling.topK).toInt();
+    s.sampling.minP = settings_->value("sampling/minP", d.sampling.minP).toFloat();
+    s.sampling.repetitionPenalty = settings_->value("sampling/repetitionPenalty", d.sampling.repetitionPenalty).toFloat();
+    s.maxNewTokens = std::max(1, settings_->value("sampling/maxNewTokens", d.maxNewTokens).toInt());
+    return s;
+}
+
+void AppSettings::setSampling(const SamplingDefaults& s) {
+    settings_->setValue("sampling/useModelRecommendation", s.useModelRecommendation);
+    settings_->setValue("sampling/temperature", s.sampling.temperature);
+    settings_->setValue("sampling/topP", s.sampling.topP);
+    settings_->setValue("sampling/topK", s.sampling.topK);
+    settings_->setValue("sampling/minP", s.sampling.minP);
+    settings_->setValue("sampling/repetitionPenalty", s.sampling.repetitionPenalty);
+    settings_->setValue("sampling/maxNewTokens", s.maxNewTokens);
+}
+
+Appearance AppSettings::appearance() const {
+    Appearance a;
+    a.theme = enumValue(*settings_, "appearance/theme", ThemeChoice::System, 3);
+    a.fontPointSize = std::clamp(settings_->value("appearance/fontPointSize", 0).toInt(), 0, 48);
+    return a;
+}
+
+void AppSettings::setAppearance(const Appearance& a) {
+    settings_->setValue("appearance/theme", static_cast<int>(a.theme));
+    settings_->setValue("appearance/fontPointSize", a.fontPointSize);
+}
+
+int AppSettings::defaultDeferral() const { return std::max(0, settings_->value("engine/defaultDeferral", 0).toInt()); }
+void AppSettings::setDefaultDeferral(int experts) { settings_->setValue("engine/defaultDeferral", std::max(0, experts)); }
+
+int AppSettings::deferralForModel(const QString& modelDir) const {
+    return std::max(0, settings_->value(modelKey(modelDir), defaultDeferral()).toInt());
+}
+
+void AppSettings::setDeferralForModel(const QString& modelDir, int experts) {
+    settings_->setValue(modelKey(modelDir), std::max(0, experts));
+}
+
+QByteArray AppSettings::windowState() const { return settings_->value("window/state").toByteArray(); }
+void AppSettings::setWindowState(const QByteArray& state) { settings_->setValue("window/state", state); }
+QByteArray AppSettings::windowGeometry() const { return settings_->value("window/geometry").toByteArray(); }
+void AppSettings::setWindowGeometry(const QByteArray& geometry) { settings_->setValue("window/geometry", geometry); }
+
+}  // namespace tandem::ui

@@ -1,0 +1,70 @@
+#pragma once
+// The live panel: the loaded model, charts of decode speed, CPU (machine and expert pool), GPU and
+// memory over the last minute, the per-layer time split of the last answer, and the deferral slider.
+// It shows the StatsModel and reports the slider; figures nobody measures say "not available".
+#include <QWidget>
+
+#include "ui/engine/engine_types.h"
+
+class QLabel;
+class QChart;
+class QChartView;
+class QLineSeries;
+class QValueAxis;
+
+namespace tandem::ui {
+
+class DeferralPanel;
+class StatsModel;
+
+class Dashboard : public QWidget {
+    Q_OBJECT
+public:
+    explicit Dashboard(StatsModel* stats, QWidget* parent = nullptr);
+
+    void setModel(const ModelSummary* summary, int deferral);  // null: no model loaded
+    void setDeferral(int experts);
+    DeferralPanel* deferralPanel() const { return deferral_; }
+    // The one-line readings under each chart's title, for tests and screen readers.
+    QString decodeReading() const;
+    QString cpuReading() const;
+    QString gpuReading() const;
+    QString memoryReading() const;
+    QString layerSplitReading() const;
+
+signals:
+    void deferralChosen(int experts);
+
+protected:
+    void changeEvent(QEvent* event) override;
+
+private:
+    struct Chart {
+        QChart* chart = nullptr;
+        QChartView* view = nullptr;
+        QValueAxis* x = nullptr;
+        QValueAxis* y = nullptr;
+        QLabel* reading = nullptr;
+        QList<QLineSeries*> series;
+    };
+    Chart makeChart(const QString& title, const QString& unit, double yMax);
+    QLineSeries* addSeries(Chart& chart, const QString& name, int column, const QColor& color);
+    void onSample();
+    void showLayerSplit();
+    void applyPalette();
+
+    StatsModel* stats_;
+    QLabel* modelName_;
+    QLabel* modelDetails_;
+    Chart decode_;
+    Chart cpu_;
+    Chart gpu_;
+    Chart memory_;
+    QLineSeries* poolSeries_ = nullptr;
+    QLabel* gpuMissing_;
+    QLabel* splitMissing_;
+    QChartView* splitView_;
+    DeferralPanel* deferral_;
+};
+
+}  // namespace tandem::ui

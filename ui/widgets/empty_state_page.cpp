@@ -1,0 +1,79 @@
+#include "ui/widgets/empty_state_page.h"
+
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QVBoxLayout>
+
+namespace tandem::ui {
+
+EmptyStatePage::EmptyStatePage(QWidget* parent)
+    : QWidget(parent), title_(new QLabel(this)), detail_(new QLabel(this)), busy_(new QProgressBar(this)),
+      open_(new QPushButton(tr("Open Model Folder…"), this)), download_(new QPushButton(tr("Download a Model…"), this)) {
+    setObjectName(QStringLiteral("emptyState"));
+    auto* layout = new QVBoxLayout(this);
+    layout->addStretch(2);
+    title_->setObjectName(QStringLiteral("emptyTitle"));
+    title_->setAlignment(Qt::AlignCenter);
+    title_->setWordWrap(true);
+    detail_->setAlignment(Qt::AlignCenter);
+    detail_->setWordWrap(true);
+    detail_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    detail_->setMaximumWidth(560);
+    busy_->setRange(0, 0);  // the engine reports no load progress yet: an indeterminate bar
+    busy_->setMaximumWidth(280);
+    busy_->setTextVisible(false);
+    busy_->setAccessibleName(tr("Loading the model"));
+    layout->addWidget(title_);
+    layout->addWidget(detail_, 0, Qt::AlignHCenter);
+    layout->addWidget(busy_, 0, Qt::AlignHCenter);
+    auto* buttons = new QHBoxLayout;
+    buttons->addStretch();
+    open_->setAccessibleName(tr("Open model folder"));
+    open_->setToolTip(tr("Choose a folder with a Hugging Face model: config.json, *.safetensors and tokenizer.json"));
+    // The model download wizard is its own issue; the button is here so the way in is obvious.
+    download_->setEnabled(false);
+    download_->setAccessibleName(tr("Download a model (coming soon)"));
+    download_->setToolTip(tr("Downloading models from inside Tandem is coming in a later version."));
+    buttons->addWidget(open_);
+    buttons->addWidget(download_);
+    buttons->addStretch();
+    layout->addLayout(buttons);
+    layout->addStretch(3);
+    connect(open_, &QPushButton::clicked, this, &EmptyStatePage::openModelRequested);
+    connect(download_, &QPushButton::clicked, this, &EmptyStatePage::downloadModelRequested);
+    setMode(Mode::NoModel);
+}
+
+void EmptyStatePage::setMode(Mode mode, const QString& detail) {
+    mode_ = mode;
+    busy_->setVisible(mode == Mode::Loading);
+    const bool needsModel = mode == Mode::NoModel || mode == Mode::LoadFailed;
+    open_->setVisible(needsModel);
+    download_->setVisible(needsModel);
+    switch (mode) {
+    case Mode::NoModel:
+        title_->setText(tr("No model yet"));
+        detail_->setText(tr("Tandem chats with a model on this computer. Open the folder of a downloaded Hugging Face "
+                            "model (config.json, *.safetensors, tokenizer.json). Downloading from inside Tandem is "
+                            "coming soon."));
+        break;
+    case Mode::Loading:
+        title_->setText(tr("Loading %1…").arg(detail));
+        detail_->setText(tr("You can read and search your conversations meanwhile."));
+        break;
+    case Mode::LoadFailed:
+        title_->setText(tr("The model could not be loaded"));
+        detail_->setText(detail);
+        break;
+    case Mode::Ready:
+        title_->setText(tr("What would you like to ask?"));
+        detail_->setText(tr("%1 is ready. Enter sends, Shift+Enter adds a line. Your conversations stay on this computer.").arg(detail));
+        break;
+    }
+}
+
+QString EmptyStatePage::title() const { return title_->text(); }
+
+}  // namespace tandem::ui

@@ -1,0 +1,383 @@
+#include "ui/widgets/main_window.h"
+
+#include <QApplication>
+#include <QClipboard>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QScrollArea>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include "ui/app/generation_options.h"
+#include "ui/models/conversation_list_model.h"
+#include "ui/models/message_model.h"
+#include "ui/models/stats_model.h"
+#include "ui/monitor/system_monitor.h"
+#include "ui/widgets/chat_view.h"
+#include "ui/widgets/composer.h"
+#include "ui/widgets/context_indicator.h"
+#include "ui/widgets/conversation_settings_dialog.h"
+#include "ui/widgets/conversation_sidebar.h"
+#include "ui/widgets/dashboard.h"
+#include "ui/widgets/empty_state_page.h"
+#include "ui/widgets/notification_banner.h"
+#include "ui/widgets/theme.h"
+
+namespace tandem::ui {
+
+MainWindow::MainWindow(const MainWindowParts& parts, QWidget* parent)
+    : QMainWindow(parent), parts_(parts), sidebar_(new ConversationSidebar(parts.conversations, this)),
+      dashboard_(new Dashboard(parts.stats, this)), modelStatus_(new QLabel(this)), storeStatus_(new QLabel(this)) {
+    setWindowTitle(QStringLiteral("Tandem"));
+    auto* splitter = new QSplitter(Qt::Horizontal, this);
+    splitter->setObjectName(QStringLiteral("mainSplitter"));
+    splitter->addWidget(sidebar_);
+    splitter->addWidget(buildChatPane());
+    splitter->setStretchFactor(1, 1);
+    splitter->setSizes({260, 800});
+    splitter->setChildrenCollapsible(false);
+    setCentralWidget(splitter);
+
+    auto* dock = new QDockWidget(tr("Dashboard"), this);
+    dock->setObjectName(QStringLiteral("dashboardDock"));
+    auto* scroll = new QScrollArea(dock);
+    scroll->setWidget(dashboard_);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setMinimumWidth(340);
+    dock->setWidget(scroll);
+    addDockWidget(Qt::RightDockWidgetArea, dock);
+
+    storeStatus_->setVisible(false);
+    statusBar()->addPermanentWidget(storeStatus_);
+    statusBar()->addPermanentWidget(modelStatus_);
+    buildMenus();
+
+    ChatController* chat = parts_.chat;
+    ModelController* model = parts_.model;
+    connect(sidebar_, &ConversationSidebar::conversationActivated, chat, &ChatController::openConversation);
+    connect(sidebar_, &ConversationSidebar::newChatRequested, chat, &ChatController::newConversation);
+    connect(sidebar_, &ConversationSidebar::deleteRequested, this, &MainWindow::confirmDelete);
+    connect(sidebar_, &ConversationSidebar::exportRequested, this, [this](qint64 id, ConversationSidebar::ExportFormat f) {
+        exportConversation(id, f == ConversationSidebar::ExportFormat::Markdown);
+    });
+    connect(chatView_, &ChatView::copyRequested, this, [this](qint64 id) {
+        const int row = parts_.messages->rowOfId(id);
+        if (row >= 0) QGuiApplication::clipboard()->setText(parts_.messages->message(row).content);
+        statusBar()->showMessage(tr("Message copied"), 2000);
+    });
+    connect(chatView_, &ChatView::editSubmitted, chat, &ChatController::editAndResend);
+    connect(chatView_, &ChatView::regenerateRequested, chat, &ChatController::regenerate);
+    connect(composer_, &Composer::sendRequested, this, [this](const QString& text) {
+        if (parts_.chat->send(text)) composer_->clear();
+    });
+    connect(composer_, &Composer::stopRequested, chat, &ChatController::stop);
+    connect(chat, &ChatController::generatingChanged, this, &MainWindow::onGeneratingChanged);
+    connect(chat, &ChatController::errorOccurred, this, [this](const QString& m) { showProblem(m); });
+    connect(chat, &ChatController::noticeOccurred, this, [this](const QString& m) { showProblem(m, false); });
+    connect(chat, &ChatController::currentConversationChanged, this, [this](qint64 id) {
+        sidebar_->setCurrentConversation(id);
+        updateTitle();
+        updateChatPage();
+    });
+    connect(parts_.conversations, &QAbstractItemModel::modelReset, this, &MainWindow::updateTitle);
+    connect(parts_.conversations, &QAbstractItemModel::dataChanged, this, &MainWindow::updateTitle);
+    connect(chat, &ChatController::contextUsageChanged, context_, &ContextIndicator::setUsage);
+    connect(model, &ModelController::stateChanged, this, &MainWindow::updateModelState);
+    connect(model, &ModelController::loadFailed, this, [this](const QString& message) {
+        banner_->showMessage(NotificationBanner::Kind::Error, message, tr("Open Model Folder…"), QStringLiteral("model"));
+    });
+    connect(model, &ModelController::deferralChanged, dashboard_, &Dashboard::setDeferral);
+    connect(dashboard_, &Dashboard::deferralChosen, model, &ModelController::setDeferral);
+    connect(banner_, &NotificationBanner::actionTriggered, this, &MainWindow::openModelFolder);
+    connect(emptyState_, &EmptyStatePage::openModelRequested, this, &MainWindow::openModelFolder);
+    connect(parts_.messages, &QAbstractItemModel::modelReset, this, &MainWindow::updateChatPage);
+    connect(parts_.messages, &QAbstractItemModel::rowsInserted, this, &MainWindow::updateChatPage);
+    connect(parts_.messages, &QAbstractItemModel::rowsRemoved, this, &MainWindow::updateChatPage);
+
+    updateModelState();
+    updateTitle();
+    composer_->focusInput();
+    resize(1360, 860);
+    if (const QByteArray g = parts_.settings->windowGeometry(); !g.isEmpty()) restoreGeometry(g);
+    if (const QByteArray s = parts_.settings->windowState(); !s.isEmpty()) restoreState(s);
+}
+
+QWidget* MainWindow::buildChatPane() {
+    auto* pane = new QWidget(this);
+    auto* layout = new QVBoxLayout(pane);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(0);
+
+    auto* header = new QWidget(pane);
+    header->setObjectName(QStringLiteral("chatHeader"));
+    header->setAttribute(Qt::WA_StyledBackground);
+    auto* headerLayout = new QHBoxLayout(header);
+    headerLayout->setContentsMargins(24, 10, 16, 10);
+    title_ = new QLabel(header);
+    title_->setObjectName(QStringLiteral("chatHeaderTitle"));
+    title_->setAccessibleName(tr("Conversation title"));
+    context_ = new ContextIndicator(header);
+    conversationSettings_ = new QToolButton(header);
+    conversationSettings_->setText(tr("System prompt…"));
+    conversationSettings_->setAccessibleName(tr("Conversation settings"));
+    conversationSettings_->setToolTip(tr("This conversation's system prompt and sampling"));
+    conversationSettings_->setAutoRaise(true);
+    connect(conversationSettings_, &QToolButton::clicked, this, &MainWindow::openConversationSettings);
+    headerLayout->addWidget(title_, 1);
+    headerLayout->addWidget(context_);
+    headerLayout->addWidget(conversationSettings_);
+    layout->addWidget(header);
+
+    banner_ = new NotificationBanner(pane);
+    auto* bannerBox = new QWidget(pane);
+    bannerBox->setObjectName(QStringLiteral("chatHeader"));
+    bannerBox->setAttribute(Qt::WA_StyledBackground);
+    auto* bannerLayout = new QHBoxLayout(bannerBox);
+    bannerLayout->setContentsMargins(16, 0, 16, 6);
+    bannerLayout->addWidget(banner_);
+    layout->addWidget(bannerBox);
+
+    pages_ = new QStackedWidget(pane);
+    emptyState_ = new EmptyStatePage(pages_);
+    chatView_ = new ChatView(parts_.messages, pages_);
+    pages_->addWidget(emptyState_);
+    pages_->addWidget(chatView_);
+    layout->addWidget(pages_, 1);
+
+    composer_ = new Composer(pane);
+    layout->addWidget(composer_);
+    return pane;
+}
+
+void MainWindow::buildMenus() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("&New Chat"), QKeySequence::New, parts_.chat, [this] {
+        parts_.chat->newConversation();
+        composer_->focusInput();
+    });
+    file->addAction(tr("&Open Model Folder…"), QKeySequence::Open, this, &MainWindow::openModelFolder);
+    file->addAction(tr("&Reload Model"), this, [this] {
+        parts_.chat->stop();  // a load waits for the answer in progress; stop it first
+        parts_.model->loadConfigured();
+    });
+    file->addSeparator();
+    file->addAction(tr("Export as &Markdown…"), this, [this] { exportConversation(parts_.chat->currentConversationId(), true); });
+    file->addAction(tr("Export as &JSON…"), this, [this] { exportConversation(parts_.chat->currentConversationId(), false); });
+    file->addSeparator();
+    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+    QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+    edit->addAction(tr("&Find in Conversations"), QKeySequence::Find, sidebar_, &ConversationSidebar::focusSearch);
+    edit->addSeparator();
+    QAction* settings = edit->addAction(tr("&Settings…"), this, &MainWindow::openSettings);
+    settings->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Comma));
+    settings->setMenuRole(QAction::PreferencesRole);
+
+    QMenu* conversation = menuBar()->addMenu(tr("&Conversation"));
+    stopAction_ = conversation->addAction(tr("&Stop Answer"), parts_.chat, &ChatController::stop);
+    stopAction_->setShortcut(Qt::Key_Escape);
+    stopAction_->setEnabled(false);
+    regenerateAction_ = conversation->addAction(tr("&Regenerate Answer"), parts_.chat, &ChatController::regenerate);
+    regenerateAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+    conversation->addAction(tr("R&ename…"), QKeySequence(Qt::Key_F2), this, [this] {
+        sidebar_->rename(parts_.chat->currentConversationId());
+    });
+    conversation->addAction(tr("System Prompt and &Sampling…"), this, &MainWindow::openConversationSettings);
+    conversation->addSeparator();
+    conversation->addAction(tr("&Delete…"), this, [this] { confirmDelete(parts_.chat->currentConversationId()); });
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    view->addAction(findChild<QDockWidget*>(QStringLiteral("dashboardDock"))->toggleViewAction());
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&About Tandem"), this, [this] {
+        const ModelSummary& m = parts_.model->summary();
+        QMessageBox::about(this, tr("About Tandem"),
+                           tr("<h3>Tandem %1</h3><p>Chat with large Mixture-of-Experts models on one workstation: the "
+                              "GPU and the CPU work in tandem on every token.</p><p>Model: %2<br>Text handling: %3</p>")
+                               .arg(QCoreApplication::applicationVersion(),
+                                    m.name.isEmpty() ? tr("none") : m.name.toHtmlEscaped(),
+                                    m.textHandling.isEmpty() ? tr("–") : m.textHandling.toHtmlEscaped()));
+    });
+}
+
+bool MainWindow::isShowingConversation() const { return pages_->currentWidget() == chatView_; }
+
+void MainWindow::updateChatPage() {
+    if (parts_.messages->rowCount() > 0) {
+        pages_->setCurrentWidget(chatView_);
+        return;
+    }
+    ModelController* m = parts_.model;
+    switch (m->state()) {
+    case ModelController::State::NoModel: emptyState_->setMode(EmptyStatePage::Mode::NoModel); break;
+    case ModelController::State::Loading:
+        emptyState_->setMode(EmptyStatePage::Mode::Loading, QFileInfo(m->loadingDir()).fileName());
+        break;
+    case ModelController::State::Failed: emptyState_->setMode(EmptyStatePage::Mode::LoadFailed, m->lastError()); break;
+    case ModelController::State::Ready: emptyState_->setMode(EmptyStatePage::Mode::Ready, m->summary().name); break;
+    }
+    pages_->setCurrentWidget(emptyState_);
+}
+
+void MainWindow::updateModelState() {
+    ModelController* m = parts_.model;
+    switch (m->state()) {
+    case ModelController::State::NoModel:
+        modelStatus_->setText(tr("No model"));
+        composer_->setUnavailableReason(tr("Open a model folder to start chatting"));
+        dashboard_->setModel(nullptr, 0);
+        break;
+    case ModelController::State::Loading:
+        modelStatus_->setText(tr("Loading %1…").arg(QFileInfo(m->loadingDir()).fileName()));
+        composer_->setUnavailableReason(tr("The model is loading…"));
+        dashboard_->setModel(nullptr, 0);
+        break;
+    case ModelController::State::Failed:
+        modelStatus_->setText(tr("Model failed to load"));
+        composer_->setUnavailableReason(tr("No model loaded: open another model folder"));
+        dashboard_->setModel(nullptr, 0);
+        break;
+    case ModelController::State::Ready: {
+        const ModelSummary& s = m->summary();
+        modelStatus_->setText(tr("%1 · ready").arg(s.name));
+        modelStatus_->setToolTip(tr("%1 (%2), %3").arg(s.name, s.modelType, s.textHandling));
+        composer_->setUnavailableReason({});
+        dashboard_->setModel(&s, m->deferral());
+        if (banner_->topic() != QLatin1String("store")) banner_->hide();
+        break;
+    }
+    }
+    updateChatPage();
+}
+
+void MainWindow::updateTitle() {
+    const QString title = parts_.chat->currentTitle();
+    title_->setText(title);
+    setWindowTitle(parts_.chat->currentConversationId() ? tr("%1 — Tandem").arg(title) : QStringLiteral("Tandem"));
+}
+
+void MainWindow::onGeneratingChanged(bool generating) {
+    composer_->setGenerating(generating);
+    chatView_->setBusy(generating);
+    stopAction_->setEnabled(generating);
+    regenerateAction_->setEnabled(!generating);
+}
+
+void MainWindow::showProblem(const QString& message, bool isError) {
+    banner_->showMessage(isError ? NotificationBanner::Kind::Error : NotificationBanner::Kind::Warning, message);
+}
+
+void MainWindow::showStoreProblem(const QString& message, bool isError) {
+    // The status bar keeps saying it after the banner is dismissed or replaced.
+    storeStatus_->setText(tr("⚠ Conversations are not being saved"));
+    storeStatus_->setToolTip(message);
+    storeStatus_->setVisible(true);
+    banner_->showMessage(isError ? NotificationBanner::Kind::Error : NotificationBanner::Kind::Warning, message, {},
+                         QStringLiteral("store"));
+}
+
+void MainWindow::openModelFolder() {
+    const QString start = parts_.settings->engine().modelDir.isEmpty() ? QStandardPaths::writableLocation(QStandardPaths::HomeLocation)
+                                                                       : parts_.settings->engine().modelDir;
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Model Folder"), start);
+    if (dir.isEmpty()) return;
+    banner_->hide();
+    parts_.chat->stop();
+    parts_.model->loadModelFolder(dir);
+}
+
+bool MainWindow::applySettings(const SettingsValues& values) {
+    const SettingsValues before = SettingsValues::read(*parts_.settings);
+    values.write(*parts_.settings);
+    applyTheme(values.appearance);
+    parts_.monitor->setGpuDevice(values.engine.gpuDevice);
+    return values.needsReloadComparedTo(before);
+}
+
+void MainWindow::openSettings() {
+    SettingsDialog dialog(SettingsValues::read(*parts_.settings), parts_.monitor->gpuNames(), this);
+    if (dialog.exec() != QDialog::Accepted) return;
+    if (!applySettings(dialog.values())) return;
+    if (parts_.model->state() != ModelController::State::Ready) {
+        parts_.model->loadConfigured();
+        return;
+    }
+    const auto answer = QMessageBox::question(this, tr("Reload the Model?"),
+                                              tr("The model, threads, NUMA policy, CPU kernel, device and context "
+                                                 "length take effect when the model is loaded again. Reload it now?"),
+                                              QMessageBox::Yes | QMessageBox::No, QMessageBox::Yes);
+    if (answer == QMessageBox::Yes) {
+        parts_.chat->stop();
+        parts_.model->loadConfigured();
+    } else {
+        statusBar()->showMessage(tr("The new engine settings apply the next time the model loads."), 8000);
+    }
+}
+
+void MainWindow::openConversationSettings() {
+    const SamplingDefaults defaults = parts_.settings->sampling();
+    const tandem::SamplingOptions base =
+        defaults.useModelRecommendation ? parts_.model->summary().recommendedSampling : defaults.sampling;
+    ConversationSettingsDialog dialog(parts_.chat->currentSettings(), base, this);
+    if (dialog.exec() == QDialog::Accepted) parts_.chat->setConversationSettings(dialog.settings());
+}
+
+QString MainWindow::titleOf(qint64 conversationId) const {
+    const int row = parts_.conversations->rowOf(conversationId);
+    return row >= 0 ? parts_.conversations->data(parts_.conversations->index(row), Qt::DisplayRole).toString()
+                    : parts_.chat->currentTitle();
+}
+
+void MainWindow::confirmDelete(qint64 conversationId) {
+    if (conversationId == 0) return;
+    QMessageBox box(QMessageBox::Warning, tr("Delete Conversation?"),
+                    tr("Delete “%1” and all its messages? This cannot be undone.").arg(titleOf(conversationId)),
+                    QMessageBox::Cancel, this);
+    QPushButton* del = box.addButton(tr("Delete"), QMessageBox::DestructiveRole);
+    box.setDefaultButton(QMessageBox::Cancel);
+    box.exec();
+    if (box.clickedButton() == del) parts_.chat->deleteConversation(conversationId);
+}
+
+void MainWindow::exportConversation(qint64 conversationId, bool markdown) {
+    if (conversationId == 0) {
+        statusBar()->showMessage(tr("Nothing to export yet: send a message first."), 5000);
+        return;
+    }
+    QString name = titleOf(conversationId);
+    name.replace(QRegularExpression(QStringLiteral("[^\\w\\- ]")), QStringLiteral("_"));
+    const QString suggested = QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation) + QLatin1Char('/') +
+                              name + (markdown ? QStringLiteral(".md") : QStringLiteral(".json"));
+    const QString path = QFileDialog::getSaveFileName(this, markdown ? tr("Export as Markdown") : tr("Export as JSON"), suggested,
+                                                      markdown ? tr("Markdown (*.md)") : tr("JSON (*.json)"));
+    if (path.isEmpty()) return;
+    const QString error = parts_.chat->exportConversation(
+        conversationId, path, markdown ? ChatController::ExportFormat::Markdown : ChatController::ExportFormat::Json);
+    if (error.isEmpty()) statusBar()->showMessage(tr("Exported to %1").arg(QDir::toNativeSeparators(path)), 6000);
+    else showProblem(error);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    parts_.settings->setWindowGeometry(saveGeometry());
+    parts_.settings->setWindowState(saveState());
+    parts_.settings->sync();
+    parts_.chat->shutDown();
+    QMainWindow::closeEvent(event);
+}
+
+}  // namespace tandem::ui

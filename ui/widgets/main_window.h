@@ -1,0 +1,98 @@
+#pragma once
+// The window: conversations on the left, the chat in the middle, the dashboard docked on the right.
+// It wires user actions to the controllers and shows what they report; the decisions live there.
+#include <QMainWindow>
+
+#include "ui/app/chat_controller.h"
+#include "ui/app/model_controller.h"
+#include "ui/widgets/settings_dialog.h"
+
+class QAction;
+class QLabel;
+class QStackedWidget;
+class QToolButton;
+
+namespace tandem::ui {
+
+class ChatView;
+class Composer;
+class ContextIndicator;
+class ConversationListModel;
+class ConversationSidebar;
+class Dashboard;
+class EmptyStatePage;
+class NotificationBanner;
+class StatsModel;
+class SystemMonitor;
+
+struct MainWindowParts {
+    ChatController* chat;
+    ModelController* model;
+    ConversationListModel* conversations;
+    MessageModel* messages;
+    StatsModel* stats;
+    AppSettings* settings;
+    SystemMonitor* monitor;
+};
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(const MainWindowParts& parts, QWidget* parent = nullptr);
+
+    // Saves `values` and applies what can be applied at once. Returns whether the engine settings
+    // changed, which takes a model reload.
+    bool applySettings(const SettingsValues& values);
+    // Shows a problem that does not stop the user. Problems of the conversation store stay up until
+    // dismissed; others go when a model finishes loading.
+    void showProblem(const QString& message, bool isError = true);
+    void showStoreProblem(const QString& message, bool isError = true);
+
+    // For tests and the screenshot: the parts of the window.
+    ChatView* chatView() const { return chatView_; }
+    Composer* composer() const { return composer_; }
+    ConversationSidebar* sidebar() const { return sidebar_; }
+    Dashboard* dashboard() const { return dashboard_; }
+    NotificationBanner* banner() const { return banner_; }
+    EmptyStatePage* emptyState() const { return emptyState_; }
+    ContextIndicator* contextIndicator() const { return context_; }
+    bool isShowingConversation() const;
+    QAction* stopAction() const { return stopAction_; }
+
+public slots:
+    void openSettings();
+    void openModelFolder();
+    void openConversationSettings();
+    void confirmDelete(qint64 conversationId);
+    void exportConversation(qint64 conversationId, bool markdown);
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    QWidget* buildChatPane();
+    void buildMenus();
+    void updateChatPage();
+    void updateModelState();
+    void updateTitle();
+    void onGeneratingChanged(bool generating);
+    QString titleOf(qint64 conversationId) const;
+
+    MainWindowParts parts_;
+    ConversationSidebar* sidebar_;
+    QLabel* title_;
+    ContextIndicator* context_;
+    QToolButton* conversationSettings_;
+    NotificationBanner* banner_;
+    QStackedWidget* pages_;
+    EmptyStatePage* emptyState_;
+    ChatView* chatView_;
+    Composer* composer_;
+    Dashboard* dashboard_;
+    QLabel* modelStatus_;
+    QLabel* storeStatus_;
+    QAction* stopAction_ = nullptr;
+    QAction* regenerateAction_ = nullptr;
+};
+
+}  // namespace tandem::ui
