@@ -10,11 +10,17 @@
 namespace tandem {
 
 struct Chat::Impl {
-    Impl(const Engine& engine, const std::filesystem::path& dir)
-        : tokenizer(text::Tokenizer::load(dir)), chatTemplate(text::ChatTemplate::load(dir, engine.info().modelType)) {
+    Impl(const std::filesystem::path& dir, const std::string& modelType)
+        : tokenizer(text::Tokenizer::load(dir)), chatTemplate(text::ChatTemplate::load(dir, modelType)) {
         // The template's end-of-turn token also ends a reply, whatever generation_config.json lists.
         if (const auto eos = chatTemplate.specialToken("eos_token"))
             if (const auto id = tokenizer.tokenToId(*eos)) endOfTurn.push_back(*id);
+    }
+
+    // Templates of reasoning models may open the <think> block in the generation prompt themselves.
+    static bool opensThinking(const std::string& prompt) {
+        const auto end = prompt.find_last_not_of(" \n");
+        return std::string_view(prompt).substr(0, end == std::string::npos ? 0 : end + 1).ends_with("<think>");
     }
 
     std::string render(const std::vector<ChatMessage>& conversation, bool enableThinking) const {
@@ -32,7 +38,27 @@ struct Chat::Impl {
     std::vector<int> endOfTurn;
 };
 
-Chat::Chat(const Engine& engine, const std::filesystem::path& modelDir) : impl_(std::make_unique<Impl>(engine, modelDir)) {}
+struct AnswerStream::Impl {
+    text::StreamDecoder decoder;
+
+    static std::vector<Piece> convert(std::vector<text::StreamText> pieces) {
+        std::vector<Piece> out;
+        out.reserve(pieces.size());
+        for (auto& p : pieces)
+            out.push_back({p.kind == text::StreamText::Kind::Reasoning ? TextKind::Reasoning : TextKind::Answer,
+                           std::move(p.text)});
+        return out;
+    }
+};
+
+AnswerStream::AnswerStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+AnswerStream::~AnswerStream() = default;
+AnswerStream::AnswerStream(AnswerStream&&) noexcept = default;
+std::vector<AnswerStream::Piece> AnswerStream::push(int token) { return Impl::convert(impl_->decoder.push(token)); }
+std::vector<AnswerStream::Piece> AnswerStream::finish() { return Impl::convert(impl_->decoder.finish()); }
+
+Chat::Chat(const std::filesystem::path& modelDir, const std::string& modelType)
+    : impl_(std::make_unique<Impl>(modelDir, modelType)) {}
 Chat::~Chat() = default;
 Chat::Chat(Chat&&) noexcept = default;
 
@@ -43,22 +69,30 @@ std::vector<int> Chat::promptTokens(const std::vector<ChatMessage>& conversation
     return impl_->tokenizer.encode(impl_->render(conversation, enableThinking), false);
 }
 
+GenerateOptions Chat::answerOptions(GenerateOptions options) const {
+    options.stopTokenIds.insert(options.stopTokenIds.end(), impl_->endOfTurn.begin(), impl_->endOfTurn.end());
+    options.vocabularyLimit = impl_->tokenizer.vocabSize();
+    return options;
+}
+
+AnswerStream Chat::answerStream(const std::vector<ChatMessage>& conversation, bool enableThinking) const {
+    const bool opens = Impl::opensThinking(impl_->render(conversation, enableThinking));
+    return AnswerStream(std::make_unique<AnswerStream::Impl>(AnswerStream::Impl{text::StreamDecoder(impl_->tokenizer, {opens})}));
+}
+
 ChatReply Chat::reply(Session& session, const std::vector<ChatMessage>& conversation, const ChatOptions& options,
                       const std::function<bool(TextKind, std::string_view)>& onText) const {
     const std::string prompt = impl_->render(conversation, options.enableThinking);
     const std::vector<int> tokens = impl_->tokenizer.encode(prompt, false);
-
-    // Templates of reasoning models may open the <think> block in the generation prompt themselves.
-    const auto end = prompt.find_last_not_of(" \n");
-    const bool opensThinking = std::string_view(prompt).substr(0, end == std::string::npos ? 0 : end + 1).ends_with("<think>");
-    text::StreamDecoder stream(impl_->tokenizer, {opensThinking});
+    AnswerStream stream(std::make_unique<AnswerStream::Impl>(
+        AnswerStream::Impl{text::StreamDecoder(impl_->tokenizer, {Impl::opensThinking(prompt)})}));
     runtime::StopStringFilter stops(options.stopStrings);
 
     ChatReply reply;
     bool keepGoing = true;
-    const auto deliver = [&](const std::vector<text::StreamText>& pieces) {
+    const auto deliver = [&](const std::vector<AnswerStream::Piece>& pieces) {
         for (const auto& piece : pieces) {
-            if (piece.kind == text::StreamText::Kind::Reasoning) {
+            if (piece.kind == TextKind::Reasoning) {
                 reply.reasoning += piece.text;
                 if (keepGoing && !onText(TextKind::Reasoning, piece.text)) keepGoing = false;
                 continue;
@@ -73,10 +107,7 @@ ChatReply Chat::reply(Session& session, const std::vector<ChatMessage>& conversa
         }
     };
 
-    GenerateOptions generate = options.generate;
-    generate.vocabularyLimit = impl_->tokenizer.vocabSize();
-    generate.stopTokenIds.insert(generate.stopTokenIds.end(), impl_->endOfTurn.begin(), impl_->endOfTurn.end());
-    reply.stats = session.generate(tokens, generate, [&](int token) {
+    reply.stats = session.generate(tokens, answerOptions(options.generate), [&](int token) {
         deliver(stream.push(token));
         return keepGoing;
     });

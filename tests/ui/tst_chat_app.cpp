@@ -21,7 +21,7 @@
 #include <QTimer>
 
 #include "test_support.h"
-#include "ui/text/byte_vocabulary.h"
+#include "tandem/tokenizer.h"
 #include "ui/widgets/chat_view.h"
 #include "ui/widgets/composer.h"
 #include "ui/widgets/context_indicator.h"
@@ -243,10 +243,9 @@ private slots:
         app->chat()->setConversationSettings(pirate);  // a new chat: kept until its first message
         typeAndSend(*app, "Where is the treasure?");
         QVERIFY(test::waitForIdle(*app));
-        const auto vocabulary = ByteVocabulary::load(test::fixturePath("tiny-qwen3moe") + "/tokenizer.json");
-        QByteArray prompt;
-        for (int id : gate->lastPrompt) prompt += vocabulary.bytes(id);
-        QCOMPARE(QString::fromUtf8(prompt), QStringLiteral("<|im_start|>system\nAnswer like a pirate.<|im_end|>\n"
+        const auto tokenizer = text::Tokenizer::load(test::fixturePath("tiny-qwen3moe").toStdString());
+        const std::string prompt = tokenizer.decode(gate->lastPrompt, false);
+        QCOMPARE(QString::fromStdString(prompt), QStringLiteral("<|im_start|>system\nAnswer like a pirate.<|im_end|>\n"
                                                            "<|im_start|>user\nWhere is the treasure?<|im_end|>\n"
                                                            "<|im_start|>assistant\n"));
         QCOMPARE(gate->lastOptions.maxNewTokens, 5);
@@ -261,11 +260,7 @@ private slots:
         QVERIFY(test::waitForIdle(*app));
         QCOMPARE(gate->lastOptions.sampling.temperature, 0.6f);
         QCOMPARE(gate->lastOptions.maxNewTokens, 16);
-        QVERIFY(!QString::fromUtf8([&] {
-                     QByteArray text;
-                     for (int t : gate->lastPrompt) text += vocabulary.bytes(t);
-                     return text;
-                 }()).contains("pirate"));
+        QVERIFY(tokenizer.decode(gate->lastPrompt, false).find("pirate") == std::string::npos);
     }
 
     void renameInPlaceWithF2() {

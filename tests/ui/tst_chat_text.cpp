@@ -1,5 +1,5 @@
-// The stand-in text handling: prompts rendered like the fixtures' chat templates, exact decoding of
-// the reference ids, reasoning split from the answer, characters split across tokens, clear errors.
+// The app's text handling (the engine's tandem::Chat behind ChatFormatter): prompts exactly as
+// transformers makes them, answers decoded with reasoning apart, characters never split, clear errors.
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -7,10 +7,10 @@
 #include <QTest>
 
 #include "tandem/error.h"
+#include "tandem/tokenizer.h"
 #include "test_support.h"
 #include "ui/chat/markdown_segments.h"
-#include "ui/text/standin_chat_formatter.h"
-#include "ui/text/utf8_stream.h"
+#include "ui/text/chat_formatter.h"
 
 using namespace tandem;
 using namespace tandem::ui;
@@ -21,9 +21,13 @@ QJsonObject golden(const QString& fixture) {
     return QJsonDocument::fromJson(test::readFile(test::fixturePath(fixture) + "/golden.json")).object();
 }
 
-// Feeds ids through a decoder and joins what comes out.
+std::vector<int> encode(const QString& fixture, const std::string& text) {
+    return text::Tokenizer::load(test::fixturePath(fixture).toStdString()).encode(text, false);
+}
+
+// Feeds ids through the decoder of a one-question conversation and joins what comes out.
 TextDelta decodeAll(const ChatFormatter& formatter, const std::vector<int>& ids) {
-    auto decoder = formatter.newAnswerDecoder();
+    auto decoder = formatter.newAnswerDecoder({{"user", "hi"}});
     TextDelta all;
     for (int id : ids) all += decoder->push(id);
     all += decoder->finish();
@@ -36,94 +40,66 @@ class ChatTextTest : public QObject {
     Q_OBJECT
 
 private slots:
-    void rendersLikeTheChatTemplate_data() {
-        QTest::addColumn<QString>("fixture");
-        QTest::addColumn<int>("chatCase");
-        // Cases whose assistant turns carry no reasoning render identically; for ChatML the stored answer
-        // (reasoning already split off) also matches the template's own stripping.
-        QTest::newRow("qwen3 one question") << "tiny-qwen3moe" << 0;
-        QTest::newRow("qwen3 system and history") << "tiny-qwen3moe" << 2;
-        QTest::newRow("qwen3 code and emoji") << "tiny-qwen3moe" << 4;
-        QTest::newRow("deepseek-v3 one question") << "tiny-deepseekv3-fp8" << 0;
-        QTest::newRow("deepseek-v3 history") << "tiny-deepseekv3-fp8" << 4;
-        QTest::newRow("deepseek-v2 one question") << "tiny-deepseekv2" << 0;
-        QTest::newRow("mixtral one question") << "tiny-mixtral" << 0;
-        QTest::newRow("mixtral history") << "tiny-mixtral" << 4;
-    }
-
-    void rendersLikeTheChatTemplate() {
-        QFETCH(QString, fixture);
-        QFETCH(int, chatCase);
-        const QJsonObject c = golden(fixture)["tokenizer"].toObject()["chat"].toArray()[chatCase].toObject();
-        QList<PromptMessage> messages;
-        for (const auto& entry : c["messages"].toArray()) {
-            const QJsonObject m = entry.toObject();
-            QString content = m["content"].toString();
-            if (content.contains("</think>")) content = content.section("</think>", -1).trimmed();
-            messages.append({m["role"].toString(), content});
-        }
-        const auto formatter = StandInChatFormatter::load(test::fixturePath(fixture), {});
-        QCOMPARE(formatter->render(messages), c["text"].toString());
-    }
-
-    void decodesReferenceIdsExactly_data() {
+    void promptsMatchTransformers_data() {
         QTest::addColumn<QString>("fixture");
         for (const QString& name : test::fixtureNames()) QTest::newRow(qPrintable(name)) << name;
     }
 
-    void decodesReferenceIdsExactly() {
+    void promptsMatchTransformers() {
+        // golden.json's chat cases: the ids of transformers' apply_chat_template.
         QFETCH(QString, fixture);
-        const auto vocabulary = ByteVocabulary::load(test::fixturePath(fixture) + "/tokenizer.json");
-        const QJsonArray cases = golden(fixture)["tokenizer"].toObject()["encode"].toArray();
-        QVERIFY(!cases.isEmpty());
-        for (const auto& value : cases) {
-            const QJsonObject entry = value.toObject();
-            QByteArray bytes;
-            for (const auto& id : entry["ids"].toArray()) bytes += vocabulary.bytes(id.toInt());
-            QCOMPARE(QString::fromUtf8(bytes), entry["decoded"].toString());
+        const auto formatter = makeChatFormatter(test::fixturePath(fixture), {});
+        int compared = 0;
+        for (const auto& value : golden(fixture)["tokenizer"].toObject()["chat"].toArray()) {
+            const QJsonObject c = value.toObject();
+            if (!c["kwargs"].toObject().isEmpty() || !c["add_generation_prompt"].toBool()) continue;
+            QList<PromptMessage> messages;
+            for (const auto& entry : c["messages"].toArray())
+                messages.append({entry.toObject()["role"].toString(), entry.toObject()["content"].toString()});
+            std::vector<int> expected;
+            for (const auto& id : c["ids"].toArray()) expected.push_back(id.toInt());
+            QCOMPARE(formatter->encodeConversation(messages), expected);
+            ++compared;
         }
+        QVERIFY(compared > 0);
     }
 
-    void encodingRoundTripsWithAddedTokens() {
-        const auto vocabulary = ByteVocabulary::load(test::fixturePath("tiny-qwen3moe") + "/tokenizer.json");
-        const QString text = QStringLiteral("<|im_start|>user\nGrüße, 你好 👍<|im_end|>\n");
-        const std::vector<int> ids = vocabulary.encode(text);
-        QCOMPARE(ids.front(), *vocabulary.addedTokenId("<|im_start|>"));
-        QCOMPARE(ids[ids.size() - 2], *vocabulary.addedTokenId("<|im_end|>"));
-        QByteArray bytes;
-        for (int id : ids) bytes += vocabulary.bytes(id);
-        QCOMPARE(QString::fromUtf8(bytes), text);
-        for (int id : ids) QVERIFY(id >= 0 && id < vocabulary.size());
+    void answersStopAtTheEndOfTurn() {
+        const auto formatter = makeChatFormatter(test::fixturePath("tiny-qwen3moe"), "qwen3_moe");
+        const auto options = formatter->answerOptions({});
+        QCOMPARE(options.stopTokenIds, encode("tiny-qwen3moe", "<|im_end|>"));
+        QVERIFY(options.vocabularyLimit > 0);
     }
 
     void separatesReasoningFromTheAnswer() {
-        const auto formatter = StandInChatFormatter::load(test::fixturePath("tiny-qwen3moe"), "qwen3_moe");
-        const auto vocabulary = ByteVocabulary::load(test::fixturePath("tiny-qwen3moe") + "/tokenizer.json");
-        const std::vector<int> ids = vocabulary.encode("<think>\nweigh the options\n</think>\n\nThe answer.<|im_end|>");
-        const TextDelta all = decodeAll(*formatter, ids);
+        const auto formatter = makeChatFormatter(test::fixturePath("tiny-qwen3moe"), "qwen3_moe");
+        const TextDelta all =
+            decodeAll(*formatter, encode("tiny-qwen3moe", "<think>\nweigh the options\n</think>\n\nThe answer.<|im_end|>"));
         QCOMPARE(all.reasoning.trimmed(), QStringLiteral("weigh the options"));
-        QCOMPARE(all.answer, QStringLiteral("The answer."));
+        QCOMPARE(all.answer.trimmed(), QStringLiteral("The answer."));
     }
 
     void deepSeekAnswersStartInsideTheReasoning() {
         // Its template ends the prompt with "<think>\n": the first tokens are reasoning.
-        const auto formatter = StandInChatFormatter::load(test::fixturePath("tiny-deepseekv3-fp8"), "deepseek_v3");
-        QVERIFY(formatter->render({{"user", "hi"}}).endsWith("<think>\n"));
-        const auto vocabulary = ByteVocabulary::load(test::fixturePath("tiny-deepseekv3-fp8") + "/tokenizer.json");
-        const TextDelta all = decodeAll(*formatter, vocabulary.encode("plan first</think>\n\nDone."));
-        QCOMPARE(all.reasoning, QStringLiteral("plan first"));
-        QCOMPARE(all.answer, QStringLiteral("Done."));
+        const auto formatter = makeChatFormatter(test::fixturePath("tiny-deepseekv3-fp8"), "deepseek_v3");
+        const TextDelta all = decodeAll(*formatter, encode("tiny-deepseekv3-fp8", "plan first</think>\n\nDone."));
+        QCOMPARE(all.reasoning.trimmed(), QStringLiteral("plan first"));
+        QCOMPARE(all.answer.trimmed(), QStringLiteral("Done."));
     }
 
-    void holdsBackAPartialCharacter() {
-        Utf8Stream stream;
-        const QByteArray ni = QStringLiteral("你").toUtf8();
-        QCOMPARE(ni.size(), 3);
-        QCOMPARE(stream.push(ni.left(1)), QString());
-        QCOMPARE(stream.push(ni.mid(1, 1)), QString());
-        QCOMPARE(stream.push(ni.mid(2) + "a"), QStringLiteral("你a"));
-        QCOMPARE(stream.push(ni.left(2)), QString());
-        QCOMPARE(stream.finish(), QString(QChar(0xFFFD)));
+    void neverShowsHalfACharacter() {
+        const auto formatter = makeChatFormatter(test::fixturePath("tiny-qwen3moe"), "qwen3_moe");
+        const QString text = QStringLiteral("你好, Grüße 👍 a");
+        const std::vector<int> ids = encode("tiny-qwen3moe", text.toStdString());
+        QVERIFY2(ids.size() > static_cast<std::size_t>(text.size() / 2), "the test needs characters spread over tokens");
+        auto decoder = formatter->newAnswerDecoder({{"user", "hi"}});
+        QString shown;
+        for (int id : ids) {
+            shown += decoder->push(id).answer;
+            QVERIFY2(!shown.contains(QChar(0xFFFD)) && text.startsWith(shown), qPrintable(shown));
+        }
+        shown += decoder->finish().answer;
+        QCOMPARE(shown, text);
     }
 
     void missingTokenizerIsAClearError() {

@@ -106,7 +106,7 @@ private slots:
         QCOMPARE(summary.experts, 16);
         QCOMPARE(summary.expertsPerToken, 4);
         QCOMPARE(summary.threads, 1);
-        QVERIFY(summary.textHandling.contains("ChatML"));
+        QCOMPARE(summary.textHandling, QStringLiteral("the model's tokenizer and chat template"));
     }
 
     void streamsTheEnginesAnswer() {
@@ -127,7 +127,10 @@ private slots:
         // The dashboard hears the speed at least once, with the answer's full count last.
         QVERIFY(!events.live.isEmpty());
         QCOMPARE(events.live.last().generatedTokens, 24);
-        QVERIFY(!events.live.last().expertPoolBusy);  // not reported by this engine yet
+        QVERIFY(events.live.last().expertPoolBusy);  // the engine's decode profile
+        QVERIFY(*events.live.last().expertPoolBusy > 0 && *events.live.last().expertPoolBusy <= 1);
+        QVERIFY(!events.live.last().gpuBusy);  // CPU only here
+        QVERIFY(!stats.layerSplit.isEmpty());
 
         // The same prompt straight through the engine and the formatter gives the same text.
         const auto formatter = makeChatFormatter(test::fixturePath("tiny-qwen3moe"), "qwen3_moe");
@@ -136,9 +139,9 @@ private slots:
         QCOMPARE(stats.promptTokens, static_cast<int>(prompt.size()));
         auto engine = tandem::Engine::load(test::fixturePath("tiny-qwen3moe").toStdString(), {1, 4096});
         auto session = engine->newSession();
-        auto decoder = formatter->newAnswerDecoder();
+        auto decoder = formatter->newAnswerDecoder(question(7).messages);
         TextDelta expected;
-        session->generate(prompt, question(7).options, [&](int token) {
+        session->generate(prompt, formatter->answerOptions(question(7).options), [&](int token) {
             expected += decoder->push(token);
             return true;
         });

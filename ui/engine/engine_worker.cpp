@@ -10,7 +10,7 @@
 namespace tandem::ui {
 namespace {
 
-// A first token is shown at once; later ones are gathered for this long, which is smooth to the eye
+// The first text is shown at once; later text is gathered for this long, which is smooth to the eye
 // and keeps a model producing thousands of tokens a second from flooding the UI thread.
 constexpr qint64 kTextBatchMs = 40;
 // How often decode speed is reported while an answer streams.
@@ -92,8 +92,17 @@ void EngineWorker::applyRequestedDeferral() {
 
 void EngineWorker::countTokens(quint64 requestId, const QList<PromptMessage>& messages) {
     if (!formatter_ || !runner_) return;
-    emit tokensCounted(requestId, static_cast<int>(formatter_->encodeConversation(messages).size()),
-                       runner_->info().contextLength);
+    int tokens = 0;
+    if (!messages.isEmpty()) {
+        try {
+            tokens = static_cast<int>(formatter_->encodeConversation(messages).size());
+        } catch (const std::exception&) {
+            // A template may refuse a conversation that is not complete yet (no user message, say);
+            // the indicator keeps its last count until there is one it renders.
+            return;
+        }
+    }
+    emit tokensCounted(requestId, tokens, runner_->info().contextLength);
 }
 
 void EngineWorker::reportLive(const QElapsedTimer& decodeClock, int decodedTokens, bool force) {
@@ -130,7 +139,7 @@ void EngineWorker::generate(const GenerationRequest& request) {
             throw Error(QStringLiteral("This conversation takes %1 tokens, more than the %2 the context holds. Start a "
                                        "new chat, or raise the context length in Settings.")
                             .arg(prompt.size()).arg(contextLength).toStdString());
-        tandem::GenerateOptions options = request.options;
+        tandem::GenerateOptions options = formatter_->answerOptions(request.options);
         options.maxNewTokens = std::clamp(options.maxNewTokens, 1, room);
         emit answerStarted(id, static_cast<int>(prompt.size()));
         applyRequestedDeferral();
@@ -144,16 +153,18 @@ void EngineWorker::generate(const GenerationRequest& request) {
             return;
         }
 
-        const auto decoder = formatter_->newAnswerDecoder();
+        const auto decoder = formatter_->newAnswerDecoder(request.messages);
         QElapsedTimer decodeClock;
         qint64 lastFlushMs = 0;
         int tokens = 0;
         lastLiveReportMs_ = 0;
         lastLiveReportTokens_ = 1;  // the decode clock starts at the first token
+        bool shownAny = false;
         const auto flush = [&] {
             if (pending.isEmpty()) return;
             emit answerTextArrived(id, pending.answer, pending.reasoning);
             pending = {};
+            shownAny = true;
         };
         const tandem::GenerationStats stats = runner_->generate(prompt, options, [&](int token) {
             if (tokens++ == 0) {
@@ -161,7 +172,8 @@ void EngineWorker::generate(const GenerationRequest& request) {
                 decodeClock.start();
             }
             pending += decoder->push(token);
-            if (tokens == 1 || clock.elapsed() - lastFlushMs >= kTextBatchMs) {
+            // The first text shows at once (the first token may be half a character and show nothing).
+            if (!shownAny || clock.elapsed() - lastFlushMs >= kTextBatchMs) {
                 flush();
                 lastFlushMs = clock.elapsed();
             }

@@ -15,14 +15,32 @@ public:
     int threads() const override { return engine_->threads(); }
     tandem::GenerationStats generate(std::span<const int> conversation, const tandem::GenerateOptions& options,
                                      const std::function<bool(int)>& onToken) override {
-        return session_->generate(conversation, options, onToken);
+        auto stats = session_->generate(conversation, options, onToken);
+        if (stats.decode.steps > 0) recent_ = stats.decode;  // the steps since the last live reading
+        return stats;
     }
     void setDeferredExperts(int count) override { session_->setDeferral(count); }
     int deferredExperts() const override { return session_->deferral(); }
-    // The engine reports no pool, GPU or per-layer figures yet; map them here when it does.
-    EngineTelemetry telemetry() const override { return {}; }
+    // Called while an answer streams (on the engine thread) and after it: the most recent decode steps
+    // (since the previous reading, or the last ones measured if there were none since).
+    EngineTelemetry telemetry() const override {
+        if (tandem::DecodeProfile fresh = session_->takeDecodeProfile(); fresh.steps > 0) recent_ = std::move(fresh);
+        const tandem::DecodeProfile& p = recent_;
+        EngineTelemetry t;
+        if (p.steps == 0) return t;
+        t.expertPoolBusy = p.expertPoolBusyFraction;
+        if (p.graphLaunches > 0) t.gpuBusy = p.gpuBusyFraction;
+        for (const auto& layer : p.layers) {
+            // Fractions of the layer's wall time as the GPU lives it (working, then waiting); the CPU's
+            // experts overlap the GPU's work. On the CPU path the experts are the whole of it.
+            const double wall = layer.gpuMs + layer.waitMs > 0 ? layer.gpuMs + layer.waitMs : layer.cpuExpertsMs;
+            if (wall > 0) t.layerSplit.append({layer.gpuMs / wall, layer.cpuExpertsMs / wall, layer.waitMs / wall});
+        }
+        return t;
+    }
 
 private:
+    mutable tandem::DecodeProfile recent_;
     std::unique_ptr<tandem::Engine> engine_;
     std::unique_ptr<tandem::Session> session_;
 };
@@ -33,6 +51,7 @@ tandem::EngineOptions engineOptionsFor(const LoadRequest& request) {
     tandem::EngineOptions options;
     options.threads = request.threads;
     options.contextLength = request.contextLength;
+    options.device = request.gpuDevice < 0 ? tandem::Device::Cpu : tandem::Device::Auto;
     return options;
 }
 

@@ -41,11 +41,35 @@ struct ChatReply {
     bool stoppedByStopString = false;
 };
 
+// The text of one answer as its tokens arrive: whole characters only, special tokens hidden, the
+// model's reasoning apart from its answer.
+class AnswerStream {
+public:
+    struct Piece {
+        TextKind kind;
+        std::string text;
+    };
+    ~AnswerStream();
+    AnswerStream(AnswerStream&&) noexcept;
+    std::vector<Piece> push(int token);
+    // What was held back, when the answer ends.
+    std::vector<Piece> finish();
+
+private:
+    friend class Chat;
+    struct Impl;
+    explicit AnswerStream(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
 class Chat {
 public:
-    // Reads the tokenizer and chat template of the model folder the engine was loaded from. Throws
-    // tandem::Error for a missing or broken tokenizer.json or template.
-    Chat(const Engine& engine, const std::filesystem::path& modelDir);
+    // Reads the tokenizer and chat template of a model folder; `modelType` (config.json's model_type)
+    // picks the standard format when the folder has no template. Throws tandem::Error for a missing or
+    // broken tokenizer.json or template.
+    Chat(const std::filesystem::path& modelDir, const std::string& modelType);
+    // The same for the folder `engine` was loaded from.
+    Chat(const Engine& engine, const std::filesystem::path& modelDir) : Chat(modelDir, engine.info().modelType) {}
     ~Chat();
     Chat(Chat&&) noexcept;
 
@@ -54,9 +78,14 @@ public:
 
     // The prompt tokens of a conversation, as reply() would run them.
     std::vector<int> promptTokens(const std::vector<ChatMessage>& conversation, bool enableThinking) const;
+    // Generation options for a chat answer: the template's end-of-turn token stops it, and ids past the
+    // tokenizer's vocabulary are never chosen.
+    GenerateOptions answerOptions(GenerateOptions options) const;
+    // A stream for the answer to the conversation's prompt (which may already open the reasoning).
+    AnswerStream answerStream(const std::vector<ChatMessage>& conversation, bool enableThinking) const;
 
-    // Answers the conversation's last (user) message in `session`, streaming text as it is generated;
-    // onText returns false to stop.
+    // The building blocks above put together: answers the conversation's last (user) message in
+    // `session`, streaming text as it is generated; onText returns false to stop.
     ChatReply reply(Session& session, const std::vector<ChatMessage>& conversation, const ChatOptions& options,
                     const std::function<bool(TextKind, std::string_view)>& onText) const;
 
