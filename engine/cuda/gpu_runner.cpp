@@ -138,6 +138,7 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, const model::ModelWeights
     // Which slot each MoE layer uses, at stable addresses for the graph's host nodes.
     links_.resize(static_cast<std::size_t>(c.numLayers));
     layerGpuSeconds_.assign(links_.size(), 0.0);
+    layerOverlapSeconds_.assign(links_.size(), 0.0);
     layerWaitSeconds_.assign(links_.size(), 0.0);
     int moeIndex = 0, previous = -1;
     for (int l = 0; l < c.numLayers; ++l) {
@@ -237,7 +238,7 @@ DecodeProfile GpuRunner::takeProfile() {
     const auto cpu = bridge_->takeCpuSeconds();
     for (std::size_t l = 0; l < cpu.size(); ++l) {
         if (!config_.isMoeLayer(static_cast<int>(l))) continue;
-        p.layers.push_back({static_cast<int>(l), layerGpuSeconds_[l], cpu[l], layerWaitSeconds_[l]});
+        p.layers.push_back({static_cast<int>(l), layerGpuSeconds_[l], layerOverlapSeconds_[l], layerWaitSeconds_[l], cpu[l]});
         wait += layerWaitSeconds_[l];
         experts += cpu[l];
     }
@@ -246,6 +247,7 @@ DecodeProfile GpuRunner::takeProfile() {
     graphLaunches_ = 0;
     stepSeconds_ = 0;
     layerGpuSeconds_.assign(layerGpuSeconds_.size(), 0.0);
+    layerOverlapSeconds_.assign(layerOverlapSeconds_.size(), 0.0);
     layerWaitSeconds_.assign(layerWaitSeconds_.size(), 0.0);
     return p;
 }
@@ -256,6 +258,7 @@ void GpuRunner::collectStepClocks() {
     for (std::size_t l = 0; l < links_.size(); ++l) {
         if (links_[l].slot < 0) continue;
         layerGpuSeconds_[l] += static_cast<double>(clock[l].signalNs - mark) * 1e-9;
+        layerOverlapSeconds_[l] += static_cast<double>(clock[l].waitBeginNs - clock[l].signalNs) * 1e-9;
         layerWaitSeconds_[l] += static_cast<double>(clock[l].waitEndNs - clock[l].waitBeginNs) * 1e-9;
         mark = clock[l].waitEndNs;
     }

@@ -99,7 +99,7 @@ private:
     PinnedBuffer<int> failed_;            // mapped: a wait kernel gave up
     DeviceBuffer<std::uint64_t> counters_;  // submissions per slot, counted by the GPU
     std::vector<MoeLayerLink> links_;     // per layer, at stable addresses for the graph's host nodes
-    std::vector<double> layerGpuSeconds_, layerWaitSeconds_;
+    std::vector<double> layerGpuSeconds_, layerOverlapSeconds_, layerWaitSeconds_;
     std::unique_ptr<ExpertBridge> bridge_;
 };
 

@@ -12,8 +12,9 @@ void finishProfile(DecodeProfile& p, double wallSeconds, double waitSeconds, dou
     if (p.graphLaunches > 0) p.gpuBusyFraction = std::max(0.0, 1.0 - waitSeconds / wallSeconds);
     for (auto& l : p.layers) {
         l.gpuMs *= perStepMs;
-        l.cpuExpertsMs *= perStepMs;
+        l.overlapMs *= perStepMs;
         l.waitMs *= perStepMs;
+        l.cpuExpertsMs *= perStepMs;
     }
 }
 
@@ -41,7 +42,7 @@ public:
         double experts = 0;
         for (std::size_t l = 0; l < expertSeconds_.size(); ++l) {
             if (expertSeconds_[l] == 0) continue;
-            p.layers.push_back({static_cast<int>(l), 0.0, expertSeconds_[l], 0.0});
+            p.layers.push_back({static_cast<int>(l), 0.0, 0.0, 0.0, expertSeconds_[l]});
             experts += expertSeconds_[l];
         }
         finishProfile(p, wallSeconds_, 0.0, experts);

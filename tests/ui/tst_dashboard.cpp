@@ -119,7 +119,7 @@ private slots:
         QVERIFY(dashboard.gpuReading().contains("not available"));
         QVERIFY(dashboard.gpuReading().contains("no NVIDIA driver found"));
         QVERIFY(dashboard.memoryReading().contains("2.0 / 8.0 GiB"));
-        QVERIFY(dashboard.layerSplitReading().startsWith("Not available"));
+        QVERIFY(dashboard.layerSplitReading().startsWith("Appears after an answer"));
 
         s.gpu = GpuReading{"H200", 0.25, 10ull << 30, 80ull << 30};
         stats.addSample(s);

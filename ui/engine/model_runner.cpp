@@ -31,10 +31,13 @@ public:
         t.expertPoolBusy = p.expertPoolBusyFraction;
         if (p.graphLaunches > 0) t.gpuBusy = p.gpuBusyFraction;
         for (const auto& layer : p.layers) {
-            // Fractions of the layer's wall time as the GPU lives it (working, then waiting); the CPU's
-            // experts overlap the GPU's work. On the CPU path the experts are the whole of it.
-            const double wall = layer.gpuMs + layer.waitMs > 0 ? layer.gpuMs + layer.waitMs : layer.cpuExpertsMs;
-            if (wall > 0) t.layerSplit.append({layer.gpuMs / wall, layer.cpuExpertsMs / wall, layer.waitMs / wall});
+            // Fractions of the layer's wall time: the GPU alone, the CPU's experts (while the GPU runs
+            // the shared ones), the GPU waiting. On the CPU path the experts are all that is measured.
+            const double wall = layer.gpuMs + layer.overlapMs + layer.waitMs;
+            if (wall > 0)
+                t.layerSplit.append({layer.gpuMs / wall, layer.overlapMs / wall, layer.waitMs / wall});
+            else if (layer.cpuExpertsMs > 0)
+                t.layerSplit.append({0.0, 1.0, 0.0});
         }
         return t;
     }

@@ -88,8 +88,8 @@ Dashboard::Dashboard(StatsModel* stats, QWidget* parent)
     layout->addWidget(sectionTitle(tr("Per-layer time, last answer"), this));
     splitMissing_->setWordWrap(true);
     splitMissing_->setObjectName(QStringLiteral("hint"));
-    splitMissing_->setText(tr("Not available: this engine build does not report where each layer's time goes "
-                              "(GPU attention / CPU experts / waiting) yet."));
+    splitMissing_->setText(tr("Appears after an answer: where each MoE layer's time goes (GPU attention / "
+                              "CPU experts / waiting)."));
     splitView_->setMinimumHeight(150);
     splitView_->setRenderHint(QPainter::Antialiasing);
     splitView_->setAccessibleName(tr("Per-layer time split chart"));

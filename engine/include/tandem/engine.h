@@ -66,11 +66,15 @@ struct ModelInfo {
 };
 
 // Where the time of a decode step goes, per MoE layer, averaged over a generation's decode steps.
+// On the GPU path a MoE layer's wall time is gpuMs + overlapMs + waitMs: the GPU alone (attention,
+// router) until it hands the routed experts to the CPU, the GPU's shared experts while the CPU computes,
+// then the GPU waiting for the CPU to finish. On the CPU path only cpuExpertsMs is measured.
 struct LayerTiming {
     int layer = 0;
-    double gpuMs = 0.0;         // GPU work since the previous MoE layer (attention, shared experts, ...)
+    double gpuMs = 0.0;         // GPU work since the previous MoE layer, up to the hand-over
+    double overlapMs = 0.0;     // GPU and CPU both working
+    double waitMs = 0.0;        // the GPU blocked, waiting for the CPU
     double cpuExpertsMs = 0.0;  // the CPU pool computing this layer's routed experts
-    double waitMs = 0.0;        // the GPU blocked, waiting for them
 };
 
 struct DecodeProfile {
