@@ -6,5 +6,6 @@
 
 using CommandArgs = std::vector<std::string>;
 
+int runBenchMoe(const CommandArgs& args);
 int runEval(const CommandArgs& args);
 int runGenerate(const CommandArgs& args);
