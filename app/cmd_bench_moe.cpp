@@ -111,9 +111,10 @@ int runBenchMoe(const CommandArgs& argv) {
 
     const MoeBenchReport r = runMoeBench(o, progress);
     const ExpertLayout layout = ExpertLayout::make(o.type, o.shape.hidden, o.shape.inter);
-    std::printf("bench-moe %s: %d experts %dx%d, top-%d, %s experts (%.2f MB each, %d in memory)\n", std::string(shape->name).c_str(),
-                shape->experts, shape->inter, shape->hidden, shape->topK, std::string(expertTypeName(o.type)).c_str(),
-                static_cast<double>(layout.dataBytes) / 1e6, r.expertsInMemory);
+    std::printf("bench-moe %s: %d experts %dx%d, top-%d, %s experts (%.2f MB each, %d in memory, packed in %.1f s)\n",
+                std::string(shape->name).c_str(), shape->experts, shape->inter, shape->hidden, shape->topK,
+                std::string(expertTypeName(o.type)).c_str(), static_cast<double>(layout.dataBytes) / 1e6, r.expertsInMemory,
+                r.packSeconds);
     std::printf("cpu: %s kernels, %s%s\n", std::string(isaName(r.isa)).c_str(), r.topology.c_str(), r.pinned ? ", pinned" : ", NOT pinned");
     std::printf("expert pool dispatch: %.1f us with workers spinning, %.1f us from sleep\n", r.dispatch.spinningMicros,
                 r.dispatch.sleepingMicros);
