@@ -111,14 +111,15 @@ int runBenchMoe(const CommandArgs& argv) {
 
     const MoeBenchReport r = runMoeBench(o, progress);
     const ExpertLayout layout = ExpertLayout::make(o.type, o.shape.hidden, o.shape.inter);
-    std::printf("bench-moe %s: %d experts %dx%d, top-%d, %s experts (%.2f MB each, %d in memory, packed in %.1f s)\n",
+    std::printf("bench-moe %s: %d experts %dx%d, top-%d, %s experts (%.2f MB each; %d packed in %.1f s, as %d layer%s in turn)\n",
                 std::string(shape->name).c_str(), shape->experts, shape->inter, shape->hidden, shape->topK,
                 std::string(expertTypeName(o.type)).c_str(), static_cast<double>(layout.dataBytes) / 1e6, r.expertsInMemory,
-                r.packSeconds);
+                r.packSeconds, r.layerCopies, r.layerCopies == 1 ? "" : "s");
     std::printf("cpu: %s kernels, %s%s\n", std::string(isaName(r.isa)).c_str(), r.topology.c_str(), r.pinned ? ", pinned" : ", NOT pinned");
     std::printf("expert pool dispatch: %.1f us with workers spinning, %.1f us from sleep\n", r.dispatch.spinningMicros,
                 r.dispatch.sleepingMicros);
-    std::printf("memory bandwidth: %.1f GB/s (streaming read of %.0f MiB, best of 5)\n", r.bandwidthGbps, r.bandwidthBufferBytes / (1 << 20));
+    std::printf("memory bandwidth: %.1f GB/s (streaming read of %.0f MiB, best pass of 5 before and 5 after)\n", r.bandwidthGbps,
+                r.bandwidthBufferBytes / (1 << 20));
     std::printf("tokens      s/layer  weights GB/s  of bandwidth  TFLOP/s  experts (GEMM)\n");
     for (const auto& p : r.points)
         std::printf("%6d  %11.6f  %12.1f  %11.0f%%  %7.3f  %6.1f (%.1f)\n", p.tokens, p.secondsPerLayer, p.weightsGbps,
@@ -141,6 +142,7 @@ int runBenchMoe(const CommandArgs& argv) {
                 {"active_experts", p.activeExperts},
                 {"gemm_experts", p.gemmExperts},
                 {"experts_in_memory", r.expertsInMemory},
+                {"layer_copies", r.layerCopies},
                 {"iterations", p.iterations},
                 {"dispatch_us_spinning", r.dispatch.spinningMicros},
                 {"dispatch_us_sleeping", r.dispatch.sleepingMicros},

@@ -88,8 +88,12 @@ void tileGateUp(const GateUpCall& c) {
     const int kBlocks = l.hiddenKBlocks();
     const int cacheBlocks = kCacheBlockInputs / l.kBlock;
     const std::size_t xs = c.x.stride;
-    // acc[row][0..15] = gate sums, acc[row][16..31] = up sums (float32 for BF16, int32 for INT8).
-    float* acc = scratch.floats(static_cast<std::size_t>(rows + 32) * 32);
+    // acc[row][0..15] = gate sums, acc[row][16..31] = up sums (float32 for BF16, int32 for INT8); then
+    // for INT8 each row's activation sum, taken once per call rather than once per panel.
+    float* acc = scratch.floats(static_cast<std::size_t>(rows + 32) * 33);
+    auto* rowSums = reinterpret_cast<int*>(acc + static_cast<std::size_t>(rows + 32) * 32);
+    if constexpr (Type == ExpertType::INT8)
+        for (int r = 0; r < rows; ++r) rowSums[r] = rowSum(c.x, r, 0, l.hiddenPad / kActGroup);
     for (int p = 0; p < c.panelCount; ++p) {
         const std::byte* panel = c.panels + p * l.gateUpPanelBytes;
         for (int kc = 0; kc < kBlocks; kc += cacheBlocks) {
@@ -155,7 +159,7 @@ void tileGateUp(const GateUpCall& c) {
                 u = _mm512_load_ps(cr + 16);
             } else {
                 const auto* scales = reinterpret_cast<const float*>(panel + kBlocks * 2 * l.blockBytes);
-                const __m512i corr = _mm512_set1_epi32(128 * rowSum(c.x, r, 0, l.hiddenPad / kActGroup));
+                const __m512i corr = _mm512_set1_epi32(128 * rowSums[r]);
                 const __m512 xsc = _mm512_set1_ps(c.x.scale[r]);
                 g = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_load_si512(cr), corr)),
                                   _mm512_mul_ps(_mm512_load_ps(scales), xsc));
@@ -179,6 +183,11 @@ void tileDown(const DownCall& c) {
     int chunkCols = 0;
     for (int ch = c.firstChunk; ch < c.firstChunk + c.chunkCount; ++ch) chunkCols += l.chunkCols(ch);
     alignas(64) float out[32 * 32];  // [row][panel q outputs | panel q+1 outputs]
+    int* rowSums = nullptr;            // INT8: each row's activation sum over this call's chunks
+    if constexpr (Type == ExpertType::INT8) {
+        rowSums = reinterpret_cast<int*>(scratch.floats(static_cast<std::size_t>(rows)));
+        for (int r = 0; r < rows; ++r) rowSums[r] = rowSum(c.act, r, c.firstChunk * kChunkCols / kActGroup, chunkCols / kActGroup);
+    }
     for (int q = c.firstPanel; q < end; q += 2) {
         const bool pair = q + 1 < end;
         for (int tb = 0; tb < rows; tb += 32) {
@@ -233,8 +242,7 @@ void tileDown(const DownCall& c) {
                     if constexpr (Type == ExpertType::BF16) {
                         y = _mm512_load_ps(out + m * 32 + 16 * half);
                     } else {
-                        const int sum = rowSum(c.act, r, c.firstChunk * kChunkCols / kActGroup, chunkCols / kActGroup);
-                        const __m512i d = _mm512_sub_epi32(_mm512_load_si512(out + m * 32 + 16 * half), _mm512_set1_epi32(128 * sum));
+                        const __m512i d = _mm512_sub_epi32(_mm512_load_si512(out + m * 32 + 16 * half), _mm512_set1_epi32(128 * rowSums[r]));
                         y = _mm512_mul_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(_mm512_loadu_ps(c.rowScales + panel * kPanelRows),
                                                                               _mm512_set1_ps(c.act.scale[r])));
                     }
@@ -252,8 +260,12 @@ ExpertKernels makeAmx() {
     for (const ExpertType t : kAllExpertTypes) {
         e.gemv[static_cast<int>(t)] = avx512Gemv(t);
         e.gemm[static_cast<int>(t)] = avx512Gemm(t);
-        e.gemmMinRows[static_cast<int>(t)] = 5;
+        e.gemmMinRows[static_cast<int>(t)] = 5;  // INT4: AVX-512 either way; 4-row GEMV then 8-row GEMM blocks
     }
+    // `bench-moe --sweep` on the GPU machine's Xeon (deepseek-v2-lite shape): AMX overtakes the
+    // AVX-512 GEMV at 4 rows per expert for BF16 and INT8 (docs/BENCHMARKS.md).
+    e.gemmMinRows[static_cast<int>(ExpertType::BF16)] = 4;
+    e.gemmMinRows[static_cast<int>(ExpertType::INT8)] = 4;
     e.gemm[static_cast<int>(ExpertType::BF16)] = {tileGateUp<ExpertType::BF16>, tileDown<ExpertType::BF16>};
     e.gemm[static_cast<int>(ExpertType::INT8)] = {tileGateUp<ExpertType::INT8>, tileDown<ExpertType::INT8>};
     return e;

@@ -54,9 +54,10 @@ struct MoeBenchReport {
     int nodes = 0;
     bool pinned = false;
     int expertsInMemory = 0;
+    int layerCopies = 0;             // layers timed in turn so that their experts come from memory
     double layerBytes = 0;           // all experts of the layer, packed
     double packSeconds = 0;
-    double bandwidthGbps = 0;        // best of several streaming-read passes
+    double bandwidthGbps = 0;        // best streaming-read pass, before or after the layers
     double bandwidthBufferBytes = 0;
     DispatchLatency dispatch;
     std::vector<MoeBenchPoint> points;

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <sys/mman.h>
 #include <string>
 
 #include "cpu/activation_quant.h"
@@ -15,7 +16,15 @@ namespace {
 
 std::size_t align64(std::size_t n) { return (n + 63) / 64 * 64; }
 
-// 64-byte aligned scratch that grows and is kept between layers.
+// A row stride of an odd number of cache lines: rows a power-of-two apart would all fall into a few
+// cache sets, and a tile or a block of rows would evict itself.
+std::size_t rowStride(std::size_t bytes) {
+    const std::size_t s = align64(bytes);
+    return (s / 64) % 2 ? s : s + 64;
+}
+
+// 64-byte aligned scratch that grows and is kept between layers; large ones on transparent huge pages,
+// because the AMX kernels load 16 rows of a tile from 16 different 4 KiB pages otherwise.
 class AlignedBuffer {
 public:
     AlignedBuffer() = default;
@@ -30,8 +39,11 @@ public:
             std::free(data_);
             data_ = nullptr;
             bytes_ = 0;
-            void* p = std::aligned_alloc(64, bytes + bytes / 4);  // headroom for the next, larger batch
+            const std::size_t want = bytes + bytes / 4;  // headroom for the next, larger batch
+            const bool huge = want >= kHugePage;
+            void* p = huge ? std::aligned_alloc(kHugePage, (want + kHugePage - 1) / kHugePage * kHugePage) : std::aligned_alloc(64, want);
             if (!p) throw std::bad_alloc();
+            if (huge) madvise(p, (want + kHugePage - 1) / kHugePage * kHugePage, MADV_HUGEPAGE);
             data_ = static_cast<std::byte*>(p);
             bytes_ = bytes + bytes / 4;
         }
@@ -39,6 +51,7 @@ public:
     }
 
 private:
+    static constexpr std::size_t kHugePage = 2u << 20;
     std::byte* data_ = nullptr;
     std::size_t bytes_ = 0;
 };
@@ -283,8 +296,8 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
 
     // Buffers.
     const std::size_t rows = static_cast<std::size_t>(std::max(1, j.rows));
-    j.xRowBytes = align64(static_cast<std::size_t>(l.hiddenPad) * l.activationBytes());
-    j.aRowBytes = align64(static_cast<std::size_t>(l.interPad) * l.activationBytes());
+    j.xRowBytes = rowStride(static_cast<std::size_t>(l.hiddenPad) * l.activationBytes());
+    j.aRowBytes = rowStride(static_cast<std::size_t>(l.interPad) * l.activationBytes());
     j.xGroups = l.hiddenPad / kActGroup;
     j.aGroups = l.interPad / kActGroup;
     j.xq = j.xqBuffer.get<std::byte>(rows * j.xRowBytes);

@@ -52,7 +52,7 @@ void SpinBarrier::arriveAndWait() {
 }
 
 ExpertPool::ExpertPool(const PoolOptions& options)
-    : topology_(planTopology(options.threads, options.simulatedNodes)), spin_(options.spin) {
+    : topology_(planTopology(options.threads, options.simulatedNodes)), spin_(options.spin), pin_(options.pin) {
     // Participant 0 of a joined job is the caller, on node 0; workers follow node by node.
     std::vector<std::pair<int, int>> workers;  // (node, cpu)
     for (std::size_t n = 0; n < topology_.nodes.size(); ++n)
@@ -116,7 +116,18 @@ ExpertPool::Ticket ExpertPool::enqueue(PoolJob& job, bool callerJoins) {
     return t;
 }
 
+void ExpertPool::pinCaller() {
+    thread_local const ExpertPool* pinnedFor = nullptr;
+    if (!pin_ || pinnedFor == this) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(topology_.nodes[0].cpus[0], &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0) pinned_.store(false);
+    pinnedFor = this;
+}
+
 ExpertPool::Ticket ExpertPool::submit(PoolJob& job) {
+    pinCaller();
     if (workers_.empty())
         throw Error("the expert pool has no worker threads to run a submission on; give it at least 2 threads");
     for (int n = 0; n < nodes(); ++n)
@@ -127,6 +138,7 @@ ExpertPool::Ticket ExpertPool::submit(PoolJob& job) {
 }
 
 void ExpertPool::run(PoolJob& job) {
+    pinCaller();
     const Ticket t = enqueue(job, true);
     Slot& slot = slots_[(t - 1) % kQueue];
     try {

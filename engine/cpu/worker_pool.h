@@ -7,8 +7,10 @@
 // pool. run() makes that calling thread the Nth participant (CPU-only inference: N threads on N cores,
 // nobody spinning on a core someone else needs). submit() returns at once and the N-1 workers do the
 // job while the caller does other things on its own core (the GPU path: launch the GPU's work, then
-// wait() or done()). Jobs are taken in submission order from a small queue. Idle workers spin briefly
-// (a decode step's next layer comes within microseconds), then sleep on a futex.
+// wait() or done()). run() and submit() pin the calling thread to that Nth core, so it never shares a
+// core with a spinning worker (which costs a scheduler time slice, hundreds of microseconds, per job).
+// Jobs are taken in submission order from a small queue. Idle workers spin briefly (a decode step's
+// next layer comes within microseconds), then sleep on a futex.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -39,7 +41,7 @@ public:
 struct PoolOptions {
     int threads = 0;                 // workers + the calling thread; <= 0: one per physical core
     int simulatedNodes = 0;          // > 1: pretend NUMA nodes (TANDEM_NUMA_SIM)
-    bool pin = true;                 // pin each worker to its CPU
+    bool pin = true;                 // pin each worker, and the caller, to its CPU
     std::chrono::microseconds spin{200};  // idle spinning before a worker sleeps
 
     // threads as given; simulatedNodes from TANDEM_NUMA_SIM.
@@ -101,12 +103,14 @@ private:
     };
 
     Ticket enqueue(PoolJob& job, bool callerJoins);
+    void pinCaller();
     void finish(Slot& slot, Ticket t);
     void workerLoop(int index, int cpu);
 
     CpuTopology topology_;
     std::vector<WorkerContext> joined_, alone_;  // contexts of participants with / without the caller
     std::chrono::microseconds spin_;
+    bool pin_;
     std::vector<std::thread> workers_;
     Slot slots_[kQueue];
     std::mutex submitMutex_;
