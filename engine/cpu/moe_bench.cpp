@@ -100,20 +100,31 @@ private:
     std::atomic<std::uint64_t> sink_{0};
 };
 
-double measureBandwidth(ExpertPool& pool, std::size_t bytes) {
-    NodeMemory buffer(bytes, -1);
-    SliceJob fill(buffer.data(), bytes, true);
-    pool.run(fill);  // real pages: reading never-written memory would read the shared zero page
-    SliceJob read(buffer.data(), bytes, false);
-    pool.run(read);
-    double best = 0;
-    for (int pass = 0; pass < 5; ++pass) {
-        const auto t0 = Clock::now();
-        pool.run(read);
-        best = std::max(best, static_cast<double>(read.bytesTouched(pool.threads())) / seconds(t0) / 1e9);
+// Streaming reads of a buffer larger than the caches by the pool's threads, one pass at a time, so
+// that passes can be interleaved with the layer runs and both sampled under the same conditions.
+class BandwidthProbe {
+public:
+    BandwidthProbe(ExpertPool& pool, std::size_t bytes) : pool_(pool), buffer_(bytes, -1), read_(buffer_.data(), bytes, false) {
+        SliceJob fill(buffer_.data(), bytes, true);
+        pool.run(fill);  // real pages: reading never-written memory would read the shared zero page
+        pool.run(read_);
     }
-    return best;
-}
+    double pass() {
+        const auto t0 = Clock::now();
+        pool_.run(read_);
+        const double gbps = static_cast<double>(read_.bytesTouched(pool_.threads())) / seconds(t0) / 1e9;
+        best_ = std::max(best_, gbps);
+        return gbps;
+    }
+    double best() const { return best_; }
+    std::size_t bytes() const { return buffer_.size(); }
+
+private:
+    ExpertPool& pool_;
+    NodeMemory buffer_;
+    SliceJob read_;
+    double best_ = 0;
+};
 
 // Each token picks topK distinct experts, with random weights that sum to one.
 void randomRouting(Random& rng, int tokens, int experts, int topK, std::vector<int>& ids, std::vector<float>& weights) {
@@ -212,7 +223,8 @@ MoeBenchReport runMoeBench(const MoeBenchOptions& o, const std::function<void(co
     const double want = std::max(4.0 * static_cast<double>(lastLevelCacheBytes()), 1024.0 * (1 << 20));
     const std::size_t bandwidthBytes = static_cast<std::size_t>(std::clamp(availableMemory() / 4, 256.0 * (1 << 20), want)) / (1 << 20) << 20;
     progress("measuring memory bandwidth (streaming read of " + std::to_string(bandwidthBytes >> 20) + " MiB)");
-    report.bandwidthGbps = measureBandwidth(pool, bandwidthBytes);
+    BandwidthProbe probe(pool, bandwidthBytes);
+    for (int i = 0; i < 5; ++i) probe.pass();
     report.bandwidthBufferBytes = static_cast<double>(bandwidthBytes);
 
     BenchLayer b = makeLayer(o, pool, static_cast<double>(bandwidthBytes), report.packSeconds, progress);
@@ -230,9 +242,10 @@ MoeBenchReport runMoeBench(const MoeBenchOptions& o, const std::function<void(co
         std::vector<float> weights;
         MoeBenchPoint p;
         p.tokens = tokens;
-        std::vector<double> times;
+        std::vector<double> times, bandwidth;
         double bytes = 0, active = 0, gemm = 0;
         const auto start = Clock::now();
+        auto lastProbe = start;
         for (int it = -2; it < 5000; ++it) {
             randomRouting(rng, tokens, o.shape.experts, o.shape.topK, ids, weights);
             const PackedMoeLayer& layer = *b.copies[static_cast<std::size_t>(it + 2) % b.copies.size()];
@@ -247,21 +260,25 @@ MoeBenchReport runMoeBench(const MoeBenchOptions& o, const std::function<void(co
             bytes += static_cast<double>(read.size()) * static_cast<double>(b.layout.dataBytes);
             active += runner.lastStats().activeExperts;
             gemm += runner.lastStats().gemmExperts;
-            if (it >= 2 && seconds(start) > o.secondsPerPoint) break;
+            // A bandwidth pass about every 0.1 s of layers, so both see the same machine.
+            if (seconds(lastProbe) > 0.1) {
+                bandwidth.push_back(probe.pass());
+                lastProbe = Clock::now();
+            }
+            if (it >= 2 && bandwidth.size() >= 3 && seconds(start) > o.secondsPerPoint) break;
         }
         p.iterations = static_cast<int>(times.size());
         p.secondsPerLayer = median(times);
         p.weightBytes = bytes / p.iterations;
         p.weightsGbps = p.weightBytes / p.secondsPerLayer / 1e9;
+        p.bandwidthGbps = median(bandwidth);
         p.flops = 6.0 * o.shape.hidden * o.shape.inter * tokens * o.shape.topK;
         p.tflops = p.flops / p.secondsPerLayer / 1e12;
         p.activeExperts = active / p.iterations;
         p.gemmExperts = gemm / p.iterations;
         report.points.push_back(p);
     }
-    // Measured again after the layers: the ratio uses the better of the two, so noise from other
-    // tenants of the machine cannot flatter it.
-    report.bandwidthGbps = std::max(report.bandwidthGbps, measureBandwidth(pool, bandwidthBytes));
+    report.bandwidthBestGbps = probe.best();
     return report;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // `tandem-cli bench-moe`: one MoE layer of a real model's shape with random weights and random
 // routing, timed on the expert pool, next to the machine's memory bandwidth measured in the same run
-// by a streaming read. Figures, never assertions.
+// by streaming reads interleaved with the layer runs (about one pass per 0.1 s of layers), so that a
+// machine shared with others is sampled alike for both. Figures, never assertions.
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -41,6 +42,7 @@ struct MoeBenchPoint {
     double secondsPerLayer = 0;      // median over iterations
     double weightBytes = 0;          // mean bytes of distinct expert weights per layer
     double weightsGbps = 0;          // weightBytes / secondsPerLayer
+    double bandwidthGbps = 0;        // median of the streaming-read passes interleaved with the layers
     double flops = 0;                // 2 * 3 * hidden * inter per (token, expert)
     double tflops = 0;
     double activeExperts = 0;        // mean
@@ -57,7 +59,7 @@ struct MoeBenchReport {
     int layerCopies = 0;             // layers timed in turn so that their experts come from memory
     double layerBytes = 0;           // all experts of the layer, packed
     double packSeconds = 0;
-    double bandwidthGbps = 0;        // best streaming-read pass, before or after the layers
+    double bandwidthBestGbps = 0;    // best streaming-read pass of the run
     double bandwidthBufferBytes = 0;
     DispatchLatency dispatch;
     std::vector<MoeBenchPoint> points;
