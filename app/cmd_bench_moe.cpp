@@ -140,6 +140,7 @@ int runBenchMoe(const CommandArgs& argv) {
                 {"threads", r.threads},
                 {"numa_nodes", r.nodes},
                 {"weight_bytes", p.weightBytes},
+                {"layer_bytes", r.layerBytes},
                 {"active_experts", p.activeExperts},
                 {"gemm_experts", p.gemmExperts},
                 {"experts_in_memory", r.expertsInMemory},

@@ -48,8 +48,6 @@ public:
     int nodes() const { return static_cast<int>(shares_.size()); }
     const NodeShare& share(int node) const { return shares_[node]; }
     const ExpertShare& expert(int node, int e) const { return experts_by_node_[node][e]; }
-    // Bytes the kernels read for one expert (all nodes together).
-    std::size_t expertDataBytes() const { return layout_.dataBytes; }
     bool copied() const { return !memory_.empty(); }
     int bindRequests() const { return bindRequests_; }
     int bindFailures() const { return bindFailures_; }
