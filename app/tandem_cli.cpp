@@ -13,6 +13,13 @@ namespace {
 constexpr const char* kUsage = R"(usage: tandem-cli COMMAND [options]
 
 commands:
+  bench-moe --shape deepseek-v3|qwen3-30b-a3b|deepseek-v2-lite --experts bf16|int8|int4
+            [--tokens N[,N...]] [--threads N] [--json] [--verify] [--kernels auto|gemv|gemm]
+            [--gemm-min-rows N] [--experts-in-memory N] [--seconds S] [--sweep ROWS[,ROWS...]]
+            Time one MoE layer of that model's shape (random weights and routing) on the CPU expert
+            engine next to the memory bandwidth measured in the same run. --verify first checks the
+            selected kernels (TANDEM_CPU_ISA) against the scalar ones; --sweep times GEMV against
+            GEMM kernels at the given rows per expert. With --json the last line is a JSON object.
   eval      --model DIR --ids-file FILE --new-tokens N --logits-out FILE [--threads N]
             [--device cpu|gpu|auto] [--defer D | --skip D]
             Prefill the prompt ids in FILE, then decode N tokens greedily. Writes every logits row
@@ -54,6 +61,7 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
+    {"bench-moe", runBenchMoe},
     {"eval", runEval},
     {"generate", runGenerate},
     {"chat", runChat},

@@ -1,0 +1,31 @@
+#include "cpu/activation_quant.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "cpu/expert_format.h"
+#include "cpu/half_float.h"
+
+namespace tandem::cpu {
+
+void activationToBf16(const float* x, int n, int nPad, std::uint16_t* out) {
+    for (int i = 0; i < n; ++i) out[i] = floatToBf16(x[i]);
+    std::fill(out + n, out + nPad, std::uint16_t{0});
+}
+
+void activationToInt8(const float* x, int n, int nPad, std::int8_t* q, float* scale, std::int32_t* groupSums) {
+    float absMax = 0.0f;
+    for (int i = 0; i < n; ++i) absMax = std::max(absMax, std::fabs(x[i]));
+    const float inv = absMax > 0.0f ? 127.0f / absMax : 0.0f;
+    *scale = absMax / 127.0f;
+    for (int i = 0; i < n; ++i)
+        q[i] = static_cast<std::int8_t>(std::clamp(static_cast<int>(std::nearbyint(x[i] * inv)), -127, 127));
+    std::fill(q + n, q + nPad, std::int8_t{0});
+    for (int g = 0; g < nPad / kActGroup; ++g) {
+        std::int32_t s = 0;
+        for (int i = 0; i < kActGroup; ++i) s += q[g * kActGroup + i];
+        groupSums[g] = s;
+    }
+}
+
+}  // namespace tandem::cpu

@@ -1,0 +1,87 @@
+#pragma once
+// The contract between the MoE layer and the per-instruction-set expert kernels. A kernel computes a
+// range of 16-row panels of one expert for a few activation rows (the tokens routed to that expert),
+// straight from the packed layout (expert_format.h):
+//   gate/up: act[r][16p + i] = SiLU(gate_row . x[r]) * (up_row . x[r])          (float32)
+//   down:    dest[r][n]     += weight[r] * (down_row_n . act[r]) over a range of K chunks
+// Each level (scalar, AVX2, AVX-512, AMX) provides the same functions; kernel_check.h tests them
+// against the scalar ones.
+#include <cstddef>
+#include <cstdint>
+
+#include "cpu/cpu_features.h"
+#include "cpu/expert_format.h"
+
+namespace tandem::cpu {
+
+// Activation rows in the expert type's kernel format (activation_quant.h).
+struct KernelRows {
+    const std::byte* data = nullptr;  // row r at data + r * stride; 64-byte aligned rows
+    std::size_t stride = 0;           // bytes
+    const float* scale = nullptr;     // INT8/INT4: per row
+    const std::int32_t* groupSums = nullptr;  // INT8/INT4: row r's 32-column sums at groupSums + r * groupSumStride
+    std::size_t groupSumStride = 0;
+    int rows = 0;
+};
+
+struct GateUpCall {
+    const ExpertLayout* layout = nullptr;
+    const std::byte* panels = nullptr;  // the bytes of panel firstPanel
+    int firstPanel = 0;
+    int panelCount = 0;
+    KernelRows x;                       // hiddenPad columns
+    float* act = nullptr;               // row r at act + r * actStride; columns 16 * panel
+    std::size_t actStride = 0;          // floats
+};
+
+struct DownCall {
+    const ExpertLayout* layout = nullptr;
+    const std::byte* chunks = nullptr;  // the bytes of chunk firstChunk
+    int firstChunk = 0;
+    int chunkCount = 0;
+    int firstPanel = 0;                 // output row panels
+    int panelCount = 0;
+    const float* rowScales = nullptr;   // INT8: the scale of every down row
+    KernelRows act;                     // interPad columns; the kernel reads those of its chunks
+    float* const* dest = nullptr;       // per row: the hidden-sized output row to accumulate into
+    const float* weight = nullptr;      // per row: routing weight
+};
+
+using GateUpKernel = void (*)(const GateUpCall&);
+using DownKernel = void (*)(const DownCall&);
+
+struct KernelPair {
+    GateUpKernel gateUp = nullptr;
+    DownKernel down = nullptr;
+};
+
+// One level's kernels for each expert type (indexed by ExpertType). GEMV kernels stream the weights
+// once with every row in registers (decode: few tokens per expert); GEMM kernels block rows so weights
+// are reused from cache (prefill), with AMX tiles where the CPU has them.
+struct ExpertKernels {
+    Isa isa = Isa::Scalar;
+    KernelPair gemv[3];
+    KernelPair gemm[3];
+    // Rows per expert from which GEMM beats GEMV, measured with `tandem-cli bench-moe --sweep`.
+    int gemmMinRows[3] = {};
+
+    const KernelPair& pick(ExpertType type, bool useGemm) const {
+        return useGemm ? gemm[static_cast<int>(type)] : gemv[static_cast<int>(type)];
+    }
+};
+
+// Kernels of one level; running those of a level the CPU lacks is an illegal instruction, so callers
+// go through kernelsFor.
+const ExpertKernels& scalarKernels();
+const ExpertKernels& avx2Kernels();
+const ExpertKernels& avx512Kernels();
+const ExpertKernels& amxKernels();
+
+// Throws tandem::Error, naming what is missing, when this machine cannot run `isa`.
+const ExpertKernels& kernelsFor(Isa isa);
+
+// Reads `bytes` once with wide loads and returns a value that depends on all of it: the streaming read
+// the benchmark measures memory bandwidth with (SSE2, which every x86-64 CPU has).
+std::uint64_t streamRead(const std::byte* data, std::size_t bytes);
+
+}  // namespace tandem::cpu

@@ -1,0 +1,10 @@
+#pragma once
+// The AVX-512 kernels by kind, for the AMX file, which uses AVX-512 wherever tiles do not pay.
+#include "cpu/expert_kernels.h"
+
+namespace tandem::cpu {
+
+KernelPair avx512Gemv(ExpertType type);
+KernelPair avx512Gemm(ExpertType type);
+
+}  // namespace tandem::cpu

@@ -1,0 +1,318 @@
+#include "cpu/moe_bench.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "cpu/expert_kernels.h"
+#include "cpu/expert_pack.h"
+#include "tandem/error.h"
+
+namespace tandem::cpu {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr MoeShape kShapes[] = {
+    {"deepseek-v3", 7168, 2048, 256, 8},
+    {"qwen3-30b-a3b", 2048, 768, 128, 8},
+    {"deepseek-v2-lite", 2048, 1408, 64, 6},
+};
+
+double seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
+
+double availableMemory() {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    double kb = 0;
+    while (in >> key >> kb) {
+        if (key == "MemAvailable:") return kb * 1024;
+        in.ignore(1 << 10, '\n');
+    }
+    return 8.0 * (1ull << 30);
+}
+
+class Random {
+public:
+    explicit Random(std::uint64_t seed) : s_(seed) {}
+    std::uint64_t next() {  // splitmix64
+        std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    float uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(next() >> 40) / static_cast<float>(1 << 24); }
+
+private:
+    std::uint64_t s_;
+};
+
+// Packs experts [0, count) with random weights, spread over the pool's workers.
+class PackJob : public PoolJob {
+public:
+    PackJob(const ExpertLayout& l, std::byte* base, int count, std::uint64_t seed) : l_(l), base_(base), count_(count), seed_(seed) {}
+    void run(const WorkerContext&) override {
+        for (int e = next_.fetch_add(1); e < count_; e = next_.fetch_add(1)) {
+            auto reader = [&](int matrix, int cols) {
+                return [this, e, matrix, cols](std::int64_t row, float* out) {
+                    Random rng(seed_ ^ (static_cast<std::uint64_t>(e) << 40) ^ (static_cast<std::uint64_t>(matrix) << 36) ^
+                               static_cast<std::uint64_t>(row));
+                    for (int k = 0; k < cols; ++k) out[k] = rng.uniform(-0.05f, 0.05f);
+                };
+            };
+            packExpert(l_, {reader(0, l_.hidden), reader(1, l_.hidden), reader(2, l_.inter)},
+                       base_ + static_cast<std::size_t>(e) * l_.expertBytes);
+        }
+    }
+
+private:
+    const ExpertLayout& l_;
+    std::byte* base_;
+    int count_;
+    std::uint64_t seed_;
+    std::atomic<int> next_{0};
+};
+
+// Each worker writes or reads its own contiguous slice (so with NUMA the slice is node-local).
+class SliceJob : public PoolJob {
+public:
+    SliceJob(std::byte* data, std::size_t bytes, bool write) : data_(data), bytes_(bytes), write_(write) {}
+    void run(const WorkerContext& w) override {
+        const std::size_t slice = bytes_ / w.threads / 4096 * 4096;
+        std::byte* p = data_ + slice * w.worker;
+        if (write_)
+            std::memset(p, 1 + w.worker, slice);
+        else
+            sink_.fetch_xor(streamRead(p, slice), std::memory_order_relaxed);
+    }
+    std::size_t bytesTouched(int threads) const { return bytes_ / threads / 4096 * 4096 * threads; }
+
+private:
+    std::byte* data_;
+    std::size_t bytes_;
+    bool write_;
+    std::atomic<std::uint64_t> sink_{0};
+};
+
+// Streaming reads of a buffer larger than the caches by the pool's threads, one pass at a time, so
+// that passes can be interleaved with the layer runs and both sampled under the same conditions.
+class BandwidthProbe {
+public:
+    BandwidthProbe(ExpertPool& pool, std::size_t bytes) : pool_(pool), buffer_(bytes, -1), read_(buffer_.data(), bytes, false) {
+        SliceJob fill(buffer_.data(), bytes, true);
+        pool.run(fill);  // real pages: reading never-written memory would read the shared zero page
+        pool.run(read_);
+    }
+    double pass() {
+        const auto t0 = Clock::now();
+        pool_.run(read_);
+        const double gbps = static_cast<double>(read_.bytesTouched(pool_.threads())) / seconds(t0) / 1e9;
+        best_ = std::max(best_, gbps);
+        return gbps;
+    }
+    double best() const { return best_; }
+    std::size_t bytes() const { return buffer_.size(); }
+
+private:
+    ExpertPool& pool_;
+    NodeMemory buffer_;
+    SliceJob read_;
+    double best_ = 0;
+};
+
+// Each token picks topK distinct experts, with random weights that sum to one.
+void randomRouting(Random& rng, int tokens, int experts, int topK, std::vector<int>& ids, std::vector<float>& weights) {
+    ids.resize(static_cast<std::size_t>(tokens) * topK);
+    weights.resize(ids.size());
+    for (int t = 0; t < tokens; ++t) {
+        float sum = 0;
+        for (int j = 0; j < topK; ++j) {
+            int e;
+            do {
+                e = static_cast<int>(rng.next() % static_cast<std::uint64_t>(experts));
+            } while (std::find(&ids[t * topK], &ids[t * topK] + j, e) != &ids[t * topK] + j);
+            ids[t * topK + j] = e;
+            weights[t * topK + j] = rng.uniform(0.1f, 1.0f);
+            sum += weights[t * topK + j];
+        }
+        for (int j = 0; j < topK; ++j) weights[t * topK + j] /= sum;
+    }
+}
+
+std::size_t lastLevelCacheBytes() {
+    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index3/size");
+    std::size_t n = 0;
+    char unit = 0;
+    if (in >> n >> unit) return unit == 'M' ? n << 20 : unit == 'K' ? n << 10 : n;
+    return 32u << 20;
+}
+
+// Several copies of the layer, used in turn as a model's layers are: otherwise a small layer (qwen3
+// int4: 340 MB) would be read from a large last-level cache (300 MiB on the GPU machine's Xeon) rather
+// than from memory. Copy l's expert e is packed expert (l * experts + e) % physical, which repeats
+// experts only when memory is short.
+struct BenchLayer {
+    ExpertLayout layout;
+    int physical = 0;
+    NodeMemory memory;
+    std::vector<std::unique_ptr<PackedMoeLayer>> copies;
+};
+
+BenchLayer makeLayer(const MoeBenchOptions& o, ExpertPool& pool, double reserve, double& packSeconds,
+                     const std::function<void(const std::string&)>& progress) {
+    BenchLayer b;
+    b.layout = ExpertLayout::make(o.type, o.shape.hidden, o.shape.inter);
+    const double budget = std::max(0.0, 0.6 * availableMemory() - reserve);
+    const double layerBytes = static_cast<double>(b.layout.expertBytes) * o.shape.experts;
+    const int copies = std::clamp(static_cast<int>(std::ceil(4.0 * static_cast<double>(lastLevelCacheBytes()) / layerBytes)), 1, 64);
+    const int fit = static_cast<int>(std::min<double>(budget / static_cast<double>(b.layout.expertBytes), 1 << 20));
+    b.physical = std::clamp(o.expertsInMemory > 0 ? o.expertsInMemory : copies * o.shape.experts, 1, std::max(1, fit));
+    if (o.expertsInMemory > 0) b.physical = std::min(o.expertsInMemory, copies * o.shape.experts);
+    if (b.physical < o.shape.topK)
+        throw Error("only " + std::to_string(b.physical) + " experts of this shape fit in memory, fewer than the " +
+                    std::to_string(o.shape.topK) + " a token uses; free memory or pick a smaller type");
+    progress("packing " + std::to_string(b.physical) + " random experts (" +
+             std::to_string(static_cast<double>(b.layout.expertBytes) * b.physical / 1e9).substr(0, 5) + " GB)");
+    const auto t0 = Clock::now();
+    b.memory = NodeMemory(b.layout.expertBytes * static_cast<std::size_t>(b.physical), -1);
+    PackJob pack(b.layout, b.memory.data(), b.physical, o.seed);
+    pool.run(pack);
+    packSeconds = seconds(t0);
+    const int used = std::max(1, std::min(copies, b.physical / o.shape.experts));
+    for (int c = 0; c < used; ++c) {
+        std::vector<const std::byte*> experts;
+        for (int e = 0; e < o.shape.experts; ++e)
+            experts.push_back(b.memory.data() + static_cast<std::size_t>((c * o.shape.experts + e) % b.physical) * b.layout.expertBytes);
+        b.copies.push_back(std::make_unique<PackedMoeLayer>(b.layout, experts, pool.topology(), PackedMoeLayer::Placement::InPlace));
+    }
+    return b;
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+std::span<const MoeShape> moeShapes() { return kShapes; }
+
+const MoeShape* findMoeShape(std::string_view name) {
+    for (const auto& s : kShapes)
+        if (s.name == name) return &s;
+    return nullptr;
+}
+
+MoeBenchReport runMoeBench(const MoeBenchOptions& o, const std::function<void(const std::string&)>& progress) {
+    ExpertPool pool(PoolOptions::fromEnvironment(o.threads));
+    MoeBenchReport report;
+    report.isa = MoeRunner(pool, {std::nullopt, o.kernels, o.gemmMinRows}).isa();
+    report.topology = pool.topology().describe();
+    report.threads = pool.threads();
+    report.nodes = pool.nodes();
+    report.dispatch = measureDispatchLatency(pool);
+    report.pinned = pool.pinned();
+
+    // At least 4x the last-level cache, at least 1 GiB, at most a quarter of the free memory.
+    const double want = std::max(4.0 * static_cast<double>(lastLevelCacheBytes()), 1024.0 * (1 << 20));
+    const std::size_t bandwidthBytes = static_cast<std::size_t>(std::clamp(availableMemory() / 4, 256.0 * (1 << 20), want)) / (1 << 20) << 20;
+    progress("measuring memory bandwidth (streaming read of " + std::to_string(bandwidthBytes >> 20) + " MiB)");
+    BandwidthProbe probe(pool, bandwidthBytes);
+    for (int i = 0; i < 5; ++i) probe.pass();
+    report.bandwidthBufferBytes = static_cast<double>(bandwidthBytes);
+
+    BenchLayer b = makeLayer(o, pool, static_cast<double>(bandwidthBytes), report.packSeconds, progress);
+    report.expertsInMemory = b.physical;
+    report.layerCopies = static_cast<int>(b.copies.size());
+    report.layerBytes = static_cast<double>(b.layout.dataBytes) * o.shape.experts;
+
+    Random rng(o.seed * 7919 + 3);
+    for (const int tokens : o.tokens) {
+        progress("timing " + std::to_string(tokens) + " token(s)");
+        MoeRunner runner(pool, {std::nullopt, o.kernels, o.gemmMinRows});
+        std::vector<float> x(static_cast<std::size_t>(tokens) * o.shape.hidden), out(x.size(), 0.0f);
+        for (float& v : x) v = rng.uniform(-1.0f, 1.0f);
+        std::vector<int> ids;
+        std::vector<float> weights;
+        MoeBenchPoint p;
+        p.tokens = tokens;
+        std::vector<double> times, bandwidth;
+        double bytes = 0, active = 0, gemm = 0;
+        const auto start = Clock::now();
+        auto lastProbe = start;
+        for (int it = -2; it < 5000; ++it) {
+            randomRouting(rng, tokens, o.shape.experts, o.shape.topK, ids, weights);
+            const PackedMoeLayer& layer = *b.copies[static_cast<std::size_t>(it + 2) % b.copies.size()];
+            const auto t0 = Clock::now();
+            runner.run(layer, {x.data(), static_cast<std::size_t>(o.shape.hidden), tokens, ids.data(), weights.data(),
+                                  o.shape.topK, out.data(), static_cast<std::size_t>(o.shape.hidden)});
+            const double dt = seconds(t0);
+            if (it < 0) continue;  // warm-up
+            std::set<const std::byte*> read;
+            for (const int e : ids) read.insert(layer.expert(0, e).gateUp);
+            times.push_back(dt);
+            bytes += static_cast<double>(read.size()) * static_cast<double>(b.layout.dataBytes);
+            active += runner.lastStats().activeExperts;
+            gemm += runner.lastStats().gemmExperts;
+            // A bandwidth pass about every 0.1 s of layers, so both see the same machine.
+            if (seconds(lastProbe) > 0.1) {
+                bandwidth.push_back(probe.pass());
+                lastProbe = Clock::now();
+            }
+            if (it >= 2 && bandwidth.size() >= 3 && seconds(start) > o.secondsPerPoint) break;
+        }
+        p.iterations = static_cast<int>(times.size());
+        p.secondsPerLayer = median(times);
+        p.weightBytes = bytes / p.iterations;
+        p.weightsGbps = p.weightBytes / p.secondsPerLayer / 1e9;
+        p.bandwidthGbps = median(bandwidth);
+        p.flops = 6.0 * o.shape.hidden * o.shape.inter * tokens * o.shape.topK;
+        p.tflops = p.flops / p.secondsPerLayer / 1e12;
+        p.activeExperts = active / p.iterations;
+        p.gemmExperts = gemm / p.iterations;
+        report.points.push_back(p);
+    }
+    report.bandwidthBestGbps = probe.best();
+    return report;
+}
+
+std::vector<SweepPoint> sweepGemmThreshold(const MoeBenchOptions& o, const std::vector<int>& rowsPerExpert,
+                                           const std::function<void(const std::string&)>& progress) {
+    ExpertPool pool(PoolOptions::fromEnvironment(o.threads));
+    double packSeconds = 0;
+    BenchLayer b = makeLayer(o, pool, 0, packSeconds, progress);
+    MoeRunner gemv(pool, {std::nullopt, KernelChoice::Gemv, 0}), gemm(pool, {std::nullopt, KernelChoice::Gemm, 0});
+    std::vector<SweepPoint> points;
+    Random rng(o.seed);
+    for (const int rows : rowsPerExpert) {
+        const int tokens = (rows * o.shape.experts + o.shape.topK - 1) / o.shape.topK;
+        std::vector<float> x(static_cast<std::size_t>(tokens) * o.shape.hidden), out(x.size(), 0.0f);
+        for (float& v : x) v = rng.uniform(-1.0f, 1.0f);
+        std::vector<int> ids(static_cast<std::size_t>(tokens) * o.shape.topK);
+        std::vector<float> weights(ids.size(), 1.0f / o.shape.topK);
+        for (std::size_t s = 0; s < ids.size(); ++s) ids[s] = static_cast<int>(s % o.shape.experts);
+        const MoeInput in{x.data(), static_cast<std::size_t>(o.shape.hidden), tokens, ids.data(), weights.data(),
+                          o.shape.topK, out.data(), static_cast<std::size_t>(o.shape.hidden)};
+        auto time = [&](MoeRunner& r) {
+            r.run(*b.copies[0], in);
+            std::vector<double> t;
+            for (int i = 0; i < 5; ++i) {
+                const auto t0 = Clock::now();
+                r.run(*b.copies[static_cast<std::size_t>(i + 1) % b.copies.size()], in);
+                t.push_back(seconds(t0));
+            }
+            return median(t);
+        };
+        progress("sweep: " + std::to_string(rows) + " rows per expert");
+        points.push_back({rows, time(gemv), time(gemm)});
+    }
+    return points;
+}
+
+}  // namespace tandem::cpu

@@ -1,0 +1,80 @@
+#pragma once
+// `tandem-cli bench-moe`: one MoE layer of a real model's shape with random weights and random
+// routing, timed on the expert pool, next to the machine's memory bandwidth measured in the same run
+// by streaming reads interleaved with the layer runs (about one pass per 0.1 s of layers), so that a
+// machine shared with others is sampled alike for both. Figures, never assertions.
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cpu/expert_format.h"
+#include "cpu/moe_layer.h"
+#include "cpu/worker_pool.h"
+
+namespace tandem::cpu {
+
+struct MoeShape {
+    std::string_view name;
+    int hidden, inter, experts, topK;
+};
+
+std::span<const MoeShape> moeShapes();
+const MoeShape* findMoeShape(std::string_view name);
+
+struct MoeBenchOptions {
+    MoeShape shape{};
+    ExpertType type = ExpertType::INT4;
+    std::vector<int> tokens{1};
+    int threads = 0;                 // 0: one per physical core
+    KernelChoice kernels = KernelChoice::Auto;
+    int gemmMinRows = 0;             // > 0 overrides the measured threshold
+    int expertsInMemory = 0;         // 0: every expert, or as many as fit in 60% of available memory
+    double secondsPerPoint = 2.0;    // measuring time per token count
+    std::uint64_t seed = 1;
+};
+
+struct MoeBenchPoint {
+    int tokens = 0;
+    int iterations = 0;
+    double secondsPerLayer = 0;      // median over iterations
+    double weightBytes = 0;          // mean bytes of distinct expert weights per layer
+    double weightsGbps = 0;          // weightBytes / secondsPerLayer
+    double bandwidthGbps = 0;        // median of the streaming-read passes interleaved with the layers
+    double flops = 0;                // 2 * 3 * hidden * inter per (token, expert)
+    double tflops = 0;
+    double activeExperts = 0;        // mean
+    double gemmExperts = 0;          // mean
+};
+
+struct MoeBenchReport {
+    Isa isa = Isa::Scalar;
+    std::string topology;
+    int threads = 0;
+    int nodes = 0;
+    bool pinned = false;
+    int expertsInMemory = 0;
+    int layerCopies = 0;             // layers timed in turn so that their experts come from memory
+    double layerBytes = 0;           // all experts of the layer, packed
+    double packSeconds = 0;
+    double bandwidthBestGbps = 0;    // best streaming-read pass of the run
+    double bandwidthBufferBytes = 0;
+    DispatchLatency dispatch;
+    std::vector<MoeBenchPoint> points;
+};
+
+// progress receives short lines ("packing 256 experts ...") for a human watching.
+MoeBenchReport runMoeBench(const MoeBenchOptions& options, const std::function<void(const std::string&)>& progress);
+
+// The GEMV/GEMM switch: the layer timed with each kernel kind forced, the tokens chosen so every
+// expert gets `rows` rows (round-robin routing).
+struct SweepPoint {
+    int rowsPerExpert = 0;
+    double gemvSeconds = 0, gemmSeconds = 0;
+};
+std::vector<SweepPoint> sweepGemmThreshold(const MoeBenchOptions& options, const std::vector<int>& rowsPerExpert,
+                                           const std::function<void(const std::string&)>& progress);
+
+}  // namespace tandem::cpu

@@ -1,0 +1,373 @@
+#include "cpu/moe_layer.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <sys/mman.h>
+#include <string>
+
+#include "cpu/activation_quant.h"
+#include "tandem/error.h"
+
+namespace tandem::cpu {
+
+namespace {
+
+std::size_t align64(std::size_t n) { return (n + 63) / 64 * 64; }
+
+// A row stride of an odd number of cache lines: rows a power-of-two apart would all fall into a few
+// cache sets, and a tile or a block of rows would evict itself.
+std::size_t rowStride(std::size_t bytes) {
+    const std::size_t s = align64(bytes);
+    return (s / 64) % 2 ? s : s + 64;
+}
+
+// 64-byte aligned scratch that grows and is kept between layers; large ones on transparent huge pages,
+// because the AMX kernels load 16 rows of a tile from 16 different 4 KiB pages otherwise.
+class AlignedBuffer {
+public:
+    AlignedBuffer() = default;
+    AlignedBuffer(const AlignedBuffer&) = delete;
+    AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+    ~AlignedBuffer() { std::free(data_); }
+
+    template <class T>
+    T* get(std::size_t count) {
+        const std::size_t bytes = align64(count * sizeof(T));
+        if (bytes > bytes_) {
+            std::free(data_);
+            data_ = nullptr;
+            bytes_ = 0;
+            const std::size_t want = bytes + bytes / 4;  // headroom for the next, larger batch
+            const bool huge = want >= kHugePage;
+            void* p = huge ? std::aligned_alloc(kHugePage, (want + kHugePage - 1) / kHugePage * kHugePage) : std::aligned_alloc(64, want);
+            if (!p) throw std::bad_alloc();
+            if (huge) madvise(p, (want + kHugePage - 1) / kHugePage * kHugePage, MADV_HUGEPAGE);
+            data_ = static_cast<std::byte*>(p);
+            bytes_ = bytes + bytes / 4;
+        }
+        return reinterpret_cast<T*>(data_);
+    }
+
+private:
+    static constexpr std::size_t kHugePage = 2u << 20;
+    std::byte* data_ = nullptr;
+    std::size_t bytes_ = 0;
+};
+
+struct alignas(64) Counter {
+    std::atomic<int> next{0};
+};
+
+// Scheduling granularity: about this many jobs per thread in the memory-bound phases keeps the
+// threads' finishing times within a small fraction of the phase.
+constexpr int kJobsPerThread = 16;
+
+}  // namespace
+
+class MoeRunner::Job : public PoolJob {
+public:
+    struct Active {
+        int expert, firstRow, rows;
+        bool gemm;
+    };
+    struct GateUpJob {
+        int active, firstPanel, panelCount;
+    };
+    struct DownJob {
+        int firstPanel, panelCount;
+    };
+
+    explicit Job(int nodes)
+        : partialBuffers(static_cast<std::size_t>(nodes)), nextB(static_cast<std::size_t>(nodes)),
+          nextD(static_cast<std::size_t>(nodes)), partial(static_cast<std::size_t>(nodes)) {}
+
+    void run(const WorkerContext& w) override {
+        phaseA();
+        barrier.arriveAndWait();
+        phaseB(w);
+        barrier.arriveAndWait();
+        phaseC();
+        barrier.arriveAndWait();
+        phaseD(w);
+        if (layer->nodes() > 1) {
+            barrier.arriveAndWait();
+            phaseE();
+        }
+    }
+
+    // Dynamic share-out of [0, n) in chunks: calls f(i) for each item this worker takes.
+    template <class F>
+    static void forEachItem(std::atomic<int>& counter, int n, int chunk, F&& f) {
+        for (;;) {
+            const int begin = counter.fetch_add(chunk, std::memory_order_relaxed);
+            if (begin >= n) return;
+            const int end = std::min(n, begin + chunk);
+            for (int i = begin; i < end; ++i) f(i);
+        }
+    }
+
+    void phaseA() {
+        const ExpertLayout& l = layer->layout();
+        const int zeroRows = (layer->nodes() - 1) * in.tokens;
+        forEachItem(nextA, rows + zeroRows, chunkA, [&](int i) {
+            if (i >= rows) {
+                const int n = 1 + (i - rows) / in.tokens, t = (i - rows) % in.tokens;
+                std::memset(partial[n] + static_cast<std::size_t>(t) * l.hidden, 0, l.hidden * sizeof(float));
+                return;
+            }
+            const float* x = in.x + static_cast<std::size_t>(rowToken[i]) * in.xStride;
+            if (l.type == ExpertType::BF16)
+                activationToBf16(x, l.hidden, l.hiddenPad, reinterpret_cast<std::uint16_t*>(xq + i * xRowBytes));
+            else
+                activationToInt8(x, l.hidden, l.hiddenPad, reinterpret_cast<std::int8_t*>(xq + i * xRowBytes), xScale + i,
+                                 xSums + static_cast<std::size_t>(i) * xGroups);
+        });
+    }
+
+    void phaseB(const WorkerContext& w) {
+        const ExpertLayout& l = layer->layout();
+        const NodeShare& share = layer->share(w.node);
+        const auto& jobs = gateUpJobs[w.node];
+        forEachItem(nextB[w.node].next, static_cast<int>(jobs.size()), 1, [&](int j) {
+            const GateUpJob& job = jobs[j];
+            const Active& a = active[job.active];
+            GateUpCall call;
+            call.layout = &l;
+            call.panels = layer->expert(w.node, a.expert).gateUp +
+                          static_cast<std::size_t>(job.firstPanel - share.firstPanel) * l.gateUpPanelBytes;
+            call.firstPanel = job.firstPanel;
+            call.panelCount = job.panelCount;
+            call.x = {xq + a.firstRow * xRowBytes, xRowBytes, xScale + a.firstRow,
+                      xSums + static_cast<std::size_t>(a.firstRow) * xGroups, static_cast<std::size_t>(xGroups), a.rows};
+            call.act = act + static_cast<std::size_t>(a.firstRow) * l.interPad;
+            call.actStride = static_cast<std::size_t>(l.interPad);
+            kernels->pick(l.type, a.gemm).gateUp(call);
+        });
+    }
+
+    void phaseC() {
+        const ExpertLayout& l = layer->layout();
+        forEachItem(nextC, rows, chunkA, [&](int i) {
+            const float* a = act + static_cast<std::size_t>(i) * l.interPad;
+            if (l.type == ExpertType::BF16)
+                activationToBf16(a, l.interPad, l.interPad, reinterpret_cast<std::uint16_t*>(aq + i * aRowBytes));
+            else
+                activationToInt8(a, l.interPad, l.interPad, reinterpret_cast<std::int8_t*>(aq + i * aRowBytes), aScale + i,
+                                 aSums + static_cast<std::size_t>(i) * aGroups);
+        });
+    }
+
+    void phaseD(const WorkerContext& w) {
+        const ExpertLayout& l = layer->layout();
+        const NodeShare& share = layer->share(w.node);
+        const auto& jobs = downJobs[w.node];
+        forEachItem(nextD[w.node].next, static_cast<int>(jobs.size()), 1, [&](int j) {
+            for (const Active& a : active) {
+                const ExpertShare& e = layer->expert(w.node, a.expert);
+                DownCall call;
+                call.layout = &l;
+                call.chunks = e.down;
+                call.firstChunk = share.firstChunk;
+                call.chunkCount = share.chunkCount;
+                call.firstPanel = jobs[j].firstPanel;
+                call.panelCount = jobs[j].panelCount;
+                call.rowScales = e.downScales;
+                call.act = {aq + a.firstRow * aRowBytes, aRowBytes, aScale + a.firstRow,
+                            aSums + static_cast<std::size_t>(a.firstRow) * aGroups, static_cast<std::size_t>(aGroups), a.rows};
+                call.dest = destRows[w.node].data() + a.firstRow;
+                call.weight = rowWeight.data() + a.firstRow;
+                kernels->pick(l.type, a.gemm).down(call);
+            }
+        });
+    }
+
+    void phaseE() {
+        const int hidden = layer->layout().hidden;
+        constexpr int kColumns = 1024;
+        const int blocks = (hidden + kColumns - 1) / kColumns;
+        forEachItem(nextE, in.tokens * blocks, 1, [&](int i) {
+            const int t = i / blocks, c0 = (i % blocks) * kColumns, c1 = std::min(hidden, c0 + kColumns);
+            float* o = in.out + static_cast<std::size_t>(t) * in.outStride;
+            for (int n = 1; n < layer->nodes(); ++n) {
+                const float* p = partial[n] + static_cast<std::size_t>(t) * hidden;
+                for (int c = c0; c < c1; ++c) o[c] += p[c];
+            }
+        });
+    }
+
+    // The evaluation being prepared or run.
+    const PackedMoeLayer* layer = nullptr;
+    const ExpertKernels* kernels = nullptr;
+    MoeInput in;
+    int rows = 0;
+    int chunkA = 1;
+    std::vector<int> rowToken;
+    std::vector<float> rowWeight;
+    std::vector<Active> active;
+    std::vector<std::vector<GateUpJob>> gateUpJobs;
+    std::vector<std::vector<DownJob>> downJobs;
+    std::vector<std::vector<float*>> destRows;
+
+    std::byte* xq = nullptr;
+    float* xScale = nullptr;
+    std::int32_t* xSums = nullptr;
+    float* act = nullptr;
+    std::byte* aq = nullptr;
+    float* aScale = nullptr;
+    std::int32_t* aSums = nullptr;
+    std::size_t xRowBytes = 0, aRowBytes = 0;
+    int xGroups = 0, aGroups = 0;
+
+    AlignedBuffer xqBuffer, xScaleBuffer, xSumsBuffer, actBuffer, aqBuffer, aScaleBuffer, aSumsBuffer;
+    std::vector<AlignedBuffer> partialBuffers;
+
+    alignas(64) std::atomic<int> nextA{0};
+    alignas(64) std::atomic<int> nextC{0};
+    alignas(64) std::atomic<int> nextE{0};
+    std::vector<Counter> nextB, nextD;
+    std::vector<float*> partial;
+    SpinBarrier barrier;
+};
+
+MoeRunner::MoeRunner(ExpertPool& pool, const MoeOptions& options)
+    : pool_(pool), options_(options), kernels_(&kernelsFor(options.isa ? *options.isa : selectedIsa())),
+      job_(std::make_unique<Job>(pool.nodes())) {}
+
+MoeRunner::~MoeRunner() {
+    if (ticket_) {
+        try {
+            pool_.wait(*ticket_);
+        } catch (...) {
+            // The job's own error has no one left to report to; the pool is consistent again.
+        }
+    }
+}
+
+void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool callerJoins) {
+    if (ticket_) throw Error("this MoeRunner still runs a layer; wait() for it first, or use a second runner");
+    if (layer.nodes() != pool_.nodes())
+        throw Error("the MoE layer was arranged for " + std::to_string(layer.nodes()) + " NUMA node(s) but the pool has " +
+                    std::to_string(pool_.nodes()) + "; build the PackedMoeLayer with this pool's topology()");
+    if (in.tokens < 0 || (in.tokens > 0 && (in.topK <= 0 || !in.x || !in.out || !in.expertIds || !in.weights)))
+        throw Error("MoE layer input needs tokens >= 0, topK >= 1 and the x, out, expert id and weight arrays");
+    const ExpertLayout& l = layer.layout();
+    const int experts = layer.experts();
+    const int nodes = layer.nodes();
+    Job& j = *job_;
+    j.layer = &layer;
+    j.kernels = kernels_;
+    j.in = in;
+    j.rows = in.tokens * in.topK;
+
+    // Group the (token, slot) rows by expert: a counting sort, largest experts first so that their
+    // long GEMM jobs start early.
+    std::vector<int> count(static_cast<std::size_t>(experts), 0);
+    for (int s = 0; s < j.rows; ++s) {
+        const int e = in.expertIds[s];
+        if (e < 0 || e >= experts)
+            throw Error("token " + std::to_string(s / in.topK) + " is routed to expert " + std::to_string(e) +
+                        ", outside 0.." + std::to_string(experts - 1));
+        ++count[e];
+    }
+    j.active.clear();
+    for (int e = 0; e < experts; ++e)
+        if (count[e]) j.active.push_back({e, 0, count[e], false});
+    std::stable_sort(j.active.begin(), j.active.end(), [](const Job::Active& a, const Job::Active& b) { return a.rows > b.rows; });
+    const int threshold = options_.gemmMinRows > 0 ? options_.gemmMinRows : kernels_->gemmMinRows[static_cast<int>(l.type)];
+    std::vector<int> fill(static_cast<std::size_t>(experts), 0);
+    int at = 0;
+    stats_ = {static_cast<int>(j.active.size()), 0, j.rows};
+    for (auto& a : j.active) {
+        a.firstRow = at;
+        fill[a.expert] = at;
+        at += a.rows;
+        a.gemm = options_.kernels == KernelChoice::Gemm || (options_.kernels == KernelChoice::Auto && a.rows >= threshold);
+        stats_.gemmExperts += a.gemm;
+    }
+    j.rowToken.resize(static_cast<std::size_t>(j.rows));
+    j.rowWeight.resize(static_cast<std::size_t>(j.rows));
+    for (int s = 0; s < j.rows; ++s) {
+        const int r = fill[in.expertIds[s]]++;
+        j.rowToken[r] = s / in.topK;
+        j.rowWeight[r] = in.weights[s];
+    }
+
+    // Buffers.
+    const std::size_t rows = static_cast<std::size_t>(std::max(1, j.rows));
+    j.xRowBytes = rowStride(static_cast<std::size_t>(l.hiddenPad) * l.activationBytes());
+    j.aRowBytes = rowStride(static_cast<std::size_t>(l.interPad) * l.activationBytes());
+    j.xGroups = l.hiddenPad / kActGroup;
+    j.aGroups = l.interPad / kActGroup;
+    j.xq = j.xqBuffer.get<std::byte>(rows * j.xRowBytes);
+    j.xScale = j.xScaleBuffer.get<float>(rows);
+    j.xSums = j.xSumsBuffer.get<std::int32_t>(rows * j.xGroups);
+    j.act = j.actBuffer.get<float>(rows * l.interPad);
+    j.aq = j.aqBuffer.get<std::byte>(rows * j.aRowBytes);
+    j.aScale = j.aScaleBuffer.get<float>(rows);
+    j.aSums = j.aSumsBuffer.get<std::int32_t>(rows * j.aGroups);
+    j.destRows.assign(static_cast<std::size_t>(nodes), std::vector<float*>(rows));
+    for (int n = 0; n < nodes; ++n) {
+        j.partial[n] = n == 0 ? nullptr : j.partialBuffers[n].get<float>(static_cast<std::size_t>(std::max(1, in.tokens)) * l.hidden);
+        for (int r = 0; r < j.rows; ++r)
+            j.destRows[n][r] = n == 0 ? in.out + static_cast<std::size_t>(j.rowToken[r]) * in.outStride
+                                      : j.partial[n] + static_cast<std::size_t>(j.rowToken[r]) * l.hidden;
+    }
+
+    // Jobs. Gate/up: (expert, panel range) pieces of about equal cost, a GEMM panel costing in
+    // proportion to its rows and a GEMV panel (bound by reading it) the same whatever its rows.
+    j.gateUpJobs.assign(static_cast<std::size_t>(nodes), {});
+    j.downJobs.assign(static_cast<std::size_t>(nodes), {});
+    bool anyGemm = false;
+    for (const auto& a : j.active) anyGemm |= a.gemm;
+    for (int n = 0; n < nodes; ++n) {
+        const NodeShare& share = layer.share(n);
+        const int nodeThreads = std::max(1, pool_.nodeParticipants(n, callerJoins));
+        if (share.chunkCount == 0) continue;
+        auto cost = [](const Job::Active& a) { return a.gemm ? std::max(1, a.rows / 4) : 1; };
+        long total = 0;
+        for (const auto& a : j.active) total += static_cast<long>(share.panelCount) * cost(a);
+        const long target = std::max<long>(1, total / (kJobsPerThread * nodeThreads));
+        for (int ai = 0; ai < static_cast<int>(j.active.size()); ++ai) {
+            const int piece = static_cast<int>(std::clamp<long>(target / cost(j.active[ai]), 1, share.panelCount));
+            for (int p = 0; p < share.panelCount; p += piece)
+                j.gateUpJobs[n].push_back({ai, share.firstPanel + p, std::min(piece, share.panelCount - p)});
+        }
+        // Down: output row ranges, each looping over every active expert. With GEMM experts the ranges
+        // are few and large (each job re-reads the experts' activation rows) and even (AMX pairs panels).
+        int range = anyGemm ? (l.downPanels + 2 * nodeThreads - 1) / (2 * nodeThreads)
+                            : std::max(1, l.downPanels / (kJobsPerThread * nodeThreads));
+        if (anyGemm && range > 1) range += range % 2;
+        for (int q = 0; q < l.downPanels; q += range) j.downJobs[n].push_back({q, std::min(range, l.downPanels - q)});
+    }
+
+    j.chunkA = std::max(1, j.rows / (4 * pool_.participants(callerJoins)));
+    j.nextA.store(0, std::memory_order_relaxed);
+    j.nextC.store(0, std::memory_order_relaxed);
+    j.nextE.store(0, std::memory_order_relaxed);
+    for (auto& c : j.nextB) c.next.store(0, std::memory_order_relaxed);
+    for (auto& c : j.nextD) c.next.store(0, std::memory_order_relaxed);
+    j.barrier.reset(pool_.participants(callerJoins));
+}
+
+void MoeRunner::run(const PackedMoeLayer& layer, const MoeInput& input) {
+    prepare(layer, input, true);
+    if (input.tokens > 0) pool_.run(*job_);
+}
+
+void MoeRunner::submit(const PackedMoeLayer& layer, const MoeInput& input) {
+    prepare(layer, input, false);
+    if (input.tokens > 0) ticket_ = pool_.submit(*job_);
+}
+
+bool MoeRunner::done() const { return !ticket_ || pool_.done(*ticket_); }
+
+void MoeRunner::wait() {
+    if (!ticket_) return;
+    const auto t = *ticket_;
+    ticket_.reset();
+    pool_.wait(t);
+}
+
+}  // namespace tandem::cpu

@@ -1,0 +1,87 @@
+#pragma once
+// The routed experts of one MoE layer on the CPU: for T tokens with their top-k routing, accumulates
+//   out[t] += sum_j weight[t][j] * expert_{id[t][j]}(x[t])
+// where expert(x) = down(SiLU(gate x) * up x). This is what the model's feed-forward block calls, and
+// what the GPU path submits asynchronously (submit, then wait or poll) while it works on other things.
+//
+// One evaluation is one pool job in five phases separated by spin barriers:
+//   A  every (token, expert) row's input converted to the kernels' format (bf16, or int8 + scale)
+//   B  per node: gate/up panels of the active experts -> SiLU(gate)*up, jobs of (expert, panel range)
+//   C  the intermediate rows converted to the kernels' format (one scale per row for int8)
+//   D  per node: down, jobs of output row ranges looping over the active experts, so no two threads
+//      ever add into the same output row; node 0 adds into `out`, other nodes into partial rows
+//   E  (several nodes) the partial rows added into `out`
+// Each expert uses the GEMV kernels when few tokens chose it and the GEMM (AMX) kernels from the
+// measured threshold on (ExpertKernels::gemmMinRows).
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "cpu/expert_kernels.h"
+#include "cpu/packed_layer.h"
+#include "cpu/worker_pool.h"
+
+namespace tandem::cpu {
+
+struct MoeInput {
+    const float* x = nullptr;        // [tokens, hidden], row stride xStride floats
+    std::size_t xStride = 0;
+    int tokens = 0;
+    const int* expertIds = nullptr;  // [tokens, topK]
+    const float* weights = nullptr;  // [tokens, topK]
+    int topK = 0;
+    float* out = nullptr;            // [tokens, hidden], row stride outStride floats; added into
+    std::size_t outStride = 0;
+};
+
+enum class KernelChoice { Auto, Gemv, Gemm };
+
+struct MoeOptions {
+    std::optional<Isa> isa;              // default: selectedIsa() (TANDEM_CPU_ISA or the best)
+    KernelChoice kernels = KernelChoice::Auto;
+    int gemmMinRows = 0;                 // > 0: overrides the ISA's measured GEMV/GEMM threshold
+};
+
+struct MoeStats {
+    int activeExperts = 0;
+    int gemmExperts = 0;
+    int rows = 0;  // tokens x topK
+};
+
+class MoeRunner {
+public:
+    // Throws tandem::Error if options.isa cannot run here.
+    explicit MoeRunner(ExpertPool& pool, const MoeOptions& options = {});
+    ~MoeRunner();  // waits for a submission still running
+    MoeRunner(const MoeRunner&) = delete;
+    MoeRunner& operator=(const MoeRunner&) = delete;
+
+    // Checks the input (throws tandem::Error for an expert id out of range, a layer laid out for another
+    // pool, or a submission still in flight), then evaluates the layer.
+    void run(const PackedMoeLayer& layer, const MoeInput& input);
+    // The same, returning at once; x, ids, weights, out and the layer must stay valid until wait()
+    // returns or done() says true. One submission at a time per runner: use two runners to overlap two
+    // layers (Expert Deferral).
+    void submit(const PackedMoeLayer& layer, const MoeInput& input);
+    bool done() const;
+    void wait();
+
+    Isa isa() const { return kernels_->isa; }
+    const MoeStats& lastStats() const { return stats_; }
+
+private:
+    class Job;
+    void prepare(const PackedMoeLayer& layer, const MoeInput& input, bool callerJoins);
+
+    ExpertPool& pool_;
+    MoeOptions options_;
+    const ExpertKernels* kernels_;
+    std::unique_ptr<Job> job_;
+    std::optional<ExpertPool::Ticket> ticket_;
+    MoeStats stats_;
+};
+
+}  // namespace tandem::cpu

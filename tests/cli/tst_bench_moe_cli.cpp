@@ -1,0 +1,77 @@
+// tandem-cli bench-moe as a user runs it: a tiny run with --json prints the promised fields on its
+// last line; an instruction set the CPU lacks is refused with a clear message, not a crash. Figures
+// are never asserted.
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTest>
+
+#include "cpu/cpu_features.h"
+#include "test_support.h"
+
+class TestBenchMoeCli : public QObject {
+    Q_OBJECT
+
+    struct Result {
+        int exitCode;
+        QByteArray out, err;
+    };
+
+    Result run(const QStringList& args, const QString& isa = {}) {
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        if (isa.isEmpty())
+            env.remove("TANDEM_CPU_ISA");
+        else
+            env.insert("TANDEM_CPU_ISA", isa);
+        p.setProcessEnvironment(env);
+        p.start(tandem::test::cliPath(), QStringList{"bench-moe"} + args);
+        if (!p.waitForFinished(300000)) return {-1, {}, "timed out"};
+        return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, p.readAllStandardOutput(), p.readAllStandardError()};
+    }
+
+private slots:
+    void jsonHasTheFields() {
+        const Result r = run({"--shape", "deepseek-v2-lite", "--experts", "int4", "--tokens", "1,3", "--threads", "2", "--json",
+                              "--seconds", "0.05", "--experts-in-memory", "8"});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        const QList<QByteArray> lines = r.out.trimmed().split('\n');
+        const QJsonObject j = QJsonDocument::fromJson(lines.last()).object();
+        for (const char* key : {"seconds_per_layer", "weights_gbps", "bandwidth_gbps", "tflops", "isa", "threads"})
+            QVERIFY2(j.contains(key), key);
+        QCOMPARE(j["tokens"].toInt(), 3);
+        QCOMPARE(j["threads"].toInt(), 2);
+        QCOMPARE(j["isa"].toString(), QString::fromStdString(std::string(tandem::cpu::isaName(tandem::cpu::bestIsa()))));
+        QVERIFY(j["seconds_per_layer"].toDouble() > 0);
+    }
+
+    void verifyChecksTheSelectedKernels() {
+        const Result r = run({"--shape", "qwen3-30b-a3b", "--experts", "bf16", "--tokens", "1", "--threads", "2", "--json", "--verify",
+                              "--seconds", "0.05", "--experts-in-memory", "8"},
+                             "avx2");
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        QVERIFY2(r.err.contains("checks of the avx2 kernels"), r.err.constData());
+        const QJsonObject j = QJsonDocument::fromJson(r.out.trimmed().split('\n').last()).object();
+        QCOMPARE(j["verify_failures"].toInt(), 0);
+        QCOMPARE(j["isa"].toString(), QString("avx2"));
+    }
+
+    void unsupportedIsaIsRefused() {
+        QString missing;
+        for (const auto isa : tandem::cpu::kAllIsas)
+            if (!tandem::cpu::isaSupported(isa)) missing = QString::fromStdString(std::string(tandem::cpu::isaName(isa)));
+        if (missing.isEmpty()) QSKIP("this CPU runs every kernel level");
+        const Result r = run({"--shape", "deepseek-v2-lite", "--experts", "int4", "--tokens", "1", "--json"}, missing);
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains(("TANDEM_CPU_ISA=" + missing).toUtf8()), r.err.constData());
+    }
+
+    void badOptionsAreExplained() {
+        const Result r = run({"--shape", "llama", "--experts", "int4"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("deepseek-v3|qwen3-30b-a3b|deepseek-v2-lite"), r.err.constData());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestBenchMoeCli)
+#include "tst_bench_moe_cli.moc"
