@@ -46,6 +46,15 @@ tandem::Device parseDevice(const std::string& name) {
     throw tandem::Error("--device must be cpu, gpu or auto, not '" + name + "'");
 }
 
+tandem::ExpertPrecision parseExperts(const std::string& name) {
+    if (name == "auto") return tandem::ExpertPrecision::Auto;
+    if (name == "bf16") return tandem::ExpertPrecision::BF16;
+    if (name == "int8") return tandem::ExpertPrecision::INT8;
+    if (name == "int4") return tandem::ExpertPrecision::INT4;
+    if (name == "reference") return tandem::ExpertPrecision::Reference;
+    throw tandem::Error("--experts must be auto, bf16, int8, int4 or reference, not '" + name + "'");
+}
+
 void reportDevice(const tandem::ModelInfo& info) {
     if (!info.deviceNotice.empty()) std::fprintf(stderr, "note: %s\n", info.deviceNotice.c_str());
 }

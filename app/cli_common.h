@@ -14,6 +14,8 @@ void printIds(const std::vector<int>& ids);
 
 // "cpu", "gpu" or "auto".
 tandem::Device parseDevice(const std::string& name);
+// "auto", "bf16", "int8", "int4" or "reference".
+tandem::ExpertPrecision parseExperts(const std::string& name);
 // Prints why the CPU runs what the GPU would have, if so.
 void reportDevice(const tandem::ModelInfo& info);
 // --defer D (Expert Deferral) or --skip D (drop the D lowest-weighted experts instead).

@@ -46,7 +46,7 @@ private:
 }  // namespace
 
 int runEval(const CommandArgs& argv) {
-    const CliArgs args(argv, {"--model", "--ids-file", "--new-tokens", "--logits-out", "--threads", "--device", "--defer",
+    const CliArgs args(argv, {"--model", "--ids-file", "--new-tokens", "--logits-out", "--threads", "--device", "--experts", "--defer",
                               "--skip"});
     const auto prompt = readIdsFile(args.required("--ids-file"));
     const int newTokens = args.integer("--new-tokens", -1);
@@ -55,6 +55,7 @@ int runEval(const CommandArgs& argv) {
     options.threads = args.integer("--threads", 0);
     options.contextLength = static_cast<int>(prompt.size()) + newTokens;
     options.device = parseDevice(args.optional("--device").value_or("auto"));
+    options.experts = parseExperts(args.optional("--experts").value_or("auto"));
     auto engine = tandem::Engine::load(args.required("--model"), options);
     reportDevice(engine->info());
     auto session = engine->newSession();

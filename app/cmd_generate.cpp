@@ -9,13 +9,14 @@
 int runGenerate(const CommandArgs& argv) {
     const CliArgs args(argv, {"--model", "--ids", "--ids-file", "--new-tokens", "--temperature", "--top-p", "--top-k",
                               "--seed", "--threads", "--context", "--min-p", "--repetition-penalty",
-                              "--presence-penalty", "--frequency-penalty", "--device", "--defer", "--skip"});
+                              "--presence-penalty", "--frequency-penalty", "--device", "--experts", "--defer", "--skip"});
     const auto prompt = args.optional("--ids") ? parseIds(*args.optional("--ids"), "--ids")
                                                : readIdsFile(args.required("--ids-file"));
     tandem::EngineOptions options;
     options.threads = args.integer("--threads", 0);
     options.contextLength = args.integer("--context", options.contextLength);
     options.device = parseDevice(args.optional("--device").value_or("auto"));
+    options.experts = parseExperts(args.optional("--experts").value_or("auto"));
     std::fprintf(stderr, "loading %s ...\n", args.required("--model").c_str());
     auto engine = tandem::Engine::load(args.required("--model"), options);
     const auto& info = engine->info();

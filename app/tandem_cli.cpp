@@ -21,18 +21,18 @@ commands:
             selected kernels (TANDEM_CPU_ISA) against the scalar ones; --sweep times GEMV against
             GEMM kernels at the given rows per expert. With --json the last line is a JSON object.
   eval      --model DIR --ids-file FILE --new-tokens N --logits-out FILE [--threads N]
-            [--device cpu|gpu|auto] [--defer D | --skip D]
+            [--device cpu|gpu|auto] [--experts TYPE] [--defer D | --skip D]
             Prefill the prompt ids in FILE, then decode N tokens greedily. Writes every logits row
             (prompt positions, then one row per generated token) as little-endian float32 to the
             --logits-out file and prints the generated ids.
   generate  --model DIR (--ids "ID ..." | --ids-file FILE) [--new-tokens N] [--temperature T]
             [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R] [--presence-penalty P]
             [--frequency-penalty F] [--seed S] [--threads N] [--context N]
-            [--device cpu|gpu|auto] [--defer D | --skip D]
+            [--device cpu|gpu|auto] [--experts TYPE] [--defer D | --skip D]
             Generate from prompt ids, printing ids as they come and the speed at the end.
   chat      --model DIR [--system TEXT] [--stop TEXT]... [--no-think] [--max-tokens N]
             [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R] [--seed S]
-            [--threads N] [--context N] [--device cpu|gpu|auto] [--defer D]
+            [--threads N] [--context N] [--device cpu|gpu|auto] [--experts TYPE] [--defer D]
             An interactive chat with the model's own chat template: type a message, the answer streams
             (reasoning dimmed), then the speed; /reset, /system TEXT and /quit.
   tokenize  --model DIR [--add-special]
@@ -50,6 +50,8 @@ commands:
             e.g. --var enable_thinking=false or --var 'tools=[...]'.
 
   --device  where the dense layers run: the GPU when usable (auto), or cpu, or gpu (fail without one)
+  --experts how the routed experts run on the CPU: auto (a store's type; bf16 for a Hugging Face
+            folder), bf16, int8, int4 (packed at load), or reference (float32, exact, slow)
   --defer   Expert Deferral: the D lowest-weighted routed experts of a layer overlap the next layer
   --skip    drop the D lowest-weighted routed experts instead (for comparison with --defer)
   --help    this text

@@ -4,13 +4,12 @@
 #include <cstring>
 #include <immintrin.h>
 
-#include "model/feed_forward.h"
 
 namespace tandem::cuda {
 
-ExpertBridge::ExpertBridge(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ThreadPool& pool,
+ExpertBridge::ExpertBridge(const model::ModelConfig& config, std::unique_ptr<model::RoutedExperts> experts,
                            std::vector<ExpertSlot*> slots)
-    : config_(config), weights_(weights), pool_(pool), slots_(std::move(slots)),
+    : config_(config), experts_(std::move(experts)), slots_(std::move(slots)),
       cpuSeconds_(static_cast<std::size_t>(config.numLayers)), thread_([this] { threadLoop(); }) {}
 
 ExpertBridge::~ExpertBridge() {
@@ -66,11 +65,10 @@ void ExpertBridge::process(ExpertSlot& s, std::uint64_t submission) {
     const int layer = s.control->layer;
     const int k = config_.router.topK;
     const int deferred = canDefer(layer) ? std::clamp(deferred_.load(), 0, k - 1) : 0;
-    const auto& moe = *weights_.layers[static_cast<std::size_t>(layer)].moe;
     const auto tokens = static_cast<std::size_t>(s.tokens);
     const auto start = std::chrono::steady_clock::now();
     try {
-        model::routedExperts(moe, s.x, tokens, s.ids, s.weights, k, 0, k - deferred, s.immediateOut, pool_);
+        experts_->run(layer, s.x, tokens, s.ids, s.weights, k, 0, k - deferred, s.immediateOut);
     } catch (...) {
         // The GPU must never wait forever: record the failure, publish an (empty) result.
         std::lock_guard lock(mutex_);
@@ -80,7 +78,7 @@ void ExpertBridge::process(ExpertSlot& s, std::uint64_t submission) {
     s.control->immediateDone = submission;
     try {
         if (deferred > 0 && !skip_)
-            model::routedExperts(moe, s.x, tokens, s.ids, s.weights, k, k - deferred, k, s.deferredOut, pool_);
+            experts_->run(layer, s.x, tokens, s.ids, s.weights, k, k - deferred, k, s.deferredOut);
         else
             std::memset(s.deferredOut, 0, tokens * static_cast<std::size_t>(config_.hiddenSize) * sizeof(float));
     } catch (...) {

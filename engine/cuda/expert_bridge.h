@@ -16,14 +16,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
-#include "cpu/thread_pool.h"
 #include "cuda/slot_control.h"
 #include "model/config.h"
-#include "model/weights.h"
+#include "model/routed_experts.h"
 
 namespace tandem::cuda {
 
@@ -40,7 +40,7 @@ struct ExpertSlot {
 
 class ExpertBridge {
 public:
-    ExpertBridge(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ThreadPool& pool,
+    ExpertBridge(const model::ModelConfig& config, std::unique_ptr<model::RoutedExperts> experts,
                  std::vector<ExpertSlot*> slots);
     ~ExpertBridge();
     ExpertBridge(const ExpertBridge&) = delete;
@@ -70,8 +70,7 @@ private:
     bool canDefer(int layer) const;
 
     const model::ModelConfig& config_;
-    const model::ModelWeights& weights_;
-    cpu::ThreadPool& pool_;
+    std::unique_ptr<model::RoutedExperts> experts_;
     std::vector<ExpertSlot*> slots_;
     std::atomic<int> deferred_{0};
     std::atomic<bool> skip_{false};

@@ -26,19 +26,18 @@ std::string gigabytes(std::uint64_t bytes) {
 class CudaBackend : public GpuBackend {
 public:
     CudaBackend(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ThreadPool& pool,
-                std::string name)
-        : config_(config), hostWeights_(weights), pool_(pool), rope_(config), name_(std::move(name)),
+                ExpertsFactory experts, std::string name)
+        : config_(config), experts_(std::move(experts)), rope_(config), name_(std::move(name)),
           gpuWeights_(cuda::uploadWeights(config, weights, rope_.inverseFrequencies(), pool)) {}
 
     std::unique_ptr<ModelRunner> newRunner(int capacity) override {
-        return std::make_unique<cuda::GpuRunner>(config_, hostWeights_, gpuWeights_, rope_, pool_, capacity, kPrefillChunk);
+        return std::make_unique<cuda::GpuRunner>(config_, experts_(), gpuWeights_, rope_, capacity, kPrefillChunk);
     }
     std::string deviceName() const override { return name_; }
 
 private:
     const model::ModelConfig& config_;
-    const model::ModelWeights& hostWeights_;
-    cpu::ThreadPool& pool_;
+    ExpertsFactory experts_;
     model::Rope rope_;
     std::string name_;
     cuda::GpuWeights gpuWeights_;
@@ -47,7 +46,8 @@ private:
 }  // namespace
 
 std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, const model::ModelWeights& weights,
-                                             cpu::ThreadPool& pool, int capacity, std::string& reason) {
+                                             cpu::ThreadPool& pool, int capacity, ExpertsFactory experts,
+                                             std::string& reason) {
     int count = 0;
     const cudaError_t probe = cudaGetDeviceCount(&count);
     if (probe != cudaSuccess || count == 0) {
@@ -66,6 +66,9 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
         reason = std::string("the GPU ") + prop.name + " is older than the Ampere generation Tandem needs (bf16)";
         return nullptr;
     }
+    // The engine thread waits for each step in cudaStreamSynchronize: let it sleep there, not spin on
+    // a core the expert pool needs.
+    if (cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess) cudaGetLastError();  // already set up
     TANDEM_CUDA_CHECK(cudaSetDevice(0));
     std::size_t freeBytes = 0, totalBytes = 0;
     TANDEM_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
@@ -87,7 +90,7 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
         }
         throw Error(message);
     }
-    return std::make_unique<CudaBackend>(config, weights, pool, prop.name);
+    return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), prop.name);
 }
 
 }  // namespace tandem::runtime

@@ -70,8 +70,8 @@ std::uint64_t GpuRunner::deviceBytes(const model::ModelConfig& c, int capacity, 
     return cache + f32 * 4 + half * 2 + kBlasWorkspaceBytes;
 }
 
-GpuRunner::GpuRunner(const model::ModelConfig& config, const model::ModelWeights& hostWeights, const GpuWeights& weights,
-                     const model::Rope& rope, cpu::ThreadPool& pool, int capacity, int maxChunk)
+GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::RoutedExperts> experts,
+                     const GpuWeights& weights, const model::Rope& rope, int capacity, int maxChunk)
     : config_(config), weights_(weights),
       rope_{weights.ropeInvFreq.get(), rope.dim(), config.ropeInterleaved, rope.attentionFactor()},
       split_(splitPrecision()), capacity_(capacity),
@@ -150,7 +150,7 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, const model::ModelWeights
         links_[static_cast<std::size_t>(l)] = {slot, previous, l, this};
         previous = slot;
     }
-    bridge_ = std::make_unique<ExpertBridge>(c, hostWeights, pool, std::vector<ExpertSlot*>{&slots_[0], &slots_[1]});
+    bridge_ = std::make_unique<ExpertBridge>(c, std::move(experts), std::vector<ExpertSlot*>{&slots_[0], &slots_[1]});
 }
 
 GpuRunner::WaitMode GpuRunner::waitModeFromEnvironment() {

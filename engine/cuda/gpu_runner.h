@@ -16,8 +16,8 @@ namespace tandem::cuda {
 class GpuRunner : public runtime::ModelRunner {
 public:
     // Prompts longer than `maxChunk` tokens are prefilled in chunks of that size.
-    GpuRunner(const model::ModelConfig& config, const model::ModelWeights& hostWeights, const GpuWeights& weights,
-              const model::Rope& rope, cpu::ThreadPool& pool, int capacity, int maxChunk);
+    GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::RoutedExperts> experts, const GpuWeights& weights,
+              const model::Rope& rope, int capacity, int maxChunk);
     ~GpuRunner() override;
 
     void forward(std::span<const int> tokens, int start, const model::ForwardOptions& options,

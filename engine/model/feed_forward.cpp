@@ -7,6 +7,7 @@
 
 #include "cpu/matmul.h"
 #include "cpu/ops.h"
+#include "model/routed_experts.h"
 #include "model/router.h"
 
 namespace tandem::model {
@@ -61,6 +62,34 @@ void routedExperts(const MoeWeights& w, const float* x, std::size_t tokens, cons
         for (std::size_t i = 0; i < slots.size(); ++i)
             cpu::axpy(weights[slots[i]], &result[i * hidden], out + (slots[i] / k) * hidden, hidden);
     }
+}
+
+}  // namespace tandem::model
+
+namespace tandem::model {
+
+namespace {
+
+class ReferenceExperts : public RoutedExperts {
+public:
+    ReferenceExperts(const ModelWeights& weights, cpu::ThreadPool& pool) : weights_(weights), pool_(pool) {}
+    void run(int layer, const float* x, std::size_t tokens, const int* ids, const float* weights, int topK, int firstSlot,
+             int lastSlot, float* out) override {
+        const auto& moe = weights_.layers[static_cast<std::size_t>(layer)].moe;
+        if (!moe || moe->experts.empty())
+            throw Error("layer " + std::to_string(layer) + " has no routed experts to run on the reference path");
+        routedExperts(*moe, x, tokens, ids, weights, topK, firstSlot, lastSlot, out, pool_);
+    }
+
+private:
+    const ModelWeights& weights_;
+    cpu::ThreadPool& pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<RoutedExperts> makeReferenceExperts(const ModelWeights& weights, cpu::ThreadPool& pool) {
+    return std::make_unique<ReferenceExperts>(weights, pool);
 }
 
 }  // namespace tandem::model

@@ -12,8 +12,9 @@
 
 namespace tandem::model {
 
-Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, cpu::ThreadPool& pool)
-    : config_(config), weights_(weights), pool_(pool), rope_(config) {}
+Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, RoutedExperts& experts,
+                         cpu::ThreadPool& pool)
+    : config_(config), weights_(weights), experts_(experts), pool_(pool), rope_(config) {}
 
 runtime::KvCache Transformer::makeCache(int capacity) const {
     const ModelConfig& c = config_;
@@ -30,7 +31,8 @@ void Transformer::feedForward(int layer, const float* normed, std::size_t T, con
     std::vector<float> deferredOut;
     if (lw.moe) {
         const int k = c.router.topK;
-        const int deferred = layer + 1 < c.numLayers ? std::clamp(deferral.deferred, 0, k - 1) : 0;
+        const bool canDefer = layer + 1 < c.numLayers && c.isMoeLayer(layer + 1);
+        const int deferred = canDefer ? std::clamp(deferral.deferred, 0, k - 1) : 0;
         std::vector<int> ids(T * static_cast<std::size_t>(k));
         std::vector<float> weights(ids.size()), routed(n);
         routeTokens(c, *lw.moe, normed, T, ids.data(), weights.data(), pool_);
@@ -39,11 +41,11 @@ void Transformer::feedForward(int layer, const float* normed, std::size_t T, con
         else
             std::fill_n(branch, n, 0.0f);
         const auto t0 = std::chrono::steady_clock::now();
-        routedExperts(*lw.moe, normed, T, ids.data(), weights.data(), k, 0, k - deferred, routed.data(), pool_);
+        experts_.run(layer, normed, T, ids.data(), weights.data(), k, 0, k - deferred, routed.data());
         for (std::size_t i = 0; i < n; ++i) branch[i] += routed[i];
         if (deferred > 0 && !deferral.skip) {
             deferredOut.resize(n);
-            routedExperts(*lw.moe, normed, T, ids.data(), weights.data(), k, k - deferred, k, deferredOut.data(), pool_);
+            experts_.run(layer, normed, T, ids.data(), weights.data(), k, k - deferred, k, deferredOut.data());
         }
         if (expertSeconds) *expertSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     } else {

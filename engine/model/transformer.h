@@ -7,6 +7,7 @@
 #include "cpu/thread_pool.h"
 #include "model/config.h"
 #include "model/rope.h"
+#include "model/routed_experts.h"
 #include "model/weights.h"
 #include "runtime/kv_cache.h"
 
@@ -15,7 +16,8 @@ namespace tandem::model {
 enum class LogitsFor { LastToken, AllTokens };
 
 // Expert Deferral: of each token's k routed experts, the `deferred` lowest-weighted ones of layer l are
-// not waited for; their output joins layer l+1's feed-forward output. The last layer defers nothing.
+// not waited for; their output joins layer l+1's MoE output. Only a layer followed by a MoE layer
+// defers (so never the last).
 // With `skip`, those experts are dropped instead (the baseline deferral is measured against).
 struct Deferral {
     int deferred = 0;
@@ -29,7 +31,7 @@ struct ForwardOptions {
 
 class Transformer {
 public:
-    Transformer(const ModelConfig& config, const ModelWeights& weights, cpu::ThreadPool& pool);
+    Transformer(const ModelConfig& config, const ModelWeights& weights, RoutedExperts& experts, cpu::ThreadPool& pool);
 
     // Runs `tokens` at positions start .. start + n - 1, appending them to `cache`, and writes the logits
     // ([1 or n, vocab] row-major) to `logits`.
@@ -48,6 +50,7 @@ private:
 
     const ModelConfig& config_;
     const ModelWeights& weights_;
+    RoutedExperts& experts_;
     cpu::ThreadPool& pool_;
     Rope rope_;
 };

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <chrono>
 
+#include "cpu/cpu_features.h"
 #include "cpu/thread_pool.h"
 #include "io/checkpoint.h"
 #include "model/config.h"
@@ -9,6 +10,7 @@
 #include "model/weights.h"
 #include "runtime/gpu_backend.h"
 #include "runtime/model_runner.h"
+#include "runtime/packed_experts.h"
 #include "runtime/sampler.h"
 #include "tandem/engine.h"
 
@@ -17,7 +19,7 @@ namespace tandem {
 struct Engine::Impl {
     Impl(const std::filesystem::path& dir, const EngineOptions& options)
         : config(model::loadModelConfig(dir)), checkpoint(dir), weights(model::loadWeights(checkpoint, config)),
-          pool(options.threads), transformer(config, weights, pool) {
+          pool(options.threads), experts(makeExperts(options.experts)), transformer(config, weights, *experts, pool) {
         info.modelType = config.modelType;
         info.vocabSize = config.vocabSize;
         info.hiddenSize = config.hiddenSize;
@@ -34,7 +36,31 @@ struct Engine::Impl {
         }
         info.defaultSampling.repetitionPenalty = config.generation.repetitionPenalty;
         info.weightBytes = checkpoint.totalBytes();
+        info.cpuKernels = std::string(cpu::isaName(cpu::selectedIsa()));
         chooseDevice(options.device);
+    }
+
+    // The routed experts for the CPU: packed for the expert kernels, or the float32 reference.
+    std::unique_ptr<model::RoutedExperts> makeExperts(ExpertPrecision precision) {
+        if (config.numExperts == 0) {
+            info.experts = "none";
+            return model::makeReferenceExperts(weights, pool);
+        }
+        if (precision == ExpertPrecision::Reference) {
+            info.experts = "reference";
+            return model::makeReferenceExperts(weights, pool);
+        }
+        const cpu::ExpertType type = precision == ExpertPrecision::INT8   ? cpu::ExpertType::INT8
+                                     : precision == ExpertPrecision::INT4 ? cpu::ExpertType::INT4
+                                                                          : cpu::ExpertType::BF16;
+        packed = std::make_unique<runtime::PackedExperts>(config, weights, type, pool);
+        info.experts = std::string(cpu::expertTypeName(type));
+        return packed->newRunner();
+    }
+
+    runtime::ExpertsFactory expertsFactory() {
+        if (packed) return [this] { return packed->newRunner(); };
+        return [this] { return model::makeReferenceExperts(weights, pool); };
     }
 
     void chooseDevice(Device device) {
@@ -42,7 +68,7 @@ struct Engine::Impl {
         if (device == Device::Cpu) return;
         std::string reason;
         try {
-            gpu = runtime::createGpuBackend(config, weights, pool, info.contextLength, reason);
+            gpu = runtime::createGpuBackend(config, weights, pool, info.contextLength, expertsFactory(), reason);
         } catch (const Error& e) {
             if (device == Device::Gpu) throw;
             reason = e.what();
@@ -64,9 +90,11 @@ struct Engine::Impl {
     io::Checkpoint checkpoint;
     model::ModelWeights weights;
     cpu::ThreadPool pool;
+    ModelInfo info;
+    std::unique_ptr<runtime::PackedExperts> packed;
+    std::unique_ptr<model::RoutedExperts> experts;  // the engine thread's (CPU path)
     model::Transformer transformer;
     std::unique_ptr<runtime::GpuBackend> gpu;
-    ModelInfo info;
 };
 
 struct Session::Impl {

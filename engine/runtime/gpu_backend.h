@@ -2,11 +2,13 @@
 // The hybrid GPU path as the runtime sees it: the model's dense weights on the GPU, shared by the
 // sessions, each of which gets a runner with its own GPU KV cache. Implemented in engine/cuda when
 // built with CUDA; otherwise createGpuBackend says why there is no GPU.
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "cpu/thread_pool.h"
 #include "model/config.h"
+#include "model/routed_experts.h"
 #include "model/weights.h"
 #include "runtime/model_runner.h"
 
@@ -19,9 +21,13 @@ public:
     virtual std::string deviceName() const = 0;
 };
 
+// Gives each runner its own view of the routed experts (the GPU path's expert bridge calls them).
+using ExpertsFactory = std::function<std::unique_ptr<model::RoutedExperts>()>;
+
 // nullptr, with `reason` set, when there is no usable GPU. Throws tandem::Error when there is one but
 // the model does not fit, saying what would.
 std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, const model::ModelWeights& weights,
-                                             cpu::ThreadPool& pool, int capacity, std::string& reason);
+                                             cpu::ThreadPool& pool, int capacity, ExpertsFactory experts,
+                                             std::string& reason);
 
 }  // namespace tandem::runtime

@@ -4,7 +4,7 @@
 namespace tandem::runtime {
 
 std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig&, const model::ModelWeights&, cpu::ThreadPool&, int,
-                                             std::string& reason) {
+                                             ExpertsFactory, std::string& reason) {
     reason = "this build of Tandem has no GPU support (built without CUDA)";
     return nullptr;
 }

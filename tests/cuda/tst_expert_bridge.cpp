@@ -8,6 +8,7 @@
 #include "io/checkpoint.h"
 #include "model/config.h"
 #include "model/feed_forward.h"
+#include "model/routed_experts.h"
 #include "model/weights.h"
 #include "test_support.h"
 
@@ -46,7 +47,7 @@ private slots:
         slot.deferredOut = deferred.data();
         slot.control = &control;
         slot.tokens = T;
-        cuda::ExpertBridge bridge(f.config, f.weights, f.pool, {&slot});
+        cuda::ExpertBridge bridge(f.config, model::makeReferenceExperts(f.weights, f.pool), {&slot});
         bridge.setActive(true);
 
         std::vector<float> deferredImmediate;
@@ -92,7 +93,7 @@ private slots:
         std::vector<float> weights(ids.size(), 0.25f);
         cuda::SlotControl control{};
         cuda::ExpertSlot slot{x.data(), ids.data(), weights.data(), out.data(), deferred.data(), &control, 1, 0};
-        cuda::ExpertBridge bridge(f.config, f.weights, f.pool, {&slot});
+        cuda::ExpertBridge bridge(f.config, model::makeReferenceExperts(f.weights, f.pool), {&slot});
         bridge.setActive(true);
         cuda::ExpertBridge::submitFromHost(slot, 1);
         cuda::ExpertBridge::waitFromHost(slot, nullptr);

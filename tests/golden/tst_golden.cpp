@@ -13,11 +13,15 @@ class GoldenTest : public QObject {
     Q_OBJECT
 
 private:
+    // Every fixture and prompt, with each way of running the routed experts on the CPU.
     static void addFixtureRows() {
         QTest::addColumn<QString>("fixture");
         QTest::addColumn<QString>("prompt");
+        QTest::addColumn<QString>("experts");
         for (const QString& f : fixtureNames())
-            for (const char* p : {"chat", "long"}) QTest::newRow(qPrintable(f + "/" + p)) << f << QString(p);
+            for (const char* p : {"chat", "long"})
+                for (const char* e : {"reference"})
+                    QTest::newRow(qPrintable(f + "/" + p + "/" + e)) << f << QString(p) << QString(e);
     }
 
 private slots:
@@ -25,6 +29,7 @@ private slots:
     void evalMatchesReference() {
         QFETCH(QString, fixture);
         QFETCH(QString, prompt);
+        QFETCH(QString, experts);
         const Golden g = loadGolden(fixture, prompt);
         const std::size_t V = static_cast<std::size_t>(g.vocab);
         const int newTokens = static_cast<int>(g.genIds.size());
@@ -37,7 +42,8 @@ private slots:
 
         QProcess cli;
         cli.start(cliPath(), {"eval", "--model", fixturePath(fixture), "--ids-file", tmp.filePath("ids.txt"), "--new-tokens",
-                              QString::number(newTokens), "--logits-out", tmp.filePath("logits.bin"), "--threads", "2"});
+                              QString::number(newTokens), "--logits-out", tmp.filePath("logits.bin"), "--threads", "2",
+                              "--device", "cpu", "--experts", experts});
         QVERIFY(cli.waitForFinished(300000));
         QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
 
@@ -73,7 +79,8 @@ private slots:
                      i, got, g.genIds[i], margin);
             break;
         }
-        qInfo("%s/%s: worst relative L2 error %.3g over %zu rows", qPrintable(fixture), qPrintable(prompt), worst, rows);
+        qInfo("%s/%s (%s experts): worst relative L2 error %.3g over %zu rows", qPrintable(fixture), qPrintable(prompt),
+              qPrintable(experts), worst, rows);
     }
 
     // Decoding through the KV cache equals running the whole sequence at once.
@@ -81,10 +88,13 @@ private slots:
     void cachedDecodeEqualsPrefill() {
         QFETCH(QString, fixture);
         QFETCH(QString, prompt);
+        QFETCH(QString, experts);
         const Golden g = loadGolden(fixture, prompt);
         const std::size_t V = static_cast<std::size_t>(g.vocab);
         tandem::EngineOptions options;
         options.threads = 2;
+        options.device = tandem::Device::Cpu;
+        options.experts = experts == "reference" ? tandem::ExpertPrecision::Reference : tandem::ExpertPrecision::BF16;
         auto engine = tandem::Engine::load(fixturePath(fixture).toStdString(), options);
 
         std::vector<int> all = g.promptIds;

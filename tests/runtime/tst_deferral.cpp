@@ -54,6 +54,7 @@ private slots:
         EngineOptions o;
         o.threads = 2;
         o.device = Device::Cpu;
+        o.experts = ExpertPrecision::Reference;  // compared with the float32 reference below
         auto engine = Engine::load(fixturePath(fixture).toStdString(), o);
         const std::size_t V = static_cast<std::size_t>(engine->info().vocabSize);
         const int k = engine->info().expertsPerToken;

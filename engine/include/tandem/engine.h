@@ -22,10 +22,21 @@ enum class Device {
     Gpu,   // the hybrid GPU path; loading fails when no GPU is usable
 };
 
+// How the routed experts are stored for the CPU. A packed store decides for itself; a Hugging Face
+// folder is packed at load into the chosen type.
+enum class ExpertPrecision {
+    Auto,       // a store's own type; BF16 for a Hugging Face folder
+    BF16,       // the checkpoint's bf16 values (FP8 checkpoints: dequantized, rounded to bf16)
+    INT8,       // symmetric per output channel
+    INT4,       // symmetric, groups of 32 inputs (4.5 bits per weight)
+    Reference,  // the checkpoint's matrices as they are, float32 arithmetic: exact but slow
+};
+
 struct EngineOptions {
-    int threads = 0;             // CPU threads; 0 = all hardware threads
+    int threads = 0;             // CPU threads; 0 = one per physical core
     int contextLength = 4096;    // tokens a session can hold; capped by the model's own limit
     Device device = Device::Auto;
+    ExpertPrecision experts = ExpertPrecision::Auto;
 };
 
 struct SamplingOptions {
@@ -63,6 +74,8 @@ struct ModelInfo {
     std::uint64_t weightBytes = 0;
     std::string device;          // "CPU" or the GPU's name
     std::string deviceNotice;    // why the CPU runs what the GPU would have, if so
+    std::string experts;         // how the routed experts run: "bf16", "int4", "reference", ...
+    std::string cpuKernels;      // the instruction set of the expert kernels: "avx512", "amx", ...
 };
 
 // Where the time of a decode step goes, per MoE layer, averaged over a generation's decode steps.

@@ -1,0 +1,26 @@
+#pragma once
+// The routed experts of every MoE layer, as the forward pass (CPU path) and the GPU path's expert
+// bridge call them. Two implementations: the packed CPU expert engine (runtime/packed_experts.h, the
+// fast one) and the float32 reference over the checkpoint's own matrices (exact; for validation).
+#include <cstddef>
+#include <memory>
+
+#include "cpu/thread_pool.h"
+#include "model/weights.h"
+
+namespace tandem::model {
+
+class RoutedExperts {
+public:
+    virtual ~RoutedExperts() = default;
+    // out[t] = Σ weight · expert(x[t]) over the routing slots [firstSlot, lastSlot) of every token
+    // (ids and weights are [tokens, topK], heaviest first): all slots for exact inference, the heaviest
+    // for Expert Deferral's immediate part, the rest for its deferred part. Not for concurrent calls.
+    virtual void run(int layer, const float* x, std::size_t tokens, const int* ids, const float* weights, int topK,
+                     int firstSlot, int lastSlot, float* out) = 0;
+};
+
+// The reference: model::routedExperts over the checkpoint's matrices.
+std::unique_ptr<RoutedExperts> makeReferenceExperts(const ModelWeights& weights, cpu::ThreadPool& pool);
+
+}  // namespace tandem::model

@@ -1,0 +1,92 @@
+#include "runtime/packed_experts.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "cpu/expert_pack.h"
+#include "cpu/moe_layer.h"
+#include "tandem/error.h"
+
+namespace tandem::runtime {
+
+namespace {
+
+class PackedRunner : public model::RoutedExperts {
+public:
+    PackedRunner(const std::vector<std::unique_ptr<cpu::PackedMoeLayer>>& layers, int hidden, cpu::ExpertPool& pool)
+        : layers_(layers), hidden_(static_cast<std::size_t>(hidden)), runner_(pool) {}
+
+    void run(int layer, const float* x, std::size_t tokens, const int* ids, const float* weights, int topK, int firstSlot,
+             int lastSlot, float* out) override {
+        std::fill_n(out, tokens * hidden_, 0.0f);
+        const int slots = lastSlot - firstSlot;
+        if (slots <= 0 || tokens == 0) return;
+        const auto* packed = static_cast<std::size_t>(layer) < layers_.size() ? layers_[static_cast<std::size_t>(layer)].get()
+                                                                              : nullptr;
+        if (!packed) throw Error("layer " + std::to_string(layer) + " has no packed routed experts");
+        // The kernels take [tokens, slots] routing; pick out the requested columns when they are a part.
+        if (slots != topK) {
+            ids_.resize(tokens * static_cast<std::size_t>(slots));
+            weights_.resize(ids_.size());
+            for (std::size_t t = 0; t < tokens; ++t)
+                for (int s = 0; s < slots; ++s) {
+                    ids_[t * slots + s] = ids[t * topK + firstSlot + s];
+                    weights_[t * slots + s] = weights[t * topK + firstSlot + s];
+                }
+            ids = ids_.data();
+            weights = weights_.data();
+        }
+        runner_.run(*packed, {x, hidden_, static_cast<int>(tokens), ids, weights, slots, out, hidden_});
+    }
+
+private:
+    const std::vector<std::unique_ptr<cpu::PackedMoeLayer>>& layers_;
+    std::size_t hidden_;
+    cpu::MoeRunner runner_;
+    std::vector<int> ids_;
+    std::vector<float> weights_;
+};
+
+}  // namespace
+
+PackedExperts::PackedExperts(const model::ModelConfig& c, const model::ModelWeights& weights, cpu::ExpertType type,
+                             cpu::ThreadPool& pool)
+    : config_(c), pool_(pool), layout_(cpu::ExpertLayout::make(type, c.hiddenSize, c.moeIntermediateSize)),
+      layers_(static_cast<std::size_t>(c.numLayers)) {
+    for (int l = 0; l < c.numLayers; ++l) {
+        const auto& moe = weights.layers[static_cast<std::size_t>(l)].moe;
+        if (!moe) continue;
+        if (moe->experts.empty()) throw Error("layer " + std::to_string(l) + " has no routed experts to pack");
+        auto& memory = memory_.emplace_back(moe->experts.size() * layout_.expertBytes, -1);
+        std::byte* base = memory.data();
+        pool.parallelFor(moe->experts.size(), 1, [&](std::size_t e0, std::size_t e1) {
+            for (std::size_t e = e0; e < e1; ++e) {
+                const auto& m = moe->experts[e];
+                cpu::packExpert(layout_, m.gate, m.up, m.down, base + e * layout_.expertBytes);
+            }
+        });
+        layers_[static_cast<std::size_t>(l)] = std::make_unique<cpu::PackedMoeLayer>(
+            layout_, static_cast<int>(moe->experts.size()), base, pool.experts().topology());
+    }
+}
+
+PackedExperts::PackedExperts(const model::ModelConfig& c, const cpu::ExpertLayout& layout,
+                             const std::function<const std::byte*(int)>& bytesOf, cpu::ThreadPool& pool)
+    : config_(c), pool_(pool), layout_(layout), layers_(static_cast<std::size_t>(c.numLayers)) {
+    for (int l = 0; l < c.numLayers; ++l)
+        if (c.isMoeLayer(l))
+            layers_[static_cast<std::size_t>(l)] =
+                std::make_unique<cpu::PackedMoeLayer>(layout_, c.numExperts, bytesOf(l), pool.experts().topology());
+}
+
+std::uint64_t PackedExperts::ownedBytes() const {
+    std::uint64_t n = 0;
+    for (const auto& m : memory_) n += m.size();
+    return n;
+}
+
+std::unique_ptr<model::RoutedExperts> PackedExperts::newRunner() {
+    return std::make_unique<PackedRunner>(layers_, config_.hiddenSize, pool_.experts());
+}
+
+}  // namespace tandem::runtime

@@ -1,0 +1,43 @@
+#pragma once
+// The routed experts of every MoE layer in the CPU expert engine's packed layout (cpu/expert_format.h):
+// packed at load from a checkpoint's matrices, or used in place from a packed store's mapped files.
+// Runners evaluate them on the engine's thread pool (model::RoutedExperts).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "cpu/expert_format.h"
+#include "cpu/packed_layer.h"
+#include "cpu/thread_pool.h"
+#include "model/config.h"
+#include "model/routed_experts.h"
+#include "model/weights.h"
+
+namespace tandem::runtime {
+
+class PackedExperts {
+public:
+    // Packs every MoE layer's experts from the checkpoint (in parallel on the pool).
+    PackedExperts(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ExpertType type,
+                  cpu::ThreadPool& pool);
+    // Experts packed already: bytesOf(layer) gives a MoE layer's experts back to back.
+    PackedExperts(const model::ModelConfig& config, const cpu::ExpertLayout& layout,
+                  const std::function<const std::byte*(int layer)>& bytesOf, cpu::ThreadPool& pool);
+
+    cpu::ExpertType type() const { return layout_.type; }
+    // Bytes of packed experts in memory (0 when they are read from mapped files).
+    std::uint64_t ownedBytes() const;
+
+    // A runner for one thread's calls: the engine thread's, or the GPU path's expert bridge.
+    std::unique_ptr<model::RoutedExperts> newRunner();
+
+private:
+    const model::ModelConfig& config_;
+    cpu::ThreadPool& pool_;
+    cpu::ExpertLayout layout_;
+    std::vector<std::unique_ptr<cpu::PackedMoeLayer>> layers_;  // per layer; null for dense ones
+    std::vector<cpu::NodeMemory> memory_;
+};
+
+}  // namespace tandem::runtime
