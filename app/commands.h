@@ -10,6 +10,7 @@ int runBenchMoe(const CommandArgs& args);
 int runEval(const CommandArgs& args);
 int runGenerate(const CommandArgs& args);
 int runChat(const CommandArgs& args);
+int runBench(const CommandArgs& args);
 int runTokenize(const CommandArgs& args);
 int runDetokenize(const CommandArgs& args);
 int runBenchTokenizer(const CommandArgs& args);

@@ -35,6 +35,10 @@ commands:
             [--threads N] [--context N] [--device cpu|gpu|auto] [--experts TYPE] [--defer D]
             An interactive chat with the model's own chat template: type a message, the answer streams
             (reasoning dimmed), then the speed; /reset, /system TEXT and /quit.
+  bench     --synthetic deepseek-v2-lite|qwen3-30b-a3b|deepseek-v3-4l|tiny [--experts bf16|int8|int4]
+            [--prompt 512] [--gen 128] [--defer D] [--threads N] [--device cpu|gpu|auto] [--json]
+            Random weights of a real model's shapes in memory: prefill, then decode, with the time split
+            and the decode ceiling (measured bandwidth / routed-expert bytes per token).
   tokenize  --model DIR [--add-special]
             Read UTF-8 text from standard input and print its token ids on one line; with
             --add-special the ids the model expects around a text (e.g. BOS) are included.
@@ -67,6 +71,7 @@ constexpr Command kCommands[] = {
     {"eval", runEval},
     {"generate", runGenerate},
     {"chat", runChat},
+    {"bench", runBench},
     {"tokenize", runTokenize},
     {"detokenize", runDetokenize},
     {"bench-tokenizer", runBenchTokenizer},

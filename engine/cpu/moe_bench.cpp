@@ -209,6 +209,18 @@ const MoeShape* findMoeShape(std::string_view name) {
     return nullptr;
 }
 
+std::size_t bandwidthBufferBytes() {
+    // At least 4x the last-level cache, at least 1 GiB, at most a quarter of the free memory.
+    const double want = std::max(4.0 * static_cast<double>(lastLevelCacheBytes()), 1024.0 * (1 << 20));
+    return static_cast<std::size_t>(std::clamp(availableMemory() / 4, 256.0 * (1 << 20), want)) / (1 << 20) << 20;
+}
+
+double measureMemoryBandwidth(ExpertPool& pool, int passes) {
+    BandwidthProbe probe(pool, bandwidthBufferBytes());
+    for (int i = 0; i < passes; ++i) probe.pass();
+    return probe.best();
+}
+
 MoeBenchReport runMoeBench(const MoeBenchOptions& o, const std::function<void(const std::string&)>& progress) {
     ExpertPool pool(PoolOptions::fromEnvironment(o.threads));
     MoeBenchReport report;
@@ -219,9 +231,7 @@ MoeBenchReport runMoeBench(const MoeBenchOptions& o, const std::function<void(co
     report.dispatch = measureDispatchLatency(pool);
     report.pinned = pool.pinned();
 
-    // At least 4x the last-level cache, at least 1 GiB, at most a quarter of the free memory.
-    const double want = std::max(4.0 * static_cast<double>(lastLevelCacheBytes()), 1024.0 * (1 << 20));
-    const std::size_t bandwidthBytes = static_cast<std::size_t>(std::clamp(availableMemory() / 4, 256.0 * (1 << 20), want)) / (1 << 20) << 20;
+    const std::size_t bandwidthBytes = bandwidthBufferBytes();
     progress("measuring memory bandwidth (streaming read of " + std::to_string(bandwidthBytes >> 20) + " MiB)");
     BandwidthProbe probe(pool, bandwidthBytes);
     for (int i = 0; i < 5; ++i) probe.pass();

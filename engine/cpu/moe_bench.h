@@ -16,6 +16,10 @@
 
 namespace tandem::cpu {
 
+// Best GB/s of `passes` streaming reads, by the pool's threads, of a buffer several times the caches.
+double measureMemoryBandwidth(ExpertPool& pool, int passes = 5);
+std::size_t bandwidthBufferBytes();
+
 struct MoeShape {
     std::string_view name;
     int hidden, inter, experts, topK;

@@ -123,7 +123,6 @@ SyntheticWeights::SyntheticWeights(const ModelConfig& c, std::uint64_t seed, cpu
         MoeWeights& m = w.moe.emplace();
         m.router = matrix(c.numExperts, H);
         if (c.router.hasCorrectionBias) m.correctionBias.assign(static_cast<std::size_t>(c.numExperts), 0.0f);
-        for (int e = 0; e < c.numExperts; ++e) m.experts.push_back(mlp(c.moeIntermediateSize));
         if (c.numSharedExperts > 0) m.shared = mlp(static_cast<std::int64_t>(c.moeIntermediateSize) * c.numSharedExperts);
     }
 }
@@ -154,6 +153,19 @@ WeightMatrix SyntheticWeights::matrix(std::int64_t rows, std::int64_t cols) {
 MlpWeights SyntheticWeights::mlp(std::int64_t inner) {
     const std::int64_t H = config_.hiddenSize;
     return {matrix(inner, H), matrix(inner, H), matrix(H, inner)};
+}
+
+cpu::ExpertRows randomExpertRows(std::uint64_t seed, int layer, int expert, int hidden, int inter) {
+    auto reader = [seed, layer, expert](int matrix, int length) {
+        return [=](std::int64_t row, float* out) {
+            // A generator per row keeps the values independent of the order packExpert asks in.
+            std::mt19937_64 rng(seed ^ (static_cast<std::uint64_t>(layer) << 48) ^ (static_cast<std::uint64_t>(expert) << 32) ^
+                                (static_cast<std::uint64_t>(matrix) << 28) ^ static_cast<std::uint64_t>(row));
+            std::normal_distribution<float> normal(0.0f, 0.02f);
+            for (int i = 0; i < length; ++i) out[i] = normal(rng);
+        };
+    };
+    return {reader(0, hidden), reader(1, hidden), reader(2, inter)};
 }
 
 }  // namespace tandem::model

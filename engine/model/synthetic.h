@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/expert_pack.h"
 #include "cpu/thread_pool.h"
 #include "model/config.h"
 #include "model/weights.h"
@@ -18,7 +19,8 @@ namespace tandem::model {
 ModelConfig syntheticConfig(const std::string& name);
 std::vector<std::string> syntheticModelNames();
 
-// Random weights (normal, std 0.02; norms 1) for every tensor of the config, as bf16.
+// Random weights (normal, std 0.02; norms 1) for every tensor of the config, as bf16. The routed experts
+// are left out: they are packed straight from randomExpertRows, never held as bf16.
 class SyntheticWeights {
 public:
     SyntheticWeights(const ModelConfig& config, std::uint64_t seed, cpu::ThreadPool& pool);
@@ -37,5 +39,9 @@ private:
     std::deque<std::unique_ptr<std::uint16_t[]>> storage_;
     ModelWeights weights_;
 };
+
+// Random rows (same distribution) of routed expert `expert` of `layer`, a pure function of the seed:
+// gate and up rows of `hidden` values, down rows of `inter`.
+cpu::ExpertRows randomExpertRows(std::uint64_t seed, int layer, int expert, int hidden, int inter);
 
 }  // namespace tandem::model

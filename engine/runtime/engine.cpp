@@ -1,11 +1,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <optional>
 
 #include "cpu/cpu_features.h"
+#include "cpu/moe_bench.h"
 #include "cpu/thread_pool.h"
 #include "io/checkpoint.h"
 #include "model/config.h"
+#include "model/synthetic.h"
 #include "model/transformer.h"
 #include "model/weights.h"
 #include "runtime/gpu_backend.h"
@@ -17,9 +20,24 @@
 namespace tandem {
 
 struct Engine::Impl {
+    // A Hugging Face model folder.
     Impl(const std::filesystem::path& dir, const EngineOptions& options)
-        : config(model::loadModelConfig(dir)), checkpoint(dir), weights(model::loadWeights(checkpoint, config)),
-          pool(options.threads), experts(makeExperts(options.experts)), transformer(config, weights, *experts, pool) {
+        : config(model::loadModelConfig(dir)), checkpoint(std::in_place, dir), pool(options.threads),
+          weights(model::loadWeights(*checkpoint, config)) {
+        info.weightBytes = checkpoint->totalBytes();
+        finish(options);
+    }
+
+    // Random weights with the exact shapes of a real model (benchmarks).
+    Impl(const std::string& shape, const EngineOptions& options, std::uint64_t seed)
+        : config(model::syntheticConfig(shape)), pool(options.threads),
+          synthetic(std::make_unique<model::SyntheticWeights>(config, seed, pool)), weights(synthetic->weights()),
+          syntheticSeed(seed) {
+        info.weightBytes = synthetic->bytes();
+        finish(options);
+    }
+
+    void finish(const EngineOptions& options) {
         info.modelType = config.modelType;
         info.vocabSize = config.vocabSize;
         info.hiddenSize = config.hiddenSize;
@@ -35,25 +53,38 @@ struct Engine::Impl {
             info.defaultSampling.minP = config.generation.minP;
         }
         info.defaultSampling.repetitionPenalty = config.generation.repetitionPenalty;
-        info.weightBytes = checkpoint.totalBytes();
         info.cpuKernels = std::string(cpu::isaName(cpu::selectedIsa()));
+        experts = makeExperts(options.experts);
+        if (packed) {
+            info.weightBytes += packed->ownedBytes();
+            int moeLayers = 0;
+            for (int l = 0; l < config.numLayers; ++l) moeLayers += config.isMoeLayer(l) ? 1 : 0;
+            info.routedBytesPerToken = static_cast<std::uint64_t>(moeLayers) * config.router.topK * packed->expertDataBytes();
+        }
+        transformer = std::make_unique<model::Transformer>(config, weights, *experts, pool);
         chooseDevice(options.device);
     }
 
     // The routed experts for the CPU: packed for the expert kernels, or the float32 reference.
     std::unique_ptr<model::RoutedExperts> makeExperts(ExpertPrecision precision) {
-        if (config.numExperts == 0) {
-            info.experts = "none";
-            return model::makeReferenceExperts(weights, pool);
-        }
-        if (precision == ExpertPrecision::Reference) {
-            info.experts = "reference";
+        if (config.numExperts == 0 || precision == ExpertPrecision::Reference) {
+            if (synthetic && config.numExperts > 0)
+                throw Error("a synthetic model has no reference experts; choose bf16, int8 or int4");
+            info.experts = config.numExperts ? "reference" : "none";
             return model::makeReferenceExperts(weights, pool);
         }
         const cpu::ExpertType type = precision == ExpertPrecision::INT8   ? cpu::ExpertType::INT8
                                      : precision == ExpertPrecision::INT4 ? cpu::ExpertType::INT4
                                                                           : cpu::ExpertType::BF16;
-        packed = std::make_unique<runtime::PackedExperts>(config, weights, type, pool);
+        if (synthetic) {
+            const std::uint64_t seed = syntheticSeed;
+            const int hidden = config.hiddenSize, inter = config.moeIntermediateSize;
+            packed = std::make_unique<runtime::PackedExperts>(config, type, pool, [=](int layer, int expert) {
+                return model::randomExpertRows(seed, layer, expert, hidden, inter);
+            });
+        } else {
+            packed = std::make_unique<runtime::PackedExperts>(config, weights, type, pool);
+        }
         info.experts = std::string(cpu::expertTypeName(type));
         return packed->newRunner();
     }
@@ -83,17 +114,19 @@ struct Engine::Impl {
     }
 
     std::unique_ptr<runtime::ModelRunner> newRunner(bool onGpu) {
-        return onGpu && gpu ? gpu->newRunner(info.contextLength) : runtime::makeCpuRunner(transformer, info.contextLength);
+        return onGpu && gpu ? gpu->newRunner(info.contextLength) : runtime::makeCpuRunner(*transformer, info.contextLength);
     }
 
     model::ModelConfig config;
-    io::Checkpoint checkpoint;
-    model::ModelWeights weights;
+    std::optional<io::Checkpoint> checkpoint;
     cpu::ThreadPool pool;
+    std::unique_ptr<model::SyntheticWeights> synthetic;
+    model::ModelWeights weights;
+    std::uint64_t syntheticSeed = 0;
     ModelInfo info;
     std::unique_ptr<runtime::PackedExperts> packed;
     std::unique_ptr<model::RoutedExperts> experts;  // the engine thread's (CPU path)
-    model::Transformer transformer;
+    std::unique_ptr<model::Transformer> transformer;
     std::unique_ptr<runtime::GpuBackend> gpu;
 };
 
@@ -140,8 +173,13 @@ std::unique_ptr<Engine> Engine::load(const std::filesystem::path& modelDir, cons
     return std::unique_ptr<Engine>(new Engine(std::make_unique<Impl>(modelDir, options)));
 }
 
+std::unique_ptr<Engine> Engine::synthetic(const std::string& shape, const EngineOptions& options, std::uint64_t seed) {
+    return std::unique_ptr<Engine>(new Engine(std::make_unique<Impl>(shape, options, seed)));
+}
+
 const ModelInfo& Engine::info() const { return impl_->info; }
 int Engine::threads() const { return impl_->pool.size(); }
+double Engine::measureMemoryBandwidth() { return cpu::measureMemoryBandwidth(impl_->pool.experts()); }
 
 std::unique_ptr<Session> Engine::newSession() {
     return std::unique_ptr<Session>(new Session(std::make_unique<Session::Impl>(*impl_)));

@@ -49,26 +49,34 @@ private:
 
 }  // namespace
 
-PackedExperts::PackedExperts(const model::ModelConfig& c, const model::ModelWeights& weights, cpu::ExpertType type,
-                             cpu::ThreadPool& pool)
+PackedExperts::PackedExperts(const model::ModelConfig& c, cpu::ExpertType type, cpu::ThreadPool& pool,
+                             const std::function<cpu::ExpertRows(int, int)>& rowsOf)
     : config_(c), pool_(pool), layout_(cpu::ExpertLayout::make(type, c.hiddenSize, c.moeIntermediateSize)),
       layers_(static_cast<std::size_t>(c.numLayers)) {
     for (int l = 0; l < c.numLayers; ++l) {
-        const auto& moe = weights.layers[static_cast<std::size_t>(l)].moe;
-        if (!moe) continue;
-        if (moe->experts.empty()) throw Error("layer " + std::to_string(l) + " has no routed experts to pack");
-        auto& memory = memory_.emplace_back(moe->experts.size() * layout_.expertBytes, -1);
+        if (!c.isMoeLayer(l)) continue;
+        auto& memory = memory_.emplace_back(static_cast<std::size_t>(c.numExperts) * layout_.expertBytes, -1);
         std::byte* base = memory.data();
-        pool.parallelFor(moe->experts.size(), 1, [&](std::size_t e0, std::size_t e1) {
-            for (std::size_t e = e0; e < e1; ++e) {
-                const auto& m = moe->experts[e];
-                cpu::packExpert(layout_, m.gate, m.up, m.down, base + e * layout_.expertBytes);
-            }
+        pool.parallelFor(static_cast<std::size_t>(c.numExperts), 1, [&](std::size_t e0, std::size_t e1) {
+            for (std::size_t e = e0; e < e1; ++e)
+                cpu::packExpert(layout_, rowsOf(l, static_cast<int>(e)), base + e * layout_.expertBytes);
         });
-        layers_[static_cast<std::size_t>(l)] = std::make_unique<cpu::PackedMoeLayer>(
-            layout_, static_cast<int>(moe->experts.size()), base, pool.experts().topology());
+        layers_[static_cast<std::size_t>(l)] =
+            std::make_unique<cpu::PackedMoeLayer>(layout_, c.numExperts, base, pool.experts().topology());
     }
 }
+
+PackedExperts::PackedExperts(const model::ModelConfig& c, const model::ModelWeights& weights, cpu::ExpertType type,
+                             cpu::ThreadPool& pool)
+    : PackedExperts(c, type, pool, [&](int layer, int expert) {
+          const auto& moe = weights.layers[static_cast<std::size_t>(layer)].moe;
+          if (!moe || moe->experts.size() != static_cast<std::size_t>(c.numExperts))
+              throw Error("layer " + std::to_string(layer) + " has no routed experts to pack");
+          const auto& m = moe->experts[static_cast<std::size_t>(expert)];
+          return cpu::ExpertRows{[&m](std::int64_t r, float* out) { m.gate.dequantRow(r, out); },
+                                 [&m](std::int64_t r, float* out) { m.up.dequantRow(r, out); },
+                                 [&m](std::int64_t r, float* out) { m.down.dequantRow(r, out); }};
+      }) {}
 
 PackedExperts::PackedExperts(const model::ModelConfig& c, const cpu::ExpertLayout& layout,
                              const std::function<const std::byte*(int)>& bytesOf, cpu::ThreadPool& pool)

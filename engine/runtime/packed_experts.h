@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cpu/expert_format.h"
+#include "cpu/expert_pack.h"
 #include "cpu/packed_layer.h"
 #include "cpu/thread_pool.h"
 #include "model/config.h"
@@ -21,11 +22,16 @@ public:
     // Packs every MoE layer's experts from the checkpoint (in parallel on the pool).
     PackedExperts(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ExpertType type,
                   cpu::ThreadPool& pool);
+    // Packs every MoE layer's experts from rowsOf(layer, expert) (synthetic models: random rows).
+    PackedExperts(const model::ModelConfig& config, cpu::ExpertType type, cpu::ThreadPool& pool,
+                  const std::function<cpu::ExpertRows(int layer, int expert)>& rowsOf);
     // Experts packed already: bytesOf(layer) gives a MoE layer's experts back to back.
     PackedExperts(const model::ModelConfig& config, const cpu::ExpertLayout& layout,
                   const std::function<const std::byte*(int layer)>& bytesOf, cpu::ThreadPool& pool);
 
     cpu::ExpertType type() const { return layout_.type; }
+    // Bytes the kernels read for one expert.
+    std::uint64_t expertDataBytes() const { return layout_.dataBytes; }
     // Bytes of packed experts in memory (0 when they are read from mapped files).
     std::uint64_t ownedBytes() const;
 

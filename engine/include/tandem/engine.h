@@ -75,6 +75,7 @@ struct ModelInfo {
     std::string device;          // "CPU" or the GPU's name
     std::string deviceNotice;    // why the CPU runs what the GPU would have, if so
     std::string experts;         // how the routed experts run: "bf16", "int4", "reference", ...
+    std::uint64_t routedBytesPerToken = 0;  // expert bytes a decode step reads from RAM (packed experts)
     std::string cpuKernels;      // the instruction set of the expert kernels: "avx512", "amx", ...
 };
 
@@ -166,12 +167,20 @@ class Engine {
 public:
     // Loads a Hugging Face model folder. Throws tandem::Error with a message for the user.
     static std::unique_ptr<Engine> load(const std::filesystem::path& modelDir, const EngineOptions& options = {});
+    // Random weights with the exact shapes of a real model, for benchmarks without the checkpoint:
+    // "deepseek-v2-lite", "qwen3-30b-a3b", "deepseek-v3-4l" (DeepSeek-V3's dimensions, 1 dense + 3 MoE
+    // layers), "tiny". The routed experts are packed straight into options.experts (not Reference).
+    static std::unique_ptr<Engine> synthetic(const std::string& shape, const EngineOptions& options = {},
+                                             std::uint64_t seed = 1);
     ~Engine();
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
 
     const ModelInfo& info() const;
     int threads() const;
+    // GB/s the engine's CPU threads read from memory (a streaming read of a buffer larger than the
+    // caches, best of a few passes). With info().routedBytesPerToken it gives the decode ceiling.
+    double measureMemoryBandwidth();
     std::unique_ptr<Session> newSession();
 
 private:
