@@ -1,49 +1,25 @@
 // tandem-cli bench: the whole model, prefill then decode, on a synthetic model with the exact shapes of
 // a real one, next to the decode ceiling of this machine (memory bandwidth / expert bytes per token).
-#include <algorithm>
 #include <cstdio>
 #include <random>
+#include <vector>
 
 #include "cli_args.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "tandem/engine.h"
 
-int runBench(const CommandArgs& argv) {
-    const CliArgs args(argv, {"--synthetic", "--experts", "--prompt", "--gen", "--defer", "--threads", "--device", "--seed"},
-                       {"--json"});
-    const std::string shape = args.required("--synthetic");
-    const int promptTokens = args.integer("--prompt", 512);
-    const int genTokens = args.integer("--gen", 128);
-    const int defer = args.integer("--defer", 0);
-    if (promptTokens < 1 || genTokens < 2) throw tandem::Error("--prompt must be at least 1 and --gen at least 2");
+namespace {
 
-    tandem::EngineOptions options;
-    options.threads = args.integer("--threads", 0);
-    options.device = parseDevice(args.optional("--device").value_or("auto"));
-    options.experts = parseExperts(args.optional("--experts").value_or("int4"));
-    options.contextLength = promptTokens + genTokens + 1;
-    std::fprintf(stderr, "building %s with random weights ...\n", shape.c_str());
-    auto engine = tandem::Engine::synthetic(shape, options, static_cast<std::uint64_t>(args.integer("--seed", 1)));
-    const auto& info = engine->info();
-    reportDevice(info);
-    std::fprintf(stderr, "measuring memory bandwidth ...\n");
-    const double bandwidth = engine->measureMemoryBandwidth();
-    const double ceiling = info.routedBytesPerToken ? bandwidth * 1e9 / static_cast<double>(info.routedBytesPerToken) : 0;
+struct Machine {
+    double bandwidthGbps = 0;
+    double ceiling = 0;  // decode tok/s if reading the routed experts were all a step did
+};
 
-    std::mt19937 rng(7);
-    std::uniform_int_distribution<int> token(0, info.vocabSize - 1);
-    std::vector<int> prompt(static_cast<std::size_t>(promptTokens));
-    for (int& t : prompt) t = token(rng);
-    auto session = engine->newSession();
-    session->setDeferral(defer);
-    tandem::GenerateOptions gen;
-    gen.maxNewTokens = genTokens;
-    gen.stopAtEos = false;
-    std::fprintf(stderr, "prefill %d tokens, decode %d ...\n", promptTokens, genTokens);
-    const auto stats = session->generate(prompt, gen, [](int) { return true; });
+void report(const std::string& shape, const tandem::Engine& engine, const tandem::Session& session, const Machine& m,
+            const tandem::GenerationStats& stats, int promptTokens, bool json) {
+    const auto& info = engine.info();
     const auto& d = stats.decode;
-
     double gpu = 0, overlap = 0, wait = 0, cpu = 0;
     for (const auto& l : d.layers) {
         gpu += l.gpuMs;
@@ -53,24 +29,68 @@ int runBench(const CommandArgs& argv) {
     }
     const double decode = stats.decodeTokensPerSecond();
     std::printf("%s, %s experts (%s kernels), %d threads, on %s, deferral %d\n", shape.c_str(), info.experts.c_str(),
-                info.cpuKernels.c_str(), engine->threads(), info.device.c_str(), session->deferral());
+                info.cpuKernels.c_str(), engine.threads(), info.device.c_str(), session.deferral());
     std::printf("  prefill   %8.1f tok/s   (%d tokens, time to first token %.2f s)\n", stats.prefillTokensPerSecond(),
                 promptTokens, stats.timeToFirstTokenSeconds);
     std::printf("  decode    %8.1f tok/s   (%ld steps, %ld graph launches)\n", decode, d.steps, d.graphLaunches);
-    std::printf("  ceiling   %8.1f tok/s   (%.1f GB/s measured / %.0f MB of routed experts per token) -> %.0f%%\n", ceiling,
-                bandwidth, static_cast<double>(info.routedBytesPerToken) / 1e6, ceiling > 0 ? 100.0 * decode / ceiling : 0.0);
+    std::printf("  ceiling   %8.1f tok/s   (%.1f GB/s measured / %.0f MB of routed experts per token) -> %.0f%%\n",
+                m.ceiling, m.bandwidthGbps, static_cast<double>(info.routedBytesPerToken) / 1e6,
+                m.ceiling > 0 ? 100.0 * decode / m.ceiling : 0.0);
     std::printf("  step      %8.2f ms: GPU alone %.2f, GPU+CPU %.2f, GPU waiting %.2f; CPU experts %.2f; GPU busy %.0f%%, "
                 "expert pool busy %.0f%%\n",
                 d.stepMs, gpu, overlap, wait, cpu, d.gpuBusyFraction * 100, d.expertPoolBusyFraction * 100);
-    if (args.flag("--json"))
-        std::printf("{\"shape\": \"%s\", \"experts\": \"%s\", \"isa\": \"%s\", \"device\": \"%s\", \"threads\": %d, "
-                    "\"deferral\": %d, \"prefill_tokens_per_second\": %.3f, \"decode_tokens_per_second\": %.3f, "
-                    "\"ceiling_tokens_per_second\": %.3f, \"bandwidth_gbps\": %.3f, \"routed_bytes_per_token\": %llu, "
-                    "\"time_to_first_token_seconds\": %.4f, \"step_ms\": %.4f, \"gpu_busy\": %.4f, \"expert_pool_busy\": %.4f, "
-                    "\"graph_launches\": %ld, \"steps\": %ld}\n",
-                    shape.c_str(), info.experts.c_str(), info.cpuKernels.c_str(), info.device.c_str(), engine->threads(),
-                    session->deferral(), stats.prefillTokensPerSecond(), decode, ceiling, bandwidth,
-                    static_cast<unsigned long long>(info.routedBytesPerToken), stats.timeToFirstTokenSeconds, d.stepMs,
-                    d.gpuBusyFraction, d.expertPoolBusyFraction, d.graphLaunches, d.steps);
+    if (!json) return;
+    std::printf("{\"shape\": \"%s\", \"experts\": \"%s\", \"isa\": \"%s\", \"device\": \"%s\", \"threads\": %d, "
+                "\"deferral\": %d, \"prefill_tokens_per_second\": %.3f, \"decode_tokens_per_second\": %.3f, "
+                "\"ceiling_tokens_per_second\": %.3f, \"bandwidth_gbps\": %.3f, \"routed_bytes_per_token\": %llu, "
+                "\"time_to_first_token_seconds\": %.4f, \"step_ms\": %.4f, \"gpu_busy\": %.4f, \"expert_pool_busy\": %.4f, "
+                "\"graph_launches\": %ld, \"steps\": %ld}\n",
+                shape.c_str(), info.experts.c_str(), info.cpuKernels.c_str(), info.device.c_str(), engine.threads(),
+                session.deferral(), stats.prefillTokensPerSecond(), decode, m.ceiling, m.bandwidthGbps,
+                static_cast<unsigned long long>(info.routedBytesPerToken), stats.timeToFirstTokenSeconds, d.stepMs,
+                d.gpuBusyFraction, d.expertPoolBusyFraction, d.graphLaunches, d.steps);
+}
+
+}  // namespace
+
+int runBench(const CommandArgs& argv) {
+    const CliArgs args(argv, {"--synthetic", "--experts", "--prompt", "--gen", "--defer", "--threads", "--device", "--seed"},
+                       {"--json"});
+    const std::string shape = args.required("--synthetic");
+    const int promptTokens = args.integer("--prompt", 512);
+    const int genTokens = args.integer("--gen", 128);
+    if (promptTokens < 1 || genTokens < 2) throw tandem::Error("--prompt must be at least 1 and --gen at least 2");
+    // --defer 0,2 runs the same model with each deferral: it is a per-session setting.
+    std::string deferList = args.optional("--defer").value_or("0");
+    for (char& c : deferList) c = c == ',' ? ' ' : c;
+    const std::vector<int> deferrals = parseIds(deferList, "--defer");
+
+    tandem::EngineOptions options;
+    options.threads = args.integer("--threads", 0);
+    options.device = parseDevice(args.optional("--device").value_or("auto"));
+    options.experts = parseExperts(args.optional("--experts").value_or("int4"));
+    options.contextLength = promptTokens + genTokens + 1;
+    std::fprintf(stderr, "building %s with random weights ...\n", shape.c_str());
+    auto engine = tandem::Engine::synthetic(shape, options, static_cast<std::uint64_t>(args.integer("--seed", 1)));
+    reportDevice(engine->info());
+    std::fprintf(stderr, "measuring memory bandwidth ...\n");
+    Machine machine;
+    machine.bandwidthGbps = engine->measureMemoryBandwidth();
+    if (const auto bytes = engine->info().routedBytesPerToken) machine.ceiling = machine.bandwidthGbps * 1e9 / static_cast<double>(bytes);
+
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int> token(0, engine->info().vocabSize - 1);
+    std::vector<int> prompt(static_cast<std::size_t>(promptTokens));
+    for (int& t : prompt) t = token(rng);
+    tandem::GenerateOptions gen;
+    gen.maxNewTokens = genTokens;
+    gen.stopAtEos = false;
+    for (const int defer : deferrals) {
+        auto session = engine->newSession();
+        session->setDeferral(defer);
+        std::fprintf(stderr, "prefill %d tokens, decode %d, deferral %d ...\n", promptTokens, genTokens, defer);
+        const auto stats = session->generate(prompt, gen, [](int) { return true; });
+        report(shape, *engine, *session, machine, stats, promptTokens, args.flag("--json"));
+    }
     return 0;
 }

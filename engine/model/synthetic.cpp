@@ -1,7 +1,6 @@
 #include "model/synthetic.h"
 
 #include <cmath>
-#include <random>
 
 #include "io/dtype.h"
 #include "tandem/error.h"
@@ -9,6 +8,18 @@
 namespace tandem::model {
 
 namespace {
+
+// Random weights must be quick to make (tens of billions of them for a benchmark) and need no quality
+// beyond "not structured": a splitmix64 hash of the position, spread uniformly with standard deviation
+// 0.02 (as the normal initialization of trained-from-scratch models).
+inline float randomWeight(std::uint64_t key) {
+    key += 0x9e3779b97f4a7c15ull;
+    key = (key ^ (key >> 30)) * 0xbf58476d1ce4e5b9ull;
+    key = (key ^ (key >> 27)) * 0x94d049bb133111ebull;
+    key ^= key >> 31;
+    constexpr float kHalfWidth = 0.02f * 1.7320508f;  // uniform on [-a, a] has std a / sqrt(3)
+    return (static_cast<float>(key >> 40) * (2.0f / 16777216.0f) - 1.0f) * kHalfWidth;
+}
 
 ModelConfig deepseekBase() {
     ModelConfig c;
@@ -132,14 +143,9 @@ WeightMatrix SyntheticWeights::matrix(std::int64_t rows, std::int64_t cols) {
     auto& data = storage_.emplace_back(new std::uint16_t[n]);
     std::uint16_t* out = data.get();
     const std::uint64_t stream = seed_ + storage_.size();
-    // Filled in parallel, each block from its own generator so the result does not depend on threads.
-    constexpr std::size_t kBlock = 1 << 16;
-    pool_.parallelFor((n + kBlock - 1) / kBlock, 1, [&](std::size_t b0, std::size_t b1) {
-        for (std::size_t b = b0; b < b1; ++b) {
-            std::mt19937_64 rng(stream * 1000003u + b);
-            std::normal_distribution<float> normal(0.0f, 0.02f);
-            for (std::size_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) out[i] = io::floatToBf16(normal(rng));
-        }
+    const std::uint64_t base = stream << 40;
+    pool_.parallelFor(n, 1 << 16, [&](std::size_t i0, std::size_t i1) {
+        for (std::size_t i = i0; i < i1; ++i) out[i] = io::floatToBf16(randomWeight(base + i));
     });
     bytes_ += n * 2;
     WeightMatrix m;
@@ -158,11 +164,11 @@ MlpWeights SyntheticWeights::mlp(std::int64_t inner) {
 cpu::ExpertRows randomExpertRows(std::uint64_t seed, int layer, int expert, int hidden, int inter) {
     auto reader = [seed, layer, expert](int matrix, int length) {
         return [=](std::int64_t row, float* out) {
-            // A generator per row keeps the values independent of the order packExpert asks in.
-            std::mt19937_64 rng(seed ^ (static_cast<std::uint64_t>(layer) << 48) ^ (static_cast<std::uint64_t>(expert) << 32) ^
-                                (static_cast<std::uint64_t>(matrix) << 28) ^ static_cast<std::uint64_t>(row));
-            std::normal_distribution<float> normal(0.0f, 0.02f);
-            for (int i = 0; i < length; ++i) out[i] = normal(rng);
+            // Each value is a function of its position, whatever order packExpert asks in.
+            const std::uint64_t key = (seed << 56) ^ (static_cast<std::uint64_t>(layer) << 48) ^
+                                      (static_cast<std::uint64_t>(expert) << 36) ^ (static_cast<std::uint64_t>(matrix) << 34) ^
+                                      (static_cast<std::uint64_t>(row) << 16);
+            for (int i = 0; i < length; ++i) out[i] = randomWeight(key + static_cast<std::uint64_t>(i));
         };
     };
     return {reader(0, hidden), reader(1, hidden), reader(2, inter)};

@@ -19,7 +19,7 @@ namespace tandem::model {
 ModelConfig syntheticConfig(const std::string& name);
 std::vector<std::string> syntheticModelNames();
 
-// Random weights (normal, std 0.02; norms 1) for every tensor of the config, as bf16. The routed experts
+// Random weights (uniform, std 0.02; norms 1) for every tensor of the config, as bf16. The routed experts
 // are left out: they are packed straight from randomExpertRows, never held as bf16.
 class SyntheticWeights {
 public:
