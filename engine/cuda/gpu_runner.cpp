@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 
 #include "cuda/gemm.h"
@@ -15,6 +16,13 @@ namespace {
 
 constexpr std::size_t kBlasWorkspaceBytes = 32u << 20;
 constexpr double kCpuTimeoutSeconds = 120.0;  // a GPU wait kernel gives up after this
+
+// Stages of a layer for TANDEM_GPU_PROFILE: a timestamp is taken at the start of each.
+enum Stage { kAttnBegin, kAttnProjected, kAttnPrepared, kAttnScored, kAttnDone, kRouted, kCopiedOut, kSharedDone,
+             kResultAdded, kStages };
+constexpr const char* kStageNames[kStages] = {"norm + q/kv projections", "rope, cache writes", "absorb (MLA) + attention",
+                                              "values + o_proj", "norm + router", "copies to the CPU",
+                                              "signal + shared experts", "wait + copy back + add", "(end)"};
 
 struct Widths {
     long qkv = 0, q = 0, comb = 0, qLatent = 0, gateUp = 0, inner = 0, attn = 0, cacheA = 0, cacheB = 0;
@@ -151,6 +159,24 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Ro
         previous = slot;
     }
     bridge_ = std::make_unique<ExpertBridge>(c, std::move(experts), std::vector<ExpertSlot*>{&slots_[0], &slots_[1]});
+    const char* profile = std::getenv("TANDEM_GPU_PROFILE");
+    profileStages_ = profile && std::string(profile) == "1";
+    if (profileStages_) {
+        stageClock_ = PinnedBuffer<std::uint64_t>(static_cast<std::size_t>(c.numLayers) * kStages, true);
+        stageSeconds_.assign(kStages, 0.0);
+    }
+}
+
+void GpuRunner::stamp(int layer, int stage) {
+    if (profileStages_ && capturingDecode_)
+        launchTimestamp(stageClock_.devicePointer() + static_cast<std::size_t>(layer) * kStages + stage, stream_);
+}
+
+void GpuRunner::printStageProfile() const {
+    if (!profileStages_ || profiledSteps_ == 0) return;
+    std::fprintf(stderr, "GPU stages of a decode step (ms per step, summed over the MoE layers, %ld steps):\n", profiledSteps_);
+    for (int s = 0; s + 1 < kStages; ++s)
+        std::fprintf(stderr, "  %-28s %8.3f\n", kStageNames[s], stageSeconds_[static_cast<std::size_t>(s)] * 1e3 / profiledSteps_);
 }
 
 GpuRunner::WaitMode GpuRunner::waitModeFromEnvironment() {
@@ -160,6 +186,7 @@ GpuRunner::WaitMode GpuRunner::waitModeFromEnvironment() {
 
 GpuRunner::~GpuRunner() {
     if (stream_) cudaStreamSynchronize(stream_);
+    printStageProfile();
     if (decodeGraph_) cudaGraphExecDestroy(decodeGraph_);
     if (blas_) cublasDestroy(blas_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -198,12 +225,15 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
             if (!decodeGraph_) {
                 cudaGraph_t graph;
                 TANDEM_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+                capturingDecode_ = true;
                 try {
                     enqueueStep(1, 1);
                 } catch (...) {
+                    capturingDecode_ = false;
                     cudaStreamEndCapture(stream_, &graph);
                     throw;
                 }
+                capturingDecode_ = false;
                 TANDEM_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
                 const cudaError_t made = cudaGraphInstantiate(&decodeGraph_, graph, 0);
                 cudaGraphDestroy(graph);
@@ -253,6 +283,15 @@ DecodeProfile GpuRunner::takeProfile() {
 }
 
 void GpuRunner::collectStepClocks() {
+    if (profileStages_) {
+        ++profiledSteps_;
+        for (std::size_t l = 0; l < links_.size(); ++l) {
+            if (links_[l].slot < 0) continue;
+            const std::uint64_t* t = stageClock_.get() + l * kStages;
+            for (int s = 0; s + 1 < kStages; ++s)
+                stageSeconds_[static_cast<std::size_t>(s)] += static_cast<double>(t[s + 1] - t[s]) * 1e-9;
+        }
+    }
     const LayerClock* clock = clocks_.get();
     std::uint64_t mark = clock[config_.numLayers].signalNs;  // the step's start
     for (std::size_t l = 0; l < links_.size(); ++l) {
@@ -341,6 +380,7 @@ void GpuRunner::enqueueStep(int tokens, int rows) {
 void GpuRunner::enqueueAttention(int l, int tokens) {
     const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
     const int H = config_.hiddenSize;
+    stamp(l, kAttnBegin);
     launchRmsNorm(x_.get(), H, w.inputNorm.get(), config_.rmsNormEps, tokens, H, nullptr, 0, hBf16_.get(), H, split_,
                   stream_);
     if (config_.attention == model::AttentionKind::Mla)
@@ -350,6 +390,7 @@ void GpuRunner::enqueueAttention(int l, int tokens) {
     // o_proj adds straight into the residual stream.
     const int attnWidth = static_cast<int>(widthsOf(config_).attn);
     project(w.o.get(), H, attnWidth, attnOut_.get(), attnWidth, tokens, x_.get(), H, true);
+    stamp(l, kAttnDone);
 }
 
 void GpuRunner::enqueueGqa(int l, int tokens) {
@@ -361,8 +402,10 @@ void GpuRunner::enqueueGqa(int l, int tokens) {
     float* kCache = cacheA_[static_cast<std::size_t>(l)].get();
     float* vCache = cacheB_[static_cast<std::size_t>(l)].get();
     project(w.qkv.get(), qkvWidth, H, hBf16_.get(), H, tokens, qkv_.get(), qkvWidth, false);
+    stamp(l, kAttnProjected);
     launchGqaPrepare(qkv_.get(), tokens, c.numHeads, c.numKvHeads, hd, c.qkNorm ? w.qNorm.get() : nullptr,
                      c.qkNorm ? w.kNorm.get() : nullptr, c.rmsNormEps, rope_, start_.get(), kCache, vCache, stream_);
+    stamp(l, kAttnPrepared);
     AttentionArgs a{};
     a.qA = qkv_.get();
     a.ldqA = qkvWidth;
@@ -385,6 +428,7 @@ void GpuRunner::enqueueGqa(int l, int tokens) {
     a.outHeadStride = hd;
     a.split = split_;
     launchAttention(a, stream_);
+    stamp(l, kAttnScored);
 }
 
 void GpuRunner::enqueueMla(int l, int tokens) {
@@ -411,8 +455,10 @@ void GpuRunner::enqueueMla(int l, int tokens) {
         kv = comb_.get();
         ldkv = latent + rd;
     }
+    stamp(l, kAttnProjected);
     launchMlaPrepare(kv, ldkv, q_.get(), tokens, heads, nope, latent, w.kvaNorm.get(), c.rmsNormEps, rope_, start_.get(),
                      latentCache, ropeCache, qNope_.get(), split_, stream_);
+    stamp(l, kAttnPrepared);
 
     // Absorb each head's key expansion into its query: qLatent[h] = W_k[h]ᵀ qNope[h].
     const int rows = split_ ? 2 * tokens : tokens;
@@ -448,6 +494,7 @@ void GpuRunner::enqueueMla(int l, int tokens) {
     a.outHeadStride = latent;
     a.split = split_;
     launchAttention(a, stream_);
+    stamp(l, kAttnScored);
 
     // Expand to values per head: attnOut[h] = W_v[h] ctx[h].
     gemmBatchedBf16<float>(blas_, false, w.kvb.get() + static_cast<long>(nope) * latent, latent, kvbHead, vDim, latent,
@@ -491,14 +538,17 @@ void GpuRunner::enqueueFeedForward(int l, int tokens) {
     gemmF32(blas_, w.router.get(), c.numExperts, H, hF32_.get(), H, tokens, routerLogits_.get(), c.numExperts);
     launchRouter(routerLogits_.get(), tokens, c.numExperts, w.correctionBias ? w.correctionBias.get() : nullptr, c.router,
                  routeIds_.get(), routeWeights_.get(), stream_);
+    stamp(l, kRouted);
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(slot.x, hF32_.get(), n * H * sizeof(float), cudaMemcpyDeviceToHost, stream_));
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(slot.ids, routeIds_.get(), n * k * sizeof(int), cudaMemcpyDeviceToHost, stream_));
     TANDEM_CUDA_CHECK(
         cudaMemcpyAsync(slot.weights, routeWeights_.get(), n * k * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    stamp(l, kCopiedOut);
     enqueueSignal(l);
 
     // The shared experts run on the GPU while the CPU computes the routed ones.
     if (w.shared) enqueueMlp(*w.shared, tokens);
+    stamp(l, kSharedDone);
 
     enqueueWait(l);
     TANDEM_CUDA_CHECK(
@@ -509,6 +559,7 @@ void GpuRunner::enqueueFeedForward(int l, int tokens) {
                                           cudaMemcpyHostToDevice, stream_));
         launchAdd(moeOut_.get(), x_.get(), static_cast<long>(n) * H, stream_);
     }
+    stamp(l, kResultAdded);
 }
 
 }  // namespace tandem::cuda

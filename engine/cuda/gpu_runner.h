@@ -46,6 +46,10 @@ private:
     void enqueueWait(int layer);
     // After a decode step: adds the step's per-layer GPU and wait times from the clocks.
     void collectStepClocks();
+    // TANDEM_GPU_PROFILE=1: GPU timestamps between the stages of each layer of a decode step, summed per
+    // stage and printed when the runner goes away (a diagnostic for tuning the GPU side).
+    void stamp(int layer, int stage);
+    void printStageProfile() const;
 
     // Enqueues the whole model for `tokens` tokens whose ids and start are in the pinned inputs;
     // `rows` logits rows (the last ones) end up in the pinned logits.
@@ -101,6 +105,11 @@ private:
     std::vector<MoeLayerLink> links_;     // per layer, at stable addresses for the graph's host nodes
     std::vector<double> layerGpuSeconds_, layerOverlapSeconds_, layerWaitSeconds_;
     std::unique_ptr<ExpertBridge> bridge_;
+    bool profileStages_ = false;
+    bool capturingDecode_ = false;
+    PinnedBuffer<std::uint64_t> stageClock_;  // mapped: [numLayers][kStages]
+    std::vector<double> stageSeconds_;
+    long profiledSteps_ = 0;
 };
 
 }  // namespace tandem::cuda

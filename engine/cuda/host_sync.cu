@@ -13,6 +13,8 @@ __device__ inline std::uint64_t globalNs() {
 
 __global__ void stampKernel(LayerClock* clock, int index) { clock[index].signalNs = globalNs(); }
 
+__global__ void timestampKernel(std::uint64_t* where) { *where = globalNs(); }
+
 __global__ void signalKernel(SlotControl* control, std::uint64_t* counter, int layer, LayerClock* clock) {
     const std::uint64_t n = *counter + 1;
     *counter = n;
@@ -45,6 +47,11 @@ __global__ void waitKernel(const SlotControl* control, const std::uint64_t* coun
 
 void launchStamp(LayerClock* clock, int index, cudaStream_t s) {
     stampKernel<<<1, 1, 0, s>>>(clock, index);
+    TANDEM_CUDA_CHECK(cudaGetLastError());
+}
+
+void launchTimestamp(std::uint64_t* where, cudaStream_t s) {
+    timestampKernel<<<1, 1, 0, s>>>(where);
     TANDEM_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -13,6 +13,9 @@ namespace tandem::cuda {
 // clock[index].signalNs = now (the step's start uses index numLayers).
 void launchStamp(LayerClock* clock, int index, cudaStream_t s);
 
+// *where = now (the GPU's clock, ns); for TANDEM_GPU_PROFILE's per-stage timings.
+void launchTimestamp(std::uint64_t* where, cudaStream_t s);
+
 // counter += 1; control.layer = layer; control.ready = counter; clock[layer].signalNs = now.
 void launchSignal(SlotControl* control, std::uint64_t* counter, int layer, LayerClock* clock, cudaStream_t s);
 
