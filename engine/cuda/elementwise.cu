@@ -71,6 +71,22 @@ __global__ void f32ToBf16Kernel(const float* in, bf16* out, long n) {
         out[i] = __float2bfloat16(in[i]);
 }
 
+__global__ void exportKernel(const float* hidden, long count, const int* ids, const float* weights, int routes,
+                             float* hostHidden, int* hostIds, float* hostWeights) {
+    const long stride = static_cast<long>(gridDim.x) * blockDim.x;
+    for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < count; i += stride) hostHidden[i] = hidden[i];
+    for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < routes; i += stride) {
+        hostIds[i] = ids[i];
+        hostWeights[i] = weights[i];
+    }
+    __threadfence_system();  // visible to the CPU before the signal that follows says so
+}
+
+__global__ void addFromHostKernel(const float* a, const float* b, float* x, long n) {
+    for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n; i += static_cast<long>(gridDim.x) * blockDim.x)
+        x[i] += b ? a[i] + b[i] : a[i];
+}
+
 unsigned gridFor(long n, int block) {
     const long blocks = (n + block - 1) / block;
     return static_cast<unsigned>(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535);
@@ -104,6 +120,19 @@ void launchPairSum(const float* y, int ldy, int tokens, int width, float* out, i
 void launchPairSumToBf16(const float* y, int ldy, int tokens, int width, bf16* out, int ldOut, bool split,
                          cudaStream_t s) {
     pairSumToBf16Kernel<<<tokens, 256, 0, s>>>(y, ldy, tokens, width, out, ldOut, split);
+    TANDEM_CUDA_CHECK(cudaGetLastError());
+}
+
+void launchExportToHost(const float* hidden, int tokens, int width, const int* ids, const float* weights, int topK,
+                        float* hostHidden, int* hostIds, float* hostWeights, cudaStream_t s) {
+    const long count = static_cast<long>(tokens) * width;
+    exportKernel<<<gridFor(count, 256), 256, 0, s>>>(hidden, count, ids, weights, tokens * topK, hostHidden, hostIds,
+                                                      hostWeights);
+    TANDEM_CUDA_CHECK(cudaGetLastError());
+}
+
+void launchAddFromHost(const float* hostA, const float* hostB, float* x, long count, cudaStream_t s) {
+    addFromHostKernel<<<gridFor(count, 256), 256, 0, s>>>(hostA, hostB, x, count);
     TANDEM_CUDA_CHECK(cudaGetLastError());
 }
 

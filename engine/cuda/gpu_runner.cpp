@@ -69,7 +69,7 @@ std::uint64_t GpuRunner::deviceBytes(const model::ModelConfig& c, int capacity, 
     const std::uint64_t T = static_cast<std::uint64_t>(maxChunk);
     const std::uint64_t rows = splitPrecision() ? 2 : 1;
     const std::uint64_t cache = static_cast<std::uint64_t>(c.numLayers) * capacity * (w.cacheA + w.cacheB) * 4;
-    const std::uint64_t f32 = T * (3ull * c.hiddenSize + w.qkv + w.q + w.comb + rows * w.qLatent + w.gateUp +
+    const std::uint64_t f32 = T * (2ull * c.hiddenSize + w.qkv + w.q + w.comb + rows * w.qLatent + w.gateUp +
                                    static_cast<std::uint64_t>(c.numExperts) + 2ull * c.router.topK + c.vocabSize +
                                    rows * static_cast<std::uint64_t>(pairsWidth(c)));
     const std::uint64_t half = rows * T *
@@ -107,7 +107,6 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Ro
     x_ = DeviceBuffer<float>(T * H);
     hF32_ = DeviceBuffer<float>(T * H);
     hBf16_ = DeviceBuffer<bf16>(T2 * H);
-    moeOut_ = DeviceBuffer<float>(T * H);
     qkv_ = DeviceBuffer<float>(T * static_cast<std::size_t>(w.qkv));
     q_ = DeviceBuffer<float>(T * static_cast<std::size_t>(w.q));
     comb_ = DeviceBuffer<float>(T * static_cast<std::size_t>(w.comb));
@@ -119,6 +118,13 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Ro
     gateUp_ = DeviceBuffer<float>(T * static_cast<std::size_t>(w.gateUp));
     act_ = DeviceBuffer<bf16>(T2 * static_cast<std::size_t>(w.inner));
     pairs_ = DeviceBuffer<float>(T2 * static_cast<std::size_t>(pairsWidth(c)));
+    // A decode step's attention: enough blocks per head to give every multiprocessor two.
+    int device = 0, multiprocessors = 0;
+    TANDEM_CUDA_CHECK(cudaGetDevice(&device));
+    TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+    decodeSplits_ = std::clamp((2 * multiprocessors + c.numHeads - 1) / c.numHeads, 1, 32);
+    const std::size_t valueWidth = static_cast<std::size_t>(c.attention == model::AttentionKind::Mla ? c.kvLoraRank : c.headDim);
+    attnPartials_ = DeviceBuffer<float>(static_cast<std::size_t>(c.numHeads) * decodeSplits_ * (valueWidth + 2));
     logits_ = DeviceBuffer<float>(T * static_cast<std::size_t>(c.vocabSize));
     if (c.numExperts > 0) {
         const std::size_t k = static_cast<std::size_t>(c.router.topK);
@@ -134,8 +140,9 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Ro
     for (int i = 0; i < 2 && c.numExperts > 0; ++i) {
         const std::size_t k = static_cast<std::size_t>(c.router.topK);
         ExpertSlot& slot = slots_[i];
-        auto& floats = slotFloats_.emplace_back(T * H * 3 + T * k);
-        auto& ints = slotInts_.emplace_back(T * k);
+        // Mapped, so kernels write the hand-over and read the result straight through PCIe.
+        auto& floats = slotFloats_.emplace_back(T * H * 3 + T * k, true);
+        auto& ints = slotInts_.emplace_back(T * k, true);
         slot.x = floats.get();
         slot.immediateOut = floats.get() + T * H;
         slot.deferredOut = floats.get() + 2 * T * H;
@@ -427,6 +434,8 @@ void GpuRunner::enqueueGqa(int l, int tokens) {
     a.ldOut = c.numHeads * hd;
     a.outHeadStride = hd;
     a.split = split_;
+    a.splits = tokens == 1 ? decodeSplits_ : 1;
+    a.partials = attnPartials_.get();
     launchAttention(a, stream_);
     stamp(l, kAttnScored);
 }
@@ -493,6 +502,8 @@ void GpuRunner::enqueueMla(int l, int tokens) {
     a.ldOut = heads * latent;
     a.outHeadStride = latent;
     a.split = split_;
+    a.splits = tokens == 1 ? decodeSplits_ : 1;
+    a.partials = attnPartials_.get();
     launchAttention(a, stream_);
     stamp(l, kAttnScored);
 
@@ -539,10 +550,11 @@ void GpuRunner::enqueueFeedForward(int l, int tokens) {
     launchRouter(routerLogits_.get(), tokens, c.numExperts, w.correctionBias ? w.correctionBias.get() : nullptr, c.router,
                  routeIds_.get(), routeWeights_.get(), stream_);
     stamp(l, kRouted);
-    TANDEM_CUDA_CHECK(cudaMemcpyAsync(slot.x, hF32_.get(), n * H * sizeof(float), cudaMemcpyDeviceToHost, stream_));
-    TANDEM_CUDA_CHECK(cudaMemcpyAsync(slot.ids, routeIds_.get(), n * k * sizeof(int), cudaMemcpyDeviceToHost, stream_));
-    TANDEM_CUDA_CHECK(
-        cudaMemcpyAsync(slot.weights, routeWeights_.get(), n * k * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    const std::size_t slotIndex = static_cast<std::size_t>(link.slot);
+    auto onDevice = [](const auto* host, const auto& buffer) { return buffer.devicePointer() + (host - buffer.get()); };
+    launchExportToHost(hF32_.get(), tokens, H, routeIds_.get(), routeWeights_.get(), k,
+                       onDevice(slot.x, slotFloats_[slotIndex]), onDevice(slot.ids, slotInts_[slotIndex]),
+                       onDevice(slot.weights, slotFloats_[slotIndex]), stream_);
     stamp(l, kCopiedOut);
     enqueueSignal(l);
 
@@ -551,14 +563,13 @@ void GpuRunner::enqueueFeedForward(int l, int tokens) {
     stamp(l, kSharedDone);
 
     enqueueWait(l);
-    TANDEM_CUDA_CHECK(
-        cudaMemcpyAsync(moeOut_.get(), slot.immediateOut, n * H * sizeof(float), cudaMemcpyHostToDevice, stream_));
-    launchAdd(moeOut_.get(), x_.get(), static_cast<long>(n) * H, stream_);
+    const float* previous = nullptr;
     if (link.previous >= 0) {
-        TANDEM_CUDA_CHECK(cudaMemcpyAsync(moeOut_.get(), slots_[link.previous].deferredOut, n * H * sizeof(float),
-                                          cudaMemcpyHostToDevice, stream_));
-        launchAdd(moeOut_.get(), x_.get(), static_cast<long>(n) * H, stream_);
+        const std::size_t p = static_cast<std::size_t>(link.previous);
+        previous = onDevice(slots_[p].deferredOut, slotFloats_[p]);
     }
+    launchAddFromHost(onDevice(slot.immediateOut, slotFloats_[slotIndex]), previous, x_.get(), static_cast<long>(n) * H,
+                      stream_);
     stamp(l, kResultAdded);
 }
 

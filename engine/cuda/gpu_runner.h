@@ -88,9 +88,11 @@ private:
     std::vector<DeviceBuffer<float>> cacheA_, cacheB_;  // GQA: keys, values; MLA: latent, rotary key
 
     // Activations for up to maxChunk tokens.
-    DeviceBuffer<float> x_, hF32_, qkv_, q_, comb_, qLatent_, gateUp_, routerLogits_, moeOut_, logits_, pairs_;
+    DeviceBuffer<float> x_, hF32_, qkv_, q_, comb_, qLatent_, gateUp_, routerLogits_, logits_, pairs_;
     DeviceBuffer<bf16> hBf16_, qa_, qNope_, ctx_, attnOut_, act_;
     DeviceBuffer<int> routeIds_;
+    int decodeSplits_ = 1;            // attention blocks per query head in a decode step
+    DeviceBuffer<float> attnPartials_;
     DeviceBuffer<float> routeWeights_;
 
     // Routed experts: two pinned slots, used by alternate MoE layers, and their signals.

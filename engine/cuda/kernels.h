@@ -27,6 +27,13 @@ void launchRmsNorm(const float* x, int ldx, const float* weight, float eps, int 
 // out[t, i] = silu(gateUp[t, i]) * gateUp[t, inner + i]  (gate rows first, then up rows)
 void launchSiluMul(const float* gateUp, int tokens, int inner, bf16* out, bool split, cudaStream_t s);
 
+// The routed experts' hand-over, through host memory mapped into the GPU (no copy nodes): a layer's
+// normalized hidden states and routing written out in one kernel, and the CPU's result (and the
+// previous layer's deferred result, if any) added into the residual stream in one kernel.
+void launchExportToHost(const float* hidden, int tokens, int width, const int* ids, const float* weights, int topK,
+                        float* hostHidden, int* hostIds, float* hostWeights, cudaStream_t s);
+void launchAddFromHost(const float* hostA, const float* hostB, float* x, long count, cudaStream_t s);
+
 // out[t] = y[t] + y[tokens + t] (or +=, with accumulate): the two halves of a split GEMM.
 // out may be y itself.
 void launchPairSum(const float* y, int ldy, int tokens, int width, float* out, int ldOut, bool accumulate,
@@ -79,6 +86,11 @@ struct AttentionArgs {
     float scale;
     bf16* out; int ldOut; int outHeadStride;
     bool split;
+    // Flash-decoding: with splits > 1 the context is cut into that many ranges, each handled by its own
+    // block (one query head has too little work to fill the GPU alone), and a second kernel combines
+    // the partial softmaxes. partials holds tokens * heads * splits * (dimV + 2) floats.
+    int splits;
+    float* partials;
 };
 void launchAttention(const AttentionArgs& a, cudaStream_t s);
 
