@@ -53,6 +53,11 @@ io::StoreFile describeFile(const fs::path& path, std::uint64_t checksum, std::ui
             io::hashBytes(bytes.first(std::min<std::size_t>(bytes.size(), io::kStoreHeadBytes)))};
 }
 
+void releaseSource(const cpu::WeightMatrix& m) {
+    const std::size_t rowBytes = static_cast<std::size_t>(m.cols) * io::dtypeSize(m.dtype);
+    io::releaseMappedPages({m.data + static_cast<std::size_t>(m.firstRow) * rowBytes, static_cast<std::size_t>(m.rows) * rowBytes});
+}
+
 // The nearest folder at or above p that exists: where the store's bytes will land.
 fs::path existingAncestor(fs::path p) {
     while (!fs::exists(p) && p.has_parent_path() && p.parent_path() != p) p = p.parent_path();
@@ -182,6 +187,7 @@ void Converter::writeDense(const io::SafetensorsPlan& dense) {
         progress_.bytesWritten = before + done;
         report();
     });
+    for (const auto& t : plan_.denseTensors) io::releaseMappedPages(t.data);
     manifest_.dense = describeFile(path, checksum, kDensePieceBytes);
     io::writeManifest(output_.partial, manifest_);
 }
@@ -229,6 +235,7 @@ io::StoreFile Converter::packLayer(int layer) {
                                     std::to_string(e) + ": " + error.what());
                     }
                     hashes[e] = io::hashBytes({dst, stride});
+                    for (const auto* m : {&experts[e].gate, &experts[e].up, &experts[e].down}) releaseSource(*m);
                 }
             });
         } catch (const Error& error) {
