@@ -1,4 +1,5 @@
 // tandem-cli convert: a Hugging Face MoE checkpoint into a packed model store, and its verification.
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <unistd.h>
@@ -23,6 +24,16 @@ std::string duration(double seconds) {
     return text;
 }
 
+// "812.4 MB", "12.31 GB": decimal units, as disks are sold.
+std::string size(std::uint64_t bytes) {
+    char text[32];
+    if (bytes < 1'000'000'000)
+        std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
+    else
+        std::snprintf(text, sizeof text, "%.2f GB", static_cast<double>(bytes) / 1e9);
+    return text;
+}
+
 // On a terminal one line redrawn in place a few times a second; elsewhere (a log, a test) one line per
 // finished layer.
 class ProgressLine {
@@ -41,11 +52,11 @@ public:
         const double speed = p.seconds > 0 ? static_cast<double>(p.bytesWritten) / p.seconds : 0.0;
         std::string eta = "--:--";
         if (speed > 0) eta = duration(static_cast<double>(p.bytesTotal - std::min(p.bytesTotal, p.bytesWritten)) / speed);
-        std::fprintf(stderr, "%sconvert: %3.0f%%  layer %d/%d%s  %.2f of %.2f GB written  %.0f MB/s  ETA %s%s",
+        std::fprintf(stderr, "%sconvert: %3.0f%%  layer %d/%d%s  %s of %s written  %.0f MB/s  ETA %s%s",
                      terminal_ ? "\r" : "", 100 * fraction, p.layer, p.layers,
                      p.resumedLayers ? (" (" + std::to_string(p.resumedLayers) + " kept)").c_str() : "",
-                     static_cast<double>(p.bytesWritten) / 1e9, static_cast<double>(p.bytesTotal) / 1e9, speed / 1e6,
-                     eta.c_str(), terminal_ ? "\x1b[K" : "\n");
+                     size(p.bytesWritten).c_str(), size(p.bytesTotal).c_str(), speed / 1e6, eta.c_str(),
+                     terminal_ ? "\x1b[K" : "\n");
         std::fflush(stderr);
         drawn_ = true;
     }
@@ -104,7 +115,8 @@ int runConvert(const CommandArgs& argv) {
         std::printf("convert: wrote %s: %d layer%s packed", result.store.c_str(), result.packedLayers,
                     result.packedLayers == 1 ? "" : "s");
         if (result.resumedLayers) std::printf(", %d kept from the interrupted run", result.resumedLayers);
-        std::printf(", %.2f GB in %.1f s (%.0f MB/s)\n", static_cast<double>(result.bytesWritten) / 1e9, result.seconds,
+        if (result.denseResumed) std::printf(", %s kept", tandem::io::kStoreDenseName);
+        std::printf(", %s in %.1f s (%.0f MB/s)\n", size(result.bytesWritten).c_str(), result.seconds,
                     result.seconds > 0 ? static_cast<double>(result.bytesWritten) / result.seconds / 1e6 : 0.0);
     }
     return args.flag("--verify") ? verifyStore(result.store.string()) : 0;

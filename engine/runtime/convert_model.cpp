@@ -127,10 +127,12 @@ ConvertResult Converter::run() {
     manifest_ = startOutput(output_, wanted);
     report();
     copySideFiles();
-    if (looksFinished(manifest_.dense) && stillIntact(*manifest_.dense))
+    if (looksFinished(manifest_.dense) && stillIntact(*manifest_.dense)) {
         result_.denseResumed = true;
-    else
+    } else {
+        if (looksFinished(manifest_.dense)) progress_.bytesTotal += dense.fileBytes;  // damaged after all
         writeDense(dense);
+    }
 
     for (const int layer : plan_.moeLayers) {
         const io::StoreLayer* kept = manifest_.findLayer(layer);

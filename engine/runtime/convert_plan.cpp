@@ -6,6 +6,7 @@
 #include <optional>
 #include <sstream>
 
+#include "io/packed_store.h"
 #include "io/store_checksum.h"
 #include "tandem/error.h"
 
@@ -135,6 +136,9 @@ ConversionPlan planConversion(const fs::path& modelDir, cpu::ExpertType type) {
     ConversionPlan p;
     p.source = fs::absolute(modelDir).lexically_normal();
     if (!fs::is_directory(p.source)) throw Error("model folder " + p.source.string() + " does not exist");
+    if (io::PackedStore::isStore(p.source))
+        throw Error(p.source.string() + " is a packed Tandem store already; convert reads the Hugging Face folder "
+                                        "it was made from (" + io::readManifest(p.source).sourcePath + ")");
     p.config = model::loadModelConfig(p.source);
     p.checkpoint = std::make_unique<io::Checkpoint>(p.source);
     p.weights = model::loadWeights(*p.checkpoint, p.config);

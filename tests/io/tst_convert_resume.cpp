@@ -263,6 +263,14 @@ private slots:
         QVERIFY(!QFile::exists(out + ".partial"));
     }
 
+    void aStoreIsNotAnInput() {
+        QTemporaryDir tmp;
+        convert(fixture(), tmp.filePath("store"));
+        const QString error = errorOf([&] { convert(tmp.filePath("store"), tmp.filePath("again")); });
+        QVERIFY2(error.contains("packed Tandem store already") && error.contains(fixture()), qPrintable(error));
+        QVERIFY(!QFile::exists(tmp.filePath("again.partial")));
+    }
+
     void missingModelFolder() {
         QTemporaryDir tmp;
         const QString error = errorOf([&] { convert(tmp.filePath("nothing"), tmp.filePath("store")); });
