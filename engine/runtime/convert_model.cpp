@@ -25,12 +25,15 @@ namespace {
 // model.safetensors is written and checked in pieces of this size: large enough for sequential I/O,
 // small enough to stay out of the way in memory.
 constexpr std::size_t kDensePieceBytes = std::size_t{64} << 20;
-// Room for the manifests and the copied config and tokenizer files in the free-space check.
-constexpr std::uint64_t kSpareBytes = std::uint64_t{64} << 20;
+// Room for the manifest and its temporary copy in the free-space check.
+constexpr std::uint64_t kManifestBytes = std::uint64_t{1} << 20;
 
-std::string gigabytes(std::uint64_t bytes) {
+std::string sizeText(std::uint64_t bytes) {
     char text[32];
-    std::snprintf(text, sizeof text, "%.1f GB", static_cast<double>(bytes) / 1e9);
+    if (bytes < 1'000'000'000)
+        std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
+    else
+        std::snprintf(text, sizeof text, "%.1f GB", static_cast<double>(bytes) / 1e9);
     return text;
 }
 
@@ -122,7 +125,8 @@ ConvertResult Converter::run() {
         if (!looksFinished(file)) needed += plan_.layerBytes();
     }
     progress_.bytesTotal = needed;
-    checkFreeSpace(needed + kSpareBytes);
+    for (const auto& name : plan_.sideFiles) needed += fs::file_size(plan_.source / name);
+    checkFreeSpace(needed + kManifestBytes);
 
     manifest_ = startOutput(output_, wanted);
     report();
@@ -168,7 +172,7 @@ void Converter::checkFreeSpace(std::uint64_t needed) const {
     const std::uint64_t available = io::freeBytes(where);
     if (needed > available)
         throw Error("not enough disk space for the store: converting " + plan_.source.string() + " needs " +
-                    gigabytes(needed) + " more in " + where.string() + ", which has " + gigabytes(available) +
+                    sizeText(needed) + " more in " + where.string() + ", which has " + sizeText(available) +
                     " free; free some space or choose an --out folder on another disk");
 }
 
