@@ -88,7 +88,8 @@ void finishOutput(const OutputFolder& o) {
         throw io::OutputError("cannot rename the finished " + o.partial.string() + " to " + o.out.string() + ": " +
                               ec.message());
     io::syncDirectory(o.out.parent_path());
-    if (o.existing == OutputFolder::Existing::Store) fs::remove_all(replaced, ec);
+    // Also what a run interrupted between the two renames left.
+    if (io::PackedStore::isStore(replaced)) fs::remove_all(replaced, ec);
 }
 
 void discardOutput(const OutputFolder& o) {
