@@ -7,6 +7,7 @@
 using CommandArgs = std::vector<std::string>;
 
 int runBenchMoe(const CommandArgs& args);
+int runConvert(const CommandArgs& args);
 int runEval(const CommandArgs& args);
 int runGenerate(const CommandArgs& args);
 int runChat(const CommandArgs& args);

@@ -20,6 +20,12 @@ commands:
             engine next to the memory bandwidth measured in the same run. --verify first checks the
             selected kernels (TANDEM_CPU_ISA) against the scalar ones; --sweep times GEMV against
             GEMM kernels at the given rows per expert. With --json the last line is a JSON object.
+  convert   --model DIR --out STORE --experts bf16|int8|int4 [--threads N] [--verify]
+            Pack a Hugging Face MoE checkpoint (bf16 or DeepSeek FP8) into a Tandem store: the routed
+            experts in the CPU kernels' layout, everything else unchanged. Works in STORE.partial and
+            renames it at the end; run the same command again to resume an interrupted conversion.
+            --verify then reads the whole store back against its checksums; with --out and --verify
+            alone it checks an existing store.
   eval      --model DIR --ids-file FILE --new-tokens N --logits-out FILE [--threads N]
             [--device cpu|gpu|auto] [--experts TYPE] [--defer D | --skip D]
             Prefill the prompt ids in FILE, then decode N tokens greedily. Writes every logits row
@@ -68,6 +74,7 @@ struct Command {
 
 constexpr Command kCommands[] = {
     {"bench-moe", runBenchMoe},
+    {"convert", runConvert},
     {"eval", runEval},
     {"generate", runGenerate},
     {"chat", runChat},

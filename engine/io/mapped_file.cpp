@@ -1,6 +1,7 @@
 #include "io/mapped_file.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -36,6 +37,15 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
         data_ = static_cast<const std::byte*>(p);
     }
     ::close(fd);
+}
+
+void releaseMappedPages(std::span<const std::byte> bytes) {
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto begin = (reinterpret_cast<std::uintptr_t>(bytes.data()) + page - 1) / page * page;
+    const auto end = (reinterpret_cast<std::uintptr_t>(bytes.data()) + bytes.size()) / page * page;
+    // Only whole pages inside the span: a neighbour's bytes may share its first and last page. The
+    // call is advice; if it fails the pages just stay mapped.
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 MappedFile::~MappedFile() {

@@ -24,4 +24,9 @@ private:
     std::size_t size_ = 0;
 };
 
+// Says this process is done reading `bytes` (part of a read-only mapping) for now: their pages leave
+// its resident set, staying in the page cache, and a later read maps them again. A converter streaming
+// through a model larger than RAM calls it on what it has read, so its memory use stays what it holds.
+void releaseMappedPages(std::span<const std::byte> bytes);
+
 }  // namespace tandem::io
