@@ -123,7 +123,8 @@ void loadMla(Loader& l, const ModelConfig& c, const std::string& p, MlaWeights& 
     w.o = l.matrix(p + "self_attn.o_proj.weight", h, heads * c.vHeadDim);
 }
 
-void loadFeedForward(Loader& l, const ModelConfig& c, int layer, const std::string& p, LayerWeights& w) {
+void loadFeedForward(Loader& l, const ModelConfig& c, int layer, const std::string& p, LayerWeights& w,
+                     bool routedExperts) {
     const bool mixtral = c.arch == Architecture::Mixtral;
     if (!c.isMoeLayer(layer)) {
         w.dense = l.mlp(p + "mlp.", c.intermediateSize, "gate_proj", "up_proj", "down_proj");
@@ -134,7 +135,7 @@ void loadFeedForward(Loader& l, const ModelConfig& c, int layer, const std::stri
     m.router = l.matrix(moe + "gate.weight", c.numExperts, c.hiddenSize);
     if (c.router.hasCorrectionBias) m.correctionBias = l.vector(moe + "gate.e_score_correction_bias", c.numExperts);
     m.experts.reserve(static_cast<std::size_t>(c.numExperts));
-    for (int e = 0; e < c.numExperts; ++e) {
+    for (int e = 0; routedExperts && e < c.numExperts; ++e) {
         const std::string ep = moe + "experts." + std::to_string(e) + ".";
         m.experts.push_back(mixtral ? l.mlp(ep, c.moeIntermediateSize, "w1", "w3", "w2")
                                     : l.mlp(ep, c.moeIntermediateSize, "gate_proj", "up_proj", "down_proj"));
@@ -146,7 +147,7 @@ void loadFeedForward(Loader& l, const ModelConfig& c, int layer, const std::stri
 
 }  // namespace
 
-ModelWeights loadWeights(const io::Checkpoint& ckpt, const ModelConfig& c) {
+ModelWeights loadWeights(const io::Checkpoint& ckpt, const ModelConfig& c, bool routedExperts) {
     ModelWeights w;
     Loader l(ckpt, c, w);
     w.embed = l.matrix("model.embed_tokens.weight", c.vocabSize, c.hiddenSize);
@@ -160,7 +161,7 @@ ModelWeights loadWeights(const io::Checkpoint& ckpt, const ModelConfig& c) {
         lw.postAttentionNorm = l.vector(p + "post_attention_layernorm.weight", c.hiddenSize);
         if (c.attention == AttentionKind::Mla) loadMla(l, c, p, lw.mla);
         else loadGqa(l, c, p, lw.gqa);
-        loadFeedForward(l, c, i, p, lw);
+        loadFeedForward(l, c, i, p, lw, routedExperts);
     }
     return w;
 }

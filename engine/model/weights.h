@@ -57,6 +57,7 @@ struct ModelWeights {
 };
 
 // Throws tandem::Error naming the tensor, its shard and the problem (missing, wrong shape, wrong type).
-ModelWeights loadWeights(const io::Checkpoint& checkpoint, const ModelConfig& config);
+// Without routedExperts the routed experts are left out (a packed store holds them elsewhere).
+ModelWeights loadWeights(const io::Checkpoint& checkpoint, const ModelConfig& config, bool routedExperts = true);
 
 }  // namespace tandem::model

@@ -7,6 +7,7 @@
 #include "cpu/moe_bench.h"
 #include "cpu/thread_pool.h"
 #include "io/checkpoint.h"
+#include "io/packed_store.h"
 #include "model/config.h"
 #include "model/synthetic.h"
 #include "model/transformer.h"
@@ -20,10 +21,13 @@
 namespace tandem {
 
 struct Engine::Impl {
-    // A Hugging Face model folder.
+    // A Hugging Face model folder, or a packed store (tandem-cli convert): its model.safetensors holds
+    // the dense tensors in their checkpoint form, its expert files the routed experts packed.
     Impl(const std::filesystem::path& dir, const EngineOptions& options)
-        : config(model::loadModelConfig(dir)), checkpoint(std::in_place, dir), pool(options.threads),
-          weights(model::loadWeights(*checkpoint, config)) {
+        : config(model::loadModelConfig(dir)),
+          store(io::PackedStore::isStore(dir) ? std::make_unique<io::PackedStore>(dir) : nullptr),
+          checkpoint(std::in_place, dir), pool(options.threads),
+          weights(model::loadWeights(*checkpoint, config, store == nullptr)) {
         info.weightBytes = checkpoint->totalBytes();
         finish(options);
     }
@@ -67,6 +71,7 @@ struct Engine::Impl {
 
     // The routed experts for the CPU: packed for the expert kernels, or the float32 reference.
     std::unique_ptr<model::RoutedExperts> makeExperts(ExpertPrecision precision) {
+        if (store && config.numExperts > 0) return storeExperts(precision);
         if (config.numExperts == 0 || precision == ExpertPrecision::Reference) {
             if (synthetic && config.numExperts > 0)
                 throw Error("a synthetic model has no reference experts; choose bf16, int8 or int4");
@@ -86,6 +91,22 @@ struct Engine::Impl {
             packed = std::make_unique<runtime::PackedExperts>(config, weights, type, pool);
         }
         info.experts = std::string(cpu::expertTypeName(type));
+        return packed->newRunner();
+    }
+
+    std::unique_ptr<model::RoutedExperts> storeExperts(ExpertPrecision precision) {
+        const cpu::ExpertType type = store->expertType();
+        const bool asked = precision == ExpertPrecision::Auto || (precision == ExpertPrecision::BF16 && type == cpu::ExpertType::BF16) ||
+                           (precision == ExpertPrecision::INT8 && type == cpu::ExpertType::INT8) ||
+                           (precision == ExpertPrecision::INT4 && type == cpu::ExpertType::INT4);
+        if (!asked)
+            throw Error(store->dir().string() + " holds " + std::string(cpu::expertTypeName(type)) +
+                        " experts; convert the original model again for another type, or load it with the automatic "
+                        "expert setting");
+        packed = std::make_unique<runtime::PackedExperts>(config, store->layout(),
+                                                          [this](int layer) { return store->layerExperts(layer); }, pool);
+        info.experts = std::string(cpu::expertTypeName(type)) + " (packed store)";
+        info.weightBytes += static_cast<std::uint64_t>(store->moeLayers().size()) * store->experts() * store->layout().expertBytes;
         return packed->newRunner();
     }
 
@@ -118,6 +139,7 @@ struct Engine::Impl {
     }
 
     model::ModelConfig config;
+    std::unique_ptr<io::PackedStore> store;
     std::optional<io::Checkpoint> checkpoint;
     cpu::ThreadPool pool;
     std::unique_ptr<model::SyntheticWeights> synthetic;

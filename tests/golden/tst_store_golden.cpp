@@ -1,0 +1,82 @@
+// End to end through packed stores: every fixture converted to bf16, int8 and int4 experts and run
+// from the store. bf16 meets the foundation tolerance against transformers; int8 and int4 are
+// compared with the bf16 store over the `long` prompt (top-1 agreement, KL divergence).
+#include <QTemporaryDir>
+#include <QTest>
+#include <cmath>
+
+#include "runtime/convert_model.h"
+#include "tandem/engine.h"
+#include "test_support.h"
+
+using namespace tandem;
+using namespace tandem::test;
+
+namespace {
+
+std::vector<float> storeLogits(const QString& store, const std::vector<int>& prompt) {
+    EngineOptions o;
+    o.threads = 2;
+    o.device = Device::Cpu;
+    auto engine = Engine::load(store.toStdString(), o);
+    QTest::qVerify(engine->info().experts.find("packed store") != std::string::npos, "store", "", __FILE__, __LINE__);
+    return engine->newSession()->append(prompt, Logits::All);
+}
+
+// Fraction of rows whose argmax agrees, and the mean KL(reference || other).
+std::pair<double, double> compare(const std::vector<float>& ref, const std::vector<float>& other, std::size_t vocab) {
+    const std::size_t rows = ref.size() / vocab;
+    double agree = 0, kl = 0;
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float* a = &ref[r * vocab];
+        const float* b = &other[r * vocab];
+        agree += std::max_element(a, a + vocab) - a == std::max_element(b, b + vocab) - b;
+        const double ma = *std::max_element(a, a + vocab), mb = *std::max_element(b, b + vocab);
+        double za = 0, zb = 0;
+        for (std::size_t i = 0; i < vocab; ++i) {
+            za += std::exp(a[i] - ma);
+            zb += std::exp(b[i] - mb);
+        }
+        for (std::size_t i = 0; i < vocab; ++i) {
+            const double la = a[i] - ma - std::log(za), lb = b[i] - mb - std::log(zb);
+            kl += std::exp(la) * (la - lb);
+        }
+    }
+    return {agree / static_cast<double>(rows), kl / static_cast<double>(rows)};
+}
+
+}  // namespace
+
+class StoreGoldenTest : public QObject {
+    Q_OBJECT
+private slots:
+    void storesOfEveryType_data() {
+        QTest::addColumn<QString>("fixture");
+        for (const auto& f : fixtureNames()) QTest::newRow(qPrintable(f)) << f;
+    }
+    void storesOfEveryType() {
+        QFETCH(QString, fixture);
+        QTemporaryDir tmp;
+        const Golden g = loadGolden(fixture, "long");
+        const std::size_t V = static_cast<std::size_t>(g.vocab);
+        std::map<cpu::ExpertType, std::vector<float>> logits;
+        for (const auto type : {cpu::ExpertType::BF16, cpu::ExpertType::INT8, cpu::ExpertType::INT4}) {
+            const QString out = tmp.filePath(QString::fromUtf8(cpu::expertTypeName(type).data()));
+            runtime::convertModel({fixturePath(fixture).toStdString(), out.toStdString(), type, 2}, {});
+            logits[type] = storeLogits(out, g.promptIds);
+        }
+        double worst = 0;
+        for (std::size_t r = 0; r < g.promptIds.size(); ++r)
+            worst = std::max(worst, relativeL2(&logits[cpu::ExpertType::BF16][r * V], &g.prefillLogits[r * V], V));
+        const auto [agree8, kl8] = compare(logits[cpu::ExpertType::BF16], logits[cpu::ExpertType::INT8], V);
+        const auto [agree4, kl4] = compare(logits[cpu::ExpertType::BF16], logits[cpu::ExpertType::INT4], V);
+        qInfo("%s: bf16 store worst relative error %.2e; int8 top-1 %.1f%% KL %.2e; int4 top-1 %.1f%% KL %.2e",
+              qPrintable(fixture), worst, 100 * agree8, kl8, 100 * agree4, kl4);
+        QVERIFY2(worst <= 1e-3, qPrintable(QString("bf16 store: relative error %1").arg(worst)));
+        QVERIFY2(agree8 >= 0.98, qPrintable(QString("int8 top-1 agreement %1").arg(agree8)));
+        QVERIFY2(agree4 >= 0.85, qPrintable(QString("int4 top-1 agreement %1").arg(agree4)));
+    }
+};
+
+QTEST_GUILESS_MAIN(StoreGoldenTest)
+#include "tst_store_golden.moc"
