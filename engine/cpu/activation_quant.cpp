@@ -8,9 +8,22 @@
 
 namespace tandem::cpu {
 
-void activationToBf16(const float* x, int n, int nPad, std::uint16_t* out) {
-    for (int i = 0; i < n; ++i) out[i] = floatToBf16(x[i]);
-    std::fill(out + n, out + nPad, std::uint16_t{0});
+void activationToBf16Split(const float* x, int n, int nPad, std::byte* row) {
+    auto* hi = reinterpret_cast<std::uint16_t*>(row);
+    auto* lo = reinterpret_cast<std::uint16_t*>(row + bf16LoOffset(nPad));
+    for (int i = 0; i < n; ++i) {
+        hi[i] = floatToBf16(x[i]);
+        const float h = bf16Value(hi[i]);
+        // x - h is exact in float32 (h is x rounded to fewer bits), so only lo's own rounding is lost.
+        lo[i] = std::isfinite(h) ? floatToBf16(x[i] - h) : std::uint16_t{0};
+    }
+    std::fill(hi + n, hi + nPad, std::uint16_t{0});
+    std::fill(lo + n, lo + nPad, std::uint16_t{0});
+}
+
+void activationToFloat(const float* x, int n, int nPad, float* out) {
+    std::copy(x, x + n, out);
+    std::fill(out + n, out + nPad, 0.0f);
 }
 
 void activationToInt8(const float* x, int n, int nPad, std::int8_t* q, float* scale, std::int32_t* groupSums) {

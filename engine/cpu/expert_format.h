@@ -84,8 +84,9 @@ struct ExpertLayout {
     }
     // Gate/up panels that belong to chunks [c0, c1).
     int firstPanelOfChunk(int c) const { return c * kPanelsPerChunk < gateUpPanels ? c * kPanelsPerChunk : gateUpPanels; }
-    // Bytes of activation row of the down input per element (bf16: 2, int8: 1) and of gate/up input.
-    std::size_t activationBytes() const { return type == ExpertType::BF16 ? 2 : 1; }
+    // Bytes per element of an activation row in the kernels' format (activation_quant.h): BF16 rows
+    // hold float32 or a bf16 hi and lo (4), INT8/INT4 rows int8 (1).
+    std::size_t activationBytes() const { return type == ExpertType::BF16 ? 4 : 1; }
 };
 
 }  // namespace tandem::cpu

@@ -14,10 +14,18 @@
 
 namespace tandem::cpu {
 
+// How a level takes the activations of BF16 experts (activation_quant.h). Levels that widen the bf16
+// weights to float32 anyway (scalar, AVX2) read float32 activations. Levels whose dot products take
+// bf16 pairs (AVX512-BF16, AMX) read each value split in two, hi = bf16(x) and lo = bf16(x - hi),
+// and add both products: x is carried to about 16 significant bits instead of bf16's 8, which keeps
+// a MoE output within ~1e-6 of float32 (bf16 activations alone cost ~3e-3).
+enum class Bf16Activations : std::uint8_t { Float32, Split };
+
 // Activation rows in the expert type's kernel format (activation_quant.h).
 struct KernelRows {
     const std::byte* data = nullptr;  // row r at data + r * stride; 64-byte aligned rows
     std::size_t stride = 0;           // bytes
+    std::size_t loOffset = 0;         // BF16 split: bytes from a row's hi half to its lo half
     const float* scale = nullptr;     // INT8/INT4: per row
     const std::int32_t* groupSums = nullptr;  // INT8/INT4: row r's 32-column sums at groupSums + r * groupSumStride
     std::size_t groupSumStride = 0;
@@ -60,6 +68,7 @@ struct KernelPair {
 // are reused from cache (prefill), with AMX tiles where the CPU has them.
 struct ExpertKernels {
     Isa isa = Isa::Scalar;
+    Bf16Activations bf16Activations = Bf16Activations::Float32;
     KernelPair gemv[3];
     KernelPair gemm[3];
     // Rows per expert from which GEMM beats GEMV, measured with `tandem-cli bench-moe --sweep`.

@@ -12,7 +12,8 @@ namespace {
 
 template <int NT>
 struct Rows {
-    const std::byte* x[NT];               // activation row, column 0
+    const std::byte* x[NT];               // activation row, column 0 (BF16 split: the hi half)
+    const std::byte* lo[NT];              // BF16 split: the lo half, column 0
     float scale[NT];                      // INT8/INT4: activation scale
     const std::int32_t* groupSums[NT];    // INT8/INT4: 32-column sums, group 0
     std::int32_t sum[NT];                 // INT8: sum of q over the columns this call reads
@@ -26,6 +27,7 @@ inline Rows<NT> rowsOf(const KernelRows& k, int r0, int firstGroup, int groups) 
     for (int t = 0; t < NT; ++t) {
         const int r = r0 + t;
         in.x[t] = k.data + static_cast<std::size_t>(r) * k.stride;
+        in.lo[t] = in.x[t] + k.loOffset;
         if (k.scale) {
             in.scale[t] = k.scale[r];
             in.groupSums[t] = k.groupSums + static_cast<std::size_t>(r) * k.groupSumStride;

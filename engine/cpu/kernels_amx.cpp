@@ -3,6 +3,10 @@
 // rows are A tiles loaded with their row stride. Every step multiplies two A tiles (32 rows) by two B
 // tiles (gate and up of one panel, or two down panels) into four result tiles:
 //   tiles 0-3: C0 = A0*B0, C1 = A0*B1, C2 = A1*B0, C3 = A1*B1;  tiles 4-5: A0, A1;  tiles 6-7: B0, B1.
+// BF16 activations are split in hi and lo (activation_quant.h): a step loads A0 and A1 from the hi
+// halves, multiplies, then reloads them from the lo halves and multiplies into the same C tiles, so
+// the B tiles loaded once serve both and C holds W.hi + W.lo in float32. That doubles the tile
+// products of BF16 (prefill compute), not the weight bytes.
 // Results are kept in a float32 (int32) buffer between cache blocks of 1024 inputs so that a block of
 // weights is read from memory once and reused for every 32 rows from L2. INT4, whose 32-column groups
 // each carry their own scale, and few-row calls use the AVX-512 kernels. Built with AMX and AVX-512
@@ -74,6 +78,16 @@ thread_local Scratch scratch;
 
 constexpr int kCacheBlockInputs = 1024;
 
+// The expert type's tile product: bf16 pairs into float32, or int8 quads into int32. A macro because
+// the intrinsics take tile numbers as literals.
+#define TANDEM_TILE_DOT(c, a, b)                           \
+    do {                                                   \
+        if constexpr (Type == ExpertType::BF16)            \
+            TANDEM_TILE_DPBF16PS(c, a, b);                 \
+        else                                               \
+            TANDEM_TILE_DPBSUD(c, a, b);                   \
+    } while (0)
+
 int rowSum(const KernelRows& k, int r, int firstGroup, int groups) {
     const std::int32_t* s = k.groupSums + static_cast<std::size_t>(r) * k.groupSumStride + firstGroup;
     int sum = 0;
@@ -88,6 +102,9 @@ void tileGateUp(const GateUpCall& c) {
     const int kBlocks = l.hiddenKBlocks();
     const int cacheBlocks = kCacheBlockInputs / l.kBlock;
     const std::size_t xs = c.x.stride;
+    // The activation parts each step multiplies: BF16 the hi then the lo half, INT8 the row.
+    const int parts = Type == ExpertType::BF16 ? 2 : 1;
+    const std::size_t partOffset[2] = {0, c.x.loOffset};
     // acc[row][0..15] = gate sums, acc[row][16..31] = up sums (float32 for BF16, int32 for INT8); then
     // for INT8 each row's activation sum, taken once per call rather than once per panel.
     float* acc = scratch.floats(static_cast<std::size_t>(rows + 32) * 33);
@@ -121,24 +138,17 @@ void tileGateUp(const GateUpCall& c) {
                 const std::byte* a = c.x.data + tb * xs;
                 for (int kb = kc; kb < kcEnd; ++kb) {
                     const std::byte* blk = panel + kb * 2 * l.blockBytes;
-                    TANDEM_TILE_LOAD(4, a + kb * 64, xs);
                     TANDEM_TILE_LOAD(6, blk, 64);
                     TANDEM_TILE_LOAD(7, blk + 1024, 64);
-                    if constexpr (Type == ExpertType::BF16) {
-                        TANDEM_TILE_DPBF16PS(0, 4, 6);
-                        TANDEM_TILE_DPBF16PS(1, 4, 7);
-                    } else {
-                        TANDEM_TILE_DPBSUD(0, 4, 6);
-                        TANDEM_TILE_DPBSUD(1, 4, 7);
-                    }
-                    if (r1) {
-                        TANDEM_TILE_LOAD(5, a + 16 * xs + kb * 64, xs);
-                        if constexpr (Type == ExpertType::BF16) {
-                            TANDEM_TILE_DPBF16PS(2, 5, 6);
-                            TANDEM_TILE_DPBF16PS(3, 5, 7);
-                        } else {
-                            TANDEM_TILE_DPBSUD(2, 5, 6);
-                            TANDEM_TILE_DPBSUD(3, 5, 7);
+                    for (int part = 0; part < parts; ++part) {
+                        const std::byte* ak = a + partOffset[part] + kb * 64;
+                        TANDEM_TILE_LOAD(4, ak, xs);
+                        TANDEM_TILE_DOT(0, 4, 6);
+                        TANDEM_TILE_DOT(1, 4, 7);
+                        if (r1) {
+                            TANDEM_TILE_LOAD(5, ak + 16 * xs, xs);
+                            TANDEM_TILE_DOT(2, 5, 6);
+                            TANDEM_TILE_DOT(3, 5, 7);
                         }
                     }
                 }
@@ -177,7 +187,9 @@ void tileDown(const DownCall& c) {
     const ExpertLayout& l = *c.layout;
     const int rows = c.act.rows;
     const std::size_t as = c.act.stride;
-    const std::size_t elementBytes = l.activationBytes();
+    const std::size_t elementBytes = Type == ExpertType::BF16 ? 2 : 1;  // within one part
+    const int parts = Type == ExpertType::BF16 ? 2 : 1;
+    const std::size_t partOffset[2] = {0, c.act.loOffset};
     const std::size_t base = l.chunkOffset(c.firstChunk);
     const int end = c.firstPanel + c.panelCount;
     int chunkCols = 0;
@@ -206,24 +218,17 @@ void tileDown(const DownCall& c) {
                 const std::byte* p1 = p0 + l.chunkPanelBytes(ch);
                 for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb) {
                     const std::size_t col = (ch * kChunkCols + kb * l.kBlock) * elementBytes;
-                    TANDEM_TILE_LOAD(4, a + col, as);
                     TANDEM_TILE_LOAD(6, p0 + kb * 1024, 64);
                     if (pair) TANDEM_TILE_LOAD(7, p1 + kb * 1024, 64);
-                    if constexpr (Type == ExpertType::BF16) {
-                        TANDEM_TILE_DPBF16PS(0, 4, 6);
-                        if (pair) TANDEM_TILE_DPBF16PS(1, 4, 7);
-                    } else {
-                        TANDEM_TILE_DPBSUD(0, 4, 6);
-                        if (pair) TANDEM_TILE_DPBSUD(1, 4, 7);
-                    }
-                    if (r1) {
-                        TANDEM_TILE_LOAD(5, a + 16 * as + col, as);
-                        if constexpr (Type == ExpertType::BF16) {
-                            TANDEM_TILE_DPBF16PS(2, 5, 6);
-                            if (pair) TANDEM_TILE_DPBF16PS(3, 5, 7);
-                        } else {
-                            TANDEM_TILE_DPBSUD(2, 5, 6);
-                            if (pair) TANDEM_TILE_DPBSUD(3, 5, 7);
+                    for (int part = 0; part < parts; ++part) {
+                        const std::byte* ak = a + partOffset[part] + col;
+                        TANDEM_TILE_LOAD(4, ak, as);
+                        TANDEM_TILE_DOT(0, 4, 6);
+                        if (pair) TANDEM_TILE_DOT(1, 4, 7);
+                        if (r1) {
+                            TANDEM_TILE_LOAD(5, ak + 16 * as, as);
+                            TANDEM_TILE_DOT(2, 5, 6);
+                            if (pair) TANDEM_TILE_DOT(3, 5, 7);
                         }
                     }
                 }
@@ -257,6 +262,7 @@ void tileDown(const DownCall& c) {
 ExpertKernels makeAmx() {
     ExpertKernels e;
     e.isa = Isa::Amx;
+    e.bf16Activations = Bf16Activations::Split;
     for (const ExpertType t : kAllExpertTypes) {
         e.gemv[static_cast<int>(t)] = avx512Gemv(t);
         e.gemm[static_cast<int>(t)] = avx512Gemm(t);
@@ -283,3 +289,5 @@ const ExpertKernels& amxKernels() {
 }
 
 }  // namespace tandem::cpu
+
+#undef TANDEM_TILE_DOT

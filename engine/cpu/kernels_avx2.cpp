@@ -1,5 +1,6 @@
 // AVX2 expert kernels for CPUs without AVX-512 (Haswell..Alder Lake, Zen 1-3). A 64-byte block row is
-// two ymm halves of 8 outputs. BF16 weights are widened to float32 by shifts and multiplied with FMA;
+// two ymm halves of 8 outputs. BF16 weights are widened to float32 by shifts and multiplied with FMA
+// by the float32 activations (no bf16 dot product here, so rounding them would only lose accuracy);
 // INT8 uses vpmaddubsw on |w| and sign-adjusted activations (so no product saturates int16); INT4
 // nibbles are small enough for vpmaddubsw directly. Compiled with -mavx2 -mfma -mf16c.
 #include <immintrin.h>
@@ -60,9 +61,8 @@ inline void bf16Block(__m256 (&acc)[NT][2], const std::byte* blk, const Rows<NT>
             odd[h] = _mm256_castsi256_ps(_mm256_and_si256(w, high));
         }
         for (int t = 0; t < NT; ++t) {
-            const __m256i x = _mm256_set1_epi32(load32(in.x[t] + 2 * (k0 + 2 * j)));
-            const __m256 xe = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
-            const __m256 xo = _mm256_castsi256_ps(_mm256_and_si256(x, high));
+            const float* x = reinterpret_cast<const float*>(in.x[t]) + k0 + 2 * j;
+            const __m256 xe = _mm256_broadcast_ss(x), xo = _mm256_broadcast_ss(x + 1);
             for (int h = 0; h < 2; ++h) acc[t][h] = _mm256_fmadd_ps(odd[h], xo, _mm256_fmadd_ps(even[h], xe, acc[t][h]));
         }
     }
@@ -233,6 +233,7 @@ const ExpertKernels& avx2Kernels() {
     static const ExpertKernels k = [] {
         ExpertKernels e;
         e.isa = Isa::Avx2;
+        e.bf16Activations = Bf16Activations::Float32;
         fill<ExpertType::BF16>(e);
         fill<ExpertType::INT8>(e);
         fill<ExpertType::INT4>(e);

@@ -1,5 +1,6 @@
-// The portable reference kernels: plain loops over the packed layout, accumulating in double. Every
-// other level is tested against these, and they run where no SIMD level is available.
+// The portable reference kernels: plain loops over the packed layout, accumulating in double, with the
+// float32 activations as they are for BF16 experts. Every other level is tested against these, and
+// they run where no SIMD level is available.
 #include <cmath>
 #include <cstring>
 #include <emmintrin.h>
@@ -18,11 +19,11 @@ double blockDot(const ExpertLayout& l, const std::byte* block, int o, const std:
     switch (l.type) {
     case ExpertType::BF16: {
         double s = 0.0;
-        const auto* xs = reinterpret_cast<const std::uint16_t*>(x) + k0;
+        const auto* xs = reinterpret_cast<const float*>(x) + k0;
         for (int kk = 0; kk < 32; ++kk) {
             std::uint16_t w;
             std::memcpy(&w, block + (kk / 2) * 64 + o * 4 + (kk % 2) * 2, 2);
-            s += static_cast<double>(bf16Value(w)) * bf16Value(xs[kk]);
+            s += static_cast<double>(bf16Value(w)) * xs[kk];
         }
         return s;
     }
@@ -104,6 +105,7 @@ void down(const DownCall& c) {
 ExpertKernels makeScalar() {
     ExpertKernels k;
     k.isa = Isa::Scalar;
+    k.bf16Activations = Bf16Activations::Float32;
     for (int t = 0; t < 3; ++t) {
         k.gemv[t] = {gateUp, down};
         k.gemm[t] = {gateUp, down};

@@ -118,11 +118,13 @@ public:
                 return;
             }
             const float* x = in.x + static_cast<std::size_t>(rowToken[i]) * in.xStride;
-            if (l.type == ExpertType::BF16)
-                activationToBf16(x, l.hidden, l.hiddenPad, reinterpret_cast<std::uint16_t*>(xq + i * xRowBytes));
-            else
+            if (l.type != ExpertType::BF16)
                 activationToInt8(x, l.hidden, l.hiddenPad, reinterpret_cast<std::int8_t*>(xq + i * xRowBytes), xScale + i,
                                  xSums + static_cast<std::size_t>(i) * xGroups);
+            else if (splitBf16)
+                activationToBf16Split(x, l.hidden, l.hiddenPad, xq + i * xRowBytes);
+            else
+                activationToFloat(x, l.hidden, l.hiddenPad, reinterpret_cast<float*>(xq + i * xRowBytes));
         });
     }
 
@@ -139,7 +141,7 @@ public:
                           static_cast<std::size_t>(job.firstPanel - share.firstPanel) * l.gateUpPanelBytes;
             call.firstPanel = job.firstPanel;
             call.panelCount = job.panelCount;
-            call.x = {xq + a.firstRow * xRowBytes, xRowBytes, xScale + a.firstRow,
+            call.x = {xq + a.firstRow * xRowBytes, xRowBytes, xLoOffset, xScale + a.firstRow,
                       xSums + static_cast<std::size_t>(a.firstRow) * xGroups, static_cast<std::size_t>(xGroups), a.rows};
             call.act = act + static_cast<std::size_t>(a.firstRow) * l.interPad;
             call.actStride = static_cast<std::size_t>(l.interPad);
@@ -147,12 +149,14 @@ public:
         });
     }
 
+    // Float32 BF16 activations need no conversion: down reads the intermediate rows in place.
     void phaseC() {
         const ExpertLayout& l = layer->layout();
+        if (l.type == ExpertType::BF16 && !splitBf16) return;
         forEachItem(nextC, rows, chunkA, [&](int i) {
             const float* a = act + static_cast<std::size_t>(i) * l.interPad;
             if (l.type == ExpertType::BF16)
-                activationToBf16(a, l.interPad, l.interPad, reinterpret_cast<std::uint16_t*>(aq + i * aRowBytes));
+                activationToBf16Split(a, l.interPad, l.interPad, aq + i * aRowBytes);
             else
                 activationToInt8(a, l.interPad, l.interPad, reinterpret_cast<std::int8_t*>(aq + i * aRowBytes), aScale + i,
                                  aSums + static_cast<std::size_t>(i) * aGroups);
@@ -174,7 +178,7 @@ public:
                 call.firstPanel = jobs[j].firstPanel;
                 call.panelCount = jobs[j].panelCount;
                 call.rowScales = e.downScales;
-                call.act = {aq + a.firstRow * aRowBytes, aRowBytes, aScale + a.firstRow,
+                call.act = {aq + a.firstRow * aRowBytes, aRowBytes, aLoOffset, aScale + a.firstRow,
                             aSums + static_cast<std::size_t>(a.firstRow) * aGroups, static_cast<std::size_t>(aGroups), a.rows};
                 call.dest = destRows[w.node].data() + a.firstRow;
                 call.weight = rowWeight.data() + a.firstRow;
@@ -217,7 +221,9 @@ public:
     std::byte* aq = nullptr;
     float* aScale = nullptr;
     std::int32_t* aSums = nullptr;
+    bool splitBf16 = false;  // BF16 experts with kernels that take hi/lo activations
     std::size_t xRowBytes = 0, aRowBytes = 0;
+    std::size_t xLoOffset = 0, aLoOffset = 0;
     int xGroups = 0, aGroups = 0;
 
     AlignedBuffer xqBuffer, xScaleBuffer, xSumsBuffer, actBuffer, aqBuffer, aScaleBuffer, aSumsBuffer;
@@ -294,8 +300,12 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
         j.rowWeight[r] = in.weights[s];
     }
 
-    // Buffers.
+    // Buffers. A split row's lo half starts at whole cache lines (bf16LoOffset), so the two halves
+    // together are exactly activationBytes() per column.
     const std::size_t rows = static_cast<std::size_t>(std::max(1, j.rows));
+    j.splitBf16 = l.type == ExpertType::BF16 && kernels_->bf16Activations == Bf16Activations::Split;
+    j.xLoOffset = j.splitBf16 ? bf16LoOffset(l.hiddenPad) : 0;
+    j.aLoOffset = j.splitBf16 ? bf16LoOffset(l.interPad) : 0;
     j.xRowBytes = rowStride(static_cast<std::size_t>(l.hiddenPad) * l.activationBytes());
     j.aRowBytes = rowStride(static_cast<std::size_t>(l.interPad) * l.activationBytes());
     j.xGroups = l.hiddenPad / kActGroup;
@@ -304,7 +314,12 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
     j.xScale = j.xScaleBuffer.get<float>(rows);
     j.xSums = j.xSumsBuffer.get<std::int32_t>(rows * j.xGroups);
     j.act = j.actBuffer.get<float>(rows * l.interPad);
-    j.aq = j.aqBuffer.get<std::byte>(rows * j.aRowBytes);
+    if (l.type == ExpertType::BF16 && !j.splitBf16) {
+        j.aq = reinterpret_cast<std::byte*>(j.act);
+        j.aRowBytes = static_cast<std::size_t>(l.interPad) * sizeof(float);
+    } else {
+        j.aq = j.aqBuffer.get<std::byte>(rows * j.aRowBytes);
+    }
     j.aScale = j.aScaleBuffer.get<float>(rows);
     j.aSums = j.aSumsBuffer.get<std::int32_t>(rows * j.aGroups);
     j.destRows.assign(static_cast<std::size_t>(nodes), std::vector<float*>(rows));

@@ -5,9 +5,10 @@
 // what the GPU path submits asynchronously (submit, then wait or poll) while it works on other things.
 //
 // One evaluation is one pool job in five phases separated by spin barriers:
-//   A  every (token, expert) row's input converted to the kernels' format (bf16, or int8 + scale)
+//   A  every (token, expert) row's input converted to the kernels' format (bf16 hi + lo or float32,
+//      or int8 + scale: activation_quant.h)
 //   B  per node: gate/up panels of the active experts -> SiLU(gate)*up, jobs of (expert, panel range)
-//   C  the intermediate rows converted to the kernels' format (one scale per row for int8)
+//   C  the intermediate rows converted to the kernels' format (float32 ones are read as they are)
 //   D  per node: down, jobs of output row ranges looping over the active experts, so no two threads
 //      ever add into the same output row; node 0 adds into `out`, other nodes into partial rows
 //   E  (several nodes) the partial rows added into `out`

@@ -77,25 +77,31 @@ double relativeError(const std::vector<float>& a, const std::vector<float>& b) {
     return relativeError(a, std::vector<double>(b.begin(), b.end()));
 }
 
-// The layer in float64 from the dequantized weights. With `quantizeActivations` the inputs of
-// gate/up and down are rounded to the kernels' formats first, as the engine does.
-std::vector<double> reference(const Layer& layer, const Batch& b, bool quantizeActivations) {
+// The largest relative error of one row (token) of `cols` values.
+double worstRowError(const std::vector<float>& a, const std::vector<double>& b, int cols) {
+    double worst = 0;
+    for (std::size_t r = 0; r * cols < a.size(); ++r) {
+        const double e = relativeError(std::vector<float>(a.begin() + r * cols, a.begin() + (r + 1) * cols),
+                                       std::vector<double>(b.begin() + r * cols, b.begin() + (r + 1) * cols));
+        if (!(e <= worst)) worst = e;  // NaN is the worst
+    }
+    return worst;
+}
+
+// The layer in float64 from the dequantized weights. With `roundActivations` the inputs of gate/up
+// and down of INT8/INT4 experts are quantized to int8 first, as the engine does; BF16 experts take
+// float32 activations (hi + lo on the bf16 dot-product levels) and are compared with the exact layer.
+std::vector<double> reference(const Layer& layer, const Batch& b, bool roundActivations) {
     const ExpertLayout& l = layer.layout;
     auto quantize = [&](std::vector<float> v, int n) {
-        if (!quantizeActivations) return std::vector<double>(v.begin(), v.end());
+        if (!roundActivations || l.type == ExpertType::BF16) return std::vector<double>(v.begin(), v.end());
         const int pad = (n + 63) / 64 * 64;
         std::vector<double> out(n);
-        if (l.type == ExpertType::BF16) {
-            std::vector<std::uint16_t> q(pad);
-            activationToBf16(v.data(), n, pad, q.data());
-            for (int i = 0; i < n; ++i) out[i] = bf16Value(q[i]);
-        } else {
-            std::vector<std::int8_t> q(pad);
-            std::vector<std::int32_t> sums(pad / 32);
-            float scale;
-            activationToInt8(v.data(), n, pad, q.data(), &scale, sums.data());
-            for (int i = 0; i < n; ++i) out[i] = q[i] * static_cast<double>(scale);
-        }
+        std::vector<std::int8_t> q(pad);
+        std::vector<std::int32_t> sums(pad / 32);
+        float scale;
+        activationToInt8(v.data(), n, pad, q.data(), &scale, sums.data());
+        for (int i = 0; i < n; ++i) out[i] = q[i] * static_cast<double>(scale);
         return out;
     };
     std::vector<double> out(static_cast<std::size_t>(b.tokens) * l.hidden, 0.0);
@@ -160,6 +166,8 @@ private slots:
                 QTest::newRow(name.c_str()) << int(t) << 130 << 200 << tokens;
             }
         QTest::newRow("bf16 fixture 96x64 tokens 9") << int(ExpertType::BF16) << 96 << 64 << 9;
+        QTest::newRow("bf16 1100x300 tokens 1") << int(ExpertType::BF16) << 1100 << 300 << 1;
+        QTest::newRow("bf16 1100x300 tokens 23") << int(ExpertType::BF16) << 1100 << 300 << 23;
         QTest::newRow("int4 fixture 96x64 tokens 9") << int(ExpertType::INT4) << 96 << 64 << 9;
     }
 
@@ -172,18 +180,29 @@ private slots:
         const Batch batch(tokens, hidden, 6, 3, 2);
         ExpertPool pool({.threads = 2});
         const PackedMoeLayer packed(layer.layout, layer.experts, layer.bytes, pool.topology());
-        std::vector<float> out(batch.x.size(), 1.0f);  // added into, not overwritten
+        // Added into, not overwritten; a start small beside the outputs keeps the rounding of that
+        // addition (an ulp of the start) out of the error measured.
+        constexpr float kStart = 1.0f / 256;
+        std::vector<float> out(batch.x.size(), kStart);
         MoeRunner runner(pool);
         runner.run(packed, batch.input(out.data(), hidden));
-        for (float& v : out) v -= 1.0f;
+        for (float& v : out) v -= kStart;
+        if (type == int(ExpertType::BF16)) {
+            // The foundation issue's 1e-3 per logits row needs each MoE output far closer than that to
+            // float32: bf16-rounded activations alone cost ~3e-3 here.
+            const double worst = worstRowError(out, reference(layer, batch, false), hidden);
+            qInfo("worst row relative error vs float64: %.2e", worst);
+            QVERIFY2(worst <= 1e-5, qPrintable(QString::number(worst)));
+            return;
+        }
         // Same activation rounding as the engine: only float rounding (and rare flips of a rounding
         // decision that it causes) separate the two.
         const double quantized = relativeError(out, reference(layer, batch, true));
-        QVERIFY2(quantized <= (type == int(ExpertType::BF16) ? 1e-3 : 5e-3), qPrintable(QString::number(quantized)));
-        // Unrounded activations: what bf16/int8 activations cost in accuracy.
+        QVERIFY2(quantized <= 5e-3, qPrintable(QString::number(quantized)));
+        // Unrounded activations: what int8 activations cost in accuracy.
         const double exact = relativeError(out, reference(layer, batch, false));
         qInfo("relative error vs float64: %.2e with the engine's activation rounding, %.2e without", quantized, exact);
-        QVERIFY2(exact <= (type == int(ExpertType::BF16) ? 1e-2 : 3e-2), qPrintable(QString::number(exact)));
+        QVERIFY2(exact <= 3e-2, qPrintable(QString::number(exact)));
     }
 
     void matchesScalarKernels() {
@@ -204,7 +223,8 @@ private slots:
             gemm.run(packed, batch.input(b.data(), 200));
             QCOMPARE(gemv.lastStats().gemmExperts, 0);
             QCOMPARE(gemm.lastStats().gemmExperts, gemm.lastStats().activeExperts);
-            QVERIFY2(relativeError(a, b) < 1e-3, qPrintable(QString::number(relativeError(a, b))));
+            const double tolerance = type == ExpertType::BF16 ? 1e-5 : 1e-3;  // int8 rounding flips between the two
+            QVERIFY2(relativeError(a, b) < tolerance, qPrintable(QString::number(relativeError(a, b))));
         }
     }
 
