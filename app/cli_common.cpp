@@ -57,6 +57,7 @@ tandem::ExpertPrecision parseExperts(const std::string& name) {
 
 void reportDevice(const tandem::ModelInfo& info) {
     if (!info.deviceNotice.empty()) std::fprintf(stderr, "note: %s\n", info.deviceNotice.c_str());
+    if (!info.expertsNotice.empty()) std::fprintf(stderr, "note: %s\n", info.expertsNotice.c_str());
 }
 
 void applyDeferral(const CliArgs& args, tandem::Session& session) {

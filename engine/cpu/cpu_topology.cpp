@@ -86,6 +86,17 @@ int simulatedNodesFromEnvironment() {
     return static_cast<int>(n);
 }
 
+std::uint64_t availableMemoryBytes() {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    std::uint64_t kb = 0;
+    while (in >> key >> kb) {
+        if (key == "MemAvailable:") return kb * 1024;
+        in.ignore(1 << 10, '\n');
+    }
+    return 8ull << 30;
+}
+
 CpuTopology planTopology(int threads, int simulatedNodes) {
     const std::vector<LogicalCpu> cpus = allowedCpus();
     // Per node: physical cores (first logical CPU of each core), then the remaining siblings.

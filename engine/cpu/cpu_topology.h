@@ -4,6 +4,7 @@
 // chosen cores into N pretend nodes (each bound to the real node of its cores), so the multi-node
 // partition, binding calls and reduction run on a one-node machine.
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct CpuTopology {
 // hyperthread siblings, spread evenly over the NUMA nodes; then, if simulatedNodes > 1, splits them
 // into that many pretend nodes. Throws tandem::Error when simulatedNodes exceeds the thread count.
 CpuTopology planTopology(int threads, int simulatedNodes);
+
+// MemAvailable of /proc/meminfo: what can be allocated without swapping (8 GiB when unreadable).
+std::uint64_t availableMemoryBytes();
 
 // TANDEM_NUMA_SIM as a number (0 when unset); tandem::Error when it is not a positive number.
 int simulatedNodesFromEnvironment();

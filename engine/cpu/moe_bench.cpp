@@ -27,16 +27,7 @@ constexpr MoeShape kShapes[] = {
 
 double seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
 
-double availableMemory() {
-    std::ifstream in("/proc/meminfo");
-    std::string key;
-    double kb = 0;
-    while (in >> key >> kb) {
-        if (key == "MemAvailable:") return kb * 1024;
-        in.ignore(1 << 10, '\n');
-    }
-    return 8.0 * (1ull << 30);
-}
+double availableMemory() { return static_cast<double>(availableMemoryBytes()); }
 
 class Random {
 public:

@@ -4,6 +4,8 @@
 #include <optional>
 
 #include "cpu/cpu_features.h"
+#include "cpu/cpu_topology.h"
+#include "cpu/expert_format.h"
 #include "cpu/moe_bench.h"
 #include "cpu/thread_pool.h"
 #include "io/checkpoint.h"
@@ -72,6 +74,7 @@ struct Engine::Impl {
     // The routed experts for the CPU: packed for the expert kernels, or the float32 reference.
     std::unique_ptr<model::RoutedExperts> makeExperts(ExpertPrecision precision) {
         if (store && config.numExperts > 0) return storeExperts(precision);
+        if (precision == ExpertPrecision::Auto && !synthetic) precision = autoPrecision();
         if (config.numExperts == 0 || precision == ExpertPrecision::Reference) {
             if (synthetic && config.numExperts > 0)
                 throw Error("a synthetic model has no reference experts; choose bf16, int8 or int4");
@@ -92,6 +95,29 @@ struct Engine::Impl {
         }
         info.experts = std::string(cpu::expertTypeName(type));
         return packed->newRunner();
+    }
+
+    // Packing a Hugging Face folder's experts at load makes an exact bf16 copy in memory; the reference
+    // path reads the checkpoint in place. Pack when that is exact and fits.
+    ExpertPrecision autoPrecision() {
+        if (config.numExperts == 0) return ExpertPrecision::Reference;
+        const auto& first = *std::find_if(weights.layers.begin(), weights.layers.end(), [](const auto& l) { return l.moe.has_value(); });
+        if (first.moe->experts.front().gate.dtype == io::DType::F8_E4M3) {
+            info.expertsNotice = "the experts are FP8, which bf16 cannot hold exactly; they run on the slower reference "
+                                 "path. Convert the model (tandem-cli convert) to int8 or int4 for the fast kernels.";
+            return ExpertPrecision::Reference;
+        }
+        int moeLayers = 0;
+        for (int l = 0; l < config.numLayers; ++l) moeLayers += config.isMoeLayer(l) ? 1 : 0;
+        const auto layout = cpu::ExpertLayout::make(cpu::ExpertType::BF16, config.hiddenSize, config.moeIntermediateSize);
+        const std::uint64_t packedBytes = static_cast<std::uint64_t>(moeLayers) * config.numExperts * layout.expertBytes;
+        if (packedBytes > cpu::availableMemoryBytes() / 10 * 8) {
+            info.expertsNotice = "packing the experts would take " + std::to_string(packedBytes >> 30) +
+                                 " GiB, more than the free memory; they run on the slower reference path. Convert the "
+                                 "model (tandem-cli convert) for the fast kernels.";
+            return ExpertPrecision::Reference;
+        }
+        return ExpertPrecision::BF16;
     }
 
     std::unique_ptr<model::RoutedExperts> storeExperts(ExpertPrecision precision) {

@@ -20,7 +20,7 @@ private:
         QTest::addColumn<QString>("experts");
         for (const QString& f : fixtureNames())
             for (const char* p : {"chat", "long"})
-                for (const char* e : {"reference"})
+                for (const char* e : {"auto", "reference"})
                     QTest::newRow(qPrintable(f + "/" + p + "/" + e)) << f << QString(p) << QString(e);
     }
 
@@ -94,7 +94,7 @@ private slots:
         tandem::EngineOptions options;
         options.threads = 2;
         options.device = tandem::Device::Cpu;
-        options.experts = experts == "reference" ? tandem::ExpertPrecision::Reference : tandem::ExpertPrecision::BF16;
+        options.experts = experts == "reference" ? tandem::ExpertPrecision::Reference : tandem::ExpertPrecision::Auto;
         auto engine = tandem::Engine::load(fixturePath(fixture).toStdString(), options);
 
         std::vector<int> all = g.promptIds;

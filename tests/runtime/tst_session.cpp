@@ -168,6 +168,18 @@ private slots:
         QCOMPARE(session->position(), 0);
     }
 
+    void expertsChoice() {
+        // A bf16 checkpoint is packed for the fast kernels; an FP8 one, which bf16 cannot hold exactly,
+        // runs on the reference path and says how to get the fast kernels.
+        auto bf16 = load(fixturePath("tiny-qwen3moe"));
+        QCOMPARE(bf16->info().experts, std::string("bf16"));
+        QVERIFY(bf16->info().expertsNotice.empty());
+        QVERIFY(bf16->info().routedBytesPerToken > 0);
+        auto fp8 = load(fixturePath("tiny-deepseekv3-fp8"));
+        QCOMPARE(fp8->info().experts, std::string("reference"));
+        QVERIFY(fp8->info().expertsNotice.find("tandem-cli convert") != std::string::npos);
+    }
+
     void modelInfo() {
         auto engine = load(fixturePath("tiny-deepseekv3-fp8"));
         const auto& info = engine->info();

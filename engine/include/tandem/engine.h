@@ -25,7 +25,8 @@ enum class Device {
 // How the routed experts are stored for the CPU. A packed store decides for itself; a Hugging Face
 // folder is packed at load into the chosen type.
 enum class ExpertPrecision {
-    Auto,       // a store's own type; BF16 for a Hugging Face folder
+    Auto,       // a store's own type; for a Hugging Face folder BF16, or Reference when the checkpoint is
+                // FP8 (which bf16 cannot hold exactly) or packing would not fit in free memory
     BF16,       // the checkpoint's bf16 values (FP8 checkpoints: dequantized, rounded to bf16)
     INT8,       // symmetric per output channel
     INT4,       // symmetric, groups of 32 inputs (4.5 bits per weight)
@@ -75,6 +76,7 @@ struct ModelInfo {
     std::string device;          // "CPU" or the GPU's name
     std::string deviceNotice;    // why the CPU runs what the GPU would have, if so
     std::string experts;         // how the routed experts run: "bf16", "int4", "reference", ...
+    std::string expertsNotice;   // why Auto chose the slow reference path, and what to do about it
     std::uint64_t routedBytesPerToken = 0;  // expert bytes a decode step reads from RAM (packed experts)
     std::string cpuKernels;      // the instruction set of the expert kernels: "avx512", "amx", ...
 };
