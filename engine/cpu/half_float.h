@@ -6,22 +6,12 @@
 #include <cstdint>
 #include <cstring>
 
+#include "io/dtype.h"
+
 namespace tandem::cpu {
 
-inline std::uint16_t floatToBf16(float f) {
-    std::uint32_t u;
-    std::memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40);  // quiet NaN
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return static_cast<std::uint16_t>(u >> 16);
-}
-
-inline float bf16Value(std::uint16_t b) {
-    const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
-    float f;
-    std::memcpy(&f, &u, sizeof f);
-    return f;
-}
+using io::floatToBf16;
+inline float bf16Value(std::uint16_t b) { return io::bf16ToFloat(b); }
 
 // float32 -> IEEE binary16, overflow to infinity, subnormals kept.
 inline std::uint16_t floatToF16(float f) {

@@ -22,11 +22,12 @@ inline float bf16ToFloat(std::uint16_t bits) {
     return f;
 }
 
-// float32 -> bf16 with round-to-nearest-even (NaN stays NaN).
+// float32 -> bf16 with round-to-nearest-even, as the SIMD conversion (vcvtneps2bf16) does, so every
+// path sees the same values; a NaN stays a (quiet) NaN of the same sign.
 inline std::uint16_t floatToBf16(float f) {
     std::uint32_t u;
     std::memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+    if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40);
     u += 0x7fffu + ((u >> 16) & 1u);
     return static_cast<std::uint16_t>(u >> 16);
 }
