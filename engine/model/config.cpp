@@ -228,6 +228,12 @@ bool ModelConfig::isMoeLayer(int layer) const {
     return false;
 }
 
+int ModelConfig::moeLayerCount() const {
+    int n = 0;
+    for (int l = 0; l < numLayers; ++l) n += isMoeLayer(l) ? 1 : 0;
+    return n;
+}
+
 ModelConfig parseModelConfig(const std::string& configJson, const std::string& generationJson,
                              const std::string& where) {
     const json j = parseJson(configJson, where);

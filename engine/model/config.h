@@ -102,6 +102,7 @@ struct ModelConfig {
     GenerationDefaults generation;
 
     bool isMoeLayer(int layer) const;
+    int moeLayerCount() const;
     // Rotary dimension and the query/key width the softmax scale is computed from.
     int ropeDim() const { return attention == AttentionKind::Mla ? qkRopeHeadDim : headDim; }
     int qkHeadDim() const { return attention == AttentionKind::Mla ? qkNopeHeadDim + qkRopeHeadDim : headDim; }

@@ -22,6 +22,20 @@
 
 namespace tandem {
 
+namespace {
+
+// The packed type an option asks for; none for Auto and Reference.
+std::optional<cpu::ExpertType> packedType(ExpertPrecision precision) {
+    switch (precision) {
+    case ExpertPrecision::BF16: return cpu::ExpertType::BF16;
+    case ExpertPrecision::INT8: return cpu::ExpertType::INT8;
+    case ExpertPrecision::INT4: return cpu::ExpertType::INT4;
+    default: return std::nullopt;
+    }
+}
+
+}  // namespace
+
 struct Engine::Impl {
     // A Hugging Face model folder, or a packed store (tandem-cli convert): its model.safetensors holds
     // the dense tensors in their checkpoint form, its expert files the routed experts packed.
@@ -63,9 +77,8 @@ struct Engine::Impl {
         experts = makeExperts(options.experts);
         if (packed) {
             info.weightBytes += packed->ownedBytes();
-            int moeLayers = 0;
-            for (int l = 0; l < config.numLayers; ++l) moeLayers += config.isMoeLayer(l) ? 1 : 0;
-            info.routedBytesPerToken = static_cast<std::uint64_t>(moeLayers) * config.router.topK * packed->expertDataBytes();
+            info.routedBytesPerToken =
+                static_cast<std::uint64_t>(config.moeLayerCount()) * config.router.topK * packed->expertDataBytes();
         }
         transformer = std::make_unique<model::Transformer>(config, weights, *experts, pool);
         chooseDevice(options.device);
@@ -81,9 +94,7 @@ struct Engine::Impl {
             info.experts = config.numExperts ? "reference" : "none";
             return model::makeReferenceExperts(weights, pool);
         }
-        const cpu::ExpertType type = precision == ExpertPrecision::INT8   ? cpu::ExpertType::INT8
-                                     : precision == ExpertPrecision::INT4 ? cpu::ExpertType::INT4
-                                                                          : cpu::ExpertType::BF16;
+        const cpu::ExpertType type = packedType(precision).value_or(cpu::ExpertType::BF16);
         if (synthetic) {
             const std::uint64_t seed = syntheticSeed;
             const int hidden = config.hiddenSize, inter = config.moeIntermediateSize;
@@ -107,10 +118,9 @@ struct Engine::Impl {
                                  "path. Convert the model (tandem-cli convert) to int8 or int4 for the fast kernels.";
             return ExpertPrecision::Reference;
         }
-        int moeLayers = 0;
-        for (int l = 0; l < config.numLayers; ++l) moeLayers += config.isMoeLayer(l) ? 1 : 0;
         const auto layout = cpu::ExpertLayout::make(cpu::ExpertType::BF16, config.hiddenSize, config.moeIntermediateSize);
-        const std::uint64_t packedBytes = static_cast<std::uint64_t>(moeLayers) * config.numExperts * layout.expertBytes;
+        const std::uint64_t packedBytes =
+            static_cast<std::uint64_t>(config.moeLayerCount()) * config.numExperts * layout.expertBytes;
         if (packedBytes > cpu::availableMemoryBytes() / 10 * 8) {
             info.expertsNotice = "packing the experts would take " + std::to_string(packedBytes >> 30) +
                                  " GiB, more than the free memory; they run on the slower reference path. Convert the "
@@ -122,10 +132,7 @@ struct Engine::Impl {
 
     std::unique_ptr<model::RoutedExperts> storeExperts(ExpertPrecision precision) {
         const cpu::ExpertType type = store->expertType();
-        const bool asked = precision == ExpertPrecision::Auto || (precision == ExpertPrecision::BF16 && type == cpu::ExpertType::BF16) ||
-                           (precision == ExpertPrecision::INT8 && type == cpu::ExpertType::INT8) ||
-                           (precision == ExpertPrecision::INT4 && type == cpu::ExpertType::INT4);
-        if (!asked)
+        if (precision != ExpertPrecision::Auto && packedType(precision) != type)
             throw Error(store->dir().string() + " holds " + std::string(cpu::expertTypeName(type)) +
                         " experts; convert the original model again for another type, or load it with the automatic "
                         "expert setting");
