@@ -1,4 +1,5 @@
-// Row-wise and element-wise kernels: embedding lookup, RMSNorm, SiLU·mul, residual add, conversions.
+// Row-wise and element-wise kernels: embedding lookup, RMSNorm, SiLU·mul, the split-precision pair sums,
+// and the routed experts' hand-over through mapped host memory.
 #include "cuda/block_reduce.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
@@ -54,21 +55,6 @@ __global__ void pairSumToBf16Kernel(const float* y, int ldy, int tokens, int wid
         // Without split there is no second half either: y holds one row per token.
         storeBf16(split ? a[i] + b[i] : a[i], hi, hi + static_cast<long>(tokens) * ldOut, split);
     }
-}
-
-__global__ void addKernel(const float* x, float* y, long n) {
-    for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n; i += static_cast<long>(gridDim.x) * blockDim.x)
-        y[i] += x[i];
-}
-
-__global__ void bf16ToF32Kernel(const bf16* in, float* out, long n) {
-    for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n; i += static_cast<long>(gridDim.x) * blockDim.x)
-        out[i] = __bfloat162float(in[i]);
-}
-
-__global__ void f32ToBf16Kernel(const float* in, bf16* out, long n) {
-    for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n; i += static_cast<long>(gridDim.x) * blockDim.x)
-        out[i] = __float2bfloat16(in[i]);
 }
 
 __global__ void exportKernel(const float* hidden, long count, const int* ids, const float* weights, int routes,
@@ -133,21 +119,6 @@ void launchExportToHost(const float* hidden, int tokens, int width, const int* i
 
 void launchAddFromHost(const float* hostA, const float* hostB, float* x, long count, cudaStream_t s) {
     addFromHostKernel<<<gridFor(count, 256), 256, 0, s>>>(hostA, hostB, x, count);
-    TANDEM_CUDA_CHECK(cudaGetLastError());
-}
-
-void launchAdd(const float* x, float* y, long count, cudaStream_t s) {
-    addKernel<<<gridFor(count, 256), 256, 0, s>>>(x, y, count);
-    TANDEM_CUDA_CHECK(cudaGetLastError());
-}
-
-void launchBf16ToF32(const bf16* in, float* out, long count, cudaStream_t s) {
-    bf16ToF32Kernel<<<gridFor(count, 256), 256, 0, s>>>(in, out, count);
-    TANDEM_CUDA_CHECK(cudaGetLastError());
-}
-
-void launchF32ToBf16(const float* in, bf16* out, long count, cudaStream_t s) {
-    f32ToBf16Kernel<<<gridFor(count, 256), 256, 0, s>>>(in, out, count);
     TANDEM_CUDA_CHECK(cudaGetLastError());
 }
 

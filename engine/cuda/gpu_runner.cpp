@@ -255,8 +255,8 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
             collectStepClocks();
         } else {
             enqueueStep(n, rows);
+            TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
         }
-        TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
         if (*failed_.get()) throw GpuError("the CPU did not deliver the routed experts in time; the GPU gave up waiting");
         bridge_->rethrowFailure();
         if (rows > 0) {

@@ -42,9 +42,6 @@ void launchPairSum(const float* y, int ldy, int tokens, int width, float* out, i
 void launchPairSumToBf16(const float* y, int ldy, int tokens, int width, bf16* out, int ldOut, bool split,
                          cudaStream_t s);
 
-// y += x
-void launchAdd(const float* x, float* y, long count, cudaStream_t s);
-
 // Rotary tables shared by the kernels: inverse frequencies [dim / 2] and the attention factor.
 struct RopeParams {
     const float* invFreq;
@@ -98,9 +95,5 @@ void launchAttention(const AttentionArgs& a, cudaStream_t s);
 // exactly as model::routeToken does on the CPU.
 void launchRouter(const float* logits, int tokens, int experts, const float* bias, const model::RouterSpec& spec,
                   int* ids, float* weights, cudaStream_t s);
-
-// out[i] = float(in[i])
-void launchBf16ToF32(const bf16* in, float* out, long count, cudaStream_t s);
-void launchF32ToBf16(const float* in, bf16* out, long count, cudaStream_t s);
 
 }  // namespace tandem::cuda
