@@ -33,6 +33,20 @@ std::vector<int> readIdsFile(const std::string& path) {
     return parseIds(s.str(), path);
 }
 
+std::vector<std::vector<int>> readPromptsFile(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw tandem::Error("cannot read " + path);
+    std::vector<std::vector<int>> prompts;
+    int lineNumber = 0;
+    for (std::string line; std::getline(in, line);) {
+        ++lineNumber;
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        prompts.push_back(parseIds(line, path + " line " + std::to_string(lineNumber)));
+    }
+    if (prompts.empty()) throw tandem::Error(path + " holds no prompts: write one line of token ids per prompt");
+    return prompts;
+}
+
 void printIds(const std::vector<int>& ids) {
     for (std::size_t i = 0; i < ids.size(); ++i) std::printf(i ? " %d" : "%d", ids[i]);
     std::printf("\n");

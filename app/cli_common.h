@@ -9,6 +9,8 @@
 // Whitespace-separated token ids; `where` names the source in errors.
 std::vector<int> parseIds(const std::string& text, const std::string& where);
 std::vector<int> readIdsFile(const std::string& path);
+// One prompt of whitespace-separated ids per line; blank lines are skipped.
+std::vector<std::vector<int>> readPromptsFile(const std::string& path);
 // Prints ids space-separated on one line.
 void printIds(const std::vector<int>& ids);
 

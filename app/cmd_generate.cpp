@@ -9,9 +9,17 @@
 int runGenerate(const CommandArgs& argv) {
     const CliArgs args(argv, {"--model", "--ids", "--ids-file", "--new-tokens", "--temperature", "--top-p", "--top-k",
                               "--seed", "--threads", "--context", "--min-p", "--repetition-penalty",
-                              "--presence-penalty", "--frequency-penalty", "--device", "--experts", "--defer", "--skip"});
-    const auto prompt = args.optional("--ids") ? parseIds(*args.optional("--ids"), "--ids")
-                                               : readIdsFile(args.required("--ids-file"));
+                              "--presence-penalty", "--frequency-penalty", "--device", "--experts", "--defer", "--skip",
+                              "--prompts-file"});
+    // --prompts-file: one prompt of ids per line, each answered in a fresh session on one line of output,
+    // so an evaluation over many prompts loads the model once.
+    std::vector<std::vector<int>> prompts;
+    if (const auto file = args.optional("--prompts-file")) {
+        prompts = readPromptsFile(*file);
+    } else {
+        prompts.push_back(args.optional("--ids") ? parseIds(*args.optional("--ids"), "--ids")
+                                                 : readIdsFile(args.required("--ids-file")));
+    }
     tandem::EngineOptions options;
     options.threads = args.integer("--threads", 0);
     options.contextLength = args.integer("--context", options.contextLength);
@@ -37,17 +45,20 @@ int runGenerate(const CommandArgs& argv) {
     gen.sampling.frequencyPenalty = static_cast<float>(args.number("--frequency-penalty", gen.sampling.frequencyPenalty));
     gen.sampling.seed = static_cast<std::uint64_t>(args.integer("--seed", 0));
 
-    auto session = engine->newSession();
-    applyDeferral(args, *session);
-    bool first = true;
-    const auto stats = session->generate(prompt, gen, [&](int token) {
-        std::printf(first ? "%d" : " %d", token);
+    tandem::GenerationStats stats;
+    for (const auto& prompt : prompts) {
+        auto session = engine->newSession();
+        applyDeferral(args, *session);
+        bool first = true;
+        stats = session->generate(prompt, gen, [&](int token) {
+            std::printf(first ? "%d" : " %d", token);
+            std::fflush(stdout);
+            first = false;
+            return true;
+        });
+        std::printf("\n");
         std::fflush(stdout);
-        first = false;
-        return true;
-    });
-    std::printf("\n");
-    std::fflush(stdout);
+    }
     std::fprintf(stderr, "prompt: %d tokens at %.1f tok/s; generated: %d tokens at %.1f tok/s%s\n", stats.promptTokens,
                  stats.prefillTokensPerSecond(), stats.generatedTokens, stats.decodeTokensPerSecond(),
                  stats.stoppedAtEos ? " (end of sequence)" : "");
