@@ -31,9 +31,9 @@ commands:
             Prefill the prompt ids in FILE, then decode N tokens greedily. Writes every logits row
             (prompt positions, then one row per generated token) as little-endian float32 to the
             --logits-out file and prints the generated ids.
-  generate  --model DIR (--ids "ID ..." | --ids-file FILE | --prompts-file FILE) [--new-tokens N] [--temperature T]
-            [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R] [--presence-penalty P]
-            [--frequency-penalty F] [--seed S] [--threads N] [--context N]
+  generate  --model DIR (--ids "ID ..." | --ids-file FILE | --prompts-file FILE) [--new-tokens N]
+            [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R]
+            [--presence-penalty P] [--frequency-penalty F] [--seed S] [--threads N] [--context N]
             [--device cpu|gpu|auto] [--experts TYPE] [--defer D | --skip D]
             Generate from prompt ids, printing ids as they come and the speed at the end.
             --prompts-file holds one prompt per line; each gets a fresh session and one output line.

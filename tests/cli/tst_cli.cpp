@@ -114,6 +114,20 @@ private slots:
                                    "5", "--temperature", "0.8", "--seed", "3"});
         QCOMPARE(again.out, r.out);
     }
+
+    // --prompts-file answers each line in a fresh session: the same ids as one --ids run per prompt.
+    void generateFromPromptsFile() {
+        const QStringList common = {"--model", fixturePath("tiny-qwen3moe"), "--new-tokens", "4", "--temperature", "0"};
+        const auto first = runCli(QStringList{"generate", "--ids", "1 2 3"} + common);
+        const auto second = runCli(QStringList{"generate", "--ids", "7 8"} + common);
+        const auto both = runCli(QStringList{"generate", "--prompts-file", idsFile("1 2 3\n\n7 8\n")} + common);
+        QCOMPARE(both.exitCode, 0);
+        QCOMPARE(both.out, first.out + second.out);
+
+        const auto empty = runCli(QStringList{"generate", "--prompts-file", idsFile("\n")} + common);
+        QVERIFY(empty.exitCode != 0);
+        QVERIFY2(empty.err.contains("no prompts"), qPrintable(empty.err));
+    }
 };
 
 QTEST_GUILESS_MAIN(CliTest)
