@@ -57,6 +57,11 @@ bool GpuRunner::splitPrecision() {
 
 namespace {
 
+bool decodeThroughCublas() {
+    const char* p = std::getenv("TANDEM_GPU_GEMV");
+    return p && std::string(p) == "cublas";
+}
+
 long pairsWidth(const model::ModelConfig& c) {
     const Widths w = widthsOf(c);
     return std::max({w.qkv, w.q, w.comb, w.gateUp, w.attn, static_cast<long>(c.hiddenSize), static_cast<long>(c.vocabSize)});
@@ -82,7 +87,7 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Ro
                      const GpuWeights& weights, const model::Rope& rope, int capacity, int maxChunk)
     : config_(config), weights_(weights),
       rope_{weights.ropeInvFreq.get(), rope.dim(), config.ropeInterleaved, rope.attentionFactor()},
-      split_(splitPrecision()), capacity_(capacity),
+      split_(splitPrecision()), cublasDecode_(decodeThroughCublas()), capacity_(capacity),
       maxChunk_(maxChunk), waitMode_(waitModeFromEnvironment()) {
     const model::ModelConfig& c = config;
     const Widths w = widthsOf(c);
@@ -515,6 +520,10 @@ void GpuRunner::enqueueMla(int l, int tokens) {
 
 void GpuRunner::project(const bf16* w, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy,
                         bool accumulate) {
+    if (tokens == 1 && !cublasDecode_) {
+        launchGemv(w, n, k, x, ldx, split_, y, accumulate, stream_);
+        return;
+    }
     if (!split_) {
         gemmBf16(blas_, w, n, k, x, ldx, tokens, y, ldy, accumulate ? 1.0f : 0.0f);
         return;

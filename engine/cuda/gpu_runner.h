@@ -66,6 +66,8 @@ private:
     const GpuWeights& weights_;
     RopeParams rope_;
     bool split_;  // split-precision GEMM inputs (kernels.h); TANDEM_GPU_PRECISION=bf16 turns it off
+    // Decode's products through cuBLAS instead of our GEMV (TANDEM_GPU_GEMV=cublas), to compare the two.
+    bool cublasDecode_;
     int capacity_;
     int maxChunk_;
 

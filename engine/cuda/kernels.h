@@ -34,6 +34,11 @@ void launchExportToHost(const float* hidden, int tokens, int width, const int* i
                         float* hostHidden, int* hostIds, float* hostWeights, cudaStream_t s);
 void launchAddFromHost(const float* hostA, const float* hostB, float* x, long count, cudaStream_t s);
 
+// Decode's y = W x (or y += W x) for one token, W bf16 [n, k] row-major; with split, x's lo row (ldx
+// below it) is added to x as it is read: one kernel for what a GEMM and a pair sum did.
+void launchGemv(const bf16* w, int n, int k, const bf16* x, int ldx, bool split, float* y, bool accumulate,
+                cudaStream_t s);
+
 // out[t] = y[t] + y[tokens + t] (or +=, with accumulate): the two halves of a split GEMM.
 // out may be y itself.
 void launchPairSum(const float* y, int ldy, int tokens, int width, float* out, int ldOut, bool accumulate,
