@@ -1,6 +1,8 @@
 // A GGUF seen as the model it holds: the configuration from llama.cpp's metadata equals the one of the
 // fixture's config.json, the tokenizer made from tokenizer.ggml.* encodes every golden.json case as
 // the Hugging Face original does, and what cannot be imported fails with a message saying why.
+#include <QDir>
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -13,6 +15,7 @@
 #include "model/config.h"
 #include "model/gguf_config.h"
 #include "model/gguf_tensors.h"
+#include "runtime/convert_model.h"
 #include "tandem/engine.h"
 #include "tandem/error.h"
 #include "tandem/tokenizer.h"
@@ -164,6 +167,29 @@ private slots:
         GgufWriter q2 = ggufFromFixture("tiny-qwen3moe", {kF32, true});
         q2.tensor("blk.0.attn_extra.weight", 10 /* Q2_K */, {256}, QByteArray(84, '\0'));
         expectError(q2, "has type Q2_K, which Tandem cannot read");
+    }
+
+    // The converter's resume works for a GGUF as for a folder: an interrupted conversion keeps its
+    // finished layers, and a finished store is up to date.
+    void conversionResumes() {
+        const QString gguf = writeGguf("tiny-qwen3moe", ggufFromFixture("tiny-qwen3moe", {kQ4_0, true}));
+        const QString store = tmp_.filePath("resumed-store");
+        const runtime::ConvertOptions options{gguf.toStdString(), store.toStdString(), cpu::ExpertType::INT4, 2};
+        struct Interrupt {};
+        try {
+            runtime::convertModel(options, [](const runtime::ConvertProgress& p) {
+                if (p.layer == 1) throw Interrupt{};
+            });
+            QFAIL("the conversion was not interrupted");
+        } catch (const Interrupt&) {
+        }
+        QVERIFY(QDir(store + ".partial").exists());
+        const auto resumed = runtime::convertModel(options, {});
+        QCOMPARE(resumed.resumedLayers, 1);
+        QCOMPARE(resumed.packedLayers, 2);
+        QVERIFY(resumed.denseResumed);
+        QVERIFY(runtime::convertModel(options, {}).upToDate);
+        QVERIFY(QFile::exists(store + "/tokenizer_config.json"));
     }
 
     void engineAsksToConvert() {
