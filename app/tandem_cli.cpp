@@ -20,10 +20,12 @@ commands:
             engine next to the memory bandwidth measured in the same run. --verify first checks the
             selected kernels (TANDEM_CPU_ISA) against the scalar ones; --sweep times GEMV against
             GEMM kernels at the given rows per expert. With --json the last line is a JSON object.
-  convert   --model DIR --out STORE --experts bf16|int8|int4 [--threads N] [--verify]
-            Pack a Hugging Face MoE checkpoint (bf16 or DeepSeek FP8) into a Tandem store: the routed
-            experts in the CPU kernels' layout, everything else unchanged. Works in STORE.partial and
-            renames it at the end; run the same command again to resume an interrupted conversion.
+  convert   --model DIR|FILE.gguf --out STORE --experts bf16|int8|int4 [--threads N] [--verify]
+            Pack a Hugging Face MoE checkpoint (bf16 or DeepSeek FP8) or a llama.cpp GGUF (qwen3moe,
+            deepseek2, Mixtral; F32/F16/BF16/Q8_0/Q4_0/Q4_K/Q5_K/Q6_K/IQ4_XS; any part of a split
+            file) into a Tandem store: the routed experts in the CPU kernels' layout, everything else
+            unchanged (a GGUF's quantized dense tensors as bf16). Works in STORE.partial and renames
+            it at the end; run the same command again to resume an interrupted conversion.
             --verify then reads the whole store back against its checksums; with --out and --verify
             alone it checks an existing store.
   eval      --model DIR --ids-file FILE --new-tokens N --logits-out FILE [--threads N]

@@ -2,11 +2,13 @@
 
 #include <cstring>
 
+#include "io/gguf_quant.h"
+
 namespace tandem::cpu {
 
 void WeightMatrix::dequantRow(std::int64_t r, float* out) const {
     const std::int64_t row = firstRow + r;
-    const std::byte* src = data + static_cast<std::size_t>(row * cols) * io::dtypeSize(dtype);
+    const std::byte* src = data + static_cast<std::size_t>(row) * io::dtypeRowBytes(dtype, cols);
     switch (dtype) {
     case io::DType::F32: std::memcpy(out, src, static_cast<std::size_t>(cols) * sizeof(float)); return;
     case io::DType::BF16:
@@ -33,7 +35,7 @@ void WeightMatrix::dequantRow(std::int64_t r, float* out) const {
         }
         return;
     }
-    default: break;
+    default: io::dequantizeBlocks(dtype, src, cols, out); return;
     }
 }
 

@@ -77,6 +77,11 @@ TensorRef Checkpoint::get(const std::string& name) const {
     return {it->second, &info, it->second->data(info)};
 }
 
+TensorView Checkpoint::view(const std::string& name) const {
+    const TensorRef t = get(name);
+    return {"tensor '" + name + "' in " + t.file->path().string(), t.info->dtype, t.info->shape, t.data.data()};
+}
+
 std::vector<std::string> Checkpoint::tensorNames() const {
     std::vector<std::string> names;
     names.reserve(where_.size());

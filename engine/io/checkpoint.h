@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "io/safetensors.h"
+#include "io/tensor_lookup.h"
 
 namespace tandem::io {
 
@@ -18,14 +19,16 @@ struct TensorRef {
     std::span<const std::byte> data;
 };
 
-class Checkpoint {
+class Checkpoint : public TensorLookup {
 public:
     explicit Checkpoint(const std::filesystem::path& dir);
 
     const std::filesystem::path& dir() const { return dir_; }
-    bool has(const std::string& name) const { return where_.count(name) != 0; }
+    bool has(const std::string& name) const override { return where_.count(name) != 0; }
     // Throws an Error naming the folder when the checkpoint has no such tensor.
     TensorRef get(const std::string& name) const;
+    TensorView view(const std::string& name) const override;
+    std::string describe() const override { return dir_.string(); }
     std::vector<std::string> tensorNames() const;
     std::uint64_t totalBytes() const;
 

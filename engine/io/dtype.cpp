@@ -11,14 +11,20 @@ namespace {
 struct NamedType {
     std::string_view name;
     DType type;
-    std::size_t size;
+    std::size_t size;                // of an element, or of a block
+    std::size_t blockValues = 1;
+    bool safetensors = true;         // a type safetensors files may hold
 };
 
+// The block layouts of the GGUF types are described in io/gguf_quant.cpp.
 constexpr NamedType kTypes[] = {
-    {"F32", DType::F32, 4},         {"F16", DType::F16, 2}, {"BF16", DType::BF16, 2},
-    {"F8_E4M3", DType::F8_E4M3, 1}, {"I32", DType::I32, 4}, {"I64", DType::I64, 8},
-    {"U8", DType::U8, 1},           {"I8", DType::I8, 1},   {"BOOL", DType::BOOL, 1},
-    {"F64", DType::F64, 8},
+    {"F32", DType::F32, 4},          {"F16", DType::F16, 2},          {"BF16", DType::BF16, 2},
+    {"F8_E4M3", DType::F8_E4M3, 1},  {"I32", DType::I32, 4},          {"I64", DType::I64, 8},
+    {"U8", DType::U8, 1},            {"I8", DType::I8, 1},            {"BOOL", DType::BOOL, 1},
+    {"F64", DType::F64, 8},          {"Q8_0", DType::Q8_0, 34, 32, false},
+    {"Q4_0", DType::Q4_0, 18, 32, false},     {"Q4_K", DType::Q4_K, 144, 256, false},
+    {"Q5_K", DType::Q5_K, 176, 256, false},   {"Q6_K", DType::Q6_K, 210, 256, false},
+    {"IQ4_XS", DType::IQ4_XS, 136, 256, false},
 };
 
 float decodeF8E4M3(std::uint8_t bits) {
@@ -47,7 +53,7 @@ const std::array<float, 256> kF8E4M3ToFloat = makeF8Table();
 
 std::optional<DType> dtypeFromName(std::string_view name) {
     for (const auto& t : kTypes)
-        if (t.name == name) return t.type;
+        if (t.name == name && t.safetensors) return t.type;
     return std::nullopt;
 }
 
@@ -62,6 +68,14 @@ std::size_t dtypeSize(DType type) {
         if (t.type == type) return t.size;
     return 0;
 }
+
+std::size_t dtypeBlockValues(DType type) {
+    for (const auto& t : kTypes)
+        if (t.type == type) return t.blockValues;
+    return 1;
+}
+
+bool isBlockQuantized(DType type) { return dtypeBlockValues(type) > 1; }
 
 float f16ToFloat(std::uint16_t h) {
     const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000) << 16;

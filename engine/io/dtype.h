@@ -1,5 +1,7 @@
 #pragma once
-// Element types of checkpoint tensors and their conversion to float32.
+// Element types of checkpoint tensors and their conversion to float32. Besides the safetensors types
+// there are the block-quantized types of GGUF files (io/gguf_quant.h): a row of such a type is a run
+// of fixed-size blocks, each holding 32 or 256 values with their scales.
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -8,12 +10,23 @@
 
 namespace tandem::io {
 
-enum class DType : std::uint8_t { F32, F16, BF16, F8_E4M3, I32, I64, U8, I8, BOOL, F64 };
+enum class DType : std::uint8_t {
+    F32, F16, BF16, F8_E4M3, I32, I64, U8, I8, BOOL, F64,
+    Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, IQ4_XS,  // GGUF only
+};
 
-// The safetensors spelling ("BF16", "F8_E4M3", ...); nullopt for a type we do not know.
+// The safetensors spelling ("BF16", "F8_E4M3", ...); nullopt for a type a safetensors file cannot hold.
 std::optional<DType> dtypeFromName(std::string_view name);
 std::string_view dtypeName(DType t);
+// Bytes of one element, or of one block for the block-quantized types.
 std::size_t dtypeSize(DType t);
+// Values per block: 1 for the plain types, 32 or 256 for the block-quantized ones.
+std::size_t dtypeBlockValues(DType t);
+bool isBlockQuantized(DType t);
+// Bytes of a row of `cols` values; cols must be a multiple of dtypeBlockValues(t).
+inline std::uint64_t dtypeRowBytes(DType t, std::int64_t cols) {
+    return static_cast<std::uint64_t>(cols) / dtypeBlockValues(t) * dtypeSize(t);
+}
 
 inline float bf16ToFloat(std::uint16_t bits) {
     const std::uint32_t u = static_cast<std::uint32_t>(bits) << 16;

@@ -23,16 +23,16 @@ std::uint64_t alignmentOf(std::uint64_t bytes) {
 
 SafetensorsPlan planSafetensors(std::vector<TensorSource> tensors, const std::map<std::string, std::string>& metadata) {
     std::stable_sort(tensors.begin(), tensors.end(), [](const TensorSource& a, const TensorSource& b) {
-        return alignmentOf(a.data.size()) > alignmentOf(b.data.size());
+        return alignmentOf(a.bytes()) > alignmentOf(b.bytes());
     });
     SafetensorsPlan plan;
     nlohmann::ordered_json header;
     if (!metadata.empty()) header["__metadata__"] = metadata;
     std::uint64_t at = 0;
     for (const auto& t : tensors) {
-        header[t.name] = {{"dtype", dtypeName(t.dtype)}, {"shape", t.shape}, {"data_offsets", {at, at + t.data.size()}}};
+        header[t.name] = {{"dtype", dtypeName(t.dtype)}, {"shape", t.shape}, {"data_offsets", {at, at + t.bytes()}}};
         plan.begins.push_back(at);
-        at += t.data.size();
+        at += t.bytes();
     }
     plan.header = header.dump();
     while ((8 + plan.header.size()) % kAlignment != 0) plan.header += ' ';
@@ -68,7 +68,21 @@ std::uint64_t writeSafetensors(const SafetensorsPlan& plan, const std::filesyste
     for (int i = 0; i < 8; ++i) length[i] = static_cast<std::byte>((plan.header.size() >> (8 * i)) & 0xff);
     put(length);
     put(std::as_bytes(std::span(plan.header.data(), plan.header.size())));
-    for (const auto& t : plan.tensors) put(t.data);
+    // A produced tensor is made straight into the piece, in as many parts as it takes.
+    auto produce = [&](const TensorSource& t) {
+        for (std::uint64_t done = 0; done < t.producedBytes;) {
+            const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(t.producedBytes - done, pieceBytes - piece.size()));
+            const std::size_t at = piece.size();
+            piece.resize(at + n);
+            t.produce(done, {piece.data() + at, n});
+            done += n;
+            if (piece.size() == pieceBytes) flush();
+        }
+    };
+    for (const auto& t : plan.tensors) {
+        if (t.produce) produce(t);
+        else put(t.data);
+    }
     if (!piece.empty()) flush();
     file.syncAndDropCache();
     return foldPieceHashes(hashes);

@@ -25,6 +25,12 @@ struct TensorSource {
     DType dtype = DType::F32;
     std::vector<std::int64_t> shape;
     std::span<const std::byte> data;
+    // A tensor made while it is written (dequantized from a GGUF, say): `produce(offset, out)` fills
+    // out with the tensor's bytes [offset, offset + out.size()) of producedBytes; `data` stays empty.
+    std::function<void(std::uint64_t offset, std::span<std::byte> out)> produce;
+    std::uint64_t producedBytes = 0;
+
+    std::uint64_t bytes() const { return produce ? producedBytes : data.size(); }
 };
 
 struct SafetensorsPlan {

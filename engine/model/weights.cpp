@@ -17,35 +17,35 @@ std::string shapeString(const std::vector<std::int64_t>& s) {
 
 class Loader {
 public:
-    Loader(const io::Checkpoint& ckpt, const ModelConfig& config, ModelWeights& out)
+    Loader(const io::TensorLookup& ckpt, const ModelConfig& config, ModelWeights& out)
         : ckpt_(ckpt), config_(config), out_(out) {}
 
     WeightMatrix matrix(const std::string& name, std::int64_t rows, std::int64_t cols) {
-        const io::TensorRef t = ckpt_.get(name);
-        const auto type = t.info->dtype;
-        if (type != io::DType::F32 && type != io::DType::F16 && type != io::DType::BF16 && type != io::DType::F8_E4M3)
-            throw Error(where(t, name) + " has type " + std::string(io::dtypeName(type)) +
-                        "; a weight matrix must be F32, F16, BF16 or F8_E4M3");
-        expectShape(t, name, {rows, cols});
+        const io::TensorView t = ckpt_.view(name);
+        const auto type = t.dtype;
+        if (type != io::DType::F32 && type != io::DType::F16 && type != io::DType::BF16 && type != io::DType::F8_E4M3 &&
+            !io::isBlockQuantized(type))
+            throw Error(t.source + " has type " + std::string(io::dtypeName(type)) +
+                        "; a weight matrix must be F32, F16, BF16, F8_E4M3 or a GGUF quantized type");
+        expectShape(t, {rows, cols});
         WeightMatrix m;
         m.dtype = type;
         m.rows = rows;
         m.cols = cols;
-        m.data = t.data.data();
+        m.data = t.data;
         if (type == io::DType::F8_E4M3) attachBlockScales(name, m);
         return m;
     }
 
     std::vector<float> vector(const std::string& name, std::int64_t n) {
-        const io::TensorRef t = ckpt_.get(name);
-        const auto type = t.info->dtype;
+        const io::TensorView t = ckpt_.view(name);
+        const auto type = t.dtype;
         if (type != io::DType::F32 && type != io::DType::F16 && type != io::DType::BF16)
-            throw Error(where(t, name) + " has type " + std::string(io::dtypeName(type)) +
-                        "; expected F32, F16 or BF16");
-        expectShape(t, name, {n});
+            throw Error(t.source + " has type " + std::string(io::dtypeName(type)) + "; expected F32, F16 or BF16");
+        expectShape(t, {n});
         std::vector<float> v(static_cast<std::size_t>(n));
         const std::size_t size = io::dtypeSize(type);
-        for (std::int64_t i = 0; i < n; ++i) v[i] = io::loadAsFloat(type, t.data.data() + i * size);
+        for (std::int64_t i = 0; i < n; ++i) v[i] = io::loadAsFloat(type, t.data + i * size);
         return v;
     }
 
@@ -57,37 +57,32 @@ public:
     }
 
 private:
-    std::string where(const io::TensorRef& t, const std::string& name) const {
-        return "tensor '" + name + "' in " + t.file->path().string();
-    }
-
-    void expectShape(const io::TensorRef& t, const std::string& name, const std::vector<std::int64_t>& shape) const {
-        if (t.info->shape != shape)
-            throw Error(where(t, name) + " has shape " + shapeString(t.info->shape) + ", expected " +
-                        shapeString(shape) + " from config.json");
+    void expectShape(const io::TensorView& t, const std::vector<std::int64_t>& shape) const {
+        if (t.shape != shape)
+            throw Error(t.source + " has shape " + shapeString(t.shape) + ", expected " + shapeString(shape) +
+                        " from the model's configuration");
     }
 
     void attachBlockScales(const std::string& name, WeightMatrix& m) {
         const std::string scaleName = name + "_scale_inv";
         if (!ckpt_.has(scaleName))
-            throw Error("FP8 weight '" + name + "' in " + ckpt_.dir().string() + " has no '" + scaleName + "'");
-        const io::TensorRef s = ckpt_.get(scaleName);
+            throw Error("FP8 weight '" + name + "' in " + ckpt_.describe() + " has no '" + scaleName + "'");
+        const io::TensorView s = ckpt_.view(scaleName);
         m.blockRows = config_.fp8BlockRows;
         m.blockCols = config_.fp8BlockCols;
         const std::int64_t sr = (m.rows + m.blockRows - 1) / m.blockRows;
         const std::int64_t sc = (m.cols + m.blockCols - 1) / m.blockCols;
-        expectShape(s, scaleName, {sr, sc});
-        if (s.info->dtype != io::DType::F32 && s.info->dtype != io::DType::BF16)
-            throw Error(where(s, scaleName) + " has type " + std::string(io::dtypeName(s.info->dtype)) +
-                        "; expected F32");
+        expectShape(s, {sr, sc});
+        if (s.dtype != io::DType::F32 && s.dtype != io::DType::BF16)
+            throw Error(s.source + " has type " + std::string(io::dtypeName(s.dtype)) + "; expected F32");
         auto& scales = out_.scaleStore.emplace_back(static_cast<std::size_t>(sr * sc));
-        const std::size_t size = io::dtypeSize(s.info->dtype);
-        for (std::size_t i = 0; i < scales.size(); ++i) scales[i] = io::loadAsFloat(s.info->dtype, s.data.data() + i * size);
+        const std::size_t size = io::dtypeSize(s.dtype);
+        for (std::size_t i = 0; i < scales.size(); ++i) scales[i] = io::loadAsFloat(s.dtype, s.data + i * size);
         m.blockScales = scales.data();
         m.scaleCols = sc;
     }
 
-    const io::Checkpoint& ckpt_;
+    const io::TensorLookup& ckpt_;
     const ModelConfig& config_;
     ModelWeights& out_;
 };
@@ -147,7 +142,7 @@ void loadFeedForward(Loader& l, const ModelConfig& c, int layer, const std::stri
 
 }  // namespace
 
-ModelWeights loadWeights(const io::Checkpoint& ckpt, const ModelConfig& c, bool routedExperts) {
+ModelWeights loadWeights(const io::TensorLookup& ckpt, const ModelConfig& c, bool routedExperts) {
     ModelWeights w;
     Loader l(ckpt, c, w);
     w.embed = l.matrix("model.embed_tokens.weight", c.vocabSize, c.hiddenSize);

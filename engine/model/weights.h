@@ -1,13 +1,14 @@
 #pragma once
-// The tensors of a model, looked up by their Hugging Face names, checked against the config's shapes,
-// and held as views into the memory-mapped checkpoint. Only small vectors (norms, biases, FP8 block
+// The tensors of a model, looked up by their Hugging Face names (in a checkpoint folder, or a GGUF file
+// through model/gguf_tensors.h), checked against the config's shapes, and held as views into the
+// memory mapping. Only small vectors (norms, biases, FP8 block
 // scales) are copied, into float32.
 #include <deque>
 #include <optional>
 #include <vector>
 
 #include "cpu/weight_matrix.h"
-#include "io/checkpoint.h"
+#include "io/tensor_lookup.h"
 #include "model/config.h"
 
 namespace tandem::model {
@@ -58,6 +59,6 @@ struct ModelWeights {
 
 // Throws tandem::Error naming the tensor, its shard and the problem (missing, wrong shape, wrong type).
 // Without routedExperts the routed experts are left out (a packed store holds them elsewhere).
-ModelWeights loadWeights(const io::Checkpoint& checkpoint, const ModelConfig& config, bool routedExperts = true);
+ModelWeights loadWeights(const io::TensorLookup& tensors, const ModelConfig& config, bool routedExperts = true);
 
 }  // namespace tandem::model

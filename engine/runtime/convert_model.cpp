@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <future>
 #include <memory>
 
@@ -57,7 +58,7 @@ io::StoreFile describeFile(const fs::path& path, std::uint64_t checksum, std::ui
 }
 
 void releaseSource(const cpu::WeightMatrix& m) {
-    const std::size_t rowBytes = static_cast<std::size_t>(m.cols) * io::dtypeSize(m.dtype);
+    const std::size_t rowBytes = io::dtypeRowBytes(m.dtype, m.cols);
     io::releaseMappedPages({m.data + static_cast<std::size_t>(m.firstRow) * rowBytes, static_cast<std::size_t>(m.rows) * rowBytes});
 }
 
@@ -100,7 +101,8 @@ private:
 };
 
 ConvertResult Converter::run() {
-    if (options_.model.empty() || options_.out.empty()) throw Error("convert needs a model folder and an output folder");
+    if (options_.model.empty() || options_.out.empty())
+        throw Error("convert needs a model (folder or .gguf file) and an output folder");
     plan_ = planConversion(options_.model, options_.experts);
     const io::StoreManifest wanted = plan_.emptyManifest();
     output_ = inspectOutput(options_.out, wanted);
@@ -125,7 +127,7 @@ ConvertResult Converter::run() {
         if (!looksFinished(file)) needed += plan_.layerBytes();
     }
     progress_.bytesTotal = needed;
-    for (const auto& name : plan_.sideFiles) needed += fs::file_size(plan_.source / name);
+    for (const auto& file : plan_.sideFiles) needed += file.text ? file.text->size() : fs::file_size(plan_.source / file.name);
     checkFreeSpace(needed + kManifestBytes);
 
     manifest_ = startOutput(output_, wanted);
@@ -177,10 +179,18 @@ void Converter::checkFreeSpace(std::uint64_t needed) const {
 }
 
 void Converter::copySideFiles() {
-    for (const auto& name : plan_.sideFiles) {
+    for (const auto& file : plan_.sideFiles) {
+        const fs::path to = output_.partial / file.name;
+        if (file.text) {
+            std::ofstream out(to, std::ios::binary | std::ios::trunc);
+            out << *file.text;
+            out.close();
+            if (!out) throw io::OutputError("cannot write " + to.string() + "; is the disk full?");
+            continue;
+        }
         std::error_code ec;
-        fs::copy_file(plan_.source / name, output_.partial / name, fs::copy_options::overwrite_existing, ec);
-        if (ec) throw io::OutputError("cannot copy " + (plan_.source / name).string() + " into the store: " + ec.message());
+        fs::copy_file(plan_.source / file.name, to, fs::copy_options::overwrite_existing, ec);
+        if (ec) throw io::OutputError("cannot copy " + (plan_.source / file.name).string() + " into the store: " + ec.message());
     }
 }
 

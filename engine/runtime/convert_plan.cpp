@@ -8,6 +8,9 @@
 
 #include "io/packed_store.h"
 #include "io/store_checksum.h"
+#include "model/gguf_config.h"
+#include "runtime/convert_gguf.h"
+#include "text/gguf_tokenizer.h"
 #include "tandem/error.h"
 
 #ifndef TANDEM_VERSION
@@ -86,6 +89,7 @@ std::string readText(const fs::path& path) {
 
 // Refuses expert-looking tensors the packed layers would not hold, so nothing is dropped silently.
 void checkRoutedExpert(const ExpertName& n, const std::string& name, const model::ModelConfig& c, const fs::path& dir) {
+    const std::string input = fs::is_directory(dir) ? "checkpoint" : "file";
     const bool mixtral = c.arch == model::Architecture::Mixtral;
     const std::string section = mixtral ? "block_sparse_moe" : "mlp";
     std::vector<std::string> known;
@@ -97,8 +101,8 @@ void checkRoutedExpert(const ExpertName& n, const std::string& name, const model
     if (n.section != section || !c.isMoeLayer(n.layer) || n.expert >= c.numExperts ||
         std::find(known.begin(), known.end(), n.rest) == known.end())
         throw Error(dir.string() + ": tensor '" + name + "' looks like a routed expert, but " + c.modelType +
-                    " with this config.json has no such expert weight; the checkpoint does not match its config, "
-                    "or its layout is not supported");
+                    " with this configuration has no such expert weight; the " + input +
+                    " does not match its config, or its layout is not supported");
 }
 
 std::uint64_t fingerprintOf(const fs::path& dir, const io::Checkpoint& checkpoint) {
@@ -132,9 +136,10 @@ io::StoreManifest ConversionPlan::emptyManifest() const {
     return m;
 }
 
-ConversionPlan planConversion(const fs::path& modelDir, cpu::ExpertType type) {
-    ConversionPlan p;
-    p.source = fs::absolute(modelDir).lexically_normal();
+namespace {
+
+// The input and everything read from it; the tensor listing is left to the caller.
+void openFolder(ConversionPlan& p) {
     if (!fs::is_directory(p.source)) throw Error("model folder " + p.source.string() + " does not exist");
     if (io::PackedStore::isStore(p.source))
         throw Error(p.source.string() + " is a packed Tandem store already; convert reads the Hugging Face folder "
@@ -142,6 +147,32 @@ ConversionPlan planConversion(const fs::path& modelDir, cpu::ExpertType type) {
     p.config = model::loadModelConfig(p.source);
     p.checkpoint = std::make_unique<io::Checkpoint>(p.source);
     p.weights = model::loadWeights(*p.checkpoint, p.config);
+    for (const char* file : kSideFiles)
+        if (fs::is_regular_file(p.source / file)) p.sideFiles.push_back({file, std::nullopt});
+    p.fingerprint = fingerprintOf(p.source, *p.checkpoint);
+}
+
+void openGguf(ConversionPlan& p) {
+    p.gguf = std::make_unique<io::GgufModel>(p.source);
+    p.source = p.gguf->path();  // the first part of a split model
+    const std::string configJson = model::ggufConfigJson(*p.gguf);
+    p.config = model::ggufModelConfig(*p.gguf);
+    const auto tokenizer = text::ggufTokenizerFiles(*p.gguf);
+    p.ggufTensors = std::make_unique<model::GgufTensors>(*p.gguf, p.config);
+    p.weights = model::loadWeights(*p.ggufTensors, p.config);
+    p.sideFiles = {{"config.json", configJson},
+                   {"tokenizer.json", tokenizer.tokenizerJson},
+                   {"tokenizer_config.json", tokenizer.tokenizerConfigJson}};
+    p.fingerprint = ggufFingerprint(*p.gguf, configJson + tokenizer.tokenizerJson + tokenizer.tokenizerConfigJson);
+}
+
+}  // namespace
+
+ConversionPlan planConversion(const fs::path& model, cpu::ExpertType type) {
+    ConversionPlan p;
+    p.source = fs::absolute(model).lexically_normal();
+    if (io::GgufModel::isGgufPath(p.source)) openGguf(p);
+    else openFolder(p);
     for (int l = 0; l < p.config.numLayers; ++l)
         if (p.config.isMoeLayer(l)) p.moeLayers.push_back(l);
     if (p.moeLayers.empty())
@@ -149,18 +180,19 @@ ConversionPlan planConversion(const fs::path& modelDir, cpu::ExpertType type) {
                                         "use the folder as it is");
     p.layout = cpu::ExpertLayout::make(type, p.config.hiddenSize, p.config.moeIntermediateSize);
 
-    for (const auto& name : p.checkpoint->tensorNames()) {
+    for (const auto& name : p.checkpoint ? p.checkpoint->tensorNames() : p.ggufTensors->names()) {
         if (isBeyondLastLayer(name, p.config.numLayers)) continue;
         if (const auto expert = parseExpertName(name)) {
             checkRoutedExpert(*expert, name, p.config, p.source);
             continue;
         }
-        const auto t = p.checkpoint->get(name);
-        p.denseTensors.push_back({name, t.info->dtype, t.info->shape, t.data});
+        if (p.ggufTensors) {
+            p.denseTensors.push_back(ggufDenseTensor(*p.ggufTensors, name));
+        } else {
+            const auto t = p.checkpoint->get(name);
+            p.denseTensors.push_back({name, t.info->dtype, t.info->shape, t.data, {}, 0});
+        }
     }
-    for (const char* file : kSideFiles)
-        if (fs::is_regular_file(p.source / file)) p.sideFiles.push_back(file);
-    p.fingerprint = fingerprintOf(p.source, *p.checkpoint);
     return p;
 }
 

@@ -1,36 +1,51 @@
 #pragma once
-// What converting one Hugging Face folder into a packed store involves, worked out before anything is
-// written: the input opened and checked (config, every shard header, every tensor's shape), the MoE
+// What converting one Hugging Face folder or GGUF file into a packed store involves, worked out before
+// anything is written: the input opened and checked (config, every shard header, every tensor's shape), the MoE
 // layers and the packed layout of their experts, the tensors that go to model.safetensors unchanged,
 // and the small files copied beside them. A damaged or unsupported input fails here, with nothing
 // written yet.
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cpu/expert_format.h"
 #include "io/checkpoint.h"
+#include "io/gguf.h"
 #include "io/safetensors_writer.h"
 #include "io/store_manifest.h"
 #include "model/config.h"
+#include "model/gguf_tensors.h"
 #include "model/weights.h"
 
 namespace tandem::runtime {
 
+// A file of the store beside the tensors: copied from the source folder, or written from `text` (the
+// config.json and tokenizer files made from a GGUF's metadata).
+struct SideFile {
+    std::string name;
+    std::optional<std::string> text;
+};
+
 struct ConversionPlan {
     std::filesystem::path source;
     model::ModelConfig config;
-    std::unique_ptr<io::Checkpoint> checkpoint;  // mapped shards the views below point into
+    // The mapped input the views below point into: a Hugging Face folder, or a GGUF file seen through
+    // Hugging Face names.
+    std::unique_ptr<io::Checkpoint> checkpoint;
+    std::unique_ptr<io::GgufModel> gguf;
+    std::unique_ptr<model::GgufTensors> ggufTensors;
     model::ModelWeights weights;                 // the routed experts are read through these views
     cpu::ExpertLayout layout;
     std::vector<int> moeLayers;
     // Every tensor but the routed experts ("model.layers.L.mlp.experts.E.*", or block_sparse_moe for
     // Mixtral; shared_experts stay) and the layers past num_hidden_layers (DeepSeek-V3's unused
-    // multi-token-prediction layer), in name order.
+    // multi-token-prediction layer), in name order. From a GGUF they are made while written
+    // (runtime/convert_gguf.h).
     std::vector<io::TensorSource> denseTensors;
-    std::vector<std::string> sideFiles;          // config.json, tokenizer files, ... present in the source
+    std::vector<SideFile> sideFiles;             // config.json, tokenizer files, ...
     std::uint64_t fingerprint = 0;               // of config.json and every tensor's header entry
 
     // The manifest of a store of this conversion that holds no files yet.
@@ -39,6 +54,7 @@ struct ConversionPlan {
 };
 
 // Throws tandem::Error naming the file and the problem for a missing, damaged or unsupported input.
-ConversionPlan planConversion(const std::filesystem::path& modelDir, cpu::ExpertType type);
+// `model` is a Hugging Face folder or a .gguf file (any part of a split one).
+ConversionPlan planConversion(const std::filesystem::path& model, cpu::ExpertType type);
 
 }  // namespace tandem::runtime

@@ -9,6 +9,7 @@
 #include "cpu/moe_bench.h"
 #include "cpu/thread_pool.h"
 #include "io/checkpoint.h"
+#include "io/gguf.h"
 #include "io/packed_store.h"
 #include "model/config.h"
 #include "model/synthetic.h"
@@ -225,6 +226,11 @@ Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
 std::unique_ptr<Engine> Engine::load(const std::filesystem::path& modelDir, const EngineOptions& options) {
+    // A GGUF's tokenizer and configuration become files of a store when it is converted; the engine
+    // and the chat read those files.
+    if (io::GgufModel::isGgufPath(modelDir))
+        throw Error(modelDir.string() + " is a GGUF file; convert it into a Tandem store first: tandem-cli convert --model " +
+                    modelDir.string() + " --out STORE --experts int4 (or bf16, int8), then load STORE");
     return std::unique_ptr<Engine>(new Engine(std::make_unique<Impl>(modelDir, options)));
 }
 

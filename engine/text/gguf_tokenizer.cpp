@@ -1,0 +1,229 @@
+#include "text/gguf_tokenizer.h"
+
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "tandem/error.h"
+
+namespace tandem::text {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+// llama.cpp's token types (tokenizer.ggml.token_type). Unused ones pad the list to the embedding's
+// rows; like the Hugging Face original, the tokenizer leaves them out.
+constexpr std::int64_t kControl = 3, kUserDefined = 4, kUnused = 5;
+
+ordered_json split(const std::string& regex) {
+    return {{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}};
+}
+
+const std::string kQwen2 =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const std::string kLlama3 =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const std::string kDeepseekV3Words =
+    R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// DeepSeek-V2's cased-letter class; three Greek Extended range ends are escaped because their
+// characters change under NFC, which would turn the ranges around.
+const std::string kDeepseekLlmLetters =
+    "\\s?[A-Za-z\u00b5\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u01ba\u01bc-\u01bf\u01c4-\u0293\u0295-\u02af\u0370-\u0373"
+    "\u0376\u0377\u037b-\u037d\u037f\u0386\u0388-\u038a\u038c\u038e-\u03a1\u03a3-\u03f5\u03f7-\u0481\u048a-\u052f"
+    "\u0531-\u0556\u10a0-\u10c5\u13a0-\u13f5\u13f8-\u13fd\u1c90-\u1cba\u1cbd-\u1cbf\u1d00-\u1d2b\u1d6b-\u1d77"
+    "\u1d79-\u1d9a\u1e00-\u1f15\u1f18-\u1f1d\u1f20-\u1f45\u1f48-\u1f4d\u1f50-\u1f57\u1f59\u1f5b\u1f5d"
+    "\u1f5f-\\x{1F7D}\u1f80-\u1fb4\u1fb6-\u1fbc\u1fbe\u1fc2-\u1fc4\u1fc6-\u1fcc\u1fd0-\\x{1FD3}\u1fd6-\\x{1FDB}"
+    "\u1fe0-\u1fec\u1ff2-\u1ff4\u1ff6-\u1ffc\u2102\u2107\u210a-\u2113\u2115\u2119-\u211d\u2124\u2126\u2128"
+    "\u212a-\u212d\u212f-\u2134\u2139\u213c-\u213f\u2145-\u2149\u214e\u2183\u2184\u2c00-\u2c7b\u2c7e-\u2ce4"
+    "\u2ceb-\u2cee\u2cf2\u2cf3\ua640-\ua66d\ua680-\ua69b\ua722-\ua76f\ua771-\ua787\ua78b-\ua78e\uab70-\uabbf"
+    "\ufb00-\ufb06\ufb13-\ufb17\uff21-\uff3a\uff41-\uff5a\U00010400-\U0001044f\U000104b0-\U000104d3"
+    "\U000104d8-\U000104fb\U00010c80-\U00010cb2\U00010cc0-\U00010cf2\U000118a0-\U000118df\U0001e900-\U0001e943]+";
+
+struct PreTokenizer {
+    ordered_json preTokenizer;
+    ordered_json normalizer;
+    bool ignoreMerges = false;
+};
+
+ordered_json byteLevel(bool trimOffsets) {
+    return {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", trimOffsets}, {"use_regex", false}};
+}
+
+std::optional<PreTokenizer> preTokenizerFor(const std::string& name) {
+    auto sequence = [](std::vector<ordered_json> steps) {
+        ordered_json s = {{"type", "Sequence"}, {"pretokenizers", ordered_json::array()}};
+        for (auto& step : steps) s["pretokenizers"].push_back(std::move(step));
+        return s;
+    };
+    if (name == "qwen2")
+        return PreTokenizer{sequence({split(kQwen2), byteLevel(false)}), {{"type", "NFC"}}, false};
+    if (name == "llama-bpe" || name == "llama3")
+        return PreTokenizer{sequence({split(kLlama3), byteLevel(true)}), nullptr, true};
+    if (name == "deepseek-v3")
+        return PreTokenizer{sequence({split(R"(\p{N}{1,3})"), split("[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+"),
+                                      split(kDeepseekV3Words), byteLevel(false)}),
+                            nullptr, false};
+    if (name == "deepseek-llm")
+        return PreTokenizer{sequence({split("[\r\n]"), split(kDeepseekLlmLetters),
+                                      split("\\s?[!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3000-\u3002]+"),
+                                      split("\\s+$"), split("[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+"),
+                                      split("\\p{N}+"), byteLevel(false)}),
+                            nullptr, false};
+    return std::nullopt;
+}
+
+class Keys {
+public:
+    explicit Keys(const io::GgufModel& g) : g_(g) {}
+
+    const io::GgufValue& get(const std::string& key) const {
+        const auto* v = g_.find(key);
+        if (!v) fail(key, "is missing; the file has no tokenizer Tandem can use");
+        return *v;
+    }
+    const std::vector<io::GgufValue>& array(const std::string& key, io::GgufValueType itemType, bool integers) const {
+        const auto& v = get(key);
+        const bool ok = v.type == io::GgufValueType::Array &&
+                        (integers ? (v.items.empty() || v.items.front().isInteger()) : v.itemType == itemType);
+        if (!ok) fail(key, "is not an array of the expected type");
+        return v.items;
+    }
+    std::optional<std::int64_t> id(const std::string& key, std::size_t vocab) const {
+        const auto* v = g_.find(key);
+        if (!v) return std::nullopt;
+        if (!v->isInteger() || v->integer < 0 || static_cast<std::size_t>(v->integer) >= vocab)
+            fail(key, "is not a token id of the vocabulary");
+        return v->integer;
+    }
+    bool flag(const std::string& key, bool fallback) const {
+        const auto* v = g_.find(key);
+        if (!v) return fallback;
+        if (v->type != io::GgufValueType::Bool) fail(key, "is not a boolean");
+        return v->boolean;
+    }
+    std::string string(const std::string& key, const std::string& fallback) const {
+        const auto* v = g_.find(key);
+        if (!v) return fallback;
+        if (v->type != io::GgufValueType::String) fail(key, "is not a string");
+        return v->string;
+    }
+    [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+        throw Error(g_.path().string() + ": metadata '" + key + "' " + what);
+    }
+
+private:
+    const io::GgufModel& g_;
+};
+
+ordered_json postProcessor(const std::vector<std::string>& tokens, std::optional<std::int64_t> bos,
+                           std::optional<std::int64_t> eos, bool addBos, bool addEos) {
+    if (!(addBos && bos) && !(addEos && eos))
+        return {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}};
+    auto special = [&](std::int64_t id, int typeId) {
+        return ordered_json{{"SpecialToken", {{"id", tokens[static_cast<std::size_t>(id)]}, {"type_id", typeId}}}};
+    };
+    auto sequence = [](const char* id, int typeId) { return ordered_json{{"Sequence", {{"id", id}, {"type_id", typeId}}}}; };
+    ordered_json single = ordered_json::array(), pair = ordered_json::array(), specials = ordered_json::object();
+    for (int part = 0; part < 2; ++part) {
+        if (addBos && bos) (part ? pair : single).push_back(special(*bos, 0));
+        (part ? pair : single).push_back(sequence("A", 0));
+        if (addEos && eos) (part ? pair : single).push_back(special(*eos, 0));
+    }
+    if (addBos && bos) pair.push_back(special(*bos, 1));
+    pair.push_back(sequence("B", 1));
+    if (addEos && eos) pair.push_back(special(*eos, 1));
+    for (const auto id : {addBos ? bos : std::nullopt, addEos ? eos : std::nullopt})
+        if (id) {
+            const std::string& t = tokens[static_cast<std::size_t>(*id)];
+            specials[t] = {{"id", t}, {"ids", {*id}}, {"tokens", {t}}};
+        }
+    return {{"type", "TemplateProcessing"}, {"single", single}, {"pair", pair}, {"special_tokens", specials}};
+}
+
+}  // namespace
+
+GgufTokenizerFiles ggufTokenizerFiles(const io::GgufModel& g) {
+    const Keys keys(g);
+    const auto& model = keys.get("tokenizer.ggml.model");
+    if (model.type != io::GgufValueType::String) keys.fail("tokenizer.ggml.model", "is not a string");
+    if (model.string != "gpt2")
+        keys.fail("tokenizer.ggml.model", "is '" + model.string +
+                                              "'; Tandem imports byte-level BPE tokenizers ('gpt2'), the kind of "
+                                              "Qwen3, DeepSeek and Llama 3. Use the Hugging Face folder of this model");
+    const std::string preName = keys.string("tokenizer.ggml.pre", "default");
+    const auto pre = preTokenizerFor(preName);
+    if (!pre)
+        keys.fail("tokenizer.ggml.pre", "names the pre-tokenizer '" + preName +
+                                            "', which Tandem does not know (it knows qwen2, deepseek-v3, deepseek-llm, "
+                                            "llama-bpe); use the Hugging Face folder of this model");
+
+    const auto& tokenValues = keys.array("tokenizer.ggml.tokens", io::GgufValueType::String, false);
+    std::vector<std::string> tokens;
+    tokens.reserve(tokenValues.size());
+    for (const auto& t : tokenValues) tokens.push_back(t.string);
+    std::vector<std::int64_t> types(tokens.size(), 1);
+    if (g.find("tokenizer.ggml.token_type")) {
+        const auto& typeValues = keys.array("tokenizer.ggml.token_type", io::GgufValueType::I32, true);
+        if (typeValues.size() != tokens.size())
+            keys.fail("tokenizer.ggml.token_type", "has " + std::to_string(typeValues.size()) + " entries for " +
+                                                       std::to_string(tokens.size()) + " tokens");
+        for (std::size_t i = 0; i < types.size(); ++i) types[i] = typeValues[i].integer;
+    }
+
+    ordered_json vocab = ordered_json::object(), added = ordered_json::array();
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        if (types[i] == kControl || types[i] == kUserDefined)
+            added.push_back({{"id", i}, {"content", tokens[i]}, {"single_word", false}, {"lstrip", false},
+                             {"rstrip", false}, {"normalized", false}, {"special", types[i] == kControl}});
+        else if (types[i] != kUnused && !vocab.contains(tokens[i]))
+            vocab[tokens[i]] = i;
+    }
+    ordered_json merges = ordered_json::array();
+    for (const auto& m : keys.array("tokenizer.ggml.merges", io::GgufValueType::String, false)) {
+        const auto space = m.string.find(' ');
+        if (space == std::string::npos || space == 0 || space + 1 == m.string.size())
+            keys.fail("tokenizer.ggml.merges", "holds '" + m.string + "', which is not two tokens separated by a space");
+        merges.push_back({m.string.substr(0, space), m.string.substr(space + 1)});
+    }
+
+    const auto bos = keys.id("tokenizer.ggml.bos_token_id", tokens.size());
+    const auto eos = keys.id("tokenizer.ggml.eos_token_id", tokens.size());
+    const auto pad = keys.id("tokenizer.ggml.padding_token_id", tokens.size());
+    const bool addBos = keys.flag("tokenizer.ggml.add_bos_token", false);
+    const bool addEos = keys.flag("tokenizer.ggml.add_eos_token", false);
+
+    ordered_json tokenizer = {
+        {"version", "1.0"},
+        {"truncation", nullptr},
+        {"padding", nullptr},
+        {"added_tokens", added},
+        {"normalizer", pre->normalizer},
+        {"pre_tokenizer", pre->preTokenizer},
+        {"post_processor", postProcessor(tokens, bos, eos, addBos, addEos)},
+        {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
+        {"model",
+         {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", nullptr},
+          {"end_of_word_suffix", nullptr}, {"fuse_unk", false}, {"byte_fallback", false},
+          {"ignore_merges", pre->ignoreMerges}, {"vocab", vocab}, {"merges", merges}}},
+    };
+    auto tokenOrNull = [&](std::optional<std::int64_t> id) {
+        return id ? ordered_json(tokens[static_cast<std::size_t>(*id)]) : ordered_json(nullptr);
+    };
+    ordered_json config = {
+        {"tokenizer_class", "PreTrainedTokenizerFast"},
+        {"bos_token", tokenOrNull(bos)},
+        {"eos_token", tokenOrNull(eos)},
+        {"pad_token", tokenOrNull(pad)},
+        {"add_bos_token", addBos},
+        {"add_eos_token", addEos},
+        {"clean_up_tokenization_spaces", false},
+    };
+    if (const auto* t = g.find("tokenizer.chat_template")) {
+        if (t->type != io::GgufValueType::String) keys.fail("tokenizer.chat_template", "is not a string");
+        config["chat_template"] = t->string;
+    }
+    return {tokenizer.dump(), config.dump(2)};
+}
+
+}  // namespace tandem::text

@@ -1,0 +1,21 @@
+#pragma once
+// Turns a fixture (a Hugging Face folder) into a GGUF the way llama.cpp's converter lays one out:
+// its tensor names, stacked experts, `llama`'s permuted query/key rows, DeepSeek's split kv_b
+// (newer files) or whole kv_b (older ones), its metadata keys and tokenizer.ggml.* keys. FP8 weights
+// are dequantized first. Matrices get the chosen type where their rows fit its blocks (F32 otherwise,
+// as llama.cpp falls back); norms and biases stay F32.
+#include <QString>
+#include <cstdint>
+
+#include "gguf_writer.h"
+
+namespace tandem::test {
+
+struct GgufFixtureOptions {
+    std::uint32_t matrixType = 0;  // a ggml type id (gguf_quantize.h)
+    bool splitKvB = true;          // DeepSeek: attn_k_b + attn_v_b (llama.cpp since its MLA rework)
+};
+
+GgufWriter ggufFromFixture(const QString& fixture, const GgufFixtureOptions& options);
+
+}  // namespace tandem::test

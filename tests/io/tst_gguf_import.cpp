@@ -1,0 +1,207 @@
+// A GGUF seen as the model it holds: the configuration from llama.cpp's metadata equals the one of the
+// fixture's config.json, the tokenizer made from tokenizer.ggml.* encodes every golden.json case as
+// the Hugging Face original does, and what cannot be imported fails with a message saying why.
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "gguf_fixture.h"
+#include "gguf_quantize.h"
+#include "io/gguf.h"
+#include "model/config.h"
+#include "model/gguf_config.h"
+#include "model/gguf_tensors.h"
+#include "runtime/convert_model.h"
+#include "tandem/engine.h"
+#include "tandem/error.h"
+#include "tandem/tokenizer.h"
+#include "test_support.h"
+#include "text/gguf_tokenizer.h"
+
+using namespace tandem;
+using namespace tandem::test;
+
+class GgufImportTest : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir tmp_;
+
+    QString writeGguf(const QString& fixture, const GgufWriter& w) {
+        const QString path = tmp_.filePath(fixture + ".gguf");
+        writeFile(path, w.bytes());
+        return path;
+    }
+
+    void expectError(const GgufWriter& w, const char* expected) {
+        const QString path = tmp_.filePath("broken.gguf");
+        writeFile(path, w.bytes());
+        try {
+            const io::GgufModel gguf(path.toStdString());
+            const auto config = model::ggufModelConfig(gguf);
+            text::ggufTokenizerFiles(gguf);
+            model::GgufTensors tensors(gguf, config);
+            QFAIL(qPrintable(QString("no error; expected '%1'").arg(expected)));
+        } catch (const Error& e) {
+            QVERIFY2(QString::fromUtf8(e.what()).contains(expected), e.what());
+        }
+    }
+
+private slots:
+    void configMatchesConfigJson_data() {
+        QTest::addColumn<QString>("fixture");
+        QTest::addColumn<bool>("splitKvB");
+        for (const auto& f : fixtureNames()) {
+            QTest::newRow(qPrintable(f)) << f << true;
+            if (f.contains("deepseek")) QTest::newRow(qPrintable(f + "-kv_b")) << f << false;
+        }
+    }
+    void configMatchesConfigJson() {
+        QFETCH(QString, fixture);
+        QFETCH(bool, splitKvB);
+        const io::GgufModel gguf(writeGguf(fixture, ggufFromFixture(fixture, {kF32, splitKvB})).toStdString());
+        const model::ModelConfig a = model::ggufModelConfig(gguf);
+        const model::ModelConfig b = model::loadModelConfig(fixturePath(fixture).toStdString());
+        QCOMPARE(a.arch, b.arch);
+        QCOMPARE(a.vocabSize, b.vocabSize);
+        QCOMPARE(a.hiddenSize, b.hiddenSize);
+        QCOMPARE(a.numLayers, b.numLayers);
+        QCOMPARE(a.numHeads, b.numHeads);
+        QCOMPARE(a.numKvHeads, b.numKvHeads);
+        QCOMPARE(a.headDim, b.headDim);
+        QCOMPARE(a.kvLoraRank, b.kvLoraRank);
+        QCOMPARE(a.qLoraRank, b.qLoraRank);
+        QCOMPARE(a.qkNopeHeadDim, b.qkNopeHeadDim);
+        QCOMPARE(a.vHeadDim, b.vHeadDim);
+        QCOMPARE(a.numExperts, b.numExperts);
+        QCOMPARE(a.moeIntermediateSize, b.moeIntermediateSize);
+        QCOMPARE(a.intermediateSize, b.intermediateSize);
+        QCOMPARE(a.numSharedExperts, b.numSharedExperts);
+        QCOMPARE(a.firstKDenseReplace, b.firstKDenseReplace);
+        QCOMPARE(a.router.topK, b.router.topK);
+        QCOMPARE(a.router.scoring, b.router.scoring);
+        QCOMPARE(a.router.selection, b.router.selection);
+        QCOMPARE(a.router.numGroups, b.router.numGroups);
+        QCOMPARE(a.router.topKGroups, b.router.topKGroups);
+        QCOMPARE(a.router.normalize, b.router.normalize);
+        QCOMPARE(a.router.scale, b.router.scale);
+        QCOMPARE(a.router.hasCorrectionBias, b.router.hasCorrectionBias);
+        QCOMPARE(a.ropeTheta, b.ropeTheta);
+        QCOMPARE(a.yarn.has_value(), b.yarn.has_value());
+        if (a.yarn) {
+            QCOMPARE(a.yarn->factor, b.yarn->factor);
+            QVERIFY(std::fabs(a.yarn->mscaleAllDim - b.yarn->mscaleAllDim) < 1e-6);
+            QCOMPARE(a.yarn->originalMaxPositions, b.yarn->originalMaxPositions);
+        }
+        // Mixtral's query/key rows stay in llama.cpp's rope order, described as interleaved rope.
+        QCOMPARE(a.ropeInterleaved, b.ropeInterleaved || fixture.contains("mixtral"));
+        const model::GgufTensors tensors(gguf, a);
+        QVERIFY(tensors.has("model.layers.1.self_attn.o_proj.weight"));
+        QVERIFY(!tensors.has("model.layers.3.eh_proj.weight"));  // DeepSeek-V3's MTP layer is left out
+    }
+
+    void tokenizerMatchesGolden_data() {
+        QTest::addColumn<QString>("fixture");
+        for (const auto& f : fixtureNames()) QTest::newRow(qPrintable(f)) << f;
+    }
+    void tokenizerMatchesGolden() {
+        QFETCH(QString, fixture);
+        const io::GgufModel gguf(writeGguf(fixture, ggufFromFixture(fixture, {kF32, true})).toStdString());
+        const auto files = text::ggufTokenizerFiles(gguf);
+        const auto tokenizer = text::Tokenizer::fromJson(files.tokenizerJson, "tokenizer.json from GGUF");
+        const QJsonArray cases = QJsonDocument::fromJson(readFile(fixturePath(fixture) + "/golden.json"))
+                                     .object()["tokenizer"].toObject()["encode"].toArray();
+        QVERIFY(cases.size() > 5);
+        auto ids = [](const QJsonValue& v) {
+            std::vector<int> out;
+            for (const auto& id : v.toArray()) out.push_back(id.toInt());
+            return out;
+        };
+        for (const auto& c : cases) {
+            const auto o = c.toObject();
+            const std::string text = o["text"].toString().toStdString();
+            QCOMPARE(tokenizer.encode(text, false), ids(o["ids"]));
+            QCOMPARE(tokenizer.encode(text, true), ids(o["ids_with_specials"]));
+            QCOMPARE(QString::fromStdString(tokenizer.decode(ids(o["ids"]), false)), o["decoded"].toString());
+        }
+        const auto config = QJsonDocument::fromJson(QByteArray::fromStdString(files.tokenizerConfigJson)).object();
+        const auto original = QJsonDocument::fromJson(readFile(fixturePath(fixture) + "/tokenizer_config.json")).object();
+        QCOMPARE(config["eos_token"], original["eos_token"]);
+        QCOMPARE(config["chat_template"], original["chat_template"]);
+    }
+
+    void refusesWhatItCannotImport() {
+        QByteArray archBytes = ggufFromFixture("tiny-qwen3moe", {kF32, true}).bytes();
+        archBytes.replace("qwen3moe", "qwen9moe");  // the architecture and every key of it
+        const QString archPath = tmp_.filePath("arch.gguf");
+        writeFile(archPath, archBytes);
+        try {
+            model::ggufModelConfig(io::GgufModel(archPath.toStdString()));
+            QFAIL("an unknown architecture was imported");
+        } catch (const Error& e) {
+            QVERIFY2(QString(e.what()).contains("architecture 'qwen9moe' is not supported"), e.what());
+        }
+
+        GgufWriter pre = ggufFromFixture("tiny-qwen3moe", {kF32, true});
+        QByteArray bytes = pre.bytes();
+        bytes.replace("qwen2", "qwenX");
+        const QString path = tmp_.filePath("pre.gguf");
+        writeFile(path, bytes);
+        const io::GgufModel gguf(path.toStdString());
+        QVERIFY_THROWS_EXCEPTION(Error, text::ggufTokenizerFiles(gguf));
+        try {
+            text::ggufTokenizerFiles(gguf);
+        } catch (const Error& e) {
+            QVERIFY2(QString(e.what()).contains("pre-tokenizer 'qwenX'"), e.what());
+        }
+    }
+
+    void refusesUnknownTensorsAndTypes() {
+        GgufWriter extra = ggufFromFixture("tiny-qwen3moe", {kF32, true});
+        extra.tensor("blk.0.attn_sinks.weight", kF32, {4}, QByteArray(16, '\0'));
+        expectError(extra, "tensor 'blk.0.attn_sinks.weight' is not part of a qwen3_moe model");
+
+        GgufWriter q2 = ggufFromFixture("tiny-qwen3moe", {kF32, true});
+        q2.tensor("blk.0.attn_extra.weight", 10 /* Q2_K */, {256}, QByteArray(84, '\0'));
+        expectError(q2, "has type Q2_K, which Tandem cannot read");
+    }
+
+    // The converter's resume works for a GGUF as for a folder: an interrupted conversion keeps its
+    // finished layers, and a finished store is up to date.
+    void conversionResumes() {
+        const QString gguf = writeGguf("tiny-qwen3moe", ggufFromFixture("tiny-qwen3moe", {kQ4_0, true}));
+        const QString store = tmp_.filePath("resumed-store");
+        const runtime::ConvertOptions options{gguf.toStdString(), store.toStdString(), cpu::ExpertType::INT4, 2};
+        struct Interrupt {};
+        try {
+            runtime::convertModel(options, [](const runtime::ConvertProgress& p) {
+                if (p.layer == 1) throw Interrupt{};
+            });
+            QFAIL("the conversion was not interrupted");
+        } catch (const Interrupt&) {
+        }
+        QVERIFY(QDir(store + ".partial").exists());
+        const auto resumed = runtime::convertModel(options, {});
+        QCOMPARE(resumed.resumedLayers, 1);
+        QCOMPARE(resumed.packedLayers, 2);
+        QVERIFY(resumed.denseResumed);
+        QVERIFY(runtime::convertModel(options, {}).upToDate);
+        QVERIFY(QFile::exists(store + "/tokenizer_config.json"));
+    }
+
+    void engineAsksToConvert() {
+        const QString path = writeGguf("tiny-qwen3moe", ggufFromFixture("tiny-qwen3moe", {kF32, true}));
+        try {
+            Engine::load(path.toStdString());
+            QFAIL("a .gguf loaded directly");
+        } catch (const Error& e) {
+            QVERIFY2(QString(e.what()).contains("tandem-cli convert --model"), e.what());
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(GgufImportTest)
+#include "tst_gguf_import.moc"
