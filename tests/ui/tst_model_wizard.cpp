@@ -528,6 +528,33 @@ private slots:
         verifyLoadedWithNewChat(h, w, store);
     }
 
+    void aGgufFileGoesToTheConverterAsItIs() {
+        Harness h;
+        QTemporaryDir work;
+        const QString gguf = work.filePath("model-Q4_K_M.gguf");
+        QVERIFY(test::writeFile(gguf, QByteArray("not really a GGUF file")));
+        ModelWizard* w = h.openWizard();
+        page<ChoosePage>(w, ModelWizard::ChooseId)->localEdit()->setText(gguf);
+        w->next();
+        auto* q = page<QuantizationPage>(w, ModelWizard::QuantizationId);
+        // Its sizes are unknown before import: no figures and no recommendation, the user chooses.
+        QVERIFY(q->advice().choices.isEmpty());
+        QVERIFY(q->explanation()->text().contains("GGUF"));
+        QCOMPARE(q->chosen(), -1);
+        QVERIFY(!q->isComplete());
+        q->choose(2);
+        QVERIFY(q->isComplete());
+        w->next();
+        QCOMPARE(w->plan().convertSource(), gguf);
+        QCOMPARE(w->plan().storeFolder, h.modelsFolder() + "/model-Q4_K_M-int4");
+        // The converter gets the file itself and reports what it makes of it.
+        auto* convert = page<ConvertPage>(w, ModelWizard::ConvertId);
+        QVERIFY(QTest::qWaitFor([&] { return convert->errorLabel()->isVisible() || convert->isComplete(); }, 60000));
+        QVERIFY(!convert->isComplete());
+        QVERIFY2(convert->errorLabel()->text().contains("model-Q4_K_M.gguf"), qPrintable(convert->errorLabel()->text()));
+        QCOMPARE(convert->stopButton()->text(), QStringLiteral("Try Again"));
+    }
+
     void aPathThatIsNoModelIsExplained() {
         Harness h;
         QTemporaryDir empty;
