@@ -37,6 +37,10 @@ ConvertPage::ConvertPage(ModelWizard* wizard)
     buttons->addWidget(stop_);
     layout->addLayout(buttons);
 
+    // There is no going back to a finished step: it would only repeat it.
+    setCommitPage(true);
+    setButtonText(QWizard::CommitButton, tr("Next"));
+
     connect(stop_, &QPushButton::clicked, this, &ConvertPage::stopOrResume);
     connect(job_, &ConvertJob::progressed, this, &ConvertPage::onProgress);
     connect(job_, &ConvertJob::finished, this, &ConvertPage::onFinished);

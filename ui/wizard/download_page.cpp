@@ -1,5 +1,7 @@
 #include "ui/wizard/download_page.h"
 
+#include <algorithm>
+
 #include <QDir>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -54,6 +56,10 @@ DownloadPage::DownloadPage(ModelWizard* wizard)
     buttons->addWidget(pause_);
     buttons->addWidget(cancel_);
     layout->addLayout(buttons);
+
+    // There is no going back to a finished step: it would only repeat it.
+    setCommitPage(true);
+    setButtonText(QWizard::CommitButton, tr("Next"));
 
     connect(pause_, &QPushButton::clicked, this, &DownloadPage::togglePause);
     connect(cancel_, &QPushButton::clicked, this, &DownloadPage::cancelDownload);

@@ -1,5 +1,7 @@
 #include "ui/wizard/quantization_page.h"
 
+#include <algorithm>
+
 #include <QDir>
 #include <QFile>
 #include <QHBoxLayout>
@@ -32,6 +34,9 @@ QuantizationPage::QuantizationPage(ModelWizard* wizard)
     table_->setSelectionMode(QAbstractItemView::NoSelection);
     table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
     table_->setAccessibleName(tr("What each choice needs"));
+    table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
+    table_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    table_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Maximum);
     for (int row = 0; row < 3; ++row) {
         auto* button = new QRadioButton(precisionName(kWizardPrecisions[row]), table_);
         button->setAccessibleName(precisionName(kWizardPrecisions[row]));
@@ -46,9 +51,10 @@ QuantizationPage::QuantizationPage(ModelWizard* wizard)
     error_->setObjectName(QStringLiteral("wizardError"));
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(machine_);
-    layout->addWidget(table_, 1);
+    layout->addWidget(table_);
     layout->addWidget(explanation_);
     layout->addWidget(status_);
+    layout->addStretch();
     auto* errorRow = new QHBoxLayout;
     errorRow->addWidget(error_, 1);
     errorRow->addWidget(retry_, 0, Qt::AlignTop);
@@ -188,7 +194,8 @@ void QuantizationPage::showAdvice() {
                                                               : tr("Converted %1").arg(formatBytes(c.need.storeBytes)));
         }
     }
-    explanation_->setText(lookup_ == Lookup::Ready || !plan.fromHub() ? advice_.explanation : QString());
+    // Without sizes the advice only speaks for a GGUF file; a repository's come once its config.json is read.
+    explanation_->setText(needs.isEmpty() && plan.source != WizardPlan::Source::Gguf ? QString() : advice_.explanation);
     choices_->setExclusive(false);
     for (QAbstractButton* b : choices_->buttons()) b->setChecked(false);
     choices_->setExclusive(true);
