@@ -15,6 +15,7 @@
 #include "model/synthetic.h"
 #include "model/transformer.h"
 #include "model/weights.h"
+#include "runtime/expert_precision.h"
 #include "runtime/gpu_backend.h"
 #include "runtime/model_runner.h"
 #include "runtime/packed_experts.h"
@@ -23,19 +24,7 @@
 
 namespace tandem {
 
-namespace {
-
-// The packed type an option asks for; none for Auto and Reference.
-std::optional<cpu::ExpertType> packedType(ExpertPrecision precision) {
-    switch (precision) {
-    case ExpertPrecision::BF16: return cpu::ExpertType::BF16;
-    case ExpertPrecision::INT8: return cpu::ExpertType::INT8;
-    case ExpertPrecision::INT4: return cpu::ExpertType::INT4;
-    default: return std::nullopt;
-    }
-}
-
-}  // namespace
+using runtime::packedType;
 
 struct Engine::Impl {
     // A Hugging Face model folder, or a packed store (tandem-cli convert): its model.safetensors holds

@@ -1,6 +1,7 @@
 #include "ui/app/model_controller.h"
 
 #include <QDir>
+#include <QFileInfo>
 
 namespace tandem::ui {
 
@@ -25,9 +26,13 @@ QString ModelController::configuredModelDir() const {
 
 void ModelController::loadConfigured() {
     const QString dir = configuredModelDir();
-    if (dir.isEmpty()) {
-        lastError_.clear();
+    if (dir.isEmpty() || !QFileInfo::exists(dir)) {
+        // Nothing to load is not a failure: the window offers to get a model instead of an error.
+        lastError_ = dir.isEmpty() ? QString()
+                                   : tr("The model folder %1 is gone (moved or deleted).").arg(QDir::toNativeSeparators(dir));
+        summary_ = {};
         setState(State::NoModel);
+        emit modelMissing(dir);
         return;
     }
     const EngineSettings e = settings_->engine();

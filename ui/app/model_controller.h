@@ -29,7 +29,8 @@ public:
     QString configuredModelDir() const;
 
 public slots:
-    // Loads the model Settings name, with Settings' engine options.
+    // Loads the model Settings name, with Settings' engine options. With no model named and none shipped,
+    // or a model folder that is gone, the state is NoModel and modelMissing says so.
     void loadConfigured();
     // Makes `dir` the configured model and loads it.
     void loadModelFolder(const QString& dir);
@@ -39,6 +40,8 @@ signals:
     void loadRequested(const tandem::ui::LoadRequest& request);
     void stateChanged(tandem::ui::ModelController::State state);
     void loadFailed(const QString& message);
+    // There is no model to load: none configured and none shipped (dir empty), or `dir` is gone.
+    void modelMissing(const QString& dir);
     void modelReady(const tandem::ui::ModelSummary& summary);
     void deferralChanged(int experts);
 

@@ -115,6 +115,7 @@ int renderScreenshot(const QString& path, ThemeChoice theme) {
     options.inMemoryDatabase = true;
     options.settings = std::move(settings);
     options.monitorSystem = false;
+    options.offerModelWizard = false;
     TandemApp app(std::move(options));
 
     QEventLoop wait;

@@ -21,7 +21,7 @@ std::unique_ptr<QSettings> userSettings() {
 
 TandemApp::TandemApp(TandemAppOptions options)
     : settings_(std::make_unique<AppSettings>(options.settings ? std::move(options.settings) : userSettings())),
-      monitorSystem_(options.monitorSystem) {
+      monitorSystem_(options.monitorSystem), offerModelWizard_(options.offerModelWizard) {
     std::unique_ptr<Database> database;
     if (options.inMemoryDatabase) {
         database = Database::openInMemory();
@@ -61,7 +61,12 @@ TandemApp::TandemApp(TandemAppOptions options)
     connect(chat_.get(), &ChatController::answerCompleted, stats_.get(), &StatsModel::setAnswerStats);
 
     window_ = std::make_unique<MainWindow>(MainWindowParts{chat_.get(), model_.get(), conversations_.get(), messages_.get(),
-                                                           stats_.get(), settings_.get(), monitor_.get()});
+                                                           stats_.get(), settings_.get(), monitor_.get(),
+                                                           std::move(options.downloaderFactory), std::move(options.machineFigures)});
+    // No model to load is the moment to get one: the wizard opens instead of an error. Queued, so that
+    // it opens over the window once that is shown.
+    if (offerModelWizard_)
+        connect(model_.get(), &ModelController::modelMissing, window_.get(), &MainWindow::openModelWizard, Qt::QueuedConnection);
     connect(store_.get(), &ConversationStore::writeFailed, window_.get(),
             [w = window_.get()](const QString& m) { w->showStoreProblem(m); });
     if (!databaseProblem_.isEmpty()) window_->showStoreProblem(databaseProblem_);
@@ -76,6 +81,9 @@ void TandemApp::start() {
     applyTheme(settings_->appearance());
     chat_->openLastConversation();
     model_->loadConfigured();
+    // A download or conversion that stopped when the app was closed: offer to carry on.
+    if (offerModelWizard_ && settings_->modelWizardState().stage != ModelWizardState::Stage::None)
+        QMetaObject::invokeMethod(window_.get(), &MainWindow::openModelWizard, Qt::QueuedConnection);
     if (monitorSystem_) monitor_->start();
 }
 

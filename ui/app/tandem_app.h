@@ -17,6 +17,7 @@
 #include "ui/monitor/system_monitor.h"
 #include "ui/settings/app_settings.h"
 #include "ui/store/conversation_store.h"
+#include "ui/wizard/model_wizard.h"
 
 namespace tandem::ui {
 
@@ -29,6 +30,10 @@ struct TandemAppOptions {
     ModelRunnerFactory runnerFactory;     // null: the real engine
     std::optional<QString> embeddedModelDir;  // unset: findEmbeddedModel(); empty: none
     bool monitorSystem = true;
+    ModelDownloaderFactory downloaderFactory;  // null: the Hub client
+    MachineFiguresProvider machineFigures;     // null: this machine's
+    // Open the model wizard when there is no model to load, or an earlier run of it stopped mid-way.
+    bool offerModelWizard = true;
 };
 
 class TandemApp : public QObject {
@@ -75,6 +80,7 @@ private:
     std::unique_ptr<ChatController> chat_;
     std::unique_ptr<MainWindow> window_;
     bool monitorSystem_;
+    bool offerModelWizard_;
 };
 
 }  // namespace tandem::ui

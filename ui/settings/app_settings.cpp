@@ -2,6 +2,7 @@
 
 #include <QCryptographicHash>
 #include <QDir>
+#include <QStandardPaths>
 
 namespace tandem::ui {
 namespace {
@@ -97,6 +98,47 @@ int AppSettings::deferralForModel(const QString& modelDir) const {
 
 void AppSettings::setDeferralForModel(const QString& modelDir, int experts) {
     settings_->setValue(modelKey(modelDir), std::max(0, experts));
+}
+
+QString AppSettings::modelsFolder() const {
+    const QString chosen = settings_->value("wizard/modelsFolder").toString();
+    if (!chosen.isEmpty()) return chosen;
+    return QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) + QStringLiteral("/models");
+}
+
+void AppSettings::setModelsFolder(const QString& folder) { settings_->setValue("wizard/modelsFolder", QDir::cleanPath(folder)); }
+
+ModelWizardState AppSettings::modelWizardState() const {
+    ModelWizardState w;
+    w.stage = enumValue(*settings_, "wizard/stage", ModelWizardState::Stage::None, 4);
+    w.name = settings_->value("wizard/name").toString();
+    w.repo = settings_->value("wizard/repo").toString();
+    w.revision = settings_->value("wizard/revision").toString();
+    w.filesJson = settings_->value("wizard/files").toString();
+    w.sourcePath = settings_->value("wizard/sourcePath").toString();
+    w.storeDir = settings_->value("wizard/storeDir").toString();
+    w.experts = settings_->value("wizard/experts").toString();
+    return w;
+}
+
+void AppSettings::setModelWizardState(const ModelWizardState& w) {
+    settings_->setValue("wizard/stage", static_cast<int>(w.stage));
+    settings_->setValue("wizard/name", w.name);
+    settings_->setValue("wizard/repo", w.repo);
+    settings_->setValue("wizard/revision", w.revision);
+    settings_->setValue("wizard/files", w.filesJson);
+    settings_->setValue("wizard/sourcePath", w.sourcePath);
+    settings_->setValue("wizard/storeDir", w.storeDir);
+    settings_->setValue("wizard/experts", w.experts);
+    // Written at once: the point is to survive the app being closed or killed mid-way.
+    settings_->sync();
+}
+
+void AppSettings::clearModelWizardState() {
+    const QString folder = settings_->value("wizard/modelsFolder").toString();
+    settings_->remove("wizard");
+    if (!folder.isEmpty()) settings_->setValue("wizard/modelsFolder", folder);
+    settings_->sync();
 }
 
 QByteArray AppSettings::windowState() const { return settings_->value("window/state").toByteArray(); }

@@ -37,6 +37,22 @@ struct Appearance {
     bool operator==(const Appearance&) const = default;
 };
 
+// Where the model wizard stopped, so that reopening Tandem offers to carry on: the files of an
+// interrupted download stay in downloadDir and an interrupted conversion in storeDir + ".partial".
+struct ModelWizardState {
+    enum class Stage { None, Downloading, Converting, Loading };
+    Stage stage = Stage::None;
+    QString name;         // what the user knows the model as: "DeepSeek-V3", a repository id, a folder name
+    QString repo;         // a Hugging Face repository; empty for a local folder or .gguf
+    QString revision;
+    QString filesJson;    // the repository's files to download: [{"path", "size", "sha256"}]
+    QString sourcePath;   // what is converted: the download folder, a local folder or a .gguf file
+    QString storeDir;     // the packed store being made
+    QString experts;      // "bf16", "int8" or "int4"
+
+    bool operator==(const ModelWizardState&) const = default;
+};
+
 class AppSettings {
 public:
     // Takes the QSettings to use; tests pass an INI file in a temporary folder.
@@ -54,6 +70,13 @@ public:
     // The deferral last chosen for a model folder, or the default.
     int deferralForModel(const QString& modelDir) const;
     void setDeferralForModel(const QString& modelDir, int experts);
+
+    // The folder the model wizard puts models in: <XDG data dir>/models unless the user chose another.
+    QString modelsFolder() const;
+    void setModelsFolder(const QString& folder);
+    ModelWizardState modelWizardState() const;
+    void setModelWizardState(const ModelWizardState& state);
+    void clearModelWizardState();
 
     QByteArray windowState() const;
     void setWindowState(const QByteArray& state);

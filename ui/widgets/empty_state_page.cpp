@@ -10,7 +10,7 @@ namespace tandem::ui {
 
 EmptyStatePage::EmptyStatePage(QWidget* parent)
     : QWidget(parent), title_(new QLabel(this)), detail_(new QLabel(this)), busy_(new QProgressBar(this)),
-      open_(new QPushButton(tr("Open Model Folder…"), this)), download_(new QPushButton(tr("Download a Model…"), this)) {
+      open_(new QPushButton(tr("Open Model Folder…"), this)), download_(new QPushButton(tr("Get a Model…"), this)) {
     setObjectName(QStringLiteral("emptyState"));
     auto* layout = new QVBoxLayout(this);
     layout->addStretch(2);
@@ -32,10 +32,9 @@ EmptyStatePage::EmptyStatePage(QWidget* parent)
     buttons->addStretch();
     open_->setAccessibleName(tr("Open model folder"));
     open_->setToolTip(tr("Choose a folder with a Hugging Face model: config.json, *.safetensors and tokenizer.json"));
-    // The model download wizard is its own issue; the button is here so the way in is obvious.
-    download_->setEnabled(false);
-    download_->setAccessibleName(tr("Download a model (coming soon)"));
-    download_->setToolTip(tr("Downloading models from inside Tandem is coming in a later version."));
+    download_->setAccessibleName(tr("Get a model"));
+    download_->setToolTip(tr("Download a model from Hugging Face, or convert one you have, with the model wizard"));
+    download_->setDefault(true);
     buttons->addWidget(open_);
     buttons->addWidget(download_);
     buttons->addStretch();
@@ -55,9 +54,10 @@ void EmptyStatePage::setMode(Mode mode, const QString& detail) {
     switch (mode) {
     case Mode::NoModel:
         title_->setText(tr("No model yet"));
-        detail_->setText(tr("Tandem chats with a model on this computer. Open the folder of a downloaded Hugging Face "
-                            "model (config.json, *.safetensors, tokenizer.json). Downloading from inside Tandem is "
-                            "coming soon."));
+        detail_->setText((detail.isEmpty() ? QString() : detail + QStringLiteral("\n\n")) +
+                         tr("Tandem chats with a model on this computer. Get one from Hugging Face with the model "
+                            "wizard, or open the folder of a model you have (config.json, *.safetensors, "
+                            "tokenizer.json)."));
         break;
     case Mode::Loading:
         title_->setText(tr("Loading %1…").arg(detail));

@@ -104,6 +104,7 @@ MainWindow::MainWindow(const MainWindowParts& parts, QWidget* parent)
     connect(dashboard_, &Dashboard::deferralChosen, model, &ModelController::setDeferral);
     connect(banner_, &NotificationBanner::actionTriggered, this, &MainWindow::openModelFolder);
     connect(emptyState_, &EmptyStatePage::openModelRequested, this, &MainWindow::openModelFolder);
+    connect(emptyState_, &EmptyStatePage::downloadModelRequested, this, &MainWindow::openModelWizard);
     connect(parts_.messages, &QAbstractItemModel::modelReset, this, &MainWindow::updateChatPage);
     connect(parts_.messages, &QAbstractItemModel::rowsInserted, this, &MainWindow::updateChatPage);
     connect(parts_.messages, &QAbstractItemModel::rowsRemoved, this, &MainWindow::updateChatPage);
@@ -169,6 +170,7 @@ void MainWindow::buildMenus() {
         parts_.chat->newConversation();
         composer_->focusInput();
     });
+    file->addAction(tr("&Get a Model…"), this, &MainWindow::openModelWizard)->setObjectName(QStringLiteral("getModelAction"));
     file->addAction(tr("&Open Model Folder…"), QKeySequence::Open, this, &MainWindow::openModelFolder);
     file->addAction(tr("&Reload Model"), this, [this] {
         parts_.chat->stop();  // a load waits for the answer in progress; stop it first
@@ -224,7 +226,7 @@ void MainWindow::updateChatPage() {
     }
     ModelController* m = parts_.model;
     switch (m->state()) {
-    case ModelController::State::NoModel: emptyState_->setMode(EmptyStatePage::Mode::NoModel); break;
+    case ModelController::State::NoModel: emptyState_->setMode(EmptyStatePage::Mode::NoModel, m->lastError()); break;
     case ModelController::State::Loading:
         emptyState_->setMode(EmptyStatePage::Mode::Loading, QFileInfo(m->loadingDir()).fileName());
         break;
@@ -239,7 +241,7 @@ void MainWindow::updateModelState() {
     switch (m->state()) {
     case ModelController::State::NoModel:
         modelStatus_->setText(tr("No model"));
-        composer_->setUnavailableReason(tr("Open a model folder to start chatting"));
+        composer_->setUnavailableReason(tr("Get a model or open a model folder to start chatting"));
         dashboard_->setModel(nullptr, 0);
         break;
     case ModelController::State::Loading:
@@ -299,6 +301,17 @@ void MainWindow::openModelFolder() {
     banner_->hide();
     parts_.chat->stop();
     parts_.model->loadModelFolder(dir);
+}
+
+void MainWindow::openModelWizard() {
+    if (!wizard_) {
+        wizard_ = new ModelWizard({parts_.settings, parts_.model, parts_.chat, parts_.downloaderFactory, parts_.machineFigures}, this);
+        wizard_->setAttribute(Qt::WA_DeleteOnClose);
+    }
+    // Not modal: a download takes hours, and the conversations stay readable meanwhile.
+    wizard_->show();
+    wizard_->raise();
+    wizard_->activateWindow();
 }
 
 bool MainWindow::applySettings(const SettingsValues& values) {

@@ -2,10 +2,12 @@
 // The window: conversations on the left, the chat in the middle, the dashboard docked on the right.
 // It wires user actions to the controllers and shows what they report; the decisions live there.
 #include <QMainWindow>
+#include <QPointer>
 
 #include "ui/app/chat_controller.h"
 #include "ui/app/model_controller.h"
 #include "ui/widgets/settings_dialog.h"
+#include "ui/wizard/model_wizard.h"
 
 class QAction;
 class QLabel;
@@ -33,6 +35,8 @@ struct MainWindowParts {
     StatsModel* stats;
     AppSettings* settings;
     SystemMonitor* monitor;
+    ModelDownloaderFactory downloaderFactory = {};  // null: the Hub client
+    MachineFiguresProvider machineFigures = {};     // null: this machine's
 };
 
 class MainWindow : public QMainWindow {
@@ -57,11 +61,15 @@ public:
     EmptyStatePage* emptyState() const { return emptyState_; }
     ContextIndicator* contextIndicator() const { return context_; }
     bool isShowingConversation() const;
+    // The model wizard while it is open.
+    ModelWizard* modelWizard() const { return wizard_; }
     QAction* stopAction() const { return stopAction_; }
 
 public slots:
     void openSettings();
     void openModelFolder();
+    // Opens the model wizard, or brings it to the front when it is open already.
+    void openModelWizard();
     void openConversationSettings();
     void confirmDelete(qint64 conversationId);
     void exportConversation(qint64 conversationId, bool markdown);
@@ -93,6 +101,7 @@ private:
     QLabel* storeStatus_;
     QAction* stopAction_ = nullptr;
     QAction* regenerateAction_ = nullptr;
+    QPointer<ModelWizard> wizard_;
 };
 
 }  // namespace tandem::ui

@@ -63,7 +63,7 @@ QString styleSheetFor(const Colors& c, double basePoint) {
                "#assistantMessage { background: transparent; }"
                "#messageAuthor { font-weight: 600; }"
                "#messageFooter, #codeLanguage, #hint, #contextLabel { color: %3; font-size: %4pt; }"
-               "#messageFooter[problem=\"true\"] { color: %5; }"
+               "#messageFooter[problem=\"true\"], #wizardError { color: %5; }"
                "#reasoningText { color: %3; }"
                "#reasoningToggle { color: %3; border: none; background: transparent; }"
                "#codeBlock { background: %6; border: 1px solid %7; border-radius: 8px; }"

@@ -1,0 +1,69 @@
+#pragma once
+// Getting a model ready for Tandem, for the desktop app's model wizard: what a model will need (RAM,
+// VRAM, disk) worked out from its config.json alone, before anything is downloaded, and the conversion
+// of a downloaded checkpoint into a packed model store with progress and cancel.
+//
+//   const auto need = tandem::estimateFootprint("/models/Qwen3-30B-A3B", tandem::ExpertPrecision::INT4);
+//   tandem::convertModel({"/models/Qwen3-30B-A3B", "/models/Qwen3-30B-A3B-int4", ExpertPrecision::INT4},
+//                        [](const tandem::ConvertProgress& p) { ...; return !cancelled; });
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "tandem/engine.h"
+
+namespace tandem {
+
+// Bytes a model takes, per place. The routed experts live in RAM and are read by the CPU; everything
+// else (attention, dense and shared MLPs, routers, embeddings) runs on the GPU in bf16.
+struct Footprint {
+    std::uint64_t totalParameters = 0;   // the model's own weights (DeepSeek-V3's MTP layers not counted)
+    std::uint64_t activeParameters = 0;  // used per token: all but the routed experts, plus k of them
+    std::uint64_t routedExpertBytes = 0; // the routed experts packed in the chosen type
+    std::uint64_t denseBytes = 0;        // everything else, in bf16 (FP8 is widened on upload)
+    std::uint64_t kvCacheBytes = 0;      // one conversation's KV cache at the context length (float32)
+    std::uint64_t ramBytes = 0;          // routedExpertBytes + kvCacheBytes
+    std::uint64_t vramBytes = 0;         // denseBytes + kvCacheBytes
+    std::uint64_t downloadBytes = 0;     // the safetensors shards as published (FP8 with its scales, MTP)
+    std::uint64_t storeBytes = 0;        // the converted store's model.safetensors and expert files
+    int contextLength = 0;               // what the KV cache was counted for (capped by the model's limit)
+};
+
+// From DIR/config.json, or from a config.json file given directly. `experts` is BF16, INT8 or INT4
+// (Auto counts as BF16). Throws tandem::Error for a missing, malformed or unsupported config.
+Footprint estimateFootprint(const std::filesystem::path& modelDirOrConfigJson, ExpertPrecision experts,
+                            int contextLength = 4096);
+// The same from config.json's text; `where` names it in errors.
+Footprint estimateFootprintFromJson(const std::string& configJson, ExpertPrecision experts, int contextLength = 4096,
+                                    const std::string& where = "config.json");
+
+struct ConvertRequest {
+    std::filesystem::path model;  // a Hugging Face model folder
+    std::filesystem::path out;    // the store to write (built in OUT.partial, renamed at the end)
+    ExpertPrecision experts = ExpertPrecision::BF16;  // BF16, INT8 or INT4
+    int threads = 0;              // <= 0: one per hardware thread
+};
+
+struct ConvertProgress {
+    int layer = 0, layers = 0;  // MoE layers finished (packed, or kept from an interrupted run) of all
+    int resumedLayers = 0;      // of those, kept from an interrupted run
+    std::uint64_t bytesWritten = 0, bytesTotal = 0;  // by this run
+    double seconds = 0;
+};
+
+struct ConvertOutcome {
+    bool cancelled = false;  // onProgress asked to stop; OUT.partial stays and the same request resumes it
+    bool upToDate = false;   // OUT already held this conversion
+    int packedLayers = 0, resumedLayers = 0;
+    std::filesystem::path store;
+};
+
+// Converts request.model into a packed store at request.out, resuming an interrupted run of the same
+// conversion. onProgress runs on the calling thread after every batch of experts and every piece of
+// the dense file; returning false stops the conversion there. Throws tandem::Error with a message for
+// the user (a bad input, an --out that is not a store, too little disk space, a write error).
+ConvertOutcome convertModel(const ConvertRequest& request,
+                            const std::function<bool(const ConvertProgress&)>& onProgress = {});
+
+}  // namespace tandem

@@ -1,0 +1,43 @@
+// tandem::convertModel: the public face of runtime::convertModel, with cancel.
+#include "runtime/convert_model.h"
+#include "runtime/expert_precision.h"
+#include "tandem/convert.h"
+
+namespace tandem {
+
+namespace {
+
+// Thrown from the progress callback to stop the converter where it is; convertModel treats an
+// exception from the callback like Ctrl-C and keeps OUT.partial for the next run to resume.
+struct StopRequested {};
+
+}  // namespace
+
+ConvertOutcome convertModel(const ConvertRequest& request, const std::function<bool(const ConvertProgress&)>& onProgress) {
+    runtime::ConvertOptions options;
+    options.model = request.model;
+    options.out = request.out;
+    options.threads = request.threads;
+    const auto type = runtime::packedType(request.experts == ExpertPrecision::Auto ? ExpertPrecision::BF16 : request.experts);
+    if (!type) throw Error("a store holds its routed experts packed: choose bf16, int8 or int4");
+    options.experts = *type;
+
+    ConvertOutcome outcome;
+    try {
+        const runtime::ConvertResult result = runtime::convertModel(options, [&](const runtime::ConvertProgress& p) {
+            if (!onProgress) return;
+            const ConvertProgress progress{p.layer, p.layers, p.resumedLayers, p.bytesWritten, p.bytesTotal, p.seconds};
+            if (!onProgress(progress)) throw StopRequested{};
+        });
+        outcome.upToDate = result.upToDate;
+        outcome.packedLayers = result.packedLayers;
+        outcome.resumedLayers = result.resumedLayers;
+        outcome.store = result.store;
+    } catch (const StopRequested&) {
+        outcome.cancelled = true;
+        outcome.store = request.out;
+    }
+    return outcome;
+}
+
+}  // namespace tandem

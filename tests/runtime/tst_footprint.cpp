@@ -1,0 +1,191 @@
+// The public conversion API (tandem/convert.h): footprints worked out from config.json against what
+// converting the fixtures really produces, the parameter counts of the wizard's curated models against
+// their published figures, and convertModel's cancel and resume.
+#include <QDir>
+#include <QDirIterator>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "tandem/convert.h"
+#include "test_support.h"
+
+using namespace tandem;
+using namespace tandem::test;
+
+namespace {
+
+std::uint64_t sizeOfFiles(const QString& dir, const QString& pattern) {
+    std::uint64_t total = 0;
+    for (const QFileInfo& f : QDir(dir).entryInfoList({pattern}, QDir::Files)) total += static_cast<std::uint64_t>(f.size());
+    return total;
+}
+
+double relativeDifference(std::uint64_t estimate, std::uint64_t actual) {
+    return std::abs(static_cast<double>(estimate) - static_cast<double>(actual)) / static_cast<double>(actual);
+}
+
+QJsonObject curatedModel(const QString& name) {
+    QFile file(QStringLiteral(TANDEM_CURATED_MODELS));
+    if (!file.open(QIODevice::ReadOnly)) return {};
+    for (const auto& m : QJsonDocument::fromJson(file.readAll()).object()["models"].toArray())
+        if (m.toObject()["name"].toString() == name) return m.toObject();
+    return {};
+}
+
+Footprint curatedFootprint(const QString& name, ExpertPrecision experts = ExpertPrecision::INT4, int context = 4096) {
+    const QJsonObject model = curatedModel(name);
+    return estimateFootprintFromJson(QJsonDocument(model["config"].toObject()).toJson().toStdString(), experts, context,
+                                     name.toStdString());
+}
+
+}  // namespace
+
+class TestFootprint : public QObject {
+    Q_OBJECT
+
+private slots:
+    void estimatesMatchTheConvertedFixtures_data() {
+        QTest::addColumn<QString>("fixture");
+        QTest::addColumn<int>("experts");
+        for (const QString& name : fixtureNames())
+            for (const auto& [label, p] : {std::pair{"bf16", ExpertPrecision::BF16}, std::pair{"int8", ExpertPrecision::INT8},
+                                          std::pair{"int4", ExpertPrecision::INT4}})
+                QTest::addRow("%s %s", qPrintable(name), label) << name << static_cast<int>(p);
+    }
+
+    void estimatesMatchTheConvertedFixtures() {
+        QFETCH(QString, fixture);
+        QFETCH(int, experts);
+        const auto precision = static_cast<ExpertPrecision>(experts);
+        const QString source = fixturePath(fixture);
+        QTemporaryDir dir;
+        const QString store = dir.filePath("store");
+        const ConvertOutcome outcome = convertModel({source.toStdString(), store.toStdString(), precision, 2});
+        QVERIFY(!outcome.cancelled);
+
+        const Footprint f = estimateFootprint(source.toStdString(), precision);
+        // The expert files are sized by the packed layout itself: exact.
+        QCOMPARE(f.routedExpertBytes, sizeOfFiles(store, "experts-*.bin"));
+        // The rest counts tensors from the config; headers are estimated and the FP8 fixture keeps one
+        // projection in bf16 that the real DeepSeek-V3 stores as FP8.
+        const std::uint64_t storeBytes = sizeOfFiles(store, "experts-*.bin") + sizeOfFiles(store, "model.safetensors");
+        QVERIFY2(relativeDifference(f.storeBytes, storeBytes) < 0.02,
+                 qPrintable(QString("store: estimated %1, converted %2").arg(f.storeBytes).arg(storeBytes)));
+        const std::uint64_t shards = sizeOfFiles(source, "*.safetensors") - sizeOfFiles(source, "golden.safetensors");
+        QVERIFY2(relativeDifference(f.downloadBytes, shards) < 0.02,
+                 qPrintable(QString("download: estimated %1, published %2").arg(f.downloadBytes).arg(shards)));
+        QCOMPARE(f.ramBytes, f.routedExpertBytes + f.kvCacheBytes);
+        QCOMPARE(f.vramBytes, f.denseBytes + f.kvCacheBytes);
+        QVERIFY(f.activeParameters < f.totalParameters);
+    }
+
+    void theKvCacheGrowsWithTheContextUpToTheModelsLimit() {
+        const QString config = fixturePath("tiny-qwen3moe") + "/config.json";
+        // 3 layers x (keys + values of 2 heads x 32) float32 per position.
+        const Footprint short_ = estimateFootprint(config.toStdString(), ExpertPrecision::BF16, 1000);
+        QCOMPARE(short_.kvCacheBytes, std::uint64_t{3} * 2 * 2 * 32 * 4 * 1000);
+        QCOMPARE(short_.contextLength, 1000);
+        const Footprint capped = estimateFootprint(config.toStdString(), ExpertPrecision::BF16, 1 << 20);
+        QCOMPARE(capped.contextLength, 40960);  // max_position_embeddings
+        // MLA caches the latent and the rotary key: 32 + 16 per position and layer.
+        const Footprint mla = estimateFootprint(fixturePath("tiny-deepseekv2").toStdString(), ExpertPrecision::BF16, 100);
+        QCOMPARE(mla.kvCacheBytes, std::uint64_t{3} * (32 + 16) * 4 * 100);
+    }
+
+    void theCuratedModelsHaveTheirPublishedSizes_data() {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<double>("totalBillions");
+        QTest::addColumn<double>("activeBillions");
+        // The figures on the model cards.
+        QTest::newRow("DeepSeek-V3") << "DeepSeek-V3" << 671.0 << 37.0;
+        QTest::newRow("DeepSeek-R1") << "DeepSeek-R1" << 671.0 << 37.0;
+        QTest::newRow("Kimi-K2") << "Kimi-K2" << 1040.0 << 32.0;
+        QTest::newRow("Qwen3-235B-A22B") << "Qwen3-235B-A22B" << 235.0 << 22.0;
+        QTest::newRow("Qwen3-30B-A3B") << "Qwen3-30B-A3B" << 30.5 << 3.3;
+        // DeepSeek-V2's card counts 2.4 B active without the 0.2 B embedding table; the others include it.
+        QTest::newRow("DeepSeek-V2-Lite") << "DeepSeek-V2-Lite" << 15.7 << 2.6;
+        QTest::newRow("Mixtral-8x7B") << "Mixtral-8x7B" << 46.7 << 12.9;
+    }
+
+    void theCuratedModelsHaveTheirPublishedSizes() {
+        QFETCH(QString, name);
+        QFETCH(double, totalBillions);
+        QFETCH(double, activeBillions);
+        QVERIFY2(!curatedModel(name).isEmpty(), qPrintable(name + " is missing from " TANDEM_CURATED_MODELS));
+        const Footprint f = curatedFootprint(name);
+        const double total = static_cast<double>(f.totalParameters) / 1e9;
+        const double active = static_cast<double>(f.activeParameters) / 1e9;
+        QVERIFY2(std::abs(total - totalBillions) / totalBillions < 0.02, qPrintable(QString("total %1 B").arg(total)));
+        QVERIFY2(std::abs(active - activeBillions) / activeBillions < 0.06, qPrintable(QString("active %1 B").arg(active)));
+    }
+
+    void deepSeekV3NeedsWhatItsReleaseSays() {
+        const Footprint int4 = curatedFootprint("DeepSeek-V3", ExpertPrecision::INT4);
+        const Footprint bf16 = curatedFootprint("DeepSeek-V3", ExpertPrecision::BF16);
+        // The FP8 release with its MTP layer: 163 shards, 688.6 GB.
+        QVERIFY2(std::abs(static_cast<double>(int4.downloadBytes) / 1e9 - 688.6) < 688.6 * 0.02,
+                 qPrintable(QString::number(int4.downloadBytes)));
+        // 58 MoE layers x 256 experts x 44 M weights: 4.5 bits each in int4, 16 in bf16.
+        QVERIFY(int4.routedExpertBytes > 360'000'000'000ull && int4.routedExpertBytes < 380'000'000'000ull);
+        QVERIFY(bf16.routedExpertBytes > 1'300'000'000'000ull && bf16.routedExpertBytes < 1'340'000'000'000ull);
+        // What is not a routed expert, in bf16: ~17 G weights.
+        QVERIFY(int4.denseBytes > 30'000'000'000ull && int4.denseBytes < 40'000'000'000ull);
+        QCOMPARE(int4.denseBytes, bf16.denseBytes);
+    }
+
+    void aBadConfigIsAClearError() {
+        QTemporaryDir dir;
+        QVERIFY_THROWS_EXCEPTION(Error, estimateFootprint(dir.path().toStdString(), ExpertPrecision::INT4));
+        try {
+            estimateFootprintFromJson(R"({"model_type": "llama"})", ExpertPrecision::INT4);
+            QFAIL("an unsupported model was accepted");
+        } catch (const Error& e) {
+            QVERIFY2(QString(e.what()).contains("not supported"), e.what());
+        }
+        QVERIFY_THROWS_EXCEPTION(Error, estimateFootprint(fixturePath("tiny-qwen3moe").toStdString(), ExpertPrecision::Reference));
+    }
+
+    void aCancelledConversionResumesWhereItStopped() {
+        QTemporaryDir dir;
+        const QString out = dir.filePath("store");
+        const auto source = fixturePath("tiny-qwen3moe").toStdString();
+        int calls = 0;
+        ConvertOutcome first = convertModel({source, out.toStdString(), ExpertPrecision::INT4, 2}, [&](const ConvertProgress& p) {
+            ++calls;
+            return p.layer < 1;  // stop once the first MoE layer is done
+        });
+        QVERIFY(first.cancelled);
+        QVERIFY(calls > 0);
+        QVERIFY(!QFileInfo::exists(out));
+        QVERIFY(QFileInfo::exists(out + ".partial/tandem-store.json"));
+
+        ConvertProgress last;
+        const ConvertOutcome second = convertModel({source, out.toStdString(), ExpertPrecision::INT4, 2}, [&](const ConvertProgress& p) {
+            last = p;
+            return true;
+        });
+        QVERIFY(!second.cancelled);
+        QCOMPARE(second.resumedLayers, 1);
+        QCOMPARE(second.packedLayers, 2);
+        QCOMPARE(last.layer, last.layers);
+        QVERIFY(QFileInfo::exists(out + "/tandem-store.json"));
+        QVERIFY(!QFileInfo::exists(out + ".partial"));
+
+        const ConvertOutcome third = convertModel({source, out.toStdString(), ExpertPrecision::INT4, 2});
+        QVERIFY(third.upToDate);
+    }
+
+    void onlyPackedTypesConvert() {
+        QTemporaryDir dir;
+        QVERIFY_THROWS_EXCEPTION(Error, convertModel({fixturePath("tiny-qwen3moe").toStdString(),
+                                                      dir.filePath("store").toStdString(), ExpertPrecision::Reference}));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestFootprint)
+#include "tst_footprint.moc"

@@ -1,0 +1,606 @@
+// The model wizard on the offscreen platform: every page driven like a user, downloads through a
+// scripted downloader that serves a fixture as a Hugging Face repository, conversions and loads for
+// real (tiny-qwen3moe), the quantization advice on made-up machines, resuming after the wizard (or the
+// app) was closed mid-way, and the app opening the wizard when it has no model.
+#include <QAbstractButton>
+#include <QAction>
+#include <QDir>
+#include <QDirIterator>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QRadioButton>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTimer>
+#include <QTreeWidget>
+
+#include "test_support.h"
+#include "ui/widgets/empty_state_page.h"
+#include "ui/widgets/main_window.h"
+#include "ui/widgets/notification_banner.h"
+#include "ui/wizard/choose_page.h"
+#include "ui/wizard/convert_page.h"
+#include "ui/wizard/done_page.h"
+#include "ui/wizard/download_page.h"
+#include "ui/wizard/model_catalog.h"
+#include "ui/wizard/model_wizard.h"
+#include "ui/wizard/quantization_page.h"
+#include "ui/wizard/resume_page.h"
+#include "ui_test_support.h"
+
+using namespace tandem;
+using namespace tandem::ui;
+
+namespace {
+
+constexpr quint64 kGB = 1'000'000'000ull;
+const QString kRepo = QStringLiteral("tandem-test/tiny-qwen3moe");
+
+// A Hugging Face repository made of a fixture's files, and what the wizard asked of it. The downloader
+// the wizard creates reports here, so a test can script it across wizards.
+struct FakeHub {
+    QString fixture = test::fixturePath(QStringLiteral("tiny-qwen3moe"));
+    QString failWith;         // the next start() fails with this message
+    // Downloads of the whole model wait for the test's deliverOneFile() / finishAll(); fetching
+    // config.json alone still finishes at once.
+    bool holdDownloads = false;
+    int lists = 0, starts = 0, pauses = 0, resumes = 0, cancels = 0;
+    QList<hub::RepoFile> lastFiles;
+    QString lastOutDir, token;
+    class FakeDownloader* current = nullptr;
+
+    // The fixture's files as the Hub lists them, plus files of other formats the wizard must leave out.
+    QList<hub::RepoFile> listing() const {
+        QList<hub::RepoFile> files;
+        for (const QFileInfo& f : QDir(fixture).entryInfoList(QDir::Files, QDir::Name))
+            if (!f.fileName().startsWith(QLatin1String("golden"))) files.append({f.fileName(), f.size(), {}});
+        files.append({QStringLiteral("README.md"), 120, {}});
+        files.append({QStringLiteral("original/consolidated.00.pth"), 4096, QStringLiteral("ab")});
+        return files;
+    }
+};
+
+class FakeDownloader : public ModelDownloader {
+public:
+    explicit FakeDownloader(FakeHub* hub) : hub_(hub) { hub_->current = this; }
+    ~FakeDownloader() override {
+        if (hub_->current == this) hub_->current = nullptr;
+    }
+
+    void setAccessToken(const QString& token) override { hub_->token = token; }
+    void listFiles(const QString& repo, const QString&) override {
+        ++hub_->lists;
+        QTimer::singleShot(0, this, [this, repo] {
+            if (repo == kRepo) emit filesListed(hub_->listing());
+            else emit listFailed(QStringLiteral("Hugging Face has no repository %1.").arg(repo));
+        });
+    }
+    void start(const QString&, const QString&, const QList<hub::RepoFile>& files, const QString& outDir) override {
+        ++hub_->starts;
+        hub_->lastFiles = files;
+        hub_->lastOutDir = outDir;
+        files_ = files;
+        outDir_ = outDir;
+        if (!hub_->failWith.isEmpty()) {
+            const QString message = std::exchange(hub_->failWith, QString());
+            QTimer::singleShot(0, this, [this, message] { emit failed(message); });
+        } else if (!hub_->holdDownloads || files.size() == 1) {
+            QTimer::singleShot(0, this, &FakeDownloader::finishAll);
+        }
+    }
+    void pause() override { ++hub_->pauses; }
+    void resume() override { ++hub_->resumes; }
+    void cancel() override { ++hub_->cancels; }
+
+    // One file arrives, verified; the rest has not started.
+    void deliverOneFile(const QString& path) {
+        const hub::RepoFile f = *std::find_if(files_.begin(), files_.end(), [&](const hub::RepoFile& r) { return r.path == path; });
+        QVERIFY(QFile::copy(hub_->fixture + QLatin1Char('/') + f.path, outDir_ + QLatin1Char('/') + f.path));
+        emit fileProgress(f.path, f.size, f.size);
+        emit fileFinished(f.path);
+        emit progress(f.size, totalSize(files_), 2.5e6);
+    }
+    void finishAll() {
+        QDir().mkpath(outDir_);
+        qint64 done = 0;
+        for (const hub::RepoFile& f : files_) {
+            const QString target = outDir_ + QLatin1Char('/') + f.path;
+            if (!QFileInfo::exists(target)) QFile::copy(hub_->fixture + QLatin1Char('/') + f.path, target);
+            done += f.size;
+            emit fileProgress(f.path, f.size, f.size);
+            emit fileFinished(f.path);
+            emit progress(done, totalSize(files_), 1e6);
+        }
+        emit finished();
+    }
+
+private:
+    FakeHub* hub_;
+    QList<hub::RepoFile> files_;
+    QString outDir_;
+};
+
+// A machine that fits anything the fixtures need.
+MachineFigures bigMachine(int, const QString& folder) {
+    return {2000 * kGB, 141 * kGB, QStringLiteral("NVIDIA H200"), 5000 * kGB, folder};
+}
+
+struct Harness {
+    QTemporaryDir dir;
+    std::shared_ptr<FakeHub> hub = std::make_shared<FakeHub>();
+    std::unique_ptr<TandemApp> app;
+
+    explicit Harness(std::optional<QString> embeddedModel = std::nullopt) { start(embeddedModel); }
+
+    // Starts (or, after stop(), restarts) the app on the same settings and folders.
+    void start(std::optional<QString> embeddedModel = std::nullopt) {
+        TandemAppOptions options = test::appOptions(dir);
+        if (embeddedModel) options.embeddedModelDir = *embeddedModel;
+        std::shared_ptr<FakeHub> h = hub;
+        options.downloaderFactory = [h] { return std::make_unique<FakeDownloader>(h.get()); };
+        options.machineFigures = bigMachine;
+        app = std::make_unique<TandemApp>(std::move(options));
+        app->settings()->setModelsFolder(dir.filePath(QStringLiteral("models")));
+        app->start();
+        app->window()->show();
+    }
+    void stop() { app.reset(); }
+
+    ModelWizard* openWizard() {
+        app->window()->openModelWizard();
+        return app->window()->modelWizard();
+    }
+    QString modelsFolder() const { return dir.filePath(QStringLiteral("models")); }
+};
+
+template <class Page>
+Page* page(ModelWizard* w, int id) {
+    return qobject_cast<Page*>(w->page(id));
+}
+
+bool waitForPage(ModelWizard* w, int id) {
+    return QTest::qWaitFor([&] { return w->currentId() == id; }, 60000);
+}
+
+// Picks "Any model on Hugging Face" with the fake repository and goes on to the quantization page.
+void chooseRepository(ModelWizard* w, const QString& repo = kRepo) {
+    auto* choose = page<ChoosePage>(w, ModelWizard::ChooseId);
+    choose->repositoryButton()->setChecked(true);
+    choose->repositoryEdit()->setText(repo);
+    QVERIFY(choose->isComplete());
+    w->next();
+    QCOMPARE(w->currentId(), static_cast<int>(ModelWizard::QuantizationId));
+}
+
+// Waits until the chat window has the model of `store` loaded, with a new chat open.
+void verifyLoadedWithNewChat(Harness& h, ModelWizard* w, const QString& store) {
+    QVERIFY(waitForPage(w, ModelWizard::DoneId));
+    auto* done = page<DonePage>(w, ModelWizard::DoneId);
+    QVERIFY(QTest::qWaitFor([&] { return done->isLoaded(); }, 60000));
+    QVERIFY(done->isComplete());
+    QVERIFY(h.app->model()->isReady());
+    QCOMPARE(QDir(h.app->model()->summary().dir).canonicalPath(), QDir(store).canonicalPath());
+    QCOMPARE(QDir(h.app->settings()->engine().modelDir).canonicalPath(), QDir(store).canonicalPath());
+    QCOMPARE(h.app->chat()->currentConversationId(), 0);
+    QCOMPARE(h.app->settings()->modelWizardState().stage, ModelWizardState::Stage::None);
+    QVERIFY(QFileInfo::exists(store + QStringLiteral("/tandem-store.json")));
+}
+
+QuantizationAdvice adviceFor(const QString& curatedName, const MachineFigures& machine, bool download = true) {
+    for (const CuratedModel& m : curatedModels()) {
+        if (m.name != curatedName) continue;
+        QList<tandem::Footprint> needs;
+        for (const auto p : kWizardPrecisions) needs.append(tandem::estimateFootprintFromJson(m.configJson.toStdString(), p));
+        return adviseQuantization(needs, download, machine);
+    }
+    return {};
+}
+
+}  // namespace
+
+class ModelWizardTest : public QObject {
+    Q_OBJECT
+
+private slots:
+    void theCuratedListShowsEachModelWithItsSizes() {
+        Harness h;
+        ModelWizard* w = h.openWizard();
+        QVERIFY(w && w->isVisible());
+        QCOMPARE(w->currentId(), static_cast<int>(ModelWizard::ChooseId));
+        QTreeWidget* list = page<ChoosePage>(w, ModelWizard::ChooseId)->curatedList();
+        QStringList names;
+        for (int i = 0; i < list->topLevelItemCount(); ++i) names << list->topLevelItem(i)->text(0);
+        QCOMPARE(names, QStringList({"DeepSeek-V3", "DeepSeek-R1", "Kimi-K2", "Qwen3-235B-A22B", "Qwen3-30B-A3B",
+                                     "DeepSeek-V2-Lite", "Mixtral-8x7B"}));
+        QTreeWidgetItem* v3 = list->topLevelItem(0);
+        QCOMPARE(v3->text(1), QStringLiteral("671 B (37.6 B)"));
+        QVERIFY2(v3->text(2).endsWith(" GB") && v3->text(2).startsWith("6"), qPrintable(v3->text(2)));
+        QCOMPARE(list->topLevelItem(4)->text(1), QStringLiteral("30.5 B (3.4 B)"));
+        // Nothing chosen yet: Next waits for a choice.
+        QVERIFY(!page<ChoosePage>(w, ModelWizard::ChooseId)->isComplete());
+        list->setCurrentItem(list->topLevelItem(4));
+        QVERIFY(page<ChoosePage>(w, ModelWizard::ChooseId)->isComplete());
+    }
+
+    void modelsGoUnderTheDataFolderByDefault() {
+        QTemporaryDir dir;
+        AppSettings settings(std::make_unique<QSettings>(dir.filePath("s.ini"), QSettings::IniFormat));
+        QCOMPARE(settings.modelsFolder(),
+                 QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) + QStringLiteral("/models"));
+        settings.setModelsFolder("/big/disk/models/");
+        QCOMPARE(settings.modelsFolder(), QStringLiteral("/big/disk/models"));
+        // Forgetting where the wizard stopped keeps the folder the user chose.
+        settings.setModelWizardState({ModelWizardState::Stage::Converting, "x", {}, {}, {}, "/src", "/dst", "int4"});
+        settings.clearModelWizardState();
+        QCOMPARE(settings.modelWizardState().stage, ModelWizardState::Stage::None);
+        QCOMPARE(settings.modelsFolder(), QStringLiteral("/big/disk/models"));
+    }
+
+    void theAdviceRecommendsTheBestTypeThatFits() {
+        // DeepSeek-V3: experts 1.33 TB in bf16, ~0.67 TB in int8, ~0.37 TB in int4; ~35 GB on the GPU.
+        const MachineFigures terabyte{1100 * kGB, 141 * kGB, "NVIDIA H200", 5000 * kGB, "/models"};
+        QuantizationAdvice a = adviceFor("DeepSeek-V3", terabyte);
+        QCOMPARE(a.choices.size(), 3);
+        QCOMPARE(a.recommended, 1);  // int8
+        QVERIFY(!a.choices[0].ramFits && a.choices[1].fits() && a.choices[2].fits());
+        QVERIFY2(a.explanation.startsWith("int8") && a.explanation.contains("bf16 needs"), qPrintable(a.explanation));
+
+        const MachineFigures workstation{512 * kGB, 141 * kGB, "NVIDIA H200", 5000 * kGB, "/models"};
+        a = adviceFor("DeepSeek-V3", workstation);
+        QCOMPARE(a.recommended, 2);  // int4
+        QVERIFY2(a.explanation.contains("int8 needs") && a.explanation.contains("512.0 GB"), qPrintable(a.explanation));
+
+        const MachineFigures bigDisk{2000 * kGB, 141 * kGB, "NVIDIA H200", 5000 * kGB, "/models"};
+        QCOMPARE(adviceFor("DeepSeek-V3", bigDisk).recommended, 0);  // bf16
+
+        // Nothing fits: each shortfall is named, with what to do.
+        const MachineFigures desktop{128 * kGB, 24 * kGB, "RTX 4090", 5000 * kGB, "/models"};
+        a = adviceFor("DeepSeek-V3", desktop);
+        QCOMPARE(a.recommended, -1);
+        QVERIFY(!a.choices[2].ramFits && !a.choices[2].vramFits && a.choices[2].diskFits);
+        QVERIFY2(a.explanation.contains("does not fit") && a.explanation.contains("RAM") &&
+                     a.explanation.contains("GPU memory") && a.explanation.contains("smaller model"),
+                 qPrintable(a.explanation));
+
+        // The disk must hold the download and the converted store; without the download only the store.
+        const MachineFigures smallDisk{2000 * kGB, 141 * kGB, "NVIDIA H200", 900 * kGB, "/mnt/small"};
+        a = adviceFor("DeepSeek-V3", smallDisk);
+        QCOMPARE(a.recommended, -1);
+        QVERIFY2(a.explanation.contains("/mnt/small") && a.explanation.contains("another disk"), qPrintable(a.explanation));
+        QCOMPARE(adviceFor("DeepSeek-V3", smallDisk, false).recommended, 1);
+
+        // No GPU: everything runs from RAM, and the advice says so.
+        const MachineFigures cpuOnly{64 * kGB, 0, {}, 5000 * kGB, "/models"};
+        a = adviceFor("Qwen3-30B-A3B", cpuOnly);
+        QCOMPARE(a.recommended, 1);
+        QCOMPARE(a.choices[1].vramBytes, 0ull);
+        QCOMPARE(a.choices[1].ramBytes, a.choices[1].need.routedExpertBytes + a.choices[1].need.denseBytes +
+                                            a.choices[1].need.kvCacheBytes);
+        QVERIFY2(a.explanation.contains("No NVIDIA GPU"), qPrintable(a.explanation));
+
+        // A GGUF file's sizes are unknown until it is imported: no table, no recommendation.
+        a = adviseQuantization({}, false, workstation);
+        QVERIFY(a.choices.isEmpty());
+        QCOMPARE(a.recommended, -1);
+        QVERIFY(a.explanation.contains("GGUF"));
+    }
+
+    void theQuantizationPageShowsTheAdviceForThisMachine() {
+        Harness h;
+        ModelWizard* w = h.openWizard();
+        auto* choose = page<ChoosePage>(w, ModelWizard::ChooseId);
+        choose->curatedList()->setCurrentItem(choose->curatedList()->topLevelItem(0));  // DeepSeek-V3
+        w->next();
+        auto* q = page<QuantizationPage>(w, ModelWizard::QuantizationId);
+        // The fake Hub does not know deepseek-ai/DeepSeek-V3: the listing's failure is shown, with a retry.
+        QVERIFY(QTest::qWaitFor([&] { return q->errorLabel()->isVisible(); }, 10000));
+        QVERIFY(q->errorLabel()->text().contains("deepseek-ai/DeepSeek-V3"));
+        QVERIFY(!q->isComplete());
+        // The shipped config still tells the sizes: 2 TB of RAM and an H200 take bf16.
+        QCOMPARE(q->advice().recommended, 0);
+        QCOMPARE(q->chosen(), 0);
+        QCOMPARE(q->table()->item(0, 4)->text(), QStringLiteral("✓ recommended"));
+        QVERIFY(q->table()->item(0, 1)->text().endsWith("TB"));
+    }
+
+    void aRepositoryDownloadsConvertsLoadsAndOpensAChat() {
+        Harness h;
+        ModelWizard* w = h.openWizard();
+        chooseRepository(w);
+        auto* q = page<QuantizationPage>(w, ModelWizard::QuantizationId);
+        // The repository's config.json is fetched first, into the download folder.
+        QVERIFY(QTest::qWaitFor([&] { return q->isComplete(); }, 10000));
+        const QString downloadDir = h.modelsFolder() + "/tiny-qwen3moe";
+        QCOMPARE(h.hub->lastFiles.size(), 1);
+        QCOMPARE(h.hub->lastFiles.first().path, QStringLiteral("config.json"));
+        QVERIFY(QFileInfo::exists(downloadDir + "/config.json"));
+        QCOMPARE(q->chosen(), 0);  // bf16 fits the big machine
+        q->choose(2);
+        w->next();  // commit: "Download"
+
+        QCOMPARE(w->currentId(), static_cast<int>(ModelWizard::DownloadId));
+        // Only what Tandem needs, and not the file that is there already.
+        QStringList requested;
+        for (const auto& f : h.hub->lastFiles) requested << f.path;
+        QVERIFY(!requested.contains("config.json") && !requested.contains("README.md"));
+        QVERIFY(!requested.contains("original/consolidated.00.pth"));
+        QVERIFY(requested.contains("model-00001-of-00002.safetensors") && requested.contains("tokenizer.json"));
+        QCOMPARE(h.hub->lastOutDir, downloadDir);
+        const QString store = h.modelsFolder() + "/tiny-qwen3moe-int4";
+        verifyLoadedWithNewChat(h, w, store);
+        auto* download = page<DownloadPage>(w, ModelWizard::DownloadId);
+        QCOMPARE(download->totalBar()->value(), download->totalBar()->maximum());
+        for (int i = 0; i < download->fileList()->topLevelItemCount(); ++i)
+            QCOMPARE(download->fileList()->topLevelItem(i)->text(2), QStringLiteral("done"));
+        QCOMPARE(page<ConvertPage>(w, ModelWizard::ConvertId)->progressBar()->value(), 1000);
+    }
+
+    void aFailedDownloadSaysWhyAndTryAgainCarriesOn() {
+        Harness h;
+        h.hub->failWith = QStringLiteral("Hugging Face refused the download (403): accept the licence on the model's page.");
+        ModelWizard* w = h.openWizard();
+        chooseRepository(w);
+        auto* q = page<QuantizationPage>(w, ModelWizard::QuantizationId);
+        // The config.json fetch takes the failure; the page says so and offers to try again.
+        QVERIFY(QTest::qWaitFor([&] { return q->errorLabel()->isVisible(); }, 10000));
+        QVERIFY(q->errorLabel()->text().contains("accept the licence"));
+        QVERIFY(!q->isComplete());
+        QTest::mouseClick(q->retryButton(), Qt::LeftButton);
+        QVERIFY(QTest::qWaitFor([&] { return q->isComplete(); }, 10000));
+
+        h.hub->failWith = QStringLiteral("The connection to huggingface.co was lost (after 5 retries).");
+        w->next();
+        auto* download = page<DownloadPage>(w, ModelWizard::DownloadId);
+        QVERIFY(QTest::qWaitFor([&] { return download->errorLabel()->isVisible(); }, 10000));
+        QVERIFY(download->errorLabel()->text().contains("connection to huggingface.co was lost"));
+        QVERIFY(download->retryButton()->isVisible());
+        QVERIFY(!download->isComplete());
+        QCOMPARE(h.app->settings()->modelWizardState().stage, ModelWizardState::Stage::Downloading);
+        const int starts = h.hub->starts;
+        QTest::mouseClick(download->retryButton(), Qt::LeftButton);
+        QCOMPARE(h.hub->starts, starts + 1);
+        verifyLoadedWithNewChat(h, w, h.modelsFolder() + "/tiny-qwen3moe-bf16");
+    }
+
+    void pauseResumeAndProgressOfADownload() {
+        Harness h;
+        h.hub->holdDownloads = true;
+        ModelWizard* w = h.openWizard();
+        chooseRepository(w);
+        auto* q = page<QuantizationPage>(w, ModelWizard::QuantizationId);
+        QVERIFY(QTest::qWaitFor([&] { return q->isComplete(); }, 10000));
+        w->next();
+        auto* download = page<DownloadPage>(w, ModelWizard::DownloadId);
+        QVERIFY(h.hub->current);
+        const QString first = QStringLiteral("model-00001-of-00002.safetensors");
+        h.hub->current->deliverOneFile(first);
+        // Total progress counts config.json (there already) and the first file; speed and time left.
+        QVERIFY(download->totalBar()->value() > 0 && download->totalBar()->value() < download->totalBar()->maximum());
+        QVERIFY2(download->statusLabel()->text().contains("2.5 MB/s") && download->statusLabel()->text().contains("left"),
+                 qPrintable(download->statusLabel()->text()));
+        QCOMPARE(download->fileList()->findItems(first, Qt::MatchExactly).first()->text(2), QStringLiteral("done"));
+
+        QTest::mouseClick(download->pauseButton(), Qt::LeftButton);
+        QCOMPARE(h.hub->pauses, 1);
+        QVERIFY(download->isPaused());
+        QCOMPARE(download->pauseButton()->text(), QStringLiteral("Resume"));
+        QVERIFY(download->statusLabel()->text().startsWith("Paused"));
+        QTest::mouseClick(download->pauseButton(), Qt::LeftButton);
+        QCOMPARE(h.hub->resumes, 1);
+        QVERIFY(!download->isPaused());
+
+        h.hub->current->finishAll();
+        verifyLoadedWithNewChat(h, w, h.modelsFolder() + "/tiny-qwen3moe-bf16");
+    }
+
+    void cancellingADownloadStartsOver() {
+        Harness h;
+        h.hub->holdDownloads = true;
+        ModelWizard* w = h.openWizard();
+        chooseRepository(w);
+        QVERIFY(QTest::qWaitFor([&] { return w->currentPage()->isComplete(); }, 10000));
+        w->next();
+        auto* download = page<DownloadPage>(w, ModelWizard::DownloadId);
+        QTest::mouseClick(download->cancelButton(), Qt::LeftButton);
+        QCOMPARE(h.hub->cancels, 1);
+        QCOMPARE(w->currentId(), static_cast<int>(ModelWizard::ChooseId));
+        QCOMPARE(h.app->settings()->modelWizardState().stage, ModelWizardState::Stage::None);
+    }
+
+    void aDownloadResumesAfterTheWizardAndTheAppWereClosed() {
+        Harness h;
+        h.hub->holdDownloads = true;
+        ModelWizard* w = h.openWizard();
+        chooseRepository(w);
+        QVERIFY(QTest::qWaitFor([&] { return w->currentPage()->isComplete(); }, 10000));
+        page<QuantizationPage>(w, ModelWizard::QuantizationId)->choose(2);
+        w->next();
+        const QString first = QStringLiteral("model-00001-of-00002.safetensors");
+        h.hub->current->deliverOneFile(first);
+        const int requestedFirstTime = h.hub->lastFiles.size();
+
+        // Closing the wizard pauses the download and keeps where it was.
+        w->reject();
+        QCOMPARE(h.hub->pauses, 1);
+        QVERIFY(QTest::qWaitFor([&] { return h.app->window()->modelWizard() == nullptr; }, 10000));
+        const ModelWizardState saved = h.app->settings()->modelWizardState();
+        QCOMPARE(saved.stage, ModelWizardState::Stage::Downloading);
+        QCOMPARE(saved.repo, kRepo);
+        QCOMPARE(saved.experts, QStringLiteral("int4"));
+
+        // The app ends and starts again: the wizard opens by itself and offers to carry on.
+        h.stop();
+        h.hub->holdDownloads = false;
+        h.start();
+        QVERIFY(QTest::qWaitFor([&] { return h.app->window()->modelWizard() != nullptr; }, 10000));
+        w = h.app->window()->modelWizard();
+        QCOMPARE(w->currentId(), static_cast<int>(ModelWizard::ResumeId));
+        auto* resume = page<ResumePage>(w, ModelWizard::ResumeId);
+        QVERIFY(resume->carryOnButton()->isChecked());
+        QVERIFY(resume->carryOnButton()->text().contains("downloading"));
+        w->next();
+        QCOMPARE(w->currentId(), static_cast<int>(ModelWizard::DownloadId));
+        // Only the files still missing are asked for, into the same folder.
+        QCOMPARE(h.hub->lastFiles.size(), requestedFirstTime - 1);
+        QVERIFY(std::none_of(h.hub->lastFiles.begin(), h.hub->lastFiles.end(), [&](const auto& f) { return f.path == first; }));
+        QCOMPARE(h.hub->lastOutDir, h.modelsFolder() + "/tiny-qwen3moe");
+        verifyLoadedWithNewChat(h, w, h.modelsFolder() + "/tiny-qwen3moe-int4");
+    }
+
+    void aConversionResumesFromTheSavedState() {
+        Harness h;
+        QTemporaryDir work;
+        const QString source = work.filePath("tiny-qwen3moe");
+        QVERIFY(QDir().mkpath(source) && test::copyFixture("tiny-qwen3moe", source));
+        const QString store = work.filePath("tiny-qwen3moe-int8");
+        // An interrupted conversion: the first MoE layer is done, the rest is not.
+        const auto cut = tandem::convertModel({source.toStdString(), store.toStdString(), tandem::ExpertPrecision::INT8, 2},
+                                              [](const tandem::ConvertProgress& p) { return p.layer < 1; });
+        QVERIFY(cut.cancelled);
+        h.app->settings()->setModelWizardState(
+            {ModelWizardState::Stage::Converting, "tiny-qwen3moe", {}, {}, {}, source, store, "int8"});
+
+        ModelWizard* w = h.openWizard();
+        QCOMPARE(w->currentId(), static_cast<int>(ModelWizard::ResumeId));
+        QVERIFY(page<ResumePage>(w, ModelWizard::ResumeId)->carryOnButton()->text().contains("converting"));
+        w->next();
+        QCOMPARE(w->currentId(), static_cast<int>(ModelWizard::ConvertId));
+        auto* convert = page<ConvertPage>(w, ModelWizard::ConvertId);
+        QVERIFY(QTest::qWaitFor([&] { return convert->statusLabel()->text().contains("kept from before") || convert->isComplete(); }, 60000));
+        verifyLoadedWithNewChat(h, w, store);
+    }
+
+    void startingOverForgetsTheSavedState() {
+        Harness h;
+        h.app->settings()->setModelWizardState({ModelWizardState::Stage::Downloading, "x", kRepo, "main", "[]", "/nowhere", {}, "int4"});
+        ModelWizard* w = h.openWizard();
+        auto* resume = page<ResumePage>(w, ModelWizard::ResumeId);
+        resume->startOverButton()->setChecked(true);
+        w->next();
+        QCOMPARE(w->currentId(), static_cast<int>(ModelWizard::ChooseId));
+        QCOMPARE(h.app->settings()->modelWizardState().stage, ModelWizardState::Stage::None);
+    }
+
+    void aLocalFolderIsConvertedLoadedAndChattedWith() {
+        Harness h;
+        ModelWizard* w = h.openWizard();
+        auto* choose = page<ChoosePage>(w, ModelWizard::ChooseId);
+        choose->localEdit()->setText(test::fixturePath("tiny-qwen3moe"));
+        QVERIFY(choose->localButton()->isChecked());
+        w->next();
+        QCOMPARE(w->currentId(), static_cast<int>(ModelWizard::QuantizationId));
+        auto* q = page<QuantizationPage>(w, ModelWizard::QuantizationId);
+        QVERIFY(q->isComplete());
+        QCOMPARE(w->button(QWizard::CommitButton)->text(), QStringLiteral("Convert"));
+        // Nothing to download: the disk needed is the store alone.
+        QCOMPARE(q->advice().choices[1].diskBytes, q->advice().choices[1].need.storeBytes);
+        q->choose(1);
+        w->next();
+        QCOMPARE(w->currentId(), static_cast<int>(ModelWizard::ConvertId));
+        QCOMPARE(h.hub->starts, 0);
+        verifyLoadedWithNewChat(h, w, h.modelsFolder() + "/tiny-qwen3moe-int8");
+
+        // The new chat answers.
+        w->accept();
+        SamplingDefaults sampling = h.app->settings()->sampling();
+        sampling.maxNewTokens = 8;
+        h.app->settings()->setSampling(sampling);
+        QVERIFY(h.app->chat()->send(QStringLiteral("Hello")));
+        QVERIFY(test::waitForIdle(*h.app));
+        QCOMPARE(h.app->messages()->rowCount(), 2);
+        QVERIFY(!h.app->messages()->message(1).content.isEmpty());
+    }
+
+    void aConvertedStoreLoadsWithoutConverting() {
+        Harness h;
+        QTemporaryDir work;
+        const QString store = work.filePath("tiny-int4");
+        tandem::convertModel({test::fixturePath("tiny-qwen3moe").toStdString(), store.toStdString(), tandem::ExpertPrecision::INT4, 2});
+        ModelWizard* w = h.openWizard();
+        page<ChoosePage>(w, ModelWizard::ChooseId)->localEdit()->setText(store);
+        w->next();
+        QCOMPARE(w->currentId(), static_cast<int>(ModelWizard::DoneId));
+        verifyLoadedWithNewChat(h, w, store);
+    }
+
+    void aGgufFileGoesToTheConverterAsItIs() {
+        Harness h;
+        QTemporaryDir work;
+        const QString gguf = work.filePath("model-Q4_K_M.gguf");
+        QVERIFY(test::writeFile(gguf, QByteArray("not really a GGUF file")));
+        ModelWizard* w = h.openWizard();
+        page<ChoosePage>(w, ModelWizard::ChooseId)->localEdit()->setText(gguf);
+        w->next();
+        auto* q = page<QuantizationPage>(w, ModelWizard::QuantizationId);
+        // Its sizes are unknown before import: no figures and no recommendation, the user chooses.
+        QVERIFY(q->advice().choices.isEmpty());
+        QVERIFY(q->explanation()->text().contains("GGUF"));
+        QCOMPARE(q->chosen(), -1);
+        QVERIFY(!q->isComplete());
+        q->choose(2);
+        QVERIFY(q->isComplete());
+        w->next();
+        QCOMPARE(w->plan().convertSource(), gguf);
+        QCOMPARE(w->plan().storeFolder, h.modelsFolder() + "/model-Q4_K_M-int4");
+        // The converter gets the file itself and reports what it makes of it.
+        auto* convert = page<ConvertPage>(w, ModelWizard::ConvertId);
+        QVERIFY(QTest::qWaitFor([&] { return convert->errorLabel()->isVisible() || convert->isComplete(); }, 60000));
+        QVERIFY(!convert->isComplete());
+        QVERIFY2(convert->errorLabel()->text().contains("model-Q4_K_M.gguf"), qPrintable(convert->errorLabel()->text()));
+        QCOMPARE(convert->stopButton()->text(), QStringLiteral("Try Again"));
+    }
+
+    void aPathThatIsNoModelIsExplained() {
+        Harness h;
+        QTemporaryDir empty;
+        ModelWizard* w = h.openWizard();
+        auto* choose = page<ChoosePage>(w, ModelWizard::ChooseId);
+        choose->localEdit()->setText(empty.path());
+        w->next();
+        QCOMPARE(w->currentId(), static_cast<int>(ModelWizard::ChooseId));
+        QVERIFY(choose->errorLabel()->isVisible());
+        QVERIFY(choose->errorLabel()->text().contains("is not a model"));
+        choose->localEdit()->setText(empty.filePath("missing"));
+        w->next();
+        QVERIFY(choose->errorLabel()->text().contains("does not exist"));
+    }
+
+    void withoutAModelTheAppOpensTheWizard() {
+        Harness h{QString()};
+        QCOMPARE(h.app->model()->state(), ModelController::State::NoModel);
+        QVERIFY(QTest::qWaitFor([&] { return h.app->window()->modelWizard() != nullptr; }, 10000));
+        ModelWizard* w = h.app->window()->modelWizard();
+        QVERIFY(w->isVisible());
+        QCOMPARE(w->currentId(), static_cast<int>(ModelWizard::ChooseId));
+        QVERIFY(!h.app->window()->banner()->isVisible());  // no error: there is simply no model yet
+    }
+
+    void aModelFolderThatIsGoneOpensTheWizard() {
+        Harness h{QString()};
+        h.stop();
+        {
+            QSettings ini(h.dir.filePath("settings.ini"), QSettings::IniFormat);
+            ini.setValue("engine/modelDir", h.dir.filePath("deleted-model"));
+        }
+        h.start(QString());
+        QCOMPARE(h.app->model()->state(), ModelController::State::NoModel);
+        QVERIFY(h.app->window()->emptyState()->isVisible());
+        QVERIFY(QTest::qWaitFor([&] { return h.app->window()->modelWizard() != nullptr; }, 10000));
+        QVERIFY(h.app->model()->lastError().contains("is gone"));
+        // The window's own ways in: the empty page's button and File > Get a Model….
+        h.app->window()->modelWizard()->reject();
+        QVERIFY(QTest::qWaitFor([&] { return h.app->window()->modelWizard() == nullptr; }, 10000));
+        QAction* get = h.app->window()->findChild<QAction*>("getModelAction");
+        QVERIFY(get);
+        get->trigger();
+        QVERIFY(h.app->window()->modelWizard() && h.app->window()->modelWizard()->isVisible());
+    }
+};
+
+QTEST_MAIN(ModelWizardTest)
+#include "tst_model_wizard.moc"

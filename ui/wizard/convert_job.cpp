@@ -1,0 +1,60 @@
+#include "ui/wizard/convert_job.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QMetaObject>
+
+namespace tandem::ui {
+
+ConvertJob::ConvertJob(QObject* parent) : QObject(parent) {}
+
+ConvertJob::~ConvertJob() {
+    cancel();
+    join();
+}
+
+void ConvertJob::join() {
+    if (thread_.joinable()) thread_.join();
+}
+
+void ConvertJob::start(const QString& source, const QString& storeDir, tandem::ExpertPrecision experts, int threads) {
+    if (running_) return;
+    join();
+    running_ = true;
+    stop_ = false;
+    QDir().mkpath(QFileInfo(storeDir).absolutePath());
+    const tandem::ConvertRequest request{source.toStdString(), storeDir.toStdString(), experts, threads};
+    // Results come back as calls queued to this object: they are dropped if it is destroyed first, and
+    // the destructor joins the thread before that.
+    thread_ = std::thread([this, request] {
+        auto post = [this](auto&& call) { QMetaObject::invokeMethod(this, std::forward<decltype(call)>(call), Qt::QueuedConnection); };
+        try {
+            const tandem::ConvertOutcome outcome = tandem::convertModel(request, [&](const tandem::ConvertProgress& p) {
+                post([this, p] { emit progressed(p); });
+                return !stop_.load();
+            });
+            if (outcome.cancelled) {
+                post([this] {
+                    running_ = false;
+                    emit cancelled();
+                });
+            } else {
+                const QString store = QString::fromStdString(outcome.store.string());
+                post([this, store] {
+                    running_ = false;
+                    emit finished(store);
+                });
+            }
+        } catch (const std::exception& e) {
+            const QString message = QString::fromStdString(e.what());
+            post([this, message] {
+                running_ = false;
+                emit failed(message);
+            });
+        }
+    });
+}
+
+void ConvertJob::cancel() { stop_ = true; }
+
+}  // namespace tandem::ui

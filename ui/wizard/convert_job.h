@@ -1,0 +1,41 @@
+#pragma once
+// One conversion into a packed store (tandem::convertModel) on a thread of its own, reported to the UI
+// thread by queued signals. Cancel stops it at the next batch of experts; the store's .partial folder
+// stays, and starting the same conversion again resumes it.
+#include <QObject>
+#include <QString>
+#include <atomic>
+#include <thread>
+
+#include "tandem/convert.h"
+
+namespace tandem::ui {
+
+class ConvertJob : public QObject {
+    Q_OBJECT
+public:
+    explicit ConvertJob(QObject* parent = nullptr);
+    ~ConvertJob() override;  // cancels and waits for the thread
+
+    // Ignored while a conversion runs. threads <= 0: one per hardware thread.
+    void start(const QString& source, const QString& storeDir, tandem::ExpertPrecision experts, int threads = 0);
+    void cancel();
+    bool isRunning() const { return running_; }
+
+signals:
+    void progressed(const tandem::ConvertProgress& progress);
+    void finished(const QString& storeDir);
+    void cancelled();
+    void failed(const QString& message);
+
+private:
+    void join();
+
+    std::thread thread_;
+    std::atomic<bool> stop_{false};
+    bool running_ = false;
+};
+
+}  // namespace tandem::ui
+
+Q_DECLARE_METATYPE(tandem::ConvertProgress)

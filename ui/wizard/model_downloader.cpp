@@ -1,0 +1,54 @@
+#include "ui/wizard/model_downloader.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
+namespace tandem::ui {
+
+QList<hub::RepoFile> modelFilesToDownload(const QList<hub::RepoFile>& files) {
+    QList<hub::RepoFile> wanted;
+    for (const hub::RepoFile& f : files) {
+        if (f.path.contains(QLatin1Char('/'))) continue;  // original/, onnx/, ... hold other formats
+        const QString name = f.path.toLower();
+        if (name.endsWith(QLatin1String(".safetensors")) || name.endsWith(QLatin1String(".json")) ||
+            name.endsWith(QLatin1String(".jinja")))
+            wanted.append(f);
+    }
+    return wanted;
+}
+
+QList<hub::RepoFile> filesMissingFrom(const QList<hub::RepoFile>& files, const QString& dir) {
+    QList<hub::RepoFile> missing;
+    for (const hub::RepoFile& f : files) {
+        const QFileInfo info(QDir(dir).filePath(f.path));
+        if (!info.isFile() || info.size() != f.size) missing.append(f);
+    }
+    return missing;
+}
+
+qint64 totalSize(const QList<hub::RepoFile>& files) {
+    qint64 total = 0;
+    for (const hub::RepoFile& f : files) total += f.size;
+    return total;
+}
+
+QString filesToJson(const QList<hub::RepoFile>& files) {
+    QJsonArray array;
+    for (const hub::RepoFile& f : files)
+        array.append(QJsonObject{{"path", f.path}, {"size", static_cast<double>(f.size)}, {"sha256", f.sha256}});
+    return QString::fromUtf8(QJsonDocument(array).toJson(QJsonDocument::Compact));
+}
+
+QList<hub::RepoFile> filesFromJson(const QString& json) {
+    QList<hub::RepoFile> files;
+    for (const QJsonValue& v : QJsonDocument::fromJson(json.toUtf8()).array()) {
+        const QJsonObject o = v.toObject();
+        files.append({o["path"].toString(), static_cast<qint64>(o["size"].toDouble()), o["sha256"].toString()});
+    }
+    return files;
+}
+
+}  // namespace tandem::ui
