@@ -63,6 +63,7 @@ public slots:
     void openSettings();
     void openModelFolder();
     void openConversationSettings();
+    void openAbout();
     void confirmDelete(qint64 conversationId);
     void exportConversation(qint64 conversationId, bool markdown);
 
