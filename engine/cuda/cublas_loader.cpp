@@ -38,8 +38,11 @@ void resolve(void* library, const char* name, Function& function, std::string& m
 
 CublasApi open() {
     CublasApi api;
-    // Never closed: cuBLAS handles live until the process ends.
+    // Never closed: cuBLAS handles live until the process ends. The system's library path first (an
+    // installed Tandem); then the toolkit Tandem was built with, which is where a build folder's
+    // binaries find it when that toolkit is not on the library path.
     void* library = dlopen(TANDEM_CUBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!library) library = dlopen(TANDEM_CUBLAS_BUILD_PATH, RTLD_NOW | RTLD_LOCAL);
     if (!library) {
         api.missing = "cuBLAS (" TANDEM_CUBLAS_SONAME ") is not installed or not on the library path (" +
                       std::string(dlerror()) +
