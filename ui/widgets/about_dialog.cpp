@@ -26,7 +26,6 @@ QString qtVersions() {
 QLabel* selectableLabel(const QString& text, QWidget* parent) {
     auto* label = new QLabel(text, parent);
     label->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    label->setWordWrap(true);
     return label;
 }
 
@@ -49,9 +48,11 @@ AboutDialog::AboutDialog(const ModelSummary& model, QWidget* parent) : QDialog(p
     auto* tagline = selectableLabel(tr("Chat with large Mixture-of-Experts models on one workstation: the GPU and the "
                                        "CPU work in tandem on every token."),
                                     this);
+    tagline->setWordWrap(true);
     auto* heading = new QVBoxLayout;
     heading->addWidget(title);
     heading->addWidget(tagline);
+    heading->addStretch(1);
     auto* top = new QHBoxLayout;
     top->addWidget(icon, 0, Qt::AlignTop);
     top->addLayout(heading, 1);
@@ -82,8 +83,11 @@ AboutDialog::AboutDialog(const ModelSummary& model, QWidget* parent) : QDialog(p
     connect(copy, &QPushButton::clicked, this, [this] { QApplication::clipboard()->setText(details_); });
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
 
+    // Wide enough that the figures and folders stay on one line each; they are what people copy.
+    setMinimumWidth(fontMetrics().averageCharWidth() * 80);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(top);
+    layout->addSpacing(8);
     layout->addLayout(form);
     layout->addWidget(buttons);
 }
