@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "tandem/build_info.h"
 #include "tandem/error.h"
 
 namespace {
@@ -68,6 +69,7 @@ commands:
   --defer   Expert Deferral: the D lowest-weighted routed experts of a layer overlap the next layer
   --skip    drop the D lowest-weighted routed experts instead (for comparison with --defer)
   --help    this text
+  --version the version, git revision, GPU path (CUDA or none) and CPU kernels of this build
 )";
 
 struct Command {
@@ -96,6 +98,10 @@ int main(int argc, char** argv) {
     try {
         for (const auto& c : kCommands)
             if (command == c.name) return c.run(rest);
+        if (command == "--version" || command == "-v" || command == "version") {
+            std::fputs(tandem::describeBuild("tandem-cli").c_str(), stdout);
+            return 0;
+        }
         if (command == "--help" || command == "-h" || command == "help") {
             std::fputs(kUsage, stdout);
             return 0;

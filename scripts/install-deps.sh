@@ -6,6 +6,8 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   qt6-base-dev qt6-qpa-plugins qt6-charts-dev qt6-svg-dev libqt6sql6-sqlite
   fonts-dejavu-core nlohmann-json3-dev libpcre2-dev libutf8proc-dev libnuma-dev libsqlite3-dev
+  # packaging: cpack's .deb (dpkg-shlibdeps from dpkg-dev, file) and the validators its tests run
+  dpkg-dev file desktop-file-utils appstream
 )
 
 missing=()

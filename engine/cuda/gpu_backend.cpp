@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "cuda/cublas_loader.h"
 #include "cuda/gpu_runner.h"
 #include "cuda/gpu_weights.h"
 #include "model/rope.h"
@@ -59,6 +60,10 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
         else
             reason = std::string("the NVIDIA driver is not usable (") + cudaGetErrorString(probe) + ")";
         cudaGetLastError();
+        return nullptr;
+    }
+    if (const std::string& missing = cuda::cublasMissing(); !missing.empty()) {
+        reason = missing;
         return nullptr;
     }
     cudaDeviceProp prop{};

@@ -1,26 +1,16 @@
 #include "ui/app/tandem_app.h"
 
-#include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
-#include <QStandardPaths>
 
+#include "ui/settings/app_paths.h"
 #include "ui/widgets/main_window.h"
 #include "ui/widgets/theme.h"
 
 namespace tandem::ui {
-namespace {
-
-// ~/.config/tandem/tandem.ini (XDG_CONFIG_HOME).
-std::unique_ptr<QSettings> userSettings() {
-    return std::make_unique<QSettings>(QSettings::IniFormat, QSettings::UserScope, QStringLiteral("tandem"),
-                                       QStringLiteral("tandem"));
-}
-
-}  // namespace
 
 TandemApp::TandemApp(TandemAppOptions options)
-    : settings_(std::make_unique<AppSettings>(options.settings ? std::move(options.settings) : userSettings())),
+    : settings_(std::make_unique<AppSettings>(options.settings ? std::move(options.settings) : paths::userSettings())),
       monitorSystem_(options.monitorSystem), offerModelWizard_(options.offerModelWizard) {
     std::unique_ptr<Database> database;
     if (options.inMemoryDatabase) {
@@ -87,16 +77,12 @@ void TandemApp::start() {
     if (monitorSystem_) monitor_->start();
 }
 
-QString TandemApp::defaultDatabasePath() {
-    return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/conversations.sqlite");
-}
+QString TandemApp::defaultDatabasePath() { return paths::databaseFile(); }
 
 QString TandemApp::findEmbeddedModel() {
     QStringList candidates;
     if (const QString env = qEnvironmentVariable("TANDEM_DEFAULT_MODEL"); !env.isEmpty()) candidates << env;
-    const QDir shipped(QCoreApplication::applicationDirPath() + QStringLiteral("/../share/tandem/models"));
-    for (const QString& name : shipped.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name))
-        candidates << shipped.filePath(name);
+    candidates << paths::shippedModelDir();
     if (const QString fixtures = qEnvironmentVariable("TANDEM_FIXTURES"); !fixtures.isEmpty())
         candidates << fixtures + QStringLiteral("/tiny-qwen3moe");
     for (const QString& dir : candidates)

@@ -48,8 +48,8 @@ public:
 
     // <XDG data dir>/conversations.sqlite, e.g. ~/.local/share/tandem/conversations.sqlite.
     static QString defaultDatabasePath();
-    // The model that ships with Tandem: $TANDEM_DEFAULT_MODEL, the first model folder in
-    // <app>/../share/tandem/models/, or the tiny-qwen3moe fixture under $TANDEM_FIXTURES; empty if none.
+    // The model that ships with Tandem: $TANDEM_DEFAULT_MODEL, paths::shippedModelDir(), or the
+    // tiny-qwen3moe fixture under $TANDEM_FIXTURES; empty if none.
     static QString findEmbeddedModel();
 
     MainWindow* window() const { return window_.get(); }

@@ -2,7 +2,8 @@
 
 #include <QCryptographicHash>
 #include <QDir>
-#include <QStandardPaths>
+
+#include "ui/settings/app_paths.h"
 
 namespace tandem::ui {
 namespace {
@@ -103,7 +104,7 @@ void AppSettings::setDeferralForModel(const QString& modelDir, int experts) {
 QString AppSettings::modelsFolder() const {
     const QString chosen = settings_->value("wizard/modelsFolder").toString();
     if (!chosen.isEmpty()) return chosen;
-    return QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) + QStringLiteral("/models");
+    return paths::modelsDir();
 }
 
 void AppSettings::setModelsFolder(const QString& folder) { settings_->setValue("wizard/modelsFolder", QDir::cleanPath(folder)); }

@@ -26,6 +26,7 @@
 #include "ui/models/message_model.h"
 #include "ui/models/stats_model.h"
 #include "ui/monitor/system_monitor.h"
+#include "ui/widgets/about_dialog.h"
 #include "ui/widgets/chat_view.h"
 #include "ui/widgets/composer.h"
 #include "ui/widgets/context_indicator.h"
@@ -206,15 +207,15 @@ void MainWindow::buildMenus() {
     view->addAction(findChild<QDockWidget*>(QStringLiteral("dashboardDock"))->toggleViewAction());
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
-    help->addAction(tr("&About Tandem"), this, [this] {
-        const ModelSummary& m = parts_.model->summary();
-        QMessageBox::about(this, tr("About Tandem"),
-                           tr("<h3>Tandem %1</h3><p>Chat with large Mixture-of-Experts models on one workstation: the "
-                              "GPU and the CPU work in tandem on every token.</p><p>Model: %2<br>Text handling: %3</p>")
-                               .arg(QCoreApplication::applicationVersion(),
-                                    m.name.isEmpty() ? tr("none") : m.name.toHtmlEscaped(),
-                                    m.textHandling.isEmpty() ? tr("–") : m.textHandling.toHtmlEscaped()));
-    });
+    QAction* about = help->addAction(tr("&About Tandem"), this, &MainWindow::openAbout);
+    about->setMenuRole(QAction::AboutRole);
+}
+
+void MainWindow::openAbout() {
+    // Not modal to the app: it shows facts, and the chat can go on behind it.
+    auto* dialog = new AboutDialog(parts_.model->summary(), this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->show();
 }
 
 bool MainWindow::isShowingConversation() const { return pages_->currentWidget() == chatView_; }

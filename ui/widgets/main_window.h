@@ -71,6 +71,7 @@ public slots:
     // Opens the model wizard, or brings it to the front when it is open already.
     void openModelWizard();
     void openConversationSettings();
+    void openAbout();
     void confirmDelete(qint64 conversationId);
     void exportConversation(qint64 conversationId, bool markdown);
 
