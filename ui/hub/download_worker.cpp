@@ -21,7 +21,7 @@ constexpr qint64 kSpeedWindowMs = 5000;  // the speed is the average over this w
 DownloadWorker::DownloadWorker(HubSettings settings, QString repo, QString revision, QList<RepoFile> files,
                                QString outDir)
     : settings_(resolvedSettings(std::move(settings))), repo_(std::move(repo)), revision_(std::move(revision)),
-      files_(std::move(files)), outDir_(std::move(outDir)) {
+      files_(std::move(files)), outDir_(std::move(outDir)), reportTimer_(this) {
     if (revision_.isEmpty()) revision_ = QStringLiteral("main");
     for (const RepoFile& f : files_) totalBytes_ += f.size;
     reportTimer_.setInterval(kReportMs);

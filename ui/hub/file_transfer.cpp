@@ -33,7 +33,8 @@ QString seconds(int ms) { return QString::number(ms / 1000.0, 'g', 3) + " s"; }
 }  // namespace
 
 FileTransfer::FileTransfer(TransferTarget target, RepoFile file, QNetworkAccessManager* network, QObject* parent)
-    : QObject(parent), target_(std::move(target)), file_(std::move(file)), network_(network), check_(file_) {
+    : QObject(parent), target_(std::move(target)), file_(std::move(file)), network_(network), check_(file_),
+      stallTimer_(this), retryTimer_(this) {
     stallTimer_.setSingleShot(true);
     stallTimer_.setInterval(target_.settings.stallTimeoutMs);
     connect(&stallTimer_, &QTimer::timeout, this, [this] {
@@ -147,7 +148,7 @@ void FileTransfer::pause() {
     retryTimer_.stop();
     abort_ = Abort::Pause;
     dropReply();
-    partial_.close();
+    closePartial();
     state_ = State::Paused;
 }
 
@@ -294,11 +295,16 @@ void FileTransfer::replyFinished(QNetworkReply* reply) {
         return;
     }
     if (reply->error() != QNetworkReply::NoError || (status != 200 && status != 206)) {
-        if (status != 0 && !worthRetrying(reply->error(), status)) {
+        // An error after a 200 or 206 is the connection failing mid-body, not the server refusing.
+        const int refusal = status == 200 || status == 206 ? 0 : status;
+        if (refusal != 0 && !worthRetrying(reply->error(), refusal)) {
             fail(failureMessage(reply, target_.repo, target_.revision, file_.path, !target_.settings.token.isEmpty()));
             return;
         }
-        retryLater(status ? QStringLiteral("HTTP %1").arg(status) : reply->errorString());
+        if (refusal == 0 && onDisk_ > 0 && reply->error() == QNetworkReply::RemoteHostClosedError)
+            retryLater(QStringLiteral("the connection ended %1 into the file").arg(humanBytes(onDisk_)));
+        else
+            retryLater(refusal ? QStringLiteral("HTTP %1").arg(refusal) : reply->errorString());
         return;
     }
     if (onDisk_ < file_.size) {
@@ -369,10 +375,16 @@ void FileTransfer::retryLater(const QString& reason) {
     retryTimer_.start(delay);
 }
 
+void FileTransfer::closePartial() {
+    partial_.close();
+    // An empty partial file is no progress worth keeping, and would look like one.
+    if (onDisk_ == 0 && !partial_.fileName().isEmpty()) QFile::remove(partial_.fileName());
+}
+
 void FileTransfer::fail(const QString& message) {
     dropReply();
     retryTimer_.stop();
-    partial_.close();
+    closePartial();
     state_ = State::Failed;
     emit failed(message);
 }

@@ -66,6 +66,7 @@ private:
     void retryLater(const QString& reason);
     void fail(const QString& message);
     void dropReply();
+    void closePartial();
 
     TransferTarget target_;
     RepoFile file_;
