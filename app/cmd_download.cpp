@@ -81,7 +81,9 @@ public:
 private:
     void draw() {
         const double fraction = total_ > 0 ? static_cast<double>(done_) / static_cast<double>(total_) : 1.0;
-        const std::string eta = speed_ > 0 ? duration(static_cast<double>(total_ - done_) / speed_) : "--:--";
+        const std::string eta = done_ >= total_ ? duration(0)
+                                : speed_ > 0 ? duration(static_cast<double>(total_ - done_) / speed_)
+                                             : "--:--";
         std::fprintf(stderr, "%sdownload: %3.0f%%  %s of %s  %.1f MB/s  ETA %s  %d/%d files%s", terminal_ ? "\r" : "",
                      100 * fraction, size(done_).c_str(), size(total_).c_str(), speed_ / 1e6, eta.c_str(), filesDone_,
                      files_, terminal_ ? "\x1b[K" : "\n");
@@ -136,6 +138,7 @@ int runDownload(const CommandArgs& argv) {
     tandem::hub::HubClient client(settings);
     std::optional<tandem::hub::DownloadJob> job;
     ProgressBar bar;
+    QElapsedTimer fetchClock;
     QString error;
     auto stop = [&](const QString& message, int code) {
         error = message;
@@ -177,10 +180,13 @@ int runDownload(const CommandArgs& argv) {
                                 "again to resume.").arg(out),
                  130);
         });
-        QObject::connect(&*job, &tandem::hub::DownloadJob::finished, &app, [&, total] {
-            bar.update(total, total, 0, true);
+        QObject::connect(&*job, &tandem::hub::DownloadJob::finished, &app, [&, total, left] {
+            // The last line shows the average speed of what was fetched.
+            const double seconds = static_cast<double>(fetchClock.elapsed()) / 1000.0;
+            bar.update(total, total, seconds > 0 ? static_cast<double>(left) / seconds : 0.0, true);
             stop({}, 0);
         });
+        fetchClock.start();
         job->start();
     });
 

@@ -61,6 +61,7 @@ bool worthRetrying(QNetworkReply::NetworkError error, int status) {
     case QNetworkReply::RemoteHostClosedError:
     case QNetworkReply::HostNotFoundError:  // often a resolver hiccup; a wrong endpoint fails after the retries
     case QNetworkReply::TimeoutError:
+    case QNetworkReply::OperationCanceledError:  // the listing's transfer timeout; a download's own aborts never get here
     case QNetworkReply::TemporaryNetworkFailureError:
     case QNetworkReply::NetworkSessionFailedError:
     case QNetworkReply::ProxyConnectionClosedError:
