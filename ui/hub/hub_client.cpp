@@ -145,6 +145,7 @@ void HubClient::listFiles(const QString& repo, const QString& revision) {
     repo_ = repo.trimmed();
     files_.clear();
     attempt_ = 0;
+    ++generation_;  // answers to an earlier listing are ignored from now on
     if (!repoId.match(repo_).hasMatch() || repo_.contains("..")) {
         const QString message = QStringLiteral("'%1' is not a repository id: write it as owner/name, as in the model "
                                                "page's address, e.g. Qwen/Qwen3-30B-A3B.").arg(repo);
@@ -161,7 +162,10 @@ void HubClient::requestPage(const QUrl& url) {
     request.setAttribute(QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::SameOriginRedirectPolicy);
     request.setTransferTimeout(settings_.stallTimeoutMs);
     QNetworkReply* reply = network_->get(request);
-    connect(reply, &QNetworkReply::finished, this, [this, reply] { pageArrived(reply); });
+    connect(reply, &QNetworkReply::finished, this, [this, reply, generation = generation_] {
+        if (generation == generation_) pageArrived(reply);
+        else reply->deleteLater();
+    });
 }
 
 void HubClient::pageArrived(QNetworkReply* reply) {
@@ -170,7 +174,9 @@ void HubClient::pageArrived(QNetworkReply* reply) {
     if (reply->error() != QNetworkReply::NoError || status != 200) {
         if (worthRetrying(reply->error(), status) && attempt_ < settings_.maxRetries) {
             ++attempt_;
-            QTimer::singleShot(backoffMs(settings_, attempt_), this, [this, url = reply->request().url()] { requestPage(url); });
+            QTimer::singleShot(backoffMs(settings_, attempt_), this, [this, url = reply->request().url(), g = generation_] {
+                if (g == generation_) requestPage(url);
+            });
             return;
         }
         emit failed(failureMessage(reply, repo_, revision_, {}, !settings_.token.isEmpty()));

@@ -82,6 +82,7 @@ private:
     QString revision_;
     QList<RepoFile> files_;
     int attempt_ = 0;
+    int generation_ = 0;
 };
 
 // Downloads FILES of REPO into OUTDIR. Partial data is kept in OUTDIR/.tandem-download/ and resumed
