@@ -16,3 +16,6 @@ int runTokenize(const CommandArgs& args);
 int runDetokenize(const CommandArgs& args);
 int runBenchTokenizer(const CommandArgs& args);
 int runRenderChat(const CommandArgs& args);
+#ifdef TANDEM_CLI_DOWNLOAD
+int runDownload(const CommandArgs& args);
+#endif

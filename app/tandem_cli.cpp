@@ -29,6 +29,12 @@ commands:
             it at the end; run the same command again to resume an interrupted conversion.
             --verify then reads the whole store back against its checksums; with --out and --verify
             alone it checks an existing store.
+  download  REPO --out DIR [--revision R] [--include GLOB]... [--token T] [--endpoint URL] [--parallel N]
+            Download a Hugging Face repository (e.g. Qwen/Qwen3-30B-A3B) into DIR: several files at once,
+            each checked against the Hub's sha256 before it is moved into place, with retries. --include
+            picks files by pattern ("*.json", "model-0000[1-2]*"). The token (for gated or private
+            repositories) and the endpoint (a mirror) default to HF_TOKEN and HF_ENDPOINT. Ctrl-C keeps
+            the partial files in DIR/.tandem-download; the same command resumes them.
   eval      --model DIR --ids-file FILE --new-tokens N --logits-out FILE [--threads N]
             [--device cpu|gpu|auto] [--experts TYPE] [--defer D | --skip D]
             Prefill the prompt ids in FILE, then decode N tokens greedily. Writes every logits row
@@ -88,6 +94,9 @@ constexpr Command kCommands[] = {
     {"detokenize", runDetokenize},
     {"bench-tokenizer", runBenchTokenizer},
     {"render-chat", runRenderChat},
+#ifdef TANDEM_CLI_DOWNLOAD
+    {"download", runDownload},
+#endif
 };
 
 }  // namespace
@@ -102,6 +111,13 @@ int main(int argc, char** argv) {
             std::fputs(tandem::describeBuild("tandem-cli").c_str(), stdout);
             return 0;
         }
+#ifndef TANDEM_CLI_DOWNLOAD
+        if (command == "download") {
+            std::fputs("tandem-cli: this build has no download command (it was built without Qt Network); install "
+                       "qt6-base-dev and build again\n", stderr);
+            return 1;
+        }
+#endif
         if (command == "--help" || command == "-h" || command == "help") {
             std::fputs(kUsage, stdout);
             return 0;

@@ -20,6 +20,7 @@
 #include <QTreeWidget>
 
 #include "test_support.h"
+#include "ui/settings/app_paths.h"
 #include "ui/widgets/empty_state_page.h"
 #include "ui/widgets/main_window.h"
 #include "ui/widgets/notification_banner.h"
@@ -230,8 +231,9 @@ private slots:
     void modelsGoUnderTheDataFolderByDefault() {
         QTemporaryDir dir;
         AppSettings settings(std::make_unique<QSettings>(dir.filePath("s.ini"), QSettings::IniFormat));
-        QCOMPARE(settings.modelsFolder(),
-                 QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) + QStringLiteral("/models"));
+        // The XDG data folder of Tandem whatever the executable's name: $XDG_DATA_HOME/tandem/models.
+        QCOMPARE(settings.modelsFolder(), qEnvironmentVariable("XDG_DATA_HOME") + QStringLiteral("/tandem/models"));
+        QCOMPARE(settings.modelsFolder(), paths::modelsDir());
         settings.setModelsFolder("/big/disk/models/");
         QCOMPARE(settings.modelsFolder(), QStringLiteral("/big/disk/models"));
         // Forgetting where the wizard stopped keeps the folder the user chose.

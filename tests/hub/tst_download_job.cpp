@@ -1,0 +1,319 @@
+// DownloadJob against the fake Hub: a clean download, every fault ending in a correct file or a clear
+// message (never a wrong file in place), resume by a new job, pause, cancel, and the disk space check.
+#include <QFileInfo>
+#include <QTemporaryDir>
+
+#include <memory>
+
+#include "hub_test_helpers.h"
+
+using namespace tandem::test;
+using tandem::hub::DownloadJob;
+using tandem::hub::HubSettings;
+using tandem::hub::RepoFile;
+
+class TestDownloadJob : public QObject {
+    Q_OBJECT
+
+    std::unique_ptr<FakeHubServer> server_;
+    std::unique_ptr<QTemporaryDir> out_;
+    QList<RepoFile> files_;
+
+    QString out() const { return out_->path(); }
+    HubSettings settings() const { return fastSettings(*server_); }
+    std::unique_ptr<DownloadJob> job(const HubSettings& s) const {
+        return std::make_unique<DownloadJob>(s, kRepo, "main", files_, out());
+    }
+    std::unique_ptr<DownloadJob> job() const { return job(settings()); }
+    RepoFile file(const QString& path) const {
+        for (const RepoFile& f : files_)
+            if (f.path == path) return f;
+        qFatal("no %s in the listing", qPrintable(path));
+    }
+    QStringList partialFiles() const {
+        return filesUnder(out()).filter(QRegularExpression("^\\.tandem-download/.*\\.part$"));
+    }
+    // The Range headers of the requests that carried SHARD's bytes (the CDN hop for an LFS file).
+    QList<QByteArray> cdnRanges(const QString& path) const {
+        QList<QByteArray> ranges;
+        for (const HubRequest& r : server_->requestsFor(path))
+            if (r.cdn) ranges << r.range;
+        return ranges;
+    }
+    void expectComplete() {
+        QString why;
+        QVERIFY2(sameAsFixture(out(), &why), qPrintable(why));
+        QCOMPARE(filesUnder(out()), filesUnder(fixtureDir()));  // nothing else, no staging folder
+    }
+    // FILE is not in place and no partial file of it stays.
+    void expectNothingOf(const QString& path) {
+        QVERIFY(!QFile::exists(out() + "/" + path));
+        QVERIFY2(partialFiles().filter(path).isEmpty(), qPrintable(partialFiles().join(", ")));
+    }
+
+private slots:
+    void init() {
+        server_ = std::make_unique<FakeHubServer>();
+        server_->addRepo(kRepo, fixtureDir());
+        out_ = std::make_unique<QTemporaryDir>();
+        files_ = listRepo(settings());
+        server_->clearRequests();
+    }
+
+    void cleanDownloadMatchesTheFixture() {
+        HubSettings s = settings();
+        s.token = "hf_secret";
+        auto j = job(s);
+        QSignalSpy fileDone(j.get(), &DownloadJob::fileFinished);
+        QSignalSpy progress(j.get(), &DownloadJob::progress);
+        const JobOutcome r = waitForEnd(*j);
+        QVERIFY2(r.finished, qPrintable(r.failure));
+        expectComplete();
+        QCOMPARE(fileDone.size(), files_.size());
+        QVERIFY(!progress.isEmpty());
+        QCOMPARE(progress.last().at(0).toLongLong(), progress.last().at(1).toLongLong());
+        // The token goes to the Hub, never to the CDN an LFS file is redirected to.
+        bool sawCdn = false;
+        for (const HubRequest& r : server_->requests()) {
+            QCOMPARE(r.authorization, r.cdn ? QByteArray() : QByteArray("Bearer hf_secret"));
+            sawCdn = sawCdn || r.cdn;
+        }
+        QVERIFY(sawCdn);
+    }
+
+    void droppedConnectionResumesWithRange() {
+        server_->injectFaults(kRepo, kShard, {HubFault::DropMidFile});
+        server_->injectFaults(kRepo, "tokenizer.json", {HubFault::DropMidFile});  // a non-LFS file too
+        const JobOutcome r = waitForEnd(*job());
+        QVERIFY2(r.finished, qPrintable(r.failure));
+        expectComplete();
+        // Qt may send the first request again by itself when the connection closes; either way the
+        // transfer goes on from where the partial file ends.
+        const auto ranges = cdnRanges(kShard);
+        QVERIFY(ranges.first().isEmpty());
+        QCOMPARE(ranges.last(), "bytes=" + QByteArray::number(file(kShard).size / 2) + "-");
+        QVERIFY(server_->requestsFor("tokenizer.json").last().range.startsWith("bytes="));
+        QVERIFY2(r.notices.join("\n").contains(kShard + ": the connection ended"), qPrintable(r.notices.join("\n")));
+    }
+
+    void corruptedByteIsFetchedAgain() {
+        server_->injectFaults(kRepo, kShard, {HubFault::CorruptByte});
+        server_->injectFaults(kRepo, "config.json", {HubFault::CorruptByte});  // checked by its git blob id
+        const JobOutcome r = waitForEnd(*job());
+        QVERIFY2(r.finished, qPrintable(r.failure));
+        expectComplete();
+        QCOMPARE(cdnRanges(kShard), QList<QByteArray>({{}, {}}));  // the second time from the first byte
+        const QString notices = r.notices.join("\n");
+        QVERIFY2(notices.contains(kShard + " arrived damaged (its sha256 is") &&
+                     notices.contains("config.json arrived damaged (its git blob id is"),
+                 qPrintable(notices));
+    }
+
+    void corruptedTwiceFailsWithNothingInPlace() {
+        server_->injectFaults(kRepo, kShard, {HubFault::CorruptByte}, true);
+        const JobOutcome r = waitForEnd(*job());
+        QVERIFY(!r.finished);
+        QVERIFY2(r.failure.contains(kShard + " arrived damaged twice") && r.failure.contains("nothing was put in place"),
+                 qPrintable(r.failure));
+        expectNothingOf(kShard);
+    }
+
+    void httpErrorsAreExplained_data() {
+        QTest::addColumn<int>("fault");
+        QTest::addColumn<QString>("words");
+        QTest::newRow("404") << int(HubFault::NotFound) << "has no file '" + kShard + "' at revision 'main'";
+        QTest::newRow("401") << int(HubFault::Unauthorized) << "needs you to sign in";
+        QTest::newRow("403") << int(HubFault::Forbidden) << "is gated and this account has not been granted access";
+    }
+    void httpErrorsAreExplained() {
+        QFETCH(int, fault);
+        QFETCH(QString, words);
+        server_->injectFaults(kRepo, kShard, {static_cast<HubFault>(fault)}, true);
+        const JobOutcome r = waitForEnd(*job());
+        QVERIFY(!r.finished);
+        QVERIFY2(r.failure.contains(words), qPrintable(r.failure));
+        expectNothingOf(kShard);
+        QCOMPARE(server_->requestsFor(kShard).size(), 1);  // not retried: it would not help
+    }
+
+    void serverErrorsAndStallsAreRetried() {
+        server_->injectFaults(kRepo, kShard, {HubFault::ServerError, HubFault::Stall});
+        server_->injectFaults(kRepo, "config.json", {HubFault::Slow});
+        const JobOutcome r = waitForEnd(*job());
+        QVERIFY2(r.finished, qPrintable(r.failure));
+        expectComplete();
+        const QString notices = r.notices.join("\n");
+        QVERIFY2(notices.contains(kShard + ": HTTP 500; retrying") && notices.contains(kShard + ": no data for 0.5 s"),
+                 qPrintable(notices));
+        QCOMPARE(cdnRanges(kShard).last(), "bytes=" + QByteArray::number(file(kShard).size / 2) + "-");
+    }
+
+    void serverIgnoringOrMisplacingRangeStartsOver_data() {
+        QTest::addColumn<int>("fault");
+        QTest::addColumn<QString>("words");
+        QTest::newRow("ignores Range") << int(HubFault::IgnoreRange) << "does not resume downloads";
+        QTest::newRow("wrong Content-Range") << int(HubFault::WrongRange) << "resumed at the wrong place";
+    }
+    void serverIgnoringOrMisplacingRangeStartsOver() {
+        QFETCH(int, fault);
+        QFETCH(QString, words);
+        // The first request resumes a partial file, and the server answers it badly.
+        const QString partial = out() + "/.tandem-download/" + kShard + "." + file(kShard).sha256 + ".part";
+        QVERIFY(QDir().mkpath(QFileInfo(partial).absolutePath()));
+        QVERIFY(writeFile(partial, readFile(fixtureDir() + "/" + kShard).left(4000)));
+        server_->injectFaults(kRepo, kShard, {static_cast<HubFault>(fault)});
+        const JobOutcome r = waitForEnd(*job());
+        QVERIFY2(r.finished, qPrintable(r.failure));
+        expectComplete();
+        QVERIFY2(r.notices.join("\n").contains(words), qPrintable(r.notices.join("\n")));
+        QCOMPARE(cdnRanges(kShard).first(), QByteArray("bytes=4000-"));
+    }
+
+    void givingUpKeepsThePartialFileForANewJob() {
+        server_->injectFaults(kRepo, kShard, {HubFault::DropMidFile}, true);
+        HubSettings s = settings();
+        s.maxRetries = 1;
+        {
+            auto first = job(s);
+            const JobOutcome r = waitForEnd(*first);
+            QVERIFY(!r.finished);
+            QVERIFY2(r.failure.contains(kShard + ": gave up after 2 attempts") && r.failure.contains("run the download again"),
+                     qPrintable(r.failure));
+        }
+        QVERIFY(!QFile::exists(out() + "/" + kShard));
+        const QStringList partial = partialFiles().filter(kShard);
+        QCOMPARE(partial.size(), 1);
+        const qint64 kept = QFileInfo(out() + "/" + partial.first()).size();
+        QVERIFY(kept > 0 && kept < file(kShard).size);
+
+        server_->injectFaults(kRepo, kShard, {});
+        server_->clearRequests();
+        const JobOutcome r = waitForEnd(*job());
+        QVERIFY2(r.finished, qPrintable(r.failure));
+        expectComplete();
+        QCOMPARE(cdnRanges(kShard), QList<QByteArray>{"bytes=" + QByteArray::number(kept) + "-"});
+        // Files the first job finished were verified then; the new job fetches none of them again.
+        QCOMPARE(server_->requestsFor("config.json").size(), 0);
+    }
+
+    void partialFileOfAKilledProcessIsResumed() {
+        // As a process killed mid-file leaves it: the first bytes of the shard under its partial name,
+        // and a partial of the other shard with wrong bytes (caught by the sha256, then fetched anew).
+        const RepoFile shard = file(kShard);
+        const QByteArray bytes = readFile(fixtureDir() + "/" + kShard);
+        const QString partial = out() + "/.tandem-download/" + kShard + "." + shard.sha256 + ".part";
+        QVERIFY(QDir().mkpath(QFileInfo(partial).absolutePath()));
+        QVERIFY(writeFile(partial, bytes.left(1000)));
+        const QString other = "model-00002-of-00002.safetensors";
+        QVERIFY(writeFile(out() + "/.tandem-download/" + other + "." + file(other).sha256 + ".part", QByteArray(500, 'z')));
+        QVERIFY(writeFile(out() + "/.tandem-download/" + kShard + "." + QString(64, 'e') + ".part", "an old revision"));
+
+        const JobOutcome r = waitForEnd(*job());
+        QVERIFY2(r.finished, qPrintable(r.failure));
+        expectComplete();
+        QCOMPARE(cdnRanges(kShard), QList<QByteArray>{"bytes=1000-"});
+        QCOMPARE(cdnRanges(other), QList<QByteArray>({"bytes=500-", {}}));
+    }
+
+    void filesInPlaceAreCheckedNotFetched() {
+        QVERIFY(copyFixture("tiny-qwen3moe", out()));
+        QByteArray wrong = readFile(out() + "/tokenizer.json");
+        wrong[10] = static_cast<char>(wrong[10] ^ 1);  // same size, other content
+        QVERIFY(writeFile(out() + "/tokenizer.json", wrong));
+        auto j = job();
+        QSignalSpy fileDone(j.get(), &DownloadJob::fileFinished);
+        const JobOutcome r = waitForEnd(*j);
+        QVERIFY2(r.finished, qPrintable(r.failure));
+        expectComplete();
+        QCOMPARE(fileDone.size(), files_.size());
+        QStringList fetched;
+        for (const HubRequest& req : server_->requests()) fetched << req.target.section('/', -1);
+        QCOMPARE(fetched, QStringList{"tokenizer.json"});
+    }
+
+    void pauseAndResume() {
+        server_->setSlowPace(8 * 1024, 20);
+        server_->injectFaults(kRepo, kShard, {HubFault::Slow});
+        HubSettings s = settings();
+        s.parallelFiles = 1;
+        auto j = job(s);
+        QSignalSpy paused(j.get(), &DownloadJob::paused);
+        QSignalSpy finished(j.get(), &DownloadJob::finished);
+        bool pausedOnce = false;
+        connect(j.get(), &DownloadJob::fileProgress, this, [&](const QString& path, qint64 done, qint64) {
+            if (path == kShard && done > 0 && !pausedOnce) {
+                pausedOnce = true;
+                j->pause();
+            }
+        });
+        j->start();
+        QVERIFY(paused.wait(60000));
+        QVERIFY(finished.isEmpty());
+        const QStringList partial = partialFiles().filter(kShard);
+        QCOMPARE(partial.size(), 1);
+        const qint64 kept = QFileInfo(out() + "/" + partial.first()).size();
+        QVERIFY(kept > 0 && kept < file(kShard).size);
+        QVERIFY(!QFile::exists(out() + "/" + kShard));
+
+        j->resume();
+        const JobOutcome r = waitForEnd(*j, false);
+        QVERIFY2(r.finished, qPrintable(r.failure));
+        expectComplete();
+        QVERIFY(cdnRanges(kShard).last().startsWith("bytes="));
+    }
+
+    void cancelRemovesPartialFiles() {
+        server_->setSlowPace(8 * 1024, 20);
+        server_->injectFaults(kRepo, kShard, {HubFault::Slow}, true);
+        auto j = job();
+        QSignalSpy cancelled(j.get(), &DownloadJob::cancelled);
+        bool once = false;
+        connect(j.get(), &DownloadJob::fileProgress, this, [&](const QString& path, qint64 done, qint64) {
+            if (path == kShard && done > 0 && !once) {
+                once = true;
+                j->cancel();
+            }
+        });
+        j->start();
+        QVERIFY(cancelled.wait(60000));
+        expectNothingOf(kShard);
+        QVERIFY(!QFileInfo::exists(out() + "/.tandem-download"));
+    }
+
+    void deletingTheJobKeepsWhatArrived() {
+        server_->setSlowPace(8 * 1024, 20);
+        server_->injectFaults(kRepo, kShard, {HubFault::Slow});
+        {
+            auto j = job();
+            j->start();
+            QTRY_VERIFY_WITH_TIMEOUT(!partialFiles().filter(kShard).isEmpty() &&
+                                         QFileInfo(out() + "/" + partialFiles().filter(kShard).first()).size() > 0,
+                                     60000);
+            // As the app quitting mid-download: the job goes away without pause or cancel.
+            j.reset();
+            QVERIFY(j == nullptr);
+        }
+        QCOMPARE(partialFiles().filter(kShard).size(), 1);
+        const JobOutcome r = waitForEnd(*job());
+        QVERIFY2(r.finished, qPrintable(r.failure));
+        expectComplete();
+        QVERIFY(cdnRanges(kShard).last().startsWith("bytes="));
+    }
+
+    void notEnoughDiskSpaceRefusesToStart() {
+        files_.append(RepoFile{"huge.safetensors", qint64(1) << 60, QString(64, 'a'), {}});
+        const JobOutcome r = waitForEnd(*job());
+        QVERIFY(!r.finished);
+        QVERIFY2(r.failure.contains("Not enough disk space"), qPrintable(r.failure));
+        QVERIFY(server_->requests().isEmpty());
+    }
+
+    void emptyListFinishesAtOnce() {
+        files_.clear();
+        const JobOutcome r = waitForEnd(*job());
+        QVERIFY2(r.finished, qPrintable(r.failure));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestDownloadJob)
+#include "tst_download_job.moc"

@@ -1,0 +1,182 @@
+// The Hub client's listing, its messages for 401/403/404, settings from the environment, --include
+// patterns and the disk space check.
+#include <QTcpServer>
+#include <QTemporaryDir>
+
+#include "hub_test_helpers.h"
+
+using namespace tandem::test;
+using tandem::hub::HubClient;
+using tandem::hub::HubSettings;
+using tandem::hub::RepoFile;
+
+class TestHubClient : public QObject {
+    Q_OBJECT
+
+    // The failure message of listing REPO, or an empty string when it listed.
+    static QString listingFailure(const HubSettings& settings, const QString& repo, const QString& revision = "main") {
+        HubClient client(settings);
+        QSignalSpy listed(&client, &HubClient::filesListed);
+        QSignalSpy failed(&client, &HubClient::failed);
+        client.listFiles(repo, revision);
+        if (!QTest::qWaitFor([&] { return !listed.isEmpty() || !failed.isEmpty(); }, 30000)) return "hung";
+        return failed.isEmpty() ? QString() : failed.first().first().toString();
+    }
+
+private slots:
+    void listsTheFixtureWithSizesAndHashes() {
+        FakeHubServer server;
+        server.addRepo(kRepo, fixtureDir());
+        server.setTreePageSize(3);  // several pages, chained by Link headers
+        const QList<RepoFile> files = listRepo(fastSettings(server));
+        QStringList paths;
+        for (const RepoFile& f : files) paths << f.path;
+        paths.sort();
+        QCOMPARE(paths, filesUnder(fixtureDir()));
+        QVERIFY(server.requestsFor("/tree/main").size() > 1);
+        for (const RepoFile& f : files) {
+            const QByteArray bytes = readFile(fixtureDir() + "/" + f.path);
+            QCOMPARE(f.size, bytes.size());
+            if (f.path.endsWith(".safetensors")) {
+                QCOMPARE(f.sha256, QString::fromLatin1(QCryptographicHash::hash(bytes, QCryptographicHash::Sha256).toHex()));
+                QVERIFY(f.gitOid.isEmpty());
+            } else {
+                QVERIFY(f.sha256.isEmpty());
+                QCOMPARE(f.gitOid.size(), 40);
+            }
+        }
+    }
+
+    void revisionWithSlashAndNestedFiles() {
+        FakeHubServer server;
+        server.addFile(kRepo, "sub/dir/notes.txt", "hello", false, "refs/pr/1");
+        const QList<RepoFile> files = listRepo(fastSettings(server), kRepo, "refs/pr/1");
+        QCOMPARE(files.size(), 1);  // folders are not files
+        QCOMPARE(files.first().path, QString("sub/dir/notes.txt"));
+        QVERIFY(server.requests().first().target.contains("/tree/refs%2Fpr%2F1?"));
+    }
+
+    void explainsAccessProblems() {
+        FakeHubServer server;
+        server.addRepo("org/gated", fixtureDir());
+        server.setAccess("org/gated", RepoAccess::Gated, "hf_granted");
+        server.addRepo("org/private", fixtureDir());
+        server.setAccess("org/private", RepoAccess::Private, "hf_mine");
+        HubSettings anonymous = fastSettings(server);
+
+        QString m = listingFailure(anonymous, "org/gated");
+        QVERIFY2(m.contains("needs you to sign in") && m.contains("/settings/tokens"), qPrintable(m));
+        HubSettings other = anonymous;
+        other.token = "hf_other";
+        m = listingFailure(other, "org/gated");
+        QVERIFY2(m.contains("gated") && m.contains("accept the conditions") && m.contains(server.endpoint() + "/org/gated"),
+                 qPrintable(m));
+        HubSettings granted = anonymous;
+        granted.token = "hf_granted";
+        QCOMPARE(listingFailure(granted, "org/gated"), QString());
+        QVERIFY(server.requestsFor("org/gated").last().authorization == "Bearer hf_granted");
+
+        m = listingFailure(other, "org/private");
+        QVERIFY2(m.contains("did not accept the token"), qPrintable(m));
+        HubSettings mine = anonymous;
+        mine.token = "hf_mine";
+        QCOMPARE(listingFailure(mine, "org/private"), QString());
+
+        m = listingFailure(anonymous, "org/nothing-here");
+        QVERIFY2(m.contains("org/nothing-here") && m.contains("no repository has that name"), qPrintable(m));
+        m = listingFailure(anonymous, "org/private", "v9");
+        QVERIFY2(m.contains("needs you to sign in"), qPrintable(m));  // private: not even the revision shows
+        server.addRepo("org/open", fixtureDir());
+        m = listingFailure(anonymous, "org/open", "v9");
+        QVERIFY2(m.contains("no branch, tag or commit 'v9'"), qPrintable(m));
+        m = listingFailure(anonymous, "not a repo!");
+        QVERIFY2(m.contains("is not a repository id"), qPrintable(m));
+    }
+
+    void unreachableEndpointAndUnsafeNames() {
+        QTcpServer closed;
+        QVERIFY(closed.listen(QHostAddress::LocalHost));
+        const quint16 port = closed.serverPort();
+        closed.close();
+        HubSettings settings;
+        settings.endpoint = QString("http://127.0.0.1:%1/").arg(port);
+        settings.retryDelayMs = 1;
+        settings.maxRetries = 1;
+        QString m = listingFailure(settings, kRepo);
+        QVERIFY2(m.contains("Could not reach 127.0.0.1") && m.contains("HF_ENDPOINT"), qPrintable(m));
+
+        FakeHubServer server;
+        server.addFile(kRepo, "config.json", "{}", false);
+        server.addListedOnly(kRepo, "../outside.bin", 10);
+        m = listingFailure(fastSettings(server), kRepo);
+        QVERIFY2(m.contains("outside the download folder") && m.contains("../outside.bin"), qPrintable(m));
+    }
+
+    void settingsFromTheEnvironment() {
+        QTemporaryDir home;
+        QVERIFY(writeFile(home.filePath("token"), "hf_from_file\n"));
+        qputenv("HF_HOME", home.path().toUtf8());
+        qputenv("HF_ENDPOINT", "https://mirror.example/");
+        qunsetenv("HF_TOKEN");
+        HubSettings s = tandem::hub::resolvedSettings({});
+        QCOMPARE(s.endpoint, QString("https://mirror.example"));
+        QCOMPARE(s.token, QString("hf_from_file"));
+        qputenv("HF_TOKEN", "hf_from_env");
+        QCOMPARE(tandem::hub::resolvedSettings({}).token, QString("hf_from_env"));
+        HubSettings explicitOnes;
+        explicitOnes.endpoint = "http://127.0.0.1:1";
+        explicitOnes.token = "hf_given";
+        s = tandem::hub::resolvedSettings(explicitOnes);
+        QCOMPARE(s.endpoint, QString("http://127.0.0.1:1"));
+        QCOMPARE(s.token, QString("hf_given"));
+        qunsetenv("HF_ENDPOINT");
+        qunsetenv("HF_TOKEN");
+        qputenv("HF_HOME", home.filePath("none").toUtf8());
+        s = tandem::hub::resolvedSettings({});
+        QCOMPARE(s.endpoint, QString("https://huggingface.co"));
+        QVERIFY(s.token.isEmpty());
+    }
+
+    void includePatterns() {
+        using tandem::hub::matchesGlob;
+        QVERIFY(matchesGlob("config.json", "*.json"));
+        QVERIFY(matchesGlob("sub/config.json", "*.json"));  // as Python's fnmatch: '*' crosses '/'
+        QVERIFY(!matchesGlob("config.json.bak", "*.json"));
+        QVERIFY(matchesGlob("model-00002-of-00003.safetensors", "model-0000[1-2]*"));
+        QVERIFY(!matchesGlob("model-00003-of-00003.safetensors", "model-0000[1-2]*"));
+        QVERIFY(matchesGlob("a.bin", "?.bin") && !matchesGlob("ab.bin", "?.bin"));
+        QVERIFY(matchesGlob("x.txt", "[!a]*") && !matchesGlob("a.txt", "[!a]*"));
+        QVERIFY(matchesGlob("[odd", "[odd"));  // an unclosed '[' is a character
+        QVERIFY(matchesGlob("anything", "*") && matchesGlob("", "*") && !matchesGlob("", "?"));
+        const QList<RepoFile> files{{"a.json", 1, {}, {}}, {"b.safetensors", 2, {}, {}}, {"c.txt", 3, {}, {}}};
+        QCOMPARE(tandem::hub::filterFiles(files, {}).size(), 3);
+        const auto kept = tandem::hub::filterFiles(files, {"*.json", "*.txt"});
+        QCOMPARE(kept.size(), 2);
+        QCOMPARE(kept[1].path, QString("c.txt"));
+    }
+
+    void diskSpace() {
+        QTemporaryDir tmp;
+        const auto fits = tandem::hub::checkDiskSpace(tmp.filePath("not/yet/made"), 1);
+        QVERIFY(fits.enough);
+        QVERIFY(fits.availableBytes > 0);
+        QVERIFY(fits.message.isEmpty());
+        const qint64 huge = qint64(1) << 60;
+        const auto refused = tandem::hub::checkDiskSpace(tmp.path(), huge);
+        QVERIFY(!refused.enough);
+        QCOMPARE(refused.neededBytes, huge);
+        QVERIFY2(refused.message.contains("Not enough disk space") && refused.message.contains("1152921504.61 GB") &&
+                     refused.message.contains("another disk"),
+                 qPrintable(refused.message));
+
+        // What is still to fetch: a file in place counts nothing, a partial file counts what it lacks.
+        const QList<RepoFile> files{{"done.bin", 4, {}, {}}, {"half.bin", 10, QString(64, 'c'), {}}, {"new.bin", 7, {}, {}}};
+        QVERIFY(writeFile(tmp.filePath("done.bin"), "1234"));
+        QVERIFY(QDir().mkpath(tmp.filePath(".tandem-download")));
+        QVERIFY(writeFile(tmp.filePath(".tandem-download/half.bin." + QString(64, 'c') + ".part"), "123"));
+        QCOMPARE(tandem::hub::remainingDownloadBytes(files, tmp.path()), 7 + 7);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestHubClient)
+#include "tst_hub_client.moc"

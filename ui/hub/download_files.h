@@ -1,0 +1,56 @@
+#pragma once
+// Where a download keeps its partial data, and how a file is checked: the parts of DownloadJob that
+// touch the disk and not the network. Internal to ui/hub.
+#include <QCryptographicHash>
+#include <QString>
+#include <atomic>
+#include <memory>
+
+#include "ui/hub/hub_client.h"
+
+namespace tandem::hub::detail {
+
+// OUTDIR/.tandem-download: partial files and the record of verified files, removed once all are in place.
+QString stagingDir(const QString& outDir);
+// OUTDIR/.tandem-download/PATH.ID.part, where ID is what the file is checked against (its sha256, git
+// blob id, or size): a partial of another revision of the file has another name and is never resumed.
+QString partialPath(const QString& outDir, const RepoFile& file);
+// A path from the Hub that stays inside the output folder: relative, no "..", no empty or "." parts.
+bool isSafeRelativePath(const QString& path);
+
+// The running check of one file's content: sha256 for LFS files, the git blob id (sha1 over
+// "blob SIZE\0" + content) for the others, nothing but the size when the listing gave neither.
+class ContentCheck {
+public:
+    explicit ContentCheck(const RepoFile& file);
+    void add(const char* data, qint64 size);
+    // The digest in lower-case hex; empty when there is nothing to compare.
+    QString result() const;
+    QString expected() const { return expected_; }
+    QString kind() const { return kind_; }  // "sha256", "git blob id" or ""
+
+private:
+    std::unique_ptr<QCryptographicHash> hash_;
+    QString expected_;
+    QString kind_;
+};
+
+// Reads the first BYTES of PATH into CHECK. False when the file is shorter or unreadable, or STOP was
+// set while it read (it is polled every 8 MiB).
+bool addFileTo(ContentCheck& check, const QString& path, qint64 bytes, const std::atomic<bool>* stop = nullptr);
+
+// The record of files this download verified and moved into place (.tandem-download/verified.json):
+// a file found there with the same check value, size and modification time is not hashed again.
+class VerifiedRecord {
+public:
+    explicit VerifiedRecord(QString outDir);
+    bool contains(const RepoFile& file) const;
+    // Records FILE as in place; false when the record could not be written (the file is then hashed
+    // again by a later job, nothing worse).
+    bool add(const RepoFile& file);
+
+private:
+    QString outDir_;
+};
+
+}  // namespace tandem::hub::detail

@@ -1,0 +1,190 @@
+#include "ui/hub/download_worker.h"
+
+#include <QDir>
+#include <QFile>
+#include <QNetworkAccessManager>
+
+#include "ui/hub/download_files.h"
+#include "ui/hub/file_transfer.h"
+
+namespace tandem::hub {
+
+using detail::FileTransfer;
+
+namespace {
+
+constexpr int kReportMs = 250;         // progress signals at most this often
+constexpr qint64 kSpeedWindowMs = 5000;  // the speed is the average over this window
+
+}  // namespace
+
+DownloadWorker::DownloadWorker(HubSettings settings, QString repo, QString revision, QList<RepoFile> files,
+                               QString outDir)
+    : settings_(resolvedSettings(std::move(settings))), repo_(std::move(repo)), revision_(std::move(revision)),
+      files_(std::move(files)), outDir_(std::move(outDir)), reportTimer_(this) {
+    if (revision_.isEmpty()) revision_ = QStringLiteral("main");
+    for (const RepoFile& f : files_) totalBytes_ += f.size;
+    reportTimer_.setInterval(kReportMs);
+    connect(&reportTimer_, &QTimer::timeout, this, &DownloadWorker::report);
+}
+
+DownloadWorker::~DownloadWorker() {
+    stopTransfers();
+    qDeleteAll(transfers_);
+}
+
+void DownloadWorker::start() {
+    if (phase_ != Phase::Idle) return;
+    for (const RepoFile& f : files_) {
+        if (!detail::isSafeRelativePath(f.path)) {
+            phase_ = Phase::Failed;
+            emit failed(QStringLiteral("'%1' is not a safe file name inside the download folder; nothing was downloaded.")
+                            .arg(f.path));
+            return;
+        }
+    }
+    if (!QDir().mkpath(outDir_)) {
+        phase_ = Phase::Failed;
+        emit failed(QStringLiteral("Could not create the folder %1. Check the path and its permissions.").arg(outDir_));
+        return;
+    }
+    const DiskSpaceCheck space = checkDiskSpace(outDir_, remainingDownloadBytes(files_, outDir_));
+    if (!space.enough) {
+        phase_ = Phase::Failed;
+        emit failed(space.message);
+        return;
+    }
+    phase_ = Phase::Running;
+    network_ = new QNetworkAccessManager(this);
+    const detail::TransferTarget target{settings_, repo_, revision_, outDir_};
+    for (const RepoFile& f : files_) {
+        auto* transfer = new FileTransfer(target, f, network_, nullptr);
+        connect(transfer, &FileTransfer::prepared, this, [this, transfer] {
+            ++prepared_;
+            if (transfer->state() == FileTransfer::State::Done) fileDone(transfer);
+            prepareNext();
+            pump();
+        });
+        connect(transfer, &FileTransfer::advanced, this, [this](qint64 bytes) {
+            if (bytes > 0) arrivedBytes_ += bytes;
+        });
+        connect(transfer, &FileTransfer::done, this, [this, transfer] {
+            fileDone(transfer);
+            pump();
+        });
+        connect(transfer, &FileTransfer::failed, this, &DownloadWorker::fileFailed);
+        connect(transfer, &FileTransfer::notice, this, &DownloadWorker::notice);
+        transfers_.append(transfer);
+    }
+    lastFileReport_ = QList<qint64>(transfers_.size(), -1);
+    clock_.start();
+    reportTimer_.start();
+    report();
+    if (transfers_.isEmpty()) {
+        fileDone(nullptr);
+        return;
+    }
+    prepareNext();
+}
+
+// One file at a time looks at the disk, so a folder full of earlier files is not hashed all at once.
+void DownloadWorker::prepareNext() {
+    if (prepared_ < transfers_.size() && transfers_[prepared_]->state() == FileTransfer::State::New)
+        transfers_[prepared_]->prepare();
+}
+
+void DownloadWorker::pump() {
+    if (phase_ != Phase::Running) return;
+    int running = 0;
+    for (FileTransfer* t : transfers_)
+        running += t->state() == FileTransfer::State::Running || t->state() == FileTransfer::State::Waiting;
+    for (FileTransfer* t : transfers_) {
+        if (running >= settings_.parallelFiles) break;
+        const auto state = t->state();
+        if (state == FileTransfer::State::Ready || state == FileTransfer::State::Paused ||
+            state == FileTransfer::State::Failed) {
+            ++running;
+            t->start();
+            if (phase_ != Phase::Running) return;  // it failed at once
+        }
+    }
+}
+
+void DownloadWorker::fileDone(FileTransfer* file) {
+    if (file) emit fileFinished(file->file().path);
+    const bool all = std::all_of(transfers_.begin(), transfers_.end(),
+                                 [](FileTransfer* t) { return t->state() == FileTransfer::State::Done; });
+    if (!all || phase_ != Phase::Running) return;
+    phase_ = Phase::Finished;
+    reportTimer_.stop();
+    report();
+    QDir(detail::stagingDir(outDir_)).removeRecursively();
+    emit finished();
+}
+
+void DownloadWorker::fileFailed(const QString& message) {
+    if (phase_ != Phase::Running) return;
+    // One file that cannot be had fails the download; the others stop and keep their data for a resume.
+    phase_ = Phase::Failed;
+    stopTransfers();
+    reportTimer_.stop();
+    report();
+    emit failed(message);
+}
+
+void DownloadWorker::stopTransfers() {
+    for (FileTransfer* t : transfers_) t->pause();
+}
+
+void DownloadWorker::pause() {
+    if (phase_ != Phase::Running) return;
+    phase_ = Phase::Paused;
+    stopTransfers();
+    report();
+    emit paused();
+}
+
+void DownloadWorker::resume() {
+    if (phase_ == Phase::Idle) {
+        start();
+        return;
+    }
+    if (phase_ != Phase::Paused && phase_ != Phase::Failed) return;
+    phase_ = Phase::Running;
+    samples_.clear();
+    reportTimer_.start();
+    pump();
+}
+
+void DownloadWorker::cancel() {
+    if (phase_ == Phase::Finished || phase_ == Phase::Cancelled) return;
+    phase_ = Phase::Cancelled;
+    reportTimer_.stop();
+    for (FileTransfer* t : transfers_)
+        if (t->state() != FileTransfer::State::Done) t->removePartial();
+    // The staging folder goes when it holds nothing else (another download's partial files stay).
+    QDir staging(detail::stagingDir(outDir_));
+    QFile::remove(staging.filePath("verified.json"));
+    staging.rmdir(staging.absolutePath());
+    emit cancelled();
+}
+
+void DownloadWorker::report() {
+    qint64 done = 0;
+    for (qsizetype i = 0; i < transfers_.size(); ++i) {
+        const qint64 fileDone = transfers_[i]->bytesDone();
+        done += fileDone;
+        if (fileDone != lastFileReport_[i]) {
+            lastFileReport_[i] = fileDone;
+            emit fileProgress(transfers_[i]->file().path, fileDone, transfers_[i]->file().size);
+        }
+    }
+    const qint64 now = clock_.elapsed();
+    samples_.emplace_back(now, arrivedBytes_);
+    while (samples_.size() > 2 && now - samples_.front().first > kSpeedWindowMs) samples_.pop_front();
+    const qint64 spanMs = now - samples_.front().first;
+    const double speed = spanMs > 0 ? static_cast<double>(arrivedBytes_ - samples_.front().second) * 1000.0 / spanMs : 0.0;
+    emit progress(done, totalBytes_, phase_ == Phase::Running ? speed : 0.0);
+}
+
+}  // namespace tandem::hub

@@ -1,0 +1,224 @@
+// The listing half of the Hub client, and the helpers the CLI and the wizard call before a download.
+#include "ui/hub/hub_client.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QNetworkAccessManager>
+#include <QNetworkReply>
+#include <QRegularExpression>
+#include <QStorageInfo>
+#include <QTimer>
+
+#include <algorithm>
+#include <optional>
+
+#include "ui/hub/download_files.h"
+#include "ui/hub/hub_http.h"
+
+namespace tandem::hub {
+
+using namespace detail;
+
+HubSettings resolvedSettings(HubSettings settings) {
+    if (settings.endpoint.isEmpty()) settings.endpoint = qEnvironmentVariable("HF_ENDPOINT");
+    if (settings.endpoint.isEmpty()) settings.endpoint = QStringLiteral("https://huggingface.co");
+    while (settings.endpoint.endsWith('/')) settings.endpoint.chop(1);
+    if (settings.token.isEmpty()) settings.token = qEnvironmentVariable("HF_TOKEN");
+    if (settings.token.isEmpty()) {
+        const QString home = qEnvironmentVariable("HF_HOME", QDir::homePath() + "/.cache/huggingface");
+        QFile file(home + "/token");
+        if (file.open(QIODevice::ReadOnly)) settings.token = QString::fromUtf8(file.readAll()).trimmed();
+    }
+    settings.parallelFiles = std::max(1, settings.parallelFiles);
+    settings.maxRetries = std::max(0, settings.maxRetries);
+    return settings;
+}
+
+bool matchesGlob(const QString& path, const QString& glob) {
+    // fnmatch as Python's fnmatch (which huggingface_hub's allow_patterns use): iterative, with the
+    // last '*' as the one backtracking point.
+    qsizetype p = 0, g = 0, starG = -1, starP = 0;
+    auto classMatches = [&](qsizetype& at, QChar c) {  // at: the '['; on return, past the ']'
+        qsizetype i = at + 1;
+        const bool negate = i < glob.size() && glob[i] == '!';
+        if (negate) ++i;
+        bool found = false;
+        const qsizetype first = i;
+        for (; i < glob.size() && (glob[i] != ']' || i == first); ++i) {
+            if (i + 2 < glob.size() && glob[i + 1] == '-' && glob[i + 2] != ']') {
+                found = found || (glob[i] <= c && c <= glob[i + 2]);
+                i += 2;
+            } else {
+                found = found || glob[i] == c;
+            }
+        }
+        if (i >= glob.size()) return std::optional<bool>();  // no ']': '[' is an ordinary character
+        at = i + 1;
+        return std::optional<bool>(found != negate);
+    };
+    while (p < path.size()) {
+        if (g < glob.size() && glob[g] == '*') {
+            starG = g++;
+            starP = p;
+            continue;
+        }
+        if (g < glob.size()) {
+            if (glob[g] == '[') {
+                qsizetype next = g;
+                if (const auto m = classMatches(next, path[p]); m) {
+                    if (*m) {
+                        g = next;
+                        ++p;
+                        continue;
+                    }
+                } else if (path[p] == '[') {
+                    ++g;
+                    ++p;
+                    continue;
+                }
+            } else if (glob[g] == '?' || glob[g] == path[p]) {
+                ++g;
+                ++p;
+                continue;
+            }
+        }
+        if (starG < 0) return false;
+        g = starG + 1;
+        p = ++starP;
+    }
+    while (g < glob.size() && glob[g] == '*') ++g;
+    return g == glob.size();
+}
+
+QList<RepoFile> filterFiles(const QList<RepoFile>& files, const QStringList& globs) {
+    if (globs.isEmpty()) return files;
+    QList<RepoFile> kept;
+    for (const RepoFile& f : files)
+        if (std::any_of(globs.begin(), globs.end(), [&](const QString& g) { return matchesGlob(f.path, g); }))
+            kept.append(f);
+    return kept;
+}
+
+qint64 remainingDownloadBytes(const QList<RepoFile>& files, const QString& outDir) {
+    qint64 left = 0;
+    for (const RepoFile& f : files) {
+        if (QFileInfo(outDir + "/" + f.path).size() == f.size && QFileInfo(outDir + "/" + f.path).isFile()) continue;
+        left += f.size - std::min(f.size, QFileInfo(partialPath(outDir, f)).size());
+    }
+    return left;
+}
+
+DiskSpaceCheck checkDiskSpace(const QString& dir, qint64 neededBytes) {
+    DiskSpaceCheck check;
+    check.neededBytes = neededBytes;
+    QString existing = QFileInfo(dir).absoluteFilePath();
+    while (!QFileInfo(existing).isDir() && QFileInfo(existing).absolutePath() != existing)
+        existing = QFileInfo(existing).absolutePath();
+    QStorageInfo storage(existing);
+    storage.refresh();
+    if (!storage.isValid() || !storage.isReady()) {
+        // Unknown free space is no reason to refuse; a full disk still fails the write with a message.
+        check.enough = true;
+        check.availableBytes = -1;
+        return check;
+    }
+    check.availableBytes = storage.bytesAvailable();
+    check.enough = check.availableBytes >= neededBytes;
+    if (!check.enough)
+        check.message = QStringLiteral("Not enough disk space for %1: it needs %2, and %3 (%4) has %5 free. Free %6 "
+                                       "or choose a folder on another disk.")
+                            .arg(QDir::toNativeSeparators(dir), humanBytes(neededBytes),
+                                 QDir::toNativeSeparators(storage.rootPath()), storage.device().constData(),
+                                 humanBytes(check.availableBytes), humanBytes(neededBytes - check.availableBytes));
+    return check;
+}
+
+HubClient::HubClient(HubSettings settings, QObject* parent)
+    : QObject(parent), settings_(resolvedSettings(std::move(settings))), network_(new QNetworkAccessManager(this)) {}
+
+void HubClient::listFiles(const QString& repo, const QString& revision) {
+    static const QRegularExpression repoId(QStringLiteral("^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$"));
+    repo_ = repo.trimmed();
+    files_.clear();
+    attempt_ = 0;
+    ++generation_;  // answers to an earlier listing are ignored from now on
+    if (!repoId.match(repo_).hasMatch() || repo_.contains("..")) {
+        const QString message = QStringLiteral("'%1' is not a repository id: write it as owner/name, as in the model "
+                                               "page's address, e.g. Qwen/Qwen3-30B-A3B.").arg(repo);
+        QTimer::singleShot(0, this, [this, message] { emit failed(message); });
+        return;
+    }
+    revision_ = revision.isEmpty() ? QStringLiteral("main") : revision;
+    requestPage(treeUrl(settings_.endpoint, repo_, revision_));
+}
+
+void HubClient::requestPage(const QUrl& url) {
+    QNetworkRequest request = makeRequest(url, settings_.token);
+    // Listing redirects (a renamed repository) stay on the Hub; Qt follows those with the token.
+    request.setAttribute(QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::SameOriginRedirectPolicy);
+    request.setTransferTimeout(settings_.stallTimeoutMs);
+    QNetworkReply* reply = network_->get(request);
+    connect(reply, &QNetworkReply::finished, this, [this, reply, generation = generation_] {
+        if (generation == generation_) pageArrived(reply);
+        else reply->deleteLater();
+    });
+}
+
+void HubClient::pageArrived(QNetworkReply* reply) {
+    reply->deleteLater();
+    const int status = httpStatus(reply);
+    if (reply->error() != QNetworkReply::NoError || status != 200) {
+        if (worthRetrying(reply->error(), status) && attempt_ < settings_.maxRetries) {
+            ++attempt_;
+            QTimer::singleShot(backoffMs(settings_, attempt_), this, [this, url = reply->request().url(), g = generation_] {
+                if (g == generation_) requestPage(url);
+            });
+            return;
+        }
+        emit failed(failureMessage(reply, repo_, revision_, {}, !settings_.token.isEmpty()));
+        return;
+    }
+    attempt_ = 0;
+    QJsonParseError error{};
+    const QJsonDocument doc = QJsonDocument::fromJson(reply->readAll(), &error);
+    if (error.error != QJsonParseError::NoError || !doc.isArray()) {
+        emit failed(QStringLiteral("The Hub's file list for %1 is not the JSON it should be (%2). Check the endpoint "
+                                   "setting (HF_ENDPOINT) points at a Hugging Face Hub or a mirror of it.")
+                        .arg(repo_, error.error != QJsonParseError::NoError ? error.errorString() : "not an array"));
+        return;
+    }
+    for (const QJsonValue& value : doc.array()) {
+        const QJsonObject entry = value.toObject();
+        if (entry.value("type").toString() != "file") continue;
+        RepoFile file;
+        file.path = entry.value("path").toString();
+        file.size = static_cast<qint64>(entry.value("size").toDouble());
+        const QJsonObject lfs = entry.value("lfs").toObject();
+        if (!lfs.isEmpty()) {
+            file.sha256 = lfs.value("oid").toString().toLower();
+            file.size = static_cast<qint64>(lfs.value("size").toDouble(static_cast<double>(file.size)));
+        } else {
+            file.gitOid = entry.value("oid").toString().toLower();
+        }
+        if (!isSafeRelativePath(file.path)) {
+            emit failed(QStringLiteral("The Hub listed a file of %1 with a name that would land outside the download "
+                                       "folder ('%2'); nothing was downloaded.").arg(repo_, file.path));
+            return;
+        }
+        files_.append(file);
+    }
+    // More than one page: the Link header names the next one, as GitHub-style pagination does.
+    static const QRegularExpression next(QStringLiteral("<([^>]+)>\\s*;\\s*rel=\"next\""));
+    const auto link = next.match(QString::fromUtf8(reply->rawHeader("Link")));
+    if (link.hasMatch()) {
+        requestPage(reply->request().url().resolved(QUrl(link.captured(1))));
+        return;
+    }
+    emit filesListed(files_);
+}
+
+}  // namespace tandem::hub
