@@ -32,6 +32,7 @@
 #include "ui/widgets/main_window.h"
 #include "ui/widgets/message_view.h"
 #include "ui/widgets/notification_banner.h"
+#include "ui/wizard/model_wizard.h"
 #include "ui/widgets/settings_dialog.h"
 #include "ui/widgets/theme.h"
 #include "ui_test_support.h"
@@ -399,10 +400,34 @@ private slots:
         // Choosing a good model folder recovers.
         app->model()->loadModelFolder(test::fixturePath("tiny-qwen3moe"));
         QVERIFY(test::waitForModel(*app));
-        QVERIFY(!banner->isVisible());
+        // The error is gone; what may stand there instead is the note on the shipped (demo) model.
+        QVERIFY(!banner->isVisible() || banner->topic() == QLatin1String("demo-model"));
         typeAndSend(*app, "Back again");
         QVERIFY(test::waitForIdle(*app));
         QCOMPARE(toString(app->messages()->message(1).state), toString(MessageState::Complete));
+    }
+
+    // The model that ships with Tandem is a demo: the window says what it is and offers the wizard, and
+    // the note goes once the user loads a model of their own.
+    void theShippedModelSaysWhatItIs() {
+        QTemporaryDir dir;
+        auto app = startApp(dir);
+        QVERIFY(test::waitForModel(*app));
+        QVERIFY(app->model()->isEmbeddedModelReady());
+        NotificationBanner* banner = app->window()->banner();
+        QVERIFY(banner->isVisible());
+        QCOMPARE(banner->kind(), NotificationBanner::Kind::Information);
+        QVERIFY2(banner->text().contains("demo model that ships with Tandem"), qPrintable(banner->text()));
+        emit banner->actionTriggered();
+        QVERIFY(QTest::qWaitFor([&] { return app->window()->modelWizard() != nullptr; }, 5000));
+        app->window()->modelWizard()->close();
+
+        QTemporaryDir own;
+        QVERIFY(test::copyFixture("tiny-qwen3moe", own.path()));
+        app->model()->loadModelFolder(own.path());
+        QVERIFY(test::waitForModel(*app));
+        QVERIFY(!app->model()->isEmbeddedModelReady());
+        QVERIFY(!banner->isVisible());
     }
 
     void withoutAnyModelTheWindowSaysWhatToDo() {

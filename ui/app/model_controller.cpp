@@ -19,6 +19,11 @@ ModelController::ModelController(EngineWorker* worker, AppSettings* settings, QS
 
 int ModelController::maxDeferral() const { return isReady() ? std::max(0, summary_.expertsPerToken - 1) : 0; }
 
+bool ModelController::isEmbeddedModelReady() const {
+    if (!isReady() || embeddedModelDir_.isEmpty()) return false;
+    return QFileInfo(summary_.dir).canonicalFilePath() == QFileInfo(embeddedModelDir_).canonicalFilePath();
+}
+
 QString ModelController::configuredModelDir() const {
     const QString dir = settings_->engine().modelDir;
     return dir.isEmpty() ? embeddedModelDir_ : dir;

@@ -27,6 +27,8 @@ public:
     int maxDeferral() const;
     // Settings' model folder, or the embedded one.
     QString configuredModelDir() const;
+    // The loaded model is the one that ships with Tandem (a demo, not a model to rely on).
+    bool isEmbeddedModelReady() const;
 
 public slots:
     // Loads the model Settings name, with Settings' engine options. With no model named and none shipped,

@@ -103,7 +103,12 @@ MainWindow::MainWindow(const MainWindowParts& parts, QWidget* parent)
     });
     connect(model, &ModelController::deferralChanged, dashboard_, &Dashboard::setDeferral);
     connect(dashboard_, &Dashboard::deferralChosen, model, &ModelController::setDeferral);
-    connect(banner_, &NotificationBanner::actionTriggered, this, &MainWindow::openModelFolder);
+    connect(banner_, &NotificationBanner::actionTriggered, this, [this] {
+        if (banner_->topic() == QLatin1String("demo-model"))
+            openModelWizard();
+        else
+            openModelFolder();
+    });
     connect(emptyState_, &EmptyStatePage::openModelRequested, this, &MainWindow::openModelFolder);
     connect(emptyState_, &EmptyStatePage::downloadModelRequested, this, &MainWindow::openModelWizard);
     connect(parts_.messages, &QAbstractItemModel::modelReset, this, &MainWindow::updateChatPage);
@@ -262,6 +267,14 @@ void MainWindow::updateModelState() {
         composer_->setUnavailableReason({});
         dashboard_->setModel(&s, m->deferral());
         if (banner_->topic() != QLatin1String("store")) banner_->hide();
+        // The shipped model is a pocket dictionary, not an assistant: say so before anyone asks it more.
+        if (m->isEmbeddedModelReady() && banner_->isHidden())
+            banner_->showMessage(NotificationBanner::Kind::Information,
+                                 tr("%1 is the small demo model that ships with Tandem: it only knows what English "
+                                    "words mean (try “What does serendipity mean?”) and makes up anything else. "
+                                    "For real conversations, get a real model.")
+                                     .arg(s.name),
+                                 tr("Get a Model…"), QStringLiteral("demo-model"));
         break;
     }
     }
