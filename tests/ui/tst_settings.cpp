@@ -34,13 +34,14 @@ SettingsValues changedValues() {
     v.sampling.maxNewTokens = 2048;
     v.appearance.theme = ThemeChoice::Dark;
     v.appearance.fontPointSize = 13;
+    v.hubEndpoint = "https://hf-mirror.example";
     v.defaultDeferral = 2;
     return v;
 }
 
 bool sameValues(const SettingsValues& a, const SettingsValues& b) {
     return a.engine == b.engine && a.sampling == b.sampling && a.appearance == b.appearance &&
-           a.defaultDeferral == b.defaultDeferral;
+           a.defaultDeferral == b.defaultDeferral && a.hubEndpoint == b.hubEndpoint;
 }
 
 }  // namespace
@@ -111,6 +112,17 @@ private slots:
         SettingsValues device = before;
         device.engine.gpuDevice = -1;
         QVERIFY(device.needsReloadComparedTo(before));
+    }
+
+    // The mirror address is kept without a trailing slash, and clearing it goes back to the default.
+    void theHubAddressIsASetting() {
+        QTemporaryDir dir;
+        AppSettings settings(iniIn(dir));
+        QVERIFY(settings.hubEndpoint().isEmpty());
+        settings.setHubEndpoint("  https://hf-mirror.example//  ");
+        QCOMPARE(settings.hubEndpoint(), QStringLiteral("https://hf-mirror.example"));
+        settings.setHubEndpoint("");
+        QVERIFY(settings.hubEndpoint().isEmpty());
     }
 
     void dialogShowsAndReturnsTheValues() {

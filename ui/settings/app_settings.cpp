@@ -107,6 +107,17 @@ QString AppSettings::modelsFolder() const {
     return paths::modelsDir();
 }
 
+QString AppSettings::hubEndpoint() const { return settings_->value("hub/endpoint").toString(); }
+
+void AppSettings::setHubEndpoint(const QString& endpoint) {
+    QString cleaned = endpoint.trimmed();
+    while (cleaned.endsWith(QLatin1Char('/'))) cleaned.chop(1);
+    if (cleaned.isEmpty())
+        settings_->remove("hub/endpoint");
+    else
+        settings_->setValue("hub/endpoint", cleaned);
+}
+
 void AppSettings::setModelsFolder(const QString& folder) { settings_->setValue("wizard/modelsFolder", QDir::cleanPath(folder)); }
 
 ModelWizardState AppSettings::modelWizardState() const {

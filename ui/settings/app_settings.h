@@ -74,6 +74,10 @@ public:
     // The folder the model wizard puts models in: <XDG data dir>/models unless the user chose another.
     QString modelsFolder() const;
     void setModelsFolder(const QString& folder);
+    // Where models are downloaded from: a Hugging Face mirror's address, or empty for $HF_ENDPOINT or
+    // else https://huggingface.co.
+    QString hubEndpoint() const;
+    void setHubEndpoint(const QString& endpoint);
     ModelWizardState modelWizardState() const;
     void setModelWizardState(const ModelWizardState& state);
     void clearModelWizardState();

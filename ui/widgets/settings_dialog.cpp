@@ -32,7 +32,7 @@ QLabel* hint(const QString& text, QWidget* parent) {
 }  // namespace
 
 SettingsValues SettingsValues::read(const AppSettings& s) {
-    return {s.engine(), s.sampling(), s.appearance(), s.defaultDeferral()};
+    return {s.engine(), s.sampling(), s.appearance(), s.defaultDeferral(), s.hubEndpoint()};
 }
 
 void SettingsValues::write(AppSettings& s) const {
@@ -40,6 +40,7 @@ void SettingsValues::write(AppSettings& s) const {
     s.setSampling(sampling);
     s.setAppearance(appearance);
     s.setDefaultDeferral(defaultDeferral);
+    s.setHubEndpoint(hubEndpoint);
     s.sync();
 }
 
@@ -52,6 +53,7 @@ SettingsDialog::SettingsDialog(const SettingsValues& values, const QStringList& 
     tabs->addTab(engineTab(gpuNames), tr("&Model and engine"));
     tabs->addTab(generationTab(), tr("&Generation"));
     tabs->addTab(appearanceTab(), tr("&Appearance"));
+    tabs->addTab(downloadsTab(), tr("&Downloads"));
     layout->addWidget(tabs);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel | QDialogButtonBox::RestoreDefaults, this);
     connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
@@ -155,6 +157,21 @@ QWidget* SettingsDialog::appearanceTab() {
     return page;
 }
 
+QWidget* SettingsDialog::downloadsTab() {
+    auto* page = new QWidget(this);
+    auto* form = new QFormLayout(page);
+    hubEndpoint_ = new QLineEdit(page);
+    const QString environment = qEnvironmentVariable("HF_ENDPOINT");
+    hubEndpoint_->setPlaceholderText(environment.isEmpty() ? QStringLiteral("https://huggingface.co") : environment);
+    hubEndpoint_->setAccessibleName(tr("Hugging Face address"));
+    hubEndpoint_->setToolTip(tr("Leave empty to download from Hugging Face ($HF_ENDPOINT when it is set)."));
+    form->addRow(tr("Hugging Face &address:"), hubEndpoint_);
+    form->addRow(hint(tr("A mirror of the Hugging Face Hub to download models from, e.g. https://hf-mirror.com. "
+                         "Gated models need an access token, asked for when you get a model."),
+                      page));
+    return page;
+}
+
 void SettingsDialog::setValues(const SettingsValues& v) {
     modelDir_->setText(v.engine.modelDir);
     threads_->setValue(v.engine.threads);
@@ -170,6 +187,7 @@ void SettingsDialog::setValues(const SettingsValues& v) {
     maxNewTokens_->setValue(v.sampling.maxNewTokens);
     theme_->setCurrentIndex(static_cast<int>(v.appearance.theme));
     fontSize_->setValue(v.appearance.fontPointSize);
+    hubEndpoint_->setText(v.hubEndpoint);
 }
 
 SettingsValues SettingsDialog::values() const {
@@ -186,6 +204,7 @@ SettingsValues SettingsDialog::values() const {
     v.sampling.maxNewTokens = maxNewTokens_->value();
     v.appearance.theme = static_cast<ThemeChoice>(theme_->currentIndex());
     v.appearance.fontPointSize = fontSize_->value();
+    v.hubEndpoint = hubEndpoint_->text().trimmed();
     return v;
 }
 

@@ -19,6 +19,7 @@ struct SettingsValues {
     SamplingDefaults sampling;
     Appearance appearance;
     int defaultDeferral = 0;
+    QString hubEndpoint;
 
     static SettingsValues read(const AppSettings& settings);
     void write(AppSettings& settings) const;
@@ -38,6 +39,7 @@ private:
     QWidget* engineTab(const QStringList& gpuNames);
     QWidget* generationTab();
     QWidget* appearanceTab();
+    QWidget* downloadsTab();
 
     QLineEdit* modelDir_;
     QSpinBox* threads_;
@@ -51,6 +53,7 @@ private:
     QSpinBox* maxNewTokens_;
     QComboBox* theme_;
     QSpinBox* fontSize_;
+    QLineEdit* hubEndpoint_;
 };
 
 }  // namespace tandem::ui

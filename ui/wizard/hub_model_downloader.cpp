@@ -7,6 +7,8 @@ namespace {
 
 class HubModelDownloader final : public ModelDownloader {
 public:
+    explicit HubModelDownloader(const QString& endpoint) { settings_.endpoint = endpoint; }
+
     void setAccessToken(const QString& token) override { settings_.token = token; }
 
     void listFiles(const QString& repo, const QString& revision) override {
@@ -52,6 +54,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<ModelDownloader> makeHubDownloader() { return std::make_unique<HubModelDownloader>(); }
+std::unique_ptr<ModelDownloader> makeHubDownloader(const QString& endpoint) {
+    return std::make_unique<HubModelDownloader>(endpoint);
+}
 
 }  // namespace tandem::ui

@@ -41,8 +41,9 @@ signals:
 
 using ModelDownloaderFactory = std::function<std::unique_ptr<ModelDownloader>()>;
 
-// The Hub client's downloader; in a build without ui/hub, one whose every request fails saying so.
-std::unique_ptr<ModelDownloader> makeHubDownloader();
+// The Hub client's downloader from ENDPOINT (empty: $HF_ENDPOINT, else huggingface.co); in a build
+// without ui/hub, one whose every request fails saying so.
+std::unique_ptr<ModelDownloader> makeHubDownloader(const QString& endpoint);
 
 // Of a repository's files, those Tandem needs: the safetensors weights and the JSON and template files
 // beside them at the top level (config, tokenizer, generation config, index). Not other formats'

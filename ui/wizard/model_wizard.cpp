@@ -20,7 +20,7 @@ QString WizardPlan::folderName() const {
 
 ModelWizard::ModelWizard(ModelWizardParts parts, QWidget* parent)
     : QWizard(parent), parts_(std::move(parts)),
-      downloader_(parts_.downloaderFactory ? parts_.downloaderFactory() : makeHubDownloader()) {
+      downloader_(parts_.downloaderFactory ? parts_.downloaderFactory() : makeHubDownloader(parts_.settings->hubEndpoint())) {
     setWindowTitle(tr("Get a Model"));
     setObjectName(QStringLiteral("modelWizard"));
     setWizardStyle(QWizard::ModernStyle);

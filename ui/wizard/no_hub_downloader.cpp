@@ -29,6 +29,6 @@ private:
 
 }  // namespace
 
-std::unique_ptr<ModelDownloader> makeHubDownloader() { return std::make_unique<UnavailableDownloader>(); }
+std::unique_ptr<ModelDownloader> makeHubDownloader(const QString&) { return std::make_unique<UnavailableDownloader>(); }
 
 }  // namespace tandem::ui
