@@ -1,6 +1,7 @@
 #include "io/gguf.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -17,6 +18,10 @@ namespace {
 
 constexpr std::uint64_t kMaxDims = 4;        // ggml's GGML_MAX_DIMS
 constexpr int kMaxArrayNesting = 4;          // arrays of arrays exist in the format; deeper is corruption
+// Far above any real model (vocabularies and merges: ~10^5 items; tensors: ~10^4), far below what would
+// exhaust memory when a damaged count is believed.
+constexpr std::uint64_t kMaxArrayItems = std::uint64_t{1} << 26;
+constexpr std::uint64_t kMaxTensors = std::uint64_t{1} << 20;
 constexpr const char* kDamaged = " (the file is truncated or damaged; download it again)";
 
 // Reads the header part of a GGUF file front to back; every read is checked against the end.
@@ -112,7 +117,7 @@ GgufValue readValue(Reader& r, GgufValueType type, const std::string& what, int 
             r.fail(what + " has items of unknown type " + std::to_string(itemType) + kDamaged);
         v.itemType = static_cast<GgufValueType>(itemType);
         const auto count = r.scalar<std::uint64_t>(what + "'s length");
-        if (count > r.remaining() / minimumBytes(v.itemType))
+        if (count > r.remaining() / minimumBytes(v.itemType) || count > kMaxArrayItems)
             r.fail(what + " claims " + std::to_string(count) + " items, more than the rest of the file holds" + kDamaged);
         v.items.reserve(static_cast<std::size_t>(count));
         for (std::uint64_t i = 0; i < count; ++i) v.items.push_back(readValue(r, v.itemType, what, depth + 1));
@@ -130,7 +135,9 @@ std::uint64_t tensorBytes(const GgufTensor& t, const Reader& r) {
     if (t.dims[0] % t.type->blockValues != 0)
         r.fail(what + " of type " + std::string(t.type->name) + " has rows of " + std::to_string(t.dims[0]) +
                " values, not a multiple of its block of " + std::to_string(t.type->blockValues));
-    std::uint64_t bytes = static_cast<std::uint64_t>(t.dims[0]) / t.type->blockValues * t.type->blockBytes;
+    const std::uint64_t blocks = static_cast<std::uint64_t>(t.dims[0]) / t.type->blockValues;
+    if (blocks > std::numeric_limits<std::uint64_t>::max() / t.type->blockBytes) r.fail(what + " is too large" + kDamaged);
+    std::uint64_t bytes = blocks * t.type->blockBytes;
     for (std::size_t i = 1; i < t.dims.size(); ++i) {
         const auto d = static_cast<std::uint64_t>(t.dims[i]);
         if (bytes > std::numeric_limits<std::uint64_t>::max() / d) r.fail(what + " is too large" + kDamaged);
@@ -175,7 +182,7 @@ GgufFile::GgufFile(const fs::path& path) : file_(path) {
     const auto tensorCount = r.scalar<std::uint64_t>("the tensor count");
     const auto keyCount = r.scalar<std::uint64_t>("the metadata count");
     // A key/value takes at least 13 bytes and a tensor info 24: larger counts cannot fit.
-    if (keyCount > r.remaining() / 13 || tensorCount > r.remaining() / 24)
+    if (keyCount > r.remaining() / 13 || tensorCount > r.remaining() / 24 || tensorCount > kMaxTensors)
         r.fail("the header claims " + std::to_string(tensorCount) + " tensors and " + std::to_string(keyCount) +
                " metadata entries, more than the file can hold" + kDamaged);
 
@@ -243,27 +250,31 @@ namespace {
 
 // "NAME-00002-of-00005.gguf" -> {"NAME", 2, 5}.
 struct SplitName {
-    std::string stem;
+    std::string stem, extension;  // the extension as the file spells it (".gguf", ".GGUF")
     int part = 0, count = 0;
 };
 
 std::optional<SplitName> splitName(const fs::path& path) {
-    static const std::regex pattern(R"((.*)-(\d{5})-of-(\d{5})\.gguf)");
+    static const std::regex pattern(R"((.*)-(\d{5})-of-(\d{5})(\.gguf))", std::regex::icase);
     std::smatch m;
     const std::string name = path.filename().string();
     if (!std::regex_match(name, m, pattern)) return std::nullopt;
-    return SplitName{m[1].str(), std::stoi(m[2].str()), std::stoi(m[3].str())};
+    return SplitName{m[1].str(), m[4].str(), std::stoi(m[2].str()), std::stoi(m[3].str())};
 }
 
 std::string partName(const SplitName& s, int part) {
     char digits[32];
-    std::snprintf(digits, sizeof digits, "-%05d-of-%05d.gguf", part, s.count);
-    return s.stem + digits;
+    std::snprintf(digits, sizeof digits, "-%05d-of-%05d", part, s.count);
+    return s.stem + digits + s.extension;
 }
 
 }  // namespace
 
-bool GgufModel::isGgufPath(const fs::path& path) { return path.extension() == ".gguf"; }
+bool GgufModel::isGgufPath(const fs::path& path) {
+    std::string extension = path.extension().string();
+    for (char& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return extension == ".gguf";
+}
 
 GgufModel::GgufModel(const fs::path& path) {
     if (!fs::is_regular_file(path)) throw Error("GGUF file " + path.string() + " does not exist");

@@ -125,6 +125,12 @@ private slots:
             QCOMPARE(model.tensor("second")->file->filename().string(), std::string("model-00002-of-00002.gguf"));
             QCOMPARE(model.find("qwen3moe.block_count")->integer, std::int64_t{2});
         }
+        // The extension's case does not matter, for one file or the parts of a split one.
+        QVERIFY(io::GgufModel::isGgufPath("models/MODEL.GGUF") && !io::GgufModel::isGgufPath("models/gguf"));
+        const QString upper = dir + "/MODEL-00001-of-00002.GGUF";
+        QVERIFY(QFile::copy(QString::fromStdString(paths[0]), upper));
+        QVERIFY(QFile::copy(QString::fromStdString(paths[1]), dir + "/MODEL-00002-of-00002.GGUF"));
+        QCOMPARE(io::GgufModel(upper.toStdString()).files().size(), std::size_t{2});
         QFile::remove(QString::fromStdString(paths[1]));
         try {
             io::GgufModel model(paths[0]);
@@ -229,6 +235,10 @@ private slots:
         GgufWriter w;
         w.tensor("huge", kF32, {1ull << 32, 1ull << 32, 1ull << 8}, floats({1}));
         expectError(w.bytes(), "is too large");
+        // The first dimension alone, times the bytes of a value, overflows.
+        GgufWriter wide;
+        wide.tensor("wide", kF32, {1ull << 62}, floats({1}));
+        expectError(wide.bytes(), "is too large");
         GgufWriter zero;
         zero.tensor("empty", kF32, {0}, {});
         expectError(zero.bytes(), "has a dimension of 0");

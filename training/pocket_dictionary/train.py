@@ -78,7 +78,10 @@ class Attention(nn.Module):
         k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)
         v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
         causal = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
-        mask = causal[None, None] & key_padding[:, None, None, :]
+        # Every query sees at least itself: a left-padding row would otherwise have no key at all, which
+        # some attention kernels turn into NaN that then spreads. Real tokens see themselves anyway.
+        itself = torch.eye(t, dtype=torch.bool, device=x.device)[None, None]
+        mask = (causal[None, None] & key_padding[:, None, None, :]) | itself
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         return self.o_proj(y.transpose(1, 2).reshape(b, t, -1))
 
