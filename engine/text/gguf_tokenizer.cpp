@@ -5,6 +5,7 @@
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
@@ -179,6 +180,12 @@ ordered_json spmMerges(const std::vector<std::string>& tokens, const std::vector
     return out;
 }
 
+// An ordered_json object looks keys up one by one, which makes inserting a 150k-token vocabulary quadratic;
+// the caller has checked that `key` is new, so it goes straight to the end.
+void appendUnique(ordered_json& object, const std::string& key, std::size_t id) {
+    object.get_ref<ordered_json::object_t&>().emplace_back(key, id);
+}
+
 struct Vocabulary {
     std::vector<std::string> tokens;
     std::vector<std::int64_t> types;
@@ -214,11 +221,12 @@ ordered_json byteLevelTokenizer(const Keys& keys, const Vocabulary& v) {
                                             "', which Tandem does not know (it knows qwen2, deepseek-v3, deepseek-llm, "
                                             "llama-bpe); use the Hugging Face folder of this model");
     ordered_json vocab = ordered_json::object(), added = ordered_json::array();
+    std::unordered_set<std::string_view> seen;
     for (std::size_t i = 0; i < v.tokens.size(); ++i) {
         if (v.types[i] == kControl || v.types[i] == kUserDefined)
             added.push_back(addedToken(i, v.tokens[i], v.types[i] == kControl));
-        else if (v.types[i] != kUnused && !vocab.contains(v.tokens[i]))
-            vocab[v.tokens[i]] = i;
+        else if (v.types[i] != kUnused && seen.insert(v.tokens[i]).second)
+            appendUnique(vocab, v.tokens[i], i);
     }
     ordered_json merges = ordered_json::array();
     for (const auto& m : keys.array("tokenizer.ggml.merges", io::GgufValueType::String, false)) {
@@ -252,13 +260,14 @@ ordered_json sentencePieceTokenizer(const Keys& keys, const Vocabulary& v) {
     for (const auto& s : scoreValues) scores.push_back(s.real);
 
     ordered_json vocab = ordered_json::object(), added = ordered_json::array();
+    std::unordered_set<std::string_view> seen;
     std::optional<std::int64_t> unk = keys.id("tokenizer.ggml.unknown_token_id", v.tokens.size());
     for (std::size_t i = 0; i < v.tokens.size(); ++i) {
         const auto type = v.types[i];
         if (type == kUnknown && !unk) unk = static_cast<std::int64_t>(i);
         if (type == kUnknown || type == kControl || type == kUserDefined)
             added.push_back(addedToken(i, v.tokens[i], type != kUserDefined));
-        if (!vocab.contains(v.tokens[i])) vocab[v.tokens[i]] = i;
+        if (seen.insert(v.tokens[i]).second) appendUnique(vocab, v.tokens[i], i);
     }
     if (std::none_of(v.types.begin(), v.types.end(), [](std::int64_t t) { return t == kByte; }))
         keys.fail("tokenizer.ggml.token_type", "marks no byte pieces (<0x00>..<0xFF>); Tandem imports SentencePiece "
