@@ -1,6 +1,11 @@
 #include "text/gguf_tokenizer.h"
 
+#include <algorithm>
 #include <optional>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
@@ -14,7 +19,7 @@ using nlohmann::ordered_json;
 
 // llama.cpp's token types (tokenizer.ggml.token_type). Unused ones pad the list to the embedding's
 // rows; like the Hugging Face original, the tokenizer leaves them out.
-constexpr std::int64_t kControl = 3, kUserDefined = 4, kUnused = 5;
+constexpr std::int64_t kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6;
 
 ordered_json split(const std::string& regex) {
     return {{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}};
@@ -141,43 +146,87 @@ ordered_json postProcessor(const std::vector<std::string>& tokens, std::optional
     return {{"type", "TemplateProcessing"}, {"single", single}, {"pair", pair}, {"special_tokens", specials}};
 }
 
-}  // namespace
+// SentencePiece's BPE joins two adjacent pieces whenever the result is a piece, the highest-scoring
+// result first. As a Hugging Face BPE model that is a merge list: every split of a piece into two
+// pieces is a merge, ranked by the piece's score (higher first), ties by the piece's id and then the
+// parts' ids -- the order Hugging Face's SentencePiece converter produces. Only normal pieces take
+// part: SentencePiece never builds unknown, control, byte or user-defined pieces by merging.
+ordered_json spmMerges(const std::vector<std::string>& tokens, const std::vector<std::int64_t>& types,
+                       const std::vector<double>& scores) {
+    std::unordered_map<std::string_view, std::size_t> normal;
+    for (std::size_t i = 0; i < tokens.size(); ++i)
+        if (types[i] == kNormal) normal.try_emplace(tokens[i], i);
+    struct Merge {
+        double score;
+        std::size_t merged, left, right;
+        std::string_view leftText, rightText;
+    };
+    std::vector<Merge> merges;
+    for (const auto& [piece, id] : normal) {
+        // Split between characters, never inside one's UTF-8 bytes.
+        for (std::size_t cut = 1; cut < piece.size(); ++cut) {
+            if ((static_cast<unsigned char>(piece[cut]) & 0xC0) == 0x80) continue;
+            const auto left = normal.find(piece.substr(0, cut)), right = normal.find(piece.substr(cut));
+            if (left != normal.end() && right != normal.end())
+                merges.push_back({scores[id], id, left->second, right->second, left->first, right->first});
+        }
+    }
+    std::sort(merges.begin(), merges.end(), [](const Merge& a, const Merge& b) {
+        if (a.score != b.score) return a.score > b.score;
+        return std::tie(a.merged, a.left, a.right) < std::tie(b.merged, b.left, b.right);
+    });
+    ordered_json out = ordered_json::array();
+    for (const auto& m : merges) out.push_back({m.leftText, m.rightText});
+    return out;
+}
 
-GgufTokenizerFiles ggufTokenizerFiles(const io::GgufModel& g) {
-    const Keys keys(g);
-    const auto& model = keys.get("tokenizer.ggml.model");
-    if (model.type != io::GgufValueType::String) keys.fail("tokenizer.ggml.model", "is not a string");
-    if (model.string != "gpt2")
-        keys.fail("tokenizer.ggml.model", "is '" + model.string +
-                                              "'; Tandem imports byte-level BPE tokenizers ('gpt2'), the kind of "
-                                              "Qwen3, DeepSeek and Llama 3. Use the Hugging Face folder of this model");
+// An ordered_json object looks keys up one by one, which makes inserting a 150k-token vocabulary quadratic;
+// the caller has checked that `key` is new, so it goes straight to the end.
+void appendUnique(ordered_json& object, const std::string& key, std::size_t id) {
+    object.get_ref<ordered_json::object_t&>().emplace_back(key, id);
+}
+
+struct Vocabulary {
+    std::vector<std::string> tokens;
+    std::vector<std::int64_t> types;
+};
+
+Vocabulary readVocabulary(const Keys& keys, const io::GgufModel& g) {
+    Vocabulary v;
+    const auto& tokenValues = keys.array("tokenizer.ggml.tokens", io::GgufValueType::String, false);
+    v.tokens.reserve(tokenValues.size());
+    for (const auto& t : tokenValues) v.tokens.push_back(t.string);
+    v.types.assign(v.tokens.size(), kNormal);
+    if (g.find("tokenizer.ggml.token_type")) {
+        const auto& typeValues = keys.array("tokenizer.ggml.token_type", io::GgufValueType::I32, true);
+        if (typeValues.size() != v.tokens.size())
+            keys.fail("tokenizer.ggml.token_type", "has " + std::to_string(typeValues.size()) + " entries for " +
+                                                       std::to_string(v.tokens.size()) + " tokens");
+        for (std::size_t i = 0; i < v.types.size(); ++i) v.types[i] = typeValues[i].integer;
+    }
+    return v;
+}
+
+ordered_json addedToken(std::size_t id, const std::string& content, bool special) {
+    return {{"id", id},          {"content", content}, {"single_word", false}, {"lstrip", false},
+            {"rstrip", false},   {"normalized", false}, {"special", special}};
+}
+
+// Byte-level BPE: the tokens and merges as they are, the pre-tokenizer that tokenizer.ggml.pre names.
+ordered_json byteLevelTokenizer(const Keys& keys, const Vocabulary& v) {
     const std::string preName = keys.string("tokenizer.ggml.pre", "default");
     const auto pre = preTokenizerFor(preName);
     if (!pre)
         keys.fail("tokenizer.ggml.pre", "names the pre-tokenizer '" + preName +
                                             "', which Tandem does not know (it knows qwen2, deepseek-v3, deepseek-llm, "
                                             "llama-bpe); use the Hugging Face folder of this model");
-
-    const auto& tokenValues = keys.array("tokenizer.ggml.tokens", io::GgufValueType::String, false);
-    std::vector<std::string> tokens;
-    tokens.reserve(tokenValues.size());
-    for (const auto& t : tokenValues) tokens.push_back(t.string);
-    std::vector<std::int64_t> types(tokens.size(), 1);
-    if (g.find("tokenizer.ggml.token_type")) {
-        const auto& typeValues = keys.array("tokenizer.ggml.token_type", io::GgufValueType::I32, true);
-        if (typeValues.size() != tokens.size())
-            keys.fail("tokenizer.ggml.token_type", "has " + std::to_string(typeValues.size()) + " entries for " +
-                                                       std::to_string(tokens.size()) + " tokens");
-        for (std::size_t i = 0; i < types.size(); ++i) types[i] = typeValues[i].integer;
-    }
-
     ordered_json vocab = ordered_json::object(), added = ordered_json::array();
-    for (std::size_t i = 0; i < tokens.size(); ++i) {
-        if (types[i] == kControl || types[i] == kUserDefined)
-            added.push_back({{"id", i}, {"content", tokens[i]}, {"single_word", false}, {"lstrip", false},
-                             {"rstrip", false}, {"normalized", false}, {"special", types[i] == kControl}});
-        else if (types[i] != kUnused && !vocab.contains(tokens[i]))
-            vocab[tokens[i]] = i;
+    std::unordered_set<std::string_view> seen;
+    for (std::size_t i = 0; i < v.tokens.size(); ++i) {
+        if (v.types[i] == kControl || v.types[i] == kUserDefined)
+            added.push_back(addedToken(i, v.tokens[i], v.types[i] == kControl));
+        else if (v.types[i] != kUnused && seen.insert(v.tokens[i]).second)
+            appendUnique(vocab, v.tokens[i], i);
     }
     ordered_json merges = ordered_json::array();
     for (const auto& m : keys.array("tokenizer.ggml.merges", io::GgufValueType::String, false)) {
@@ -186,26 +235,104 @@ GgufTokenizerFiles ggufTokenizerFiles(const io::GgufModel& g) {
             keys.fail("tokenizer.ggml.merges", "holds '" + m.string + "', which is not two tokens separated by a space");
         merges.push_back({m.string.substr(0, space), m.string.substr(space + 1)});
     }
-
-    const auto bos = keys.id("tokenizer.ggml.bos_token_id", tokens.size());
-    const auto eos = keys.id("tokenizer.ggml.eos_token_id", tokens.size());
-    const auto pad = keys.id("tokenizer.ggml.padding_token_id", tokens.size());
-    const bool addBos = keys.flag("tokenizer.ggml.add_bos_token", false);
-    const bool addEos = keys.flag("tokenizer.ggml.add_eos_token", false);
-
-    ordered_json tokenizer = {
-        {"version", "1.0"},
-        {"truncation", nullptr},
-        {"padding", nullptr},
+    return {
         {"added_tokens", added},
         {"normalizer", pre->normalizer},
         {"pre_tokenizer", pre->preTokenizer},
-        {"post_processor", postProcessor(tokens, bos, eos, addBos, addEos)},
         {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
         {"model",
          {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", nullptr},
           {"end_of_word_suffix", nullptr}, {"fuse_unk", false}, {"byte_fallback", false},
           {"ignore_merges", pre->ignoreMerges}, {"vocab", vocab}, {"merges", merges}}},
+    };
+}
+
+// SentencePiece BPE ("llama": Llama 2, Mistral, Mixtral) in the layout of Hugging Face's converted
+// tokenizer.json: every piece in the vocabulary, "▁" for spaces (and before the text unless
+// add_space_prefix is false), byte pieces for characters the vocabulary lacks.
+ordered_json sentencePieceTokenizer(const Keys& keys, const Vocabulary& v) {
+    const auto& scoreValues = keys.array("tokenizer.ggml.scores", io::GgufValueType::F32, false);
+    if (scoreValues.size() != v.tokens.size())
+        keys.fail("tokenizer.ggml.scores", "has " + std::to_string(scoreValues.size()) + " entries for " +
+                                               std::to_string(v.tokens.size()) + " tokens");
+    std::vector<double> scores;
+    scores.reserve(scoreValues.size());
+    for (const auto& s : scoreValues) scores.push_back(s.real);
+
+    ordered_json vocab = ordered_json::object(), added = ordered_json::array();
+    std::unordered_set<std::string_view> seen;
+    std::optional<std::int64_t> unk = keys.id("tokenizer.ggml.unknown_token_id", v.tokens.size());
+    for (std::size_t i = 0; i < v.tokens.size(); ++i) {
+        const auto type = v.types[i];
+        if (type == kUnknown && !unk) unk = static_cast<std::int64_t>(i);
+        if (type == kUnknown || type == kControl || type == kUserDefined)
+            added.push_back(addedToken(i, v.tokens[i], type != kUserDefined));
+        if (seen.insert(v.tokens[i]).second) appendUnique(vocab, v.tokens[i], i);
+    }
+    if (std::none_of(v.types.begin(), v.types.end(), [](std::int64_t t) { return t == kByte; }))
+        keys.fail("tokenizer.ggml.token_type", "marks no byte pieces (<0x00>..<0xFF>); Tandem imports SentencePiece "
+                                               "vocabularies with byte fallback. Use the Hugging Face folder of this model");
+
+    const std::string space = "\xE2\x96\x81";  // "▁"
+    const bool spacePrefix = keys.flag("tokenizer.ggml.add_space_prefix", true);
+    ordered_json normalizers = ordered_json::array();
+    if (spacePrefix) normalizers.push_back({{"type", "Prepend"}, {"prepend", space}});
+    normalizers.push_back({{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", space}});
+    ordered_json decoders = ordered_json::array();
+    decoders.push_back({{"type", "Replace"}, {"pattern", {{"String", space}}}, {"content", " "}});
+    decoders.push_back({{"type", "ByteFallback"}});
+    decoders.push_back({{"type", "Fuse"}});
+    if (spacePrefix)  // the space the normalizer put before the text
+        decoders.push_back({{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}});
+    return {
+        {"added_tokens", added},
+        {"normalizer", {{"type", "Sequence"}, {"normalizers", normalizers}}},
+        {"pre_tokenizer", nullptr},
+        {"decoder", {{"type", "Sequence"}, {"decoders", decoders}}},
+        {"model",
+         {{"type", "BPE"}, {"dropout", nullptr},
+          {"unk_token", unk ? ordered_json(v.tokens[static_cast<std::size_t>(*unk)]) : ordered_json(nullptr)},
+          {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr}, {"fuse_unk", true},
+          {"byte_fallback", true}, {"ignore_merges", false}, {"vocab", vocab},
+          {"merges", spmMerges(v.tokens, v.types, scores)}}},
+    };
+}
+
+}  // namespace
+
+GgufTokenizerFiles ggufTokenizerFiles(const io::GgufModel& g) {
+    const Keys keys(g);
+    const auto& model = keys.get("tokenizer.ggml.model");
+    if (model.type != io::GgufValueType::String) keys.fail("tokenizer.ggml.model", "is not a string");
+    const bool sentencePiece = model.string == "llama";
+    if (!sentencePiece && model.string != "gpt2")
+        keys.fail("tokenizer.ggml.model",
+                  "is '" + model.string +
+                      "'; Tandem imports byte-level BPE ('gpt2': Qwen3, DeepSeek, Llama 3) and SentencePiece BPE "
+                      "('llama': Mistral, Mixtral) tokenizers. Use the Hugging Face folder of this model");
+    const Vocabulary v = readVocabulary(keys, g);
+    const auto& tokens = v.tokens;
+    ordered_json parts = sentencePiece ? sentencePieceTokenizer(keys, v) : byteLevelTokenizer(keys, v);
+
+    const auto bos = keys.id("tokenizer.ggml.bos_token_id", tokens.size());
+    const auto eos = keys.id("tokenizer.ggml.eos_token_id", tokens.size());
+    const auto pad = keys.id("tokenizer.ggml.padding_token_id", tokens.size());
+    // llama.cpp adds BOS for SentencePiece vocabularies unless told otherwise, as Hugging Face's do.
+    const bool addBos = keys.flag("tokenizer.ggml.add_bos_token", sentencePiece);
+    const bool addEos = keys.flag("tokenizer.ggml.add_eos_token", false);
+    ordered_json post = postProcessor(tokens, bos, eos, addBos, addEos);
+    if (sentencePiece && post["type"] != "TemplateProcessing") post = nullptr;
+
+    ordered_json tokenizer = {
+        {"version", "1.0"},
+        {"truncation", nullptr},
+        {"padding", nullptr},
+        {"added_tokens", parts["added_tokens"]},
+        {"normalizer", parts["normalizer"]},
+        {"pre_tokenizer", parts["pre_tokenizer"]},
+        {"post_processor", post},
+        {"decoder", parts["decoder"]},
+        {"model", parts["model"]},
     };
     auto tokenOrNull = [&](std::optional<std::int64_t> id) {
         return id ? ordered_json(tokens[static_cast<std::size_t>(*id)]) : ordered_json(nullptr);

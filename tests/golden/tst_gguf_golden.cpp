@@ -4,7 +4,7 @@
 // report their top-1 agreement with transformers' greedy tokens (teacher-forced over the 24 generated
 // steps) and with its prefill argmax, above a floor. This test prints the table in docs/BENCHMARKS.md.
 // The K-quants and IQ4_XS need rows of 256 values, which the tiny fixtures do not have; they are
-// checked against reference blocks in tests/io/tst_gguf.
+// checked against reference blocks in tests/io/tst_gguf and end to end in tst_gguf_kquants.
 #include <QDir>
 #include <QTemporaryDir>
 #include <QTest>

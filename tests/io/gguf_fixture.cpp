@@ -58,7 +58,7 @@ Floats permuteHeads(const Floats& f, int heads) {
 class Builder {
 public:
     Builder(const QString& fixture, const GgufFixtureOptions& o)
-        : dir_(fixturePath(fixture)), o_(o), config_(readJson(dir_ + "/config.json")), ckpt_(dir_.toStdString()) {
+        : dir_(QFileInfo(fixture).isAbsolute() ? fixture : fixturePath(fixture)), o_(o), config_(readJson(dir_ + "/config.json")), ckpt_(dir_.toStdString()) {
         const QString type = config_["model_type"].toString();
         arch_ = type == "qwen3_moe" ? "qwen3moe" : type == "mixtral" ? "llama" : "deepseek2";
     }
@@ -211,7 +211,10 @@ private:
 
     void put(const std::string& name, const Floats& f, std::vector<std::uint64_t> dims) {
         std::uint32_t type = kF32;
-        if (f.shape.size() >= 2 && dims[0] % static_cast<std::uint64_t>(ggmlBlockValues(o_.matrixType)) == 0) type = o_.matrixType;
+        const bool router = name.ends_with("ffn_gate_inp.weight");
+        if (f.shape.size() >= 2 && dims[0] % static_cast<std::uint64_t>(ggmlBlockValues(o_.matrixType)) == 0 &&
+            !(router && o_.floatRouter))
+            type = o_.matrixType;
         w_.tensor(name, type, std::move(dims), quantize(type, f.values));
     }
     void put(const std::string& name, const Floats& f) {

@@ -14,8 +14,10 @@ namespace tandem::test {
 struct GgufFixtureOptions {
     std::uint32_t matrixType = 0;  // a ggml type id (gguf_quantize.h)
     bool splitKvB = true;          // DeepSeek: attn_k_b + attn_v_b (llama.cpp since its MLA rework)
+    bool floatRouter = false;      // the router (ffn_gate_inp) in F32, as llama.cpp's quantize leaves it
 };
 
+// `fixture` names a fixture or is the absolute path of a model folder made by a test.
 GgufWriter ggufFromFixture(const QString& fixture, const GgufFixtureOptions& options);
 
 }  // namespace tandem::test
