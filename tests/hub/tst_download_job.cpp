@@ -280,6 +280,24 @@ private slots:
         QVERIFY(!QFileInfo::exists(out() + "/.tandem-download"));
     }
 
+    void cancelWhileCheckingFilesInPlaceStopsTheCheck() {
+        // Every file is in place but unrecorded, so each is hashed in turn. The cancel arrives while the
+        // first is hashed: no file may be reported done or recorded after it, and the check stops.
+        QVERIFY(copyFixture("tiny-qwen3moe", out()));
+        auto j = job();
+        QSignalSpy cancelled(j.get(), &DownloadJob::cancelled);
+        QSignalSpy fileDone(j.get(), &DownloadJob::fileFinished);
+        j->start();
+        j->cancel();
+        QVERIFY(cancelled.wait(60000));
+        // Long enough for every hash of the tiny fixture to end had the cancel not stopped them.
+        QVERIFY(!QTest::qWaitFor([&] { return !fileDone.isEmpty(); }, 1000));
+        QVERIFY(!QFileInfo::exists(out() + "/.tandem-download"));
+        QString why;
+        QVERIFY2(sameAsFixture(out(), &why), qPrintable(why));  // files in place stay
+        QVERIFY(server_->requests().isEmpty());
+    }
+
     void deletingTheJobKeepsWhatArrived() {
         server_->setSlowPace(8 * 1024, 20);
         server_->injectFaults(kRepo, kShard, {HubFault::Slow});

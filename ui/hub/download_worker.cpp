@@ -88,7 +88,9 @@ void DownloadWorker::start() {
 }
 
 // One file at a time looks at the disk, so a folder full of earlier files is not hashed all at once.
+// A paused, failed or cancelled download hashes nothing more; resume() picks up where it stopped.
 void DownloadWorker::prepareNext() {
+    if (phase_ != Phase::Running) return;
     if (prepared_ < transfers_.size() && transfers_[prepared_]->state() == FileTransfer::State::New)
         transfers_[prepared_]->prepare();
 }
@@ -153,6 +155,7 @@ void DownloadWorker::resume() {
     phase_ = Phase::Running;
     samples_.clear();
     reportTimer_.start();
+    prepareNext();
     pump();
 }
 
