@@ -1,6 +1,7 @@
 // The model wizard end to end on the real Hub client: a repository served by the fake Hub on 127.0.0.1
-// (tests/hub), with a connection dropped mid-file and a corrupted byte on the way, is listed, downloaded,
-// verified, converted, loaded and chatted with, as a user clicks through it.
+// (tests/hub), with a connection dropped mid-file, a corrupted byte on the way and a stale file in the
+// download folder, is listed, downloaded, verified, converted, loaded and chatted with, as a user clicks
+// through it.
 #include <QDir>
 #include <QFile>
 #include <QLineEdit>
@@ -53,6 +54,16 @@ private slots:
         QCOMPARE(app->settings()->hubEndpoint(), server.endpoint());
         const QString models = dir.filePath("models");
         app->settings()->setModelsFolder(models);
+        // The download folder holds a tokenizer.json of the right size but another revision's content:
+        // the download checks it against the listing and fetches the right one.
+        const QString downloads = models + "/tandem-test--tiny-qwen3moe";
+        QByteArray stale = contents(fixture + "/tokenizer.json");
+        stale[10] = static_cast<char>(stale[10] ^ 1);
+        QVERIFY(QDir().mkpath(downloads));
+        {
+            QFile f(downloads + "/tokenizer.json");
+            QVERIFY(f.open(QIODevice::WriteOnly) && f.write(stale) == stale.size());
+        }
         app->start();
         app->window()->show();
         QVERIFY(test::waitForModel(*app));
@@ -73,14 +84,14 @@ private slots:
         QVERIFY(QTest::qWaitFor([&] { return w->currentId() == ModelWizard::DoneId; }, 120000));
         auto* done = qobject_cast<DonePage*>(w->page(ModelWizard::DoneId));
         QVERIFY(QTest::qWaitFor([&] { return done->isLoaded(); }, 60000));
-        const QString store = models + "/tiny-qwen3moe-int8";
+        const QString store = models + "/tandem-test--tiny-qwen3moe-int8";
         QCOMPARE(QDir(app->model()->summary().dir).canonicalPath(), QDir(store).canonicalPath());
 
         // What was downloaded is the repository, byte for byte, and the faults were met on the way: the
         // dropped file was resumed with a Range request, the corrupted one fetched again.
         for (const QString name : {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
                                    "config.json", "tokenizer.json"})
-            QVERIFY2(contents(models + "/tiny-qwen3moe/" + name) == contents(fixture + "/" + name), qPrintable(name));
+            QVERIFY2(contents(downloads + "/" + name) == contents(fixture + "/" + name), qPrintable(name));
         bool resumed = false;
         for (const auto& r : server.requestsFor("model-00001-of-00002.safetensors")) resumed |= !r.range.isEmpty();
         QVERIFY(resumed);
