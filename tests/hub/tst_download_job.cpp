@@ -215,6 +215,27 @@ private slots:
         QCOMPARE(cdnRanges(other), QList<QByteArray>({"bytes=500-", {}}));
     }
 
+    void finishingOneDownloadKeepsAnotherOnesPartialFiles() {
+        // Another download into the same folder stopped mid-shard; this one fetches config.json only.
+        const RepoFile shard = file(kShard);
+        const QString theirs = out() + "/.tandem-download/" + kShard + "." + shard.sha256 + ".part";
+        QVERIFY(QDir().mkpath(QFileInfo(theirs).absolutePath()));
+        QVERIFY(writeFile(theirs, readFile(fixtureDir() + "/" + kShard).left(1000)));
+        const QList<RepoFile> all = files_;
+        files_ = {file("config.json")};
+        JobOutcome r = waitForEnd(*job());
+        QVERIFY2(r.finished, qPrintable(r.failure));
+        QCOMPARE(partialFiles(), QStringList{".tandem-download/" + kShard + "." + shard.sha256 + ".part"});
+        QVERIFY(!QFileInfo::exists(out() + "/.tandem-download/verified.json"));
+
+        // The other download resumes from its partial file and, the last one, clears the staging folder.
+        files_ = all;
+        r = waitForEnd(*job());
+        QVERIFY2(r.finished, qPrintable(r.failure));
+        expectComplete();
+        QCOMPARE(cdnRanges(kShard), QList<QByteArray>{"bytes=1000-"});
+    }
+
     void filesInPlaceAreCheckedNotFetched() {
         QVERIFY(copyFixture("tiny-qwen3moe", out()));
         QByteArray wrong = readFile(out() + "/tokenizer.json");

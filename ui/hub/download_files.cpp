@@ -35,6 +35,20 @@ QString partialPath(const QString& outDir, const RepoFile& file) {
     return stagingDir(outDir) + "/" + file.path + "." + checkValue(file) + ".part";
 }
 
+void clearStaging(const QString& outDir, const QList<RepoFile>& files) {
+    VerifiedRecord(outDir).remove(files);
+    const QString staging = QDir(stagingDir(outDir)).absolutePath();
+    for (const RepoFile& f : files) {
+        const QString partial = partialPath(outDir, f);
+        QFile::remove(partial);
+        QDir dir = QFileInfo(partial).absoluteDir();
+        while (dir.absolutePath().startsWith(staging + "/") && dir.isEmpty() && dir.rmdir(dir.absolutePath()) &&
+               dir.cdUp()) {
+        }
+    }
+    QDir(staging).rmdir(staging);  // only when empty
+}
+
 bool isSafeRelativePath(const QString& path) {
     if (path.isEmpty() || path.startsWith('/') || path.contains('\\') || path.contains(QChar(0))) return false;
     for (const QString& part : path.split('/'))
@@ -96,6 +110,21 @@ bool VerifiedRecord::add(const RepoFile& file) {
     if (!QDir().mkpath(stagingDir(outDir_)) || !out.open(QIODevice::WriteOnly)) return false;
     out.write(QJsonDocument(record).toJson(QJsonDocument::Compact));
     return out.commit();
+}
+
+void VerifiedRecord::remove(const QList<RepoFile>& files) {
+    QJsonObject record = readRecord(outDir_);
+    if (record.isEmpty()) return;
+    for (const RepoFile& f : files) record.remove(f.path);
+    if (record.isEmpty()) {
+        QFile::remove(recordPath(outDir_));
+        return;
+    }
+    QSaveFile out(recordPath(outDir_));
+    if (out.open(QIODevice::WriteOnly)) {
+        out.write(QJsonDocument(record).toJson(QJsonDocument::Compact));
+        out.commit();
+    }
 }
 
 }  // namespace tandem::hub::detail

@@ -120,7 +120,8 @@ void DownloadWorker::fileDone(FileTransfer* file) {
     phase_ = Phase::Finished;
     reportTimer_.stop();
     report();
-    QDir(detail::stagingDir(outDir_)).removeRecursively();
+    // Only this download's leftovers go: another one into the same folder keeps its partial files.
+    detail::clearStaging(outDir_, files_);
     emit finished();
 }
 
@@ -166,9 +167,7 @@ void DownloadWorker::cancel() {
     for (FileTransfer* t : transfers_)
         if (t->state() != FileTransfer::State::Done) t->removePartial();
     // The staging folder goes when it holds nothing else (another download's partial files stay).
-    QDir staging(detail::stagingDir(outDir_));
-    QFile::remove(staging.filePath("verified.json"));
-    staging.rmdir(staging.absolutePath());
+    detail::clearStaging(outDir_, files_);
     emit cancelled();
 }
 
