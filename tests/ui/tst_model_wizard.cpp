@@ -236,6 +236,21 @@ private slots:
         QVERIFY(qwen.folderName() != other.folderName());
     }
 
+    void theSavedFileListKeepsEveryCheckValue() {
+        const QList<hub::RepoFile> files{
+            {QStringLiteral("model.safetensors"), 5'000'000'000, QString(64, 'a'), {}},
+            {QStringLiteral("config.json"), 812, {}, QString(40, 'b')},
+        };
+        const QList<hub::RepoFile> back = filesFromJson(filesToJson(files));
+        QCOMPARE(back.size(), files.size());
+        for (qsizetype i = 0; i < files.size(); ++i) {
+            QCOMPARE(back[i].path, files[i].path);
+            QCOMPARE(back[i].size, files[i].size);
+            QCOMPARE(back[i].sha256, files[i].sha256);
+            QCOMPARE(back[i].gitOid, files[i].gitOid);
+        }
+    }
+
     void modelsGoUnderTheDataFolderByDefault() {
         QTemporaryDir dir;
         AppSettings settings(std::make_unique<QSettings>(dir.filePath("s.ini"), QSettings::IniFormat));
