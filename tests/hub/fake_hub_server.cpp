@@ -416,14 +416,16 @@ void FakeHubServer::addFile(const QString& repo, const QString& path, const QByt
     shared_->repos[repo].revisions[revision].insert(path, makeFile(data, lfs));
 }
 
-void FakeHubServer::addListedOnly(const QString& repo, const QString& path, qint64 size, const QString& revision) {
-    // Listed as an LFS file of that size without holding its bytes, so it may be larger than memory.
+void FakeHubServer::addListedOnly(const QString& repo, const QString& path, qint64 size, const QString& revision,
+                                  const QString& sha256, const QString& gitOid) {
+    // Listed as an LFS file of that size without holding its bytes, so it may be larger than memory;
+    // without a sha256, as a small file.
     ServedFile f;
     f.size = size;
-    f.lfs = true;
+    f.lfs = !sha256.isEmpty();
     f.served = false;
-    f.sha256 = QString(64, 'a');
-    f.gitOid = QString(40, 'b');
+    f.sha256 = sha256;
+    f.gitOid = gitOid;
     QMutexLocker lock(&shared_->mutex);
     shared_->repos[repo].revisions[revision].insert(path, f);
 }

@@ -110,6 +110,35 @@ private slots:
         server.addListedOnly(kRepo, "../outside.bin", 10);
         m = listingFailure(fastSettings(server), kRepo);
         QVERIFY2(m.contains("outside the download folder") && m.contains("../outside.bin"), qPrintable(m));
+
+        // Check values name the partial files: one that is not a hex digest fails the listing.
+        FakeHubServer badSha;
+        badSha.addListedOnly(kRepo, "model.safetensors", 10, "main", "../../../../tmp/evil");
+        m = listingFailure(fastSettings(badSha), kRepo);
+        QVERIFY2(m.contains("malformed check value") && m.contains("../../../../tmp/evil"), qPrintable(m));
+        FakeHubServer badOid;
+        badOid.addListedOnly(kRepo, "config.json", 10, "main", {}, "../../x");
+        m = listingFailure(fastSettings(badOid), kRepo);
+        QVERIFY2(m.contains("malformed check value") && m.contains("config.json"), qPrintable(m));
+    }
+
+    void aDownloadRefusesMalformedCheckValues() {
+        // A file list that did not come from the listing (a saved one, the CLI's) is checked as well.
+        QTemporaryDir out;
+        const QList<RepoFile> lists[] = {
+            {RepoFile{"model.safetensors", 10, "../../../escape", {}}},
+            {RepoFile{"config.json", 10, {}, "/abs/" + QString(40, 'b')}},
+            {RepoFile{"config.json", 10, QString(64, 'A'), {}}},
+        };
+        for (const QList<RepoFile>& files : lists) {
+            FakeHubServer server;
+            tandem::hub::DownloadJob job(fastSettings(server), kRepo, "main", files, out.path());
+            const JobOutcome r = waitForEnd(job);
+            QVERIFY(!r.finished);
+            QVERIFY2(r.failure.contains("hex digits") && r.failure.contains("nothing was downloaded"), qPrintable(r.failure));
+            QVERIFY(server.requests().isEmpty());
+        }
+        QVERIFY(QDir(out.path()).isEmpty(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot));
     }
 
     void settingsFromTheEnvironment() {

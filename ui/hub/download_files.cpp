@@ -5,6 +5,7 @@
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 #include <QSaveFile>
 
 #include <vector>
@@ -47,6 +48,21 @@ void clearStaging(const QString& outDir, const QList<RepoFile>& files) {
         }
     }
     QDir(staging).rmdir(staging);  // only when empty
+}
+
+QString unsafeFileProblem(const QString& outDir, const RepoFile& file) {
+    static const QRegularExpression sha256(QStringLiteral("^[0-9a-f]{64}$"));
+    static const QRegularExpression gitOid(QStringLiteral("^[0-9a-f]{40}$"));
+    if (!isSafeRelativePath(file.path))
+        return QStringLiteral("'%1' is not a safe file name inside the download folder").arg(file.path);
+    if (!file.sha256.isEmpty() && !sha256.match(file.sha256).hasMatch())
+        return QStringLiteral("the sha256 of '%1' is not 64 hex digits ('%2')").arg(file.path, file.sha256);
+    if (!file.gitOid.isEmpty() && !gitOid.match(file.gitOid).hasMatch())
+        return QStringLiteral("the git blob id of '%1' is not 40 hex digits ('%2')").arg(file.path, file.gitOid);
+    const QString staging = QDir::cleanPath(QDir(stagingDir(outDir)).absolutePath());
+    if (!QDir::cleanPath(QDir(outDir).absoluteFilePath(partialPath(outDir, file))).startsWith(staging + "/"))
+        return QStringLiteral("the partial file of '%1' would land outside %2").arg(file.path, staging);
+    return {};
 }
 
 bool isSafeRelativePath(const QString& path) {

@@ -19,6 +19,10 @@ QString partialPath(const QString& outDir, const RepoFile& file);
 // entries in the record), then the staging folder itself if nothing else is in it: another download
 // into the same folder may keep its partial files there.
 void clearStaging(const QString& outDir, const QList<RepoFile>& files);
+// Why FILE cannot be downloaded safely into OUTDIR: a path outside it, a check value that is not the
+// hex digest it should be (it is part of the partial file's name), or a partial file that would land
+// outside the staging folder; empty when it can.
+QString unsafeFileProblem(const QString& outDir, const RepoFile& file);
 // A path from the Hub that stays inside the output folder: relative, no "..", no empty or "." parts.
 bool isSafeRelativePath(const QString& path);
 

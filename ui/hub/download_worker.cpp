@@ -36,10 +36,10 @@ DownloadWorker::~DownloadWorker() {
 void DownloadWorker::start() {
     if (phase_ != Phase::Idle) return;
     for (const RepoFile& f : files_) {
-        if (!detail::isSafeRelativePath(f.path)) {
+        if (const QString problem = detail::unsafeFileProblem(outDir_, f); !problem.isEmpty()) {
             phase_ = Phase::Failed;
-            emit failed(QStringLiteral("'%1' is not a safe file name inside the download folder; nothing was downloaded.")
-                            .arg(f.path));
+            emit failed(QStringLiteral("Cannot download %1: %2; nothing was downloaded. List the repository again, "
+                                       "from huggingface.co or a mirror you trust.").arg(repo_, problem));
             return;
         }
     }

@@ -209,6 +209,17 @@ void HubClient::pageArrived(QNetworkReply* reply) {
                                        "folder ('%2'); nothing was downloaded.").arg(repo_, file.path));
             return;
         }
+        // The check values name the partial files, so a malformed one could put them anywhere.
+        static const QRegularExpression sha256(QStringLiteral("^[0-9a-f]{64}$"));
+        static const QRegularExpression gitOid(QStringLiteral("^[0-9a-f]{40}$"));
+        if ((!lfs.isEmpty() && !sha256.match(file.sha256).hasMatch()) ||
+            (lfs.isEmpty() && !file.gitOid.isEmpty() && !gitOid.match(file.gitOid).hasMatch())) {
+            emit failed(QStringLiteral("The Hub listed %1's file '%2' with a malformed check value ('%3'); nothing was "
+                                       "downloaded. Check the endpoint setting (HF_ENDPOINT) points at "
+                                       "huggingface.co or a mirror you trust.")
+                            .arg(repo_, file.path, lfs.isEmpty() ? file.gitOid : file.sha256));
+            return;
+        }
         files_.append(file);
     }
     // More than one page: the Link header names the next one, as GitHub-style pagination does.
