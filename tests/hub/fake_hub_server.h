@@ -77,6 +77,7 @@ public:
     void injectFaults(const QString& repo, const QString& path, const QList<HubFault>& faults, bool repeatLast = false);
     void setSlowPace(int chunkBytes, int delayMs);  // default 16 KiB every 20 ms
     void setTreePageSize(int entries);               // default 1000, as the Hub
+    void setNextPageHost(const QString& host);       // in the Link header; default 127.0.0.1
 
     QList<HubRequest> requests() const;
     // Requests whose target contains TEXT (e.g. a file name).

@@ -47,6 +47,18 @@ private slots:
         }
     }
 
+    void aNextPageElsewhereIsNotFollowed() {
+        FakeHubServer server;
+        server.addRepo(kRepo, fixtureDir());
+        server.setTreePageSize(3);
+        server.setNextPageHost("localhost");  // the same server under another origin
+        HubSettings settings = fastSettings(server);
+        settings.token = "hf_secret";
+        const QString m = listingFailure(settings, kRepo);
+        QVERIFY2(m.contains("continues at another site") && m.contains("http://localhost:"), qPrintable(m));
+        QCOMPARE(server.requestsFor("/tree/main").size(), 1);
+    }
+
     void revisionWithSlashAndNestedFiles() {
         FakeHubServer server;
         server.addFile(kRepo, "sub/dir/notes.txt", "hello", false, "refs/pr/1");
@@ -158,6 +170,25 @@ private slots:
         s = tandem::hub::resolvedSettings(explicitOnes);
         QCOMPARE(s.endpoint, QString("http://127.0.0.1:1"));
         QCOMPARE(s.token, QString("hf_given"));
+
+        // The ambient token goes to huggingface.co and to $HF_ENDPOINT only, not to another address.
+        HubSettings typed;
+        typed.endpoint = "https://other.example";
+        QVERIFY(tandem::hub::resolvedSettings(typed).token.isEmpty());
+        typed.endpoint = "https://huggingface.co/";
+        QCOMPARE(tandem::hub::resolvedSettings(typed).token, QString("hf_from_env"));
+        typed.endpoint = "https://mirror.example";
+        QCOMPARE(tandem::hub::resolvedSettings(typed).token, QString("hf_from_env"));
+        // No token in clear text over a network, not even one given; this machine is fine.
+        qputenv("HF_ENDPOINT", "http://mirror.example");
+        QVERIFY(tandem::hub::resolvedSettings({}).token.isEmpty());
+        HubSettings plain;
+        plain.endpoint = "http://mirror.example";
+        plain.token = "hf_given";
+        QVERIFY(tandem::hub::resolvedSettings(plain).token.isEmpty());
+        plain.endpoint = "http://localhost:8080";
+        QCOMPARE(tandem::hub::resolvedSettings(plain).token, QString("hf_given"));
+
         qunsetenv("HF_ENDPOINT");
         qunsetenv("HF_TOKEN");
         qputenv("HF_HOME", home.filePath("none").toUtf8());

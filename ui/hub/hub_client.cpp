@@ -23,16 +23,34 @@ namespace tandem::hub {
 
 using namespace detail;
 
+namespace {
+
+QString withoutTrailingSlashes(QString text) {
+    while (text.endsWith('/')) text.chop(1);
+    return text;
+}
+
+}  // namespace
+
 HubSettings resolvedSettings(HubSettings settings) {
-    if (settings.endpoint.isEmpty()) settings.endpoint = qEnvironmentVariable("HF_ENDPOINT");
+    const QString ambientEndpoint = withoutTrailingSlashes(qEnvironmentVariable("HF_ENDPOINT").trimmed());
+    settings.endpoint = withoutTrailingSlashes(settings.endpoint.trimmed());
+    if (settings.endpoint.isEmpty()) settings.endpoint = ambientEndpoint;
     if (settings.endpoint.isEmpty()) settings.endpoint = QStringLiteral("https://huggingface.co");
-    while (settings.endpoint.endsWith('/')) settings.endpoint.chop(1);
-    if (settings.token.isEmpty()) settings.token = qEnvironmentVariable("HF_TOKEN");
-    if (settings.token.isEmpty()) {
-        const QString home = qEnvironmentVariable("HF_HOME", QDir::homePath() + "/.cache/huggingface");
-        QFile file(home + "/token");
-        if (file.open(QIODevice::ReadOnly)) settings.token = QString::fromUtf8(file.readAll()).trimmed();
+    // The token of the environment or of huggingface-cli is for the Hub, or the mirror HF_ENDPOINT
+    // names; not for whatever address was typed into the settings.
+    const QUrl endpoint(settings.endpoint);
+    const bool theHub = endpoint.scheme() == QLatin1String("https") &&
+                        endpoint.host().compare(QLatin1String("huggingface.co"), Qt::CaseInsensitive) == 0;
+    if (settings.token.isEmpty() && (theHub || settings.endpoint == ambientEndpoint)) {
+        settings.token = qEnvironmentVariable("HF_TOKEN");
+        if (settings.token.isEmpty()) {
+            const QString home = qEnvironmentVariable("HF_HOME", QDir::homePath() + "/.cache/huggingface");
+            QFile file(home + "/token");
+            if (file.open(QIODevice::ReadOnly)) settings.token = QString::fromUtf8(file.readAll()).trimmed();
+        }
     }
+    if (!mayCarryToken(endpoint)) settings.token.clear();  // never in clear text over a network
     settings.parallelFiles = std::max(1, settings.parallelFiles);
     settings.maxRetries = std::max(0, settings.maxRetries);
     return settings;
@@ -226,7 +244,17 @@ void HubClient::pageArrived(QNetworkReply* reply) {
     static const QRegularExpression next(QStringLiteral("<([^>]+)>\\s*;\\s*rel=\"next\""));
     const auto link = next.match(QString::fromUtf8(reply->rawHeader("Link")));
     if (link.hasMatch()) {
-        requestPage(reply->request().url().resolved(QUrl(link.captured(1))));
+        // The next page carries the token, so it has to come from where the first one did.
+        const QUrl nextPage = reply->request().url().resolved(QUrl(link.captured(1)));
+        if (!sameOrigin(treeUrl(settings_.endpoint, repo_, revision_), nextPage)) {
+            emit failed(QStringLiteral("The Hub's file list for %1 continues at another site (%2); it was not followed, "
+                                       "so that the access token stays with %3. Check the endpoint setting "
+                                       "(HF_ENDPOINT) points at huggingface.co or a mirror you trust.")
+                            .arg(repo_, nextPage.adjusted(QUrl::RemovePath | QUrl::RemoveQuery).toString(),
+                                 settings_.endpoint));
+            return;
+        }
+        requestPage(nextPage);
         return;
     }
     emit filesListed(files_);
