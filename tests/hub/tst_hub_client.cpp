@@ -47,6 +47,21 @@ private slots:
         }
     }
 
+    void anUnusableEndpointIsExplained() {
+        HubSettings settings;
+        settings.endpoint = "hf-mirror.example/";  // no scheme: meant as https
+        QCOMPARE(tandem::hub::resolvedSettings(settings).endpoint, QString("https://hf-mirror.example"));
+        for (const QString endpoint : {"ftp://hf-mirror.example", "https://", "http:// spaces here"}) {
+            settings.endpoint = endpoint;
+            const QString m = listingFailure(settings, kRepo);
+            QVERIFY2(m.contains("is not an address to download from") && m.contains("https://"), qPrintable(m));
+            QTemporaryDir out;
+            tandem::hub::DownloadJob job(settings, kRepo, "main", {RepoFile{"config.json", 2, {}, {}}}, out.path());
+            const JobOutcome r = waitForEnd(job);
+            QVERIFY2(r.failure.contains("is not an address to download from"), qPrintable(r.failure));
+        }
+    }
+
     void aNextPageElsewhereIsNotFollowed() {
         FakeHubServer server;
         server.addRepo(kRepo, fixtureDir());

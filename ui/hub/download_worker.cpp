@@ -6,6 +6,7 @@
 
 #include "ui/hub/download_files.h"
 #include "ui/hub/file_transfer.h"
+#include "ui/hub/hub_http.h"
 
 namespace tandem::hub {
 
@@ -35,6 +36,11 @@ DownloadWorker::~DownloadWorker() {
 
 void DownloadWorker::start() {
     if (phase_ != Phase::Idle) return;
+    if (const QString problem = detail::endpointProblem(settings_.endpoint); !problem.isEmpty()) {
+        phase_ = Phase::Failed;
+        emit failed(problem);
+        return;
+    }
     for (const RepoFile& f : files_) {
         if (const QString problem = detail::unsafeFileProblem(outDir_, f); !problem.isEmpty()) {
             phase_ = Phase::Failed;

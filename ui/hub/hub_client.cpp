@@ -25,16 +25,19 @@ using namespace detail;
 
 namespace {
 
-QString withoutTrailingSlashes(QString text) {
+// Without trailing slashes, and with https:// when no scheme was given ("hf-mirror.example").
+QString normalizedEndpoint(QString text) {
+    text = text.trimmed();
     while (text.endsWith('/')) text.chop(1);
+    if (!text.isEmpty() && !text.contains(QStringLiteral("://"))) text.prepend(QStringLiteral("https://"));
     return text;
 }
 
 }  // namespace
 
 HubSettings resolvedSettings(HubSettings settings) {
-    const QString ambientEndpoint = withoutTrailingSlashes(qEnvironmentVariable("HF_ENDPOINT").trimmed());
-    settings.endpoint = withoutTrailingSlashes(settings.endpoint.trimmed());
+    const QString ambientEndpoint = normalizedEndpoint(qEnvironmentVariable("HF_ENDPOINT"));
+    settings.endpoint = normalizedEndpoint(settings.endpoint);
     if (settings.endpoint.isEmpty()) settings.endpoint = ambientEndpoint;
     if (settings.endpoint.isEmpty()) settings.endpoint = QStringLiteral("https://huggingface.co");
     // The token of the environment or of huggingface-cli is for the Hub, or the mirror HF_ENDPOINT
@@ -168,6 +171,10 @@ void HubClient::listFiles(const QString& repo, const QString& revision) {
         const QString message = QStringLiteral("'%1' is not a repository id: write it as owner/name, as in the model "
                                                "page's address, e.g. Qwen/Qwen3-30B-A3B.").arg(repo);
         QTimer::singleShot(0, this, [this, message] { emit failed(message); });
+        return;
+    }
+    if (const QString problem = endpointProblem(settings_.endpoint); !problem.isEmpty()) {
+        QTimer::singleShot(0, this, [this, problem] { emit failed(problem); });
         return;
     }
     revision_ = revision.isEmpty() ? QStringLiteral("main") : revision;

@@ -33,6 +33,15 @@ QUrl resolveUrl(const QString& endpoint, const QString& repo, const QString& rev
                 QUrl::StrictMode);
 }
 
+QString endpointProblem(const QString& endpoint) {
+    const QUrl url(endpoint, QUrl::StrictMode);
+    if (url.isValid() && (url.scheme() == QLatin1String("https") || url.scheme() == QLatin1String("http")) &&
+        !url.host().isEmpty())
+        return {};
+    return QStringLiteral("'%1' is not an address to download from: write it as https://huggingface.co or a mirror's "
+                          "https:// address (Settings > Downloads, or HF_ENDPOINT).").arg(endpoint);
+}
+
 QNetworkRequest makeRequest(const QUrl& url, const QString& token) {
     QNetworkRequest request(url);
     request.setHeader(QNetworkRequest::UserAgentHeader, QStringLiteral("tandem/%1 (Qt Network)")

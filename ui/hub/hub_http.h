@@ -10,6 +10,9 @@
 
 namespace tandem::hub::detail {
 
+// Why ENDPOINT (resolved) is no address to download from, for the user; empty when it is one: an
+// http or https URL with a host.
+QString endpointProblem(const QString& endpoint);
 // {endpoint}/api/models/{repo}/tree/{revision}?recursive=true; the revision is one path segment
 // (a branch "refs/pr/1" is sent as refs%2Fpr%2F1, as the Hub expects).
 QUrl treeUrl(const QString& endpoint, const QString& repo, const QString& revision);
