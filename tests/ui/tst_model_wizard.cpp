@@ -8,6 +8,7 @@
 #include <QDirIterator>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRadioButton>
@@ -24,6 +25,7 @@
 #include "ui/widgets/main_window.h"
 #include "ui/widgets/notification_banner.h"
 #include "ui/wizard/choose_page.h"
+#include "ui/wizard/convert_job.h"
 #include "ui/wizard/convert_page.h"
 #include "ui/wizard/done_page.h"
 #include "ui/wizard/download_page.h"
@@ -498,6 +500,31 @@ private slots:
         auto* convert = page<ConvertPage>(w, ModelWizard::ConvertId);
         QVERIFY(QTest::qWaitFor([&] { return convert->statusLabel()->text().contains("kept from before") || convert->isComplete(); }, 60000));
         verifyLoadedWithNewChat(h, w, store);
+    }
+
+    void closingTheWizardDuringAConversionDoesNotWaitForIt() {
+        Harness h;
+        ModelWizard* w = h.openWizard();
+        auto* choose = page<ChoosePage>(w, ModelWizard::ChooseId);
+        choose->localEdit()->setText(test::fixturePath("tiny-qwen3moe"));
+        w->next();
+        QCOMPARE(w->currentId(), static_cast<int>(ModelWizard::QuantizationId));
+        QVERIFY(QTest::qWaitFor([&] { return w->currentPage()->isComplete(); }, 10000));
+        w->next();
+        QCOMPARE(w->currentId(), static_cast<int>(ModelWizard::ConvertId));
+        auto* convert = page<ConvertPage>(w, ModelWizard::ConvertId);
+        QPointer<ConvertJob> job = convert->job();
+        QVERIFY(QTest::qWaitFor([&] { return convert->progressBar()->value() > 0; }, 60000));
+        const QString store = w->plan().storeFolder;
+        // The wizard goes at once; the job, which would have joined its thread, lives on until it stops.
+        delete w;
+        QVERIFY(job);
+        QVERIFY(QTest::qWaitFor([&] { return job.isNull(); }, 60000));
+        // What was converted stays for a resume (or the store is complete, had it finished first).
+        if (QFileInfo::exists(store + ".partial"))
+            QCOMPARE(h.app->settings()->modelWizardState().stage, ModelWizardState::Stage::Converting);
+        else
+            QVERIFY(QFileInfo::exists(store + "/tandem-store.json"));
     }
 
     void startingOverForgetsTheSavedState() {
