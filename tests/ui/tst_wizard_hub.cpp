@@ -6,6 +6,7 @@
 #include <QFile>
 #include <QLineEdit>
 #include <QRadioButton>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -105,6 +106,34 @@ private slots:
         QVERIFY(test::waitForIdle(*app));
         QCOMPARE(app->messages()->rowCount(), 2);
         QVERIFY(!app->messages()->message(1).content.isEmpty());
+    }
+
+    void restartingADownloadEndsTheOldJobFirst() {
+        test::FakeHubServer server;
+        const QString fixture = test::fixturePath("tiny-qwen3moe");
+        const QString shard = QStringLiteral("model-00001-of-00002.safetensors");
+        server.addRepo(kRepo, fixture);
+        server.setSlowPace(8 * 1024, 20);
+        server.injectFaults(kRepo, shard, {test::HubFault::Slow}, true);
+        std::unique_ptr<ModelDownloader> d = makeHubDownloader(server.endpoint());
+        QSignalSpy listed(d.get(), &ModelDownloader::filesListed);
+        d->listFiles(kRepo, "main");
+        QVERIFY(listed.wait(30000));
+        const auto files = listed.first().first().value<QList<hub::RepoFile>>();
+
+        QTemporaryDir out;
+        bool shardStarted = false;
+        QObject::connect(d.get(), &ModelDownloader::fileProgress, d.get(), [&](const QString& path, qint64 done, qint64) {
+            shardStarted |= path == shard && done > 0;
+        });
+        d->start(kRepo, "main", files, out.path());
+        QVERIFY(QTest::qWaitFor([&] { return shardStarted; }, 60000));
+        // Try Again on the same folder: the old job is gone before the new one starts.
+        QSignalSpy finished(d.get(), &ModelDownloader::finished);
+        d->start(kRepo, "main", files, out.path());
+        QCOMPARE(d->findChildren<hub::DownloadJob*>().size(), 1);
+        QVERIFY(finished.wait(120000));
+        QVERIFY(contents(out.filePath(shard)) == contents(fixture + "/" + shard));
     }
 };
 
