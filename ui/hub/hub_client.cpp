@@ -28,8 +28,8 @@ namespace {
 // Without trailing slashes, and with https:// when no scheme was given ("hf-mirror.example").
 QString normalizedEndpoint(QString text) {
     text = text.trimmed();
-    while (text.endsWith('/')) text.chop(1);
     if (!text.isEmpty() && !text.contains(QStringLiteral("://"))) text.prepend(QStringLiteral("https://"));
+    while (text.endsWith('/')) text.chop(1);
     return text;
 }
 
