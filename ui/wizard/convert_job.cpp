@@ -28,12 +28,12 @@ ConvertJob::~ConvertJob() {
 
 void ConvertJob::release() {
     cancel();
+    disconnect();  // nobody hears from it any more
+    setParent(QCoreApplication::instance());  // not deleted with its owner
     if (!running_) {
         deleteLater();
         return;
     }
-    disconnect();  // nobody hears from it any more
-    setParent(QCoreApplication::instance());
     releasedJobs().append(this);
     connect(this, &ConvertJob::cancelled, this, &QObject::deleteLater);
     connect(this, &ConvertJob::finished, this, &QObject::deleteLater);

@@ -54,7 +54,7 @@ ConvertPage::ConvertPage(ModelWizard* wizard)
 }
 
 ConvertPage::~ConvertPage() {
-    if (job_->isRunning()) job_->release();
+    job_->release();
 }
 
 void ConvertPage::initializePage() {

@@ -19,8 +19,8 @@ class ConvertPage : public QWizardPage {
     Q_OBJECT
 public:
     explicit ConvertPage(ModelWizard* wizard);
-    // A conversion still running goes on alone until it stops (ConvertJob::release), so closing the
-    // wizard does not wait for it.
+    // The job goes on alone until its conversion stops (ConvertJob::release), so closing the wizard
+    // does not wait for it.
     ~ConvertPage() override;
 
     void initializePage() override;
