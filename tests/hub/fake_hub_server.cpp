@@ -84,6 +84,7 @@ struct FakeHubServer::Shared {
     int slowChunk = 16 * 1024;
     int slowDelayMs = 20;
     int pageSize = 1000;
+    QString nextPageHost = QStringLiteral("127.0.0.1");
     quint16 hubPort = 0;
     quint16 cdnPort = 0;
     QThread thread;
@@ -334,12 +335,14 @@ private:
     void serveTree(QTcpSocket* socket, const Request& request, const QString& repoName, const QString& revision, int cursor) {
         Repo repo;
         int pageSize = 0;
+        QString nextHost;
         {
             QMutexLocker lock(&shared_->mutex);
             if (!shared_->repos.contains(repoName))
                 return sendError(socket, 401, "RepoNotFound", "Repository Not Found for url: " + request.target);
             repo = shared_->repos.value(repoName);
             pageSize = shared_->pageSize;
+            nextHost = shared_->nextPageHost;
         }
         if (!allowed(socket, request, repoName, repo)) return;
         if (!repo.revisions.contains(revision))
@@ -371,7 +374,8 @@ private:
             query.removeAllQueryItems("cursor");
             query.addQueryItem("cursor", QString::number(cursor + pageSize));
             next.setQuery(query);
-            headers.append(Header{"Link", "<http://127.0.0.1:" + QByteArray::number(shared_->hubPort) + next.toEncoded() + ">; rel=\"next\""});
+            headers.append(Header{"Link", "<http://" + nextHost.toLatin1() + ":" + QByteArray::number(shared_->hubPort) +
+                                              next.toEncoded() + ">; rel=\"next\""});
         }
         send(socket, 200, headers, QJsonDocument(page).toJson(QJsonDocument::Compact));
     }
@@ -416,14 +420,16 @@ void FakeHubServer::addFile(const QString& repo, const QString& path, const QByt
     shared_->repos[repo].revisions[revision].insert(path, makeFile(data, lfs));
 }
 
-void FakeHubServer::addListedOnly(const QString& repo, const QString& path, qint64 size, const QString& revision) {
-    // Listed as an LFS file of that size without holding its bytes, so it may be larger than memory.
+void FakeHubServer::addListedOnly(const QString& repo, const QString& path, qint64 size, const QString& revision,
+                                  const QString& sha256, const QString& gitOid) {
+    // Listed as an LFS file of that size without holding its bytes, so it may be larger than memory;
+    // without a sha256, as a small file.
     ServedFile f;
     f.size = size;
-    f.lfs = true;
+    f.lfs = !sha256.isEmpty();
     f.served = false;
-    f.sha256 = QString(64, 'a');
-    f.gitOid = QString(40, 'b');
+    f.sha256 = sha256;
+    f.gitOid = gitOid;
     QMutexLocker lock(&shared_->mutex);
     shared_->repos[repo].revisions[revision].insert(path, f);
 }
@@ -448,6 +454,11 @@ void FakeHubServer::setSlowPace(int chunkBytes, int delayMs) {
 void FakeHubServer::setTreePageSize(int entries) {
     QMutexLocker lock(&shared_->mutex);
     shared_->pageSize = std::max(1, entries);
+}
+
+void FakeHubServer::setNextPageHost(const QString& host) {
+    QMutexLocker lock(&shared_->mutex);
+    shared_->nextPageHost = host;
 }
 
 QList<HubRequest> FakeHubServer::requests() const {

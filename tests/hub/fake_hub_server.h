@@ -63,9 +63,12 @@ public:
     void addRepo(const QString& repo, const QString& folder, const QString& revision = QStringLiteral("main"));
     void addFile(const QString& repo, const QString& path, const QByteArray& data, bool lfs,
                  const QString& revision = QStringLiteral("main"));
-    // An entry of the tree listing that is not served (e.g. "../escape" to test path checks).
+    // An entry of the tree listing that is not served (e.g. "../escape" to test path checks), listed as
+    // an LFS file with SHA256 and GITOID (e.g. a malformed one to test the listing's checks), or as a
+    // small file with GITOID when SHA256 is empty.
     void addListedOnly(const QString& repo, const QString& path, qint64 size,
-                       const QString& revision = QStringLiteral("main"));
+                       const QString& revision = QStringLiteral("main"), const QString& sha256 = QString(64, 'a'),
+                       const QString& gitOid = QString(40, 'b'));
     void setAccess(const QString& repo, RepoAccess access, const QString& token = {});
 
     // FAULTS apply to the next requests of REPO's PATH, one each, in order; with repeatLast the last
@@ -74,6 +77,7 @@ public:
     void injectFaults(const QString& repo, const QString& path, const QList<HubFault>& faults, bool repeatLast = false);
     void setSlowPace(int chunkBytes, int delayMs);  // default 16 KiB every 20 ms
     void setTreePageSize(int entries);               // default 1000, as the Hub
+    void setNextPageHost(const QString& host);       // in the Link header; default 127.0.0.1
 
     QList<HubRequest> requests() const;
     // Requests whose target contains TEXT (e.g. a file name).

@@ -215,6 +215,27 @@ private slots:
         QCOMPARE(cdnRanges(other), QList<QByteArray>({"bytes=500-", {}}));
     }
 
+    void finishingOneDownloadKeepsAnotherOnesPartialFiles() {
+        // Another download into the same folder stopped mid-shard; this one fetches config.json only.
+        const RepoFile shard = file(kShard);
+        const QString theirs = out() + "/.tandem-download/" + kShard + "." + shard.sha256 + ".part";
+        QVERIFY(QDir().mkpath(QFileInfo(theirs).absolutePath()));
+        QVERIFY(writeFile(theirs, readFile(fixtureDir() + "/" + kShard).left(1000)));
+        const QList<RepoFile> all = files_;
+        files_ = {file("config.json")};
+        JobOutcome r = waitForEnd(*job());
+        QVERIFY2(r.finished, qPrintable(r.failure));
+        QCOMPARE(partialFiles(), QStringList{".tandem-download/" + kShard + "." + shard.sha256 + ".part"});
+        QVERIFY(!QFileInfo::exists(out() + "/.tandem-download/verified.json"));
+
+        // The other download resumes from its partial file and, the last one, clears the staging folder.
+        files_ = all;
+        r = waitForEnd(*job());
+        QVERIFY2(r.finished, qPrintable(r.failure));
+        expectComplete();
+        QCOMPARE(cdnRanges(kShard), QList<QByteArray>{"bytes=1000-"});
+    }
+
     void filesInPlaceAreCheckedNotFetched() {
         QVERIFY(copyFixture("tiny-qwen3moe", out()));
         QByteArray wrong = readFile(out() + "/tokenizer.json");
@@ -278,6 +299,24 @@ private slots:
         QVERIFY(cancelled.wait(60000));
         expectNothingOf(kShard);
         QVERIFY(!QFileInfo::exists(out() + "/.tandem-download"));
+    }
+
+    void cancelWhileCheckingFilesInPlaceStopsTheCheck() {
+        // Every file is in place but unrecorded, so each is hashed in turn. The cancel arrives while the
+        // first is hashed: no file may be reported done or recorded after it, and the check stops.
+        QVERIFY(copyFixture("tiny-qwen3moe", out()));
+        auto j = job();
+        QSignalSpy cancelled(j.get(), &DownloadJob::cancelled);
+        QSignalSpy fileDone(j.get(), &DownloadJob::fileFinished);
+        j->start();
+        j->cancel();
+        QVERIFY(cancelled.wait(60000));
+        // Long enough for every hash of the tiny fixture to end had the cancel not stopped them.
+        QVERIFY(!QTest::qWaitFor([&] { return !fileDone.isEmpty(); }, 1000));
+        QVERIFY(!QFileInfo::exists(out() + "/.tandem-download"));
+        QString why;
+        QVERIFY2(sameAsFixture(out(), &why), qPrintable(why));  // files in place stay
+        QVERIFY(server_->requests().isEmpty());
     }
 
     void deletingTheJobKeepsWhatArrived() {

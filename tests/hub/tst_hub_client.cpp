@@ -47,6 +47,33 @@ private slots:
         }
     }
 
+    void anUnusableEndpointIsExplained() {
+        HubSettings settings;
+        settings.endpoint = "hf-mirror.example/";  // no scheme: meant as https
+        QCOMPARE(tandem::hub::resolvedSettings(settings).endpoint, QString("https://hf-mirror.example"));
+        for (const QString endpoint : {"ftp://hf-mirror.example", "https://", "http:// spaces here"}) {
+            settings.endpoint = endpoint;
+            const QString m = listingFailure(settings, kRepo);
+            QVERIFY2(m.contains("is not an address to download from") && m.contains("https://"), qPrintable(m));
+            QTemporaryDir out;
+            tandem::hub::DownloadJob job(settings, kRepo, "main", {RepoFile{"config.json", 2, {}, {}}}, out.path());
+            const JobOutcome r = waitForEnd(job);
+            QVERIFY2(r.failure.contains("is not an address to download from"), qPrintable(r.failure));
+        }
+    }
+
+    void aNextPageElsewhereIsNotFollowed() {
+        FakeHubServer server;
+        server.addRepo(kRepo, fixtureDir());
+        server.setTreePageSize(3);
+        server.setNextPageHost("localhost");  // the same server under another origin
+        HubSettings settings = fastSettings(server);
+        settings.token = "hf_secret";
+        const QString m = listingFailure(settings, kRepo);
+        QVERIFY2(m.contains("continues at another site") && m.contains("http://localhost:"), qPrintable(m));
+        QCOMPARE(server.requestsFor("/tree/main").size(), 1);
+    }
+
     void revisionWithSlashAndNestedFiles() {
         FakeHubServer server;
         server.addFile(kRepo, "sub/dir/notes.txt", "hello", false, "refs/pr/1");
@@ -110,6 +137,35 @@ private slots:
         server.addListedOnly(kRepo, "../outside.bin", 10);
         m = listingFailure(fastSettings(server), kRepo);
         QVERIFY2(m.contains("outside the download folder") && m.contains("../outside.bin"), qPrintable(m));
+
+        // Check values name the partial files: one that is not a hex digest fails the listing.
+        FakeHubServer badSha;
+        badSha.addListedOnly(kRepo, "model.safetensors", 10, "main", "../../../../tmp/evil");
+        m = listingFailure(fastSettings(badSha), kRepo);
+        QVERIFY2(m.contains("malformed check value") && m.contains("../../../../tmp/evil"), qPrintable(m));
+        FakeHubServer badOid;
+        badOid.addListedOnly(kRepo, "config.json", 10, "main", {}, "../../x");
+        m = listingFailure(fastSettings(badOid), kRepo);
+        QVERIFY2(m.contains("malformed check value") && m.contains("config.json"), qPrintable(m));
+    }
+
+    void aDownloadRefusesMalformedCheckValues() {
+        // A file list that did not come from the listing (a saved one, the CLI's) is checked as well.
+        QTemporaryDir out;
+        const QList<RepoFile> lists[] = {
+            {RepoFile{"model.safetensors", 10, "../../../escape", {}}},
+            {RepoFile{"config.json", 10, {}, "/abs/" + QString(40, 'b')}},
+            {RepoFile{"config.json", 10, QString(64, 'A'), {}}},
+        };
+        for (const QList<RepoFile>& files : lists) {
+            FakeHubServer server;
+            tandem::hub::DownloadJob job(fastSettings(server), kRepo, "main", files, out.path());
+            const JobOutcome r = waitForEnd(job);
+            QVERIFY(!r.finished);
+            QVERIFY2(r.failure.contains("hex digits") && r.failure.contains("nothing was downloaded"), qPrintable(r.failure));
+            QVERIFY(server.requests().isEmpty());
+        }
+        QVERIFY(QDir(out.path()).isEmpty(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot));
     }
 
     void settingsFromTheEnvironment() {
@@ -129,6 +185,25 @@ private slots:
         s = tandem::hub::resolvedSettings(explicitOnes);
         QCOMPARE(s.endpoint, QString("http://127.0.0.1:1"));
         QCOMPARE(s.token, QString("hf_given"));
+
+        // The ambient token goes to huggingface.co and to $HF_ENDPOINT only, not to another address.
+        HubSettings typed;
+        typed.endpoint = "https://other.example";
+        QVERIFY(tandem::hub::resolvedSettings(typed).token.isEmpty());
+        typed.endpoint = "https://huggingface.co/";
+        QCOMPARE(tandem::hub::resolvedSettings(typed).token, QString("hf_from_env"));
+        typed.endpoint = "https://mirror.example";
+        QCOMPARE(tandem::hub::resolvedSettings(typed).token, QString("hf_from_env"));
+        // No token in clear text over a network, not even one given; this machine is fine.
+        qputenv("HF_ENDPOINT", "http://mirror.example");
+        QVERIFY(tandem::hub::resolvedSettings({}).token.isEmpty());
+        HubSettings plain;
+        plain.endpoint = "http://mirror.example";
+        plain.token = "hf_given";
+        QVERIFY(tandem::hub::resolvedSettings(plain).token.isEmpty());
+        plain.endpoint = "http://localhost:8080";
+        QCOMPARE(tandem::hub::resolvedSettings(plain).token, QString("hf_given"));
+
         qunsetenv("HF_ENDPOINT");
         qunsetenv("HF_TOKEN");
         qputenv("HF_HOME", home.filePath("none").toUtf8());

@@ -8,6 +8,7 @@
 #include <QDirIterator>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRadioButton>
@@ -24,6 +25,7 @@
 #include "ui/widgets/main_window.h"
 #include "ui/widgets/notification_banner.h"
 #include "ui/wizard/choose_page.h"
+#include "ui/wizard/convert_job.h"
 #include "ui/wizard/convert_page.h"
 #include "ui/wizard/done_page.h"
 #include "ui/wizard/download_page.h"
@@ -227,6 +229,30 @@ private slots:
         QVERIFY(page<ChoosePage>(w, ModelWizard::ChooseId)->isComplete());
     }
 
+    void repositoriesOfOneNameGetFoldersOfTheirOwn() {
+        WizardPlan qwen;
+        qwen.repo = QStringLiteral("Qwen/Qwen3-30B-A3B");
+        WizardPlan other = qwen;
+        other.repo = QStringLiteral("someorg/Qwen3-30B-A3B");
+        QCOMPARE(qwen.folderName(), QStringLiteral("Qwen--Qwen3-30B-A3B"));
+        QVERIFY(qwen.folderName() != other.folderName());
+    }
+
+    void theSavedFileListKeepsEveryCheckValue() {
+        const QList<hub::RepoFile> files{
+            {QStringLiteral("model.safetensors"), 5'000'000'000, QString(64, 'a'), {}},
+            {QStringLiteral("config.json"), 812, {}, QString(40, 'b')},
+        };
+        const QList<hub::RepoFile> back = filesFromJson(filesToJson(files));
+        QCOMPARE(back.size(), files.size());
+        for (qsizetype i = 0; i < files.size(); ++i) {
+            QCOMPARE(back[i].path, files[i].path);
+            QCOMPARE(back[i].size, files[i].size);
+            QCOMPARE(back[i].sha256, files[i].sha256);
+            QCOMPARE(back[i].gitOid, files[i].gitOid);
+        }
+    }
+
     void modelsGoUnderTheDataFolderByDefault() {
         QTemporaryDir dir;
         AppSettings settings(std::make_unique<QSettings>(dir.filePath("s.ini"), QSettings::IniFormat));
@@ -316,7 +342,7 @@ private slots:
         auto* q = page<QuantizationPage>(w, ModelWizard::QuantizationId);
         // The repository's config.json is fetched first, into the download folder.
         QVERIFY(QTest::qWaitFor([&] { return q->isComplete(); }, 10000));
-        const QString downloadDir = h.modelsFolder() + "/tiny-qwen3moe";
+        const QString downloadDir = h.modelsFolder() + "/tandem-test--tiny-qwen3moe";
         QCOMPARE(h.hub->lastFiles.size(), 1);
         QCOMPARE(h.hub->lastFiles.first().path, QStringLiteral("config.json"));
         QVERIFY(QFileInfo::exists(downloadDir + "/config.json"));
@@ -325,14 +351,14 @@ private slots:
         w->next();  // commit: "Download"
 
         QCOMPARE(w->currentId(), static_cast<int>(ModelWizard::DownloadId));
-        // Only what Tandem needs, and not the file that is there already.
+        // Only what Tandem needs; config.json too, there already, as the downloader checks its content.
         QStringList requested;
         for (const auto& f : h.hub->lastFiles) requested << f.path;
-        QVERIFY(!requested.contains("config.json") && !requested.contains("README.md"));
+        QVERIFY(requested.contains("config.json") && !requested.contains("README.md"));
         QVERIFY(!requested.contains("original/consolidated.00.pth"));
         QVERIFY(requested.contains("model-00001-of-00002.safetensors") && requested.contains("tokenizer.json"));
         QCOMPARE(h.hub->lastOutDir, downloadDir);
-        const QString store = h.modelsFolder() + "/tiny-qwen3moe-int4";
+        const QString store = h.modelsFolder() + "/tandem-test--tiny-qwen3moe-int4";
         verifyLoadedWithNewChat(h, w, store);
         auto* download = page<DownloadPage>(w, ModelWizard::DownloadId);
         QCOMPARE(download->totalBar()->value(), download->totalBar()->maximum());
@@ -365,7 +391,7 @@ private slots:
         const int starts = h.hub->starts;
         QTest::mouseClick(download->retryButton(), Qt::LeftButton);
         QCOMPARE(h.hub->starts, starts + 1);
-        verifyLoadedWithNewChat(h, w, h.modelsFolder() + "/tiny-qwen3moe-bf16");
+        verifyLoadedWithNewChat(h, w, h.modelsFolder() + "/tandem-test--tiny-qwen3moe-bf16");
     }
 
     void pauseResumeAndProgressOfADownload() {
@@ -380,7 +406,7 @@ private slots:
         QVERIFY(h.hub->current);
         const QString first = QStringLiteral("model-00001-of-00002.safetensors");
         h.hub->current->deliverOneFile(first);
-        // Total progress counts config.json (there already) and the first file; speed and time left.
+        // Total progress counts the first file; speed and time left.
         QVERIFY(download->totalBar()->value() > 0 && download->totalBar()->value() < download->totalBar()->maximum());
         QVERIFY2(download->statusLabel()->text().contains("2.5 MB/s") && download->statusLabel()->text().contains("left"),
                  qPrintable(download->statusLabel()->text()));
@@ -396,7 +422,7 @@ private slots:
         QVERIFY(!download->isPaused());
 
         h.hub->current->finishAll();
-        verifyLoadedWithNewChat(h, w, h.modelsFolder() + "/tiny-qwen3moe-bf16");
+        verifyLoadedWithNewChat(h, w, h.modelsFolder() + "/tandem-test--tiny-qwen3moe-bf16");
     }
 
     void cancellingADownloadStartsOver() {
@@ -446,11 +472,11 @@ private slots:
         QVERIFY(resume->carryOnButton()->text().contains("downloading"));
         w->next();
         QCOMPARE(w->currentId(), static_cast<int>(ModelWizard::DownloadId));
-        // Only the files still missing are asked for, into the same folder.
-        QCOMPARE(h.hub->lastFiles.size(), requestedFirstTime - 1);
-        QVERIFY(std::none_of(h.hub->lastFiles.begin(), h.hub->lastFiles.end(), [&](const auto& f) { return f.path == first; }));
-        QCOMPARE(h.hub->lastOutDir, h.modelsFolder() + "/tiny-qwen3moe");
-        verifyLoadedWithNewChat(h, w, h.modelsFolder() + "/tiny-qwen3moe-int4");
+        // Every file is asked for again, into the same folder: the downloader checks the one in place.
+        QCOMPARE(h.hub->lastFiles.size(), requestedFirstTime);
+        QVERIFY(std::any_of(h.hub->lastFiles.begin(), h.hub->lastFiles.end(), [&](const auto& f) { return f.path == first; }));
+        QCOMPARE(h.hub->lastOutDir, h.modelsFolder() + "/tandem-test--tiny-qwen3moe");
+        verifyLoadedWithNewChat(h, w, h.modelsFolder() + "/tandem-test--tiny-qwen3moe-int4");
     }
 
     void aConversionResumesFromTheSavedState() {
@@ -474,6 +500,31 @@ private slots:
         auto* convert = page<ConvertPage>(w, ModelWizard::ConvertId);
         QVERIFY(QTest::qWaitFor([&] { return convert->statusLabel()->text().contains("kept from before") || convert->isComplete(); }, 60000));
         verifyLoadedWithNewChat(h, w, store);
+    }
+
+    void closingTheWizardDuringAConversionDoesNotWaitForIt() {
+        Harness h;
+        ModelWizard* w = h.openWizard();
+        auto* choose = page<ChoosePage>(w, ModelWizard::ChooseId);
+        choose->localEdit()->setText(test::fixturePath("tiny-qwen3moe"));
+        w->next();
+        QCOMPARE(w->currentId(), static_cast<int>(ModelWizard::QuantizationId));
+        QVERIFY(QTest::qWaitFor([&] { return w->currentPage()->isComplete(); }, 10000));
+        w->next();
+        QCOMPARE(w->currentId(), static_cast<int>(ModelWizard::ConvertId));
+        auto* convert = page<ConvertPage>(w, ModelWizard::ConvertId);
+        QPointer<ConvertJob> job = convert->job();
+        QVERIFY(QTest::qWaitFor([&] { return convert->progressBar()->value() > 0; }, 60000));
+        const QString store = w->plan().storeFolder;
+        // The wizard goes at once; the job, which would have joined its thread, lives on until it stops.
+        delete w;
+        QVERIFY(job);
+        QVERIFY(QTest::qWaitFor([&] { return job.isNull(); }, 60000));
+        // What was converted stays for a resume (or the store is complete, had it finished first).
+        if (QFileInfo::exists(store + ".partial"))
+            QCOMPARE(h.app->settings()->modelWizardState().stage, ModelWizardState::Stage::Converting);
+        else
+            QVERIFY(QFileInfo::exists(store + "/tandem-store.json"));
     }
 
     void startingOverForgetsTheSavedState() {

@@ -114,13 +114,18 @@ private slots:
         QVERIFY(device.needsReloadComparedTo(before));
     }
 
-    // The mirror address is kept without a trailing slash, and clearing it goes back to the default.
+    // The mirror address is kept without a trailing slash and with a scheme, and clearing it goes back
+    // to the default.
     void theHubAddressIsASetting() {
         QTemporaryDir dir;
         AppSettings settings(iniIn(dir));
         QVERIFY(settings.hubEndpoint().isEmpty());
         settings.setHubEndpoint("  https://hf-mirror.example//  ");
         QCOMPARE(settings.hubEndpoint(), QStringLiteral("https://hf-mirror.example"));
+        settings.setHubEndpoint("hf-mirror.example/");  // as typed without a scheme
+        QCOMPARE(settings.hubEndpoint(), QStringLiteral("https://hf-mirror.example"));
+        settings.setHubEndpoint("http://127.0.0.1:8080");
+        QCOMPARE(settings.hubEndpoint(), QStringLiteral("http://127.0.0.1:8080"));
         settings.setHubEndpoint("");
         QVERIFY(settings.hubEndpoint().isEmpty());
     }

@@ -1,10 +1,12 @@
 // The model wizard end to end on the real Hub client: a repository served by the fake Hub on 127.0.0.1
-// (tests/hub), with a connection dropped mid-file and a corrupted byte on the way, is listed, downloaded,
-// verified, converted, loaded and chatted with, as a user clicks through it.
+// (tests/hub), with a connection dropped mid-file, a corrupted byte on the way and a stale file in the
+// download folder, is listed, downloaded, verified, converted, loaded and chatted with, as a user clicks
+// through it.
 #include <QDir>
 #include <QFile>
 #include <QLineEdit>
 #include <QRadioButton>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -53,6 +55,16 @@ private slots:
         QCOMPARE(app->settings()->hubEndpoint(), server.endpoint());
         const QString models = dir.filePath("models");
         app->settings()->setModelsFolder(models);
+        // The download folder holds a tokenizer.json of the right size but another revision's content:
+        // the download checks it against the listing and fetches the right one.
+        const QString downloads = models + "/tandem-test--tiny-qwen3moe";
+        QByteArray stale = contents(fixture + "/tokenizer.json");
+        stale[10] = static_cast<char>(stale[10] ^ 1);
+        QVERIFY(QDir().mkpath(downloads));
+        {
+            QFile f(downloads + "/tokenizer.json");
+            QVERIFY(f.open(QIODevice::WriteOnly) && f.write(stale) == stale.size());
+        }
         app->start();
         app->window()->show();
         QVERIFY(test::waitForModel(*app));
@@ -73,14 +85,14 @@ private slots:
         QVERIFY(QTest::qWaitFor([&] { return w->currentId() == ModelWizard::DoneId; }, 120000));
         auto* done = qobject_cast<DonePage*>(w->page(ModelWizard::DoneId));
         QVERIFY(QTest::qWaitFor([&] { return done->isLoaded(); }, 60000));
-        const QString store = models + "/tiny-qwen3moe-int8";
+        const QString store = models + "/tandem-test--tiny-qwen3moe-int8";
         QCOMPARE(QDir(app->model()->summary().dir).canonicalPath(), QDir(store).canonicalPath());
 
         // What was downloaded is the repository, byte for byte, and the faults were met on the way: the
         // dropped file was resumed with a Range request, the corrupted one fetched again.
         for (const QString name : {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
                                    "config.json", "tokenizer.json"})
-            QVERIFY2(contents(models + "/tiny-qwen3moe/" + name) == contents(fixture + "/" + name), qPrintable(name));
+            QVERIFY2(contents(downloads + "/" + name) == contents(fixture + "/" + name), qPrintable(name));
         bool resumed = false;
         for (const auto& r : server.requestsFor("model-00001-of-00002.safetensors")) resumed |= !r.range.isEmpty();
         QVERIFY(resumed);
@@ -94,6 +106,34 @@ private slots:
         QVERIFY(test::waitForIdle(*app));
         QCOMPARE(app->messages()->rowCount(), 2);
         QVERIFY(!app->messages()->message(1).content.isEmpty());
+    }
+
+    void restartingADownloadEndsTheOldJobFirst() {
+        test::FakeHubServer server;
+        const QString fixture = test::fixturePath("tiny-qwen3moe");
+        const QString shard = QStringLiteral("model-00001-of-00002.safetensors");
+        server.addRepo(kRepo, fixture);
+        server.setSlowPace(8 * 1024, 20);
+        server.injectFaults(kRepo, shard, {test::HubFault::Slow}, true);
+        std::unique_ptr<ModelDownloader> d = makeHubDownloader(server.endpoint());
+        QSignalSpy listed(d.get(), &ModelDownloader::filesListed);
+        d->listFiles(kRepo, "main");
+        QVERIFY(listed.wait(30000));
+        const auto files = listed.first().first().value<QList<hub::RepoFile>>();
+
+        QTemporaryDir out;
+        bool shardStarted = false;
+        QObject::connect(d.get(), &ModelDownloader::fileProgress, d.get(), [&](const QString& path, qint64 done, qint64) {
+            shardStarted |= path == shard && done > 0;
+        });
+        d->start(kRepo, "main", files, out.path());
+        QVERIFY(QTest::qWaitFor([&] { return shardStarted; }, 60000));
+        // Try Again on the same folder: the old job is gone before the new one starts.
+        QSignalSpy finished(d.get(), &ModelDownloader::finished);
+        d->start(kRepo, "main", files, out.path());
+        QCOMPARE(d->findChildren<hub::DownloadJob*>().size(), 1);
+        QVERIFY(finished.wait(120000));
+        QVERIFY(contents(out.filePath(shard)) == contents(fixture + "/" + shard));
     }
 };
 

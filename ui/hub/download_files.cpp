@@ -5,6 +5,7 @@
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 #include <QSaveFile>
 
 #include <vector>
@@ -33,6 +34,35 @@ QString stagingDir(const QString& outDir) { return outDir + "/.tandem-download";
 
 QString partialPath(const QString& outDir, const RepoFile& file) {
     return stagingDir(outDir) + "/" + file.path + "." + checkValue(file) + ".part";
+}
+
+void clearStaging(const QString& outDir, const QList<RepoFile>& files) {
+    VerifiedRecord(outDir).remove(files);
+    const QString staging = QDir(stagingDir(outDir)).absolutePath();
+    for (const RepoFile& f : files) {
+        const QString partial = partialPath(outDir, f);
+        QFile::remove(partial);
+        QDir dir = QFileInfo(partial).absoluteDir();
+        while (dir.absolutePath().startsWith(staging + "/") && dir.isEmpty() && dir.rmdir(dir.absolutePath()) &&
+               dir.cdUp()) {
+        }
+    }
+    QDir(staging).rmdir(staging);  // only when empty
+}
+
+QString unsafeFileProblem(const QString& outDir, const RepoFile& file) {
+    static const QRegularExpression sha256(QStringLiteral("^[0-9a-f]{64}$"));
+    static const QRegularExpression gitOid(QStringLiteral("^[0-9a-f]{40}$"));
+    if (!isSafeRelativePath(file.path))
+        return QStringLiteral("'%1' is not a safe file name inside the download folder").arg(file.path);
+    if (!file.sha256.isEmpty() && !sha256.match(file.sha256).hasMatch())
+        return QStringLiteral("the sha256 of '%1' is not 64 hex digits ('%2')").arg(file.path, file.sha256);
+    if (!file.gitOid.isEmpty() && !gitOid.match(file.gitOid).hasMatch())
+        return QStringLiteral("the git blob id of '%1' is not 40 hex digits ('%2')").arg(file.path, file.gitOid);
+    const QString staging = QDir::cleanPath(QDir(stagingDir(outDir)).absolutePath());
+    if (!QDir::cleanPath(QDir(outDir).absoluteFilePath(partialPath(outDir, file))).startsWith(staging + "/"))
+        return QStringLiteral("the partial file of '%1' would land outside %2").arg(file.path, staging);
+    return {};
 }
 
 bool isSafeRelativePath(const QString& path) {
@@ -96,6 +126,21 @@ bool VerifiedRecord::add(const RepoFile& file) {
     if (!QDir().mkpath(stagingDir(outDir_)) || !out.open(QIODevice::WriteOnly)) return false;
     out.write(QJsonDocument(record).toJson(QJsonDocument::Compact));
     return out.commit();
+}
+
+void VerifiedRecord::remove(const QList<RepoFile>& files) {
+    QJsonObject record = readRecord(outDir_);
+    if (record.isEmpty()) return;
+    for (const RepoFile& f : files) record.remove(f.path);
+    if (record.isEmpty()) {
+        QFile::remove(recordPath(outDir_));
+        return;
+    }
+    QSaveFile out(recordPath(outDir_));
+    if (out.open(QIODevice::WriteOnly)) {
+        out.write(QJsonDocument(record).toJson(QJsonDocument::Compact));
+        out.commit();
+    }
 }
 
 }  // namespace tandem::hub::detail

@@ -15,6 +15,14 @@ QString stagingDir(const QString& outDir);
 // OUTDIR/.tandem-download/PATH.ID.part, where ID is what the file is checked against (its sha256, git
 // blob id, or size): a partial of another revision of the file has another name and is never resumed.
 QString partialPath(const QString& outDir, const RepoFile& file);
+// Removes what FILES left in the staging folder (their partial files, the folders those needed, their
+// entries in the record), then the staging folder itself if nothing else is in it: another download
+// into the same folder may keep its partial files there.
+void clearStaging(const QString& outDir, const QList<RepoFile>& files);
+// Why FILE cannot be downloaded safely into OUTDIR: a path outside it, a check value that is not the
+// hex digest it should be (it is part of the partial file's name), or a partial file that would land
+// outside the staging folder; empty when it can.
+QString unsafeFileProblem(const QString& outDir, const RepoFile& file);
 // A path from the Hub that stays inside the output folder: relative, no "..", no empty or "." parts.
 bool isSafeRelativePath(const QString& path);
 
@@ -48,6 +56,8 @@ public:
     // Records FILE as in place; false when the record could not be written (the file is then hashed
     // again by a later job, nothing worse).
     bool add(const RepoFile& file);
+    // Forgets FILES; the record file goes when nothing is left in it.
+    void remove(const QList<RepoFile>& files);
 
 private:
     QString outDir_;

@@ -6,6 +6,7 @@
 
 #include "ui/hub/download_files.h"
 #include "ui/hub/file_transfer.h"
+#include "ui/hub/hub_http.h"
 
 namespace tandem::hub {
 
@@ -35,11 +36,16 @@ DownloadWorker::~DownloadWorker() {
 
 void DownloadWorker::start() {
     if (phase_ != Phase::Idle) return;
+    if (const QString problem = detail::endpointProblem(settings_.endpoint); !problem.isEmpty()) {
+        phase_ = Phase::Failed;
+        emit failed(problem);
+        return;
+    }
     for (const RepoFile& f : files_) {
-        if (!detail::isSafeRelativePath(f.path)) {
+        if (const QString problem = detail::unsafeFileProblem(outDir_, f); !problem.isEmpty()) {
             phase_ = Phase::Failed;
-            emit failed(QStringLiteral("'%1' is not a safe file name inside the download folder; nothing was downloaded.")
-                            .arg(f.path));
+            emit failed(QStringLiteral("Cannot download %1: %2; nothing was downloaded. List the repository again, "
+                                       "from huggingface.co or a mirror you trust.").arg(repo_, problem));
             return;
         }
     }
@@ -88,7 +94,9 @@ void DownloadWorker::start() {
 }
 
 // One file at a time looks at the disk, so a folder full of earlier files is not hashed all at once.
+// A paused, failed or cancelled download hashes nothing more; resume() picks up where it stopped.
 void DownloadWorker::prepareNext() {
+    if (phase_ != Phase::Running) return;
     if (prepared_ < transfers_.size() && transfers_[prepared_]->state() == FileTransfer::State::New)
         transfers_[prepared_]->prepare();
 }
@@ -118,7 +126,8 @@ void DownloadWorker::fileDone(FileTransfer* file) {
     phase_ = Phase::Finished;
     reportTimer_.stop();
     report();
-    QDir(detail::stagingDir(outDir_)).removeRecursively();
+    // Only this download's leftovers go: another one into the same folder keeps its partial files.
+    detail::clearStaging(outDir_, files_);
     emit finished();
 }
 
@@ -153,6 +162,7 @@ void DownloadWorker::resume() {
     phase_ = Phase::Running;
     samples_.clear();
     reportTimer_.start();
+    prepareNext();
     pump();
 }
 
@@ -163,9 +173,7 @@ void DownloadWorker::cancel() {
     for (FileTransfer* t : transfers_)
         if (t->state() != FileTransfer::State::Done) t->removePartial();
     // The staging folder goes when it holds nothing else (another download's partial files stay).
-    QDir staging(detail::stagingDir(outDir_));
-    QFile::remove(staging.filePath("verified.json"));
-    staging.rmdir(staging.absolutePath());
+    detail::clearStaging(outDir_, files_);
     emit cancelled();
 }
 

@@ -52,22 +52,31 @@ FileTransfer::FileTransfer(TransferTarget target, RepoFile file, QNetworkAccessM
 
 FileTransfer::~FileTransfer() {
     dropReply();
-    if (hasher_) {
-        stopHashing_ = true;
-        hasher_->wait();
-        delete hasher_;
-    }
+    stopHashing();
 }
 
 void FileTransfer::hashInBackground(const QString& path, qint64 bytes, std::function<void(bool)> then) {
     auto ok = std::make_shared<bool>(false);
     hasher_ = QThread::create([this, path, bytes, ok] { *ok = addFileTo(check_, path, bytes, &stopHashing_); });
-    connect(hasher_, &QThread::finished, this, [this, ok, then = std::move(then)] {
-        hasher_->deleteLater();
+    connect(hasher_, &QThread::finished, hasher_, &QObject::deleteLater);
+    // The finished call is queued to this thread: by the time it runs the hash may have been stopped
+    // (and check_ reset), which the generation tells.
+    connect(hasher_, &QThread::finished, this, [this, ok, generation = hashGeneration_, then = std::move(then)] {
+        if (generation != hashGeneration_) return;
         hasher_ = nullptr;
         then(*ok);
     });
     hasher_->start(QThread::LowPriority);
+}
+
+void FileTransfer::stopHashing() {
+    ++hashGeneration_;
+    if (!hasher_) return;
+    stopHashing_ = true;
+    hasher_->wait();
+    delete hasher_;
+    hasher_ = nullptr;
+    stopHashing_ = false;
 }
 
 void FileTransfer::prepare() {
@@ -154,6 +163,9 @@ void FileTransfer::pause() {
 
 void FileTransfer::removePartial() {
     if (state_ == State::Running || state_ == State::Waiting) pause();
+    // A hash of the partial or placed file stops first: it writes into check_, reset below.
+    stopHashing();
+    if (state_ == State::Checking) state_ = State::New;
     partial_.close();
     const QString path = partialPath(target_.outDir, file_);
     QFile::remove(path);
@@ -177,6 +189,7 @@ void FileTransfer::dropReply() {
 }
 
 void FileTransfer::resetPartial() {
+    stopHashing();
     partial_.resize(0);
     partial_.seek(0);
     onDisk_ = 0;

@@ -57,6 +57,8 @@ private:
     enum class Abort { None, Pause, Stall, RestartFromZero };
 
     void hashInBackground(const QString& path, qint64 bytes, std::function<void(bool ok)> then);
+    // Stops a hash of data on disk and drops its callback; call before anything touches check_.
+    void stopHashing();
     void resetPartial();
     void request(const QUrl& url);
     void headersArrived(QNetworkReply* reply);
@@ -91,6 +93,7 @@ private:
 
     QThread* hasher_ = nullptr;  // hashing data already on disk without holding up the transfers
     std::atomic<bool> stopHashing_{false};
+    quint64 hashGeneration_ = 0;  // a finished hash whose generation is not this one was stopped
 };
 
 }  // namespace tandem::hub::detail

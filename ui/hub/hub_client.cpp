@@ -23,16 +23,37 @@ namespace tandem::hub {
 
 using namespace detail;
 
+namespace {
+
+// Without trailing slashes, and with https:// when no scheme was given ("hf-mirror.example").
+QString normalizedEndpoint(QString text) {
+    text = text.trimmed();
+    if (!text.isEmpty() && !text.contains(QStringLiteral("://"))) text.prepend(QStringLiteral("https://"));
+    while (text.endsWith('/')) text.chop(1);
+    return text;
+}
+
+}  // namespace
+
 HubSettings resolvedSettings(HubSettings settings) {
-    if (settings.endpoint.isEmpty()) settings.endpoint = qEnvironmentVariable("HF_ENDPOINT");
+    const QString ambientEndpoint = normalizedEndpoint(qEnvironmentVariable("HF_ENDPOINT"));
+    settings.endpoint = normalizedEndpoint(settings.endpoint);
+    if (settings.endpoint.isEmpty()) settings.endpoint = ambientEndpoint;
     if (settings.endpoint.isEmpty()) settings.endpoint = QStringLiteral("https://huggingface.co");
-    while (settings.endpoint.endsWith('/')) settings.endpoint.chop(1);
-    if (settings.token.isEmpty()) settings.token = qEnvironmentVariable("HF_TOKEN");
-    if (settings.token.isEmpty()) {
-        const QString home = qEnvironmentVariable("HF_HOME", QDir::homePath() + "/.cache/huggingface");
-        QFile file(home + "/token");
-        if (file.open(QIODevice::ReadOnly)) settings.token = QString::fromUtf8(file.readAll()).trimmed();
+    // The token of the environment or of huggingface-cli is for the Hub, or the mirror HF_ENDPOINT
+    // names; not for whatever address was typed into the settings.
+    const QUrl endpoint(settings.endpoint);
+    const bool theHub = endpoint.scheme() == QLatin1String("https") &&
+                        endpoint.host().compare(QLatin1String("huggingface.co"), Qt::CaseInsensitive) == 0;
+    if (settings.token.isEmpty() && (theHub || settings.endpoint == ambientEndpoint)) {
+        settings.token = qEnvironmentVariable("HF_TOKEN");
+        if (settings.token.isEmpty()) {
+            const QString home = qEnvironmentVariable("HF_HOME", QDir::homePath() + "/.cache/huggingface");
+            QFile file(home + "/token");
+            if (file.open(QIODevice::ReadOnly)) settings.token = QString::fromUtf8(file.readAll()).trimmed();
+        }
     }
+    if (!mayCarryToken(endpoint)) settings.token.clear();  // never in clear text over a network
     settings.parallelFiles = std::max(1, settings.parallelFiles);
     settings.maxRetries = std::max(0, settings.maxRetries);
     return settings;
@@ -152,6 +173,10 @@ void HubClient::listFiles(const QString& repo, const QString& revision) {
         QTimer::singleShot(0, this, [this, message] { emit failed(message); });
         return;
     }
+    if (const QString problem = endpointProblem(settings_.endpoint); !problem.isEmpty()) {
+        QTimer::singleShot(0, this, [this, problem] { emit failed(problem); });
+        return;
+    }
     revision_ = revision.isEmpty() ? QStringLiteral("main") : revision;
     requestPage(treeUrl(settings_.endpoint, repo_, revision_));
 }
@@ -209,13 +234,34 @@ void HubClient::pageArrived(QNetworkReply* reply) {
                                        "folder ('%2'); nothing was downloaded.").arg(repo_, file.path));
             return;
         }
+        // The check values name the partial files, so a malformed one could put them anywhere.
+        static const QRegularExpression sha256(QStringLiteral("^[0-9a-f]{64}$"));
+        static const QRegularExpression gitOid(QStringLiteral("^[0-9a-f]{40}$"));
+        if ((!lfs.isEmpty() && !sha256.match(file.sha256).hasMatch()) ||
+            (lfs.isEmpty() && !file.gitOid.isEmpty() && !gitOid.match(file.gitOid).hasMatch())) {
+            emit failed(QStringLiteral("The Hub listed %1's file '%2' with a malformed check value ('%3'); nothing was "
+                                       "downloaded. Check the endpoint setting (HF_ENDPOINT) points at "
+                                       "huggingface.co or a mirror you trust.")
+                            .arg(repo_, file.path, lfs.isEmpty() ? file.gitOid : file.sha256));
+            return;
+        }
         files_.append(file);
     }
     // More than one page: the Link header names the next one, as GitHub-style pagination does.
     static const QRegularExpression next(QStringLiteral("<([^>]+)>\\s*;\\s*rel=\"next\""));
     const auto link = next.match(QString::fromUtf8(reply->rawHeader("Link")));
     if (link.hasMatch()) {
-        requestPage(reply->request().url().resolved(QUrl(link.captured(1))));
+        // The next page carries the token, so it has to come from where the first one did.
+        const QUrl nextPage = reply->request().url().resolved(QUrl(link.captured(1)));
+        if (!sameOrigin(treeUrl(settings_.endpoint, repo_, revision_), nextPage)) {
+            emit failed(QStringLiteral("The Hub's file list for %1 continues at another site (%2); it was not followed, "
+                                       "so that the access token stays with %3. Check the endpoint setting "
+                                       "(HF_ENDPOINT) points at huggingface.co or a mirror you trust.")
+                            .arg(repo_, nextPage.adjusted(QUrl::RemovePath | QUrl::RemoveQuery).toString(),
+                                 settings_.endpoint));
+            return;
+        }
+        requestPage(nextPage);
         return;
     }
     emit filesListed(files_);

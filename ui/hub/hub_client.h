@@ -28,7 +28,8 @@ struct HubSettings {
 
 // SETTINGS with the empty fields filled: endpoint from $HF_ENDPOINT or https://huggingface.co (no
 // trailing '/'), token from $HF_TOKEN or the token file of huggingface-cli ($HF_HOME/token, else
-// ~/.cache/huggingface/token).
+// ~/.cache/huggingface/token) when the endpoint is https://huggingface.co or $HF_ENDPOINT. No token
+// at all for a plain http endpoint other than this machine.
 HubSettings resolvedSettings(HubSettings settings);
 
 struct RepoFile {

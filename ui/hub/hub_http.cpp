@@ -1,6 +1,7 @@
 #include "ui/hub/hub_http.h"
 
 #include <QCoreApplication>
+#include <QHostAddress>
 
 #include <algorithm>
 
@@ -32,16 +33,32 @@ QUrl resolveUrl(const QString& endpoint, const QString& repo, const QString& rev
                 QUrl::StrictMode);
 }
 
+QString endpointProblem(const QString& endpoint) {
+    const QUrl url(endpoint, QUrl::StrictMode);
+    if (url.isValid() && (url.scheme() == QLatin1String("https") || url.scheme() == QLatin1String("http")) &&
+        !url.host().isEmpty())
+        return {};
+    return QStringLiteral("'%1' is not an address to download from: write it as https://huggingface.co or a mirror's "
+                          "https:// address (Settings > Downloads, or HF_ENDPOINT).").arg(endpoint);
+}
+
 QNetworkRequest makeRequest(const QUrl& url, const QString& token) {
     QNetworkRequest request(url);
     request.setHeader(QNetworkRequest::UserAgentHeader, QStringLiteral("tandem/%1 (Qt Network)")
                                                            .arg(QCoreApplication::applicationVersion()));
-    if (!token.isEmpty()) request.setRawHeader("Authorization", "Bearer " + token.toUtf8());
+    if (!token.isEmpty() && mayCarryToken(url)) request.setRawHeader("Authorization", "Bearer " + token.toUtf8());
     // Redirects are followed by hand (see sameOrigin); the listing does the same through Qt's policy.
     request.setAttribute(QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::ManualRedirectPolicy);
     // Weights do not compress, and a compressed body would make Content-Length and Range meaningless.
     request.setRawHeader("Accept-Encoding", "identity");
     return request;
+}
+
+bool mayCarryToken(const QUrl& url) {
+    if (url.scheme() == QLatin1String("https")) return true;
+    if (url.scheme() != QLatin1String("http")) return false;
+    const QString host = url.host();
+    return host.compare(QLatin1String("localhost"), Qt::CaseInsensitive) == 0 || QHostAddress(host).isLoopback();
 }
 
 bool sameOrigin(const QUrl& from, const QUrl& to) {

@@ -10,14 +10,21 @@
 
 namespace tandem::hub::detail {
 
+// Why ENDPOINT (resolved) is no address to download from, for the user; empty when it is one: an
+// http or https URL with a host.
+QString endpointProblem(const QString& endpoint);
 // {endpoint}/api/models/{repo}/tree/{revision}?recursive=true; the revision is one path segment
 // (a branch "refs/pr/1" is sent as refs%2Fpr%2F1, as the Hub expects).
 QUrl treeUrl(const QString& endpoint, const QString& repo, const QString& revision);
 // {endpoint}/{repo}/resolve/{revision}/{path}
 QUrl resolveUrl(const QString& endpoint, const QString& repo, const QString& revision, const QString& path);
 
-// A GET of URL with our User-Agent and, when TOKEN is not empty, "Authorization: Bearer TOKEN".
+// A GET of URL with our User-Agent and, when TOKEN is not empty and mayCarryToken(URL),
+// "Authorization: Bearer TOKEN".
 QNetworkRequest makeRequest(const QUrl& url, const QString& token);
+// Whether a request to URL may carry the token: https, or plain http to this machine (a local mirror,
+// the tests); never plain http over a network, where anyone on the way could read it.
+bool mayCarryToken(const QUrl& url);
 // Whether a redirect from FROM to TO may carry the token: only to the same scheme, host and port, so
 // the token never reaches a CDN (which would also refuse a request with two kinds of credentials).
 bool sameOrigin(const QUrl& from, const QUrl& to);

@@ -111,6 +111,8 @@ QString AppSettings::hubEndpoint() const { return settings_->value("hub/endpoint
 
 void AppSettings::setHubEndpoint(const QString& endpoint) {
     QString cleaned = endpoint.trimmed();
+    // "hf-mirror.example" is meant as a web address; without a scheme it is no URL Qt can fetch.
+    if (!cleaned.isEmpty() && !cleaned.contains(QStringLiteral("://"))) cleaned.prepend(QStringLiteral("https://"));
     while (cleaned.endsWith(QLatin1Char('/'))) cleaned.chop(1);
     if (cleaned.isEmpty())
         settings_->remove("hub/endpoint");

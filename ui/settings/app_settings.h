@@ -75,7 +75,7 @@ public:
     QString modelsFolder() const;
     void setModelsFolder(const QString& folder);
     // Where models are downloaded from: a Hugging Face mirror's address, or empty for $HF_ENDPOINT or
-    // else https://huggingface.co.
+    // else https://huggingface.co. An address without a scheme gets https://.
     QString hubEndpoint() const;
     void setHubEndpoint(const QString& endpoint);
     ModelWizardState modelWizardState() const;

@@ -1,16 +1,43 @@
 #include "ui/wizard/convert_job.h"
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
+#include <QList>
 #include <QMetaObject>
 
 namespace tandem::ui {
 
+namespace {
+
+// Released jobs still running, all on the UI thread.
+QList<ConvertJob*>& releasedJobs() {
+    static QList<ConvertJob*> jobs;
+    return jobs;
+}
+
+}  // namespace
+
 ConvertJob::ConvertJob(QObject* parent) : QObject(parent) {}
 
 ConvertJob::~ConvertJob() {
+    releasedJobs().removeAll(this);
     cancel();
     join();
+}
+
+void ConvertJob::release() {
+    cancel();
+    disconnect();  // nobody hears from it any more
+    setParent(QCoreApplication::instance());  // not deleted with its owner
+    if (!running_) {
+        deleteLater();
+        return;
+    }
+    releasedJobs().append(this);
+    connect(this, &ConvertJob::cancelled, this, &QObject::deleteLater);
+    connect(this, &ConvertJob::finished, this, &QObject::deleteLater);
+    connect(this, &ConvertJob::failed, this, &QObject::deleteLater);
 }
 
 void ConvertJob::join() {
@@ -20,6 +47,11 @@ void ConvertJob::join() {
 void ConvertJob::start(const QString& source, const QString& storeDir, tandem::ExpertPrecision experts, int threads) {
     if (running_) return;
     join();
+    // Two conversions never write one store: a released one into it stops first (it was cancelled,
+    // so at its next progress report).
+    for (ConvertJob* old : releasedJobs())
+        if (old->storeDir_ == storeDir) old->join();
+    storeDir_ = storeDir;
     running_ = true;
     stop_ = false;
     QDir().mkpath(QFileInfo(storeDir).absolutePath());

@@ -15,11 +15,15 @@ class ConvertJob : public QObject {
     Q_OBJECT
 public:
     explicit ConvertJob(QObject* parent = nullptr);
-    ~ConvertJob() override;  // cancels and waits for the thread
+    ~ConvertJob() override;  // cancels and waits for the thread; see release() for not waiting
 
     // Ignored while a conversion runs. threads <= 0: one per hardware thread.
     void start(const QString& source, const QString& storeDir, tandem::ExpertPrecision experts, int threads = 0);
     void cancel();
+    // Cancels and lets the job outlive its owner, so closing the wizard returns at once: the job
+    // deletes itself once the conversion stops at its next progress report (the application deletes
+    // it, waiting, if it quits first). A conversion started into the same store waits for it.
+    void release();
     bool isRunning() const { return running_; }
 
 signals:
@@ -31,6 +35,7 @@ signals:
 private:
     void join();
 
+    QString storeDir_;
     std::thread thread_;
     std::atomic<bool> stop_{false};
     bool running_ = false;

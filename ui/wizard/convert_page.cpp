@@ -53,6 +53,10 @@ ConvertPage::ConvertPage(ModelWizard* wizard)
     connect(wizard_, &ModelWizard::closing, job_, &ConvertJob::cancel);
 }
 
+ConvertPage::~ConvertPage() {
+    job_->release();
+}
+
 void ConvertPage::initializePage() {
     const WizardPlan& plan = wizard_->plan();
     setSubTitle(tr("%1 to %2 experts, into %3.")

@@ -19,6 +19,9 @@ class ConvertPage : public QWizardPage {
     Q_OBJECT
 public:
     explicit ConvertPage(ModelWizard* wizard);
+    // The job goes on alone until its conversion stops (ConvertJob::release), so closing the wizard
+    // does not wait for it.
+    ~ConvertPage() override;
 
     void initializePage() override;
     bool isComplete() const override;

@@ -110,23 +110,16 @@ void DownloadPage::start() {
     pause_->setEnabled(true);
     pause_->setText(tr("Pause"));
     paused_ = false;
-    const QList<hub::RepoFile> missing = filesMissingFrom(plan.files, plan.downloadFolder);
+    // Every file goes to the downloader, those already in the folder too: it checks their content
+    // against this listing (a file of the right size may be of another revision) and fetches what differs.
     totalBytes_ = totalSize(plan.files);
-    alreadyThere_ = totalBytes_ - totalSize(missing);
-    for (const hub::RepoFile& f : plan.files)
-        if (!std::any_of(missing.begin(), missing.end(), [&](const hub::RepoFile& m) { return m.path == f.path; }))
-            rows_.value(f.path)->setText(2, tr("done"));
     total_->setRange(0, std::max(1, kib(totalBytes_)));
-    doneBytes_ = alreadyThere_;
-    total_->setValue(kib(alreadyThere_));
-    status_->setText(tr("%1 of %2").arg(formatBytes(static_cast<quint64>(alreadyThere_)), formatBytes(static_cast<quint64>(totalBytes_))));
+    doneBytes_ = 0;
+    total_->setValue(0);
+    status_->setText(tr("Checking the files already in %1…").arg(QDir::toNativeSeparators(plan.downloadFolder)));
     active_ = true;
-    if (missing.isEmpty()) {
-        QTimer::singleShot(0, this, &DownloadPage::onFinished);
-        return;
-    }
     QDir().mkpath(plan.downloadFolder);
-    wizard_->downloader()->start(plan.repo, plan.revision, missing, plan.downloadFolder);
+    wizard_->downloader()->start(plan.repo, plan.revision, plan.files, plan.downloadFolder);
 }
 
 void DownloadPage::togglePause() {
@@ -149,8 +142,8 @@ void DownloadPage::cancelDownload() {
 }
 
 void DownloadPage::onProgress(qint64 done, qint64 total, double bytesPerSecond) {
-    Q_UNUSED(total);  // of this download's files; the page counts the files already there as well
-    const qint64 all = alreadyThere_ + done;
+    Q_UNUSED(total);  // the same as totalBytes_: every file of the plan is in the download
+    const qint64 all = done;
     doneBytes_ = all;
     total_->setValue(kib(all));
     if (paused_) return;

@@ -55,7 +55,6 @@ private:
     QLabel* error_;
     QPushButton* retry_;
     QHash<QString, QTreeWidgetItem*> rows_;
-    qint64 alreadyThere_ = 0;  // bytes of files finished before this download started
     qint64 totalBytes_ = 0;
     qint64 doneBytes_ = 0;
     bool active_ = false;

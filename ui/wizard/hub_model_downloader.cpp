@@ -2,6 +2,8 @@
 // per download. Built when the tandem_hub library is part of the build.
 #include "ui/wizard/model_downloader.h"
 
+#include <utility>
+
 namespace tandem::ui {
 namespace {
 
@@ -23,10 +25,9 @@ public:
 
     void start(const QString& repo, const QString& revision, const QList<hub::RepoFile>& files,
                const QString& outDir) override {
-        if (job_) {
-            job_->pause();
-            job_->deleteLater();
-        }
+        // The old job ends before the new one starts on the same folder: its destructor waits until
+        // its transfers stopped and their partial files are closed (and kept for the new one).
+        delete std::exchange(job_, nullptr);
         job_ = new hub::DownloadJob(settings_, repo, revision, files, outDir, this);
         connect(job_, &hub::DownloadJob::progress, this, &ModelDownloader::progress);
         connect(job_, &hub::DownloadJob::fileProgress, this, &ModelDownloader::fileProgress);

@@ -38,7 +38,10 @@ qint64 totalSize(const QList<hub::RepoFile>& files) {
 QString filesToJson(const QList<hub::RepoFile>& files) {
     QJsonArray array;
     for (const hub::RepoFile& f : files)
-        array.append(QJsonObject{{"path", f.path}, {"size", static_cast<double>(f.size)}, {"sha256", f.sha256}});
+        // Every check value the listing gave, so a resumed download checks small files too and finds
+        // its partial files under the same names.
+        array.append(QJsonObject{{"path", f.path}, {"size", static_cast<double>(f.size)}, {"sha256", f.sha256},
+                                 {"gitOid", f.gitOid}});
     return QString::fromUtf8(QJsonDocument(array).toJson(QJsonDocument::Compact));
 }
 
@@ -46,7 +49,8 @@ QList<hub::RepoFile> filesFromJson(const QString& json) {
     QList<hub::RepoFile> files;
     for (const QJsonValue& v : QJsonDocument::fromJson(json.toUtf8()).array()) {
         const QJsonObject o = v.toObject();
-        files.append({o["path"].toString(), static_cast<qint64>(o["size"].toDouble()), o["sha256"].toString()});
+        files.append({o["path"].toString(), static_cast<qint64>(o["size"].toDouble()), o["sha256"].toString(),
+                      o["gitOid"].toString()});
     }
     return files;
 }

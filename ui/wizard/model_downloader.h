@@ -49,7 +49,9 @@ std::unique_ptr<ModelDownloader> makeHubDownloader(const QString& endpoint);
 // beside them at the top level (config, tokenizer, generation config, index). Not other formats'
 // copies of the weights (.bin, .pth, .gguf, original/), not READMEs or images.
 QList<hub::RepoFile> modelFilesToDownload(const QList<hub::RepoFile>& files);
-// Of `files`, those not yet in `dir` at their full size (a download only moves finished files there).
+// Of `files`, those not yet in `dir` at their full size (a download only moves finished files there):
+// an estimate of what is left to fetch, for the disk space. A file of the right size may still be of
+// another revision, so a download gets every file and checks what it finds.
 QList<hub::RepoFile> filesMissingFrom(const QList<hub::RepoFile>& files, const QString& dir);
 qint64 totalSize(const QList<hub::RepoFile>& files);
 

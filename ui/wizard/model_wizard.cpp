@@ -13,7 +13,8 @@
 namespace tandem::ui {
 
 QString WizardPlan::folderName() const {
-    if (fromHub()) return repo.section(QLatin1Char('/'), -1);
+    // owner--name, as the Hugging Face cache names its folders: Qwen/X and someorg/X are other models.
+    if (fromHub()) return QString(repo).replace(QLatin1Char('/'), QStringLiteral("--"));
     const QFileInfo info(localPath);
     return info.isDir() ? QDir(localPath).dirName() : info.completeBaseName();
 }

@@ -48,13 +48,13 @@ struct WizardPlan {
     QString modelsFolder;
 
     // Fixed once chosen and kept in the saved state, so a resumed run finds its files where it left them.
-    QString downloadFolder;  // Hub: <models folder>/<repository name>
+    QString downloadFolder;  // Hub: <models folder>/<owner>--<name>
     QString storeFolder;     // <models folder>/<name>-<type>; a local store: the store itself
 
     bool fromHub() const { return source == Source::Hub; }
     // What the converter reads: the download folder, the local folder or the .gguf file.
     QString convertSource() const { return fromHub() ? downloadFolder : localPath; }
-    // A folder name for this model: the repository's name, or the local folder's or file's.
+    // A folder name for this model: owner--name of a repository, or the local folder's or file's name.
     QString folderName() const;
 };
 
