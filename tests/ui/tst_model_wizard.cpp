@@ -60,9 +60,9 @@ struct FakeHub {
     QList<hub::RepoFile> listing() const {
         QList<hub::RepoFile> files;
         for (const QFileInfo& f : QDir(fixture).entryInfoList(QDir::Files, QDir::Name))
-            if (!f.fileName().startsWith(QLatin1String("golden"))) files.append({f.fileName(), f.size(), {}});
-        files.append({QStringLiteral("README.md"), 120, {}});
-        files.append({QStringLiteral("original/consolidated.00.pth"), 4096, QStringLiteral("ab")});
+            if (!f.fileName().startsWith(QLatin1String("golden"))) files.append({f.fileName(), f.size(), {}, {}});
+        files.append({QStringLiteral("README.md"), 120, {}, {}});
+        files.append({QStringLiteral("original/consolidated.00.pth"), 4096, QStringLiteral("ab"), {}});
         return files;
     }
 };
