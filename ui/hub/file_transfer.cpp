@@ -58,11 +58,12 @@ FileTransfer::~FileTransfer() {
 void FileTransfer::hashInBackground(const QString& path, qint64 bytes, std::function<void(bool)> then) {
     auto ok = std::make_shared<bool>(false);
     hasher_ = QThread::create([this, path, bytes, ok] { *ok = addFileTo(check_, path, bytes, &stopHashing_); });
-    connect(hasher_, &QThread::finished, hasher_, &QObject::deleteLater);
     // The finished call is queued to this thread: by the time it runs the hash may have been stopped
-    // (and check_ reset), which the generation tells.
+    // (and check_ reset), which the generation tells; stopHashing() then deleted the thread already.
+    // Deleting it only here (not by a deleteLater of its own) keeps hasher_ valid until one of the two.
     connect(hasher_, &QThread::finished, this, [this, ok, generation = hashGeneration_, then = std::move(then)] {
         if (generation != hashGeneration_) return;
+        hasher_->deleteLater();
         hasher_ = nullptr;
         then(*ok);
     });
