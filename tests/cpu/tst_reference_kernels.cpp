@@ -39,8 +39,9 @@ private slots:
     }
 
     void matmulEveryType() {
-        // A 37x45 weight (odd sizes) in each type, against a double-precision product of the same values.
-        const int rows = 37, cols = 45, tokens = 3;
+        // A 37x45 weight (odd sizes) in each type, against a double-precision product of the same values;
+        // 9 tokens make blocks of 4 and a remainder in the blocked paths.
+        const int rows = 37, cols = 45, tokens = 9;
         std::mt19937 rng(7);
         std::uniform_real_distribution<float> u(-1, 1);
         std::vector<float> x(tokens * cols);
@@ -87,6 +88,12 @@ private slots:
                              qPrintable(QString("type %1 row %2 token %3").arg(int(type)).arg(r).arg(t)));
                 }
             }
+            // A slice of rows (how MLA reads one head of kv_b) gives the same rows of the product.
+            const WeightMatrix slice = w.rowSlice(5, 19);
+            std::vector<float> ys(tokens * 19);
+            matmul(slice, x.data(), cols, tokens, ys.data(), 19, pool);
+            for (int r = 0; r < 19; ++r)
+                for (int t = 0; t < tokens; ++t) QCOMPARE(ys[t * 19 + r], y[t * rows + r + 5]);
         }
     }
 
