@@ -47,6 +47,25 @@ std::vector<std::vector<int>> readPromptsFile(const std::string& path) {
     return prompts;
 }
 
+std::string formatSize(std::uint64_t bytes) {
+    char text[32];
+    if (bytes < 1'000'000'000)
+        std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
+    else
+        std::snprintf(text, sizeof text, "%.2f GB", static_cast<double>(bytes) / 1e9);
+    return text;
+}
+
+std::string formatDuration(double seconds) {
+    const long s = static_cast<long>(seconds + 0.5);
+    char text[32];
+    if (s >= 3600)
+        std::snprintf(text, sizeof text, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+    else
+        std::snprintf(text, sizeof text, "%ld:%02ld", s / 60, s % 60);
+    return text;
+}
+
 void printIds(const std::vector<int>& ids) {
     for (std::size_t i = 0; i < ids.size(); ++i) std::printf(i ? " %d" : "%d", ids[i]);
     std::printf("\n");

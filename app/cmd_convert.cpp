@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli_args.h"
+#include "cli_common.h"
 #include "commands.h"
 #include "io/packed_store.h"
 #include "runtime/convert_model.h"
@@ -13,26 +14,6 @@
 namespace {
 
 using tandem::runtime::ConvertProgress;
-
-std::string duration(double seconds) {
-    const long s = static_cast<long>(seconds + 0.5);
-    char text[32];
-    if (s >= 3600)
-        std::snprintf(text, sizeof text, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
-    else
-        std::snprintf(text, sizeof text, "%ld:%02ld", s / 60, s % 60);
-    return text;
-}
-
-// "812.4 MB", "12.31 GB": decimal units, as disks are sold.
-std::string size(std::uint64_t bytes) {
-    char text[32];
-    if (bytes < 1'000'000'000)
-        std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
-    else
-        std::snprintf(text, sizeof text, "%.2f GB", static_cast<double>(bytes) / 1e9);
-    return text;
-}
 
 // On a terminal one line redrawn in place a few times a second; elsewhere (a log, a test) one line per
 // finished layer.
@@ -51,11 +32,11 @@ public:
         const double fraction = p.bytesTotal ? static_cast<double>(p.bytesWritten) / static_cast<double>(p.bytesTotal) : 1.0;
         const double speed = p.seconds > 0 ? static_cast<double>(p.bytesWritten) / p.seconds : 0.0;
         std::string eta = "--:--";
-        if (speed > 0) eta = duration(static_cast<double>(p.bytesTotal - std::min(p.bytesTotal, p.bytesWritten)) / speed);
+        if (speed > 0) eta = formatDuration(static_cast<double>(p.bytesTotal - std::min(p.bytesTotal, p.bytesWritten)) / speed);
         std::fprintf(stderr, "%sconvert: %3.0f%%  layer %d/%d%s  %s of %s written  %.0f MB/s  ETA %s%s",
                      terminal_ ? "\r" : "", 100 * fraction, p.layer, p.layers,
                      p.resumedLayers ? (" (" + std::to_string(p.resumedLayers) + " kept)").c_str() : "",
-                     size(p.bytesWritten).c_str(), size(p.bytesTotal).c_str(), speed / 1e6, eta.c_str(),
+                     formatSize(p.bytesWritten).c_str(), formatSize(p.bytesTotal).c_str(), speed / 1e6, eta.c_str(),
                      terminal_ ? "\x1b[K" : "\n");
         std::fflush(stderr);
         drawn_ = true;
@@ -116,7 +97,7 @@ int runConvert(const CommandArgs& argv) {
                     result.packedLayers == 1 ? "" : "s");
         if (result.resumedLayers) std::printf(", %d kept from the interrupted run", result.resumedLayers);
         if (result.denseResumed) std::printf(", %s kept", tandem::io::kStoreDenseName);
-        std::printf(", %s in %.1f s (%.0f MB/s)\n", size(result.bytesWritten).c_str(), result.seconds,
+        std::printf(", %s in %.1f s (%.0f MB/s)\n", formatSize(result.bytesWritten).c_str(), result.seconds,
                     result.seconds > 0 ? static_cast<double>(result.bytesWritten) / result.seconds / 1e6 : 0.0);
     }
     return args.flag("--verify") ? verifyStore(result.store.string()) : 0;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli_args.h"
+#include "cli_common.h"
 #include "commands.h"
 #include "tandem/error.h"
 #include "ui/hub/hub_client.h"
@@ -24,25 +25,6 @@ std::atomic<bool> interrupted{false};
 void onInterrupt(int) {
     interrupted = true;
     std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends at once; the partial files are kept either way
-}
-
-std::string size(qint64 bytes) {
-    char text[32];
-    if (bytes < 1'000'000'000)
-        std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
-    else
-        std::snprintf(text, sizeof text, "%.2f GB", static_cast<double>(bytes) / 1e9);
-    return text;
-}
-
-std::string duration(double seconds) {
-    const long s = static_cast<long>(seconds + 0.5);
-    char text[32];
-    if (s >= 3600)
-        std::snprintf(text, sizeof text, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
-    else
-        std::snprintf(text, sizeof text, "%ld:%02ld", s / 60, s % 60);
-    return text;
 }
 
 // On a terminal one line redrawn in place; elsewhere (a log, a test) a line every few seconds. Notices
@@ -81,12 +63,12 @@ public:
 private:
     void draw() {
         const double fraction = total_ > 0 ? static_cast<double>(done_) / static_cast<double>(total_) : 1.0;
-        const std::string eta = done_ >= total_ ? duration(0)
-                                : speed_ > 0 ? duration(static_cast<double>(total_ - done_) / speed_)
+        const std::string eta = done_ >= total_ ? formatDuration(0)
+                                : speed_ > 0 ? formatDuration(static_cast<double>(total_ - done_) / speed_)
                                              : "--:--";
         std::fprintf(stderr, "%sdownload: %3.0f%%  %s of %s  %.1f MB/s  ETA %s  %d/%d files%s", terminal_ ? "\r" : "",
-                     100 * fraction, size(done_).c_str(), size(total_).c_str(), speed_ / 1e6, eta.c_str(), filesDone_,
-                     files_, terminal_ ? "\x1b[K" : "\n");
+                     100 * fraction, formatSize(done_).c_str(), formatSize(total_).c_str(), speed_ / 1e6, eta.c_str(),
+                     filesDone_, files_, terminal_ ? "\x1b[K" : "\n");
         std::fflush(stderr);
         drawn_ = true;
     }
@@ -167,8 +149,8 @@ int runDownload(const CommandArgs& argv) {
         bar.line(QStringLiteral("%1 at %2: %3 file%4, %5 (%6 to fetch) into %7")
                      .arg(repo, revision)
                      .arg(files.size())
-                     .arg(files.size() == 1 ? "" : "s", QString::fromStdString(size(total)),
-                          QString::fromStdString(size(left)), out));
+                     .arg(files.size() == 1 ? "" : "s", QString::fromStdString(formatSize(total)),
+                          QString::fromStdString(formatSize(left)), out));
         job.emplace(settings, repo, revision, files, out);
         QObject::connect(&*job, &tandem::hub::DownloadJob::progress, &app,
                          [&](qint64 done, qint64 all, double speed) { bar.update(done, all, speed); });

@@ -2,6 +2,7 @@
 
 #include <QCoreApplication>
 #include <QHostAddress>
+#include <QLocale>
 
 #include <algorithm>
 
@@ -138,9 +139,6 @@ QString failureMessage(const QNetworkReply* reply, const QString& repo, const QS
                           "setting (HF_ENDPOINT).").arg(reply->request().url().host(), subject, reply->errorString());
 }
 
-QString humanBytes(qint64 bytes) {
-    if (bytes < 1'000'000'000) return QString::number(static_cast<double>(bytes) / 1e6, 'f', 1) + " MB";
-    return QString::number(static_cast<double>(bytes) / 1e9, 'f', 2) + " GB";
-}
+QString humanBytes(qint64 bytes) { return QLocale::c().formattedDataSize(bytes, 2, QLocale::DataSizeSIFormat); }
 
 }  // namespace tandem::hub::detail

@@ -31,11 +31,7 @@ const QColor kGreen(0x10, 0xb9, 0x81);
 const QColor kPurple(0x8b, 0x5c, 0xf6);
 
 QString gib(quint64 bytes) { return QLocale().toString(static_cast<double>(bytes) / kGiB, 'f', 1); }
-QString bytes(quint64 n) {
-    const double v = static_cast<double>(n);
-    return v >= 1e9 ? QObject::tr("%1 GB").arg(QLocale().toString(v / 1e9, 'f', 1))
-                    : QObject::tr("%1 MB").arg(QLocale().toString(v / 1e6, 'f', 1));
-}
+QString bytes(quint64 n) { return QLocale().formattedDataSize(static_cast<qint64>(n), 1, QLocale::DataSizeSIFormat); }
 QString percent(double fraction) { return QStringLiteral("%1%").arg(std::lround(fraction * 100.0)); }
 
 QLabel* sectionTitle(const QString& text, QWidget* parent) {
