@@ -47,15 +47,6 @@ std::vector<std::vector<int>> readPromptsFile(const std::string& path) {
     return prompts;
 }
 
-std::string formatSize(std::uint64_t bytes) {
-    char text[32];
-    if (bytes < 1'000'000'000)
-        std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
-    else
-        std::snprintf(text, sizeof text, "%.2f GB", static_cast<double>(bytes) / 1e9);
-    return text;
-}
-
 std::string formatDuration(double seconds) {
     const long s = static_cast<long>(seconds + 0.5);
     char text[32];

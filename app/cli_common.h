@@ -1,6 +1,5 @@
 #pragma once
 // Helpers shared by the tandem-cli commands.
-#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,8 +11,6 @@ std::vector<int> parseIds(const std::string& text, const std::string& where);
 std::vector<int> readIdsFile(const std::string& path);
 // One prompt of whitespace-separated ids per line; blank lines are skipped.
 std::vector<std::vector<int>> readPromptsFile(const std::string& path);
-// "812.4 MB", "12.31 GB": decimal units, as disks are sold.
-std::string formatSize(std::uint64_t bytes);
 // "4:05", "1:02:03".
 std::string formatDuration(double seconds);
 // Prints ids space-separated on one line.

@@ -6,6 +6,7 @@
 
 #include "cli_args.h"
 #include "cli_common.h"
+#include "io/byte_size.h"
 #include "commands.h"
 #include "io/packed_store.h"
 #include "runtime/convert_model.h"
@@ -36,7 +37,7 @@ public:
         std::fprintf(stderr, "%sconvert: %3.0f%%  layer %d/%d%s  %s of %s written  %.0f MB/s  ETA %s%s",
                      terminal_ ? "\r" : "", 100 * fraction, p.layer, p.layers,
                      p.resumedLayers ? (" (" + std::to_string(p.resumedLayers) + " kept)").c_str() : "",
-                     formatSize(p.bytesWritten).c_str(), formatSize(p.bytesTotal).c_str(), speed / 1e6, eta.c_str(),
+                     tandem::io::formatBytes(p.bytesWritten).c_str(), tandem::io::formatBytes(p.bytesTotal).c_str(), speed / 1e6, eta.c_str(),
                      terminal_ ? "\x1b[K" : "\n");
         std::fflush(stderr);
         drawn_ = true;
@@ -97,7 +98,7 @@ int runConvert(const CommandArgs& argv) {
                     result.packedLayers == 1 ? "" : "s");
         if (result.resumedLayers) std::printf(", %d kept from the interrupted run", result.resumedLayers);
         if (result.denseResumed) std::printf(", %s kept", tandem::io::kStoreDenseName);
-        std::printf(", %s in %.1f s (%.0f MB/s)\n", formatSize(result.bytesWritten).c_str(), result.seconds,
+        std::printf(", %s in %.1f s (%.0f MB/s)\n", tandem::io::formatBytes(result.bytesWritten).c_str(), result.seconds,
                     result.seconds > 0 ? static_cast<double>(result.bytesWritten) / result.seconds / 1e6 : 0.0);
     }
     return args.flag("--verify") ? verifyStore(result.store.string()) : 0;

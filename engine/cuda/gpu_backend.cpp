@@ -2,12 +2,12 @@
 // uploads the dense weights and hands out per-session runners.
 #include <cuda_runtime.h>
 
-#include <cstdio>
 #include <string>
 
 #include "cuda/cublas_loader.h"
 #include "cuda/gpu_runner.h"
 #include "cuda/gpu_weights.h"
+#include "io/byte_size.h"
 #include "model/rope.h"
 #include "runtime/gpu_backend.h"
 
@@ -17,12 +17,6 @@ namespace {
 
 constexpr int kPrefillChunk = 512;
 constexpr std::uint64_t kHeadroomBytes = 512ull << 20;  // the CUDA context, cuBLAS, fragmentation
-
-std::string gigabytes(std::uint64_t bytes) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.1f GB", static_cast<double>(bytes) / 1e9);
-    return text;
-}
 
 class CudaBackend : public GpuBackend {
 public:
@@ -81,9 +75,9 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
     const std::uint64_t weightBytes = cuda::gpuWeightBytes(config);
     const std::uint64_t sessionBytes = cuda::GpuRunner::deviceBytes(config, capacity, kPrefillChunk);
     if (weightBytes + sessionBytes + kHeadroomBytes > freeBytes) {
-        std::string message = "the model's GPU part needs " + gigabytes(weightBytes) + " for weights and " +
-                              gigabytes(sessionBytes) + " for a " + std::to_string(capacity) +
-                              "-token context, but the GPU has " + gigabytes(freeBytes) + " free.";
+        std::string message = "the model's GPU part needs " + io::formatBytes(weightBytes) + " for weights and " +
+                              io::formatBytes(sessionBytes) + " for a " + std::to_string(capacity) +
+                              "-token context, but the GPU has " + io::formatBytes(freeBytes) + " free.";
         if (weightBytes + kHeadroomBytes < freeBytes) {
             const std::uint64_t perToken = cuda::GpuRunner::deviceBytes(config, 2, kPrefillChunk) -
                                            cuda::GpuRunner::deviceBytes(config, 1, kPrefillChunk);

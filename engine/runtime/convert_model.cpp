@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <future>
@@ -10,6 +9,7 @@
 
 #include "cpu/expert_pack.h"
 #include "cpu/thread_pool.h"
+#include "io/byte_size.h"
 #include "io/mapped_file.h"
 #include "io/output_file.h"
 #include "io/store_checksum.h"
@@ -28,15 +28,6 @@ namespace {
 constexpr std::size_t kDensePieceBytes = std::size_t{64} << 20;
 // Room for the manifest and its temporary copy in the free-space check.
 constexpr std::uint64_t kManifestBytes = std::uint64_t{1} << 20;
-
-std::string sizeText(std::uint64_t bytes) {
-    char text[32];
-    if (bytes < 1'000'000'000)
-        std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
-    else
-        std::snprintf(text, sizeof text, "%.1f GB", static_cast<double>(bytes) / 1e9);
-    return text;
-}
 
 struct FreeAligned {
     void operator()(std::byte* p) const { std::free(p); }
@@ -174,7 +165,7 @@ void Converter::checkFreeSpace(std::uint64_t needed) const {
     const std::uint64_t available = io::freeBytes(where);
     if (needed > available)
         throw Error("not enough disk space for the store: converting " + plan_.source.string() + " needs " +
-                    sizeText(needed) + " more in " + where.string() + ", which has " + sizeText(available) +
+                    io::formatBytes(needed) + " more in " + where.string() + ", which has " + io::formatBytes(available) +
                     " free; free some space or choose an --out folder on another disk");
 }
 
