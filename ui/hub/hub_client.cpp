@@ -23,17 +23,12 @@ namespace tandem::hub {
 
 using namespace detail;
 
-namespace {
-
-// Without trailing slashes, and with https:// when no scheme was given ("hf-mirror.example").
 QString normalizedEndpoint(QString text) {
     text = text.trimmed();
     if (!text.isEmpty() && !text.contains(QStringLiteral("://"))) text.prepend(QStringLiteral("https://"));
     while (text.endsWith('/')) text.chop(1);
     return text;
 }
-
-}  // namespace
 
 HubSettings resolvedSettings(HubSettings settings) {
     const QString ambientEndpoint = normalizedEndpoint(qEnvironmentVariable("HF_ENDPOINT"));

@@ -32,6 +32,10 @@ struct HubSettings {
 // at all for a plain http endpoint other than this machine.
 HubSettings resolvedSettings(HubSettings settings);
 
+// An endpoint as typed, made a base URL: trimmed, without trailing slashes, and with https:// when no
+// scheme was given ("hf-mirror.example" is meant as a web address). Empty stays empty.
+QString normalizedEndpoint(QString text);
+
 struct RepoFile {
     QString path;    // relative to the repository root, '/'-separated
     qint64 size = 0;

@@ -3,6 +3,7 @@
 #include <QCryptographicHash>
 #include <QDir>
 
+#include "ui/hub/hub_client.h"
 #include "ui/settings/app_paths.h"
 
 namespace tandem::ui {
@@ -110,10 +111,7 @@ QString AppSettings::modelsFolder() const {
 QString AppSettings::hubEndpoint() const { return settings_->value("hub/endpoint").toString(); }
 
 void AppSettings::setHubEndpoint(const QString& endpoint) {
-    QString cleaned = endpoint.trimmed();
-    // "hf-mirror.example" is meant as a web address; without a scheme it is no URL Qt can fetch.
-    if (!cleaned.isEmpty() && !cleaned.contains(QStringLiteral("://"))) cleaned.prepend(QStringLiteral("https://"));
-    while (cleaned.endsWith(QLatin1Char('/'))) cleaned.chop(1);
+    const QString cleaned = hub::normalizedEndpoint(endpoint);
     if (cleaned.isEmpty())
         settings_->remove("hub/endpoint");
     else

@@ -41,8 +41,7 @@ signals:
 
 using ModelDownloaderFactory = std::function<std::unique_ptr<ModelDownloader>()>;
 
-// The Hub client's downloader from ENDPOINT (empty: $HF_ENDPOINT, else huggingface.co); in a build
-// without ui/hub, one whose every request fails saying so.
+// The Hub client's downloader from ENDPOINT (empty: $HF_ENDPOINT, else huggingface.co).
 std::unique_ptr<ModelDownloader> makeHubDownloader(const QString& endpoint);
 
 // Of a repository's files, those Tandem needs: the safetensors weights and the JSON and template files
