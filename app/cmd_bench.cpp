@@ -36,19 +36,20 @@ void report(const std::string& shape, const tandem::Engine& engine, const tandem
     std::printf("  ceiling   %8.1f tok/s   (%.1f GB/s measured / %.0f MB of routed experts per token) -> %.0f%%\n",
                 m.ceiling, m.bandwidthGbps, static_cast<double>(info.routedBytesPerToken) / 1e6,
                 m.ceiling > 0 ? 100.0 * decode / m.ceiling : 0.0);
-    std::printf("  step      %8.2f ms: GPU alone %.2f, GPU+CPU %.2f, GPU waiting %.2f; CPU experts %.2f; GPU busy %.0f%%, "
-                "expert pool busy %.0f%%\n",
-                d.stepMs, gpu, overlap, wait, cpu, d.gpuBusyFraction * 100, d.expertPoolBusyFraction * 100);
+    std::printf("  step      %8.2f ms: GPU alone %.2f, GPU+CPU %.2f, GPU waiting %.2f, between steps %.2f; CPU experts %.2f; "
+                "GPU busy %.0f%%, expert pool busy %.0f%%\n",
+                d.stepMs, gpu, overlap, wait, d.betweenStepsMs, cpu, d.gpuBusyFraction * 100, d.expertPoolBusyFraction * 100);
     if (!json) return;
     std::printf("{\"shape\": \"%s\", \"experts\": \"%s\", \"isa\": \"%s\", \"device\": \"%s\", \"threads\": %d, "
                 "\"deferral\": %d, \"prefill_tokens_per_second\": %.3f, \"decode_tokens_per_second\": %.3f, "
                 "\"ceiling_tokens_per_second\": %.3f, \"bandwidth_gbps\": %.3f, \"routed_bytes_per_token\": %llu, "
                 "\"time_to_first_token_seconds\": %.4f, \"step_ms\": %.4f, \"gpu_busy\": %.4f, \"expert_pool_busy\": %.4f, "
+                "\"gpu_alone_ms\": %.4f, \"waiting_ms\": %.4f, \"between_steps_ms\": %.4f, \"cpu_experts_ms\": %.4f, "
                 "\"graph_launches\": %ld, \"steps\": %ld}\n",
                 shape.c_str(), info.experts.c_str(), info.cpuKernels.c_str(), info.device.c_str(), engine.threads(),
                 session.deferral(), stats.prefillTokensPerSecond(), decode, m.ceiling, m.bandwidthGbps,
                 static_cast<unsigned long long>(info.routedBytesPerToken), stats.timeToFirstTokenSeconds, d.stepMs,
-                d.gpuBusyFraction, d.expertPoolBusyFraction, d.graphLaunches, d.steps);
+                d.gpuBusyFraction, d.expertPoolBusyFraction, gpu, wait, d.betweenStepsMs, cpu, d.graphLaunches, d.steps);
 }
 
 }  // namespace

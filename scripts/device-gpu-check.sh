@@ -7,7 +7,9 @@
 #               libutf8proc-dev, libutf8proc2, libnuma-dev, libnuma1 (dpkg -x into .deps, so .deps/usr)
 #   .fixtures/  a copy of ../shared/fixtures
 # Steps: CHECKS=0 skips the fixture checks, BENCH=0 the benchmarks; BENCH_SHAPES, BENCH_EXPERTS,
-# BENCH_DEFER narrow them. Logs go to $OUT; the last lines printed are the summary table.
+# BENCH_DEFER narrow them; BENCH_BRIDGE="queued inline" runs each with both ways of driving the CPU
+# pool (TANDEM_BRIDGE), BENCH_ROUNDS=2 repeats the lot, alternating, to show the machine's noise. Logs
+# go to $OUT; the last lines printed are the summary table.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tandem-out}
@@ -31,22 +33,29 @@ fi
 
 if [[ ${BENCH:-1} == 1 ]]; then
   : >"$out/bench.jsonl"
+  for round in $(seq "${BENCH_ROUNDS:-1}"); do
   for shape in ${BENCH_SHAPES:-deepseek-v2-lite qwen3-30b-a3b deepseek-v3-4l}; do
     for experts in ${BENCH_EXPERTS:-int4}; do
-      t0=$(date +%s)
-      "$cli" bench --synthetic "$shape" --experts "$experts" --prompt 512 --gen 128 --defer "${BENCH_DEFER:-0,2}" \
-        --device gpu --json 2>>"$out/bench.log" | tee -a "$out/bench.txt" | grep '^{' >>"$out/bench.jsonl"
-      echo "($shape $experts: $(( $(date +%s) - t0 )) s)"
+      for bridge in ${BENCH_BRIDGE:-queued}; do
+        t0=$(date +%s)
+        TANDEM_BRIDGE=$bridge "$cli" bench --synthetic "$shape" --experts "$experts" --prompt 512 --gen 128 \
+          --defer "${BENCH_DEFER:-0,2}" --device gpu --json 2>>"$out/bench.log" | tee -a "$out/bench.txt" |
+          grep '^{' | sed "s/^{/{\"bridge\": \"$bridge\", /" >>"$out/bench.jsonl"
+        echo "($shape $experts $bridge, round $round: $(( $(date +%s) - t0 )) s)"
+      done
     done
+  done
   done
   python3 - "$out/bench.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-print(f'{"shape":18} {"experts":7} {"d":>2} {"prefill":>9} {"decode":>8} {"ceiling":>8} {"%":>5} {"GPU busy":>8} {"pool":>5} {"launch/step":>11}')
+print(f'{"shape":16} {"experts":5} {"bridge":6} {"d":>2} {"prefill":>7} {"decode":>7} {"ceiling":>7} {"%":>4} '
+      f'{"GPU alone":>9} {"wait":>5} {"between":>7} {"CPU":>5} {"step ms":>7} {"launch/step":>11}')
 for r in rows:
     pct = 100 * r["decode_tokens_per_second"] / r["ceiling_tokens_per_second"] if r["ceiling_tokens_per_second"] else 0
-    print(f'{r["shape"]:18} {r["experts"]:7} {r["deferral"]:>2} {r["prefill_tokens_per_second"]:9.1f} '
-          f'{r["decode_tokens_per_second"]:8.1f} {r["ceiling_tokens_per_second"]:8.1f} {pct:5.0f} '
-          f'{100 * r["gpu_busy"]:7.0f}% {100 * r["expert_pool_busy"]:4.0f}% {r["graph_launches"]:>5}/{r["steps"]:<5}')
+    print(f'{r["shape"]:16} {r["experts"]:5} {r["bridge"]:6} {r["deferral"]:>2} {r["prefill_tokens_per_second"]:7.1f} '
+          f'{r["decode_tokens_per_second"]:7.1f} {r["ceiling_tokens_per_second"]:7.1f} {pct:4.0f} '
+          f'{r["gpu_alone_ms"]:9.2f} {r["waiting_ms"]:5.2f} {r["between_steps_ms"]:7.2f} {r["cpu_experts_ms"]:5.2f} '
+          f'{r["step_ms"]:7.2f} {r["graph_launches"]:>5}/{r["steps"]:<5}')
 PY
 fi

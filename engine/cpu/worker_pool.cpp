@@ -159,6 +159,9 @@ void ExpertPool::finish(Slot& slot, Ticket t) {
     }
 }
 
+// Workers asleep already wake for the next job and then stay awake.
+void ExpertPool::keepAwake(bool on) { awake_.fetch_add(on ? 1 : -1, std::memory_order_relaxed); }
+
 bool ExpertPool::done(Ticket t) const {
     return slots_[(t - 1) % kQueue].finishedTicket.load(std::memory_order_acquire) >= t;
 }
@@ -196,7 +199,9 @@ void ExpertPool::workerLoop(int index, int cpu) {
     Ticket next = 1;
     for (;;) {
         auto available = [&] { return publishedTicket_.load(std::memory_order_acquire) >= next || stopping_.load(); };
-        if (!spinUntil(available, spin_))
+        bool ready = spinUntil(available, spin_);
+        while (!ready && awake_.load(std::memory_order_relaxed) > 0) ready = spinUntil(available, spin_);
+        if (!ready)
             while (!available()) {
                 const std::uint32_t seen = published_.load(std::memory_order_acquire);
                 if (available()) break;

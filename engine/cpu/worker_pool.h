@@ -89,6 +89,12 @@ public:
     // Runs `job` on the workers and the calling thread; returns when all are done.
     void run(PoolJob& job);
 
+    // While at least one holder keeps the pool awake, idle workers spin instead of going to sleep, so
+    // a job that follows a long gap (a decode step's first MoE layer, after the GPU's lm_head and the
+    // host's sampling) starts in microseconds instead of paying a futex wake-up of every worker. The
+    // GPU path holds it for the length of a forward pass; calls nest.
+    void keepAwake(bool on);
+
     static constexpr int kQueue = 8;
 
 private:
@@ -118,6 +124,7 @@ private:
     alignas(64) std::atomic<std::uint32_t> published_{0};  // low 32 bits of the last ticket submitted
     std::atomic<std::uint64_t> publishedTicket_{0};
     std::atomic<bool> stopping_{false};
+    std::atomic<int> awake_{0};
     std::atomic<bool> pinned_{true};
 };
 

@@ -1,15 +1,17 @@
 #include "cuda/expert_bridge.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <immintrin.h>
+#include <string>
 
 
 namespace tandem::cuda {
 
 ExpertBridge::ExpertBridge(const model::ModelConfig& config, std::unique_ptr<model::RoutedExperts> experts,
                            std::vector<ExpertSlot*> slots)
-    : config_(config), experts_(std::move(experts)), slots_(std::move(slots)),
+    : config_(config), experts_(std::move(experts)), slots_(std::move(slots)), mode_(modeFromEnvironment()),
       cpuSeconds_(static_cast<std::size_t>(config.numLayers)), thread_([this] { threadLoop(); }) {}
 
 ExpertBridge::~ExpertBridge() {
@@ -21,10 +23,16 @@ ExpertBridge::~ExpertBridge() {
     thread_.join();
 }
 
+ExpertBridge::Mode ExpertBridge::modeFromEnvironment() {
+    const char* mode = std::getenv("TANDEM_BRIDGE");
+    return mode && std::string(mode) == "inline" ? Mode::Inline : Mode::Queued;
+}
+
 void ExpertBridge::setActive(bool active) {
     {
         std::lock_guard lock(mutex_);
         active_ = active;
+        if (!active) idleSince_ = Clock::now();
     }
     wake_.notify_all();
 }
@@ -70,9 +78,7 @@ void ExpertBridge::process(ExpertSlot& s, std::uint64_t submission) {
     try {
         experts_->run(layer, s.x, tokens, s.ids, s.weights, k, 0, k - deferred, s.immediateOut);
     } catch (...) {
-        // The GPU must never wait forever: record the failure, publish an (empty) result.
-        std::lock_guard lock(mutex_);
-        if (!failure_) failure_ = std::current_exception();
+        recordFailure();  // the GPU must never wait forever: publish an (empty) result
     }
     std::atomic_thread_fence(std::memory_order_release);
     s.control->immediateDone = submission;
@@ -82,37 +88,117 @@ void ExpertBridge::process(ExpertSlot& s, std::uint64_t submission) {
         else
             std::memset(s.deferredOut, 0, tokens * static_cast<std::size_t>(config_.hiddenSize) * sizeof(float));
     } catch (...) {
-        std::lock_guard lock(mutex_);
-        if (!failure_) failure_ = std::current_exception();
+        recordFailure();
     }
     std::atomic_thread_fence(std::memory_order_release);
     s.control->deferredDone = submission;
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    book(layer, std::chrono::duration<double>(Clock::now() - start).count());
+}
+
+void ExpertBridge::recordFailure() {
+    std::lock_guard lock(mutex_);
+    if (!failure_) failure_ = std::current_exception();
+}
+
+void ExpertBridge::book(int layer, double seconds) {
     std::lock_guard lock(mutex_);
     cpuSeconds_[static_cast<std::size_t>(layer)] += seconds;
+}
+
+// Queues the submission's parts on lanes 2·slot (immediate) and 2·slot + 1 (deferred). A slot is
+// submitted again only after the GPU has seen both of its flags, so its lanes are free by then.
+void ExpertBridge::queue(ExpertSlot& s, int slotIndex, std::uint64_t submission) {
+    std::atomic_thread_fence(std::memory_order_acquire);  // the slot's data was written before `ready`
+    const int layer = s.control->layer;
+    const int k = config_.router.topK;
+    const int deferred = canDefer(layer) ? std::clamp(deferred_.load(), 0, k - 1) : 0;
+    const bool runDeferred = deferred > 0 && !skip_;
+    const auto tokens = static_cast<std::size_t>(s.tokens);
+    const auto now = Clock::now();
+    const int lane = 2 * slotIndex;
+    try {
+        experts_->submit(lane, layer, s.x, tokens, s.ids, s.weights, k, 0, k - deferred, s.immediateOut);
+        inFlight_.push_back({&s, submission, layer, lane, true, now});
+    } catch (...) {
+        recordFailure();
+        std::atomic_thread_fence(std::memory_order_release);
+        s.control->immediateDone = submission;
+    }
+    if (runDeferred) {
+        try {
+            experts_->submit(lane + 1, layer, s.x, tokens, s.ids, s.weights, k, k - deferred, k, s.deferredOut);
+            inFlight_.push_back({&s, submission, layer, lane + 1, false, now});
+            return;
+        } catch (...) {
+            recordFailure();
+        }
+    } else {
+        std::memset(s.deferredOut, 0, tokens * static_cast<std::size_t>(config_.hiddenSize) * sizeof(float));
+    }
+    std::atomic_thread_fence(std::memory_order_release);
+    s.control->deferredDone = submission;
+}
+
+// Raises the flags of the parts the pool has finished. A part's CPU time runs
+// from when it was queued, or from the previous part's end if the pool was still busy then.
+void ExpertBridge::reap() {
+    for (std::size_t i = 0; i < inFlight_.size();) {
+        InFlight& f = inFlight_[i];
+        if (!experts_->done(f.lane)) {
+            ++i;
+            continue;
+        }
+        try {
+            experts_->wait(f.lane);
+        } catch (...) {
+            recordFailure();
+        }
+        std::atomic_thread_fence(std::memory_order_release);
+        if (f.immediate)
+            f.slot->control->immediateDone = f.submission;
+        else
+            f.slot->control->deferredDone = f.submission;
+        const auto now = Clock::now();
+        book(f.layer, std::chrono::duration<double>(now - std::max(f.queued, lastFinish_)).count());
+        lastFinish_ = now;
+        inFlight_.erase(inFlight_.begin() + static_cast<std::ptrdiff_t>(i));
+    }
 }
 
 void ExpertBridge::threadLoop() {
     for (;;) {
         bool found = false;
-        for (ExpertSlot* s : slots_) {
+        for (std::size_t i = 0; i < slots_.size(); ++i) {
+            ExpertSlot* s = slots_[i];
             const std::uint64_t submission = s->control->ready;
             if (submission > s->handled) {
-                process(*s, submission);
+                if (mode_ == Mode::Queued)
+                    queue(*s, static_cast<int>(i), submission);
+                else
+                    process(*s, submission);
                 s->handled = submission;
                 found = true;
             }
         }
+        if (!inFlight_.empty()) {
+            reap();  // parts still on the pool: keep watching it
+            continue;
+        }
         if (found) continue;
         std::unique_lock lock(mutex_);
-        if (stopping_) return;
-        if (active_) {
+        if (stopping_) break;
+        // Decode calls forward() once a token: linger between calls, with the pool awake, so the next
+        // step's first layer finds everyone spinning.
+        if (active_ || Clock::now() - idleSince_ < kLinger) {
             lock.unlock();
+            if (!poolAwake_) experts_->keepAwake(poolAwake_ = true);
             _mm_pause();
             continue;
         }
+        if (poolAwake_) experts_->keepAwake(poolAwake_ = false);
         wake_.wait(lock, [&] { return stopping_ || active_; });
     }
+    if (poolAwake_) experts_->keepAwake(false);
 }
 
 }  // namespace tandem::cuda

@@ -11,6 +11,12 @@
 //   spin  GPU kernels write `ready` and spin on the done flags (no CUDA driver involvement);
 //   host  host nodes of the stream/graph do the same on the CPU (cudaLaunchHostFunc).
 // The bridge thread is the same for both: it spins on `ready` while a forward pass is active.
+//
+// How the bridge thread drives the CPU pool (TANDEM_BRIDGE, measured in docs/BENCHMARKS.md):
+//   queued  (default) each part is queued on the pool as soon as it is known and the thread only
+//           watches for completions and raises the flags: the workers go from a layer's immediate part
+//           to its deferred part to the next layer's immediate part with no hand-back in between;
+//   inline  the thread runs each part itself with the workers, one after the other.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -52,8 +58,10 @@ public:
         skip_ = skip;
     }
 
-    // While active, the bridge thread spins on the slots instead of sleeping.
+    // While active, and for kLinger after, the bridge thread spins on the slots (and keeps the CPU
+    // pool's workers spinning) instead of sleeping.
     void setActive(bool active);
+    static constexpr std::chrono::milliseconds kLinger{20};
 
     // Host mode: what the host nodes do.
     static void submitFromHost(ExpertSlot& slot, int layer);
@@ -64,9 +72,26 @@ public:
     // The first CPU failure since the last call, rethrown on the calling (engine) thread.
     void rethrowFailure();
 
+    enum class Mode { Queued, Inline };
+    static Mode modeFromEnvironment();
+
 private:
+    using Clock = std::chrono::steady_clock;
+    struct InFlight {
+        ExpertSlot* slot;
+        std::uint64_t submission;
+        int layer;
+        int lane;
+        bool immediate;  // else the deferred part
+        Clock::time_point queued;
+    };
+
     void threadLoop();
     void process(ExpertSlot& slot, std::uint64_t submission);
+    void queue(ExpertSlot& slot, int slotIndex, std::uint64_t submission);
+    void reap();
+    void recordFailure();
+    void book(int layer, double seconds);
     bool canDefer(int layer) const;
 
     const model::ModelConfig& config_;
@@ -74,10 +99,15 @@ private:
     std::vector<ExpertSlot*> slots_;
     std::atomic<int> deferred_{0};
     std::atomic<bool> skip_{false};
+    const Mode mode_;
+    std::vector<InFlight> inFlight_;  // bridge thread only
+    Clock::time_point lastFinish_{};  // bridge thread only: when the pool last finished a part
 
     std::mutex mutex_;
     std::condition_variable wake_;
     bool active_ = false;
+    Clock::time_point idleSince_{};
+    bool poolAwake_ = false;  // bridge thread only: it holds the pool awake
     bool stopping_ = false;
     std::exception_ptr failure_;
     std::vector<double> cpuSeconds_;

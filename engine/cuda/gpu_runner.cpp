@@ -217,7 +217,8 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
             throw Error("token id " + std::to_string(id) + " is outside the model's vocabulary of " + std::to_string(V));
     bridge_->setDeferral(options.deferral.deferred, options.deferral.skip);
     logits.resize((all ? tokens.size() : 1) * V);
-    // The bridge thread spins for signals while the GPU works, and sleeps between forward passes.
+    // The bridge thread spins for signals while the GPU works, and sleeps once no forward pass has
+    // followed for a while (ExpertBridge::kLinger).
     bridge_->setActive(true);
     struct Idle {
         ExpertBridge& bridge;
@@ -261,6 +262,7 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
         } else {
             enqueueStep(n, rows);
             TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+            lastStepEndNs_ = 0;
         }
         if (*failed_.get()) throw GpuError("the CPU did not deliver the routed experts in time; the GPU gave up waiting");
         bridge_->rethrowFailure();
@@ -285,9 +287,12 @@ DecodeProfile GpuRunner::takeProfile() {
         experts += cpu[l];
     }
     runtime::finishProfile(p, stepSeconds_, wait, experts);
+    if (p.steps > 0) p.betweenStepsMs = betweenStepsSeconds_ * 1e3 / static_cast<double>(p.steps);
     steps_ = 0;
     graphLaunches_ = 0;
     stepSeconds_ = 0;
+    betweenStepsSeconds_ = 0;
+    lastStepEndNs_ = 0;
     layerGpuSeconds_.assign(layerGpuSeconds_.size(), 0.0);
     layerOverlapSeconds_.assign(layerOverlapSeconds_.size(), 0.0);
     layerWaitSeconds_.assign(layerWaitSeconds_.size(), 0.0);
@@ -306,6 +311,10 @@ void GpuRunner::collectStepClocks() {
     }
     const LayerClock* clock = clocks_.get();
     std::uint64_t mark = clock[config_.numLayers].signalNs;  // the step's start
+    if (waitMode_ == WaitMode::Spin) {
+        if (lastStepEndNs_ && mark > lastStepEndNs_) betweenStepsSeconds_ += static_cast<double>(mark - lastStepEndNs_) * 1e-9;
+        lastStepEndNs_ = clock[config_.numLayers].waitEndNs;  // the step's end
+    }
     for (std::size_t l = 0; l < links_.size(); ++l) {
         if (links_[l].slot < 0) continue;
         layerGpuSeconds_[l] += static_cast<double>(clock[l].signalNs - mark) * 1e-9;
@@ -387,6 +396,8 @@ void GpuRunner::enqueueStep(int tokens, int rows) {
     project(weights_.lmHeadData(), c.vocabSize, H, hBf16_.get(), H, rows, logits_.get(), c.vocabSize, false);
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(outLogits_.get(), logits_.get(), sizeof(float) * rows * c.vocabSize,
                                       cudaMemcpyDeviceToHost, stream_));
+    if (capturingDecode_ && waitMode_ == WaitMode::Spin)
+        launchTimestamp(const_cast<std::uint64_t*>(&clocks_.devicePointer()[c.numLayers].waitEndNs), stream_);
 }
 
 void GpuRunner::enqueueAttention(int l, int tokens) {

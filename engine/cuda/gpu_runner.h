@@ -78,6 +78,10 @@ private:
     long graphLaunches_ = 0;
     long steps_ = 0;
     double stepSeconds_ = 0;
+    // GPU idle between consecutive decode steps (the host reading logits, sampling, launching), from
+    // the GPU clock stamps at each step's start and end (spin mode only).
+    double betweenStepsSeconds_ = 0;
+    std::uint64_t lastStepEndNs_ = 0;  // 0: the next step follows something else (prefill, a new call)
 
     // Inputs and outputs through pinned memory, so graph nodes can copy them.
     PinnedBuffer<int> inIds_;

@@ -18,6 +18,26 @@ public:
     // for Expert Deferral's immediate part, the rest for its deferred part. Not for concurrent calls.
     virtual void run(int layer, const float* x, std::size_t tokens, const int* ids, const float* weights, int topK,
                      int firstSlot, int lastSlot, float* out) = 0;
+
+    // The GPU bridge's form of run(): the same computation queued on `lane` (lanes are independent; one
+    // computation in flight per lane), returning at once, so the CPU's threads go from one part of a
+    // decode step to the next without waiting for each other in between. x and out must stay valid
+    // until done(lane) says true or wait(lane) returns; ids and weights are read before submit returns.
+    // The default computes it here and now.
+    virtual void submit(int lane, int layer, const float* x, std::size_t tokens, const int* ids, const float* weights,
+                        int topK, int firstSlot, int lastSlot, float* out) {
+        (void)lane;
+        run(layer, x, tokens, ids, weights, topK, firstSlot, lastSlot, out);
+    }
+    virtual bool done(int lane) const {
+        (void)lane;
+        return true;
+    }
+    // Returns when the lane's computation has finished; rethrows its failure.
+    virtual void wait(int lane) { (void)lane; }
+
+    // While on, the computing threads spin between calls instead of sleeping (cpu::ExpertPool::keepAwake).
+    virtual void keepAwake(bool on) { (void)on; }
 };
 
 // The reference: model::routedExperts over the checkpoint's matrices.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "cpu/expert_pack.h"
 #include "cpu/moe_layer.h"
@@ -14,37 +15,86 @@ namespace {
 class PackedRunner : public model::RoutedExperts {
 public:
     PackedRunner(const std::vector<std::unique_ptr<cpu::PackedMoeLayer>>& layers, int hidden, cpu::ExpertPool& pool)
-        : layers_(layers), hidden_(static_cast<std::size_t>(hidden)), runner_(pool) {}
+        : layers_(layers), hidden_(static_cast<std::size_t>(hidden)), pool_(pool), runner_(pool) {
+        // Queued work runs on the workers alone: every node needs one besides the caller.
+        queueable_ = pool.threads() > 1;
+        for (int n = 0; n < pool.nodes(); ++n) queueable_ = queueable_ && pool.nodeParticipants(n, false) > 0;
+    }
 
     void run(int layer, const float* x, std::size_t tokens, const int* ids, const float* weights, int topK, int firstSlot,
              int lastSlot, float* out) override {
-        std::fill_n(out, tokens * hidden_, 0.0f);
-        const int slots = lastSlot - firstSlot;
-        if (slots <= 0 || tokens == 0) return;
-        const auto* packed = static_cast<std::size_t>(layer) < layers_.size() ? layers_[static_cast<std::size_t>(layer)].get()
-                                                                              : nullptr;
-        if (!packed) throw Error("layer " + std::to_string(layer) + " has no packed routed experts");
-        // The kernels take [tokens, slots] routing; pick out the requested columns when they are a part.
-        if (slots != topK) {
-            ids_.resize(tokens * static_cast<std::size_t>(slots));
-            weights_.resize(ids_.size());
-            for (std::size_t t = 0; t < tokens; ++t)
-                for (int s = 0; s < slots; ++s) {
-                    ids_[t * slots + s] = ids[t * topK + firstSlot + s];
-                    weights_[t * slots + s] = weights[t * topK + firstSlot + s];
-                }
-            ids = ids_.data();
-            weights = weights_.data();
-        }
-        runner_.run(*packed, {x, hidden_, static_cast<int>(tokens), ids, weights, slots, out, hidden_});
+        if (const auto input = prepare(layer, x, tokens, ids, weights, topK, firstSlot, lastSlot, out, ids_, weights_))
+            runner_.run(*packed(layer), *input);
     }
 
+    void submit(int lane, int layer, const float* x, std::size_t tokens, const int* ids, const float* weights, int topK,
+                int firstSlot, int lastSlot, float* out) override {
+        if (!queueable_) {
+            run(layer, x, tokens, ids, weights, topK, firstSlot, lastSlot, out);
+            return;
+        }
+        while (lanes_.size() <= static_cast<std::size_t>(lane)) lanes_.push_back(std::make_unique<Lane>(pool_));
+        Lane& l = *lanes_[static_cast<std::size_t>(lane)];
+        if (const auto input = prepare(layer, x, tokens, ids, weights, topK, firstSlot, lastSlot, out, l.ids, l.weights))
+            l.runner.submit(*packed(layer), *input);
+    }
+
+    bool done(int lane) const override {
+        return static_cast<std::size_t>(lane) >= lanes_.size() || lanes_[static_cast<std::size_t>(lane)]->runner.done();
+    }
+
+    void wait(int lane) override {
+        if (static_cast<std::size_t>(lane) < lanes_.size()) lanes_[static_cast<std::size_t>(lane)]->runner.wait();
+    }
+
+    void keepAwake(bool on) override { pool_.keepAwake(on); }
+
 private:
+    struct Lane {
+        explicit Lane(cpu::ExpertPool& pool) : runner(pool) {}
+        cpu::MoeRunner runner;
+        std::vector<int> ids;
+        std::vector<float> weights;
+    };
+
+    const cpu::PackedMoeLayer* packed(int layer) const {
+        const auto* p = static_cast<std::size_t>(layer) < layers_.size() ? layers_[static_cast<std::size_t>(layer)].get()
+                                                                          : nullptr;
+        if (!p) throw Error("layer " + std::to_string(layer) + " has no packed routed experts");
+        return p;
+    }
+
+    // Zeroes out; the kernels' input, or nothing when there is nothing to compute. The kernels take
+    // [tokens, slots] routing: the requested columns are picked out into idsPart / weightsPart.
+    std::optional<cpu::MoeInput> prepare(int layer, const float* x, std::size_t tokens, const int* ids,
+                                         const float* weights, int topK, int firstSlot, int lastSlot, float* out,
+                                         std::vector<int>& idsPart, std::vector<float>& weightsPart) const {
+        std::fill_n(out, tokens * hidden_, 0.0f);
+        const int slots = lastSlot - firstSlot;
+        if (slots <= 0 || tokens == 0) return std::nullopt;
+        packed(layer);
+        if (slots != topK) {
+            idsPart.resize(tokens * static_cast<std::size_t>(slots));
+            weightsPart.resize(idsPart.size());
+            for (std::size_t t = 0; t < tokens; ++t)
+                for (int s = 0; s < slots; ++s) {
+                    idsPart[t * slots + s] = ids[t * topK + firstSlot + s];
+                    weightsPart[t * slots + s] = weights[t * topK + firstSlot + s];
+                }
+            ids = idsPart.data();
+            weights = weightsPart.data();
+        }
+        return cpu::MoeInput{x, hidden_, static_cast<int>(tokens), ids, weights, slots, out, hidden_};
+    }
+
     const std::vector<std::unique_ptr<cpu::PackedMoeLayer>>& layers_;
     std::size_t hidden_;
+    cpu::ExpertPool& pool_;
     cpu::MoeRunner runner_;
+    bool queueable_ = false;
     std::vector<int> ids_;
     std::vector<float> weights_;
+    std::vector<std::unique_ptr<Lane>> lanes_;
 };
 
 }  // namespace

@@ -1,6 +1,8 @@
 // The expert pool: every participant runs each job once with the right context, asynchronous
 // submission (submit, poll, wait), ordering, errors, the phase barrier, the CPU plan and NUMA
 // simulation. Dispatch latency is measured and printed, never asserted.
+#include <QDir>
+#include <QFile>
 #include <QTest>
 #include <algorithm>
 #include <atomic>
@@ -45,6 +47,36 @@ private slots:
             }
             QCOMPARE(static_cast<int>(workers.size()), threads);
         }
+    }
+
+    // keepAwake: the workers spin (state R in /proc) instead of sleeping on a futex (state S) past their
+    // spin time, still run jobs, and the pool still shuts down while held.
+    void keptAwakeWorkersSpin() {
+        auto workerStates = [] {
+            QString states;
+            const QDir tasks("/proc/self/task");
+            for (const QString& tid : tasks.entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+                QFile comm(tasks.filePath(tid + "/comm")), stat(tasks.filePath(tid + "/stat"));
+                if (!comm.open(QIODevice::ReadOnly) || !comm.readAll().startsWith("tandem-expert")) continue;
+                if (!stat.open(QIODevice::ReadOnly)) continue;
+                const QByteArray line = stat.readAll();
+                states += QChar(line.at(line.lastIndexOf(')') + 2));  // the field after "(comm)"
+            }
+            return states;
+        };
+        ExpertPool pool({.threads = 2, .spin = std::chrono::microseconds(1)});
+        RecordJob first;
+        pool.run(first);
+        QTRY_COMPARE(workerStates(), QString("S"));  // past 1 µs of spinning: asleep
+        pool.keepAwake(true);
+        RecordJob second;
+        pool.run(second);  // wakes the worker, which now stays awake
+        QCOMPARE(static_cast<int>(second.seen.size()), 2);
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        QCOMPARE(workerStates(), QString("R"));
+        pool.keepAwake(false);
+        QTRY_COMPARE(workerStates(), QString("S"));
+        pool.keepAwake(true);  // held while the pool is destroyed: must not hang
     }
 
     void submitReturnsAtOnceAndWaits() {

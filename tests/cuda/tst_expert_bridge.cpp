@@ -1,5 +1,7 @@
 // The expert bridge's protocol, with the test playing the GPU: it fills a slot, signals it as the host
 // nodes do, and waits for the immediate and deferred parts, which must add up to exact MoE output.
+// Run with the reference experts (computed on the bridge thread) and with the packed CPU engine, whose
+// parts are queued on the pool (TANDEM_BRIDGE=queued, the default) or run by the bridge thread (inline).
 #include <QTest>
 #include <thread>
 
@@ -10,6 +12,7 @@
 #include "model/feed_forward.h"
 #include "model/routed_experts.h"
 #include "model/weights.h"
+#include "runtime/packed_experts.h"
 #include "test_support.h"
 
 using namespace tandem;
@@ -22,11 +25,34 @@ class ExpertBridgeTest : public QObject {
         io::Checkpoint checkpoint{test::fixturePath("tiny-qwen3moe").toStdString()};
         model::ModelWeights weights = model::loadWeights(checkpoint, config);
         cpu::ThreadPool pool{2};
+        std::unique_ptr<runtime::PackedExperts> packed;
+
+        // The experts of a data row: "reference", or "packed" (bf16 experts, whose parts are exact to
+        // rounding against a whole run of the same kernels).
+        std::unique_ptr<model::RoutedExperts> experts(const QString& kind) {
+            if (kind == "reference") return model::makeReferenceExperts(weights, pool);
+            if (!packed) packed = std::make_unique<runtime::PackedExperts>(config, weights, cpu::ExpertType::BF16, pool);
+            return packed->newRunner();
+        }
     };
 
+    static void addRows() {
+        QTest::addColumn<QString>("experts");
+        QTest::addColumn<QByteArray>("mode");
+        QTest::newRow("reference") << "reference" << QByteArray("queued");
+        QTest::newRow("packed, queued") << "packed" << QByteArray("queued");
+        QTest::newRow("packed, inline") << "packed" << QByteArray("inline");
+    }
+
 private slots:
+    void immediatePlusDeferredIsExact_data() { addRows(); }
     void immediatePlusDeferredIsExact() {
+        QFETCH(QString, experts);
+        QFETCH(QByteArray, mode);
+        qputenv("TANDEM_BRIDGE", mode);
         Fixture f;
+        auto runner = f.experts(experts);
+        auto whole = f.experts(experts);  // the same computation in one part, for comparison
         const int H = f.config.hiddenSize, k = f.config.router.topK, T = 3;
         std::vector<float> x(static_cast<std::size_t>(T * H));
         for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
@@ -35,7 +61,7 @@ private slots:
         std::vector<float> weights(ids.size());
         model::routeTokens(f.config, moe, x.data(), T, ids.data(), weights.data(), f.pool);
         std::vector<float> exact(x.size());
-        model::routedExperts(moe, x.data(), T, ids.data(), weights.data(), k, 0, k, exact.data(), f.pool);
+        whole->run(1, x.data(), T, ids.data(), weights.data(), k, 0, k, exact.data());
 
         std::vector<float> immediate(x.size()), deferred(x.size(), 1.0f);
         cuda::SlotControl control{};
@@ -47,7 +73,7 @@ private slots:
         slot.deferredOut = deferred.data();
         slot.control = &control;
         slot.tokens = T;
-        cuda::ExpertBridge bridge(f.config, model::makeReferenceExperts(f.weights, f.pool), {&slot});
+        cuda::ExpertBridge bridge(f.config, std::move(runner), {&slot});
         bridge.setActive(true);
 
         std::vector<float> deferredImmediate;
@@ -72,19 +98,24 @@ private slots:
         // The last layer defers nothing, whatever the setting.
         bridge.setDeferral(2, false);
         model::routeTokens(f.config, *f.weights.layers[2].moe, x.data(), T, ids.data(), weights.data(), f.pool);
-        model::routedExperts(*f.weights.layers[2].moe, x.data(), T, ids.data(), weights.data(), k, 0, k, exact.data(), f.pool);
+        whole->run(2, x.data(), T, ids.data(), weights.data(), k, 0, k, exact.data());
         cuda::ExpertBridge::submitFromHost(slot, 2);
         cuda::ExpertBridge::waitFromHost(slot, nullptr);
         for (std::size_t i = 0; i < x.size(); ++i) QVERIFY(std::abs(immediate[i] - exact[i]) < 1e-5f * (1 + std::abs(exact[i])));
+        while (control.deferredDone < control.ready) std::this_thread::yield();
         QCOMPARE(control.ready, std::uint64_t(3));
         QCOMPARE(control.immediateDone, std::uint64_t(3));
         bridge.setActive(false);
         bridge.rethrowFailure();
     }
 
+    void cpuFailureIsReportedNotHung_data() { addRows(); }
     void cpuFailureIsReportedNotHung() {
         // An expert id out of range makes the CPU side throw: the GPU side must still be released,
         // and the failure must reach the engine thread.
+        QFETCH(QString, experts);
+        QFETCH(QByteArray, mode);
+        qputenv("TANDEM_BRIDGE", mode);
         Fixture f;
         const int H = f.config.hiddenSize, k = f.config.router.topK;
         std::vector<float> x(static_cast<std::size_t>(H), 0.5f), out(x.size()), deferred(x.size());
@@ -93,12 +124,82 @@ private slots:
         std::vector<float> weights(ids.size(), 0.25f);
         cuda::SlotControl control{};
         cuda::ExpertSlot slot{x.data(), ids.data(), weights.data(), out.data(), deferred.data(), &control, 1, 0};
-        cuda::ExpertBridge bridge(f.config, model::makeReferenceExperts(f.weights, f.pool), {&slot});
+        cuda::ExpertBridge bridge(f.config, f.experts(experts), {&slot});
         bridge.setActive(true);
+        bridge.setDeferral(1, false);
         cuda::ExpertBridge::submitFromHost(slot, 1);
         cuda::ExpertBridge::waitFromHost(slot, nullptr);
+        while (control.deferredDone < control.ready) std::this_thread::yield();
         bridge.setActive(false);
         QVERIFY_THROWS_EXCEPTION(std::exception, bridge.rethrowFailure());
+    }
+
+    // The decode pattern: MoE layers alternate between two slots, and each layer waits for its own
+    // immediate part and for the previous layer's deferred part, as the GPU does. Every layer's
+    // immediate + deferred must equal the whole computation, with the pool busy on one slot's deferred
+    // part while the other slot's immediate part is queued behind it.
+    void alternatingSlotsOverlap_data() { addRows(); }
+    void alternatingSlotsOverlap() {
+        QFETCH(QString, experts);
+        QFETCH(QByteArray, mode);
+        qputenv("TANDEM_BRIDGE", mode);
+        Fixture f;
+        auto whole = f.experts(experts);
+        const int H = f.config.hiddenSize, k = f.config.router.topK;
+        struct Data {
+            std::vector<float> x, immediate, deferred, weights;
+            std::vector<int> ids;
+            cuda::SlotControl control{};
+            cuda::ExpertSlot slot;
+        };
+        Data d[2];
+        for (auto& s : d) {
+            s.x.resize(static_cast<std::size_t>(H));
+            s.immediate.resize(s.x.size());
+            s.deferred.resize(s.x.size());
+            s.ids.resize(static_cast<std::size_t>(k));
+            s.weights.resize(s.ids.size());
+            s.slot = {s.x.data(), s.ids.data(), s.weights.data(), s.immediate.data(), s.deferred.data(), &s.control, 1, 0};
+        }
+        cuda::ExpertBridge bridge(f.config, f.experts(experts), {&d[0].slot, &d[1].slot});
+        bridge.setActive(true);
+        bridge.setDeferral(k / 2, false);
+        std::vector<float> exact(static_cast<std::size_t>(H));
+        const int layers = f.config.numLayers;
+        for (int step = 0; step < 3; ++step) {
+            Data* previous = nullptr;
+            int previousLayer = -1;
+            for (int l = 0, moe = 0; l < layers; ++l) {
+                if (!f.config.isMoeLayer(l)) continue;
+                Data& s = d[moe++ % 2];
+                for (int i = 0; i < H; ++i) s.x[static_cast<std::size_t>(i)] = std::cos(0.11f * static_cast<float>(i * (l + 2) + step));
+                model::routeTokens(f.config, *f.weights.layers[static_cast<std::size_t>(l)].moe, s.x.data(), 1, s.ids.data(),
+                                   s.weights.data(), f.pool);
+                cuda::ExpertBridge::submitFromHost(s.slot, l);
+                cuda::ExpertBridge::waitFromHost(s.slot, previous ? &previous->slot : nullptr);
+                if (previous) QVERIFY(previous->control.deferredDone == previous->control.ready);
+                const bool last = l + 1 == layers;
+                if (last) while (s.control.deferredDone < s.control.ready) std::this_thread::yield();
+                // Check the previous layer now that its deferred part is in, and the last layer at once.
+                auto check = [&](Data& c, int layer) {
+                    whole->run(layer, c.x.data(), 1, c.ids.data(), c.weights.data(), k, 0, k, exact.data());
+                    for (int i = 0; i < H; ++i) {
+                        const auto u = static_cast<std::size_t>(i);
+                        QVERIFY2(std::abs(c.immediate[u] + c.deferred[u] - exact[u]) < 1e-5f * (1 + std::abs(exact[u])),
+                                 qPrintable(QString("step %1 layer %2 column %3").arg(step).arg(layer).arg(i)));
+                    }
+                };
+                if (previous) check(*previous, previousLayer);
+                if (last) {
+                    check(s, l);
+                    QVERIFY(std::all_of(s.deferred.begin(), s.deferred.end(), [](float v) { return v == 0.0f; }));
+                }
+                previous = &s;
+                previousLayer = l;
+            }
+        }
+        bridge.setActive(false);
+        bridge.rethrowFailure();
     }
 };
 

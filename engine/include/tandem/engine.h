@@ -98,6 +98,7 @@ struct DecodeProfile {
     long graphLaunches = 0;          // one per decode step on the GPU path
     double stepMs = 0.0;             // mean wall time of a step
     double gpuBusyFraction = 0.0;    // of decode wall time (0 on the CPU path)
+    double betweenStepsMs = 0.0;     // GPU idle between steps: the host reading logits, sampling, launching
     double expertPoolBusyFraction = 0.0;
     std::vector<LayerTiming> layers;
 };
