@@ -159,8 +159,9 @@ void ExpertPool::finish(Slot& slot, Ticket t) {
     }
 }
 
-// Workers asleep already wake for the next job and then stay awake.
-void ExpertPool::keepAwake(bool on) { awake_.fetch_add(on ? 1 : -1, std::memory_order_relaxed); }
+void ExpertPool::keepAwakeFor(std::chrono::microseconds d) {
+    awakeUntil_.store((Clock::now() + d).time_since_epoch().count(), std::memory_order_relaxed);
+}
 
 bool ExpertPool::done(Ticket t) const {
     return slots_[(t - 1) % kQueue].finishedTicket.load(std::memory_order_acquire) >= t;
@@ -200,7 +201,8 @@ void ExpertPool::workerLoop(int index, int cpu) {
     for (;;) {
         auto available = [&] { return publishedTicket_.load(std::memory_order_acquire) >= next || stopping_.load(); };
         bool ready = spinUntil(available, spin_);
-        while (!ready && awake_.load(std::memory_order_relaxed) > 0) ready = spinUntil(available, spin_);
+        while (!ready && Clock::now().time_since_epoch().count() < awakeUntil_.load(std::memory_order_relaxed))
+            ready = spinUntil(available, spin_);
         if (!ready)
             while (!available()) {
                 const std::uint32_t seen = published_.load(std::memory_order_acquire);

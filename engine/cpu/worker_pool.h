@@ -89,11 +89,12 @@ public:
     // Runs `job` on the workers and the calling thread; returns when all are done.
     void run(PoolJob& job);
 
-    // While at least one holder keeps the pool awake, idle workers spin instead of going to sleep, so
-    // a job that follows a long gap (a decode step's first MoE layer, after the GPU's lm_head and the
-    // host's sampling) starts in microseconds instead of paying a futex wake-up of every worker. The
-    // GPU path holds it for the length of a forward pass; calls nest.
-    void keepAwake(bool on);
+    // Idle workers spin for `d` from now (instead of their usual spin before sleeping), so a job that
+    // follows a long gap (a decode step's first MoE layer, after the GPU's lm_head and the host's
+    // sampling) starts in microseconds instead of paying a futex wake-up of every worker. The GPU path
+    // renews it at the start and end of every forward pass; 0 ends it. Workers already asleep wake for
+    // the next job and then stay awake.
+    void keepAwakeFor(std::chrono::microseconds d);
 
     static constexpr int kQueue = 8;
 
@@ -124,7 +125,7 @@ private:
     alignas(64) std::atomic<std::uint32_t> published_{0};  // low 32 bits of the last ticket submitted
     std::atomic<std::uint64_t> publishedTicket_{0};
     std::atomic<bool> stopping_{false};
-    std::atomic<int> awake_{0};
+    std::atomic<std::int64_t> awakeUntil_{0};  // steady_clock nanoseconds
     std::atomic<bool> pinned_{true};
 };
 

@@ -1,6 +1,7 @@
 #include "cuda/expert_bridge.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <immintrin.h>
@@ -10,17 +11,19 @@
 namespace tandem::cuda {
 
 ExpertBridge::ExpertBridge(const model::ModelConfig& config, std::unique_ptr<model::RoutedExperts> experts,
-                           std::vector<ExpertSlot*> slots)
-    : config_(config), experts_(std::move(experts)), slots_(std::move(slots)), mode_(modeFromEnvironment()),
-      cpuSeconds_(static_cast<std::size_t>(config.numLayers)), thread_([this] { threadLoop(); }) {}
+                           std::vector<ExpertSlot*> slots, Mode mode)
+    : config_(config), experts_(std::move(experts)), slots_(std::move(slots)), mode_(mode),
+      cpuSeconds_(static_cast<std::size_t>(config.numLayers)) {}
 
 ExpertBridge::~ExpertBridge() {
-    {
-        std::lock_guard lock(mutex_);
-        stopping_ = true;
+    for (const InFlight& f : inFlight_) {
+        try {
+            experts_->wait(f.lane);
+        } catch (...) {
+            // Nobody is left to report to.
+        }
     }
-    wake_.notify_all();
-    thread_.join();
+    experts_->keepAwakeFor(std::chrono::microseconds(0));
 }
 
 ExpertBridge::Mode ExpertBridge::modeFromEnvironment() {
@@ -28,13 +31,14 @@ ExpertBridge::Mode ExpertBridge::modeFromEnvironment() {
     return mode && std::string(mode) == "inline" ? Mode::Inline : Mode::Queued;
 }
 
-void ExpertBridge::setActive(bool active) {
-    {
-        std::lock_guard lock(mutex_);
-        active_ = active;
-        if (!active) idleSince_ = Clock::now();
+void ExpertBridge::pumpUntil(const std::function<bool()>& finished) {
+    experts_->keepAwakeFor(kLinger);
+    for (;;) {
+        if (pumpOnce()) continue;
+        if (finished()) break;
+        _mm_pause();
     }
-    wake_.notify_all();
+    experts_->keepAwakeFor(kLinger);
 }
 
 void ExpertBridge::submitFromHost(ExpertSlot& slot, int layer) {
@@ -51,7 +55,6 @@ void ExpertBridge::waitFromHost(const ExpertSlot& slot, const ExpertSlot* previo
 }
 
 std::vector<double> ExpertBridge::takeCpuSeconds() {
-    std::lock_guard lock(mutex_);
     std::vector<double> s(cpuSeconds_.size(), 0.0);
     std::swap(s, cpuSeconds_);
     return s;
@@ -59,10 +62,7 @@ std::vector<double> ExpertBridge::takeCpuSeconds() {
 
 void ExpertBridge::rethrowFailure() {
     std::exception_ptr failure;
-    {
-        std::lock_guard lock(mutex_);
-        std::swap(failure, failure_);
-    }
+    std::swap(failure, failure_);
     if (failure) std::rethrow_exception(failure);
 }
 
@@ -72,9 +72,9 @@ void ExpertBridge::process(ExpertSlot& s, std::uint64_t submission) {
     std::atomic_thread_fence(std::memory_order_acquire);  // the slot's data was written before `ready`
     const int layer = s.control->layer;
     const int k = config_.router.topK;
-    const int deferred = canDefer(layer) ? std::clamp(deferred_.load(), 0, k - 1) : 0;
+    const int deferred = canDefer(layer) ? std::clamp(deferred_, 0, k - 1) : 0;
     const auto tokens = static_cast<std::size_t>(s.tokens);
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = Clock::now();
     try {
         experts_->run(layer, s.x, tokens, s.ids, s.weights, k, 0, k - deferred, s.immediateOut);
     } catch (...) {
@@ -92,17 +92,11 @@ void ExpertBridge::process(ExpertSlot& s, std::uint64_t submission) {
     }
     std::atomic_thread_fence(std::memory_order_release);
     s.control->deferredDone = submission;
-    book(layer, std::chrono::duration<double>(Clock::now() - start).count());
+    cpuSeconds_[static_cast<std::size_t>(layer)] += std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 void ExpertBridge::recordFailure() {
-    std::lock_guard lock(mutex_);
     if (!failure_) failure_ = std::current_exception();
-}
-
-void ExpertBridge::book(int layer, double seconds) {
-    std::lock_guard lock(mutex_);
-    cpuSeconds_[static_cast<std::size_t>(layer)] += seconds;
 }
 
 // Queues the submission's parts on lanes 2·slot (immediate) and 2·slot + 1 (deferred). A slot is
@@ -111,7 +105,7 @@ void ExpertBridge::queue(ExpertSlot& s, int slotIndex, std::uint64_t submission)
     std::atomic_thread_fence(std::memory_order_acquire);  // the slot's data was written before `ready`
     const int layer = s.control->layer;
     const int k = config_.router.topK;
-    const int deferred = canDefer(layer) ? std::clamp(deferred_.load(), 0, k - 1) : 0;
+    const int deferred = canDefer(layer) ? std::clamp(deferred_, 0, k - 1) : 0;
     const bool runDeferred = deferred > 0 && !skip_;
     const auto tokens = static_cast<std::size_t>(s.tokens);
     const auto now = Clock::now();
@@ -141,7 +135,8 @@ void ExpertBridge::queue(ExpertSlot& s, int slotIndex, std::uint64_t submission)
 
 // Raises the flags of the parts the pool has finished. A part's CPU time runs
 // from when it was queued, or from the previous part's end if the pool was still busy then.
-void ExpertBridge::reap() {
+bool ExpertBridge::reap() {
+    bool any = false;
     for (std::size_t i = 0; i < inFlight_.size();) {
         InFlight& f = inFlight_[i];
         if (!experts_->done(f.lane)) {
@@ -159,46 +154,31 @@ void ExpertBridge::reap() {
         else
             f.slot->control->deferredDone = f.submission;
         const auto now = Clock::now();
-        book(f.layer, std::chrono::duration<double>(now - std::max(f.queued, lastFinish_)).count());
+        cpuSeconds_[static_cast<std::size_t>(f.layer)] +=
+            std::chrono::duration<double>(now - std::max(f.queued, lastFinish_)).count();
         lastFinish_ = now;
         inFlight_.erase(inFlight_.begin() + static_cast<std::ptrdiff_t>(i));
+        any = true;
     }
+    return any;
 }
 
-void ExpertBridge::threadLoop() {
-    for (;;) {
-        bool found = false;
-        for (std::size_t i = 0; i < slots_.size(); ++i) {
-            ExpertSlot* s = slots_[i];
-            const std::uint64_t submission = s->control->ready;
-            if (submission > s->handled) {
-                if (mode_ == Mode::Queued)
-                    queue(*s, static_cast<int>(i), submission);
-                else
-                    process(*s, submission);
-                s->handled = submission;
-                found = true;
-            }
+bool ExpertBridge::pumpOnce() {
+    bool any = false;
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+        ExpertSlot* s = slots_[i];
+        const std::uint64_t submission = s->control->ready;
+        if (submission > s->handled) {
+            if (mode_ == Mode::Queued)
+                queue(*s, static_cast<int>(i), submission);
+            else
+                process(*s, submission);
+            s->handled = submission;
+            any = true;
         }
-        if (!inFlight_.empty()) {
-            reap();  // parts still on the pool: keep watching it
-            continue;
-        }
-        if (found) continue;
-        std::unique_lock lock(mutex_);
-        if (stopping_) break;
-        // Decode calls forward() once a token: linger between calls, with the pool awake, so the next
-        // step's first layer finds everyone spinning.
-        if (active_ || Clock::now() - idleSince_ < kLinger) {
-            lock.unlock();
-            if (!poolAwake_) experts_->keepAwake(poolAwake_ = true);
-            _mm_pause();
-            continue;
-        }
-        if (poolAwake_) experts_->keepAwake(poolAwake_ = false);
-        wake_.wait(lock, [&] { return stopping_ || active_; });
     }
-    if (poolAwake_) experts_->keepAwake(false);
+    if (!inFlight_.empty()) any |= reap();
+    return any;
 }
 
 }  // namespace tandem::cuda

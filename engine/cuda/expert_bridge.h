@@ -1,7 +1,7 @@
 #pragma once
 // The CPU side of a hybrid MoE layer. The GPU copies a layer's normalized hidden states and routing
-// into a pinned slot and signals it; a bridge thread sees the signal, computes the routed experts with
-// the CPU pool while the GPU runs the shared experts, and flags the result, which the GPU waits for.
+// into a pinned slot and signals it; the bridge sees the signal, has the CPU pool compute the routed
+// experts while the GPU runs the shared experts, and flags the result, which the GPU waits for.
 // With Expert Deferral a submission is split: the immediate part (the k-d heaviest experts) is flagged
 // first and waited for at its own layer; the deferred part is flagged next and waited for at the next
 // MoE layer, so it overlaps that layer's attention on the GPU.
@@ -10,21 +10,22 @@
 // chosen per runner (TANDEM_GPU_WAIT, measured in docs/BENCHMARKS.md):
 //   spin  GPU kernels write `ready` and spin on the done flags (no CUDA driver involvement);
 //   host  host nodes of the stream/graph do the same on the CPU (cudaLaunchHostFunc).
-// The bridge thread is the same for both: it spins on `ready` while a forward pass is active.
 //
-// How the bridge thread drives the CPU pool (TANDEM_BRIDGE, measured in docs/BENCHMARKS.md):
-//   queued  (default) each part is queued on the pool as soon as it is known and the thread only
+// The bridge has no thread of its own: the engine thread, which has nothing else to do while the GPU
+// runs a forward pass, serves it (pumpUntil) until the GPU's work is done, on the core the CPU pool
+// leaves to its caller. So no second thread spins on that core, and the end of a decode step is seen
+// by polling rather than by a wake-up from the driver.
+//
+// How the bridge drives the CPU pool (TANDEM_BRIDGE, measured in docs/BENCHMARKS.md):
+//   queued  (default) each part is queued on the pool as soon as it is known and the bridge only
 //           watches for completions and raises the flags: the workers go from a layer's immediate part
 //           to its deferred part to the next layer's immediate part with no hand-back in between;
-//   inline  the thread runs each part itself with the workers, one after the other.
-#include <atomic>
+//   inline  the bridge runs each part itself with the workers, one after the other.
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #include "cuda/slot_control.h"
@@ -41,14 +42,17 @@ struct ExpertSlot {
     float* deferredOut = nullptr;
     SlotControl* control = nullptr;
     int tokens = 0;            // rows of the current forward pass (set by the host before it runs)
-    std::uint64_t handled = 0; // bridge thread only
+    std::uint64_t handled = 0; // the bridge only
 };
 
 class ExpertBridge {
 public:
+    enum class Mode { Queued, Inline };
+    static Mode modeFromEnvironment();
+
     ExpertBridge(const model::ModelConfig& config, std::unique_ptr<model::RoutedExperts> experts,
-                 std::vector<ExpertSlot*> slots);
-    ~ExpertBridge();
+                 std::vector<ExpertSlot*> slots, Mode mode = modeFromEnvironment());
+    ~ExpertBridge();  // waits for parts still on the pool
     ExpertBridge(const ExpertBridge&) = delete;
     ExpertBridge& operator=(const ExpertBridge&) = delete;
 
@@ -58,9 +62,10 @@ public:
         skip_ = skip;
     }
 
-    // While active, and for kLinger after, the bridge thread spins on the slots (and keeps the CPU
-    // pool's workers spinning) instead of sleeping.
-    void setActive(bool active);
+    // Serves the slots (starts signalled submissions, raises the flags of finished parts) until
+    // finished() says true; finished() is asked between rounds. Keeps the CPU pool's workers spinning
+    // for kLinger after it returns, so the next decode step's first layer finds them awake.
+    void pumpUntil(const std::function<bool()>& finished);
     static constexpr std::chrono::milliseconds kLinger{20};
 
     // Host mode: what the host nodes do.
@@ -71,9 +76,6 @@ public:
     std::vector<double> takeCpuSeconds();
     // The first CPU failure since the last call, rethrown on the calling (engine) thread.
     void rethrowFailure();
-
-    enum class Mode { Queued, Inline };
-    static Mode modeFromEnvironment();
 
 private:
     using Clock = std::chrono::steady_clock;
@@ -86,32 +88,25 @@ private:
         Clock::time_point queued;
     };
 
-    void threadLoop();
+    // One round: start what has been signalled, raise the flags of what has finished. True if it did
+    // anything.
+    bool pumpOnce();
     void process(ExpertSlot& slot, std::uint64_t submission);
     void queue(ExpertSlot& slot, int slotIndex, std::uint64_t submission);
-    void reap();
+    bool reap();
     void recordFailure();
-    void book(int layer, double seconds);
     bool canDefer(int layer) const;
 
     const model::ModelConfig& config_;
     std::unique_ptr<model::RoutedExperts> experts_;
     std::vector<ExpertSlot*> slots_;
-    std::atomic<int> deferred_{0};
-    std::atomic<bool> skip_{false};
+    int deferred_ = 0;
+    bool skip_ = false;
     const Mode mode_;
-    std::vector<InFlight> inFlight_;  // bridge thread only
-    Clock::time_point lastFinish_{};  // bridge thread only: when the pool last finished a part
-
-    std::mutex mutex_;
-    std::condition_variable wake_;
-    bool active_ = false;
-    Clock::time_point idleSince_{};
-    bool poolAwake_ = false;  // bridge thread only: it holds the pool awake
-    bool stopping_ = false;
+    std::vector<InFlight> inFlight_;
+    Clock::time_point lastFinish_{};  // when the pool last finished a part
     std::exception_ptr failure_;
     std::vector<double> cpuSeconds_;
-    std::thread thread_;
 };
 
 }  // namespace tandem::cuda

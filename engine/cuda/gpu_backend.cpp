@@ -65,8 +65,8 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
         reason = std::string("the GPU ") + prop.name + " is older than the Ampere generation Tandem needs (bf16)";
         return nullptr;
     }
-    // The engine thread waits for each step in cudaStreamSynchronize: let it sleep there, not spin on
-    // a core the expert pool needs.
+    // The engine thread polls the stream while it serves the expert bridge (GpuRunner::finishStream);
+    // where the runtime still waits (uploads), let it sleep, not spin on a core the expert pool needs.
     if (cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess) cudaGetLastError();  // already set up
     TANDEM_CUDA_CHECK(cudaSetDevice(0));
     std::size_t freeBytes = 0, totalBytes = 0;

@@ -197,7 +197,13 @@ GpuRunner::WaitMode GpuRunner::waitModeFromEnvironment() {
 }
 
 GpuRunner::~GpuRunner() {
-    if (stream_) cudaStreamSynchronize(stream_);
+    if (stream_) {
+        try {
+            finishStream();  // a forward pass that failed may have left GPU waits the bridge must serve
+        } catch (...) {
+            cudaStreamSynchronize(stream_);
+        }
+    }
     printStageProfile();
     if (decodeGraph_) cudaGraphExecDestroy(decodeGraph_);
     if (blas_) cublasDestroy(blas_);
@@ -217,13 +223,6 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
             throw Error("token id " + std::to_string(id) + " is outside the model's vocabulary of " + std::to_string(V));
     bridge_->setDeferral(options.deferral.deferred, options.deferral.skip);
     logits.resize((all ? tokens.size() : 1) * V);
-    // The bridge thread spins for signals while the GPU works, and sleeps once no forward pass has
-    // followed for a while (ExpertBridge::kLinger).
-    bridge_->setActive(true);
-    struct Idle {
-        ExpertBridge& bridge;
-        ~Idle() { bridge.setActive(false); }
-    } idle{*bridge_};
 
     for (std::size_t done = 0; done < tokens.size();) {
         const int n = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(maxChunk_), tokens.size() - done));
@@ -255,13 +254,13 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
             const auto t0 = std::chrono::steady_clock::now();
             TANDEM_CUDA_CHECK(cudaGraphLaunch(decodeGraph_, stream_));
             ++graphLaunches_;
-            TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+            finishStream();
             ++steps_;
             stepSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             collectStepClocks();
         } else {
             enqueueStep(n, rows);
-            TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+            finishStream();
             lastStepEndNs_ = 0;
         }
         if (*failed_.get()) throw GpuError("the CPU did not deliver the routed experts in time; the GPU gave up waiting");
@@ -272,6 +271,16 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
         }
         done += static_cast<std::size_t>(n);
     }
+}
+
+// The engine thread serves the expert bridge until the stream's work is done (expert_bridge.h).
+void GpuRunner::finishStream() {
+    bridge_->pumpUntil([this] {
+        const cudaError_t e = cudaStreamQuery(stream_);
+        if (e == cudaErrorNotReady) return false;
+        TANDEM_CUDA_CHECK(e);
+        return true;
+    });
 }
 
 DecodeProfile GpuRunner::takeProfile() {

@@ -46,6 +46,7 @@ private:
     void enqueueWait(int layer);
     // After a decode step: adds the step's per-layer GPU and wait times from the clocks.
     void collectStepClocks();
+    void finishStream();
     // TANDEM_GPU_PROFILE=1: GPU timestamps between the stages of each layer of a decode step, summed per
     // stage and printed when the runner goes away (a diagnostic for tuning the GPU side).
     void stamp(int layer, int stage);

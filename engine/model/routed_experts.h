@@ -2,6 +2,7 @@
 // The routed experts of every MoE layer, as the forward pass (CPU path) and the GPU path's expert
 // bridge call them. Two implementations: the packed CPU expert engine (runtime/packed_experts.h, the
 // fast one) and the float32 reference over the checkpoint's own matrices (exact; for validation).
+#include <chrono>
 #include <cstddef>
 #include <memory>
 
@@ -36,8 +37,9 @@ public:
     // Returns when the lane's computation has finished; rethrows its failure.
     virtual void wait(int lane) { (void)lane; }
 
-    // While on, the computing threads spin between calls instead of sleeping (cpu::ExpertPool::keepAwake).
-    virtual void keepAwake(bool on) { (void)on; }
+    // The computing threads spin between calls for `d` from now instead of going to sleep
+    // (cpu::ExpertPool::keepAwakeFor).
+    virtual void keepAwakeFor(std::chrono::microseconds d) { (void)d; }
 };
 
 // The reference: model::routedExperts over the checkpoint's matrices.

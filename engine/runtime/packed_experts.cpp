@@ -47,7 +47,7 @@ public:
         if (static_cast<std::size_t>(lane) < lanes_.size()) lanes_[static_cast<std::size_t>(lane)]->runner.wait();
     }
 
-    void keepAwake(bool on) override { pool_.keepAwake(on); }
+    void keepAwakeFor(std::chrono::microseconds d) override { pool_.keepAwakeFor(d); }
 
 private:
     struct Lane {

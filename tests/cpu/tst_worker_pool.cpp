@@ -49,8 +49,9 @@ private slots:
         }
     }
 
-    // keepAwake: the workers spin (state R in /proc) instead of sleeping on a futex (state S) past their
-    // spin time, still run jobs, and the pool still shuts down while held.
+    // keepAwakeFor: the workers spin (state R in /proc) instead of sleeping on a futex (state S) past
+    // their spin time, still run jobs, sleep again when it ends, and the pool still shuts down while
+    // they are kept awake.
     void keptAwakeWorkersSpin() {
         auto workerStates = [] {
             QString states;
@@ -68,15 +69,15 @@ private slots:
         RecordJob first;
         pool.run(first);
         QTRY_COMPARE(workerStates(), QString("S"));  // past 1 µs of spinning: asleep
-        pool.keepAwake(true);
+        pool.keepAwakeFor(std::chrono::hours(1));
         RecordJob second;
         pool.run(second);  // wakes the worker, which now stays awake
         QCOMPARE(static_cast<int>(second.seen.size()), 2);
         std::this_thread::sleep_for(std::chrono::milliseconds(30));
         QCOMPARE(workerStates(), QString("R"));
-        pool.keepAwake(false);
+        pool.keepAwakeFor(std::chrono::microseconds(0));
         QTRY_COMPARE(workerStates(), QString("S"));
-        pool.keepAwake(true);  // held while the pool is destroyed: must not hang
+        pool.keepAwakeFor(std::chrono::hours(1));  // while the pool is destroyed: must not hang
     }
 
     void submitReturnsAtOnceAndWaits() {

@@ -1,8 +1,11 @@
 // The expert bridge's protocol, with the test playing the GPU: it fills a slot, signals it as the host
-// nodes do, and waits for the immediate and deferred parts, which must add up to exact MoE output.
+// nodes do, and waits for the immediate and deferred parts, which must add up to exact MoE output. The
+// bridge is served as the engine thread serves it (pumpUntil), or from a second thread while the test
+// waits as a host node does.
 // Run with the reference experts (computed on the bridge thread) and with the packed CPU engine, whose
 // parts are queued on the pool (TANDEM_BRIDGE=queued, the default) or run by the bridge thread (inline).
 #include <QTest>
+#include <atomic>
 #include <thread>
 
 #include "cpu/thread_pool.h"
@@ -44,6 +47,17 @@ class ExpertBridgeTest : public QObject {
         QTest::newRow("packed, inline") << "packed" << QByteArray("inline");
     }
 
+    // Serves the bridge until the GPU's wait at this slot (and the previous one's deferred part) is over.
+    static void serve(cuda::ExpertBridge& bridge, const cuda::ExpertSlot& slot, const cuda::ExpertSlot* previous = nullptr) {
+        bridge.pumpUntil([&] {
+            return slot.control->immediateDone >= slot.control->ready &&
+                   (!previous || previous->control->deferredDone >= previous->control->ready);
+        });
+    }
+    static void serveDeferred(cuda::ExpertBridge& bridge, const cuda::ExpertSlot& slot) {
+        bridge.pumpUntil([&] { return slot.control->deferredDone >= slot.control->ready; });
+    }
+
 private slots:
     void immediatePlusDeferredIsExact_data() { addRows(); }
     void immediatePlusDeferredIsExact() {
@@ -74,7 +88,9 @@ private slots:
         slot.control = &control;
         slot.tokens = T;
         cuda::ExpertBridge bridge(f.config, std::move(runner), {&slot});
-        bridge.setActive(true);
+        // Host-node style: a second thread serves the bridge while this one waits in waitFromHost.
+        std::atomic<bool> stop{false};
+        std::thread server([&] { bridge.pumpUntil([&] { return stop.load(); }); });
 
         std::vector<float> deferredImmediate;
         for (const bool skip : {false, true}) {
@@ -82,6 +98,7 @@ private slots:
             cuda::ExpertBridge::submitFromHost(slot, 1);  // layer 1 is followed by MoE layer 2: may defer
             cuda::ExpertBridge::waitFromHost(slot, nullptr);
             while (control.deferredDone < control.ready) std::this_thread::yield();
+            if (skip) QCOMPARE(deferred, std::vector<float>(deferred.size(), 0.0f));
             for (std::size_t i = 0; i < x.size(); ++i) {
                 if (skip) {  // the same immediate part; the deferred part dropped
                     QCOMPARE(immediate[i], deferredImmediate[i]);
@@ -103,9 +120,10 @@ private slots:
         cuda::ExpertBridge::waitFromHost(slot, nullptr);
         for (std::size_t i = 0; i < x.size(); ++i) QVERIFY(std::abs(immediate[i] - exact[i]) < 1e-5f * (1 + std::abs(exact[i])));
         while (control.deferredDone < control.ready) std::this_thread::yield();
+        stop = true;
+        server.join();
         QCOMPARE(control.ready, std::uint64_t(3));
         QCOMPARE(control.immediateDone, std::uint64_t(3));
-        bridge.setActive(false);
         bridge.rethrowFailure();
     }
 
@@ -125,12 +143,10 @@ private slots:
         cuda::SlotControl control{};
         cuda::ExpertSlot slot{x.data(), ids.data(), weights.data(), out.data(), deferred.data(), &control, 1, 0};
         cuda::ExpertBridge bridge(f.config, f.experts(experts), {&slot});
-        bridge.setActive(true);
         bridge.setDeferral(1, false);
         cuda::ExpertBridge::submitFromHost(slot, 1);
-        cuda::ExpertBridge::waitFromHost(slot, nullptr);
-        while (control.deferredDone < control.ready) std::this_thread::yield();
-        bridge.setActive(false);
+        serve(bridge, slot);
+        serveDeferred(bridge, slot);
         QVERIFY_THROWS_EXCEPTION(std::exception, bridge.rethrowFailure());
     }
 
@@ -162,7 +178,6 @@ private slots:
             s.slot = {s.x.data(), s.ids.data(), s.weights.data(), s.immediate.data(), s.deferred.data(), &s.control, 1, 0};
         }
         cuda::ExpertBridge bridge(f.config, f.experts(experts), {&d[0].slot, &d[1].slot});
-        bridge.setActive(true);
         bridge.setDeferral(k / 2, false);
         std::vector<float> exact(static_cast<std::size_t>(H));
         const int layers = f.config.numLayers;
@@ -176,10 +191,10 @@ private slots:
                 model::routeTokens(f.config, *f.weights.layers[static_cast<std::size_t>(l)].moe, s.x.data(), 1, s.ids.data(),
                                    s.weights.data(), f.pool);
                 cuda::ExpertBridge::submitFromHost(s.slot, l);
-                cuda::ExpertBridge::waitFromHost(s.slot, previous ? &previous->slot : nullptr);
+                serve(bridge, s.slot, previous ? &previous->slot : nullptr);
                 if (previous) QVERIFY(previous->control.deferredDone == previous->control.ready);
                 const bool last = l + 1 == layers;
-                if (last) while (s.control.deferredDone < s.control.ready) std::this_thread::yield();
+                if (last) serveDeferred(bridge, s.slot);
                 // Check the previous layer now that its deferred part is in, and the last layer at once.
                 auto check = [&](Data& c, int layer) {
                     whole->run(layer, c.x.data(), 1, c.ids.data(), c.weights.data(), k, 0, k, exact.data());
@@ -198,7 +213,6 @@ private slots:
                 previousLayer = l;
             }
         }
-        bridge.setActive(false);
         bridge.rethrowFailure();
     }
 };
