@@ -26,6 +26,14 @@ ExpertBridge::~ExpertBridge() {
     experts_->keepAwakeFor(std::chrono::microseconds(0));
 }
 
+ExpertBridge::ServeMeanwhile::ServeMeanwhile(ExpertBridge& bridge)
+    : thread_([this, &bridge] { bridge.pumpUntil([this] { return stop_.load(std::memory_order_relaxed); }); }) {}
+
+ExpertBridge::ServeMeanwhile::~ServeMeanwhile() {
+    stop_ = true;
+    thread_.join();
+}
+
 ExpertBridge::Mode ExpertBridge::modeFromEnvironment() {
     const char* mode = std::getenv("TANDEM_BRIDGE");
     return mode && std::string(mode) == "inline" ? Mode::Inline : Mode::Queued;

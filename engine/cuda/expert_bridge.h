@@ -11,21 +11,26 @@
 //   spin  GPU kernels write `ready` and spin on the done flags (no CUDA driver involvement);
 //   host  host nodes of the stream/graph do the same on the CPU (cudaLaunchHostFunc).
 //
-// The bridge has no thread of its own: the engine thread, which has nothing else to do while the GPU
-// runs a forward pass, serves it (pumpUntil) until the GPU's work is done, on the core the CPU pool
-// leaves to its caller. So no second thread spins on that core, and the end of a decode step is seen
-// by polling rather than by a wake-up from the driver.
+// The engine thread, which has nothing else to do while the GPU runs a forward pass, serves the bridge
+// (pumpUntil) until the GPU's work is done, on the core the CPU pool leaves to its caller: no second
+// thread spins on that core, and the end of a decode step is seen by polling rather than by a wake-up
+// from the driver. While the engine thread is still enqueueing a prefill chunk kernel by kernel, a
+// helper thread serves instead (ServeMeanwhile): a launch can block until the GPU is idle (lazy module
+// loading, a full launch queue), and the GPU may be waiting for the CPU at that moment. A decode step
+// is one graph launch, so it needs no helper.
 //
 // How the bridge drives the CPU pool (TANDEM_BRIDGE, measured in docs/BENCHMARKS.md):
 //   queued  (default) each part is queued on the pool as soon as it is known and the bridge only
 //           watches for completions and raises the flags: the workers go from a layer's immediate part
 //           to its deferred part to the next layer's immediate part with no hand-back in between;
 //   inline  the bridge runs each part itself with the workers, one after the other.
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "cuda/slot_control.h"
@@ -67,6 +72,19 @@ public:
     // for kLinger after it returns, so the next decode step's first layer finds them awake.
     void pumpUntil(const std::function<bool()>& finished);
     static constexpr std::chrono::milliseconds kLinger{20};
+
+    // For its lifetime, a helper thread serves the bridge (never at the same time as pumpUntil).
+    class ServeMeanwhile {
+    public:
+        explicit ServeMeanwhile(ExpertBridge& bridge);
+        ~ServeMeanwhile();
+        ServeMeanwhile(const ServeMeanwhile&) = delete;
+        ServeMeanwhile& operator=(const ServeMeanwhile&) = delete;
+
+    private:
+        std::atomic<bool> stop_{false};
+        std::thread thread_;
+    };
 
     // Host mode: what the host nodes do.
     static void submitFromHost(ExpertSlot& slot, int layer);

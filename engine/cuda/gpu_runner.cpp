@@ -259,7 +259,10 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
             stepSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             collectStepClocks();
         } else {
-            enqueueStep(n, rows);
+            {
+                ExpertBridge::ServeMeanwhile serving(*bridge_);
+                enqueueStep(n, rows);
+            }
             finishStream();
             lastStepEndNs_ = 0;
         }

@@ -5,7 +5,7 @@
 // Run with the reference experts (computed on the bridge thread) and with the packed CPU engine, whose
 // parts are queued on the pool (TANDEM_BRIDGE=queued, the default) or run by the bridge thread (inline).
 #include <QTest>
-#include <atomic>
+#include <optional>
 #include <thread>
 
 #include "cpu/thread_pool.h"
@@ -89,8 +89,7 @@ private slots:
         slot.tokens = T;
         cuda::ExpertBridge bridge(f.config, std::move(runner), {&slot});
         // Host-node style: a second thread serves the bridge while this one waits in waitFromHost.
-        std::atomic<bool> stop{false};
-        std::thread server([&] { bridge.pumpUntil([&] { return stop.load(); }); });
+        std::optional<cuda::ExpertBridge::ServeMeanwhile> server(std::in_place, bridge);
 
         std::vector<float> deferredImmediate;
         for (const bool skip : {false, true}) {
@@ -120,8 +119,7 @@ private slots:
         cuda::ExpertBridge::waitFromHost(slot, nullptr);
         for (std::size_t i = 0; i < x.size(); ++i) QVERIFY(std::abs(immediate[i] - exact[i]) < 1e-5f * (1 + std::abs(exact[i])));
         while (control.deferredDone < control.ready) std::this_thread::yield();
-        stop = true;
-        server.join();
+        server.reset();
         QCOMPARE(control.ready, std::uint64_t(3));
         QCOMPARE(control.immediateDone, std::uint64_t(3));
         bridge.rethrowFailure();
