@@ -97,6 +97,10 @@ public:
         }
     }
 
+    void finished() noexcept override {
+        if (onFinished) onFinished();
+    }
+
     // Dynamic share-out of [0, n) in chunks: calls f(i) for each item this worker takes.
     template <class F>
     static void forEachItem(std::atomic<int>& counter, int n, int chunk, F&& f) {
@@ -202,6 +206,7 @@ public:
     }
 
     // The evaluation being prepared or run.
+    std::function<void()> onFinished;
     const PackedMoeLayer* layer = nullptr;
     const ExpertKernels* kernels = nullptr;
     MoeInput in;
@@ -368,12 +373,24 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
 
 void MoeRunner::run(const PackedMoeLayer& layer, const MoeInput& input) {
     prepare(layer, input, true);
+    job_->onFinished = nullptr;
     if (input.tokens > 0) pool_.run(*job_);
 }
 
 void MoeRunner::submit(const PackedMoeLayer& layer, const MoeInput& input) {
     prepare(layer, input, false);
+    job_->onFinished = nullptr;
     if (input.tokens > 0) ticket_ = pool_.submit(*job_);
+}
+
+void MoeRunner::enqueueJoined(const PackedMoeLayer& layer, const MoeInput& input, std::function<void()> onFinished) {
+    prepare(layer, input, true);  // before the hook changes: a runner still in flight throws here
+    job_->onFinished = std::move(onFinished);
+    if (input.tokens > 0) {
+        ticket_ = pool_.enqueueJoined(*job_);
+    } else if (job_->onFinished) {
+        job_->onFinished();
+    }
 }
 
 bool MoeRunner::done() const { return !ticket_ || pool_.done(*ticket_); }

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -67,6 +68,10 @@ public:
     // returns or done() says true. One submission at a time per runner: use two runners to overlap two
     // layers (Expert Deferral).
     void submit(const PackedMoeLayer& layer, const MoeInput& input);
+    // The same with the calling thread taking part: its share runs when it calls the pool's
+    // joinQueued() (ExpertPool::enqueueJoined). onFinished runs, on whichever thread finishes last, as
+    // soon as the layer is done (also after a failure, which wait() then rethrows); it must not throw.
+    void enqueueJoined(const PackedMoeLayer& layer, const MoeInput& input, std::function<void()> onFinished);
     bool done() const;
     void wait();
 

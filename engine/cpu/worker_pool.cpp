@@ -140,19 +140,38 @@ ExpertPool::Ticket ExpertPool::submit(PoolJob& job) {
 void ExpertPool::run(PoolJob& job) {
     pinCaller();
     const Ticket t = enqueue(job, true);
+    joinShare(t);
+    wait(t);
+}
+
+ExpertPool::Ticket ExpertPool::enqueueJoined(PoolJob& job) {
+    pinCaller();
+    if (toJoin_.size() + 1 >= static_cast<std::size_t>(kQueue))
+        throw Error("the expert pool's caller queued too many jobs without joining them");
+    const Ticket t = enqueue(job, true);
+    toJoin_.push_back(t);
+    return t;
+}
+
+void ExpertPool::joinQueued() {
+    for (const Ticket t : toJoin_) joinShare(t);
+    toJoin_.clear();
+}
+
+void ExpertPool::joinShare(Ticket t) {
     Slot& slot = slots_[(t - 1) % kQueue];
     try {
-        job.run(joined_[0]);
+        slot.job->run(joined_[0]);
     } catch (...) {
         std::lock_guard lock(slot.errorMutex);
         if (!slot.error) slot.error = std::current_exception();
     }
     finish(slot, t);
-    wait(t);
 }
 
 void ExpertPool::finish(Slot& slot, Ticket t) {
     if (slot.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        slot.job->finished();
         slot.finishedTicket.store(t, std::memory_order_release);
         slot.finished.store(static_cast<std::uint32_t>(t), std::memory_order_release);
         slot.finished.notify_all();

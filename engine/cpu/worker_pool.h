@@ -36,6 +36,9 @@ public:
     virtual ~PoolJob() = default;
     // Called on every worker of the pool, concurrently. An exception is rethrown by wait().
     virtual void run(const WorkerContext& w) = 0;
+    // Called once, by the last participant to finish, before done() reports the job finished (also
+    // after a failure). Must not throw.
+    virtual void finished() noexcept {}
 };
 
 struct PoolOptions {
@@ -89,6 +92,14 @@ public:
     // Runs `job` on the workers and the calling thread; returns when all are done.
     void run(PoolJob& job);
 
+    // Queues `job` for the workers and the calling thread, whose share runs when it calls
+    // joinQueued(): the workers start at once, and go on to the next queued job as soon as they are
+    // through with this one. The caller must join before queueing kQueue jobs. done() / wait() as for
+    // submit().
+    Ticket enqueueJoined(PoolJob& job);
+    // Runs the caller's share of every job queued by enqueueJoined and not joined yet, in order.
+    void joinQueued();
+
     // Idle workers spin for `d` from now (instead of their usual spin before sleeping), so a job that
     // follows a long gap (a decode step's first MoE layer, after the GPU's lm_head and the host's
     // sampling) starts in microseconds instead of paying a futex wake-up of every worker. The GPU path
@@ -111,6 +122,7 @@ private:
 
     Ticket enqueue(PoolJob& job, bool callerJoins);
     void pinCaller();
+    void joinShare(Ticket t);
     void finish(Slot& slot, Ticket t);
     void workerLoop(int index, int cpu);
 
@@ -126,6 +138,7 @@ private:
     std::atomic<std::uint64_t> publishedTicket_{0};
     std::atomic<bool> stopping_{false};
     std::atomic<std::int64_t> awakeUntil_{0};  // steady_clock nanoseconds
+    std::vector<Ticket> toJoin_;                // the caller's: queued by enqueueJoined, not joined yet
     std::atomic<bool> pinned_{true};
 };
 

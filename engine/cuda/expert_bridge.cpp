@@ -16,13 +16,7 @@ ExpertBridge::ExpertBridge(const model::ModelConfig& config, std::unique_ptr<mod
       cpuSeconds_(static_cast<std::size_t>(config.numLayers)) {}
 
 ExpertBridge::~ExpertBridge() {
-    for (const InFlight& f : inFlight_) {
-        try {
-            experts_->wait(f.lane);
-        } catch (...) {
-            // Nobody is left to report to.
-        }
-    }
+    while (!inFlight_.empty()) retireAt(0);  // its failure, if any, has nobody left to go to
     experts_->keepAwakeFor(std::chrono::microseconds(0));
 }
 
@@ -107,8 +101,10 @@ void ExpertBridge::recordFailure() {
     if (!failure_) failure_ = std::current_exception();
 }
 
-// Queues the submission's parts on lanes 2·slot (immediate) and 2·slot + 1 (deferred). A slot is
-// submitted again only after the GPU has seen both of its flags, so its lanes are free by then.
+// Queues the submission's parts on lanes 2·slot (immediate) and 2·slot + 1 (deferred), then runs this
+// thread's share of them. Each part raises its flag the moment it is done, from whichever thread
+// finishes it last. A slot is signalled again only after the GPU has seen both of its flags; its lanes
+// are retired (waited for, their time booked) before they are used again.
 void ExpertBridge::queue(ExpertSlot& s, int slotIndex, std::uint64_t submission) {
     std::atomic_thread_fence(std::memory_order_acquire);  // the slot's data was written before `ready`
     const int layer = s.control->layer;
@@ -116,63 +112,68 @@ void ExpertBridge::queue(ExpertSlot& s, int slotIndex, std::uint64_t submission)
     const int deferred = canDefer(layer) ? std::clamp(deferred_, 0, k - 1) : 0;
     const bool runDeferred = deferred > 0 && !skip_;
     const auto tokens = static_cast<std::size_t>(s.tokens);
-    const auto now = Clock::now();
     const int lane = 2 * slotIndex;
-    try {
-        experts_->submit(lane, layer, s.x, tokens, s.ids, s.weights, k, 0, k - deferred, s.immediateOut);
-        inFlight_.push_back({&s, submission, layer, lane, true, now});
-    } catch (...) {
-        recordFailure();
-        std::atomic_thread_fence(std::memory_order_release);
-        s.control->immediateDone = submission;
-    }
-    if (runDeferred) {
+    auto raise = [submission](volatile std::uint64_t* flag) {
+        return [flag, submission] {
+            std::atomic_thread_fence(std::memory_order_release);
+            *flag = submission;
+        };
+    };
+    auto start = [&](int part, int first, int last, float* out, volatile std::uint64_t* flag) {
+        retire(part);
         try {
-            experts_->submit(lane + 1, layer, s.x, tokens, s.ids, s.weights, k, k - deferred, k, s.deferredOut);
-            inFlight_.push_back({&s, submission, layer, lane + 1, false, now});
-            return;
+            experts_->submit(part, layer, s.x, tokens, s.ids, s.weights, k, first, last, out, raise(flag));
+            inFlight_.push_back({part, layer, Clock::now()});
         } catch (...) {
-            recordFailure();
+            recordFailure();  // the GPU must never wait forever: publish an (empty) result
+            raise(flag)();
         }
+    };
+    start(lane, 0, k - deferred, s.immediateOut, &s.control->immediateDone);
+    if (runDeferred) {
+        start(lane + 1, k - deferred, k, s.deferredOut, &s.control->deferredDone);
     } else {
         std::memset(s.deferredOut, 0, tokens * static_cast<std::size_t>(config_.hiddenSize) * sizeof(float));
+        raise(&s.control->deferredDone)();
     }
-    std::atomic_thread_fence(std::memory_order_release);
-    s.control->deferredDone = submission;
+    try {
+        experts_->joinQueued();
+    } catch (...) {
+        recordFailure();
+    }
 }
 
-// Raises the flags of the parts the pool has finished. A part's CPU time runs
-// from when it was queued, or from the previous part's end if the pool was still busy then.
-bool ExpertBridge::reap() {
-    bool any = false;
-    for (std::size_t i = 0; i < inFlight_.size();) {
-        InFlight& f = inFlight_[i];
-        if (!experts_->done(f.lane)) {
-            ++i;
-            continue;
-        }
-        try {
-            experts_->wait(f.lane);
-        } catch (...) {
-            recordFailure();
-        }
-        std::atomic_thread_fence(std::memory_order_release);
-        if (f.immediate)
-            f.slot->control->immediateDone = f.submission;
-        else
-            f.slot->control->deferredDone = f.submission;
-        const auto now = Clock::now();
-        cpuSeconds_[static_cast<std::size_t>(f.layer)] +=
-            std::chrono::duration<double>(now - std::max(f.queued, lastFinish_)).count();
-        lastFinish_ = now;
-        inFlight_.erase(inFlight_.begin() + static_cast<std::ptrdiff_t>(i));
-        any = true;
+// Books a finished part's CPU time, from when it was queued or from the previous part's end if the
+// pool was still busy then, and rethrows nothing: a failure is kept for the engine thread.
+void ExpertBridge::retireAt(std::size_t i) {
+    const InFlight f = inFlight_[i];
+    inFlight_.erase(inFlight_.begin() + static_cast<std::ptrdiff_t>(i));
+    try {
+        experts_->wait(f.lane);
+    } catch (...) {
+        recordFailure();
     }
-    return any;
+    const auto now = Clock::now();
+    cpuSeconds_[static_cast<std::size_t>(f.layer)] += std::chrono::duration<double>(now - std::max(f.queued, lastFinish_)).count();
+    lastFinish_ = now;
+}
+
+void ExpertBridge::retire(int lane) {
+    for (std::size_t i = 0; i < inFlight_.size(); ++i)
+        if (inFlight_[i].lane == lane) return retireAt(i);
+}
+
+void ExpertBridge::reap() {
+    for (std::size_t i = 0; i < inFlight_.size();)
+        if (experts_->done(inFlight_[i].lane))
+            retireAt(i);
+        else
+            ++i;
 }
 
 bool ExpertBridge::pumpOnce() {
     bool any = false;
+    reap();
     for (std::size_t i = 0; i < slots_.size(); ++i) {
         ExpertSlot* s = slots_[i];
         const std::uint64_t submission = s->control->ready;
@@ -185,7 +186,6 @@ bool ExpertBridge::pumpOnce() {
             any = true;
         }
     }
-    if (!inFlight_.empty()) any |= reap();
     return any;
 }
 

@@ -20,10 +20,10 @@
 // is one graph launch, so it needs no helper.
 //
 // How the bridge drives the CPU pool (TANDEM_BRIDGE, measured in docs/BENCHMARKS.md):
-//   queued  (default) each part is queued on the pool as soon as it is known and the bridge only
-//           watches for completions and raises the flags: the workers go from a layer's immediate part
-//           to its deferred part to the next layer's immediate part with no hand-back in between;
-//   inline  the bridge runs each part itself with the workers, one after the other.
+//   queued  (default) a layer's parts are queued on the pool together and the serving thread takes
+//           its share of both; each part raises its flag from whichever thread finishes it last, and
+//           the workers go from the immediate part to the deferred part without waiting for each other;
+//   inline  the serving thread runs each part with the workers, raising the flag after each.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -98,11 +98,8 @@ public:
 private:
     using Clock = std::chrono::steady_clock;
     struct InFlight {
-        ExpertSlot* slot;
-        std::uint64_t submission;
-        int layer;
         int lane;
-        bool immediate;  // else the deferred part
+        int layer;
         Clock::time_point queued;
     };
 
@@ -111,7 +108,9 @@ private:
     bool pumpOnce();
     void process(ExpertSlot& slot, std::uint64_t submission);
     void queue(ExpertSlot& slot, int slotIndex, std::uint64_t submission);
-    bool reap();
+    void reap();
+    void retire(int lane);
+    void retireAt(std::size_t index);
     void recordFailure();
     bool canDefer(int layer) const;
 

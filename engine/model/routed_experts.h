@@ -4,6 +4,7 @@
 // fast one) and the float32 reference over the checkpoint's own matrices (exact; for validation).
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 
 #include "cpu/thread_pool.h"
@@ -21,15 +22,19 @@ public:
                      int firstSlot, int lastSlot, float* out) = 0;
 
     // The GPU bridge's form of run(): the same computation queued on `lane` (lanes are independent; one
-    // computation in flight per lane), returning at once, so the CPU's threads go from one part of a
-    // decode step to the next without waiting for each other in between. x and out must stay valid
-    // until done(lane) says true or wait(lane) returns; ids and weights are read before submit returns.
-    // The default computes it here and now.
+    // computation in flight per lane), so the CPU's threads go from one part of a decode step to the
+    // next without waiting for each other in between. The calling thread's share runs when it calls
+    // joinQueued(), which must follow every submit or two. onFinished runs, on whichever thread
+    // finishes last, the moment the computation is done (also after a failure, which wait(lane) then
+    // rethrows); it must not throw. x and out must stay valid until then; ids and weights are read
+    // before submit returns. The default computes it here and now.
     virtual void submit(int lane, int layer, const float* x, std::size_t tokens, const int* ids, const float* weights,
-                        int topK, int firstSlot, int lastSlot, float* out) {
+                        int topK, int firstSlot, int lastSlot, float* out, std::function<void()> onFinished) {
         (void)lane;
         run(layer, x, tokens, ids, weights, topK, firstSlot, lastSlot, out);
+        onFinished();
     }
+    virtual void joinQueued() {}
     virtual bool done(int lane) const {
         (void)lane;
         return true;

@@ -15,11 +15,7 @@ namespace {
 class PackedRunner : public model::RoutedExperts {
 public:
     PackedRunner(const std::vector<std::unique_ptr<cpu::PackedMoeLayer>>& layers, int hidden, cpu::ExpertPool& pool)
-        : layers_(layers), hidden_(static_cast<std::size_t>(hidden)), pool_(pool), runner_(pool) {
-        // Queued work runs on the workers alone: every node needs one besides the caller.
-        queueable_ = pool.threads() > 1;
-        for (int n = 0; n < pool.nodes(); ++n) queueable_ = queueable_ && pool.nodeParticipants(n, false) > 0;
-    }
+        : layers_(layers), hidden_(static_cast<std::size_t>(hidden)), pool_(pool), runner_(pool) {}
 
     void run(int layer, const float* x, std::size_t tokens, const int* ids, const float* weights, int topK, int firstSlot,
              int lastSlot, float* out) override {
@@ -28,16 +24,16 @@ public:
     }
 
     void submit(int lane, int layer, const float* x, std::size_t tokens, const int* ids, const float* weights, int topK,
-                int firstSlot, int lastSlot, float* out) override {
-        if (!queueable_) {
-            run(layer, x, tokens, ids, weights, topK, firstSlot, lastSlot, out);
-            return;
-        }
+                int firstSlot, int lastSlot, float* out, std::function<void()> onFinished) override {
         while (lanes_.size() <= static_cast<std::size_t>(lane)) lanes_.push_back(std::make_unique<Lane>(pool_));
         Lane& l = *lanes_[static_cast<std::size_t>(lane)];
         if (const auto input = prepare(layer, x, tokens, ids, weights, topK, firstSlot, lastSlot, out, l.ids, l.weights))
-            l.runner.submit(*packed(layer), *input);
+            l.runner.enqueueJoined(*packed(layer), *input, std::move(onFinished));
+        else
+            onFinished();
     }
+
+    void joinQueued() override { pool_.joinQueued(); }
 
     bool done(int lane) const override {
         return static_cast<std::size_t>(lane) >= lanes_.size() || lanes_[static_cast<std::size_t>(lane)]->runner.done();
@@ -91,7 +87,6 @@ private:
     std::size_t hidden_;
     cpu::ExpertPool& pool_;
     cpu::MoeRunner runner_;
-    bool queueable_ = false;
     std::vector<int> ids_;
     std::vector<float> weights_;
     std::vector<std::unique_ptr<Lane>> lanes_;

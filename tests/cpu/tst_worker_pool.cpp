@@ -6,6 +6,7 @@
 #include <QTest>
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <set>
 
@@ -78,6 +79,44 @@ private slots:
         pool.keepAwakeFor(std::chrono::microseconds(0));
         QTRY_COMPARE(workerStates(), QString("S"));
         pool.keepAwakeFor(std::chrono::hours(1));  // while the pool is destroyed: must not hang
+    }
+
+    // enqueueJoined: the workers start at once, the caller's share runs in joinQueued, and each job's
+    // finished() hook runs once, after every participant is through, before done() says so.
+    void joinedJobsRunTheirHookOnce() {
+        ExpertPool pool({.threads = 3});
+        struct Counting : PoolJob {
+            void run(const WorkerContext& w) override {
+                ++ran;
+                if (w.worker == 0) callerRan = true;
+            }
+            void finished() noexcept override {
+                hookSawAll = ran.load() == 3;
+                ++hooks;
+            }
+            std::atomic<int> ran{0}, hooks{0};
+            std::atomic<bool> callerRan{false}, hookSawAll{false};
+        } a, b;
+        const auto ta = pool.enqueueJoined(a);
+        const auto tb = pool.enqueueJoined(b);
+        QTRY_COMPARE(b.ran.load(), 2);  // both workers went through both jobs without the caller
+        QVERIFY(!pool.done(ta) && !pool.done(tb));
+        QCOMPARE(a.hooks.load(), 0);
+        pool.joinQueued();
+        pool.wait(ta);
+        pool.wait(tb);
+        for (Counting* j : {&a, &b}) {
+            QVERIFY(j->callerRan.load());
+            QCOMPARE(j->hooks.load(), 1);
+            QVERIFY(j->hookSawAll.load());
+        }
+        pool.joinQueued();  // nothing left: a no-op
+        // The caller must join before the queue wraps.
+        std::vector<std::unique_ptr<Counting>> many;
+        QVERIFY_THROWS_EXCEPTION(tandem::Error, {
+            for (int i = 0; i < ExpertPool::kQueue; ++i) pool.enqueueJoined(*many.emplace_back(std::make_unique<Counting>()));
+        });
+        pool.joinQueued();
     }
 
     void submitReturnsAtOnceAndWaits() {
