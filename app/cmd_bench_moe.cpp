@@ -68,7 +68,7 @@ int verify(int threads, bool quiet) {
 int runBenchMoe(const CommandArgs& argv) {
     const CliArgs args(argv,
                        {"--shape", "--experts", "--tokens", "--threads", "--kernels", "--gemm-min-rows", "--experts-in-memory",
-                        "--seconds", "--sweep"},
+                        "--seconds", "--sweep", "--defer"},
                        {"--json", "--verify"});
     const std::string shapeName = args.required("--shape");
     const MoeShape* shape = findMoeShape(shapeName);
@@ -83,6 +83,9 @@ int runBenchMoe(const CommandArgs& argv) {
     o.gemmMinRows = args.integer("--gemm-min-rows", 0);
     o.expertsInMemory = args.integer("--experts-in-memory", 0);
     o.secondsPerPoint = args.number("--seconds", 2.0);
+    o.deferred = args.integer("--defer", 0);
+    if (o.deferred < 0 || o.deferred >= shape->topK)
+        throw tandem::Error("--defer must be between 0 and " + std::to_string(shape->topK - 1) + " for this shape");
     const std::string kernels = args.optional("--kernels").value_or("auto");
     if (kernels == "gemv")
         o.kernels = KernelChoice::Gemv;
@@ -138,6 +141,7 @@ int runBenchMoe(const CommandArgs& argv) {
                 {"tflops", p.tflops},
                 {"isa", isaName(r.isa)},
                 {"threads", r.threads},
+                {"deferred", o.deferred},
                 {"numa_nodes", r.nodes},
                 {"weight_bytes", p.weightBytes},
                 {"layer_bytes", r.layerBytes},

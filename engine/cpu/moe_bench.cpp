@@ -237,7 +237,11 @@ MoeBenchReport runMoeBench(const MoeBenchOptions& o, const std::function<void(co
     for (const int tokens : o.tokens) {
         progress("timing " + std::to_string(tokens) + " token(s)");
         MoeRunner runner(pool, {std::nullopt, o.kernels, o.gemmMinRows});
-        std::vector<float> x(static_cast<std::size_t>(tokens) * o.shape.hidden), out(x.size(), 0.0f);
+        MoeRunner second(pool, {std::nullopt, o.kernels, o.gemmMinRows});
+        const int k = o.shape.topK, later = std::clamp(o.deferred, 0, k - 1);
+        std::vector<int> idsA, idsB;
+        std::vector<float> weightsA, weightsB;
+        std::vector<float> x(static_cast<std::size_t>(tokens) * o.shape.hidden), out(x.size(), 0.0f), out2(out);
         for (float& v : x) v = rng.uniform(-1.0f, 1.0f);
         std::vector<int> ids;
         std::vector<float> weights;
@@ -250,17 +254,39 @@ MoeBenchReport runMoeBench(const MoeBenchOptions& o, const std::function<void(co
         for (int it = -2; it < 5000; ++it) {
             randomRouting(rng, tokens, o.shape.experts, o.shape.topK, ids, weights);
             const PackedMoeLayer& layer = *b.copies[static_cast<std::size_t>(it + 2) % b.copies.size()];
-            const auto t0 = Clock::now();
-            runner.run(layer, {x.data(), static_cast<std::size_t>(o.shape.hidden), tokens, ids.data(), weights.data(),
-                                  o.shape.topK, out.data(), static_cast<std::size_t>(o.shape.hidden)});
-            const double dt = seconds(t0);
+            const std::size_t H = static_cast<std::size_t>(o.shape.hidden);
+            double dt = 0;
+            if (later == 0) {
+                const auto t0 = Clock::now();
+                runner.run(layer, {x.data(), H, tokens, ids.data(), weights.data(), k, out.data(), H});
+                dt = seconds(t0);
+            } else {
+                auto part = [&](int first, int last, std::vector<int>& pi, std::vector<float>& pw) {
+                    pi.clear();
+                    pw.clear();
+                    for (int t = 0; t < tokens; ++t)
+                        for (int s = first; s < last; ++s) {
+                            pi.push_back(ids[static_cast<std::size_t>(t * k + s)]);
+                            pw.push_back(weights[static_cast<std::size_t>(t * k + s)]);
+                        }
+                };
+                part(0, k - later, idsA, weightsA);
+                part(k - later, k, idsB, weightsB);
+                const auto t0 = Clock::now();
+                runner.enqueueJoined(layer, {x.data(), H, tokens, idsA.data(), weightsA.data(), k - later, out.data(), H}, {});
+                second.enqueueJoined(layer, {x.data(), H, tokens, idsB.data(), weightsB.data(), later, out2.data(), H}, {});
+                pool.joinQueued();
+                runner.wait();
+                second.wait();
+                dt = seconds(t0);
+            }
             if (it < 0) continue;  // warm-up
             std::set<const std::byte*> read;
             for (const int e : ids) read.insert(layer.expert(0, e).gateUp);
             times.push_back(dt);
             bytes += static_cast<double>(read.size()) * static_cast<double>(b.layout.dataBytes);
-            active += runner.lastStats().activeExperts;
-            gemm += runner.lastStats().gemmExperts;
+            active += runner.lastStats().activeExperts + (later ? second.lastStats().activeExperts : 0);
+            gemm += runner.lastStats().gemmExperts + (later ? second.lastStats().gemmExperts : 0);
             // A bandwidth pass about every 0.1 s of layers, so both see the same machine.
             if (seconds(lastProbe) > 0.1) {
                 bandwidth.push_back(probe.pass());
@@ -293,7 +319,7 @@ std::vector<SweepPoint> sweepGemmThreshold(const MoeBenchOptions& o, const std::
     Random rng(o.seed);
     for (const int rows : rowsPerExpert) {
         const int tokens = (rows * o.shape.experts + o.shape.topK - 1) / o.shape.topK;
-        std::vector<float> x(static_cast<std::size_t>(tokens) * o.shape.hidden), out(x.size(), 0.0f);
+        std::vector<float> x(static_cast<std::size_t>(tokens) * o.shape.hidden), out(x.size(), 0.0f), out2(out);
         for (float& v : x) v = rng.uniform(-1.0f, 1.0f);
         std::vector<int> ids(static_cast<std::size_t>(tokens) * o.shape.topK);
         std::vector<float> weights(ids.size(), 1.0f / o.shape.topK);

@@ -37,6 +37,9 @@ struct MoeBenchOptions {
     int gemmMinRows = 0;             // > 0 overrides the measured threshold
     int expertsInMemory = 0;         // 0: every expert, or as many as fit in 60% of available memory
     double secondsPerPoint = 2.0;    // measuring time per token count
+    int deferred = 0;                // > 0: each layer runs as the GPU path's two parts (the first
+                                     // topK - deferred slots, then the rest), queued together with the
+                                     // caller joining, as the expert bridge does with Expert Deferral
     std::uint64_t seed = 1;
 };
 
