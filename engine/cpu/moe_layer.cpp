@@ -4,8 +4,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <sys/mman.h>
 #include <string>
+#include <string_view>
+#include <sys/mman.h>
 
 #include "cpu/activation_quant.h"
 #include "tandem/error.h"
@@ -83,13 +84,21 @@ public:
         : partialBuffers(static_cast<std::size_t>(nodes)), nextB(static_cast<std::size_t>(nodes)),
           nextD(static_cast<std::size_t>(nodes)), partial(static_cast<std::size_t>(nodes)) {}
 
+    // One token (decode): the caller converts x in prepare(), and each expert's activation row is
+    // converted by whichever thread finishes that expert's last gate/up piece, so only the barrier
+    // before down remains of three. A decode part is ~0.1-0.3 ms, and each barrier of 16 threads and
+    // the phase tail before it cost microseconds.
     void run(const WorkerContext& w) override {
-        phaseA();
-        barrier.arriveAndWait();
+        if (!oneToken) {
+            phaseA();
+            barrier.arriveAndWait();
+        }
         phaseB(w);
         barrier.arriveAndWait();
-        phaseC();
-        barrier.arriveAndWait();
+        if (!oneToken) {
+            phaseC();
+            barrier.arriveAndWait();
+        }
         phaseD(w);
         if (layer->nodes() > 1) {
             barrier.arriveAndWait();
@@ -113,23 +122,41 @@ public:
     }
 
     void phaseA() {
-        const ExpertLayout& l = layer->layout();
         const int zeroRows = (layer->nodes() - 1) * in.tokens;
         forEachItem(nextA, rows + zeroRows, chunkA, [&](int i) {
-            if (i >= rows) {
-                const int n = 1 + (i - rows) / in.tokens, t = (i - rows) % in.tokens;
-                std::memset(partial[n] + static_cast<std::size_t>(t) * l.hidden, 0, l.hidden * sizeof(float));
-                return;
-            }
-            const float* x = in.x + static_cast<std::size_t>(rowToken[i]) * in.xStride;
-            if (l.type != ExpertType::BF16)
-                activationToInt8(x, l.hidden, l.hiddenPad, reinterpret_cast<std::int8_t*>(xq + i * xRowBytes), xScale + i,
-                                 xSums + static_cast<std::size_t>(i) * xGroups);
-            else if (splitBf16)
-                activationToBf16Split(x, l.hidden, l.hiddenPad, xq + i * xRowBytes);
+            if (i >= rows)
+                zeroPartial(1 + (i - rows) / in.tokens, (i - rows) % in.tokens);
             else
-                activationToFloat(x, l.hidden, l.hiddenPad, reinterpret_cast<float*>(xq + i * xRowBytes));
+                convertX(i);
         });
+    }
+
+    void zeroPartial(int node, int token) {
+        const int hidden = layer->layout().hidden;
+        std::memset(partial[node] + static_cast<std::size_t>(token) * hidden, 0, hidden * sizeof(float));
+    }
+
+    void convertX(int i) {
+        const ExpertLayout& l = layer->layout();
+        const float* x = in.x + static_cast<std::size_t>(rowToken[i]) * in.xStride;
+        if (l.type != ExpertType::BF16)
+            activationToInt8(x, l.hidden, l.hiddenPad, reinterpret_cast<std::int8_t*>(xq + i * xRowBytes), xScale + i,
+                             xSums + static_cast<std::size_t>(i) * xGroups);
+        else if (splitBf16)
+            activationToBf16Split(x, l.hidden, l.hiddenPad, xq + i * xRowBytes);
+        else
+            activationToFloat(x, l.hidden, l.hiddenPad, reinterpret_cast<float*>(xq + i * xRowBytes));
+    }
+
+    // The caller's share of phase A for one token: convert x once, copy it to every row.
+    void prepareOneToken() {
+        convertX(0);
+        for (int i = 1; i < rows; ++i) {
+            std::memcpy(xq + i * xRowBytes, xq, xRowBytes);
+            xScale[i] = xScale[0];
+            std::memcpy(xSums + static_cast<std::size_t>(i) * xGroups, xSums, static_cast<std::size_t>(xGroups) * sizeof(std::int32_t));
+        }
+        for (int n = 1; n < layer->nodes(); ++n) zeroPartial(n, 0);
     }
 
     void phaseB(const WorkerContext& w) {
@@ -150,6 +177,8 @@ public:
             call.act = act + static_cast<std::size_t>(a.firstRow) * l.interPad;
             call.actStride = static_cast<std::size_t>(l.interPad);
             kernels->pick(l.type, a.gemm).gateUp(call);
+            if (oneToken && pendingGateUp[job.active].next.fetch_sub(1, std::memory_order_acq_rel) == 1)
+                for (int r = a.firstRow; r < a.firstRow + a.rows; ++r) convertAct(r);
         });
     }
 
@@ -157,14 +186,18 @@ public:
     void phaseC() {
         const ExpertLayout& l = layer->layout();
         if (l.type == ExpertType::BF16 && !splitBf16) return;
-        forEachItem(nextC, rows, chunkA, [&](int i) {
-            const float* a = act + static_cast<std::size_t>(i) * l.interPad;
-            if (l.type == ExpertType::BF16)
-                activationToBf16Split(a, l.interPad, l.interPad, aq + i * aRowBytes);
-            else
-                activationToInt8(a, l.interPad, l.interPad, reinterpret_cast<std::int8_t*>(aq + i * aRowBytes), aScale + i,
-                                 aSums + static_cast<std::size_t>(i) * aGroups);
-        });
+        forEachItem(nextC, rows, chunkA, [&](int i) { convertAct(i); });
+    }
+
+    void convertAct(int i) {
+        const ExpertLayout& l = layer->layout();
+        if (l.type == ExpertType::BF16 && !splitBf16) return;
+        const float* a = act + static_cast<std::size_t>(i) * l.interPad;
+        if (l.type == ExpertType::BF16)
+            activationToBf16Split(a, l.interPad, l.interPad, aq + i * aRowBytes);
+        else
+            activationToInt8(a, l.interPad, l.interPad, reinterpret_cast<std::int8_t*>(aq + i * aRowBytes), aScale + i,
+                             aSums + static_cast<std::size_t>(i) * aGroups);
     }
 
     void phaseD(const WorkerContext& w) {
@@ -240,6 +273,9 @@ public:
     std::vector<Counter> nextB, nextD;
     std::vector<float*> partial;
     SpinBarrier barrier;
+    bool oneToken = false;
+    std::unique_ptr<Counter[]> pendingGateUp;  // per active expert: gate/up pieces not finished yet
+    std::size_t pendingCapacity = 0;
 };
 
 MoeRunner::MoeRunner(ExpertPool& pool, const MoeOptions& options)
@@ -362,6 +398,24 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
         for (int q = 0; q < l.downPanels; q += range) j.downJobs[n].push_back({q, std::min(range, l.downPanels - q)});
     }
 
+    // TANDEM_MOE_DECODE=phases keeps the three-barrier schedule for one token too, for A/B runs.
+    static const bool phased = [] {
+        const char* v = std::getenv("TANDEM_MOE_DECODE");
+        return v && std::string_view(v) == "phases";
+    }();
+    j.oneToken = in.tokens == 1 && !phased;
+    if (j.oneToken) {
+        if (j.active.size() > j.pendingCapacity) {
+            j.pendingGateUp = std::make_unique<Counter[]>(j.active.size());
+            j.pendingCapacity = j.active.size();
+        }
+        for (std::size_t a = 0; a < j.active.size(); ++a) j.pendingGateUp[a].next.store(0, std::memory_order_relaxed);
+        for (const auto& jobs : j.gateUpJobs)
+            for (const auto& g : jobs) j.pendingGateUp[static_cast<std::size_t>(g.active)].next.fetch_add(1, std::memory_order_relaxed);
+        for (std::size_t a = 0; a < j.active.size(); ++a)
+            if (j.pendingGateUp[a].next.load(std::memory_order_relaxed) == 0) j.oneToken = false;  // nobody would convert it
+        if (j.oneToken) j.prepareOneToken();
+    }
     j.chunkA = std::max(1, j.rows / (4 * pool_.participants(callerJoins)));
     j.nextA.store(0, std::memory_order_relaxed);
     j.nextC.store(0, std::memory_order_relaxed);

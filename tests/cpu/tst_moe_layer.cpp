@@ -253,18 +253,24 @@ private slots:
     void numaSimulationMatchesOneNode_data() {
         QTest::addColumn<int>("type");
         QTest::addColumn<int>("placement");
-        for (const ExpertType t : kAllExpertTypes) {
-            QTest::newRow((std::string(expertTypeName(t)) + " copied to nodes").c_str()) << int(t) << int(PackedMoeLayer::Placement::CopyToNodes);
-            QTest::newRow((std::string(expertTypeName(t)) + " bound in place").c_str()) << int(t) << int(PackedMoeLayer::Placement::InPlace);
-        }
+        QTest::addColumn<int>("tokens");
+        for (const ExpertType t : kAllExpertTypes)
+            for (const int tokens : {23, 1}) {  // 1: the decode path (x converted by the caller)
+                const std::string type(expertTypeName(t));
+                QTest::addRow("%s, %d token(s), copied to nodes", type.c_str(), tokens)
+                    << int(t) << int(PackedMoeLayer::Placement::CopyToNodes) << tokens;
+                QTest::addRow("%s, %d token(s), bound in place", type.c_str(), tokens)
+                    << int(t) << int(PackedMoeLayer::Placement::InPlace) << tokens;
+            }
     }
 
     void numaSimulationMatchesOneNode() {
         QFETCH(int, type);
         QFETCH(int, placement);
+        QFETCH(int, tokens);
         // 520 intermediate columns: 5 chunks, so 3 pretend nodes get unequal shares (2, 2, 1... chunks).
         const Layer layer(ExpertType(type), 150, 520, 5, 11);
-        const Batch batch(23, 150, 5, 2, 12);
+        const Batch batch(tokens, 150, 5, 2, 12);
         ExpertPool one({.threads = 2}), three({.threads = 3, .simulatedNodes = 3});
         QCOMPARE(three.nodes(), 3);
         const PackedMoeLayer single(layer.layout, layer.experts, layer.bytes, one.topology());
@@ -288,7 +294,8 @@ private slots:
         }
         QCOMPARE(split.copied(), placement == int(PackedMoeLayer::Placement::CopyToNodes));
 
-        std::vector<float> a(batch.x.size(), 0.5f), b(a.size(), 0.5f);
+        const std::vector<float> start(batch.x.size(), 0.5f);
+        std::vector<float> a = start, b = start;
         MoeRunner r1(one), r3(three);
         r1.run(single, batch.input(a.data(), 150));
         r3.run(split, batch.input(b.data(), 150));
