@@ -40,13 +40,15 @@ public:
             std::free(data_);
             data_ = nullptr;
             bytes_ = 0;
-            const std::size_t want = bytes + bytes / 4;  // headroom for the next, larger batch
+            const std::size_t want = align64(bytes + bytes / 4);  // headroom for the next, larger batch
             const bool huge = want >= kHugePage;
-            void* p = huge ? std::aligned_alloc(kHugePage, (want + kHugePage - 1) / kHugePage * kHugePage) : std::aligned_alloc(64, want);
+            // aligned_alloc wants a size that is a multiple of the alignment.
+            const std::size_t size = huge ? (want + kHugePage - 1) / kHugePage * kHugePage : want;
+            void* p = std::aligned_alloc(huge ? kHugePage : 64, size);
             if (!p) throw std::bad_alloc();
-            if (huge) madvise(p, (want + kHugePage - 1) / kHugePage * kHugePage, MADV_HUGEPAGE);
+            if (huge) madvise(p, size, MADV_HUGEPAGE);
             data_ = static_cast<std::byte*>(p);
-            bytes_ = bytes + bytes / 4;
+            bytes_ = want;
         }
         return reinterpret_cast<T*>(data_);
     }
@@ -151,8 +153,10 @@ public:
     // The caller's share of phase A for one token: convert x once, copy it to every row.
     void prepareOneToken() {
         convertX(0);
+        const bool scaled = layer->layout().type != ExpertType::BF16;  // BF16 rows carry no scale or sums
         for (int i = 1; i < rows; ++i) {
             std::memcpy(xq + i * xRowBytes, xq, xRowBytes);
+            if (!scaled) continue;
             xScale[i] = xScale[0];
             std::memcpy(xSums + static_cast<std::size_t>(i) * xGroups, xSums, static_cast<std::size_t>(xGroups) * sizeof(std::int32_t));
         }

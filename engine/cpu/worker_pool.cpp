@@ -75,6 +75,7 @@ ExpertPool::ExpertPool(const PoolOptions& options)
     };
     joined_ = contexts(true);
     alone_ = contexts(false);
+    toJoin_.reserve(kQueue);
     for (std::size_t i = 0; i < workers.size(); ++i)
         workers_.emplace_back([this, i, cpu = options.pin ? workers[i].second : -1] { workerLoop(static_cast<int>(i), cpu); });
 }
@@ -126,8 +127,16 @@ void ExpertPool::pinCaller() {
     pinnedFor = this;
 }
 
+// A new job would take the queue slot of the oldest job the caller has not joined yet: that job can
+// only finish once the caller joins it, so queueing would wait forever.
+void ExpertPool::checkQueueRoom() const {
+    if (!toJoin_.empty() && nextTicket_ - toJoin_.front() >= static_cast<Ticket>(kQueue))
+        throw Error("the expert pool's caller queued too many jobs without joining them");
+}
+
 ExpertPool::Ticket ExpertPool::submit(PoolJob& job) {
     pinCaller();
+    checkQueueRoom();
     if (workers_.empty())
         throw Error("the expert pool has no worker threads to run a submission on; give it at least 2 threads");
     for (int n = 0; n < nodes(); ++n)
@@ -139,6 +148,7 @@ ExpertPool::Ticket ExpertPool::submit(PoolJob& job) {
 
 void ExpertPool::run(PoolJob& job) {
     pinCaller();
+    joinQueued();  // the workers are waiting for the caller in those
     const Ticket t = enqueue(job, true);
     joinShare(t);
     wait(t);
@@ -146,10 +156,9 @@ void ExpertPool::run(PoolJob& job) {
 
 ExpertPool::Ticket ExpertPool::enqueueJoined(PoolJob& job) {
     pinCaller();
-    if (toJoin_.size() + 1 >= static_cast<std::size_t>(kQueue))
-        throw Error("the expert pool's caller queued too many jobs without joining them");
+    checkQueueRoom();
     const Ticket t = enqueue(job, true);
-    toJoin_.push_back(t);
+    toJoin_.push_back(t);  // within the capacity reserved in the constructor: cannot throw
     return t;
 }
 
@@ -187,6 +196,8 @@ bool ExpertPool::done(Ticket t) const {
 }
 
 void ExpertPool::wait(Ticket t) {
+    // Waiting for a job the caller has queued but not joined would wait forever: join first.
+    if (!toJoin_.empty() && t >= toJoin_.front()) joinQueued();
     Slot& slot = slots_[(t - 1) % kQueue];
     auto finished = [&] { return slot.finishedTicket.load(std::memory_order_acquire) >= t; };
     if (!spinUntil(finished, kWaitSpin))

@@ -94,8 +94,9 @@ public:
 
     // Queues `job` for the workers and the calling thread, whose share runs when it calls
     // joinQueued(): the workers start at once, and go on to the next queued job as soon as they are
-    // through with this one. The caller must join before queueing kQueue jobs. done() / wait() as for
-    // submit().
+    // through with this one. done() / wait() as for submit(); wait() and run() from the caller join
+    // its queued jobs first. Throws tandem::Error rather than queue past kQueue jobs of which the
+    // oldest is not joined. The caller is one thread at a time.
     Ticket enqueueJoined(PoolJob& job);
     // Runs the caller's share of every job queued by enqueueJoined and not joined yet, in order.
     void joinQueued();
@@ -122,6 +123,7 @@ private:
 
     Ticket enqueue(PoolJob& job, bool callerJoins);
     void pinCaller();
+    void checkQueueRoom() const;
     void joinShare(Ticket t);
     void finish(Slot& slot, Ticket t);
     void workerLoop(int index, int cpu);

@@ -13,7 +13,9 @@ namespace tandem::cuda {
 ExpertBridge::ExpertBridge(const model::ModelConfig& config, std::unique_ptr<model::RoutedExperts> experts,
                            std::vector<ExpertSlot*> slots, Mode mode)
     : config_(config), experts_(std::move(experts)), slots_(std::move(slots)), mode_(mode),
-      cpuSeconds_(static_cast<std::size_t>(config.numLayers)) {}
+      cpuSeconds_(static_cast<std::size_t>(config.numLayers)) {
+    inFlight_.reserve(2 * slots_.size());  // two parts per slot at most: pushing never allocates
+}
 
 ExpertBridge::~ExpertBridge() {
     while (!inFlight_.empty()) retireAt(0);  // its failure, if any, has nobody left to go to
@@ -21,7 +23,7 @@ ExpertBridge::~ExpertBridge() {
 }
 
 ExpertBridge::ServeMeanwhile::ServeMeanwhile(ExpertBridge& bridge)
-    : thread_([this, &bridge] { bridge.pumpUntil([this] { return stop_.load(std::memory_order_relaxed); }); }) {}
+    : thread_([this, &bridge] { bridge.pumpUntil([this] { return stop_.load(std::memory_order_relaxed); }, Idle::Yield); }) {}
 
 ExpertBridge::ServeMeanwhile::~ServeMeanwhile() {
     stop_ = true;
@@ -33,12 +35,15 @@ ExpertBridge::Mode ExpertBridge::modeFromEnvironment() {
     return mode && std::string(mode) == "inline" ? Mode::Inline : Mode::Queued;
 }
 
-void ExpertBridge::pumpUntil(const std::function<bool()>& finished) {
+void ExpertBridge::pumpUntil(const std::function<bool()>& finished, Idle idle) {
     experts_->keepAwakeFor(kLinger);
     for (;;) {
         if (pumpOnce()) continue;
         if (finished()) break;
-        _mm_pause();
+        if (idle == Idle::Yield)
+            std::this_thread::yield();
+        else
+            _mm_pause();
     }
     experts_->keepAwakeFor(kLinger);
 }
@@ -74,7 +79,7 @@ void ExpertBridge::process(ExpertSlot& s, std::uint64_t submission) {
     std::atomic_thread_fence(std::memory_order_acquire);  // the slot's data was written before `ready`
     const int layer = s.control->layer;
     const int k = config_.router.topK;
-    const int deferred = canDefer(layer) ? std::clamp(deferred_, 0, k - 1) : 0;
+    const int deferred = canDefer(layer) ? std::clamp(deferred_.load(std::memory_order_relaxed), 0, k - 1) : 0;
     const auto tokens = static_cast<std::size_t>(s.tokens);
     const auto start = Clock::now();
     try {
@@ -85,7 +90,7 @@ void ExpertBridge::process(ExpertSlot& s, std::uint64_t submission) {
     std::atomic_thread_fence(std::memory_order_release);
     s.control->immediateDone = submission;
     try {
-        if (deferred > 0 && !skip_)
+        if (deferred > 0 && !skip_.load(std::memory_order_relaxed))
             experts_->run(layer, s.x, tokens, s.ids, s.weights, k, k - deferred, k, s.deferredOut);
         else
             std::memset(s.deferredOut, 0, tokens * static_cast<std::size_t>(config_.hiddenSize) * sizeof(float));
@@ -109,8 +114,8 @@ void ExpertBridge::queue(ExpertSlot& s, int slotIndex, std::uint64_t submission)
     std::atomic_thread_fence(std::memory_order_acquire);  // the slot's data was written before `ready`
     const int layer = s.control->layer;
     const int k = config_.router.topK;
-    const int deferred = canDefer(layer) ? std::clamp(deferred_, 0, k - 1) : 0;
-    const bool runDeferred = deferred > 0 && !skip_;
+    const int deferred = canDefer(layer) ? std::clamp(deferred_.load(std::memory_order_relaxed), 0, k - 1) : 0;
+    const bool runDeferred = deferred > 0 && !skip_.load(std::memory_order_relaxed);
     const auto tokens = static_cast<std::size_t>(s.tokens);
     const int lane = 2 * slotIndex;
     auto raise = [submission](volatile std::uint64_t* flag) {
@@ -123,11 +128,12 @@ void ExpertBridge::queue(ExpertSlot& s, int slotIndex, std::uint64_t submission)
         retire(part);
         try {
             experts_->submit(part, layer, s.x, tokens, s.ids, s.weights, k, first, last, out, raise(flag));
-            inFlight_.push_back({part, layer, Clock::now()});
         } catch (...) {
             recordFailure();  // the GPU must never wait forever: publish an (empty) result
             raise(flag)();
+            return;
         }
+        inFlight_.push_back({part, layer, Clock::now()});  // within the reserved capacity
     };
     start(lane, 0, k - deferred, s.immediateOut, &s.control->immediateDone);
     if (runDeferred) {

@@ -63,17 +63,21 @@ public:
 
     // The deferral the next submissions use.
     void setDeferral(int deferred, bool skip) {
-        deferred_ = deferred;
-        skip_ = skip;
+        deferred_.store(deferred, std::memory_order_relaxed);
+        skip_.store(skip, std::memory_order_relaxed);
     }
 
     // Serves the slots (starts signalled submissions, raises the flags of finished parts) until
     // finished() says true; finished() is asked between rounds. Keeps the CPU pool's workers spinning
     // for kLinger after it returns, so the next decode step's first layer finds them awake.
-    void pumpUntil(const std::function<bool()>& finished);
+    // Idle::Yield gives the core away between rounds: for a helper that shares its core with the engine
+    // thread (both run on the core the pool leaves to its caller).
+    enum class Idle { Spin, Yield };
+    void pumpUntil(const std::function<bool()>& finished, Idle idle = Idle::Spin);
     static constexpr std::chrono::milliseconds kLinger{20};
 
-    // For its lifetime, a helper thread serves the bridge (never at the same time as pumpUntil).
+    // For its lifetime, a helper thread serves the bridge (never at the same time as pumpUntil). It
+    // yields its core whenever there is nothing to serve, so the engine thread's launches go on.
     class ServeMeanwhile {
     public:
         explicit ServeMeanwhile(ExpertBridge& bridge);
@@ -117,8 +121,8 @@ private:
     const model::ModelConfig& config_;
     std::unique_ptr<model::RoutedExperts> experts_;
     std::vector<ExpertSlot*> slots_;
-    int deferred_ = 0;
-    bool skip_ = false;
+    std::atomic<int> deferred_{0};
+    std::atomic<bool> skip_{false};
     const Mode mode_;
     std::vector<InFlight> inFlight_;
     Clock::time_point lastFinish_{};  // when the pool last finished a part

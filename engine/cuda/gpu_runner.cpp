@@ -259,9 +259,16 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
             stepSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             collectStepClocks();
         } else {
-            {
+            try {
                 ExpertBridge::ServeMeanwhile serving(*bridge_);
                 enqueueStep(n, rows);
+            } catch (...) {
+                // Serve what the GPU already waits for, so the stream drains instead of timing out.
+                try {
+                    finishStream();
+                } catch (...) {
+                }
+                throw;
             }
             finishStream();
             lastStepEndNs_ = 0;

@@ -32,7 +32,7 @@ public:
                         int topK, int firstSlot, int lastSlot, float* out, std::function<void()> onFinished) {
         (void)lane;
         run(layer, x, tokens, ids, weights, topK, firstSlot, lastSlot, out);
-        onFinished();
+        if (onFinished) onFinished();
     }
     virtual void joinQueued() {}
     virtual bool done(int lane) const {

@@ -29,7 +29,7 @@ public:
         Lane& l = *lanes_[static_cast<std::size_t>(lane)];
         if (const auto input = prepare(layer, x, tokens, ids, weights, topK, firstSlot, lastSlot, out, l.ids, l.weights))
             l.runner.enqueueJoined(*packed(layer), *input, std::move(onFinished));
-        else
+        else if (onFinished)
             onFinished();
     }
 

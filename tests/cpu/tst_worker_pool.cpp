@@ -111,12 +111,26 @@ private slots:
             QVERIFY(j->hookSawAll.load());
         }
         pool.joinQueued();  // nothing left: a no-op
-        // The caller must join before the queue wraps.
+
+        // Queueing past the queue's length without joining throws instead of waiting forever; wait()
+        // and run() from the caller join what it has queued first.
         std::vector<std::unique_ptr<Counting>> many;
+        std::vector<ExpertPool::Ticket> tickets;
         QVERIFY_THROWS_EXCEPTION(tandem::Error, {
-            for (int i = 0; i < ExpertPool::kQueue; ++i) pool.enqueueJoined(*many.emplace_back(std::make_unique<Counting>()));
+            for (int i = 0; i < ExpertPool::kQueue + 1; ++i)
+                tickets.push_back(pool.enqueueJoined(*many.emplace_back(std::make_unique<Counting>())));
         });
-        pool.joinQueued();
+        QCOMPARE(static_cast<int>(tickets.size()), ExpertPool::kQueue);
+        pool.wait(tickets.back());
+        for (const auto t : tickets) pool.wait(t);
+        for (const auto& j : many)
+            if (j->ran.load()) QCOMPARE(j->hooks.load(), 1);
+        Counting queued, direct;
+        const auto tq = pool.enqueueJoined(queued);
+        pool.run(direct);
+        QVERIFY(pool.done(tq));
+        QCOMPARE(queued.hooks.load(), 1);
+        QCOMPARE(direct.hooks.load(), 1);
     }
 
     void submitReturnsAtOnceAndWaits() {

@@ -148,10 +148,18 @@ private slots:
     void safetensorsWriterAlignsAndStreams() {
         const auto a = randomBytes(6, 3), b = randomBytes(256, 4), c = randomBytes(4, 5), d = randomBytes(96, 6),
                    e = randomBytes(1 << 16, 7);
+        auto source = [](std::string name, io::DType type, std::vector<std::int64_t> shape, std::span<const std::byte> data) {
+            io::TensorSource t;
+            t.name = std::move(name);
+            t.dtype = type;
+            t.shape = std::move(shape);
+            t.data = data;
+            return t;
+        };
         std::vector<io::TensorSource> tensors = {
-            {"odd.u8", io::DType::U8, {6}, a},   {"aligned.bf16", io::DType::BF16, {2, 64}, b},
-            {"scalar.f32", io::DType::F32, {}, c}, {"half.f32", io::DType::F32, {24}, d},
-            {"big.bf16", io::DType::BF16, {256, 128}, e},  {"empty.f32", io::DType::F32, {0}, {}},
+            source("odd.u8", io::DType::U8, {6}, a),       source("aligned.bf16", io::DType::BF16, {2, 64}, b),
+            source("scalar.f32", io::DType::F32, {}, c),   source("half.f32", io::DType::F32, {24}, d),
+            source("big.bf16", io::DType::BF16, {256, 128}, e), source("empty.f32", io::DType::F32, {0}, {}),
         };
         const auto plan = io::planSafetensors(tensors, {{"format", "pt"}});
         QCOMPARE(plan.tensors.size(), tensors.size());
