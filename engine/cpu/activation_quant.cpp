@@ -3,12 +3,36 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cpu/cpu_features.h"
 #include "cpu/expert_format.h"
 #include "cpu/half_float.h"
 
 namespace tandem::cpu {
 
+namespace {
+
+bool avx512Conversions() {
+    static const bool yes = selectedIsa() >= Isa::Avx512;
+    return yes;
+}
+
+}  // namespace
+
 void activationToBf16Split(const float* x, int n, int nPad, std::byte* row) {
+    if (avx512Conversions())
+        detail::activationToBf16SplitAvx512(x, n, nPad, row);
+    else
+        activationToBf16SplitScalar(x, n, nPad, row);
+}
+
+void activationToInt8(const float* x, int n, int nPad, std::int8_t* q, float* scale, std::int32_t* groupSums) {
+    if (avx512Conversions())
+        detail::activationToInt8Avx512(x, n, nPad, q, scale, groupSums);
+    else
+        activationToInt8Scalar(x, n, nPad, q, scale, groupSums);
+}
+
+void activationToBf16SplitScalar(const float* x, int n, int nPad, std::byte* row) {
     auto* hi = reinterpret_cast<std::uint16_t*>(row);
     auto* lo = reinterpret_cast<std::uint16_t*>(row + bf16LoOffset(nPad));
     for (int i = 0; i < n; ++i) {
@@ -26,7 +50,7 @@ void activationToFloat(const float* x, int n, int nPad, float* out) {
     std::fill(out + n, out + nPad, 0.0f);
 }
 
-void activationToInt8(const float* x, int n, int nPad, std::int8_t* q, float* scale, std::int32_t* groupSums) {
+void activationToInt8Scalar(const float* x, int n, int nPad, std::int8_t* q, float* scale, std::int32_t* groupSums) {
     float absMax = 0.0f;
     for (int i = 0; i < n; ++i) absMax = std::max(absMax, std::fabs(x[i]));
     const float inv = absMax > 0.0f ? 127.0f / absMax : 0.0f;

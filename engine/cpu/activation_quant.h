@@ -23,4 +23,14 @@ void activationToFloat(const float* x, int n, int nPad, float* out);
 // groupSums receives nPad / 32 values.
 void activationToInt8(const float* x, int n, int nPad, std::int8_t* q, float* scale, std::int32_t* groupSums);
 
+// The conversions take AVX-512 forms (bit for bit the same results) when the selected kernels are
+// AVX-512 or AMX; these are the portable ones, which the tests compare them with.
+void activationToBf16SplitScalar(const float* x, int n, int nPad, std::byte* row);
+void activationToInt8Scalar(const float* x, int n, int nPad, std::int8_t* q, float* scale, std::int32_t* groupSums);
+
+namespace detail {
+void activationToBf16SplitAvx512(const float* x, int n, int nPad, std::byte* row);
+void activationToInt8Avx512(const float* x, int n, int nPad, std::int8_t* q, float* scale, std::int32_t* groupSums);
+}  // namespace detail
+
 }  // namespace tandem::cpu

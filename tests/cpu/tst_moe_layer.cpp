@@ -4,6 +4,7 @@
 #include <QTest>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <random>
 
 #include "cpu/activation_quant.h"
@@ -248,6 +249,48 @@ private slots:
         deferred.wait();
         QVERIFY(relativeError(a, syncA) < 1e-6);
         QVERIFY(relativeError(b, syncB) < 1e-6);
+    }
+
+    // The AVX-512 activation conversions give the scalar ones' bytes exactly: odd lengths, rounding
+    // ties, subnormals, infinities and NaN.
+    void activationConversionsMatchScalar() {
+        std::mt19937 rng(5);
+        std::vector<std::vector<float>> rows;
+        for (const int n : {1, 15, 16, 17, 31, 33, 100, 2047}) {
+            std::vector<float> v(static_cast<std::size_t>(n));
+            for (float& f : v) f = std::uniform_real_distribution<float>(-3, 3)(rng);
+            rows.push_back(v);
+        }
+        rows.push_back({127.0f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 126.5f});  // int8 ties at scale 1
+        rows.push_back({1e-40f, -3e-39f, 1.0f + 1.0f / 256, 1.0f + 3.0f / 256, 3.3895314e38f, -0.0f});  // bf16 ties, subnormals
+        rows.push_back({std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                        std::numeric_limits<float>::quiet_NaN(), 2.0f});
+        const bool avx512 = isaSupported(Isa::Avx512);
+        for (const auto& v : rows) {
+            const int n = static_cast<int>(v.size()), pad = (n + 31) / 32 * 32;
+            std::vector<std::byte> split(2 * bf16LoOffset(pad)), splitRef(split.size());
+            activationToBf16SplitScalar(v.data(), n, pad, splitRef.data());
+            activationToBf16Split(v.data(), n, pad, split.data());  // whichever this CPU uses
+            QCOMPARE(split, splitRef);
+            if (!std::isfinite(v[0])) continue;  // int8 of infinities is not defined (scale 0)
+            std::vector<std::int8_t> q(static_cast<std::size_t>(pad)), qRef(q.size());
+            std::vector<std::int32_t> sums(static_cast<std::size_t>(pad / 32)), sumsRef(sums.size());
+            float scale = 0, scaleRef = 0;
+            activationToInt8Scalar(v.data(), n, pad, qRef.data(), &scaleRef, sumsRef.data());
+            activationToInt8(v.data(), n, pad, q.data(), &scale, sums.data());
+            QCOMPARE(q, qRef);
+            QCOMPARE(sums, sumsRef);
+            QCOMPARE(scale, scaleRef);
+            if (!avx512) continue;
+            std::fill(split.begin(), split.end(), std::byte{0x55});
+            detail::activationToBf16SplitAvx512(v.data(), n, pad, split.data());
+            QCOMPARE(split, splitRef);
+            detail::activationToInt8Avx512(v.data(), n, pad, q.data(), &scale, sums.data());
+            QCOMPARE(q, qRef);
+            QCOMPARE(sums, sumsRef);
+            QCOMPARE(scale, scaleRef);
+        }
+        qInfo("AVX-512 conversions %s", avx512 ? "compared" : "not runnable here: the dispatching ones compared");
     }
 
     void numaSimulationMatchesOneNode_data() {
