@@ -7,7 +7,6 @@
 #include <immintrin.h>
 #include <string>
 
-
 namespace tandem::cuda {
 
 ExpertBridge::ExpertBridge(const model::ModelConfig& config, std::unique_ptr<model::RoutedExperts> experts,
