@@ -12,7 +12,7 @@ namespace tandem::cuda {
 ExpertBridge::ExpertBridge(const model::ModelConfig& config, std::unique_ptr<model::RoutedExperts> experts,
                            std::vector<ExpertSlot*> slots, Mode mode)
     : config_(config), experts_(std::move(experts)), slots_(std::move(slots)), mode_(mode),
-      cpuSeconds_(static_cast<std::size_t>(config.numLayers)) {
+      cpuSeconds_(static_cast<std::size_t>(config.numLayers)), finishedAt_(2 * slots_.size()) {
     inFlight_.reserve(2 * slots_.size());  // two parts per slot at most: pushing never allocates
 }
 
@@ -117,29 +117,34 @@ void ExpertBridge::queue(ExpertSlot& s, int slotIndex, std::uint64_t submission)
     const bool runDeferred = deferred > 0 && !skip_.load(std::memory_order_relaxed);
     const auto tokens = static_cast<std::size_t>(s.tokens);
     const int lane = 2 * slotIndex;
-    auto raise = [submission](volatile std::uint64_t* flag) {
-        return [flag, submission] {
+    // The hook of a part: note when it finished (for the profile), then raise its flag.
+    auto raise = [submission](volatile std::uint64_t* flag, std::atomic<Clock::rep>* finishedAt) {
+        return [flag, submission, finishedAt] {
+            if (finishedAt) finishedAt->store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
             std::atomic_thread_fence(std::memory_order_release);
             *flag = submission;
         };
     };
     auto start = [&](int part, int first, int last, float* out, volatile std::uint64_t* flag) {
         retire(part);
+        std::atomic<Clock::rep>& finishedAt = finishedAt_[static_cast<std::size_t>(part)];
+        finishedAt.store(0, std::memory_order_relaxed);
+        const auto queued = Clock::now();
         try {
-            experts_->submit(part, layer, s.x, tokens, s.ids, s.weights, k, first, last, out, raise(flag));
+            experts_->submit(part, layer, s.x, tokens, s.ids, s.weights, k, first, last, out, raise(flag, &finishedAt));
         } catch (...) {
             recordFailure();  // the GPU must never wait forever: publish an (empty) result
-            raise(flag)();
+            raise(flag, nullptr)();
             return;
         }
-        inFlight_.push_back({part, layer, Clock::now()});  // within the reserved capacity
+        inFlight_.push_back({part, layer, queued});  // within the reserved capacity
     };
     start(lane, 0, k - deferred, s.immediateOut, &s.control->immediateDone);
     if (runDeferred) {
         start(lane + 1, k - deferred, k, s.deferredOut, &s.control->deferredDone);
     } else {
         std::memset(s.deferredOut, 0, tokens * static_cast<std::size_t>(config_.hiddenSize) * sizeof(float));
-        raise(&s.control->deferredDone)();
+        raise(&s.control->deferredDone, nullptr)();
     }
     try {
         experts_->joinQueued();
@@ -148,8 +153,9 @@ void ExpertBridge::queue(ExpertSlot& s, int slotIndex, std::uint64_t submission)
     }
 }
 
-// Books a finished part's CPU time, from when it was queued or from the previous part's end if the
-// pool was still busy then, and rethrows nothing: a failure is kept for the engine thread.
+// Books a finished part's CPU time, from when it was queued (or from the previous part's end if the
+// pool was still busy then) to when its last thread finished; rethrows nothing: a failure is kept for
+// the engine thread.
 void ExpertBridge::retireAt(std::size_t i) {
     const InFlight f = inFlight_[i];
     inFlight_.erase(inFlight_.begin() + static_cast<std::ptrdiff_t>(i));
@@ -158,9 +164,11 @@ void ExpertBridge::retireAt(std::size_t i) {
     } catch (...) {
         recordFailure();
     }
-    const auto now = Clock::now();
-    cpuSeconds_[static_cast<std::size_t>(f.layer)] += std::chrono::duration<double>(now - std::max(f.queued, lastFinish_)).count();
-    lastFinish_ = now;
+    const Clock::rep at = finishedAt_[static_cast<std::size_t>(f.lane)].load(std::memory_order_relaxed);
+    const Clock::time_point end = at ? Clock::time_point(Clock::duration(at)) : Clock::now();
+    const Clock::time_point begin = std::max(f.queued, lastFinish_);
+    if (end > begin) cpuSeconds_[static_cast<std::size_t>(f.layer)] += std::chrono::duration<double>(end - begin).count();
+    lastFinish_ = std::max(lastFinish_, end);
 }
 
 void ExpertBridge::retire(int lane) {

@@ -128,6 +128,7 @@ private:
     Clock::time_point lastFinish_{};  // when the pool last finished a part
     std::exception_ptr failure_;
     std::vector<double> cpuSeconds_;
+    std::vector<std::atomic<Clock::rep>> finishedAt_;  // per lane: when its part finished (0: not yet)
 };
 
 }  // namespace tandem::cuda

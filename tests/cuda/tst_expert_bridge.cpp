@@ -5,6 +5,7 @@
 // Run with the reference experts (computed on the bridge thread) and with the packed CPU engine, whose
 // parts are queued on the pool (TANDEM_BRIDGE=queued, the default) or run by the bridge thread (inline).
 #include <QTest>
+#include <chrono>
 #include <optional>
 #include <thread>
 
@@ -179,6 +180,7 @@ private slots:
         bridge.setDeferral(k / 2, false);
         std::vector<float> exact(static_cast<std::size_t>(H));
         const int layers = f.config.numLayers;
+        const auto begin = std::chrono::steady_clock::now();
         for (int step = 0; step < 3; ++step) {
             Data* previous = nullptr;
             int previousLayer = -1;
@@ -212,6 +214,15 @@ private slots:
             }
         }
         bridge.rethrowFailure();
+        // The profile books CPU time to every MoE layer, and no more than the wall time that passed.
+        const auto cpu = bridge.takeCpuSeconds();
+        double total = 0;
+        for (int l = 0; l < layers; ++l)
+            if (f.config.isMoeLayer(l)) {
+                QVERIFY2(cpu[static_cast<std::size_t>(l)] > 0, qPrintable(QString("layer %1").arg(l)));
+                total += cpu[static_cast<std::size_t>(l)];
+            }
+        QVERIFY(total < std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
     }
 };
 
