@@ -150,7 +150,8 @@ public:
             activationToFloat(x, l.hidden, l.hiddenPad, reinterpret_cast<float*>(xq + i * xRowBytes));
     }
 
-    // The caller's share of phase A for one token: convert x once, copy it to every row.
+    // The caller's share of phase A for one token: convert x once, copy it to every row (an expert
+    // may hold several rows of the one token when routing repeats it, so rows are not shared).
     void prepareOneToken() {
         convertX(0);
         const bool scaled = layer->layout().type != ExpertType::BF16;  // BF16 rows carry no scale or sums
