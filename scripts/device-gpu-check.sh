@@ -8,8 +8,11 @@
 #   .fixtures/  a copy of ../shared/fixtures
 # Steps: CHECKS=0 skips the fixture checks, BENCH=0 the benchmarks; BENCH_SHAPES, BENCH_EXPERTS,
 # BENCH_DEFER narrow them; BENCH_BRIDGE="queued inline" runs each with both ways of driving the CPU
-# pool (TANDEM_BRIDGE), BENCH_ROUNDS=2 repeats the lot, alternating, to show the machine's noise. Logs
-# go to $OUT; the last lines printed are the summary table.
+# pool (TANDEM_BRIDGE), BENCH_ROUNDS=2 repeats the lot, alternating, to show the machine's noise.
+# MOE=1 adds the CPU expert engine alone: bench-moe --verify of the AMX kernels against the scalar ones,
+# the GEMV/GEMM sweep for MOE_SWEEP types, bench-moe for MOE_SHAPES x MOE_TYPES at MOE_TOKENS and the
+# PyTorch baseline (scripts/bench_moe_torch.py) at the same prefill sizes. Logs go to $OUT; the last
+# lines printed are the summary tables.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tandem-out}
@@ -57,5 +60,38 @@ for r in rows:
           f'{r["decode_tokens_per_second"]:7.1f} {r["ceiling_tokens_per_second"]:7.1f} {pct:4.0f} '
           f'{r["gpu_alone_ms"]:9.2f} {r["waiting_ms"]:5.2f} {r["between_steps_ms"]:7.2f} {r["cpu_experts_ms"]:5.2f} '
           f'{r["step_ms"]:7.2f} {r["graph_launches"]:>5}/{r["steps"]:<5}')
+PY
+fi
+
+if [[ ${MOE:-0} == 1 ]]; then
+  : >"$out/moe.jsonl"
+  TANDEM_CPU_ISA=amx "$cli" bench-moe --shape deepseek-v2-lite --experts int4 --tokens 1 --verify --seconds 0.1 \
+    --experts-in-memory 8 2>&1 | grep -E '^verify:|FAILED' | head -8
+  for t in ${MOE_SWEEP:-}; do
+    echo "sweep $t (deepseek-v2-lite): $("$cli" bench-moe --shape deepseek-v2-lite --experts "$t" \
+      --sweep 1,2,3,4,6,8,12,16,24,32 2>>"$out/moe.log" | tee -a "$out/sweep.txt" | tail -1)"
+  done
+  tokens=${MOE_TOKENS:-512,4096}
+  for shape in ${MOE_SHAPES:-deepseek-v3 qwen3-30b-a3b deepseek-v2-lite}; do
+    for t in ${MOE_TYPES:-int4}; do
+      timeout 200 "$cli" bench-moe --shape "$shape" --experts "$t" --tokens "$tokens" --json --seconds 1.5 \
+        2>>"$out/moe.log" | grep '^{' >>"$out/moe.jsonl"
+    done
+    if [[ ${MOE_TORCH:-1} == 1 ]]; then
+      torch_tokens=$(echo "$tokens" | tr ',' '\n' | awk '$1 > 1' | paste -sd,)
+      [[ -n $torch_tokens ]] && timeout 200 python3 scripts/bench_moe_torch.py --shape "$shape" --tokens "$torch_tokens" \
+        --threads "$(nproc)" --seconds 1.5 --json 2>>"$out/moe.log" | grep '^{' >>"$out/moe.jsonl"
+    fi
+  done
+  python3 - "$out/moe.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+torch = {(j["shape"], j["tokens"]): j["seconds_per_layer"] for j in rows if j.get("impl") == "pytorch-bf16"}
+print(f"{'shape':17} {'type':4} {'tokens':>6} {'isa':6} {'s/layer':>10} {'GB/s':>6} {'%bw':>4} {'TFLOP/s':>7} {'torch s':>8} {'speedup':>7}")
+for j in rows:
+    if "impl" in j: continue
+    t = torch.get((j["shape"], j["tokens"]))
+    print(f"{j['shape']:17} {j['experts']:4} {j['tokens']:6d} {j['isa']:6} {j['seconds_per_layer']:10.6f} {j['weights_gbps']:6.1f} "
+          f"{100*j['bandwidth_fraction']:4.0f} {j['tflops']:7.3f} {t if t else float('nan'):8.4f} {t/j['seconds_per_layer'] if t else float('nan'):7.2f}")
 PY
 fi

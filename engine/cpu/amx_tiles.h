@@ -123,6 +123,21 @@ inline void emuDpbsud(int dst, int a, int b) {
         }
 }
 
+inline void emuDpbssd(int dst, int a, int b) {
+    emuCheckShapes(dst, a, b, 1);
+    auto& d = emulatedTiles.data;
+    const auto& c = emulatedTiles.config;
+    for (int m = 0; m < c.rows[dst]; ++m)
+        for (int n = 0; n < c.colsb[dst] / 4; ++n) {
+            std::int32_t acc;
+            std::memcpy(&acc, &d[dst][m][4 * n], 4);
+            for (int k = 0; k < c.colsb[a] / 4; ++k)
+                for (int i = 0; i < 4; ++i)
+                    acc += static_cast<std::int8_t>(d[a][m][4 * k + i]) * static_cast<std::int8_t>(d[b][k][4 * n + i]);
+            std::memcpy(&d[dst][m][4 * n], &acc, 4);
+        }
+}
+
 }  // namespace
 }  // namespace tandem::cpu
 
@@ -133,6 +148,7 @@ inline void emuDpbsud(int dst, int a, int b) {
 #define TANDEM_TILE_ZERO(t) ::tandem::cpu::emuZero(t)
 #define TANDEM_TILE_DPBF16PS(c, a, b) ::tandem::cpu::emuDpbf16ps(c, a, b)
 #define TANDEM_TILE_DPBSUD(c, a, b) ::tandem::cpu::emuDpbsud(c, a, b)
+#define TANDEM_TILE_DPBSSD(c, a, b) ::tandem::cpu::emuDpbssd(c, a, b)
 
 #else
 
@@ -149,5 +165,6 @@ inline void emuDpbsud(int dst, int a, int b) {
 #define TANDEM_TILE_ZERO(t) _tile_zero(t)
 #define TANDEM_TILE_DPBF16PS(c, a, b) _tile_dpbf16ps(c, a, b)
 #define TANDEM_TILE_DPBSUD(c, a, b) _tile_dpbsud(c, a, b)
+#define TANDEM_TILE_DPBSSD(c, a, b) _tile_dpbssd(c, a, b)
 
 #endif

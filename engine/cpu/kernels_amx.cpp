@@ -9,8 +9,9 @@
 // products of BF16 (prefill compute), not the weight bytes.
 // Results are kept in a float32 (int32) buffer between cache blocks of 1024 inputs so that a block of
 // weights is read from memory once and reused for every 32 rows from L2. INT4, whose 32-column groups
-// each carry their own scale, and few-row calls use the AVX-512 kernels. Built with AMX and AVX-512
-// flags; with TANDEM_AMX_EMULATE (tests) the tile operations are emulated (amx_tiles.h).
+// each carry their own scale, takes tdpbssd one group at a time (tileGateUpInt4 below). Few-row calls
+// use the AVX-512 kernels. Built with AMX and AVX-512 flags; with TANDEM_AMX_EMULATE (tests) the tile
+// operations are emulated (amx_tiles.h).
 #include <cstdlib>
 #include <new>
 
@@ -23,29 +24,32 @@ namespace tandem::cpu {
 
 namespace {
 
-// Rows of A0 and A1 in the loaded configuration; -1: none loaded in this thread.
+// Rows of A0 and A1 and the bytes of K per A row in the loaded configuration; -1: none loaded in this
+// thread.
 struct TileShape {
-    int rows0 = -1, rows1 = -1;
+    int rows0 = -1, rows1 = -1, aBytes = -1;
 };
 thread_local TileShape loadedShape;
 
-void configureTiles(int rows0, int rows1) {
-    if (loadedShape.rows0 == rows0 && loadedShape.rows1 == rows1) return;
+// A tiles of aBytes per row (64: a whole tile's K; INT4 uses 32, one scale group), B tiles of aBytes / 4
+// rows, C tiles of 16 int32 or float32 columns.
+void configureTiles(int rows0, int rows1, int aBytes = 64) {
+    if (loadedShape.rows0 == rows0 && loadedShape.rows1 == rows1 && loadedShape.aBytes == aBytes) return;
     TileConfig cfg;
-    auto set = [&](int tile, int rows) {
+    auto set = [&](int tile, int rows, int bytes) {
         cfg.rows[tile] = static_cast<std::uint8_t>(rows);
-        cfg.colsb[tile] = static_cast<std::uint16_t>(rows ? 64 : 0);
+        cfg.colsb[tile] = static_cast<std::uint16_t>(rows ? bytes : 0);
     };
-    set(0, rows0);
-    set(1, rows0);
-    set(4, rows0);
-    set(2, rows1);
-    set(3, rows1);
-    set(5, rows1);
-    set(6, 16);
-    set(7, 16);
+    set(0, rows0, 64);
+    set(1, rows0, 64);
+    set(4, rows0, aBytes);
+    set(2, rows1, 64);
+    set(3, rows1, 64);
+    set(5, rows1, aBytes);
+    set(6, aBytes / 4, 64);
+    set(7, aBytes / 4, 64);
     TANDEM_TILE_CONFIG(cfg);
-    loadedShape = {rows0, rows1};
+    loadedShape = {rows0, rows1, aBytes};
 }
 
 // Hands the tile state back after each call, so an idle thread does not carry 8 KiB of AMX state
@@ -53,6 +57,12 @@ void configureTiles(int rows0, int rows1) {
 void releaseTiles() {
     TANDEM_TILE_RELEASE();
     loadedShape = {};
+}
+
+// Rows of the two A tiles for the 32 rows from tb.
+inline void tileRows(int rows, int tb, int& r0, int& r1) {
+    r0 = rows - tb < 16 ? rows - tb : 16;
+    r1 = rows - tb - 16 <= 0 ? 0 : (rows - tb - 16 < 16 ? rows - tb - 16 : 16);
 }
 
 // Per-thread result buffer, grown on demand.
@@ -116,8 +126,8 @@ void tileGateUp(const GateUpCall& c) {
         for (int kc = 0; kc < kBlocks; kc += cacheBlocks) {
             const int kcEnd = kc + cacheBlocks < kBlocks ? kc + cacheBlocks : kBlocks;
             for (int tb = 0; tb < rows; tb += 32) {
-                const int r0 = rows - tb < 16 ? rows - tb : 16;
-                const int r1 = rows - tb - 16 <= 0 ? 0 : (rows - tb - 16 < 16 ? rows - tb - 16 : 16);
+                int r0, r1;
+                tileRows(rows, tb, r0, r1);
                 configureTiles(r0, r1);
                 float* cb = acc + static_cast<std::size_t>(tb) * 32;
                 if (kc == 0) {
@@ -203,8 +213,8 @@ void tileDown(const DownCall& c) {
     for (int q = c.firstPanel; q < end; q += 2) {
         const bool pair = q + 1 < end;
         for (int tb = 0; tb < rows; tb += 32) {
-            const int r0 = rows - tb < 16 ? rows - tb : 16;
-            const int r1 = rows - tb - 16 <= 0 ? 0 : (rows - tb - 16 < 16 ? rows - tb - 16 : 16);
+            int r0, r1;
+            tileRows(rows, tb, r0, r1);
             configureTiles(r0, r1);
             TANDEM_TILE_ZERO(0);
             TANDEM_TILE_ZERO(1);
@@ -259,6 +269,167 @@ void tileDown(const DownCall& c) {
     releaseTiles();
 }
 
+// INT4 experts on tdpbssd. A block's two 32-column groups each carry their own fp16 scale per output,
+// so a tile product covers one group (K 32) and its int32 result is scaled into float32 sums before
+// the next group: per group the four C tiles are stored, converted and added with fmadd, in the same
+// order as the AVX-512 kernels add their groups. The nibbles are unpacked once per panel (gate/up) or
+// panel pair (down) into signed B tiles, n - 8 in [-8, 7], so no activation-sum correction is needed,
+// and reused for every 32 rows.
+
+// One INT4 block (expert_format.h) as two groups of 8 B-tile rows of 64 bytes: rows 0-3 of a group
+// are the low nibbles of its four vectors (inputs 4v..4v+3 of each output), rows 4-7 the high nibbles
+// (inputs 16 + 4v..).
+inline void unpackInt4Block(const std::byte* blk, std::int8_t* dst) {
+    const __m512i nibble = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
+    for (int v = 0; v < 8; ++v) {
+        const __m512i w = _mm512_load_si512(blk + 64 * v);
+        std::int8_t* g = dst + 512 * (v / 4) + 64 * (v % 4);
+        _mm512_store_si512(g, _mm512_sub_epi8(_mm512_and_si512(w, nibble), eight));
+        _mm512_store_si512(g + 256, _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(w, 4), nibble), eight));
+    }
+}
+
+inline __m512 int4Scales(const std::byte* blk, int group) {
+    return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk + 512 + 32 * group)));
+}
+
+// acc[m][0..15] += C(m, 0..15) * s0 and acc[m][16..31] += C(m, 16..31) * s1 for the rows of the stored
+// C tiles (cbuf: 32 rows of 32 int32); `both` false: only the first 16 columns.
+inline void scaleGroup(float* acc, const std::int32_t* cbuf, int rows, __m512 s0, __m512 s1, bool both) {
+    for (int m = 0; m < rows; ++m) {
+        float* a = acc + 32 * m;
+        const std::int32_t* c = cbuf + 32 * m;
+        _mm512_store_ps(a, _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c)), s0, _mm512_load_ps(a)));
+        if (both) _mm512_store_ps(a + 16, _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c + 16)), s1, _mm512_load_ps(a + 16)));
+    }
+}
+
+// One group's tile products: C0/C1 = A0 x B0/B1, C2/C3 = A1 x B0/B1 with A (32 columns of int8) at `a`
+// and the B tiles at b0/b1; then the C tiles go to cbuf.
+inline void int4GroupTiles(const std::byte* a, std::size_t stride, const std::int8_t* b0, const std::int8_t* b1, bool r1,
+                           bool pair, std::int32_t* cbuf) {
+    TANDEM_TILE_ZERO(0);
+    TANDEM_TILE_LOAD(6, b0, 64);
+    TANDEM_TILE_LOAD(4, a, stride);
+    TANDEM_TILE_DPBSSD(0, 4, 6);
+    if (pair) {
+        TANDEM_TILE_ZERO(1);
+        TANDEM_TILE_LOAD(7, b1, 64);
+        TANDEM_TILE_DPBSSD(1, 4, 7);
+    }
+    if (r1) {
+        TANDEM_TILE_ZERO(2);
+        TANDEM_TILE_LOAD(5, a + 16 * stride, stride);
+        TANDEM_TILE_DPBSSD(2, 5, 6);
+        if (pair) {
+            TANDEM_TILE_ZERO(3);
+            TANDEM_TILE_DPBSSD(3, 5, 7);
+        }
+    }
+    TANDEM_TILE_STORE(0, cbuf, 128);
+    if (pair) TANDEM_TILE_STORE(1, cbuf + 16, 128);
+    if (r1) {
+        TANDEM_TILE_STORE(2, cbuf + 512, 128);
+        if (pair) TANDEM_TILE_STORE(3, cbuf + 528, 128);
+    }
+}
+
+void tileGateUpInt4(const GateUpCall& c) {
+    const ExpertLayout& l = *c.layout;
+    const int rows = c.x.rows;
+    const int kBlocks = l.hiddenKBlocks();
+    const std::size_t xs = c.x.stride;
+    constexpr std::size_t kBlockPair = 2 * 576;  // gate block, up block
+    // Scratch: sums for 32 rows (gate | up), the stored C tiles, the panel's unpacked blocks
+    // ([kb][gate groups 0, 1 | up groups 0, 1], 2 KiB per kb).
+    float* acc = scratch.floats(2048 + static_cast<std::size_t>(kBlocks) * 512);
+    auto* cbuf = reinterpret_cast<std::int32_t*>(acc + 1024);
+    auto* w = reinterpret_cast<std::int8_t*>(acc + 2048);
+    for (int p = 0; p < c.panelCount; ++p) {
+        const std::byte* panel = c.panels + p * l.gateUpPanelBytes;
+        for (int kb = 0; kb < kBlocks; ++kb) {
+            unpackInt4Block(panel + kb * kBlockPair, w + 2048 * kb);
+            unpackInt4Block(panel + kb * kBlockPair + 576, w + 2048 * kb + 1024);
+        }
+        const int col = (c.firstPanel + p) * kPanelRows;
+        for (int tb = 0; tb < rows; tb += 32) {
+            int r0, r1;
+            tileRows(rows, tb, r0, r1);
+            configureTiles(r0, r1, 32);
+            for (int i = 0; i < 1024; i += 16) _mm512_store_ps(acc + i, _mm512_setzero_ps());
+            const std::byte* a = c.x.data + tb * xs;
+            for (int kb = 0; kb < kBlocks; ++kb) {
+                const std::byte* blk = panel + kb * kBlockPair;
+                for (int grp = 0; grp < 2; ++grp) {
+                    const std::int8_t* b = w + 2048 * kb + 512 * grp;
+                    int4GroupTiles(a + 64 * kb + 32 * grp, xs, b, b + 1024, r1 > 0, true, cbuf);
+                    scaleGroup(acc, cbuf, r0 + r1, int4Scales(blk, grp), int4Scales(blk + 576, grp), true);
+                }
+            }
+            for (int m = 0; m < r0 + r1; ++m) {
+                const __m512 xsc = _mm512_set1_ps(c.x.scale[tb + m]);
+                const __m512 g = _mm512_mul_ps(_mm512_load_ps(acc + 32 * m), xsc);
+                const __m512 u = _mm512_mul_ps(_mm512_load_ps(acc + 32 * m + 16), xsc);
+                _mm512_storeu_ps(c.act + static_cast<std::size_t>(tb + m) * c.actStride + col, siluMul512(g, u));
+            }
+        }
+    }
+    releaseTiles();
+}
+
+void tileDownInt4(const DownCall& c) {
+    const ExpertLayout& l = *c.layout;
+    const int rows = c.act.rows;
+    const std::size_t as = c.act.stride;
+    const std::size_t base = l.chunkOffset(c.firstChunk);
+    const int end = c.firstPanel + c.panelCount;
+    int kbs = 0;
+    for (int ch = c.firstChunk; ch < c.firstChunk + c.chunkCount; ++ch) kbs += l.chunkKBlocks(ch);
+    // Scratch: sums for 32 rows (panel q | q + 1), the stored C tiles, the panel pair's unpacked
+    // blocks ([block][q groups 0, 1 | q + 1 groups 0, 1], 2 KiB per block).
+    float* acc = scratch.floats(2048 + static_cast<std::size_t>(kbs) * 512);
+    auto* cbuf = reinterpret_cast<std::int32_t*>(acc + 1024);
+    auto* w = reinterpret_cast<std::int8_t*>(acc + 2048);
+    auto panelOf = [&](int ch, int q) { return c.chunks + (l.chunkOffset(ch) - base) + q * l.chunkPanelBytes(ch); };
+    for (int q = c.firstPanel; q < end; q += 2) {
+        const bool pair = q + 1 < end;
+        int i = 0;
+        for (int ch = c.firstChunk; ch < c.firstChunk + c.chunkCount; ++ch)
+            for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb, ++i) {
+                unpackInt4Block(panelOf(ch, q) + kb * 576, w + 2048 * i);
+                if (pair) unpackInt4Block(panelOf(ch, q + 1) + kb * 576, w + 2048 * i + 1024);
+            }
+        for (int tb = 0; tb < rows; tb += 32) {
+            int r0, r1;
+            tileRows(rows, tb, r0, r1);
+            configureTiles(r0, r1, 32);
+            for (int j = 0; j < 1024; j += 16) _mm512_store_ps(acc + j, _mm512_setzero_ps());
+            const std::byte* a = c.act.data + tb * as;
+            i = 0;
+            for (int ch = c.firstChunk; ch < c.firstChunk + c.chunkCount; ++ch)
+                for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb, ++i) {
+                    const std::byte* blk0 = panelOf(ch, q) + kb * 576;
+                    const std::byte* blk1 = pair ? panelOf(ch, q + 1) + kb * 576 : blk0;
+                    for (int grp = 0; grp < 2; ++grp) {
+                        const std::int8_t* b = w + 2048 * i + 512 * grp;
+                        int4GroupTiles(a + ch * kChunkCols + 64 * kb + 32 * grp, as, b, b + 1024, r1 > 0, pair, cbuf);
+                        scaleGroup(acc, cbuf, r0 + r1, int4Scales(blk0, grp), int4Scales(blk1, grp), pair);
+                    }
+                }
+            for (int m = 0; m < r0 + r1; ++m) {
+                const int r = tb + m;
+                const __m512 xsc = _mm512_set1_ps(c.act.scale[r]);
+                for (int half = 0; half < (pair ? 2 : 1); ++half) {
+                    const int panel = q + half;
+                    const __m512 y = _mm512_mul_ps(_mm512_load_ps(acc + 32 * m + 16 * half), xsc);
+                    accumulateRow512(c.dest[r] + panel * kPanelRows, y, c.weight[r], validRows(l, panel));
+                }
+            }
+        }
+    }
+    releaseTiles();
+}
+
 ExpertKernels makeAmx() {
     ExpertKernels e;
     e.isa = Isa::Amx;
@@ -266,7 +437,7 @@ ExpertKernels makeAmx() {
     for (const ExpertType t : kAllExpertTypes) {
         e.gemv[static_cast<int>(t)] = avx512Gemv(t);
         e.gemm[static_cast<int>(t)] = avx512Gemm(t);
-        e.gemmMinRows[static_cast<int>(t)] = 5;  // INT4: AVX-512 either way; 4-row GEMV then 8-row GEMM blocks
+        e.gemmMinRows[static_cast<int>(t)] = 5;
     }
     // `bench-moe --sweep` on the GPU machine's Xeon (deepseek-v2-lite shape): AMX overtakes the
     // AVX-512 GEMV at 4 rows per expert for BF16 and INT8 (docs/BENCHMARKS.md).
@@ -274,6 +445,8 @@ ExpertKernels makeAmx() {
     e.gemmMinRows[static_cast<int>(ExpertType::INT8)] = 4;
     e.gemm[static_cast<int>(ExpertType::BF16)] = {tileGateUp<ExpertType::BF16>, tileDown<ExpertType::BF16>};
     e.gemm[static_cast<int>(ExpertType::INT8)] = {tileGateUp<ExpertType::INT8>, tileDown<ExpertType::INT8>};
+    e.gemm[static_cast<int>(ExpertType::INT4)] = {tileGateUpInt4, tileDownInt4};
+    e.gemmMinRows[static_cast<int>(ExpertType::INT4)] = 8;  // first guess; measure with --sweep
     return e;
 }
 
