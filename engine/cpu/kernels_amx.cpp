@@ -7,13 +7,16 @@
 // halves, multiplies, then reloads them from the lo halves and multiplies into the same C tiles, so
 // the B tiles loaded once serve both and C holds W.hi + W.lo in float32. That doubles the tile
 // products of BF16 (prefill compute), not the weight bytes.
-// Results are kept in a float32 (int32) buffer between cache blocks of 1024 inputs so that a block of
-// weights is read from memory once and reused for every 32 rows from L2. INT4, whose 32-column groups
+// Gate/up keeps its results in a float32 (int32) buffer between cache blocks of the inputs, so that a
+// block of weights is read from memory once and reused for every 32 rows, and the activations of a
+// block stay in L2 for every panel (kActivationSliceBytes). INT4, whose 32-column groups
 // each carry their own scale, takes tdpbssd one group at a time (tileGateUpInt4 below). Few-row calls
 // use the AVX-512 kernels. Built with AMX and AVX-512 flags; with TANDEM_AMX_EMULATE (tests) the tile
 // operations are emulated (amx_tiles.h).
+#include <algorithm>
 #include <cstdlib>
 #include <new>
+#include <string_view>
 
 #include "cpu/amx_tiles.h"
 #include "cpu/kernel_rows.h"
@@ -86,7 +89,14 @@ private:
 };
 thread_local Scratch scratch;
 
-constexpr int kCacheBlockInputs = 1024;
+// Bytes of activations (every row of a call over one cache block of inputs) that gate/up keeps in L2
+// while every panel passes over them: about half of a Sapphire Rapids core's 2 MiB. The emulated build
+// (tests) takes a small one, so that the test shapes run several cache blocks.
+#ifdef TANDEM_AMX_EMULATE
+constexpr std::size_t kActivationSliceBytes = 16u << 10;
+#else
+constexpr std::size_t kActivationSliceBytes = 768u << 10;
+#endif
 
 // The expert type's tile product: bf16 pairs into float32, or int8 quads into int32. A macro because
 // the intrinsics take tile numbers as literals.
@@ -105,31 +115,40 @@ int rowSum(const KernelRows& k, int r, int firstGroup, int groups) {
     return sum;
 }
 
+// Gate/up loops over cache blocks of the inputs outermost: the rows' activations over one block stay
+// in L2 while every panel of the call passes over them, and each panel's weights over the block are
+// read from memory once and reused for every 32 rows. The float32 (int32) sums of every panel and row
+// wait in a scratch buffer between blocks. (With the panels outermost, as before, a panel re-read all
+// the rows' activations: 3.7 MB per 16 outputs for DeepSeek-V3 at 128 rows of split BF16, from L3.)
 template <ExpertType Type>
 void tileGateUp(const GateUpCall& c) {
     const ExpertLayout& l = *c.layout;
     const int rows = c.x.rows;
+    const int rowsPad = (rows + 31) / 32 * 32;
     const int kBlocks = l.hiddenKBlocks();
-    const int cacheBlocks = kCacheBlockInputs / l.kBlock;
     const std::size_t xs = c.x.stride;
     // The activation parts each step multiplies: BF16 the hi then the lo half, INT8 the row.
     const int parts = Type == ExpertType::BF16 ? 2 : 1;
     const std::size_t partOffset[2] = {0, c.x.loOffset};
-    // acc[row][0..15] = gate sums, acc[row][16..31] = up sums (float32 for BF16, int32 for INT8); then
-    // for INT8 each row's activation sum, taken once per call rather than once per panel.
-    float* acc = scratch.floats(static_cast<std::size_t>(rows + 32) * 33);
-    auto* rowSums = reinterpret_cast<int*>(acc + static_cast<std::size_t>(rows + 32) * 32);
+    const std::size_t sliceBytes = static_cast<std::size_t>(rows) * l.kBlock * l.activationBytes();
+    const int cacheBlocks = std::clamp(static_cast<int>(kActivationSliceBytes / sliceBytes), 1, kBlocks);
+    // acc: per panel, per row, 16 gate then 16 up sums (float32 for BF16, int32 for INT8); then for
+    // INT8 each row's activation sum, taken once per call rather than once per panel.
+    const std::size_t panelFloats = static_cast<std::size_t>(rowsPad) * 32;
+    float* acc = scratch.floats(panelFloats * c.panelCount + rowsPad);
+    auto* rowSums = reinterpret_cast<int*>(acc + panelFloats * c.panelCount);
     if constexpr (Type == ExpertType::INT8)
         for (int r = 0; r < rows; ++r) rowSums[r] = rowSum(c.x, r, 0, l.hiddenPad / kActGroup);
-    for (int p = 0; p < c.panelCount; ++p) {
-        const std::byte* panel = c.panels + p * l.gateUpPanelBytes;
-        for (int kc = 0; kc < kBlocks; kc += cacheBlocks) {
-            const int kcEnd = kc + cacheBlocks < kBlocks ? kc + cacheBlocks : kBlocks;
+    for (int kc = 0; kc < kBlocks; kc += cacheBlocks) {
+        const int kcEnd = kc + cacheBlocks < kBlocks ? kc + cacheBlocks : kBlocks;
+        for (int p = 0; p < c.panelCount; ++p) {
+            const std::byte* panel = c.panels + p * l.gateUpPanelBytes;
+            float* pacc = acc + panelFloats * p;
             for (int tb = 0; tb < rows; tb += 32) {
                 int r0, r1;
                 tileRows(rows, tb, r0, r1);
                 configureTiles(r0, r1);
-                float* cb = acc + static_cast<std::size_t>(tb) * 32;
+                float* cb = pacc + static_cast<std::size_t>(tb) * 32;
                 if (kc == 0) {
                     TANDEM_TILE_ZERO(0);
                     TANDEM_TILE_ZERO(1);
@@ -169,24 +188,25 @@ void tileGateUp(const GateUpCall& c) {
                     TANDEM_TILE_STORE(3, cb + 528, 128);
                 }
             }
-        }
-        const int col = (c.firstPanel + p) * kPanelRows;
-        for (int r = 0; r < rows; ++r) {
-            const float* cr = acc + static_cast<std::size_t>(r) * 32;
-            __m512 g, u;
-            if constexpr (Type == ExpertType::BF16) {
-                g = _mm512_load_ps(cr);
-                u = _mm512_load_ps(cr + 16);
-            } else {
-                const auto* scales = reinterpret_cast<const float*>(panel + kBlocks * 2 * l.blockBytes);
-                const __m512i corr = _mm512_set1_epi32(128 * rowSums[r]);
-                const __m512 xsc = _mm512_set1_ps(c.x.scale[r]);
-                g = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_load_si512(cr), corr)),
-                                  _mm512_mul_ps(_mm512_load_ps(scales), xsc));
-                u = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_load_si512(cr + 16), corr)),
-                                  _mm512_mul_ps(_mm512_load_ps(scales + 16), xsc));
+            if (kcEnd < kBlocks) continue;
+            const int col = (c.firstPanel + p) * kPanelRows;
+            for (int r = 0; r < rows; ++r) {
+                const float* cr = pacc + static_cast<std::size_t>(r) * 32;
+                __m512 g, u;
+                if constexpr (Type == ExpertType::BF16) {
+                    g = _mm512_load_ps(cr);
+                    u = _mm512_load_ps(cr + 16);
+                } else {
+                    const auto* scales = reinterpret_cast<const float*>(panel + kBlocks * 2 * l.blockBytes);
+                    const __m512i corr = _mm512_set1_epi32(128 * rowSums[r]);
+                    const __m512 xsc = _mm512_set1_ps(c.x.scale[r]);
+                    g = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_load_si512(cr), corr)),
+                                      _mm512_mul_ps(_mm512_load_ps(scales), xsc));
+                    u = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_load_si512(cr + 16), corr)),
+                                      _mm512_mul_ps(_mm512_load_ps(scales + 16), xsc));
+                }
+                _mm512_storeu_ps(c.act + static_cast<std::size_t>(r) * c.actStride + col, siluMul512(g, u));
             }
-            _mm512_storeu_ps(c.act + static_cast<std::size_t>(r) * c.actStride + col, siluMul512(g, u));
         }
     }
     releaseTiles();
@@ -271,50 +291,54 @@ void tileDown(const DownCall& c) {
 
 // INT4 experts on tdpbssd. A block's two 32-column groups each carry their own fp16 scale per output,
 // so a tile product covers one group (K 32) and its int32 result is scaled into float32 sums before
-// the next group: per group the four C tiles are stored, converted and added with fmadd, in the same
-// order as the AVX-512 kernels add their groups. The nibbles are unpacked once per panel (gate/up) or
-// panel pair (down) into signed B tiles, n - 8 in [-8, 7], so no activation-sum correction is needed,
-// and reused for every 32 rows.
+// the next group: per group the C tiles are stored, converted and added with fmadd, in the same order
+// as the AVX-512 kernels add their groups. The nibbles are unpacked once per panel (gate/up: gate and
+// up; down: a pair of output panels) into signed B tiles, n - 8 in [-8, 7], so no activation-sum
+// correction is needed, and reused for every 32 rows.
 
-// One INT4 block (expert_format.h) as two groups of 8 B-tile rows of 64 bytes: rows 0-3 of a group
-// are the low nibbles of its four vectors (inputs 4v..4v+3 of each output), rows 4-7 the high nibbles
-// (inputs 16 + 4v..).
-inline void unpackInt4Block(const std::byte* blk, std::int8_t* dst) {
+// One 32-column group of a panel pair, unpacked: the two B tiles (8 rows of 64 bytes: rows 0-3 the
+// low nibbles of the group's four vectors, inputs 4v..4v+3 of each output, rows 4-7 the high nibbles,
+// inputs 16 + 4v..) and their scales as float32.
+struct alignas(64) Int4Group {
+    std::int8_t b[2][512];
+    float scale[2][16];
+};
+
+// Unpacks one INT4 block (two groups) into side `side` of groups g[0] and g[1].
+inline void unpackInt4Block(const std::byte* blk, Int4Group* g, int side) {
     const __m512i nibble = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
     for (int v = 0; v < 8; ++v) {
         const __m512i w = _mm512_load_si512(blk + 64 * v);
-        std::int8_t* g = dst + 512 * (v / 4) + 64 * (v % 4);
-        _mm512_store_si512(g, _mm512_sub_epi8(_mm512_and_si512(w, nibble), eight));
-        _mm512_store_si512(g + 256, _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(w, 4), nibble), eight));
+        std::int8_t* rows = g[v / 4].b[side] + 64 * (v % 4);
+        _mm512_store_si512(rows, _mm512_sub_epi8(_mm512_and_si512(w, nibble), eight));
+        _mm512_store_si512(rows + 256, _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(w, 4), nibble), eight));
     }
+    for (int grp = 0; grp < 2; ++grp)
+        _mm512_store_ps(g[grp].scale[side], _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk + 512 + 32 * grp))));
 }
 
-inline __m512 int4Scales(const std::byte* blk, int group) {
-    return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk + 512 + 32 * group)));
-}
-
-// acc[m][0..15] += C(m, 0..15) * s0 and acc[m][16..31] += C(m, 16..31) * s1 for the rows of the stored
-// C tiles (cbuf: 32 rows of 32 int32); `both` false: only the first 16 columns.
-inline void scaleGroup(float* acc, const std::int32_t* cbuf, int rows, __m512 s0, __m512 s1, bool both) {
+// acc[m][0..15] += C(m, 0..15) * scale[0] and, with `pair`, acc[m][16..31] += C(m, 16..31) * scale[1]
+// for the rows of the stored C tiles (cbuf: 32 rows of 32 int32).
+inline void scaleGroup(float* acc, const std::int32_t* cbuf, int rows, const Int4Group& g, bool pair) {
+    const __m512 s0 = _mm512_load_ps(g.scale[0]), s1 = _mm512_load_ps(g.scale[1]);
     for (int m = 0; m < rows; ++m) {
         float* a = acc + 32 * m;
         const std::int32_t* c = cbuf + 32 * m;
         _mm512_store_ps(a, _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c)), s0, _mm512_load_ps(a)));
-        if (both) _mm512_store_ps(a + 16, _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c + 16)), s1, _mm512_load_ps(a + 16)));
+        if (pair) _mm512_store_ps(a + 16, _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c + 16)), s1, _mm512_load_ps(a + 16)));
     }
 }
 
-// One group's tile products: C0/C1 = A0 x B0/B1, C2/C3 = A1 x B0/B1 with A (32 columns of int8) at `a`
-// and the B tiles at b0/b1; then the C tiles go to cbuf.
-inline void int4GroupTiles(const std::byte* a, std::size_t stride, const std::int8_t* b0, const std::int8_t* b1, bool r1,
-                           bool pair, std::int32_t* cbuf) {
+// One group's tile products, C0/C1 = A0 x B0/B1 and C2/C3 = A1 x B0/B1 with A (32 columns of int8) at
+// `a`, stored to cbuf.
+inline void int4GroupTiles(const std::byte* a, std::size_t stride, const Int4Group& g, bool r1, bool pair, std::int32_t* cbuf) {
     TANDEM_TILE_ZERO(0);
-    TANDEM_TILE_LOAD(6, b0, 64);
+    TANDEM_TILE_LOAD(6, g.b[0], 64);
     TANDEM_TILE_LOAD(4, a, stride);
     TANDEM_TILE_DPBSSD(0, 4, 6);
     if (pair) {
         TANDEM_TILE_ZERO(1);
-        TANDEM_TILE_LOAD(7, b1, 64);
+        TANDEM_TILE_LOAD(7, g.b[1], 64);
         TANDEM_TILE_DPBSSD(1, 4, 7);
     }
     if (r1) {
@@ -334,42 +358,66 @@ inline void int4GroupTiles(const std::byte* a, std::size_t stride, const std::in
     }
 }
 
+// TANDEM_AMX_INT4=serial scales each group right after its tiles are stored; by default the scaling
+// of group g - 1 follows the tile products of group g, so the two overlap and the loads of the C tiles
+// do not wait on the tile stores just issued. For A/B runs on AMX hardware.
+const bool int4Serial = [] {
+    const char* v = std::getenv("TANDEM_AMX_INT4");
+    return v && std::string_view(v) == "serial";
+}();
+
+// acc (32 rows of 32 float32) = sum over `groups` of the scaled tile products with activation rows
+// [0, r0 + r1) at `a` (group g's 32 columns at a + 32 g). cbuf: two sets of stored C tiles.
+void int4Rows(const std::byte* a, std::size_t stride, const Int4Group* groups, int count, int r0, int r1, bool pair, float* acc,
+              std::int32_t* cbuf) {
+    configureTiles(r0, r1, 32);
+    for (int j = 0; j < 1024; j += 16) _mm512_store_ps(acc + j, _mm512_setzero_ps());
+    const int rows = r0 + r1;
+    if (int4Serial) {
+        for (int g = 0; g < count; ++g) {
+            int4GroupTiles(a + 32 * g, stride, groups[g], r1 > 0, pair, cbuf);
+            scaleGroup(acc, cbuf, rows, groups[g], pair);
+        }
+        return;
+    }
+    for (int g = 0; g < count; ++g) {
+        int4GroupTiles(a + 32 * g, stride, groups[g], r1 > 0, pair, cbuf + 1024 * (g & 1));
+        if (g) scaleGroup(acc, cbuf + 1024 * ((g - 1) & 1), rows, groups[g - 1], pair);
+    }
+    if (count) scaleGroup(acc, cbuf + 1024 * ((count - 1) & 1), rows, groups[count - 1], pair);
+}
+
+// Per-thread INT4 scratch: sums for 32 rows, two sets of C tiles, then `groups` unpacked groups.
+struct Int4Scratch {
+    float* acc;
+    std::int32_t* cbuf;
+    Int4Group* groups;
+};
+Int4Scratch int4Scratch(int groups) {
+    float* f = scratch.floats(3072 + static_cast<std::size_t>(groups) * (sizeof(Int4Group) / sizeof(float)));
+    return {f, reinterpret_cast<std::int32_t*>(f + 1024), reinterpret_cast<Int4Group*>(f + 3072)};
+}
+
 void tileGateUpInt4(const GateUpCall& c) {
     const ExpertLayout& l = *c.layout;
     const int rows = c.x.rows;
     const int kBlocks = l.hiddenKBlocks();
-    const std::size_t xs = c.x.stride;
-    constexpr std::size_t kBlockPair = 2 * 576;  // gate block, up block
-    // Scratch: sums for 32 rows (gate | up), the stored C tiles, the panel's unpacked blocks
-    // ([kb][gate groups 0, 1 | up groups 0, 1], 2 KiB per kb).
-    float* acc = scratch.floats(2048 + static_cast<std::size_t>(kBlocks) * 512);
-    auto* cbuf = reinterpret_cast<std::int32_t*>(acc + 1024);
-    auto* w = reinterpret_cast<std::int8_t*>(acc + 2048);
+    const Int4Scratch s = int4Scratch(2 * kBlocks);
     for (int p = 0; p < c.panelCount; ++p) {
         const std::byte* panel = c.panels + p * l.gateUpPanelBytes;
         for (int kb = 0; kb < kBlocks; ++kb) {
-            unpackInt4Block(panel + kb * kBlockPair, w + 2048 * kb);
-            unpackInt4Block(panel + kb * kBlockPair + 576, w + 2048 * kb + 1024);
+            unpackInt4Block(panel + kb * 2 * 576, s.groups + 2 * kb, 0);        // gate
+            unpackInt4Block(panel + kb * 2 * 576 + 576, s.groups + 2 * kb, 1);  // up
         }
         const int col = (c.firstPanel + p) * kPanelRows;
         for (int tb = 0; tb < rows; tb += 32) {
             int r0, r1;
             tileRows(rows, tb, r0, r1);
-            configureTiles(r0, r1, 32);
-            for (int i = 0; i < 1024; i += 16) _mm512_store_ps(acc + i, _mm512_setzero_ps());
-            const std::byte* a = c.x.data + tb * xs;
-            for (int kb = 0; kb < kBlocks; ++kb) {
-                const std::byte* blk = panel + kb * kBlockPair;
-                for (int grp = 0; grp < 2; ++grp) {
-                    const std::int8_t* b = w + 2048 * kb + 512 * grp;
-                    int4GroupTiles(a + 64 * kb + 32 * grp, xs, b, b + 1024, r1 > 0, true, cbuf);
-                    scaleGroup(acc, cbuf, r0 + r1, int4Scales(blk, grp), int4Scales(blk + 576, grp), true);
-                }
-            }
+            int4Rows(c.x.data + tb * c.x.stride, c.x.stride, s.groups, 2 * kBlocks, r0, r1, true, s.acc, s.cbuf);
             for (int m = 0; m < r0 + r1; ++m) {
                 const __m512 xsc = _mm512_set1_ps(c.x.scale[tb + m]);
-                const __m512 g = _mm512_mul_ps(_mm512_load_ps(acc + 32 * m), xsc);
-                const __m512 u = _mm512_mul_ps(_mm512_load_ps(acc + 32 * m + 16), xsc);
+                const __m512 g = _mm512_mul_ps(_mm512_load_ps(s.acc + 32 * m), xsc);
+                const __m512 u = _mm512_mul_ps(_mm512_load_ps(s.acc + 32 * m + 16), xsc);
                 _mm512_storeu_ps(c.act + static_cast<std::size_t>(tb + m) * c.actStride + col, siluMul512(g, u));
             }
         }
@@ -380,48 +428,32 @@ void tileGateUpInt4(const GateUpCall& c) {
 void tileDownInt4(const DownCall& c) {
     const ExpertLayout& l = *c.layout;
     const int rows = c.act.rows;
-    const std::size_t as = c.act.stride;
     const std::size_t base = l.chunkOffset(c.firstChunk);
     const int end = c.firstPanel + c.panelCount;
     int kbs = 0;
     for (int ch = c.firstChunk; ch < c.firstChunk + c.chunkCount; ++ch) kbs += l.chunkKBlocks(ch);
-    // Scratch: sums for 32 rows (panel q | q + 1), the stored C tiles, the panel pair's unpacked
-    // blocks ([block][q groups 0, 1 | q + 1 groups 0, 1], 2 KiB per block).
-    float* acc = scratch.floats(2048 + static_cast<std::size_t>(kbs) * 512);
-    auto* cbuf = reinterpret_cast<std::int32_t*>(acc + 1024);
-    auto* w = reinterpret_cast<std::int8_t*>(acc + 2048);
+    const Int4Scratch s = int4Scratch(2 * kbs);
+    // Every chunk but the last is whole, so the call's groups are consecutive columns from here.
+    const std::byte* a0 = c.act.data + static_cast<std::size_t>(c.firstChunk) * kChunkCols;
     auto panelOf = [&](int ch, int q) { return c.chunks + (l.chunkOffset(ch) - base) + q * l.chunkPanelBytes(ch); };
     for (int q = c.firstPanel; q < end; q += 2) {
         const bool pair = q + 1 < end;
         int i = 0;
         for (int ch = c.firstChunk; ch < c.firstChunk + c.chunkCount; ++ch)
-            for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb, ++i) {
-                unpackInt4Block(panelOf(ch, q) + kb * 576, w + 2048 * i);
-                if (pair) unpackInt4Block(panelOf(ch, q + 1) + kb * 576, w + 2048 * i + 1024);
+            for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb, i += 2) {
+                unpackInt4Block(panelOf(ch, q) + kb * 576, s.groups + i, 0);
+                if (pair) unpackInt4Block(panelOf(ch, q + 1) + kb * 576, s.groups + i, 1);
             }
         for (int tb = 0; tb < rows; tb += 32) {
             int r0, r1;
             tileRows(rows, tb, r0, r1);
-            configureTiles(r0, r1, 32);
-            for (int j = 0; j < 1024; j += 16) _mm512_store_ps(acc + j, _mm512_setzero_ps());
-            const std::byte* a = c.act.data + tb * as;
-            i = 0;
-            for (int ch = c.firstChunk; ch < c.firstChunk + c.chunkCount; ++ch)
-                for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb, ++i) {
-                    const std::byte* blk0 = panelOf(ch, q) + kb * 576;
-                    const std::byte* blk1 = pair ? panelOf(ch, q + 1) + kb * 576 : blk0;
-                    for (int grp = 0; grp < 2; ++grp) {
-                        const std::int8_t* b = w + 2048 * i + 512 * grp;
-                        int4GroupTiles(a + ch * kChunkCols + 64 * kb + 32 * grp, as, b, b + 1024, r1 > 0, pair, cbuf);
-                        scaleGroup(acc, cbuf, r0 + r1, int4Scales(blk0, grp), int4Scales(blk1, grp), pair);
-                    }
-                }
+            int4Rows(a0 + tb * c.act.stride, c.act.stride, s.groups, 2 * kbs, r0, r1, pair, s.acc, s.cbuf);
             for (int m = 0; m < r0 + r1; ++m) {
                 const int r = tb + m;
                 const __m512 xsc = _mm512_set1_ps(c.act.scale[r]);
                 for (int half = 0; half < (pair ? 2 : 1); ++half) {
                     const int panel = q + half;
-                    const __m512 y = _mm512_mul_ps(_mm512_load_ps(acc + 32 * m + 16 * half), xsc);
+                    const __m512 y = _mm512_mul_ps(_mm512_load_ps(s.acc + 32 * m + 16 * half), xsc);
                     accumulateRow512(c.dest[r] + panel * kPanelRows, y, c.weight[r], validRows(l, panel));
                 }
             }
@@ -446,7 +478,9 @@ ExpertKernels makeAmx() {
     e.gemm[static_cast<int>(ExpertType::BF16)] = {tileGateUp<ExpertType::BF16>, tileDown<ExpertType::BF16>};
     e.gemm[static_cast<int>(ExpertType::INT8)] = {tileGateUp<ExpertType::INT8>, tileDown<ExpertType::INT8>};
     e.gemm[static_cast<int>(ExpertType::INT4)] = {tileGateUpInt4, tileDownInt4};
-    e.gemmMinRows[static_cast<int>(ExpertType::INT4)] = 8;  // first guess; measure with --sweep
+    // INT4 on AMX: faster than the AVX-512 GEMV from about 10-12 rows per expert (the sweep in
+    // docs/BENCHMARKS.md; it unpacks every panel and scales every group whatever the rows).
+    e.gemmMinRows[static_cast<int>(ExpertType::INT4)] = 12;
     return e;
 }
 
