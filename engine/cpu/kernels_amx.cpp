@@ -115,11 +115,29 @@ int rowSum(const KernelRows& k, int r, int firstGroup, int groups) {
     return sum;
 }
 
-// Gate/up loops over cache blocks of the inputs outermost: the rows' activations over one block stay
-// in L2 while every panel of the call passes over them, and each panel's weights over the block are
-// read from memory once and reused for every 32 rows. The float32 (int32) sums of every panel and row
-// wait in a scratch buffer between blocks. (With the panels outermost, as before, a panel re-read all
-// the rows' activations: 3.7 MB per 16 outputs for DeepSeek-V3 at 128 rows of split BF16, from L3.)
+// Blocking of the gate/up kernel, in bytes and blocks (tuning overrides for benchmarks, read once).
+int envInt(const char* name, int fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::atoi(v) : fallback;
+}
+// At most this many K blocks per cache block: a panel's gate and up blocks over one cache block (2
+// KiB per K block) stay in L1 while every 32 rows pass over them.
+const int kCacheBlocksMax = envInt("TANDEM_AMX_KC", 16);
+// Sums of this many bytes at most wait between cache blocks (a group of panels at a time), so they
+// stay in L2 next to the activations. The emulated build takes few, so that the tests run several
+// groups.
+#ifdef TANDEM_AMX_EMULATE
+const std::size_t kAccBytes = 16u << 10;
+#else
+const std::size_t kAccBytes = static_cast<std::size_t>(envInt("TANDEM_AMX_ACC_KIB", 256)) << 10;
+#endif
+
+// Gate/up, for each group of panels, loops over cache blocks of the inputs, then panels, then rows:
+// the rows' activations over one cache block stay in L2 while every panel of the group passes over
+// them, and each panel's weights over the block are read from memory once and reused from L1 for every
+// 32 rows. The float32 (int32) sums of the group's panels wait in a scratch buffer between blocks.
+// (With the panels outermost, as before, each panel re-read all the rows' activations: 3.7 MB per 16
+// outputs for DeepSeek-V3 at 128 rows of split BF16, from L3.)
 template <ExpertType Type>
 void tileGateUp(const GateUpCall& c) {
     const ExpertLayout& l = *c.layout;
@@ -131,19 +149,22 @@ void tileGateUp(const GateUpCall& c) {
     const int parts = Type == ExpertType::BF16 ? 2 : 1;
     const std::size_t partOffset[2] = {0, c.x.loOffset};
     const std::size_t sliceBytes = static_cast<std::size_t>(rows) * l.kBlock * l.activationBytes();
-    const int cacheBlocks = std::clamp(static_cast<int>(kActivationSliceBytes / sliceBytes), 1, kBlocks);
-    // acc: per panel, per row, 16 gate then 16 up sums (float32 for BF16, int32 for INT8); then for
-    // INT8 each row's activation sum, taken once per call rather than once per panel.
+    int cacheBlocks = std::clamp(static_cast<int>(kActivationSliceBytes / sliceBytes), 1, kBlocks);
+    if (kCacheBlocksMax > 0) cacheBlocks = std::min(cacheBlocks, kCacheBlocksMax);
+    // acc: per panel of the group, per row, 16 gate then 16 up sums (float32 for BF16, int32 for INT8);
+    // then for INT8 each row's activation sum, taken once per call rather than once per panel.
     const std::size_t panelFloats = static_cast<std::size_t>(rowsPad) * 32;
-    float* acc = scratch.floats(panelFloats * c.panelCount + rowsPad);
-    auto* rowSums = reinterpret_cast<int*>(acc + panelFloats * c.panelCount);
+    const int group = std::clamp(static_cast<int>(kAccBytes / (panelFloats * sizeof(float))), 1, c.panelCount);
+    float* acc = scratch.floats(panelFloats * group + rowsPad);
+    auto* rowSums = reinterpret_cast<int*>(acc + panelFloats * group);
     if constexpr (Type == ExpertType::INT8)
         for (int r = 0; r < rows; ++r) rowSums[r] = rowSum(c.x, r, 0, l.hiddenPad / kActGroup);
+    for (int pg = 0; pg < c.panelCount; pg += group)
     for (int kc = 0; kc < kBlocks; kc += cacheBlocks) {
         const int kcEnd = kc + cacheBlocks < kBlocks ? kc + cacheBlocks : kBlocks;
-        for (int p = 0; p < c.panelCount; ++p) {
+        for (int p = pg; p < std::min(c.panelCount, pg + group); ++p) {
             const std::byte* panel = c.panels + p * l.gateUpPanelBytes;
-            float* pacc = acc + panelFloats * p;
+            float* pacc = acc + panelFloats * (p - pg);
             for (int tb = 0; tb < rows; tb += 32) {
                 int r0, r1;
                 tileRows(rows, tb, r0, r1);
@@ -212,76 +233,107 @@ void tileGateUp(const GateUpCall& c) {
     releaseTiles();
 }
 
+// Down, blocked the same way: for each group of panel pairs, cache blocks of the call's K blocks
+// (its chunks' columns) outermost, then pairs, then rows, with the sums of the group's pairs waiting
+// in the scratch buffer between cache blocks. Every chunk but the last is whole, so K block i of the
+// call is chunk firstChunk + i / (kChunkCols / kBlock), block i % (kChunkCols / kBlock), and its
+// activation columns start at (firstChunk * kChunkCols + i * kBlock).
 template <ExpertType Type>
 void tileDown(const DownCall& c) {
     const ExpertLayout& l = *c.layout;
     const int rows = c.act.rows;
+    const int rowsPad = (rows + 31) / 32 * 32;
     const std::size_t as = c.act.stride;
     const std::size_t elementBytes = Type == ExpertType::BF16 ? 2 : 1;  // within one part
     const int parts = Type == ExpertType::BF16 ? 2 : 1;
     const std::size_t partOffset[2] = {0, c.act.loOffset};
     const std::size_t base = l.chunkOffset(c.firstChunk);
-    const int end = c.firstPanel + c.panelCount;
-    int chunkCols = 0;
-    for (int ch = c.firstChunk; ch < c.firstChunk + c.chunkCount; ++ch) chunkCols += l.chunkCols(ch);
-    alignas(64) float out[32 * 32];  // [row][panel q outputs | panel q+1 outputs]
-    int* rowSums = nullptr;            // INT8: each row's activation sum over this call's chunks
-    if constexpr (Type == ExpertType::INT8) {
-        rowSums = reinterpret_cast<int*>(scratch.floats(static_cast<std::size_t>(rows)));
-        for (int r = 0; r < rows; ++r) rowSums[r] = rowSum(c.act, r, c.firstChunk * kChunkCols / kActGroup, chunkCols / kActGroup);
+    const int perChunk = kChunkCols / l.kBlock;
+    int kBlocks = 0, chunkCols = 0;
+    for (int ch = c.firstChunk; ch < c.firstChunk + c.chunkCount; ++ch) {
+        kBlocks += l.chunkKBlocks(ch);
+        chunkCols += l.chunkCols(ch);
     }
-    for (int q = c.firstPanel; q < end; q += 2) {
-        const bool pair = q + 1 < end;
-        for (int tb = 0; tb < rows; tb += 32) {
-            int r0, r1;
-            tileRows(rows, tb, r0, r1);
-            configureTiles(r0, r1);
-            TANDEM_TILE_ZERO(0);
-            TANDEM_TILE_ZERO(1);
-            if (r1) {
-                TANDEM_TILE_ZERO(2);
-                TANDEM_TILE_ZERO(3);
-            }
-            const std::byte* a = c.act.data + tb * as;
-            for (int ch = c.firstChunk; ch < c.firstChunk + c.chunkCount; ++ch) {
-                const std::byte* p0 = c.chunks + (l.chunkOffset(ch) - base) + q * l.chunkPanelBytes(ch);
-                const std::byte* p1 = p0 + l.chunkPanelBytes(ch);
-                for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb) {
-                    const std::size_t col = (ch * kChunkCols + kb * l.kBlock) * elementBytes;
-                    TANDEM_TILE_LOAD(6, p0 + kb * 1024, 64);
-                    if (pair) TANDEM_TILE_LOAD(7, p1 + kb * 1024, 64);
-                    for (int part = 0; part < parts; ++part) {
-                        const std::byte* ak = a + partOffset[part] + col;
-                        TANDEM_TILE_LOAD(4, ak, as);
-                        TANDEM_TILE_DOT(0, 4, 6);
-                        if (pair) TANDEM_TILE_DOT(1, 4, 7);
+    const std::size_t sliceBytes = static_cast<std::size_t>(rows) * l.kBlock * l.activationBytes();
+    int cacheBlocks = std::clamp(static_cast<int>(kActivationSliceBytes / sliceBytes), 1, std::max(1, kBlocks));
+    if (kCacheBlocksMax > 0) cacheBlocks = std::min(cacheBlocks, kCacheBlocksMax);
+    const int pairs = (c.panelCount + 1) / 2;
+    const std::size_t pairFloats = static_cast<std::size_t>(rowsPad) * 32;  // [row][panel q | q + 1]
+    const int group = std::clamp(static_cast<int>(kAccBytes / (pairFloats * sizeof(float))), 1, std::max(1, pairs));
+    float* acc = scratch.floats(pairFloats * group + rowsPad);
+    int* rowSums = reinterpret_cast<int*>(acc + pairFloats * group);  // INT8: each row's sum over the call's chunks
+    if constexpr (Type == ExpertType::INT8)
+        for (int r = 0; r < rows; ++r) rowSums[r] = rowSum(c.act, r, c.firstChunk * kChunkCols / kActGroup, chunkCols / kActGroup);
+    auto blockOf = [&](int i, int q) {
+        const int ch = c.firstChunk + i / perChunk;
+        return c.chunks + (l.chunkOffset(ch) - base) + q * l.chunkPanelBytes(ch) + (i % perChunk) * l.blockBytes;
+    };
+    const std::byte* a0 = c.act.data + static_cast<std::size_t>(c.firstChunk) * kChunkCols * elementBytes;
+    for (int pg = 0; pg < pairs; pg += group) {
+        for (int kc = 0; kc < kBlocks; kc += cacheBlocks) {
+            const int kcEnd = kc + cacheBlocks < kBlocks ? kc + cacheBlocks : kBlocks;
+            for (int pi = pg; pi < std::min(pairs, pg + group); ++pi) {
+                const int q = c.firstPanel + 2 * pi;
+                const bool pair = q + 1 < c.firstPanel + c.panelCount;
+                float* pacc = acc + pairFloats * (pi - pg);
+                for (int tb = 0; tb < rows; tb += 32) {
+                    int r0, r1;
+                    tileRows(rows, tb, r0, r1);
+                    configureTiles(r0, r1);
+                    float* cb = pacc + static_cast<std::size_t>(tb) * 32;
+                    if (kc == 0) {
+                        TANDEM_TILE_ZERO(0);
+                        if (pair) TANDEM_TILE_ZERO(1);
                         if (r1) {
-                            TANDEM_TILE_LOAD(5, ak + 16 * as, as);
-                            TANDEM_TILE_DOT(2, 5, 6);
-                            if (pair) TANDEM_TILE_DOT(3, 5, 7);
+                            TANDEM_TILE_ZERO(2);
+                            if (pair) TANDEM_TILE_ZERO(3);
+                        }
+                    } else {
+                        TANDEM_TILE_LOAD(0, cb, 128);
+                        if (pair) TANDEM_TILE_LOAD(1, cb + 16, 128);
+                        if (r1) {
+                            TANDEM_TILE_LOAD(2, cb + 512, 128);
+                            if (pair) TANDEM_TILE_LOAD(3, cb + 528, 128);
                         }
                     }
-                }
-            }
-            TANDEM_TILE_STORE(0, out, 128);
-            if (pair) TANDEM_TILE_STORE(1, out + 16, 128);
-            if (r1) {
-                TANDEM_TILE_STORE(2, out + 512, 128);
-                if (pair) TANDEM_TILE_STORE(3, out + 528, 128);
-            }
-            for (int m = 0; m < r0 + r1; ++m) {
-                const int r = tb + m;
-                for (int half = 0; half < (pair ? 2 : 1); ++half) {
-                    const int panel = q + half;
-                    __m512 y;
-                    if constexpr (Type == ExpertType::BF16) {
-                        y = _mm512_load_ps(out + m * 32 + 16 * half);
-                    } else {
-                        const __m512i d = _mm512_sub_epi32(_mm512_load_si512(out + m * 32 + 16 * half), _mm512_set1_epi32(128 * rowSums[r]));
-                        y = _mm512_mul_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(_mm512_loadu_ps(c.rowScales + panel * kPanelRows),
-                                                                              _mm512_set1_ps(c.act.scale[r])));
+                    const std::byte* a = a0 + tb * as;
+                    for (int i = kc; i < kcEnd; ++i) {
+                        TANDEM_TILE_LOAD(6, blockOf(i, q), 64);
+                        if (pair) TANDEM_TILE_LOAD(7, blockOf(i, q + 1), 64);
+                        for (int part = 0; part < parts; ++part) {
+                            const std::byte* ak = a + partOffset[part] + static_cast<std::size_t>(i) * l.kBlock * elementBytes;
+                            TANDEM_TILE_LOAD(4, ak, as);
+                            TANDEM_TILE_DOT(0, 4, 6);
+                            if (pair) TANDEM_TILE_DOT(1, 4, 7);
+                            if (r1) {
+                                TANDEM_TILE_LOAD(5, ak + 16 * as, as);
+                                TANDEM_TILE_DOT(2, 5, 6);
+                                if (pair) TANDEM_TILE_DOT(3, 5, 7);
+                            }
+                        }
                     }
-                    accumulateRow512(c.dest[r] + panel * kPanelRows, y, c.weight[r], validRows(l, panel));
+                    TANDEM_TILE_STORE(0, cb, 128);
+                    if (pair) TANDEM_TILE_STORE(1, cb + 16, 128);
+                    if (r1) {
+                        TANDEM_TILE_STORE(2, cb + 512, 128);
+                        if (pair) TANDEM_TILE_STORE(3, cb + 528, 128);
+                    }
+                }
+                if (kcEnd < kBlocks) continue;
+                for (int r = 0; r < rows; ++r) {
+                    for (int half = 0; half < (pair ? 2 : 1); ++half) {
+                        const int panel = q + half;
+                        const float* cr = pacc + static_cast<std::size_t>(r) * 32 + 16 * half;
+                        __m512 y;
+                        if constexpr (Type == ExpertType::BF16) {
+                            y = _mm512_load_ps(cr);
+                        } else {
+                            const __m512i d = _mm512_sub_epi32(_mm512_load_si512(cr), _mm512_set1_epi32(128 * rowSums[r]));
+                            y = _mm512_mul_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(_mm512_loadu_ps(c.rowScales + panel * kPanelRows),
+                                                                                  _mm512_set1_ps(c.act.scale[r])));
+                        }
+                        accumulateRow512(c.dest[r] + panel * kPanelRows, y, c.weight[r], validRows(l, panel));
+                    }
                 }
             }
         }
