@@ -88,36 +88,6 @@ private:
     std::size_t bytes_ = 0;
 };
 thread_local Scratch scratch;
-thread_local Scratch packScratch;
-
-// TANDEM_AMX_PACK=0 loads the A tiles straight from the activation rows (16 rows a row stride apart)
-// instead of from a copy in tile order; for A/B runs.
-const bool packActivations = [] {
-    const char* v = std::getenv("TANDEM_AMX_PACK");
-    return !(v && std::string_view(v) == "0");
-}();
-
-// Copies the A tiles of rows [0, rows) over `blocks` column blocks of `width` bytes (64, or 32 for
-// INT4 groups) into tile order, so that each tile is `16 * width` contiguous bytes: block b of the 32
-// rows from tb lands at the result + ((tb / 32) * blocks + b) * 32 * width, row tb + m of it at
-// + m * width (A0 then A1). col(b): the byte offset of block b in a row.
-template <class Col>
-const std::byte* packTiles(const std::byte* x, std::size_t stride, int rows, int blocks, int width, Col col) {
-    const std::size_t tbBytes = static_cast<std::size_t>(blocks) * 32 * width;
-    auto* dst = reinterpret_cast<std::byte*>(packScratch.floats((rows + 31) / 32 * tbBytes / sizeof(float)));
-    for (int r = 0; r < rows; ++r) {
-        const std::byte* src = x + static_cast<std::size_t>(r) * stride;
-        std::byte* d = dst + static_cast<std::size_t>(r / 32) * tbBytes + static_cast<std::size_t>(r % 32) * width;
-        for (int b = 0; b < blocks; ++b) {
-            if (width == 64)
-                _mm512_store_si512(d + static_cast<std::size_t>(b) * 32 * 64, _mm512_loadu_si512(src + col(b)));
-            else
-                _mm256_store_si256(reinterpret_cast<__m256i*>(d + static_cast<std::size_t>(b) * 32 * 32),
-                                   _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + col(b))));
-        }
-    }
-    return dst;
-}
 
 // Bytes of activations (every row of a call over one cache block of inputs) that gate/up keeps in L2
 // while every panel passes over them: about half of a Sapphire Rapids core's 2 MiB. The emulated build
@@ -194,10 +164,6 @@ void tileGateUp(const GateUpCall& c) {
     for (int pg = 0; pg < c.panelCount; pg += group)
     for (int kc = 0; kc < kBlocks; kc += cacheBlocks) {
         const int kcEnd = kc + cacheBlocks < kBlocks ? kc + cacheBlocks : kBlocks;
-        const int blocks = (kcEnd - kc) * parts;
-        const std::byte* pk = packActivations ? packTiles(c.x.data, xs, rows, blocks, 64, [&](int b) {
-            return partOffset[b % parts] + static_cast<std::size_t>(kc + b / parts) * 64;
-        }) : nullptr;
         for (int p = pg; p < std::min(c.panelCount, pg + group); ++p) {
             const std::byte* panel = c.panels + p * l.gateUpPanelBytes;
             float* pacc = acc + panelFloats * (p - pg);
@@ -227,13 +193,12 @@ void tileGateUp(const GateUpCall& c) {
                     TANDEM_TILE_LOAD(6, blk, 64);
                     TANDEM_TILE_LOAD(7, blk + 1024, 64);
                     for (int part = 0; part < parts; ++part) {
-                        const std::byte* ak = pk ? pk + ((tb / 32) * blocks + (kb - kc) * parts + part) * 2048 : a + partOffset[part] + kb * 64;
-                        const std::size_t st = pk ? 64 : xs;
-                        TANDEM_TILE_LOAD(4, ak, st);
+                        const std::byte* ak = a + partOffset[part] + kb * 64;
+                        TANDEM_TILE_LOAD(4, ak, xs);
                         TANDEM_TILE_DOT(0, 4, 6);
                         TANDEM_TILE_DOT(1, 4, 7);
                         if (r1) {
-                            TANDEM_TILE_LOAD(5, ak + 16 * st, st);
+                            TANDEM_TILE_LOAD(5, ak + 16 * xs, xs);
                             TANDEM_TILE_DOT(2, 5, 6);
                             TANDEM_TILE_DOT(3, 5, 7);
                         }
@@ -309,10 +274,6 @@ void tileDown(const DownCall& c) {
     for (int pg = 0; pg < pairs; pg += group) {
         for (int kc = 0; kc < kBlocks; kc += cacheBlocks) {
             const int kcEnd = kc + cacheBlocks < kBlocks ? kc + cacheBlocks : kBlocks;
-            const int blocks = (kcEnd - kc) * parts;
-            const std::byte* pk = packActivations ? packTiles(a0, as, rows, blocks, 64, [&](int b) {
-                return partOffset[b % parts] + static_cast<std::size_t>(kc + b / parts) * l.kBlock * elementBytes;
-            }) : nullptr;
             for (int pi = pg; pi < std::min(pairs, pg + group); ++pi) {
                 const int q = c.firstPanel + 2 * pi;
                 const bool pair = q + 1 < c.firstPanel + c.panelCount;
@@ -342,14 +303,12 @@ void tileDown(const DownCall& c) {
                         TANDEM_TILE_LOAD(6, blockOf(i, q), 64);
                         if (pair) TANDEM_TILE_LOAD(7, blockOf(i, q + 1), 64);
                         for (int part = 0; part < parts; ++part) {
-                            const std::byte* ak = pk ? pk + ((tb / 32) * blocks + (i - kc) * parts + part) * 2048
-                                                     : a + partOffset[part] + static_cast<std::size_t>(i) * l.kBlock * elementBytes;
-                            const std::size_t st = pk ? 64 : as;
-                            TANDEM_TILE_LOAD(4, ak, st);
+                            const std::byte* ak = a + partOffset[part] + static_cast<std::size_t>(i) * l.kBlock * elementBytes;
+                            TANDEM_TILE_LOAD(4, ak, as);
                             TANDEM_TILE_DOT(0, 4, 6);
                             if (pair) TANDEM_TILE_DOT(1, 4, 7);
                             if (r1) {
-                                TANDEM_TILE_LOAD(5, ak + 16 * st, st);
+                                TANDEM_TILE_LOAD(5, ak + 16 * as, as);
                                 TANDEM_TILE_DOT(2, 5, 6);
                                 if (pair) TANDEM_TILE_DOT(3, 5, 7);
                             }
@@ -462,21 +421,21 @@ const bool int4Serial = [] {
 }();
 
 // acc (32 rows of 32 float32) = sum over `groups` of the scaled tile products with activation rows
-// [0, r0 + r1) (group g's A0 at a + g * step, rows `stride` apart). cbuf: two sets of stored C tiles.
-void int4Rows(const std::byte* a, std::size_t stride, std::size_t step, const Int4Group* groups, int count, int r0, int r1, bool pair,
-              float* acc, std::int32_t* cbuf) {
+// [0, r0 + r1) at `a` (group g's 32 columns at a + 32 g). cbuf: two sets of stored C tiles.
+void int4Rows(const std::byte* a, std::size_t stride, const Int4Group* groups, int count, int r0, int r1, bool pair, float* acc,
+              std::int32_t* cbuf) {
     configureTiles(r0, r1, 32);
     for (int j = 0; j < 1024; j += 16) _mm512_store_ps(acc + j, _mm512_setzero_ps());
     const int rows = r0 + r1;
     if (int4Serial) {
         for (int g = 0; g < count; ++g) {
-            int4GroupTiles(a + g * step, stride, groups[g], r1 > 0, pair, cbuf);
+            int4GroupTiles(a + 32 * g, stride, groups[g], r1 > 0, pair, cbuf);
             scaleGroup(acc, cbuf, rows, groups[g], pair);
         }
         return;
     }
     for (int g = 0; g < count; ++g) {
-        int4GroupTiles(a + g * step, stride, groups[g], r1 > 0, pair, cbuf + 1024 * (g & 1));
+        int4GroupTiles(a + 32 * g, stride, groups[g], r1 > 0, pair, cbuf + 1024 * (g & 1));
         if (g) scaleGroup(acc, cbuf + 1024 * ((g - 1) & 1), rows, groups[g - 1], pair);
     }
     if (count) scaleGroup(acc, cbuf + 1024 * ((count - 1) & 1), rows, groups[count - 1], pair);
@@ -498,9 +457,6 @@ void tileGateUpInt4(const GateUpCall& c) {
     const int rows = c.x.rows;
     const int kBlocks = l.hiddenKBlocks();
     const Int4Scratch s = int4Scratch(2 * kBlocks);
-    const std::byte* pk = packActivations
-                              ? packTiles(c.x.data, c.x.stride, rows, 2 * kBlocks, 32, [](int g) { return static_cast<std::size_t>(32) * g; })
-                              : nullptr;
     for (int p = 0; p < c.panelCount; ++p) {
         const std::byte* panel = c.panels + p * l.gateUpPanelBytes;
         for (int kb = 0; kb < kBlocks; ++kb) {
@@ -511,10 +467,7 @@ void tileGateUpInt4(const GateUpCall& c) {
         for (int tb = 0; tb < rows; tb += 32) {
             int r0, r1;
             tileRows(rows, tb, r0, r1);
-            if (pk)
-                int4Rows(pk + static_cast<std::size_t>(tb) * 2 * kBlocks * 32, 32, 1024, s.groups, 2 * kBlocks, r0, r1, true, s.acc, s.cbuf);
-            else
-                int4Rows(c.x.data + tb * c.x.stride, c.x.stride, 32, s.groups, 2 * kBlocks, r0, r1, true, s.acc, s.cbuf);
+            int4Rows(c.x.data + tb * c.x.stride, c.x.stride, s.groups, 2 * kBlocks, r0, r1, true, s.acc, s.cbuf);
             for (int m = 0; m < r0 + r1; ++m) {
                 const __m512 xsc = _mm512_set1_ps(c.x.scale[tb + m]);
                 const __m512 g = _mm512_mul_ps(_mm512_load_ps(s.acc + 32 * m), xsc);
@@ -536,8 +489,6 @@ void tileDownInt4(const DownCall& c) {
     const Int4Scratch s = int4Scratch(2 * kbs);
     // Every chunk but the last is whole, so the call's groups are consecutive columns from here.
     const std::byte* a0 = c.act.data + static_cast<std::size_t>(c.firstChunk) * kChunkCols;
-    const std::byte* pk =
-        packActivations ? packTiles(a0, c.act.stride, rows, 2 * kbs, 32, [](int g) { return static_cast<std::size_t>(32) * g; }) : nullptr;
     auto panelOf = [&](int ch, int q) { return c.chunks + (l.chunkOffset(ch) - base) + q * l.chunkPanelBytes(ch); };
     for (int q = c.firstPanel; q < end; q += 2) {
         const bool pair = q + 1 < end;
@@ -550,10 +501,7 @@ void tileDownInt4(const DownCall& c) {
         for (int tb = 0; tb < rows; tb += 32) {
             int r0, r1;
             tileRows(rows, tb, r0, r1);
-            if (pk)
-                int4Rows(pk + static_cast<std::size_t>(tb) * 2 * kbs * 32, 32, 1024, s.groups, 2 * kbs, r0, r1, pair, s.acc, s.cbuf);
-            else
-                int4Rows(a0 + tb * c.act.stride, c.act.stride, 32, s.groups, 2 * kbs, r0, r1, pair, s.acc, s.cbuf);
+            int4Rows(a0 + tb * c.act.stride, c.act.stride, s.groups, 2 * kbs, r0, r1, pair, s.acc, s.cbuf);
             for (int m = 0; m < r0 + r1; ++m) {
                 const int r = tb + m;
                 const __m512 xsc = _mm512_set1_ps(c.act.scale[r]);
