@@ -69,7 +69,15 @@ int runBenchMoe(const CommandArgs& argv) {
     const CliArgs args(argv,
                        {"--shape", "--experts", "--tokens", "--threads", "--kernels", "--gemm-min-rows", "--experts-in-memory",
                         "--seconds", "--sweep", "--defer"},
-                       {"--json", "--verify"});
+                       {"--json", "--verify", "--tile-peak"});
+    if (args.flag("--tile-peak")) {
+        const int threads = args.integer("--threads", 0);
+        const auto points = measureTilePeak(threads);
+        std::printf("AMX tile unit, operations per second (2 per multiply-add)\n%-40s %12s %14s\n", "test", "one thread", "all threads");
+        for (const auto& p : points)
+            std::printf("%-40s %8.2f TOP/s %10.2f TOP/s\n", std::string(p.test).c_str(), p.oneThread / 1e12, p.allThreads / 1e12);
+        return 0;
+    }
     const std::string shapeName = args.required("--shape");
     const MoeShape* shape = findMoeShape(shapeName);
     if (!shape) throw tandem::Error("unknown --shape '" + shapeName + "'; choose " + shapeNames());

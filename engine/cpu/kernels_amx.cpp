@@ -14,10 +14,12 @@
 // use the AVX-512 kernels. Built with AMX and AVX-512 flags; with TANDEM_AMX_EMULATE (tests) the tile
 // operations are emulated (amx_tiles.h).
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <new>
 #include <string_view>
 
+#include "cpu/amx_peak.h"
 #include "cpu/amx_tiles.h"
 #include "cpu/kernel_rows.h"
 #include "cpu/kernels_avx512.h"
@@ -539,6 +541,86 @@ ExpertKernels makeAmx() {
 }
 
 }  // namespace
+
+#ifndef TANDEM_AMX_EMULATE
+// The tile unit's throughput on this thread for one kind of step (amx_peak.h): four tile products per
+// step into C0-C3 from A0, A1, B0, B1, with the A and B tiles resident, reloaded from L1, or A rows
+// read the way the kernels read activation rows (a row stride apart, from a buffer the size of L2).
+double amxTileOpsPerSecond(TileTest test, long steps) {
+    constexpr std::size_t kStride = 7232;  // a DeepSeek-V3 int8 activation row (hidden 7168, odd lines)
+    constexpr std::size_t kRegion = 1u << 20;
+    const bool l2 = test == TileTest::Int8StridedA || test == TileTest::Int8BFromL2;
+    const std::size_t bytes = l2 ? kRegion + 16 * kStride : 4096;
+    auto* buf = static_cast<std::byte*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+    if (!buf) throw std::bad_alloc();
+    for (std::size_t i = 0; i < bytes; ++i) buf[i] = static_cast<std::byte>((i * 7) & 0x3f);
+    const int aBytes = test == TileTest::Int8K32Resident ? 32 : 64;
+    loadedShape = {};
+    configureTiles(16, 16, aBytes);
+    TANDEM_TILE_ZERO(0);
+    TANDEM_TILE_ZERO(1);
+    TANDEM_TILE_ZERO(2);
+    TANDEM_TILE_ZERO(3);
+    TANDEM_TILE_LOAD(4, buf, 64);
+    TANDEM_TILE_LOAD(5, buf + 1024, 64);
+    TANDEM_TILE_LOAD(6, buf + 2048, 64);
+    TANDEM_TILE_LOAD(7, buf + 3072, 64);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::size_t at = 0;
+    for (long i = 0; i < steps; ++i) {
+        switch (test) {
+        case TileTest::Bf16Resident:
+            TANDEM_TILE_DPBF16PS(0, 4, 6);
+            TANDEM_TILE_DPBF16PS(1, 4, 7);
+            TANDEM_TILE_DPBF16PS(2, 5, 6);
+            TANDEM_TILE_DPBF16PS(3, 5, 7);
+            break;
+        case TileTest::Int8Resident:
+        case TileTest::Int8K32Resident:
+            TANDEM_TILE_DPBSSD(0, 4, 6);
+            TANDEM_TILE_DPBSSD(1, 4, 7);
+            TANDEM_TILE_DPBSSD(2, 5, 6);
+            TANDEM_TILE_DPBSSD(3, 5, 7);
+            break;
+        case TileTest::Int8FromL1:
+            TANDEM_TILE_LOAD(6, buf + 2048, 64);
+            TANDEM_TILE_LOAD(7, buf + 3072, 64);
+            TANDEM_TILE_LOAD(4, buf, 64);
+            TANDEM_TILE_DPBSSD(0, 4, 6);
+            TANDEM_TILE_DPBSSD(1, 4, 7);
+            TANDEM_TILE_LOAD(5, buf + 1024, 64);
+            TANDEM_TILE_DPBSSD(2, 5, 6);
+            TANDEM_TILE_DPBSSD(3, 5, 7);
+            break;
+        case TileTest::Int8StridedA:
+            TANDEM_TILE_LOAD(4, buf + at, kStride);
+            TANDEM_TILE_DPBSSD(0, 4, 6);
+            TANDEM_TILE_DPBSSD(1, 4, 7);
+            TANDEM_TILE_LOAD(5, buf + at + 64, kStride);
+            TANDEM_TILE_DPBSSD(2, 5, 6);
+            TANDEM_TILE_DPBSSD(3, 5, 7);
+            at = at + 128 < kRegion ? at + 128 : 0;
+            break;
+        case TileTest::Int8BFromL2:
+            TANDEM_TILE_LOAD(6, buf + at, 64);
+            TANDEM_TILE_LOAD(7, buf + at + 1024, 64);
+            TANDEM_TILE_DPBSSD(0, 4, 6);
+            TANDEM_TILE_DPBSSD(1, 4, 7);
+            TANDEM_TILE_DPBSSD(2, 5, 6);
+            TANDEM_TILE_DPBSSD(3, 5, 7);
+            at = at + 2048 < kRegion ? at + 2048 : 0;
+            break;
+        }
+    }
+    alignas(64) std::int32_t sink[16 * 16];
+    TANDEM_TILE_STORE(0, sink, 64);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    releaseTiles();
+    std::free(buf);
+    const double k = aBytes / (test == TileTest::Bf16Resident ? 2.0 : 1.0);  // products per output per tile step
+    return 4.0 * 2.0 * 16 * 16 * k * static_cast<double>(steps) / s + 0 * sink[0];
+}
+#endif
 
 #ifdef TANDEM_AMX_EMULATE
 const ExpertKernels& amxEmulatedKernels() {

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "cpu/amx_peak.h"
 #include "cpu/expert_kernels.h"
 #include "cpu/expert_pack.h"
 #include "tandem/error.h"
@@ -340,6 +341,48 @@ std::vector<SweepPoint> sweepGemmThreshold(const MoeBenchOptions& o, const std::
         points.push_back({rows, time(gemv), time(gemm)});
     }
     return points;
+}
+
+std::vector<TilePeakPoint> measureTilePeak(int threads) {
+    if (const std::string missing = isaMissing(Isa::Amx); !missing.empty())
+        throw Error("--tile-peak needs AMX; this CPU lacks " + missing);
+    struct Test {
+        TileTest test;
+        std::string_view name;
+    };
+    constexpr Test kTests[] = {{TileTest::Bf16Resident, "bf16 tdpbf16ps, resident tiles"},
+                               {TileTest::Int8Resident, "int8 tdpbssd K 64, resident tiles"},
+                               {TileTest::Int8K32Resident, "int8 tdpbssd K 32, resident tiles"},
+                               {TileTest::Int8FromL1, "int8 K 64, A and B loaded from L1"},
+                               {TileTest::Int8StridedA, "int8 K 64, A rows 7232 B apart (L2)"},
+                               {TileTest::Int8BFromL2, "int8 K 64, B tiles from L2"}};
+    constexpr long kSteps = 1 << 20;  // ~35 ms at peak
+    class PeakJob : public PoolJob {
+    public:
+        explicit PeakJob(TileTest t) : test_(t) {}
+        void run(const WorkerContext&) override {
+            const double ops = amxTileOpsPerSecond(test_, kSteps);
+            double seen = total_.load(std::memory_order_relaxed);
+            while (!total_.compare_exchange_weak(seen, seen + ops, std::memory_order_relaxed)) {
+            }
+        }
+        double total() const { return total_.load(); }
+
+    private:
+        TileTest test_;
+        std::atomic<double> total_{0};
+    };
+    ExpertPool pool(PoolOptions::fromEnvironment(threads));
+    std::vector<TilePeakPoint> out;
+    for (const Test& t : kTests) {
+        amxTileOpsPerSecond(t.test, kSteps / 16);  // warm up the tile unit's clock
+        TilePeakPoint p{t.name, amxTileOpsPerSecond(t.test, kSteps), 0};
+        PeakJob job(t.test);
+        pool.run(job);
+        p.allThreads = job.total();
+        out.push_back(p);
+    }
+    return out;
 }
 
 }  // namespace tandem::cpu

@@ -84,4 +84,13 @@ struct SweepPoint {
 std::vector<SweepPoint> sweepGemmThreshold(const MoeBenchOptions& options, const std::vector<int>& rowsPerExpert,
                                            const std::function<void(const std::string&)>& progress);
 
+// The AMX tile unit's throughput on this machine (amx_peak.h), one thread and every pool thread at
+// once, in operations per second: the measured ceiling of the AMX kernels. Throws tandem::Error
+// naming what is missing on a CPU without AMX.
+struct TilePeakPoint {
+    std::string_view test;
+    double oneThread = 0, allThreads = 0;
+};
+std::vector<TilePeakPoint> measureTilePeak(int threads);
+
 }  // namespace tandem::cpu

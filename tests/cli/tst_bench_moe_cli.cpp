@@ -66,6 +66,19 @@ private slots:
         QVERIFY2(r.err.contains(("TANDEM_CPU_ISA=" + missing).toUtf8()), r.err.constData());
     }
 
+    // On an AMX machine it prints the six measurements; elsewhere it says what is missing.
+    void tilePeakMeasuresOrExplains() {
+        const Result r = run({"--tile-peak", "--threads", "2"});
+        if (tandem::cpu::isaSupported(tandem::cpu::Isa::Amx)) {
+            QVERIFY2(r.exitCode == 0, r.err.constData());
+            QCOMPARE(r.out.count("TOP/s"), 12);
+        } else {
+            QCOMPARE(r.exitCode, 1);
+            QVERIFY2(r.err.contains("--tile-peak needs AMX"), r.err.constData());
+            QVERIFY2(!r.out.contains("TOP/s"), r.out.constData());
+        }
+    }
+
     void badOptionsAreExplained() {
         const Result r = run({"--shape", "llama", "--experts", "int4"});
         QCOMPARE(r.exitCode, 1);
