@@ -69,7 +69,7 @@ int runBenchMoe(const CommandArgs& argv) {
     const CliArgs args(argv,
                        {"--shape", "--experts", "--tokens", "--threads", "--kernels", "--gemm-min-rows", "--experts-in-memory",
                         "--seconds", "--sweep", "--defer"},
-                       {"--json", "--verify", "--tile-peak"});
+                       {"--json", "--verify", "--tile-peak", "--phases"});
     if (args.flag("--tile-peak")) {
         const int threads = args.integer("--threads", 0);
         const auto points = measureTilePeak(threads);
@@ -92,6 +92,7 @@ int runBenchMoe(const CommandArgs& argv) {
     o.expertsInMemory = args.integer("--experts-in-memory", 0);
     o.secondsPerPoint = args.number("--seconds", 2.0);
     o.deferred = args.integer("--defer", 0);
+    o.profilePhases = args.flag("--phases");
     if (o.deferred < 0 || o.deferred >= shape->topK)
         throw tandem::Error("--defer must be between 0 and " + std::to_string(shape->topK - 1) + " for this shape");
     const std::string kernels = args.optional("--kernels").value_or("auto");
@@ -135,9 +136,26 @@ int runBenchMoe(const CommandArgs& argv) {
     for (const auto& p : r.points)
         std::printf("%6d  %11.6f  %12.1f  %14.1f  %11.0f%%  %7.3f  %6.1f (%.1f)\n", p.tokens, p.secondsPerLayer, p.weightsGbps,
                     p.bandwidthGbps, 100 * p.weightsGbps / p.bandwidthGbps, p.tflops, p.activeExperts, p.gemmExperts);
+    auto phaseShares = [](const MoeBenchPoint& p) {
+        const MoePhaseSeconds& s = p.phases;
+        const double t = p.threadSeconds;
+        const double idle = t - (s.convertX + s.gateUp + s.convertAct + s.down + s.reduce + s.barriers);
+        return nlohmann::json{{"convert_x", s.convertX / t}, {"gate_up", s.gateUp / t},   {"convert_act", s.convertAct / t},
+                              {"down", s.down / t},          {"reduce", s.reduce / t},    {"barriers", s.barriers / t},
+                              {"idle_at_end", idle / t}};
+    };
+    if (o.profilePhases) {
+        std::printf("share of the threads' time per layer: convert x, gate/up, convert act, down, reduce, barriers, idle at end\n");
+        for (const auto& p : r.points) {
+            const auto s = phaseShares(p);
+            std::printf("%6d  %5.1f%% %5.1f%% %5.1f%% %5.1f%% %5.1f%% %5.1f%% %5.1f%%\n", p.tokens, 100 * s["convert_x"].get<double>(),
+                        100 * s["gate_up"].get<double>(), 100 * s["convert_act"].get<double>(), 100 * s["down"].get<double>(),
+                        100 * s["reduce"].get<double>(), 100 * s["barriers"].get<double>(), 100 * s["idle_at_end"].get<double>());
+        }
+    }
     if (json)
         for (const auto& p : r.points) {
-            const nlohmann::json j = {
+            nlohmann::json j = {
                 {"shape", shape->name},
                 {"experts", expertTypeName(o.type)},
                 {"tokens", p.tokens},
@@ -162,6 +180,7 @@ int runBenchMoe(const CommandArgs& argv) {
                 {"dispatch_us_sleeping", r.dispatch.sleepingMicros},
                 {"verify_failures", failures},
             };
+            if (o.profilePhases) j["phases"] = phaseShares(p);
             std::printf("%s\n", j.dump().c_str());
         }
     return failures ? 1 : 0;

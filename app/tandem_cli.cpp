@@ -17,14 +17,15 @@ commands:
   bench-moe --shape deepseek-v3|qwen3-30b-a3b|deepseek-v2-lite --experts bf16|int8|int4
             [--tokens N[,N...]] [--threads N] [--json] [--verify] [--kernels auto|gemv|gemm]
             [--gemm-min-rows N] [--experts-in-memory N] [--seconds S] [--sweep ROWS[,ROWS...]]
-            [--defer D]
+            [--defer D] [--phases]
   bench-moe --tile-peak [--threads N]
             Time one MoE layer of that model's shape (random weights and routing) on the CPU expert
             engine next to the memory bandwidth measured in the same run. --verify first checks the
             selected kernels (TANDEM_CPU_ISA) against the scalar ones; --sweep times GEMV against
             GEMM kernels at the given rows per expert; --defer D runs each layer as the GPU path's
             two parts with Expert Deferral (top-k minus D experts, then D). With --json the last
-            line is a JSON object. --tile-peak measures the AMX tile unit's throughput instead (one
+            line is a JSON object. --phases times the layer's phases on every thread (conversions,
+            gate/up, down, barriers, idle) and prints each one's share. --tile-peak measures the AMX tile unit's throughput instead (one
             thread and all), the ceiling the AMX kernels' TFLOP/s compare with.
   convert   --model DIR|FILE.gguf --out STORE --experts bf16|int8|int4 [--threads N] [--verify]
             Pack a Hugging Face MoE checkpoint (bf16 or DeepSeek FP8) or a llama.cpp GGUF (qwen3moe,

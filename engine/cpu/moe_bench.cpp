@@ -237,8 +237,8 @@ MoeBenchReport runMoeBench(const MoeBenchOptions& o, const std::function<void(co
     Random rng(o.seed * 7919 + 3);
     for (const int tokens : o.tokens) {
         progress("timing " + std::to_string(tokens) + " token(s)");
-        MoeRunner runner(pool, {std::nullopt, o.kernels, o.gemmMinRows});
-        MoeRunner second(pool, {std::nullopt, o.kernels, o.gemmMinRows});
+        MoeRunner runner(pool, {std::nullopt, o.kernels, o.gemmMinRows, o.profilePhases});
+        MoeRunner second(pool, {std::nullopt, o.kernels, o.gemmMinRows, o.profilePhases});
         const int k = o.shape.topK, later = std::clamp(o.deferred, 0, k - 1);
         std::vector<int> idsA, idsB;
         std::vector<float> weightsA, weightsB;
@@ -281,7 +281,11 @@ MoeBenchReport runMoeBench(const MoeBenchOptions& o, const std::function<void(co
                 second.wait();
                 dt = seconds(t0);
             }
-            if (it < 0) continue;  // warm-up
+            if (it < 0) {  // warm-up
+                runner.resetPhaseSeconds();
+                second.resetPhaseSeconds();
+                continue;
+            }
             std::set<const std::byte*> read;
             for (const int e : ids) read.insert(layer.expert(0, e).gateUp);
             times.push_back(dt);
@@ -302,6 +306,15 @@ MoeBenchReport runMoeBench(const MoeBenchOptions& o, const std::function<void(co
         p.bandwidthGbps = median(bandwidth);
         p.flops = 6.0 * o.shape.hidden * o.shape.inter * tokens * o.shape.topK;
         p.tflops = p.flops / p.secondsPerLayer / 1e12;
+        if (o.profilePhases) {
+            const MoePhaseSeconds a = runner.phaseSeconds(), b2 = second.phaseSeconds();
+            const double n = p.iterations;
+            p.phases = {(a.convertX + b2.convertX) / n, (a.gateUp + b2.gateUp) / n,     (a.convertAct + b2.convertAct) / n,
+                        (a.down + b2.down) / n,         (a.reduce + b2.reduce) / n, (a.barriers + b2.barriers) / n};
+            double wall = 0;
+            for (const double t : times) wall += t;
+            p.threadSeconds = pool.threads() * wall / n;
+        }
         p.activeExperts = active / p.iterations;
         p.gemmExperts = gemm / p.iterations;
         report.points.push_back(p);

@@ -40,6 +40,7 @@ struct MoeBenchOptions {
     int deferred = 0;                // > 0: each layer runs as the GPU path's two parts (the first
                                      // topK - deferred slots, then the rest), queued together with the
                                      // caller joining, as the expert bridge does with Expert Deferral
+    bool profilePhases = false;      // time the layer's phases on every thread (MoeBenchPoint::phases)
     std::uint64_t seed = 1;
 };
 
@@ -54,6 +55,10 @@ struct MoeBenchPoint {
     double tflops = 0;
     double activeExperts = 0;        // mean
     double gemmExperts = 0;          // mean
+    // With profilePhases: thread-seconds per layer in each phase (mean), and the threads' time per
+    // layer (participants x mean wall time), of which the rest was spent idle after finishing early.
+    MoePhaseSeconds phases;
+    double threadSeconds = 0;
 };
 
 struct MoeBenchReport {

@@ -1,6 +1,7 @@
 #include "cpu/moe_layer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -91,22 +92,49 @@ public:
     // before down remains of three. A decode part is ~0.1-0.3 ms, and each barrier of 16 threads and
     // the phase tail before it cost microseconds.
     void run(const WorkerContext& w) override {
+        PhaseClock clock{profile};
         if (!oneToken) {
             phaseA();
+            clock.lap(spent.convertX);
             barrier.arriveAndWait();
+            clock.lap(spent.barriers);
         }
         phaseB(w);
+        clock.lap(spent.gateUp);
         barrier.arriveAndWait();
+        clock.lap(spent.barriers);
         if (!oneToken) {
             phaseC();
+            clock.lap(spent.convertAct);
             barrier.arriveAndWait();
+            clock.lap(spent.barriers);
         }
         phaseD(w);
+        clock.lap(spent.down);
         if (layer->nodes() > 1) {
             barrier.arriveAndWait();
+            clock.lap(spent.barriers);
             phaseE();
+            clock.lap(spent.reduce);
         }
     }
+
+    // Nanoseconds per phase, summed over threads (MoeOptions::profilePhases).
+    struct Spent {
+        std::atomic<long long> convertX{0}, gateUp{0}, convertAct{0}, down{0}, reduce{0}, barriers{0};
+    };
+    struct PhaseClock {
+        bool on;
+        std::chrono::steady_clock::time_point last = on ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+        void lap(std::atomic<long long>& into) {
+            if (!on) return;
+            const auto now = std::chrono::steady_clock::now();
+            into.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(now - last).count(), std::memory_order_relaxed);
+            last = now;
+        }
+    };
+    bool profile = false;
+    Spent spent;
 
     void finished() noexcept override {
         if (onFinished) onFinished();
@@ -310,6 +338,7 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
     Job& j = *job_;
     j.layer = &layer;
     j.kernels = kernels_;
+    j.profile = options_.profilePhases;
     j.in = in;
     j.rows = in.tokens * in.topK;
 
@@ -450,6 +479,17 @@ void MoeRunner::enqueueJoined(const PackedMoeLayer& layer, const MoeInput& input
     } else if (job_->onFinished) {
         job_->onFinished();
     }
+}
+
+MoePhaseSeconds MoeRunner::phaseSeconds() const {
+    const auto& s = job_->spent;
+    auto sec = [](const std::atomic<long long>& ns) { return static_cast<double>(ns.load()) * 1e-9; };
+    return {sec(s.convertX), sec(s.gateUp), sec(s.convertAct), sec(s.down), sec(s.reduce), sec(s.barriers)};
+}
+
+void MoeRunner::resetPhaseSeconds() {
+    auto& s = job_->spent;
+    for (auto* a : {&s.convertX, &s.gateUp, &s.convertAct, &s.down, &s.reduce, &s.barriers}) a->store(0);
 }
 
 bool MoeRunner::done() const { return !ticket_ || pool_.done(*ticket_); }

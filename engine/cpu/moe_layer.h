@@ -45,6 +45,14 @@ struct MoeOptions {
     std::optional<Isa> isa;              // default: selectedIsa() (TANDEM_CPU_ISA or the best)
     KernelChoice kernels = KernelChoice::Auto;
     int gemmMinRows = 0;                 // > 0: overrides the ISA's measured GEMV/GEMM threshold
+    bool profilePhases = false;          // time every phase and barrier on every thread (phaseSeconds)
+};
+
+// Thread-seconds spent in each phase, summed over the participants and over the runs since the last
+// reset (MoeOptions::profilePhases). A layer's wall time times its participants, minus these, is the
+// time threads spent finishing early at the end.
+struct MoePhaseSeconds {
+    double convertX = 0, gateUp = 0, convertAct = 0, down = 0, reduce = 0, barriers = 0;
 };
 
 struct MoeStats {
@@ -77,6 +85,8 @@ public:
 
     Isa isa() const { return kernels_->isa; }
     const MoeStats& lastStats() const { return stats_; }
+    MoePhaseSeconds phaseSeconds() const;
+    void resetPhaseSeconds();
 
 private:
     class Job;

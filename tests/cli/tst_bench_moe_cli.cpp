@@ -66,6 +66,24 @@ private slots:
         QVERIFY2(r.err.contains(("TANDEM_CPU_ISA=" + missing).toUtf8()), r.err.constData());
     }
 
+    // --phases: the JSON carries each phase's share of the threads' time; gate/up and down are timed,
+    // and no share is negative or above the whole.
+    void phasesAreReported() {
+        const Result r = run({"--shape", "qwen3-30b-a3b", "--experts", "int4", "--tokens", "1,40", "--threads", "2", "--json", "--phases",
+                              "--seconds", "0.05", "--experts-in-memory", "16"});
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        QVERIFY2(r.out.contains("share of the threads' time per layer"), r.out.constData());
+        const QJsonObject phases = QJsonDocument::fromJson(r.out.trimmed().split('\n').last()).object()["phases"].toObject();
+        const QStringList keys{"convert_x", "gate_up", "convert_act", "down", "reduce", "barriers", "idle_at_end"};
+        for (const QString& k : keys) {
+            QVERIFY2(phases.contains(k), qPrintable(k));
+            QVERIFY2(phases[k].toDouble() >= -0.02 && phases[k].toDouble() <= 1.0, qPrintable(k));
+        }
+        QVERIFY(phases["gate_up"].toDouble() > 0.05);
+        QVERIFY(phases["down"].toDouble() > 0.05);
+        QVERIFY(phases["convert_x"].toDouble() > 0);  // 40 tokens: phase A runs
+    }
+
     // On an AMX machine it prints the six measurements; elsewhere it says what is missing.
     void tilePeakMeasuresOrExplains() {
         const Result r = run({"--tile-peak", "--threads", "2"});
