@@ -117,7 +117,7 @@ int rowSum(const KernelRows& k, int r, int firstGroup, int groups) {
     return sum;
 }
 
-// Blocking of the gate/up kernel, in bytes and blocks (tuning overrides for benchmarks, read once).
+// Blocking of the BF16/INT8 kernels: overrides for tuning runs, read once.
 int envInt(const char* name, int fallback) {
     const char* v = std::getenv(name);
     return v && *v ? std::atoi(v) : fallback;
@@ -152,85 +152,86 @@ void tileGateUp(const GateUpCall& c) {
     // The activation parts each step multiplies: BF16 the hi then the lo half, INT8 the row.
     const int parts = Type == ExpertType::BF16 ? 2 : 1;
     const std::size_t partOffset[2] = {0, c.x.loOffset};
-    const std::size_t sliceBytes = static_cast<std::size_t>(rows) * l.kBlock * l.activationBytes();
+    const std::size_t sliceBytes = static_cast<std::size_t>(std::max(1, rows)) * l.kBlock * l.activationBytes();
     int cacheBlocks = std::clamp(static_cast<int>(kActivationSliceBytes / sliceBytes), 1, kBlocks);
     if (kCacheBlocksMax > 0) cacheBlocks = std::min(cacheBlocks, kCacheBlocksMax);
     // acc: per panel of the group, per row, 16 gate then 16 up sums (float32 for BF16, int32 for INT8);
     // then for INT8 each row's activation sum, taken once per call rather than once per panel.
     const std::size_t panelFloats = static_cast<std::size_t>(rowsPad) * 32;
-    const int group = std::clamp(static_cast<int>(kAccBytes / (panelFloats * sizeof(float))), 1, c.panelCount);
+    const int group = std::clamp(static_cast<int>(kAccBytes / (panelFloats * sizeof(float))), 1, std::max(1, c.panelCount));
     float* acc = scratch.floats(panelFloats * group + rowsPad);
     auto* rowSums = reinterpret_cast<int*>(acc + panelFloats * group);
     if constexpr (Type == ExpertType::INT8)
         for (int r = 0; r < rows; ++r) rowSums[r] = rowSum(c.x, r, 0, l.hiddenPad / kActGroup);
-    for (int pg = 0; pg < c.panelCount; pg += group)
-    for (int kc = 0; kc < kBlocks; kc += cacheBlocks) {
-        const int kcEnd = kc + cacheBlocks < kBlocks ? kc + cacheBlocks : kBlocks;
-        for (int p = pg; p < std::min(c.panelCount, pg + group); ++p) {
-            const std::byte* panel = c.panels + p * l.gateUpPanelBytes;
-            float* pacc = acc + panelFloats * (p - pg);
-            for (int tb = 0; tb < rows; tb += 32) {
-                int r0, r1;
-                tileRows(rows, tb, r0, r1);
-                configureTiles(r0, r1);
-                float* cb = pacc + static_cast<std::size_t>(tb) * 32;
-                if (kc == 0) {
-                    TANDEM_TILE_ZERO(0);
-                    TANDEM_TILE_ZERO(1);
-                    if (r1) {
-                        TANDEM_TILE_ZERO(2);
-                        TANDEM_TILE_ZERO(3);
-                    }
-                } else {
-                    TANDEM_TILE_LOAD(0, cb, 128);
-                    TANDEM_TILE_LOAD(1, cb + 16, 128);
-                    if (r1) {
-                        TANDEM_TILE_LOAD(2, cb + 512, 128);
-                        TANDEM_TILE_LOAD(3, cb + 528, 128);
-                    }
-                }
-                const std::byte* a = c.x.data + tb * xs;
-                for (int kb = kc; kb < kcEnd; ++kb) {
-                    const std::byte* blk = panel + kb * 2 * l.blockBytes;
-                    TANDEM_TILE_LOAD(6, blk, 64);
-                    TANDEM_TILE_LOAD(7, blk + 1024, 64);
-                    for (int part = 0; part < parts; ++part) {
-                        const std::byte* ak = a + partOffset[part] + kb * 64;
-                        TANDEM_TILE_LOAD(4, ak, xs);
-                        TANDEM_TILE_DOT(0, 4, 6);
-                        TANDEM_TILE_DOT(1, 4, 7);
+    for (int pg = 0; pg < c.panelCount; pg += group) {
+        for (int kc = 0; kc < kBlocks; kc += cacheBlocks) {
+            const int kcEnd = kc + cacheBlocks < kBlocks ? kc + cacheBlocks : kBlocks;
+            for (int p = pg; p < std::min(c.panelCount, pg + group); ++p) {
+                const std::byte* panel = c.panels + p * l.gateUpPanelBytes;
+                float* pacc = acc + panelFloats * (p - pg);
+                for (int tb = 0; tb < rows; tb += 32) {
+                    int r0, r1;
+                    tileRows(rows, tb, r0, r1);
+                    configureTiles(r0, r1);
+                    float* cb = pacc + static_cast<std::size_t>(tb) * 32;
+                    if (kc == 0) {
+                        TANDEM_TILE_ZERO(0);
+                        TANDEM_TILE_ZERO(1);
                         if (r1) {
-                            TANDEM_TILE_LOAD(5, ak + 16 * xs, xs);
-                            TANDEM_TILE_DOT(2, 5, 6);
-                            TANDEM_TILE_DOT(3, 5, 7);
+                            TANDEM_TILE_ZERO(2);
+                            TANDEM_TILE_ZERO(3);
+                        }
+                    } else {
+                        TANDEM_TILE_LOAD(0, cb, 128);
+                        TANDEM_TILE_LOAD(1, cb + 16, 128);
+                        if (r1) {
+                            TANDEM_TILE_LOAD(2, cb + 512, 128);
+                            TANDEM_TILE_LOAD(3, cb + 528, 128);
                         }
                     }
+                    const std::byte* a = c.x.data + tb * xs;
+                    for (int kb = kc; kb < kcEnd; ++kb) {
+                        const std::byte* blk = panel + kb * 2 * l.blockBytes;
+                        TANDEM_TILE_LOAD(6, blk, 64);
+                        TANDEM_TILE_LOAD(7, blk + 1024, 64);
+                        for (int part = 0; part < parts; ++part) {
+                            const std::byte* ak = a + partOffset[part] + kb * 64;
+                            TANDEM_TILE_LOAD(4, ak, xs);
+                            TANDEM_TILE_DOT(0, 4, 6);
+                            TANDEM_TILE_DOT(1, 4, 7);
+                            if (r1) {
+                                TANDEM_TILE_LOAD(5, ak + 16 * xs, xs);
+                                TANDEM_TILE_DOT(2, 5, 6);
+                                TANDEM_TILE_DOT(3, 5, 7);
+                            }
+                        }
+                    }
+                    TANDEM_TILE_STORE(0, cb, 128);
+                    TANDEM_TILE_STORE(1, cb + 16, 128);
+                    if (r1) {
+                        TANDEM_TILE_STORE(2, cb + 512, 128);
+                        TANDEM_TILE_STORE(3, cb + 528, 128);
+                    }
                 }
-                TANDEM_TILE_STORE(0, cb, 128);
-                TANDEM_TILE_STORE(1, cb + 16, 128);
-                if (r1) {
-                    TANDEM_TILE_STORE(2, cb + 512, 128);
-                    TANDEM_TILE_STORE(3, cb + 528, 128);
+                if (kcEnd < kBlocks) continue;
+                const int col = (c.firstPanel + p) * kPanelRows;
+                for (int r = 0; r < rows; ++r) {
+                    const float* cr = pacc + static_cast<std::size_t>(r) * 32;
+                    __m512 g, u;
+                    if constexpr (Type == ExpertType::BF16) {
+                        g = _mm512_load_ps(cr);
+                        u = _mm512_load_ps(cr + 16);
+                    } else {
+                        const auto* scales = reinterpret_cast<const float*>(panel + kBlocks * 2 * l.blockBytes);
+                        const __m512i corr = _mm512_set1_epi32(128 * rowSums[r]);
+                        const __m512 xsc = _mm512_set1_ps(c.x.scale[r]);
+                        g = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_load_si512(cr), corr)),
+                                          _mm512_mul_ps(_mm512_load_ps(scales), xsc));
+                        u = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_load_si512(cr + 16), corr)),
+                                          _mm512_mul_ps(_mm512_load_ps(scales + 16), xsc));
+                    }
+                    _mm512_storeu_ps(c.act + static_cast<std::size_t>(r) * c.actStride + col, siluMul512(g, u));
                 }
-            }
-            if (kcEnd < kBlocks) continue;
-            const int col = (c.firstPanel + p) * kPanelRows;
-            for (int r = 0; r < rows; ++r) {
-                const float* cr = pacc + static_cast<std::size_t>(r) * 32;
-                __m512 g, u;
-                if constexpr (Type == ExpertType::BF16) {
-                    g = _mm512_load_ps(cr);
-                    u = _mm512_load_ps(cr + 16);
-                } else {
-                    const auto* scales = reinterpret_cast<const float*>(panel + kBlocks * 2 * l.blockBytes);
-                    const __m512i corr = _mm512_set1_epi32(128 * rowSums[r]);
-                    const __m512 xsc = _mm512_set1_ps(c.x.scale[r]);
-                    g = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_load_si512(cr), corr)),
-                                      _mm512_mul_ps(_mm512_load_ps(scales), xsc));
-                    u = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_load_si512(cr + 16), corr)),
-                                      _mm512_mul_ps(_mm512_load_ps(scales + 16), xsc));
-                }
-                _mm512_storeu_ps(c.act + static_cast<std::size_t>(r) * c.actStride + col, siluMul512(g, u));
             }
         }
     }
@@ -258,7 +259,7 @@ void tileDown(const DownCall& c) {
         kBlocks += l.chunkKBlocks(ch);
         chunkCols += l.chunkCols(ch);
     }
-    const std::size_t sliceBytes = static_cast<std::size_t>(rows) * l.kBlock * l.activationBytes();
+    const std::size_t sliceBytes = static_cast<std::size_t>(std::max(1, rows)) * l.kBlock * l.activationBytes();
     int cacheBlocks = std::clamp(static_cast<int>(kActivationSliceBytes / sliceBytes), 1, std::max(1, kBlocks));
     if (kCacheBlocksMax > 0) cacheBlocks = std::min(cacheBlocks, kCacheBlocksMax);
     const int pairs = (c.panelCount + 1) / 2;
