@@ -142,15 +142,15 @@ int runBenchMoe(const CommandArgs& argv) {
         const double idle = t - (s.convertX + s.gateUp + s.convertAct + s.down + s.reduce + s.barriers);
         return nlohmann::json{{"convert_x", s.convertX / t}, {"gate_up", s.gateUp / t},   {"convert_act", s.convertAct / t},
                               {"down", s.down / t},          {"reduce", s.reduce / t},    {"barriers", s.barriers / t},
-                              {"idle_at_end", idle / t}};
+                              {"other", idle / t}};
     };
     if (o.profilePhases) {
-        std::printf("share of the threads' time per layer: convert x, gate/up, convert act, down, reduce, barriers, idle at end\n");
+        std::printf("share of the threads' time per layer: convert x, gate/up, convert act, down, reduce, barriers, other (idle after finishing, the caller's preparation, wake-up)\n");
         for (const auto& p : r.points) {
             const auto s = phaseShares(p);
             std::printf("%6d  %5.1f%% %5.1f%% %5.1f%% %5.1f%% %5.1f%% %5.1f%% %5.1f%%\n", p.tokens, 100 * s["convert_x"].get<double>(),
                         100 * s["gate_up"].get<double>(), 100 * s["convert_act"].get<double>(), 100 * s["down"].get<double>(),
-                        100 * s["reduce"].get<double>(), 100 * s["barriers"].get<double>(), 100 * s["idle_at_end"].get<double>());
+                        100 * s["reduce"].get<double>(), 100 * s["barriers"].get<double>(), 100 * s["other"].get<double>());
         }
     }
     if (json)

@@ -66,7 +66,7 @@ fi
 if [[ ${MOE:-0} == 1 ]]; then
   : >"$out/moe.jsonl"
   TANDEM_CPU_ISA=amx "$cli" bench-moe --shape deepseek-v2-lite --experts int4 --tokens 1 --verify --seconds 0.1 \
-    --experts-in-memory 8 2>&1 | grep -E '^verify:|FAILED' | head -8
+    --experts-in-memory 8 2>&1 | grep -E '^verify:|FAILED|lacks|rror' | tail -8
   for t in ${MOE_SWEEP:-}; do
     echo "sweep $t (deepseek-v2-lite): $("$cli" bench-moe --shape deepseek-v2-lite --experts "$t" \
       --sweep 1,2,3,4,6,8,12,16,24,32 2>>"$out/moe.log" | tee -a "$out/sweep.txt" | tail -1)"

@@ -117,24 +117,32 @@ int rowSum(const KernelRows& k, int r, int firstGroup, int groups) {
     return sum;
 }
 
-// Blocking of the BF16/INT8 kernels: overrides for tuning runs, read once.
+// Blocking of the BF16/INT8 kernels: overrides for tuning runs, read once, at the first call (this
+// file is compiled for AMX and AVX-512, so nothing in it may run at program start on other CPUs).
 int envInt(const char* name, int fallback) {
     const char* v = std::getenv(name);
-    return v && *v ? std::atoi(v) : fallback;
+    const int n = v && *v ? std::atoi(v) : fallback;
+    return n >= 0 ? n : fallback;
 }
 // At most this many K blocks per cache block (0: only kActivationSliceBytes bounds it). Capping it so
 // that a panel's blocks over one cache block stay in L1 (16: 32 KiB) was measured on the GPU machine
 // and lost as often as it won (docs/BENCHMARKS.md), so by default the cache block is as long as the
 // activation slice allows.
-const int kCacheBlocksMax = envInt("TANDEM_AMX_KC", 0);
+int cacheBlocksMax() {
+    static const int n = envInt("TANDEM_AMX_KC", 0);
+    return n;
+}
 // Sums of this many bytes at most wait between cache blocks (a group of panels at a time), so they
 // stay in L2 next to the activations. The emulated build takes few, so that the tests run several
 // groups.
+std::size_t accBytes() {
 #ifdef TANDEM_AMX_EMULATE
-const std::size_t kAccBytes = 16u << 10;
+    return 16u << 10;
 #else
-const std::size_t kAccBytes = static_cast<std::size_t>(envInt("TANDEM_AMX_ACC_KIB", 256)) << 10;
+    static const std::size_t n = static_cast<std::size_t>(std::clamp(envInt("TANDEM_AMX_ACC_KIB", 256), 4, 1 << 20)) << 10;
+    return n;
 #endif
+}
 
 // Gate/up, for each group of panels, loops over cache blocks of the inputs, then panels, then rows:
 // the rows' activations over one cache block stay in L2 while every panel of the group passes over
@@ -146,19 +154,20 @@ template <ExpertType Type>
 void tileGateUp(const GateUpCall& c) {
     const ExpertLayout& l = *c.layout;
     const int rows = c.x.rows;
+    if (rows <= 0) return;
     const int rowsPad = (rows + 31) / 32 * 32;
     const int kBlocks = l.hiddenKBlocks();
     const std::size_t xs = c.x.stride;
     // The activation parts each step multiplies: BF16 the hi then the lo half, INT8 the row.
     const int parts = Type == ExpertType::BF16 ? 2 : 1;
     const std::size_t partOffset[2] = {0, c.x.loOffset};
-    const std::size_t sliceBytes = static_cast<std::size_t>(std::max(1, rows)) * l.kBlock * l.activationBytes();
+    const std::size_t sliceBytes = static_cast<std::size_t>(rows) * l.kBlock * l.activationBytes();
     int cacheBlocks = std::clamp(static_cast<int>(kActivationSliceBytes / sliceBytes), 1, kBlocks);
-    if (kCacheBlocksMax > 0) cacheBlocks = std::min(cacheBlocks, kCacheBlocksMax);
+    if (cacheBlocksMax() > 0) cacheBlocks = std::min(cacheBlocks, cacheBlocksMax());
     // acc: per panel of the group, per row, 16 gate then 16 up sums (float32 for BF16, int32 for INT8);
     // then for INT8 each row's activation sum, taken once per call rather than once per panel.
     const std::size_t panelFloats = static_cast<std::size_t>(rowsPad) * 32;
-    const int group = std::clamp(static_cast<int>(kAccBytes / (panelFloats * sizeof(float))), 1, std::max(1, c.panelCount));
+    const int group = std::clamp(static_cast<int>(accBytes() / (panelFloats * sizeof(float))), 1, std::max(1, c.panelCount));
     float* acc = scratch.floats(panelFloats * group + rowsPad);
     auto* rowSums = reinterpret_cast<int*>(acc + panelFloats * group);
     if constexpr (Type == ExpertType::INT8)
@@ -247,6 +256,7 @@ template <ExpertType Type>
 void tileDown(const DownCall& c) {
     const ExpertLayout& l = *c.layout;
     const int rows = c.act.rows;
+    if (rows <= 0) return;
     const int rowsPad = (rows + 31) / 32 * 32;
     const std::size_t as = c.act.stride;
     const std::size_t elementBytes = Type == ExpertType::BF16 ? 2 : 1;  // within one part
@@ -259,12 +269,12 @@ void tileDown(const DownCall& c) {
         kBlocks += l.chunkKBlocks(ch);
         chunkCols += l.chunkCols(ch);
     }
-    const std::size_t sliceBytes = static_cast<std::size_t>(std::max(1, rows)) * l.kBlock * l.activationBytes();
+    const std::size_t sliceBytes = static_cast<std::size_t>(rows) * l.kBlock * l.activationBytes();
     int cacheBlocks = std::clamp(static_cast<int>(kActivationSliceBytes / sliceBytes), 1, std::max(1, kBlocks));
-    if (kCacheBlocksMax > 0) cacheBlocks = std::min(cacheBlocks, kCacheBlocksMax);
+    if (cacheBlocksMax() > 0) cacheBlocks = std::min(cacheBlocks, cacheBlocksMax());
     const int pairs = (c.panelCount + 1) / 2;
     const std::size_t pairFloats = static_cast<std::size_t>(rowsPad) * 32;  // [row][panel q | q + 1]
-    const int group = std::clamp(static_cast<int>(kAccBytes / (pairFloats * sizeof(float))), 1, std::max(1, pairs));
+    const int group = std::clamp(static_cast<int>(accBytes() / (pairFloats * sizeof(float))), 1, std::max(1, pairs));
     float* acc = scratch.floats(pairFloats * group + rowsPad);
     int* rowSums = reinterpret_cast<int*>(acc + pairFloats * group);  // INT8: each row's sum over the call's chunks
     if constexpr (Type == ExpertType::INT8)
@@ -418,10 +428,13 @@ inline void int4GroupTiles(const std::byte* a, std::size_t stride, const Int4Gro
 // TANDEM_AMX_INT4=serial scales each group right after its tiles are stored; by default the scaling
 // of group g - 1 follows the tile products of group g, so the two overlap and the loads of the C tiles
 // do not wait on the tile stores just issued. For A/B runs on AMX hardware.
-const bool int4Serial = [] {
-    const char* v = std::getenv("TANDEM_AMX_INT4");
-    return v && std::string_view(v) == "serial";
-}();
+bool int4Serial() {
+    static const bool serial = [] {
+        const char* v = std::getenv("TANDEM_AMX_INT4");
+        return v && std::string_view(v) == "serial";
+    }();
+    return serial;
+}
 
 // acc (32 rows of 32 float32) = sum over `groups` of the scaled tile products with activation rows
 // [0, r0 + r1) at `a` (group g's 32 columns at a + 32 g). cbuf: two sets of stored C tiles.
@@ -430,7 +443,7 @@ void int4Rows(const std::byte* a, std::size_t stride, const Int4Group* groups, i
     configureTiles(r0, r1, 32);
     for (int j = 0; j < 1024; j += 16) _mm512_store_ps(acc + j, _mm512_setzero_ps());
     const int rows = r0 + r1;
-    if (int4Serial) {
+    if (int4Serial()) {
         for (int g = 0; g < count; ++g) {
             int4GroupTiles(a + 32 * g, stride, groups[g], r1 > 0, pair, cbuf);
             scaleGroup(acc, cbuf, rows, groups[g], pair);

@@ -16,6 +16,13 @@ namespace {
 // lines on their way while the hardware prefetcher restarts at each 4 KiB boundary.
 constexpr std::size_t kPrefetchAhead = 4096;
 
+// From this many rows per pass (the GEMM kernels) the INT8 and INT4 block loops are not unrolled
+// fully (INT8 by 2, INT4 not at all): fully unrolled, GCC spills the broadcast activations and orders
+// each row's dot products one after the other, so they wait on each other's latency (the INT8 GEMM
+// ran at 53% of vpdpbusd's peak on Zen 4; 30% and 25% less time per prefill layer without, see
+// docs/BENCHMARKS.md). The GEMV kernels (decode) keep their full unrolling.
+constexpr int kGemmUnrollFrom = 8;
+
 template <int NT>
 constexpr int splitsFor() {
     return NT <= 2 ? 2 : 1;  // few rows: split each sum in two so the dot-product latency overlaps
@@ -49,13 +56,19 @@ inline void bf16Block(__m512 (&acc)[NT][S], const std::byte* blk, const Rows<NT>
 
 template <int NT, int S>
 inline void int8Block(__m512i (&acc)[NT][S], const std::byte* blk, const Rows<NT>& in, int k0, std::ptrdiff_t prefetch) {
-#pragma GCC unroll 16
-    for (int j = 0; j < 16; ++j) {
+    auto step = [&](int j) __attribute__((always_inline)) {
         if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch + 64 * j), _MM_HINT_T0);
         const __m512i w = _mm512_load_si512(blk + 64 * j);
 #pragma GCC unroll 8
         for (int t = 0; t < NT; ++t)
             acc[t][j % S] = _mm512_dpbusd_epi32(acc[t][j % S], w, _mm512_set1_epi32(load32(in.x[t] + k0 + 4 * j)));
+    };
+    if constexpr (NT >= kGemmUnrollFrom) {
+#pragma GCC unroll 2
+        for (int j = 0; j < 16; ++j) step(j);
+    } else {
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; ++j) step(j);
     }
 }
 
@@ -71,8 +84,7 @@ inline void int4Block(__m512 (&acc)[NT], const std::byte* blk, const Rows<NT>& i
     for (int grp = 0; grp < 2; ++grp) {
         __m512i lo[NT], hi[NT];
         for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (int v = 0; v < 4; ++v) {
+        auto step = [&](int v) __attribute__((always_inline)) {
             const __m512i w = _mm512_load_si512(blk + 64 * (4 * grp + v));
             const __m512i wl = _mm512_and_si512(w, nibble);
             const __m512i wh = _mm512_and_si512(_mm512_srli_epi16(w, 4), nibble);
@@ -85,6 +97,13 @@ inline void int4Block(__m512 (&acc)[NT], const std::byte* blk, const Rows<NT>& i
                 else
                     lo[t] = _mm512_dpbusd_epi32(lo[t], wh, _mm512_set1_epi32(load32(x + 16)));
             }
+        };
+        if constexpr (NT >= kGemmUnrollFrom) {
+#pragma GCC unroll 1
+            for (int v = 0; v < 4; ++v) step(v);
+        } else {
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; ++v) step(v);
         }
         const __m512 scale = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk + 512 + 32 * grp)));
         for (int t = 0; t < NT; ++t) {

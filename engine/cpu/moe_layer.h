@@ -50,7 +50,7 @@ struct MoeOptions {
 
 // Thread-seconds spent in each phase, summed over the participants and over the runs since the last
 // reset (MoeOptions::profilePhases). A layer's wall time times its participants, minus these, is the
-// time threads spent finishing early at the end.
+// time outside the phases: threads idle after finishing early, the caller's prepare() and the wake-up.
 struct MoePhaseSeconds {
     double convertX = 0, gateUp = 0, convertAct = 0, down = 0, reduce = 0, barriers = 0;
 };

@@ -74,7 +74,7 @@ private slots:
         QVERIFY2(r.exitCode == 0, r.err.constData());
         QVERIFY2(r.out.contains("share of the threads' time per layer"), r.out.constData());
         const QJsonObject phases = QJsonDocument::fromJson(r.out.trimmed().split('\n').last()).object()["phases"].toObject();
-        const QStringList keys{"convert_x", "gate_up", "convert_act", "down", "reduce", "barriers", "idle_at_end"};
+        const QStringList keys{"convert_x", "gate_up", "convert_act", "down", "reduce", "barriers", "other"};
         for (const QString& k : keys) {
             QVERIFY2(phases.contains(k), qPrintable(k));
             QVERIFY2(phases[k].toDouble() >= -0.02 && phases[k].toDouble() <= 1.0, qPrintable(k));
