@@ -20,7 +20,9 @@ constexpr std::size_t kPrefetchAhead = 4096;
 // fully (INT8 by 2, INT4 not at all): fully unrolled, GCC spills the broadcast activations and orders
 // each row's dot products one after the other, so they wait on each other's latency (the INT8 GEMM
 // ran at 53% of vpdpbusd's peak on Zen 4; 30% and 25% less time per prefill layer without, see
-// docs/BENCHMARKS.md). The GEMV kernels (decode) keep their full unrolling.
+// docs/BENCHMARKS.md). The GEMV kernels (decode) keep their full unrolling, instruction for instruction
+// the code measured on both machines; hence the loop bodies as macros under `if constexpr` (a lambda
+// changed GCC's scheduling of the GEMV instantiations too).
 constexpr int kGemmUnrollFrom = 8;
 
 template <int NT>
@@ -56,20 +58,22 @@ inline void bf16Block(__m512 (&acc)[NT][S], const std::byte* blk, const Rows<NT>
 
 template <int NT, int S>
 inline void int8Block(__m512i (&acc)[NT][S], const std::byte* blk, const Rows<NT>& in, int k0, std::ptrdiff_t prefetch) {
-    auto step = [&](int j) __attribute__((always_inline)) {
-        if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch + 64 * j), _MM_HINT_T0);
-        const __m512i w = _mm512_load_si512(blk + 64 * j);
-#pragma GCC unroll 8
-        for (int t = 0; t < NT; ++t)
-            acc[t][j % S] = _mm512_dpbusd_epi32(acc[t][j % S], w, _mm512_set1_epi32(load32(in.x[t] + k0 + 4 * j)));
-    };
+// One weight vector (16 outputs x 4 inputs) against every row.
+#define TANDEM_INT8_VECTOR(j)                                                                                       \
+    do {                                                                                                            \
+        if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch + 64 * (j)), _MM_HINT_T0);        \
+        const __m512i w = _mm512_load_si512(blk + 64 * (j));                                                        \
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) acc[t][(j) % S] =                                      \
+            _mm512_dpbusd_epi32(acc[t][(j) % S], w, _mm512_set1_epi32(load32(in.x[t] + k0 + 4 * (j))));             \
+    } while (0)
     if constexpr (NT >= kGemmUnrollFrom) {
 #pragma GCC unroll 2
-        for (int j = 0; j < 16; ++j) step(j);
+        for (int j = 0; j < 16; ++j) TANDEM_INT8_VECTOR(j);
     } else {
 #pragma GCC unroll 16
-        for (int j = 0; j < 16; ++j) step(j);
+        for (int j = 0; j < 16; ++j) TANDEM_INT8_VECTOR(j);
     }
+#undef TANDEM_INT8_VECTOR
 }
 
 // Both 32-column groups of an INT4 block: integer dot products per group, then the group's fp16 scales
@@ -84,27 +88,29 @@ inline void int4Block(__m512 (&acc)[NT], const std::byte* blk, const Rows<NT>& i
     for (int grp = 0; grp < 2; ++grp) {
         __m512i lo[NT], hi[NT];
         for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
-        auto step = [&](int v) __attribute__((always_inline)) {
-            const __m512i w = _mm512_load_si512(blk + 64 * (4 * grp + v));
-            const __m512i wl = _mm512_and_si512(w, nibble);
-            const __m512i wh = _mm512_and_si512(_mm512_srli_epi16(w, 4), nibble);
-#pragma GCC unroll 8
-            for (int t = 0; t < NT; ++t) {
-                const std::byte* x = in.x[t] + k0 + 32 * grp + 4 * v;
-                lo[t] = _mm512_dpbusd_epi32(lo[t], wl, _mm512_set1_epi32(load32(x)));
-                if constexpr (kSplit)
-                    hi[t] = _mm512_dpbusd_epi32(hi[t], wh, _mm512_set1_epi32(load32(x + 16)));
-                else
-                    lo[t] = _mm512_dpbusd_epi32(lo[t], wh, _mm512_set1_epi32(load32(x + 16)));
-            }
-        };
+// One 64-byte vector of nibbles (16 outputs x 4 inputs, and the same + 16) against every row.
+#define TANDEM_INT4_VECTOR(v)                                                                                       \
+    do {                                                                                                            \
+        const __m512i w = _mm512_load_si512(blk + 64 * (4 * grp + (v)));                                            \
+        const __m512i wl = _mm512_and_si512(w, nibble);                                                             \
+        const __m512i wh = _mm512_and_si512(_mm512_srli_epi16(w, 4), nibble);                                       \
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {                                                      \
+            const std::byte* x = in.x[t] + k0 + 32 * grp + 4 * (v);                                                 \
+            lo[t] = _mm512_dpbusd_epi32(lo[t], wl, _mm512_set1_epi32(load32(x)));                                   \
+            if constexpr (kSplit)                                                                                   \
+                hi[t] = _mm512_dpbusd_epi32(hi[t], wh, _mm512_set1_epi32(load32(x + 16)));                          \
+            else                                                                                                    \
+                lo[t] = _mm512_dpbusd_epi32(lo[t], wh, _mm512_set1_epi32(load32(x + 16)));                          \
+        }                                                                                                           \
+    } while (0)
         if constexpr (NT >= kGemmUnrollFrom) {
 #pragma GCC unroll 1
-            for (int v = 0; v < 4; ++v) step(v);
+            for (int v = 0; v < 4; ++v) TANDEM_INT4_VECTOR(v);
         } else {
 #pragma GCC unroll 4
-            for (int v = 0; v < 4; ++v) step(v);
+            for (int v = 0; v < 4; ++v) TANDEM_INT4_VECTOR(v);
         }
+#undef TANDEM_INT4_VECTOR
         const __m512 scale = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk + 512 + 32 * grp)));
         for (int t = 0; t < NT; ++t) {
             __m512i d = kSplit ? _mm512_add_epi32(lo[t], hi[t]) : lo[t];
