@@ -6,5 +6,6 @@ namespace tandem::cpu {
 
 KernelPair avx512Gemv(ExpertType type);
 KernelPair avx512Gemm(ExpertType type);
+KernelPair avx512Bf16Gemm();  // kernels_avx512_bf16_gemm.cpp
 
 }  // namespace tandem::cpu

@@ -1,0 +1,270 @@
+#pragma once
+// The AVX-512 expert kernels' templates (see kernels_avx512.cpp), shared by the translation units that
+// instantiate them: kernels_avx512.cpp (GEMV, INT8/INT4 GEMM) and kernels_avx512_bf16_gemm.cpp. Header-
+// only with internal linkage, like kernel_rows.h; include only from files compiled with AVX-512 flags.
+#include "cpu/kernel_rows.h"
+#include "cpu/kernels_avx512.h"
+#include "cpu/simd_avx512.h"
+
+namespace tandem::cpu {
+namespace {
+
+
+// Prefetch distance of the gate/up weight stream: two K blocks (2-4 KiB) ahead keeps the next page's
+// lines on their way while the hardware prefetcher restarts at each 4 KiB boundary.
+constexpr std::size_t kPrefetchAhead = 4096;
+
+// From this many rows per pass (the GEMM kernels) the block loops are not unrolled fully (BF16 and
+// INT8 by 2, INT4 not at all): fully unrolled, GCC spills the broadcast activations and orders
+// each row's dot products one after the other, so they wait on each other's latency (the INT8 GEMM
+// ran at 53% of vpdpbusd's peak on Zen 4; 20-30% less time per prefill layer without, see
+// docs/BENCHMARKS.md). The GEMV kernels (decode) keep their full unrolling, instruction for instruction
+// the code measured on both machines; hence the loop bodies as macros under `if constexpr` (a lambda
+// changed GCC's scheduling of the GEMV instantiations too).
+constexpr int kGemmUnrollFrom = 8;
+
+template <int NT>
+constexpr int splitsFor() {
+    return NT <= 2 ? 2 : 1;  // few rows: split each sum in two so the dot-product latency overlaps
+}
+
+// BF16 issues two dot products (hi, lo) per row and weight load: more partial sums for the same rows,
+// as many as the registers hold beside gate's and up's (2 * NT * S of 32).
+template <int NT>
+constexpr int bf16SplitsFor() {
+    return NT == 1 ? 4 : NT <= 4 ? 2 : 1;
+}
+
+// The hi products go to the even partial sums and the lo products to the odd ones (both to the one
+// sum when S is 1).
+template <int NT, int S>
+inline void bf16Block(__m512 (&acc)[NT][S], const std::byte* blk, const Rows<NT>& in, int k0, std::ptrdiff_t prefetch) {
+// One weight vector (16 outputs x 2 inputs) against the hi and lo halves of every row.
+#define TANDEM_BF16_VECTOR(j)                                                                                       \
+    do {                                                                                                            \
+        if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch + 64 * (j)), _MM_HINT_T0);        \
+        const __m512bh w = (__m512bh)_mm512_load_si512(blk + 64 * (j));                                            \
+        const std::size_t at = 2 * static_cast<std::size_t>(k0 + 2 * (j));                                         \
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {                                                      \
+            const __m512bh hi = (__m512bh)_mm512_set1_epi32(load32(in.x[t] + at));                                  \
+            const __m512bh lo = (__m512bh)_mm512_set1_epi32(load32(in.lo[t] + at));                                 \
+            acc[t][(2 * (j)) % S] = _mm512_dpbf16_ps(acc[t][(2 * (j)) % S], w, hi);                                 \
+            acc[t][(2 * (j) + 1) % S] = _mm512_dpbf16_ps(acc[t][(2 * (j) + 1) % S], w, lo);                         \
+        }                                                                                                           \
+    } while (0)
+    if constexpr (NT >= kGemmUnrollFrom) {
+#pragma GCC unroll 2
+        for (int j = 0; j < 16; ++j) TANDEM_BF16_VECTOR(j);
+    } else {
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; ++j) TANDEM_BF16_VECTOR(j);
+    }
+#undef TANDEM_BF16_VECTOR
+}
+
+template <int NT, int S>
+inline void int8Block(__m512i (&acc)[NT][S], const std::byte* blk, const Rows<NT>& in, int k0, std::ptrdiff_t prefetch) {
+// One weight vector (16 outputs x 4 inputs) against every row.
+#define TANDEM_INT8_VECTOR(j)                                                                                       \
+    do {                                                                                                            \
+        if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch + 64 * (j)), _MM_HINT_T0);        \
+        const __m512i w = _mm512_load_si512(blk + 64 * (j));                                                        \
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) acc[t][(j) % S] =                                      \
+            _mm512_dpbusd_epi32(acc[t][(j) % S], w, _mm512_set1_epi32(load32(in.x[t] + k0 + 4 * (j))));             \
+    } while (0)
+    if constexpr (NT >= kGemmUnrollFrom) {
+#pragma GCC unroll 2
+        for (int j = 0; j < 16; ++j) TANDEM_INT8_VECTOR(j);
+    } else {
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; ++j) TANDEM_INT8_VECTOR(j);
+    }
+#undef TANDEM_INT8_VECTOR
+}
+
+// Both 32-column groups of an INT4 block: integer dot products per group, then the group's fp16 scales
+// (the unsigned nibbles carry +8, removed through the activations' group sums).
+template <int NT>
+inline void int4Block(__m512 (&acc)[NT], const std::byte* blk, const Rows<NT>& in, int k0, std::ptrdiff_t prefetch) {
+    constexpr bool kSplit = NT <= 4;  // separate low/high nibble sums halve the dependency chains
+    const __m512i nibble = _mm512_set1_epi8(0x0f);
+    if (prefetch)
+        for (int v = 0; v < 9; ++v) _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch + 64 * v), _MM_HINT_T0);
+#pragma GCC unroll 2
+    for (int grp = 0; grp < 2; ++grp) {
+        __m512i lo[NT], hi[NT];
+        for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
+// One 64-byte vector of nibbles (16 outputs x 4 inputs, and the same + 16) against every row.
+#define TANDEM_INT4_VECTOR(v)                                                                                       \
+    do {                                                                                                            \
+        const __m512i w = _mm512_load_si512(blk + 64 * (4 * grp + (v)));                                            \
+        const __m512i wl = _mm512_and_si512(w, nibble);                                                             \
+        const __m512i wh = _mm512_and_si512(_mm512_srli_epi16(w, 4), nibble);                                       \
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {                                                      \
+            const std::byte* x = in.x[t] + k0 + 32 * grp + 4 * (v);                                                 \
+            lo[t] = _mm512_dpbusd_epi32(lo[t], wl, _mm512_set1_epi32(load32(x)));                                   \
+            if constexpr (kSplit)                                                                                   \
+                hi[t] = _mm512_dpbusd_epi32(hi[t], wh, _mm512_set1_epi32(load32(x + 16)));                          \
+            else                                                                                                    \
+                lo[t] = _mm512_dpbusd_epi32(lo[t], wh, _mm512_set1_epi32(load32(x + 16)));                          \
+        }                                                                                                           \
+    } while (0)
+        if constexpr (NT >= kGemmUnrollFrom) {
+#pragma GCC unroll 1
+            for (int v = 0; v < 4; ++v) TANDEM_INT4_VECTOR(v);
+        } else {
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; ++v) TANDEM_INT4_VECTOR(v);
+        }
+#undef TANDEM_INT4_VECTOR
+        const __m512 scale = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk + 512 + 32 * grp)));
+        for (int t = 0; t < NT; ++t) {
+            __m512i d = kSplit ? _mm512_add_epi32(lo[t], hi[t]) : lo[t];
+            d = _mm512_sub_epi32(d, _mm512_set1_epi32(8 * in.groupSums[t][k0 / kActGroup + grp]));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), scale, acc[t]);
+        }
+    }
+}
+
+template <int NT, int S>
+inline __m512 sumOf(const __m512 (&a)[S]) {
+    __m512 s = a[0];
+    for (int i = 1; i < S; ++i) s = _mm512_add_ps(s, a[i]);
+    return s;
+}
+
+template <int NT, int S>
+inline __m512i sumOf(const __m512i (&a)[S]) {
+    __m512i s = a[0];
+    for (int i = 1; i < S; ++i) s = _mm512_add_epi32(s, a[i]);
+    return s;
+}
+
+// One gate/up panel for NT rows; writes act columns [col, col + 16).
+template <ExpertType Type, int NT>
+void gateUpPanel(const ExpertLayout& l, const std::byte* panel, const Rows<NT>& in, int col, std::ptrdiff_t prefetchLimit) {
+    constexpr int S = Type == ExpertType::BF16 ? bf16SplitsFor<NT>() : splitsFor<NT>();
+    const int kBlocks = l.hiddenKBlocks();
+    const std::size_t pairBytes = 2 * l.blockBytes;
+    auto prefetchFor = [&](int kb) -> std::ptrdiff_t {
+        const std::size_t at = kb * pairBytes + kPrefetchAhead;
+        return static_cast<std::ptrdiff_t>(at + pairBytes) <= prefetchLimit ? static_cast<std::ptrdiff_t>(kPrefetchAhead) : 0;
+    };
+    if constexpr (Type == ExpertType::BF16) {
+        __m512 g[NT][S], u[NT][S];
+        for (int t = 0; t < NT; ++t)
+            for (int s = 0; s < S; ++s) g[t][s] = u[t][s] = _mm512_setzero_ps();
+        for (int kb = 0; kb < kBlocks; ++kb) {
+            const std::byte* blk = panel + kb * pairBytes;
+            const std::ptrdiff_t pf = prefetchFor(kb);
+            bf16Block<NT, S>(g, blk, in, 32 * kb, pf);
+            bf16Block<NT, S>(u, blk + 1024, in, 32 * kb, pf);
+        }
+        for (int t = 0; t < NT; ++t) _mm512_storeu_ps(in.out[t] + col, siluMul512(sumOf<NT, S>(g[t]), sumOf<NT, S>(u[t])));
+    } else if constexpr (Type == ExpertType::INT8) {
+        __m512i g[NT][S], u[NT][S];
+        for (int t = 0; t < NT; ++t)
+            for (int s = 0; s < S; ++s) g[t][s] = u[t][s] = _mm512_setzero_si512();
+        for (int kb = 0; kb < kBlocks; ++kb) {
+            const std::byte* blk = panel + kb * pairBytes;
+            const std::ptrdiff_t pf = prefetchFor(kb);
+            int8Block<NT, S>(g, blk, in, 64 * kb, pf);
+            int8Block<NT, S>(u, blk + 1024, in, 64 * kb, pf);
+        }
+        const auto* scales = reinterpret_cast<const float*>(panel + kBlocks * pairBytes);
+        const __m512 gs = _mm512_load_ps(scales), us = _mm512_load_ps(scales + 16);
+        for (int t = 0; t < NT; ++t) {
+            const __m512i corr = _mm512_set1_epi32(128 * in.sum[t]);
+            const __m512 xs = _mm512_set1_ps(in.scale[t]);
+            const __m512 gv = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sumOf<NT, S>(g[t]), corr)), _mm512_mul_ps(gs, xs));
+            const __m512 uv = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sumOf<NT, S>(u[t]), corr)), _mm512_mul_ps(us, xs));
+            _mm512_storeu_ps(in.out[t] + col, siluMul512(gv, uv));
+        }
+    } else {
+        __m512 g[NT], u[NT];
+        for (int t = 0; t < NT; ++t) g[t] = u[t] = _mm512_setzero_ps();
+        for (int kb = 0; kb < kBlocks; ++kb) {
+            const std::byte* blk = panel + kb * pairBytes;
+            const std::ptrdiff_t pf = prefetchFor(kb);
+            int4Block<NT>(g, blk, in, 64 * kb, pf);
+            int4Block<NT>(u, blk + 576, in, 64 * kb, pf);
+        }
+        for (int t = 0; t < NT; ++t) {
+            const __m512 xs = _mm512_set1_ps(in.scale[t]);
+            _mm512_storeu_ps(in.out[t] + col, siluMul512(_mm512_mul_ps(g[t], xs), _mm512_mul_ps(u[t], xs)));
+        }
+    }
+}
+
+// One down row panel q for NT rows over the call's chunks; accumulates into the destination rows.
+// While reading chunk c it prefetches the same panel of chunk c + 1, which lies a whole chunk away.
+template <ExpertType Type, int NT>
+void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
+    const ExpertLayout& l = *c.layout;
+    constexpr int S = Type == ExpertType::BF16 ? bf16SplitsFor<NT>() : splitsFor<NT>();
+    const std::size_t base = l.chunkOffset(c.firstChunk);
+    const int lastChunk = c.firstChunk + c.chunkCount - 1;
+    auto panelOf = [&](int ch) { return c.chunks + (l.chunkOffset(ch) - base) + q * l.chunkPanelBytes(ch); };
+    auto prefetchFor = [&](int ch) -> std::ptrdiff_t {
+        return ch < lastChunk && l.chunkKBlocks(ch + 1) == l.chunkKBlocks(ch) ? panelOf(ch + 1) - panelOf(ch) : 0;
+    };
+    __m512 y[NT];
+    if constexpr (Type == ExpertType::BF16) {
+        __m512 acc[NT][S];
+        for (int t = 0; t < NT; ++t)
+            for (int s = 0; s < S; ++s) acc[t][s] = _mm512_setzero_ps();
+        for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
+            const std::byte* p = panelOf(ch);
+            const std::ptrdiff_t pf = prefetchFor(ch);
+            for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb) bf16Block<NT, S>(acc, p + kb * 1024, in, ch * kChunkCols + 32 * kb, pf);
+        }
+        for (int t = 0; t < NT; ++t) y[t] = sumOf<NT, S>(acc[t]);
+    } else if constexpr (Type == ExpertType::INT8) {
+        __m512i acc[NT][S];
+        for (int t = 0; t < NT; ++t)
+            for (int s = 0; s < S; ++s) acc[t][s] = _mm512_setzero_si512();
+        for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
+            const std::byte* p = panelOf(ch);
+            const std::ptrdiff_t pf = prefetchFor(ch);
+            for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb) int8Block<NT, S>(acc, p + kb * 1024, in, ch * kChunkCols + 64 * kb, pf);
+        }
+        const __m512 rs = _mm512_loadu_ps(c.rowScales + q * kPanelRows);  // padded rows read scales past hidden: masked below
+        for (int t = 0; t < NT; ++t) {
+            const __m512i d = _mm512_sub_epi32(sumOf<NT, S>(acc[t]), _mm512_set1_epi32(128 * in.sum[t]));
+            y[t] = _mm512_mul_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(rs, _mm512_set1_ps(in.scale[t])));
+        }
+    } else {
+        __m512 acc[NT];
+        for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+        for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
+            const std::byte* p = panelOf(ch);
+            const std::ptrdiff_t pf = prefetchFor(ch);
+            for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb) int4Block<NT>(acc, p + kb * 576, in, ch * kChunkCols + 64 * kb, pf);
+        }
+        for (int t = 0; t < NT; ++t) y[t] = _mm512_mul_ps(acc[t], _mm512_set1_ps(in.scale[t]));
+    }
+    const int valid = validRows(l, q);
+    for (int t = 0; t < NT; ++t) accumulateRow512(in.out[t] + q * kPanelRows, y[t], in.weight[t], valid);
+}
+
+template <ExpertType Type, int MaxRows>
+void gateUpKernel(const GateUpCall& c) {
+    const ExpertLayout& l = *c.layout;
+    const auto limit = static_cast<std::ptrdiff_t>(c.panelCount * l.gateUpPanelBytes);
+    for (int p = 0; p < c.panelCount; ++p) {
+        const std::byte* panel = c.panels + p * l.gateUpPanelBytes;
+        const std::ptrdiff_t left = limit - static_cast<std::ptrdiff_t>(p * l.gateUpPanelBytes);
+        forRowChunks<MaxRows>(c.x.rows, [&]<int NT>(int r0) {
+            gateUpPanel<Type, NT>(l, panel, gateUpRows<NT>(c, r0), (c.firstPanel + p) * kPanelRows, left);
+        });
+    }
+}
+
+template <ExpertType Type, int MaxRows>
+void downKernel(const DownCall& c) {
+    for (int q = c.firstPanel; q < c.firstPanel + c.panelCount; ++q)
+        forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) { downPanel<Type, NT>(c, q, downRows<NT>(c, r0)); });
+}
+
+}  // namespace
+}  // namespace tandem::cpu
