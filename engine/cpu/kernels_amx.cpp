@@ -7,11 +7,11 @@
 // halves, multiplies, then reloads them from the lo halves and multiplies into the same C tiles, so
 // the B tiles loaded once serve both and C holds W.hi + W.lo in float32. That doubles the tile
 // products of BF16 (prefill compute), not the weight bytes.
-// Gate/up keeps its results in a float32 (int32) buffer between cache blocks of the inputs, so that a
-// block of weights is read from memory once and reused for every 32 rows, and the activations of a
-// block stay in L2 for every panel (kActivationSliceBytes). INT4, whose 32-column groups
-// each carry their own scale, takes tdpbssd one group at a time (tileGateUpInt4 below). Few-row calls
-// use the AVX-512 kernels. Built with AMX and AVX-512 flags; with TANDEM_AMX_EMULATE (tests) the tile
+// Gate/up and down keep their results in a float32 (int32) buffer between cache blocks of K, so that
+// a block of weights is read from memory once and reused for every 32 rows, and the activations of a
+// block stay in L2 for every panel (kActivationSliceBytes). INT4, whose 32-column groups each carry
+// their own scale, takes tdpbssd one group at a time (tileGateUpInt4 below). Few-row calls use the
+// AVX-512 kernels. Built with AMX and AVX-512 flags; with TANDEM_AMX_EMULATE (tests) the tile
 // operations are emulated (amx_tiles.h).
 #include <algorithm>
 #include <chrono>

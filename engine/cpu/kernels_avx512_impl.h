@@ -9,7 +9,6 @@
 namespace tandem::cpu {
 namespace {
 
-
 // Prefetch distance of the gate/up weight stream: two K blocks (2-4 KiB) ahead keeps the next page's
 // lines on their way while the hardware prefetcher restarts at each 4 KiB boundary.
 constexpr std::size_t kPrefetchAhead = 4096;
