@@ -80,15 +80,4 @@ for shape in $shapes; do
 done
 
 rm -f "$out"/*.tmp "$out"/*.err
-python3 - "$out" <<'PY' | tee "$out/summary.txt"
-import json, os, sys
-out = sys.argv[1]
-rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl")) if l.startswith("{")] if os.path.exists(os.path.join(out, "results.jsonl")) else []
-torch = {(j["shape"], j["tokens"]): j["seconds_per_layer"] for j in rows if j.get("impl") == "pytorch-bf16"}
-print(f"{'shape':17} {'type':4} {'tokens':>6} {'isa':6} {'s/layer':>10} {'GB/s':>6} {'%bw':>4} {'TFLOP/s':>7} {'torch s':>8} {'speedup':>7}")
-for j in rows:
-        if "impl" in j: continue
-        t = torch.get((j["shape"], j["tokens"]))
-        print(f"{j['shape']:17} {j['experts']:4} {j['tokens']:6d} {j['isa']:6} {j['seconds_per_layer']:10.6f} {j['weights_gbps']:6.1f} "
-              f"{100*j['bandwidth_fraction']:4.0f} {j['tflops']:7.3f} {t if t else float('nan'):8.4f} {t/j['seconds_per_layer'] if t else float('nan'):7.2f}")
-PY
+[[ -f $out/results.jsonl ]] && python3 "$src/scripts/moe_table.py" "$out/results.jsonl" | tee "$out/summary.txt"

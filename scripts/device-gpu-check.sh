@@ -83,15 +83,5 @@ if [[ ${MOE:-0} == 1 ]]; then
         --threads "$(nproc)" --seconds 1.5 --json 2>>"$out/moe.log" | grep '^{' >>"$out/moe.jsonl"
     fi
   done
-  python3 - "$out/moe.jsonl" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-torch = {(j["shape"], j["tokens"]): j["seconds_per_layer"] for j in rows if j.get("impl") == "pytorch-bf16"}
-print(f"{'shape':17} {'type':4} {'tokens':>6} {'isa':6} {'s/layer':>10} {'GB/s':>6} {'%bw':>4} {'TFLOP/s':>7} {'torch s':>8} {'speedup':>7}")
-for j in rows:
-    if "impl" in j: continue
-    t = torch.get((j["shape"], j["tokens"]))
-    print(f"{j['shape']:17} {j['experts']:4} {j['tokens']:6d} {j['isa']:6} {j['seconds_per_layer']:10.6f} {j['weights_gbps']:6.1f} "
-          f"{100*j['bandwidth_fraction']:4.0f} {j['tflops']:7.3f} {t if t else float('nan'):8.4f} {t/j['seconds_per_layer'] if t else float('nan'):7.2f}")
-PY
+  python3 scripts/moe_table.py "$out/moe.jsonl"
 fi

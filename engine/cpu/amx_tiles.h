@@ -108,7 +108,9 @@ inline void emuDpbf16ps(int dst, int a, int b) {
         }
 }
 
-inline void emuDpbsud(int dst, int a, int b) {
+// int8 quads: signed A times unsigned (tdpbsud) or signed (tdpbssd) B, into int32.
+template <bool SignedB>
+inline void emuDpbInt8(int dst, int a, int b) {
     emuCheckShapes(dst, a, b, 1);
     auto& d = emulatedTiles.data;
     const auto& c = emulatedTiles.config;
@@ -117,23 +119,10 @@ inline void emuDpbsud(int dst, int a, int b) {
             std::int32_t acc;
             std::memcpy(&acc, &d[dst][m][4 * n], 4);
             for (int k = 0; k < c.colsb[a] / 4; ++k)
-                for (int i = 0; i < 4; ++i)
-                    acc += static_cast<std::int8_t>(d[a][m][4 * k + i]) * static_cast<std::int32_t>(d[b][k][4 * n + i]);
-            std::memcpy(&d[dst][m][4 * n], &acc, 4);
-        }
-}
-
-inline void emuDpbssd(int dst, int a, int b) {
-    emuCheckShapes(dst, a, b, 1);
-    auto& d = emulatedTiles.data;
-    const auto& c = emulatedTiles.config;
-    for (int m = 0; m < c.rows[dst]; ++m)
-        for (int n = 0; n < c.colsb[dst] / 4; ++n) {
-            std::int32_t acc;
-            std::memcpy(&acc, &d[dst][m][4 * n], 4);
-            for (int k = 0; k < c.colsb[a] / 4; ++k)
-                for (int i = 0; i < 4; ++i)
-                    acc += static_cast<std::int8_t>(d[a][m][4 * k + i]) * static_cast<std::int8_t>(d[b][k][4 * n + i]);
+                for (int i = 0; i < 4; ++i) {
+                    const std::uint8_t w = d[b][k][4 * n + i];
+                    acc += static_cast<std::int8_t>(d[a][m][4 * k + i]) * (SignedB ? static_cast<std::int8_t>(w) : static_cast<std::int32_t>(w));
+                }
             std::memcpy(&d[dst][m][4 * n], &acc, 4);
         }
 }
@@ -147,8 +136,8 @@ inline void emuDpbssd(int dst, int a, int b) {
 #define TANDEM_TILE_STORE(t, base, stride) ::tandem::cpu::emuStore(t, base, stride)
 #define TANDEM_TILE_ZERO(t) ::tandem::cpu::emuZero(t)
 #define TANDEM_TILE_DPBF16PS(c, a, b) ::tandem::cpu::emuDpbf16ps(c, a, b)
-#define TANDEM_TILE_DPBSUD(c, a, b) ::tandem::cpu::emuDpbsud(c, a, b)
-#define TANDEM_TILE_DPBSSD(c, a, b) ::tandem::cpu::emuDpbssd(c, a, b)
+#define TANDEM_TILE_DPBSUD(c, a, b) ::tandem::cpu::emuDpbInt8<false>(c, a, b)
+#define TANDEM_TILE_DPBSSD(c, a, b) ::tandem::cpu::emuDpbInt8<true>(c, a, b)
 
 #else
 

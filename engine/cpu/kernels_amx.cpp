@@ -70,6 +70,31 @@ inline void tileRows(int rows, int tb, int& r0, int& r1) {
     r1 = rows - tb - 16 <= 0 ? 0 : (rows - tb - 16 < 16 ? rows - tb - 16 : 16);
 }
 
+// The four C tiles (C1 and C3 only with `pair`, C2 and C3 only with `r1`) kept as 32 rows of 32
+// four-byte sums at cb, 128 bytes apart: started from zero or from cb, and stored back.
+inline void startC(const void* cb, bool zero, bool r1, bool pair) {
+    const auto* f = static_cast<const float*>(cb);
+    if (zero) {
+        TANDEM_TILE_ZERO(0);
+        if (pair) TANDEM_TILE_ZERO(1);
+        if (r1) TANDEM_TILE_ZERO(2);
+        if (r1 && pair) TANDEM_TILE_ZERO(3);
+        return;
+    }
+    TANDEM_TILE_LOAD(0, f, 128);
+    if (pair) TANDEM_TILE_LOAD(1, f + 16, 128);
+    if (r1) TANDEM_TILE_LOAD(2, f + 512, 128);
+    if (r1 && pair) TANDEM_TILE_LOAD(3, f + 528, 128);
+}
+
+inline void storeC(void* cb, bool r1, bool pair) {
+    auto* f = static_cast<float*>(cb);
+    TANDEM_TILE_STORE(0, f, 128);
+    if (pair) TANDEM_TILE_STORE(1, f + 16, 128);
+    if (r1) TANDEM_TILE_STORE(2, f + 512, 128);
+    if (r1 && pair) TANDEM_TILE_STORE(3, f + 528, 128);
+}
+
 // Per-thread result buffer, grown on demand.
 class Scratch {
 public:
@@ -183,21 +208,7 @@ void tileGateUp(const GateUpCall& c) {
                     tileRows(rows, tb, r0, r1);
                     configureTiles(r0, r1);
                     float* cb = pacc + static_cast<std::size_t>(tb) * 32;
-                    if (kc == 0) {
-                        TANDEM_TILE_ZERO(0);
-                        TANDEM_TILE_ZERO(1);
-                        if (r1) {
-                            TANDEM_TILE_ZERO(2);
-                            TANDEM_TILE_ZERO(3);
-                        }
-                    } else {
-                        TANDEM_TILE_LOAD(0, cb, 128);
-                        TANDEM_TILE_LOAD(1, cb + 16, 128);
-                        if (r1) {
-                            TANDEM_TILE_LOAD(2, cb + 512, 128);
-                            TANDEM_TILE_LOAD(3, cb + 528, 128);
-                        }
-                    }
+                    startC(cb, kc == 0, r1 > 0, true);
                     const std::byte* a = c.x.data + tb * xs;
                     for (int kb = kc; kb < kcEnd; ++kb) {
                         const std::byte* blk = panel + kb * 2 * l.blockBytes;
@@ -215,12 +226,7 @@ void tileGateUp(const GateUpCall& c) {
                             }
                         }
                     }
-                    TANDEM_TILE_STORE(0, cb, 128);
-                    TANDEM_TILE_STORE(1, cb + 16, 128);
-                    if (r1) {
-                        TANDEM_TILE_STORE(2, cb + 512, 128);
-                        TANDEM_TILE_STORE(3, cb + 528, 128);
-                    }
+                    storeC(cb, r1 > 0, true);
                 }
                 if (kcEnd < kBlocks) continue;
                 const int col = (c.firstPanel + p) * kPanelRows;
@@ -296,21 +302,7 @@ void tileDown(const DownCall& c) {
                     tileRows(rows, tb, r0, r1);
                     configureTiles(r0, r1);
                     float* cb = pacc + static_cast<std::size_t>(tb) * 32;
-                    if (kc == 0) {
-                        TANDEM_TILE_ZERO(0);
-                        if (pair) TANDEM_TILE_ZERO(1);
-                        if (r1) {
-                            TANDEM_TILE_ZERO(2);
-                            if (pair) TANDEM_TILE_ZERO(3);
-                        }
-                    } else {
-                        TANDEM_TILE_LOAD(0, cb, 128);
-                        if (pair) TANDEM_TILE_LOAD(1, cb + 16, 128);
-                        if (r1) {
-                            TANDEM_TILE_LOAD(2, cb + 512, 128);
-                            if (pair) TANDEM_TILE_LOAD(3, cb + 528, 128);
-                        }
-                    }
+                    startC(cb, kc == 0, r1 > 0, pair);
                     const std::byte* a = a0 + tb * as;
                     for (int i = kc; i < kcEnd; ++i) {
                         TANDEM_TILE_LOAD(6, blockOf(i, q), 64);
@@ -327,12 +319,7 @@ void tileDown(const DownCall& c) {
                             }
                         }
                     }
-                    TANDEM_TILE_STORE(0, cb, 128);
-                    if (pair) TANDEM_TILE_STORE(1, cb + 16, 128);
-                    if (r1) {
-                        TANDEM_TILE_STORE(2, cb + 512, 128);
-                        if (pair) TANDEM_TILE_STORE(3, cb + 528, 128);
-                    }
+                    storeC(cb, r1 > 0, pair);
                 }
                 if (kcEnd < kBlocks) continue;
                 for (int r = 0; r < rows; ++r) {
@@ -399,30 +386,20 @@ inline void scaleGroup(float* acc, const std::int32_t* cbuf, int rows, const Int
 // One group's tile products, C0/C1 = A0 x B0/B1 and C2/C3 = A1 x B0/B1 with A (32 columns of int8) at
 // `a`, stored to cbuf.
 inline void int4GroupTiles(const std::byte* a, std::size_t stride, const Int4Group& g, bool r1, bool pair, std::int32_t* cbuf) {
-    TANDEM_TILE_ZERO(0);
+    startC(nullptr, true, r1, pair);
     TANDEM_TILE_LOAD(6, g.b[0], 64);
     TANDEM_TILE_LOAD(4, a, stride);
     TANDEM_TILE_DPBSSD(0, 4, 6);
     if (pair) {
-        TANDEM_TILE_ZERO(1);
         TANDEM_TILE_LOAD(7, g.b[1], 64);
         TANDEM_TILE_DPBSSD(1, 4, 7);
     }
     if (r1) {
-        TANDEM_TILE_ZERO(2);
         TANDEM_TILE_LOAD(5, a + 16 * stride, stride);
         TANDEM_TILE_DPBSSD(2, 5, 6);
-        if (pair) {
-            TANDEM_TILE_ZERO(3);
-            TANDEM_TILE_DPBSSD(3, 5, 7);
-        }
+        if (pair) TANDEM_TILE_DPBSSD(3, 5, 7);
     }
-    TANDEM_TILE_STORE(0, cbuf, 128);
-    if (pair) TANDEM_TILE_STORE(1, cbuf + 16, 128);
-    if (r1) {
-        TANDEM_TILE_STORE(2, cbuf + 512, 128);
-        if (pair) TANDEM_TILE_STORE(3, cbuf + 528, 128);
-    }
+    storeC(cbuf, r1, pair);
 }
 
 // TANDEM_AMX_INT4=serial scales each group right after its tiles are stored; by default the scaling
