@@ -9,6 +9,9 @@
 # Steps: CHECKS=0 skips the fixture checks, BENCH=0 the benchmarks; BENCH_SHAPES, BENCH_EXPERTS,
 # BENCH_DEFER narrow them; BENCH_BRIDGE="queued inline" runs each with both ways of driving the CPU
 # pool (TANDEM_BRIDGE), BENCH_ROUNDS=2 repeats the lot, alternating, to show the machine's noise.
+# BENCH_VARIANTS and MOE_VARIANTS run each benchmark once per variant, alternating: a variant is
+# "default" or comma-separated environment settings, e.g. BENCH_VARIANTS="default TANDEM_GPU_DECODE=generic"
+# or MOE_VARIANTS="default TANDEM_AMX_SLICE_KIB=384"; the tables name the variant of each row.
 # MOE=1 adds the CPU expert engine alone: bench-moe --verify of the AMX kernels against the scalar ones,
 # the GEMV/GEMM sweep for MOE_SWEEP types, bench-moe for MOE_SHAPES x MOE_TYPES at MOE_TOKENS and the
 # PyTorch baseline (scripts/bench_moe_torch.py) at the same prefill sizes. Logs go to $OUT; the last
@@ -29,6 +32,8 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_BUILD_TESTS=
 cmake --build "$build" -j16 >"$out/build.log" 2>&1 || { grep -E "error" -A3 "$out/build.log" | head -60; exit 1; }
 echo "build: $(( $(date +%s) - start )) s"
 cli="$build/app/tandem-cli"
+# A variant's environment settings, one word each ("default": none).
+variant_env() { [[ $1 == default ]] || echo "${1//,/ }"; }
 
 if [[ ${CHECKS:-1} == 1 ]]; then
   python3 scripts/check_golden.py --cli "$cli" --fixtures .fixtures --device cpu --device gpu 2>&1 | tee "$out/golden.txt"
@@ -40,11 +45,15 @@ if [[ ${BENCH:-1} == 1 ]]; then
   for shape in ${BENCH_SHAPES:-deepseek-v2-lite qwen3-30b-a3b deepseek-v3-4l}; do
     for experts in ${BENCH_EXPERTS:-int4}; do
       for bridge in ${BENCH_BRIDGE:-queued}; do
+      for variant in ${BENCH_VARIANTS:-default}; do
         t0=$(date +%s)
-        TANDEM_BRIDGE=$bridge "$cli" bench --synthetic "$shape" --experts "$experts" --prompt 512 --gen 128 \
-          --defer "${BENCH_DEFER:-0,2}" --device gpu --json 2>>"$out/bench.log" | tee -a "$out/bench.txt" |
-          grep '^{' | sed "s/^{/{\"bridge\": \"$bridge\", /" >>"$out/bench.jsonl"
-        echo "($shape $experts $bridge, round $round: $(( $(date +%s) - t0 )) s)"
+        echo "== $shape $experts $bridge $variant" >>"$out/bench.log"
+        env $(variant_env "$variant") TANDEM_BRIDGE=$bridge "$cli" bench --synthetic "$shape" --experts "$experts" \
+          --prompt 512 --gen 128 --defer "${BENCH_DEFER:-0,2}" --device gpu --json 2>>"$out/bench.log" |
+          tee -a "$out/bench.txt" | grep '^{' |
+          sed "s/^{/{\"bridge\": \"$bridge\", \"variant\": \"$variant\", /" >>"$out/bench.jsonl"
+        echo "($shape $experts $bridge $variant, round $round: $(( $(date +%s) - t0 )) s)"
+      done
       done
     done
   done
@@ -52,11 +61,11 @@ if [[ ${BENCH:-1} == 1 ]]; then
   python3 - "$out/bench.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-print(f'{"shape":16} {"experts":5} {"bridge":6} {"d":>2} {"prefill":>7} {"decode":>7} {"ceiling":>7} {"%":>4} '
+print(f'{"shape":16} {"experts":5} {"bridge":6} {"variant":24} {"d":>2} {"prefill":>7} {"decode":>7} {"ceiling":>7} {"%":>4} '
       f'{"GPU alone":>9} {"wait":>5} {"between":>7} {"CPU":>5} {"step ms":>7} {"launch/step":>11}')
 for r in rows:
     pct = 100 * r["decode_tokens_per_second"] / r["ceiling_tokens_per_second"] if r["ceiling_tokens_per_second"] else 0
-    print(f'{r["shape"]:16} {r["experts"]:5} {r["bridge"]:6} {r["deferral"]:>2} {r["prefill_tokens_per_second"]:7.1f} '
+    print(f'{r["shape"]:16} {r["experts"]:5} {r["bridge"]:6} {r["variant"][:24]:24} {r["deferral"]:>2} {r["prefill_tokens_per_second"]:7.1f} '
           f'{r["decode_tokens_per_second"]:7.1f} {r["ceiling_tokens_per_second"]:7.1f} {pct:4.0f} '
           f'{r["gpu_alone_ms"]:9.2f} {r["waiting_ms"]:5.2f} {r["between_steps_ms"]:7.2f} {r["cpu_experts_ms"]:5.2f} '
           f'{r["step_ms"]:7.2f} {r["graph_launches"]:>5}/{r["steps"]:<5}')
@@ -74,8 +83,10 @@ if [[ ${MOE:-0} == 1 ]]; then
   tokens=${MOE_TOKENS:-512,4096}
   for shape in ${MOE_SHAPES:-deepseek-v3 qwen3-30b-a3b deepseek-v2-lite}; do
     for t in ${MOE_TYPES:-int4}; do
-      timeout 200 "$cli" bench-moe --shape "$shape" --experts "$t" --tokens "$tokens" --json --seconds 1.5 \
-        2>>"$out/moe.log" | grep '^{' >>"$out/moe.jsonl"
+      for variant in ${MOE_VARIANTS:-default}; do
+        env $(variant_env "$variant") timeout 200 "$cli" bench-moe --shape "$shape" --experts "$t" --tokens "$tokens" \
+          --json --seconds 1.5 2>>"$out/moe.log" | grep '^{' | sed "s/^{/{\"variant\": \"$variant\", /" >>"$out/moe.jsonl"
+      done
     done
     if [[ ${MOE_TORCH:-1} == 1 ]]; then
       torch_tokens=$(echo "$tokens" | tr ',' '\n' | awk '$1 > 1' | paste -sd,)

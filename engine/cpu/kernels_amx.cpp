@@ -9,7 +9,7 @@
 // products of BF16 (prefill compute), not the weight bytes.
 // Gate/up and down keep their results in a float32 (int32) buffer between cache blocks of K, so that
 // a block of weights is read from memory once and reused for every 32 rows, and the activations of a
-// block stay in L2 for every panel (kActivationSliceBytes). INT4, whose 32-column groups each carry
+// block stay in L2 for every panel (activationSliceBytes). INT4, whose 32-column groups each carry
 // their own scale, takes tdpbssd one group at a time (tileGateUpInt4 below). Few-row calls use the
 // AVX-512 kernels. Built with AMX and AVX-512 flags; with TANDEM_AMX_EMULATE (tests) the tile
 // operations are emulated (amx_tiles.h).
@@ -116,15 +116,6 @@ private:
 };
 thread_local Scratch scratch;
 
-// Bytes of activations (every row of a call over one cache block of inputs) that gate/up keeps in L2
-// while every panel passes over them: about half of a Sapphire Rapids core's 2 MiB. The emulated build
-// (tests) takes a small one, so that the test shapes run several cache blocks.
-#ifdef TANDEM_AMX_EMULATE
-constexpr std::size_t kActivationSliceBytes = 16u << 10;
-#else
-constexpr std::size_t kActivationSliceBytes = 768u << 10;
-#endif
-
 // The expert type's tile product: bf16 pairs into float32, or int8 quads into int32. A macro because
 // the intrinsics take tile numbers as literals.
 #define TANDEM_TILE_DOT(c, a, b)                           \
@@ -149,7 +140,19 @@ int envInt(const char* name, int fallback) {
     const int n = v && *v ? std::atoi(v) : fallback;
     return n >= 0 ? n : fallback;
 }
-// At most this many K blocks per cache block (0: only kActivationSliceBytes bounds it). Capping it so
+// Bytes of activations (every row of a call over one cache block of inputs) that gate/up keeps in L2
+// while every panel passes over them: about half of a Sapphire Rapids core's 2 MiB
+// (TANDEM_AMX_SLICE_KIB overrides it for tuning runs). The emulated build (tests) takes a small one, so
+// that the test shapes run several cache blocks.
+std::size_t activationSliceBytes() {
+#ifdef TANDEM_AMX_EMULATE
+    return 16u << 10;
+#else
+    static const std::size_t n = static_cast<std::size_t>(std::clamp(envInt("TANDEM_AMX_SLICE_KIB", 768), 16, 1 << 20)) << 10;
+    return n;
+#endif
+}
+// At most this many K blocks per cache block (0: only activationSliceBytes bounds it). Capping it so
 // that a panel's blocks over one cache block stay in L1 (16: 32 KiB) was measured on the GPU machine
 // and lost as often as it won (docs/BENCHMARKS.md), so by default the cache block is as long as the
 // activation slice allows.
@@ -187,7 +190,7 @@ void tileGateUp(const GateUpCall& c) {
     const int parts = Type == ExpertType::BF16 ? 2 : 1;
     const std::size_t partOffset[2] = {0, c.x.loOffset};
     const std::size_t sliceBytes = static_cast<std::size_t>(rows) * l.kBlock * l.activationBytes();
-    int cacheBlocks = std::clamp(static_cast<int>(kActivationSliceBytes / sliceBytes), 1, kBlocks);
+    int cacheBlocks = std::clamp(static_cast<int>(activationSliceBytes() / sliceBytes), 1, kBlocks);
     if (cacheBlocksMax() > 0) cacheBlocks = std::min(cacheBlocks, cacheBlocksMax());
     // acc: per panel of the group, per row, 16 gate then 16 up sums (float32 for BF16, int32 for INT8);
     // then for INT8 each row's activation sum, taken once per call rather than once per panel.
@@ -276,7 +279,7 @@ void tileDown(const DownCall& c) {
         chunkCols += l.chunkCols(ch);
     }
     const std::size_t sliceBytes = static_cast<std::size_t>(rows) * l.kBlock * l.activationBytes();
-    int cacheBlocks = std::clamp(static_cast<int>(kActivationSliceBytes / sliceBytes), 1, std::max(1, kBlocks));
+    int cacheBlocks = std::clamp(static_cast<int>(activationSliceBytes() / sliceBytes), 1, std::max(1, kBlocks));
     if (cacheBlocksMax() > 0) cacheBlocks = std::min(cacheBlocks, cacheBlocksMax());
     const int pairs = (c.panelCount + 1) / 2;
     const std::size_t pairFloats = static_cast<std::size_t>(rowsPad) * 32;  // [row][panel q | q + 1]

@@ -98,8 +98,113 @@ __global__ void attentionKernel(AttentionArgs a) {
     }
 }
 
+// Decode (one query, the context split over blocks): the same online softmax, written so that each
+// thread has many independent loads in flight. The kernel above walks a tile one key at a time per
+// warp and one value row at a time per thread, so each step waits a full memory latency: ~15-20 us per
+// layer for a few hundred keys, which is latency, not bytes. Here each warp scores its 8 keys of a tile
+// together (8 running sums per lane) and each thread sums 8 value rows at a time. R: values per
+// thread (dimV up to R * kThreads).
+constexpr int kKeysPerWarp = kTile / (kThreads / 32);
+
+// Three blocks per multiprocessor (at most 85 registers a thread): the runner asks for about two blocks
+// per multiprocessor (heads x splits), which must then fit in one wave.
+template <int R>
+__global__ void __launch_bounds__(kThreads, 3) attentionDecodeKernel(AttentionArgs a) {
+    extern __shared__ float smem[];
+    float* qA = smem;
+    float* qB = qA + a.dimA;
+    float* p = qB + a.dimB;
+    const int h = blockIdx.x, part = blockIdx.z;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+
+    for (int d = threadIdx.x; d < a.dimA; d += blockDim.x) qA[d] = a.qA[h * a.qAHeadStride + d];
+    for (int d = threadIdx.x; d < a.dimB; d += blockDim.x) qB[d] = a.qB[h * a.qBHeadStride + d];
+    __syncthreads();
+
+    const int lastPosition = *a.start;
+    const int firstPosition = a.window > 0 ? max(0, lastPosition - a.window + 1) : 0;
+    const int perPart = (lastPosition - firstPosition + a.splits) / a.splits;
+    const int first = firstPosition + part * perPart;
+    const int last = min(lastPosition, first + perPart - 1);
+    const long headOffset = static_cast<long>(h / a.group) * a.keyHeadStride;
+
+    float acc[R] = {};
+    float m = -FLT_MAX, l = 0.0f;
+    for (int j0 = first; j0 <= last; j0 += kTile) {
+        const int n = min(kTile, last - j0 + 1);
+        // This warp's keys: j0 + warp * kKeysPerWarp + q for q < keys.
+        const int key0 = j0 + warp * kKeysPerWarp;
+        const int keys = min(kKeysPerWarp, n - warp * kKeysPerWarp);  // may be <= 0 in the last tile
+        const float* kA = a.keyA + static_cast<long>(key0) * a.ldKeyA + headOffset;
+        const float* kB = a.keyB + static_cast<long>(key0) * a.ldKeyB + headOffset;
+        float s[kKeysPerWarp] = {};
+#pragma unroll 2
+        for (int d = lane; d < a.dimA; d += 32) {
+            const float qd = qA[d];
+#pragma unroll
+            for (int q = 0; q < kKeysPerWarp; ++q)
+                if (q < keys) s[q] += qd * kA[static_cast<long>(q) * a.ldKeyA + d];
+        }
+        for (int d = lane; d < a.dimB; d += 32) {
+            const float qd = qB[d];
+#pragma unroll
+            for (int q = 0; q < kKeysPerWarp; ++q)
+                if (q < keys) s[q] += qd * kB[static_cast<long>(q) * a.ldKeyB + d];
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+            for (int q = 0; q < kKeysPerWarp; ++q) s[q] += __shfl_xor_sync(0xffffffffu, s[q], o);
+        if (lane == 0)
+#pragma unroll
+            for (int q = 0; q < kKeysPerWarp; ++q)
+                if (warp * kKeysPerWarp + q < n) p[warp * kKeysPerWarp + q] = s[q] * a.scale;
+        __syncthreads();
+        float tileMax = -FLT_MAX;
+        for (int jj = 0; jj < n; ++jj) tileMax = fmaxf(tileMax, p[jj]);
+        const float mNew = fmaxf(m, tileMax);
+        const float alpha = expf(m - mNew);
+        __syncthreads();
+        if (threadIdx.x < n) p[threadIdx.x] = expf(p[threadIdx.x] - mNew);
+        __syncthreads();
+        float tileSum = 0.0f;
+        for (int jj = 0; jj < n; ++jj) tileSum += p[jj];
+        l = l * alpha + tileSum;
+        m = mNew;
+#pragma unroll
+        for (int r = 0; r < R; ++r) acc[r] *= alpha;
+        const float* rows = a.value + static_cast<long>(j0) * a.ldValue + headOffset + threadIdx.x;
+        int jj = 0;
+        for (; jj + 8 <= n; jj += 8) {
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                if (threadIdx.x + r * kThreads >= a.dimV) break;
+                float v[8];
+#pragma unroll
+                for (int u = 0; u < 8; ++u) v[u] = rows[static_cast<long>(jj + u) * a.ldValue + r * kThreads];
+#pragma unroll
+                for (int u = 0; u < 8; ++u) acc[r] += p[jj + u] * v[u];
+            }
+        }
+        for (; jj < n; ++jj)
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+                if (threadIdx.x + r * kThreads < a.dimV) acc[r] += p[jj] * rows[static_cast<long>(jj) * a.ldValue + r * kThreads];
+        __syncthreads();
+    }
+    float* out = a.partials + (static_cast<long>(h) * a.splits + part) * (a.dimV + 2);
+    if (threadIdx.x == 0) {
+        out[0] = m;
+        out[1] = l;
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+        if (threadIdx.x + r * kThreads < a.dimV) out[2 + threadIdx.x + r * kThreads] = acc[r];
+}
+
 // One block per (head, token): the split partial softmaxes rescaled to a common maximum and summed.
 __global__ void combineKernel(AttentionArgs a) {
+    __shared__ float weight[32];  // splits <= 32 (GpuRunner)
     const int h = blockIdx.x, t = blockIdx.y;
     const float* parts = a.partials + (static_cast<long>(t) * a.heads + h) * a.splits * (a.dimV + 2);
     float m = -FLT_MAX;
@@ -107,14 +212,13 @@ __global__ void combineKernel(AttentionArgs a) {
     float l = 0.0f;
     for (int z = 0; z < a.splits; ++z) l += parts[z * (a.dimV + 2) + 1] * expf(parts[z * (a.dimV + 2)] - m);
     const float inv = 1.0f / l;
+    if (threadIdx.x < a.splits) weight[threadIdx.x] = expf(parts[threadIdx.x * (a.dimV + 2)] - m) * inv;
+    __syncthreads();
     for (int d = threadIdx.x; d < a.dimV; d += blockDim.x) {
         float v = 0.0f;
-        for (int z = 0; z < a.splits; ++z) {
-            const float* part = parts + z * (a.dimV + 2);
-            v += part[2 + d] * expf(part[0] - m);
-        }
+        for (int z = 0; z < a.splits; ++z) v += parts[z * (a.dimV + 2) + 2 + d] * weight[z];
         bf16* hi = a.out + static_cast<long>(t) * a.ldOut + h * a.outHeadStride + d;
-        storeBf16(v * inv, hi, hi + static_cast<long>(a.tokens) * a.ldOut, a.split);
+        storeBf16(v, hi, hi + static_cast<long>(a.tokens) * a.ldOut, a.split);
     }
 }
 
@@ -122,8 +226,20 @@ __global__ void combineKernel(AttentionArgs a) {
 
 void launchAttention(const AttentionArgs& a, cudaStream_t s) {
     if (a.dimV > kThreads * kMaxValuePerThread) throw GpuError("attention value width too large for the GPU kernel");
+    if (a.splits > 32) throw GpuError("attention split into more than 32 parts");
     const std::size_t shared = (a.dimA + a.dimB + kTile) * sizeof(float);
-    attentionKernel<<<dim3(a.heads, a.tokens, std::max(1, a.splits)), kThreads, shared, s>>>(a);
+    if (a.tokens == 1 && a.splits > 1 && a.decodeKernel) {
+        const dim3 grid(a.heads, 1, a.splits);
+        const int r = (a.dimV + kThreads - 1) / kThreads;
+        if (r == 1)
+            attentionDecodeKernel<1><<<grid, kThreads, shared, s>>>(a);
+        else if (r == 2)
+            attentionDecodeKernel<2><<<grid, kThreads, shared, s>>>(a);
+        else
+            attentionDecodeKernel<kMaxValuePerThread><<<grid, kThreads, shared, s>>>(a);
+    } else {
+        attentionKernel<<<dim3(a.heads, a.tokens, std::max(1, a.splits)), kThreads, shared, s>>>(a);
+    }
     TANDEM_CUDA_CHECK(cudaGetLastError());
     if (a.splits > 1) {
         combineKernel<<<dim3(a.heads, a.tokens), kThreads, 0, s>>>(a);

@@ -21,8 +21,8 @@ constexpr double kCpuTimeoutSeconds = 120.0;  // a GPU wait kernel gives up afte
 enum Stage { kAttnBegin, kAttnProjected, kAttnPrepared, kAttnScored, kAttnDone, kRouted, kCopiedOut, kSharedDone,
              kResultAdded, kStages };
 constexpr const char* kStageNames[kStages] = {"norm + q/kv projections", "rope, cache writes", "absorb (MLA) + attention",
-                                              "values + o_proj", "norm + router", "copies to the CPU",
-                                              "signal + shared experts", "wait + copy back + add", "(end)"};
+                                              "values + o_proj", "norm + router", "copies to the CPU (+ signal)",
+                                              "(signal +) shared experts", "wait + copy back + add", "(end)"};
 
 struct Widths {
     long qkv = 0, q = 0, comb = 0, qLatent = 0, gateUp = 0, inner = 0, attn = 0, cacheA = 0, cacheB = 0;
@@ -62,6 +62,11 @@ bool decodeThroughCublas() {
     return p && std::string(p) == "cublas";
 }
 
+bool decodeKernelsWanted() {
+    const char* p = std::getenv("TANDEM_GPU_DECODE");
+    return !(p && std::string(p) == "generic");
+}
+
 long pairsWidth(const model::ModelConfig& c) {
     const Widths w = widthsOf(c);
     return std::max({w.qkv, w.q, w.comb, w.gateUp, w.attn, static_cast<long>(c.hiddenSize), static_cast<long>(c.vocabSize)});
@@ -87,7 +92,7 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Ro
                      const GpuWeights& weights, const model::Rope& rope, int capacity, int maxChunk)
     : config_(config), weights_(weights),
       rope_{weights.ropeInvFreq.get(), rope.dim(), config.ropeInterleaved, rope.attentionFactor()},
-      split_(splitPrecision()), cublasDecode_(decodeThroughCublas()), capacity_(capacity),
+      split_(splitPrecision()), cublasDecode_(decodeThroughCublas()), decodeKernels_(decodeKernelsWanted()), capacity_(capacity),
       maxChunk_(maxChunk), waitMode_(waitModeFromEnvironment()) {
     const model::ModelConfig& c = config;
     const Widths w = widthsOf(c);
@@ -136,6 +141,8 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Ro
         routerLogits_ = DeviceBuffer<float>(T * static_cast<std::size_t>(c.numExperts));
         routeIds_ = DeviceBuffer<int>(T * k);
         routeWeights_ = DeviceBuffer<float>(T * k);
+        routerCounter_ = DeviceBuffer<unsigned>(1);
+        TANDEM_CUDA_CHECK(cudaMemset(routerCounter_.get(), 0, sizeof(unsigned)));
     }
     controls_ = PinnedBuffer<SlotControl>(2, true);
     clocks_ = PinnedBuffer<LayerClock>(static_cast<std::size_t>(c.numLayers) + 1, true);
@@ -423,8 +430,10 @@ void GpuRunner::enqueueAttention(int l, int tokens) {
     const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
     const int H = config_.hiddenSize;
     stamp(l, kAttnBegin);
-    launchRmsNorm(x_.get(), H, w.inputNorm.get(), config_.rmsNormEps, tokens, H, nullptr, 0, hBf16_.get(), H, split_,
-                  stream_);
+    // Decode folds the norm into the layer's first products (projectInput).
+    if (!(tokens == 1 && decodeKernels_))
+        launchRmsNorm(x_.get(), H, w.inputNorm.get(), config_.rmsNormEps, tokens, H, nullptr, 0, hBf16_.get(), H, split_,
+                      stream_);
     if (config_.attention == model::AttentionKind::Mla)
         enqueueMla(l, tokens);
     else
@@ -438,12 +447,12 @@ void GpuRunner::enqueueAttention(int l, int tokens) {
 void GpuRunner::enqueueGqa(int l, int tokens) {
     const model::ModelConfig& c = config_;
     const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
-    const int H = c.hiddenSize, hd = c.headDim;
+    const int hd = c.headDim;
     const int qkvWidth = (c.numHeads + 2 * c.numKvHeads) * hd;
     const int kvDim = c.numKvHeads * hd;
     float* kCache = cacheA_[static_cast<std::size_t>(l)].get();
     float* vCache = cacheB_[static_cast<std::size_t>(l)].get();
-    project(w.qkv.get(), qkvWidth, H, hBf16_.get(), H, tokens, qkv_.get(), qkvWidth, false);
+    projectInput(l, w.qkv.get(), qkvWidth, tokens, qkv_.get(), qkvWidth);
     stamp(l, kAttnProjected);
     launchGqaPrepare(qkv_.get(), tokens, c.numHeads, c.numKvHeads, hd, c.qkNorm ? w.qNorm.get() : nullptr,
                      c.qkNorm ? w.kNorm.get() : nullptr, c.rmsNormEps, rope_, start_.get(), kCache, vCache, stream_);
@@ -470,6 +479,7 @@ void GpuRunner::enqueueGqa(int l, int tokens) {
     a.outHeadStride = hd;
     a.split = split_;
     a.splits = tokens == 1 ? decodeSplits_ : 1;
+    a.decodeKernel = decodeKernels_;
     a.partials = attnPartials_.get();
     launchAttention(a, stream_);
     stamp(l, kAttnScored);
@@ -478,7 +488,7 @@ void GpuRunner::enqueueGqa(int l, int tokens) {
 void GpuRunner::enqueueMla(int l, int tokens) {
     const model::ModelConfig& c = config_;
     const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
-    const int H = c.hiddenSize, heads = c.numHeads, nope = c.qkNopeHeadDim, rd = c.qkRopeHeadDim;
+    const int heads = c.numHeads, nope = c.qkNopeHeadDim, rd = c.qkRopeHeadDim;
     const int latent = c.kvLoraRank, vDim = c.vHeadDim, qHead = nope + rd;
     float* latentCache = cacheA_[static_cast<std::size_t>(l)].get();
     float* ropeCache = cacheB_[static_cast<std::size_t>(l)].get();
@@ -487,15 +497,15 @@ void GpuRunner::enqueueMla(int l, int tokens) {
     int ldkv;
     if (c.qLoraRank > 0) {
         const int combWidth = c.qLoraRank + latent + rd;
-        project(w.qaKva.get(), combWidth, H, hBf16_.get(), H, tokens, comb_.get(), combWidth, false);
+        projectInput(l, w.qaKva.get(), combWidth, tokens, comb_.get(), combWidth);
         launchRmsNorm(comb_.get(), combWidth, w.qaNorm.get(), c.rmsNormEps, tokens, c.qLoraRank, nullptr, 0, qa_.get(),
                       c.qLoraRank, split_, stream_);
         project(w.q.get(), heads * qHead, c.qLoraRank, qa_.get(), c.qLoraRank, tokens, q_.get(), heads * qHead, false);
         kv = comb_.get() + c.qLoraRank;
         ldkv = combWidth;
     } else {
-        project(w.q.get(), heads * qHead, H, hBf16_.get(), H, tokens, q_.get(), heads * qHead, false);
-        project(w.kva.get(), latent + rd, H, hBf16_.get(), H, tokens, comb_.get(), latent + rd, false);
+        projectInput(l, w.q.get(), heads * qHead, tokens, q_.get(), heads * qHead);
+        projectInput(l, w.kva.get(), latent + rd, tokens, comb_.get(), latent + rd);
         kv = comb_.get();
         ldkv = latent + rd;
     }
@@ -507,9 +517,15 @@ void GpuRunner::enqueueMla(int l, int tokens) {
     // Absorb each head's key expansion into its query: qLatent[h] = W_k[h]ᵀ qNope[h].
     const int rows = split_ ? 2 * tokens : tokens;
     const long kvbHead = static_cast<long>(nope + vDim) * latent;
-    gemmBatchedBf16<float>(blas_, true, w.kvb.get(), latent, kvbHead, latent, nope, qNope_.get(), heads * nope, nope,
-                           rows, qLatent_.get(), heads * latent, latent, heads);
-    if (split_) launchPairSum(qLatent_.get(), heads * latent, tokens, heads * latent, qLatent_.get(), heads * latent, false, stream_);
+    const bool decode = tokens == 1 && decodeKernels_;
+    if (decode) {
+        launchMlaAbsorb(w.kvb.get(), kvbHead, heads, nope, latent, qNope_.get(), split_, qLatent_.get(), stream_);
+    } else {
+        gemmBatchedBf16<float>(blas_, true, w.kvb.get(), latent, kvbHead, latent, nope, qNope_.get(), heads * nope, nope,
+                               rows, qLatent_.get(), heads * latent, latent, heads);
+        if (split_)
+            launchPairSum(qLatent_.get(), heads * latent, tokens, heads * latent, qLatent_.get(), heads * latent, false, stream_);
+    }
 
     AttentionArgs a{};
     a.qA = qLatent_.get();
@@ -538,11 +554,16 @@ void GpuRunner::enqueueMla(int l, int tokens) {
     a.outHeadStride = latent;
     a.split = split_;
     a.splits = tokens == 1 ? decodeSplits_ : 1;
+    a.decodeKernel = decodeKernels_;
     a.partials = attnPartials_.get();
     launchAttention(a, stream_);
     stamp(l, kAttnScored);
 
     // Expand to values per head: attnOut[h] = W_v[h] ctx[h].
+    if (decode) {
+        launchMlaValues(w.kvb.get(), kvbHead, heads, nope, latent, vDim, ctx_.get(), split_, attnOut_.get(), stream_);
+        return;
+    }
     gemmBatchedBf16<float>(blas_, false, w.kvb.get() + static_cast<long>(nope) * latent, latent, kvbHead, vDim, latent,
                            ctx_.get(), heads * latent, latent, rows, pairs_.get(), heads * vDim, vDim, heads);
     launchPairSumToBf16(pairs_.get(), heads * vDim, tokens, heads * vDim, attnOut_.get(), heads * vDim, split_, stream_);
@@ -560,6 +581,16 @@ void GpuRunner::project(const bf16* w, int n, int k, const bf16* x, int ldx, int
     }
     gemmBf16(blas_, w, n, k, x, ldx, 2 * tokens, pairs_.get(), n);
     launchPairSum(pairs_.get(), n, tokens, n, y, ldy, accumulate, stream_);
+}
+
+void GpuRunner::projectInput(int l, const bf16* w, int n, int tokens, float* y, int ldy) {
+    const int H = config_.hiddenSize;
+    if (tokens == 1 && decodeKernels_) {
+        const GpuLayer& layer = weights_.layers[static_cast<std::size_t>(l)];
+        launchGemvNormed(w, n, H, x_.get(), layer.inputNorm.get(), config_.rmsNormEps, y, stream_);
+        return;
+    }
+    project(w, n, H, hBf16_.get(), H, tokens, y, ldy, false);
 }
 
 void GpuRunner::enqueueMlp(const GpuMlp& mlp, int tokens) {
@@ -585,30 +616,54 @@ void GpuRunner::enqueueFeedForward(int l, int tokens) {
 
     launchRmsNorm(x_.get(), H, w.postAttentionNorm.get(), c.rmsNormEps, tokens, H, hF32_.get(), H, hBf16_.get(), H,
                   split_, stream_);
-    gemmF32(blas_, w.router.get(), c.numExperts, H, hF32_.get(), H, tokens, routerLogits_.get(), c.numExperts);
-    launchRouter(routerLogits_.get(), tokens, c.numExperts, w.correctionBias ? w.correctionBias.get() : nullptr, c.router,
-                 routeIds_.get(), routeWeights_.get(), stream_);
+    const float* bias = w.correctionBias ? w.correctionBias.get() : nullptr;
+    if (tokens == 1 && decodeKernels_) {
+        launchRouterDecode(w.router.get(), c.numExperts, H, hF32_.get(), bias, c.router, routerLogits_.get(), routeIds_.get(),
+                           routeWeights_.get(), routerCounter_.get(), stream_);
+    } else {
+        gemmF32(blas_, w.router.get(), c.numExperts, H, hF32_.get(), H, tokens, routerLogits_.get(), c.numExperts);
+        launchRouter(routerLogits_.get(), tokens, c.numExperts, bias, c.router, routeIds_.get(), routeWeights_.get(), stream_);
+    }
     stamp(l, kRouted);
     const std::size_t slotIndex = static_cast<std::size_t>(link.slot);
     auto onDevice = [](const auto* host, const auto& buffer) { return buffer.devicePointer() + (host - buffer.get()); };
-    launchExportToHost(hF32_.get(), tokens, H, routeIds_.get(), routeWeights_.get(), k,
-                       onDevice(slot.x, slotFloats_[slotIndex]), onDevice(slot.ids, slotInts_[slotIndex]),
-                       onDevice(slot.weights, slotFloats_[slotIndex]), stream_);
-    stamp(l, kCopiedOut);
-    enqueueSignal(l);
+    float* hostX = onDevice(slot.x, slotFloats_[slotIndex]);
+    int* hostIds = onDevice(slot.ids, slotInts_[slotIndex]);
+    float* hostWeights = onDevice(slot.weights, slotFloats_[slotIndex]);
+    // Decode in spin mode hands over and takes back in one kernel each (host_sync.h).
+    const bool fused = tokens == 1 && decodeKernels_ && waitMode_ == WaitMode::Spin;
+    if (fused) {
+        launchExportSignal(hF32_.get(), H, routeIds_.get(), routeWeights_.get(), k, hostX, hostIds, hostWeights,
+                           controls_.devicePointer() + link.slot, counters_.get() + link.slot, l, clocks_.devicePointer(),
+                           stream_);
+        stamp(l, kCopiedOut);
+    } else {
+        launchExportToHost(hF32_.get(), tokens, H, routeIds_.get(), routeWeights_.get(), k, hostX, hostIds, hostWeights,
+                           stream_);
+        stamp(l, kCopiedOut);
+        enqueueSignal(l);
+    }
 
     // The shared experts run on the GPU while the CPU computes the routed ones.
     if (w.shared) enqueueMlp(*w.shared, tokens);
     stamp(l, kSharedDone);
 
-    enqueueWait(l);
     const float* previous = nullptr;
     if (link.previous >= 0) {
         const std::size_t p = static_cast<std::size_t>(link.previous);
         previous = onDevice(slots_[p].deferredOut, slotFloats_[p]);
     }
-    launchAddFromHost(onDevice(slot.immediateOut, slotFloats_[slotIndex]), previous, x_.get(), static_cast<long>(n) * H,
-                      stream_);
+    const float* immediate = onDevice(slot.immediateOut, slotFloats_[slotIndex]);
+    if (fused) {
+        const SlotControl* controls = controls_.devicePointer();
+        const bool chained = link.previous >= 0;
+        launchWaitAdd(controls + link.slot, counters_.get() + link.slot, chained ? controls + link.previous : nullptr,
+                      chained ? counters_.get() + link.previous : nullptr, l, clocks_.devicePointer(),
+                      failed_.devicePointer(), kCpuTimeoutSeconds, immediate, previous, x_.get(), H, stream_);
+    } else {
+        enqueueWait(l);
+        launchAddFromHost(immediate, previous, x_.get(), static_cast<long>(n) * H, stream_);
+    }
     stamp(l, kResultAdded);
 }
 

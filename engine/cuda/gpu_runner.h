@@ -62,6 +62,8 @@ private:
     void enqueueMlp(const GpuMlp& mlp, int tokens);  // from hBf16, accumulated into x
     // y (=, or += with accumulate) W x for `tokens` rows of a bf16 GEMM input (and its lo rows when split).
     void project(const bf16* w, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy, bool accumulate);
+    // y = W norm(x) for layer l's attention input: launchGemvNormed in decode, else project from hBf16.
+    void projectInput(int l, const bf16* w, int n, int tokens, float* y, int ldy);
 
     const model::ModelConfig& config_;
     const GpuWeights& weights_;
@@ -69,6 +71,10 @@ private:
     bool split_;  // split-precision GEMM inputs (kernels.h); TANDEM_GPU_PRECISION=bf16 turns it off
     // Decode's products through cuBLAS instead of our GEMV (TANDEM_GPU_GEMV=cublas), to compare the two.
     bool cublasDecode_;
+    // Decode's attention, MLA absorb/values and router through the kernels written for one token
+    // (attention.cu, mla_decode.cu, router.cu); TANDEM_GPU_DECODE=generic keeps the general ones, for
+    // A/B runs.
+    bool decodeKernels_;
     int capacity_;
     int maxChunk_;
 
@@ -110,6 +116,7 @@ private:
     PinnedBuffer<SlotControl> controls_;  // mapped
     PinnedBuffer<LayerClock> clocks_;     // mapped, numLayers + 1
     PinnedBuffer<int> failed_;            // mapped: a wait kernel gave up
+    DeviceBuffer<unsigned> routerCounter_;   // decode's router kernel: blocks done (kernels.h)
     DeviceBuffer<std::uint64_t> counters_;  // submissions per slot, counted by the GPU
     std::vector<MoeLayerLink> links_;     // per layer, at stable addresses for the graph's host nodes
     std::vector<double> layerGpuSeconds_, layerOverlapSeconds_, layerWaitSeconds_;

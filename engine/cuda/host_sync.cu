@@ -15,7 +15,7 @@ __global__ void stampKernel(LayerClock* clock, int index) { clock[index].signalN
 
 __global__ void timestampKernel(std::uint64_t* where) { *where = globalNs(); }
 
-__global__ void signalKernel(SlotControl* control, std::uint64_t* counter, int layer, LayerClock* clock) {
+__device__ void signalSlot(SlotControl* control, std::uint64_t* counter, int layer, LayerClock* clock) {
     const std::uint64_t n = *counter + 1;
     *counter = n;
     control->layer = layer;
@@ -25,9 +25,9 @@ __global__ void signalKernel(SlotControl* control, std::uint64_t* counter, int l
     clock[layer].signalNs = globalNs();
 }
 
-__global__ void waitKernel(const SlotControl* control, const std::uint64_t* counter, const SlotControl* previous,
-                           const std::uint64_t* previousCounter, int layer, LayerClock* clock, int* failed,
-                           std::uint64_t timeoutNs) {
+__device__ void waitForSlot(const SlotControl* control, const std::uint64_t* counter, const SlotControl* previous,
+                            const std::uint64_t* previousCounter, int layer, LayerClock* clock, int* failed,
+                            std::uint64_t timeoutNs) {
     const std::uint64_t start = globalNs();
     clock[layer].waitBeginNs = start;
     const std::uint64_t target = *counter;
@@ -43,7 +43,59 @@ __global__ void waitKernel(const SlotControl* control, const std::uint64_t* coun
     clock[layer].waitEndNs = globalNs();
 }
 
+__global__ void signalKernel(SlotControl* control, std::uint64_t* counter, int layer, LayerClock* clock) {
+    signalSlot(control, counter, layer, clock);
+}
+
+__global__ void waitKernel(const SlotControl* control, const std::uint64_t* counter, const SlotControl* previous,
+                           const std::uint64_t* previousCounter, int layer, LayerClock* clock, int* failed,
+                           std::uint64_t timeoutNs) {
+    waitForSlot(control, counter, previous, previousCounter, layer, clock, failed, timeoutNs);
+}
+
+// Decode's hand-over in one block: the token's normalized hidden state and routing written to the
+// slot, then the signal (as signalKernel), so the CPU starts one kernel launch earlier.
+__global__ void exportSignalKernel(const float* hidden, int width, const int* ids, const float* weights, int routes,
+                                   float* hostHidden, int* hostIds, float* hostWeights, SlotControl* control,
+                                   std::uint64_t* counter, int layer, LayerClock* clock) {
+    for (int i = threadIdx.x; i < width; i += blockDim.x) hostHidden[i] = hidden[i];
+    for (int i = threadIdx.x; i < routes; i += blockDim.x) {
+        hostIds[i] = ids[i];
+        hostWeights[i] = weights[i];
+    }
+    __threadfence_system();  // each thread's writes visible to the CPU before the barrier
+    __syncthreads();
+    if (threadIdx.x == 0) signalSlot(control, counter, layer, clock);
+}
+
+// Decode's return in one block: thread 0 waits as waitKernel does, then every thread adds the CPU's
+// result (and the previous layer's deferred one) into the residual stream.
+__global__ void waitAddKernel(const SlotControl* control, const std::uint64_t* counter, const SlotControl* previous,
+                              const std::uint64_t* previousCounter, int layer, LayerClock* clock, int* failed,
+                              std::uint64_t timeoutNs, const float* a, const float* b, float* x, int width) {
+    if (threadIdx.x == 0) waitForSlot(control, counter, previous, previousCounter, layer, clock, failed, timeoutNs);
+    __syncthreads();
+    // Uncached loads: the CPU wrote these after the kernel started.
+    for (int i = threadIdx.x; i < width; i += blockDim.x) x[i] += b ? __ldcv(a + i) + __ldcv(b + i) : __ldcv(a + i);
+}
+
 }  // namespace
+
+void launchExportSignal(const float* hidden, int width, const int* ids, const float* weights, int routes,
+                        float* hostHidden, int* hostIds, float* hostWeights, SlotControl* control, std::uint64_t* counter,
+                        int layer, LayerClock* clock, cudaStream_t s) {
+    exportSignalKernel<<<1, 1024, 0, s>>>(hidden, width, ids, weights, routes, hostHidden, hostIds, hostWeights, control,
+                                          counter, layer, clock);
+    TANDEM_CUDA_CHECK(cudaGetLastError());
+}
+
+void launchWaitAdd(const SlotControl* control, const std::uint64_t* counter, const SlotControl* previous,
+                   const std::uint64_t* previousCounter, int layer, LayerClock* clock, int* failed, double timeoutSeconds,
+                   const float* hostA, const float* hostB, float* x, int width, cudaStream_t s) {
+    waitAddKernel<<<1, 1024, 0, s>>>(control, counter, previous, previousCounter, layer, clock, failed,
+                                     static_cast<std::uint64_t>(timeoutSeconds * 1e9), hostA, hostB, x, width);
+    TANDEM_CUDA_CHECK(cudaGetLastError());
+}
 
 void launchStamp(LayerClock* clock, int index, cudaStream_t s) {
     stampKernel<<<1, 1, 0, s>>>(clock, index);

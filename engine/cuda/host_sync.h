@@ -1,7 +1,7 @@
 #pragma once
 // The GPU's half of the expert bridge in spin mode (expert_bridge.h): kernels that signal a slot and
 // wait for the CPU's result through host memory mapped into the GPU, so a decode graph needs no host
-// nodes. Every kernel here runs one thread.
+// nodes. The signal and wait kernels run one thread; the decode hand-over kernels one block.
 #include <cstdint>
 
 #include <cuda_runtime.h>
@@ -25,5 +25,14 @@ void launchSignal(SlotControl* control, std::uint64_t* counter, int layer, Layer
 void launchWait(const SlotControl* control, const std::uint64_t* counter, const SlotControl* previous,
                 const std::uint64_t* previousCounter, int layer, LayerClock* clock, int* failed, double timeoutSeconds,
                 cudaStream_t s);
+
+// Decode (one token): launchExportToHost's copies to the slot (kernels.h) and launchSignal in one
+// kernel; and launchWait followed by launchAddFromHost's x += hostA (+ hostB) in one kernel.
+void launchExportSignal(const float* hidden, int width, const int* ids, const float* weights, int routes,
+                        float* hostHidden, int* hostIds, float* hostWeights, SlotControl* control, std::uint64_t* counter,
+                        int layer, LayerClock* clock, cudaStream_t s);
+void launchWaitAdd(const SlotControl* control, const std::uint64_t* counter, const SlotControl* previous,
+                   const std::uint64_t* previousCounter, int layer, LayerClock* clock, int* failed, double timeoutSeconds,
+                   const float* hostA, const float* hostB, float* x, int width, cudaStream_t s);
 
 }  // namespace tandem::cuda

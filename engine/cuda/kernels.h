@@ -39,6 +39,11 @@ void launchAddFromHost(const float* hostA, const float* hostB, float* x, long co
 void launchGemv(const bf16* w, int n, int k, const bf16* x, int ldx, bool split, float* y, bool accumulate,
                 cudaStream_t s);
 
+// Decode's y = W (x / rms(x) * gamma) for one float32 token x of k features: launchRmsNorm and
+// launchGemv in one kernel (each block takes the norm itself).
+void launchGemvNormed(const bf16* w, int n, int k, const float* x, const float* gamma, float eps, float* y,
+                      cudaStream_t s);
+
 // out[t] = y[t] + y[tokens + t] (or +=, with accumulate): the two halves of a split GEMM.
 // out may be y itself.
 void launchPairSum(const float* y, int ldy, int tokens, int width, float* out, int ldOut, bool accumulate,
@@ -93,6 +98,7 @@ struct AttentionArgs {
     // the partial softmaxes. partials holds tokens * heads * splits * (dimV + 2) floats.
     int splits;
     float* partials;
+    bool decodeKernel;  // one token with splits: the kernel written for decode (attention.cu)
 };
 void launchAttention(const AttentionArgs& a, cudaStream_t s);
 
@@ -100,5 +106,19 @@ void launchAttention(const AttentionArgs& a, cudaStream_t s);
 // exactly as model::routeToken does on the CPU.
 void launchRouter(const float* logits, int tokens, int experts, const float* bias, const model::RouterSpec& spec,
                   int* ids, float* weights, cudaStream_t s);
+// Decode's router in one kernel: logits = W x in float32 (W [experts, hidden], x one row), then the
+// routing above. `counter` is one zeroed unsigned that the kernel leaves zeroed.
+void launchRouterDecode(const float* w, int experts, int hidden, const float* x, const float* bias,
+                        const model::RouterSpec& spec, float* logits, int* ids, float* weights, unsigned* counter,
+                        cudaStream_t s);
+
+// MLA decode (one token), per head h of `heads`, with kvb the per-head [nope + vDim, latent] blocks
+// `headStride` elements apart (W_k rows first, then W_v): qLatent[h] = W_k[h]ᵀ qNope[h] in float32
+// (qNope bf16 [heads, nope], its lo row after it with split), and out[h] = W_v[h] ctx[h] as a bf16
+// GEMM input (ctx bf16 [heads, latent] with its lo row after it; out [heads, vDim], lo after it).
+void launchMlaAbsorb(const bf16* kvb, long headStride, int heads, int nope, int latent, const bf16* qNope, bool split,
+                     float* qLatent, cudaStream_t s);
+void launchMlaValues(const bf16* kvb, long headStride, int heads, int nope, int latent, int vDim, const bf16* ctx,
+                     bool split, bf16* out, cudaStream_t s);
 
 }  // namespace tandem::cuda

@@ -1,4 +1,5 @@
-// Expert routing on the GPU, one block per token, reproducing model::routeToken exactly: softmax or
+// Expert routing on the GPU, one block per token (decode: the router's product and the routing in one
+// kernel), reproducing model::routeToken exactly: softmax or
 // sigmoid scores, the optional correction bias for the choice, group limiting (by best expert or by the
 // sum of the two best), top-k with ties to the lower index, weights heaviest first, normalize, scale.
 #include <cfloat>
@@ -24,40 +25,15 @@ __device__ inline Best better(Best a, Best b) {
     return (b.value > a.value || (b.value == a.value && b.index < a.index)) ? b : a;
 }
 
-// Argmax over values[0, n) with ties to the lower index; every thread gets the result.
-__device__ Best blockArgmax(const float* values, int n, float* scratchV, int* scratchI) {
-    Best best{-FLT_MAX, 0x7fffffff};
-    for (int i = threadIdx.x; i < n; i += blockDim.x) best = better(best, Best{values[i], i});
-    for (int o = 16; o > 0; o >>= 1) {
-        const Best other{__shfl_xor_sync(0xffffffffu, best.value, o), __shfl_xor_sync(0xffffffffu, best.index, o)};
-        best = better(best, other);
-    }
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    __syncthreads();
-    if (lane == 0) {
-        scratchV[warp] = best.value;
-        scratchI[warp] = best.index;
-    }
-    __syncthreads();
-    Best result{-FLT_MAX, 0x7fffffff};
-    for (int w = 0; w < (blockDim.x >> 5); ++w) result = better(result, Best{scratchV[w], scratchI[w]});
-    return result;
-}
-
-__global__ void routerKernel(const float* logits, int experts, const float* bias, model::RouterSpec spec, int* ids,
-                             float* weights) {
-    extern __shared__ float shared[];
-    float* scores = shared;
+// Routes one token whose logits are in scores[0, experts) (shared memory; choice is the next `experts`
+// floats), writing its ids and weights. Every thread of the block calls it.
+__device__ void routeLogits(float* scores, int experts, const float* bias, const model::RouterSpec& spec, int* ids,
+                            float* weights) {
     float* choice = scores + experts;
     __shared__ float scratch[32];
-    __shared__ float scratchV[32];
-    __shared__ int scratchI[32];
     __shared__ float groupScore[kMaxGroups];
     __shared__ int keepGroup[kMaxGroups];
     __shared__ int chosen[kMaxTopK];
-    const int t = blockIdx.x;
-
-    for (int e = threadIdx.x; e < experts; e += blockDim.x) scores[e] = logits[static_cast<long>(t) * experts + e];
     __syncthreads();
     if (spec.scoring == model::ExpertScoring::Softmax) {
         float mx = -FLT_MAX;
@@ -106,13 +82,19 @@ __global__ void routerKernel(const float* logits, int experts, const float* bias
         __syncthreads();
     }
 
-    for (int r = 0; r < spec.topK; ++r) {
-        const Best b = blockArgmax(choice, experts, scratchV, scratchI);
-        if (threadIdx.x == 0) {
-            chosen[r] = b.index;
-            choice[b.index] = -FLT_MAX;  // below every real score, above the excluded groups' -inf
+    // Top-k in the first warp alone: k rounds of a warp argmax, no block-wide barrier per round.
+    if (threadIdx.x < 32) {
+        for (int r = 0; r < spec.topK; ++r) {
+            Best best{-FLT_MAX, 0x7fffffff};
+            for (int i = threadIdx.x; i < experts; i += 32) best = better(best, Best{choice[i], i});
+            for (int o = 16; o > 0; o >>= 1)
+                best = better(best, Best{__shfl_xor_sync(0xffffffffu, best.value, o), __shfl_xor_sync(0xffffffffu, best.index, o)});
+            if (threadIdx.x == 0) {
+                chosen[r] = best.index;
+                choice[best.index] = -FLT_MAX;  // below every real score, above the excluded groups' -inf
+            }
+            __syncwarp();
         }
-        __syncthreads();
     }
 
     if (threadIdx.x == 0) {
@@ -127,10 +109,66 @@ __global__ void routerKernel(const float* logits, int experts, const float* bias
         for (int i = 0; i < spec.topK; ++i) sum += scores[chosen[i]];
         const float factor = spec.normalize ? spec.scale / sum : spec.scale;
         for (int i = 0; i < spec.topK; ++i) {
-            ids[static_cast<long>(t) * spec.topK + i] = chosen[i];
-            weights[static_cast<long>(t) * spec.topK + i] = scores[chosen[i]] * factor;
+            ids[i] = chosen[i];
+            weights[i] = scores[chosen[i]] * factor;
         }
     }
+}
+
+__global__ void routerKernel(const float* logits, int experts, const float* bias, model::RouterSpec spec, int* ids,
+                             float* weights) {
+    extern __shared__ float scores[];
+    const int t = blockIdx.x;
+    for (int e = threadIdx.x; e < experts; e += blockDim.x) scores[e] = logits[static_cast<long>(t) * experts + e];
+    routeLogits(scores, experts, bias, spec, ids + static_cast<long>(t) * spec.topK, weights + static_cast<long>(t) * spec.topK);
+}
+
+// Decode: the router's float32 logits, kSlices warps per expert (each a slice of the row, so each
+// lane has few loads in a row), then the block that finishes last routes the token (the others'
+// logits are visible to it after their fences), so one kernel replaces the cuBLAS product and the
+// routing kernel. The last block puts the counter back to zero for the next launch.
+constexpr int kSlices = 4;
+
+__global__ void routerDecodeKernel(const float* w, int experts, int hidden, const float* x, const float* bias,
+                                   model::RouterSpec spec, float* logits, int* ids, float* weights, unsigned* counter) {
+    extern __shared__ float scores[];
+    __shared__ bool last;
+    __shared__ float part[kThreads / 32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int e = blockIdx.x * (kThreads / 32 / kSlices) + warp / kSlices, slice = warp % kSlices;
+    float sum = 0.0f;
+    if (e < experts) {
+        const float* row = w + static_cast<long>(e) * hidden;
+        if (hidden % (4 * kSlices) == 0) {
+            const int per = hidden / 4 / kSlices;
+            const auto* r4 = reinterpret_cast<const float4*>(row) + slice * per;
+            const auto* x4 = reinterpret_cast<const float4*>(x) + slice * per;
+#pragma unroll 4
+            for (int i = lane; i < per; i += 32) {
+                const float4 a = r4[i], b = x4[i];
+                sum += a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+            }
+        } else {
+            for (int i = slice * 32 + lane; i < hidden; i += 32 * kSlices) sum += row[i] * x[i];
+        }
+    }
+    sum = warpSum(sum);
+    if (lane == 0) part[warp] = sum;
+    __syncthreads();
+    if (slice == 0 && lane == 0 && e < experts) {
+        float total = 0.0f;
+        for (int k = 0; k < kSlices; ++k) total += part[warp + k];
+        logits[e] = total;
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    for (int i = threadIdx.x; i < experts; i += blockDim.x) scores[i] = __ldcg(logits + i);
+    routeLogits(scores, experts, bias, spec, ids, weights);
+    if (threadIdx.x == 0) *counter = 0;
 }
 
 }  // namespace
@@ -140,6 +178,17 @@ void launchRouter(const float* logits, int tokens, int experts, const float* bia
     if (spec.topK > kMaxTopK || spec.numGroups > kMaxGroups)
         throw GpuError("the GPU router supports at most 32 active experts and 64 groups");
     routerKernel<<<tokens, kThreads, 2 * experts * sizeof(float), s>>>(logits, experts, bias, spec, ids, weights);
+    TANDEM_CUDA_CHECK(cudaGetLastError());
+}
+
+void launchRouterDecode(const float* w, int experts, int hidden, const float* x, const float* bias,
+                        const model::RouterSpec& spec, float* logits, int* ids, float* weights, unsigned* counter,
+                        cudaStream_t s) {
+    if (spec.topK > kMaxTopK || spec.numGroups > kMaxGroups)
+        throw GpuError("the GPU router supports at most 32 active experts and 64 groups");
+    const int perBlock = kThreads / 32 / kSlices;
+    routerDecodeKernel<<<(experts + perBlock - 1) / perBlock, kThreads, 2 * experts * sizeof(float), s>>>(
+        w, experts, hidden, x, bias, spec, logits, ids, weights, counter);
     TANDEM_CUDA_CHECK(cudaGetLastError());
 }
 
