@@ -1,5 +1,10 @@
 // tandem-cli as a user meets it: usage, errors with exit codes, and no partial output files.
+#include <algorithm>
+#include <cmath>
+
 #include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
@@ -127,6 +132,29 @@ private slots:
         const auto empty = runCli(QStringList{"generate", "--prompts-file", idsFile("\n")} + common);
         QVERIFY(empty.exitCode != 0);
         QVERIFY2(empty.err.contains("no prompts"), qPrintable(empty.err));
+    }
+
+    // bench --synthetic: one JSON line per deferral, each with its own bandwidth probes around the run
+    // and a ceiling from the higher of the two.
+    void benchReportsEachDeferralWithItsCeiling() {
+        const auto r = runCli({"bench", "--synthetic", "tiny", "--experts", "int4", "--prompt", "8", "--gen", "4", "--defer",
+                               "0,1", "--device", "cpu", "--threads", "2", "--json"});
+        QCOMPARE(r.exitCode, 0);
+        QList<QJsonObject> rows;
+        for (const QString& line : r.out.split('\n'))
+            if (line.startsWith('{')) rows.append(QJsonDocument::fromJson(line.toUtf8()).object());
+        QCOMPARE(rows.size(), 2);
+        for (int i = 0; i < 2; ++i) {
+            const QJsonObject& j = rows[i];
+            QCOMPARE(j["deferral"].toInt(), i);
+            QCOMPARE(j["steps"].toInt(), 3);  // the first new token comes from the prefill
+            const double before = j["bandwidth_before_gbps"].toDouble(), after = j["bandwidth_after_gbps"].toDouble();
+            QVERIFY(before > 0 && after > 0);
+            QCOMPARE(j["bandwidth_gbps"].toDouble(), std::max(before, after));
+            const double ceiling = j["bandwidth_gbps"].toDouble() * 1e9 / j["routed_bytes_per_token"].toDouble();
+            QVERIFY2(std::abs(j["ceiling_tokens_per_second"].toDouble() / ceiling - 1) < 1e-3, qPrintable(r.out));
+            QVERIFY(j["decode_tokens_per_second"].toDouble() > 0);
+        }
     }
 };
 
