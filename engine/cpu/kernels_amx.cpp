@@ -140,17 +140,22 @@ int envInt(const char* name, int fallback) {
     const int n = v && *v ? std::atoi(v) : fallback;
     return n >= 0 ? n : fallback;
 }
+// A size from a tuning override in KiB (at least minKib), read once by each caller; the emulated build
+// (tests) takes `emulatedKib` instead, so that the test shapes run several blocks and groups.
+std::size_t kibSetting([[maybe_unused]] const char* name, [[maybe_unused]] int fallbackKib, [[maybe_unused]] int minKib,
+                       int emulatedKib) {
+#ifdef TANDEM_AMX_EMULATE
+    return static_cast<std::size_t>(emulatedKib) << 10;
+#else
+    return static_cast<std::size_t>(std::clamp(envInt(name, fallbackKib), minKib, 1 << 20)) << 10;
+#endif
+}
 // Bytes of activations (every row of a call over one cache block of inputs) that gate/up keeps in L2
 // while every panel passes over them: about half of a Sapphire Rapids core's 2 MiB
-// (TANDEM_AMX_SLICE_KIB overrides it for tuning runs). The emulated build (tests) takes a small one, so
-// that the test shapes run several cache blocks.
+// (TANDEM_AMX_SLICE_KIB overrides it for tuning runs).
 std::size_t activationSliceBytes() {
-#ifdef TANDEM_AMX_EMULATE
-    return 16u << 10;
-#else
-    static const std::size_t n = static_cast<std::size_t>(std::clamp(envInt("TANDEM_AMX_SLICE_KIB", 768), 16, 1 << 20)) << 10;
+    static const std::size_t n = kibSetting("TANDEM_AMX_SLICE_KIB", 768, 16, 16);
     return n;
-#endif
 }
 // At most this many K blocks per cache block (0: only activationSliceBytes bounds it). Capping it so
 // that a panel's blocks over one cache block stay in L1 (16: 32 KiB) was measured on the GPU machine
@@ -161,15 +166,10 @@ int cacheBlocksMax() {
     return n;
 }
 // Sums of this many bytes at most wait between cache blocks (a group of panels at a time), so they
-// stay in L2 next to the activations. The emulated build takes few, so that the tests run several
-// groups.
+// stay in L2 next to the activations (TANDEM_AMX_ACC_KIB overrides it).
 std::size_t accBytes() {
-#ifdef TANDEM_AMX_EMULATE
-    return 16u << 10;
-#else
-    static const std::size_t n = static_cast<std::size_t>(std::clamp(envInt("TANDEM_AMX_ACC_KIB", 256), 4, 1 << 20)) << 10;
+    static const std::size_t n = kibSetting("TANDEM_AMX_ACC_KIB", 256, 4, 16);
     return n;
-#endif
 }
 
 // Gate/up, for each group of panels, loops over cache blocks of the inputs, then panels, then rows:

@@ -17,6 +17,25 @@ constexpr int kTile = 64;
 constexpr int kThreads = 256;
 constexpr int kMaxValuePerThread = 4;  // value width up to 1024
 
+// The online softmax's step over a tile's n scores in p (shared memory, written by the block before
+// the call): p becomes exp(score - new max), the running max m and sum l are updated, and the factor
+// that rescales what was summed before is returned. Every thread of the block calls it.
+__device__ inline float softmaxTile(float* p, int n, float& m, float& l) {
+    __syncthreads();
+    float tileMax = -FLT_MAX;
+    for (int jj = 0; jj < n; ++jj) tileMax = fmaxf(tileMax, p[jj]);
+    const float mNew = fmaxf(m, tileMax);
+    const float alpha = expf(m - mNew);
+    __syncthreads();
+    if (threadIdx.x < n) p[threadIdx.x] = expf(p[threadIdx.x] - mNew);
+    __syncthreads();
+    float tileSum = 0.0f;
+    for (int jj = 0; jj < n; ++jj) tileSum += p[jj];
+    l = l * alpha + tileSum;
+    m = mNew;
+    return alpha;
+}
+
 __global__ void attentionKernel(AttentionArgs a) {
     extern __shared__ float smem[];
     float* qA = smem;
@@ -53,18 +72,7 @@ __global__ void attentionKernel(AttentionArgs a) {
             s = warpSum(s);
             if (lane == 0) p[jj] = s * a.scale;
         }
-        __syncthreads();
-        float tileMax = -FLT_MAX;
-        for (int jj = 0; jj < n; ++jj) tileMax = fmaxf(tileMax, p[jj]);
-        const float mNew = fmaxf(m, tileMax);
-        const float alpha = expf(m - mNew);
-        __syncthreads();
-        if (threadIdx.x < n) p[threadIdx.x] = expf(p[threadIdx.x] - mNew);
-        __syncthreads();
-        float tileSum = 0.0f;
-        for (int jj = 0; jj < n; ++jj) tileSum += p[jj];
-        l = l * alpha + tileSum;
-        m = mNew;
+        const float alpha = softmaxTile(p, n, m, l);
         for (int r = 0; r < kMaxValuePerThread; ++r) {
             const int d = threadIdx.x + r * blockDim.x;
             if (d >= a.dimV) break;
@@ -159,18 +167,7 @@ __global__ void __launch_bounds__(kThreads, 3) attentionDecodeKernel(AttentionAr
 #pragma unroll
             for (int q = 0; q < kKeysPerWarp; ++q)
                 if (warp * kKeysPerWarp + q < n) p[warp * kKeysPerWarp + q] = s[q] * a.scale;
-        __syncthreads();
-        float tileMax = -FLT_MAX;
-        for (int jj = 0; jj < n; ++jj) tileMax = fmaxf(tileMax, p[jj]);
-        const float mNew = fmaxf(m, tileMax);
-        const float alpha = expf(m - mNew);
-        __syncthreads();
-        if (threadIdx.x < n) p[threadIdx.x] = expf(p[threadIdx.x] - mNew);
-        __syncthreads();
-        float tileSum = 0.0f;
-        for (int jj = 0; jj < n; ++jj) tileSum += p[jj];
-        l = l * alpha + tileSum;
-        m = mNew;
+        const float alpha = softmaxTile(p, n, m, l);
 #pragma unroll
         for (int r = 0; r < R; ++r) acc[r] *= alpha;
         const float* rows = a.value + static_cast<long>(j0) * a.ldValue + headOffset + threadIdx.x;

@@ -92,8 +92,8 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Ro
                      const GpuWeights& weights, const model::Rope& rope, int capacity, int maxChunk)
     : config_(config), weights_(weights),
       rope_{weights.ropeInvFreq.get(), rope.dim(), config.ropeInterleaved, rope.attentionFactor()},
-      split_(splitPrecision()), cublasDecode_(decodeThroughCublas()), decodeKernels_(decodeKernelsWanted()), capacity_(capacity),
-      maxChunk_(maxChunk), waitMode_(waitModeFromEnvironment()) {
+      split_(splitPrecision()), cublasDecode_(decodeThroughCublas()), decodeKernels_(decodeKernelsWanted()),
+      capacity_(capacity), maxChunk_(maxChunk), waitMode_(waitModeFromEnvironment()) {
     const model::ModelConfig& c = config;
     const Widths w = widthsOf(c);
     const std::size_t T = static_cast<std::size_t>(maxChunk);
@@ -430,10 +430,8 @@ void GpuRunner::enqueueAttention(int l, int tokens) {
     const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
     const int H = config_.hiddenSize;
     stamp(l, kAttnBegin);
-    // Decode folds the norm into the layer's first products (projectInput).
-    if (!(tokens == 1 && decodeKernels_))
-        launchRmsNorm(x_.get(), H, w.inputNorm.get(), config_.rmsNormEps, tokens, H, nullptr, 0, hBf16_.get(), H, split_,
-                      stream_);
+    launchRmsNorm(x_.get(), H, w.inputNorm.get(), config_.rmsNormEps, tokens, H, nullptr, 0, hBf16_.get(), H, split_,
+                  stream_);
     if (config_.attention == model::AttentionKind::Mla)
         enqueueMla(l, tokens);
     else
@@ -447,12 +445,12 @@ void GpuRunner::enqueueAttention(int l, int tokens) {
 void GpuRunner::enqueueGqa(int l, int tokens) {
     const model::ModelConfig& c = config_;
     const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
-    const int hd = c.headDim;
+    const int H = c.hiddenSize, hd = c.headDim;
     const int qkvWidth = (c.numHeads + 2 * c.numKvHeads) * hd;
     const int kvDim = c.numKvHeads * hd;
     float* kCache = cacheA_[static_cast<std::size_t>(l)].get();
     float* vCache = cacheB_[static_cast<std::size_t>(l)].get();
-    projectInput(l, w.qkv.get(), qkvWidth, tokens, qkv_.get(), qkvWidth);
+    project(w.qkv.get(), qkvWidth, H, hBf16_.get(), H, tokens, qkv_.get(), qkvWidth, false);
     stamp(l, kAttnProjected);
     launchGqaPrepare(qkv_.get(), tokens, c.numHeads, c.numKvHeads, hd, c.qkNorm ? w.qNorm.get() : nullptr,
                      c.qkNorm ? w.kNorm.get() : nullptr, c.rmsNormEps, rope_, start_.get(), kCache, vCache, stream_);
@@ -488,7 +486,7 @@ void GpuRunner::enqueueGqa(int l, int tokens) {
 void GpuRunner::enqueueMla(int l, int tokens) {
     const model::ModelConfig& c = config_;
     const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
-    const int heads = c.numHeads, nope = c.qkNopeHeadDim, rd = c.qkRopeHeadDim;
+    const int H = c.hiddenSize, heads = c.numHeads, nope = c.qkNopeHeadDim, rd = c.qkRopeHeadDim;
     const int latent = c.kvLoraRank, vDim = c.vHeadDim, qHead = nope + rd;
     float* latentCache = cacheA_[static_cast<std::size_t>(l)].get();
     float* ropeCache = cacheB_[static_cast<std::size_t>(l)].get();
@@ -497,15 +495,15 @@ void GpuRunner::enqueueMla(int l, int tokens) {
     int ldkv;
     if (c.qLoraRank > 0) {
         const int combWidth = c.qLoraRank + latent + rd;
-        projectInput(l, w.qaKva.get(), combWidth, tokens, comb_.get(), combWidth);
+        project(w.qaKva.get(), combWidth, H, hBf16_.get(), H, tokens, comb_.get(), combWidth, false);
         launchRmsNorm(comb_.get(), combWidth, w.qaNorm.get(), c.rmsNormEps, tokens, c.qLoraRank, nullptr, 0, qa_.get(),
                       c.qLoraRank, split_, stream_);
         project(w.q.get(), heads * qHead, c.qLoraRank, qa_.get(), c.qLoraRank, tokens, q_.get(), heads * qHead, false);
         kv = comb_.get() + c.qLoraRank;
         ldkv = combWidth;
     } else {
-        projectInput(l, w.q.get(), heads * qHead, tokens, q_.get(), heads * qHead);
-        projectInput(l, w.kva.get(), latent + rd, tokens, comb_.get(), latent + rd);
+        project(w.q.get(), heads * qHead, H, hBf16_.get(), H, tokens, q_.get(), heads * qHead, false);
+        project(w.kva.get(), latent + rd, H, hBf16_.get(), H, tokens, comb_.get(), latent + rd, false);
         kv = comb_.get();
         ldkv = latent + rd;
     }
@@ -581,16 +579,6 @@ void GpuRunner::project(const bf16* w, int n, int k, const bf16* x, int ldx, int
     }
     gemmBf16(blas_, w, n, k, x, ldx, 2 * tokens, pairs_.get(), n);
     launchPairSum(pairs_.get(), n, tokens, n, y, ldy, accumulate, stream_);
-}
-
-void GpuRunner::projectInput(int l, const bf16* w, int n, int tokens, float* y, int ldy) {
-    const int H = config_.hiddenSize;
-    if (tokens == 1 && decodeKernels_) {
-        const GpuLayer& layer = weights_.layers[static_cast<std::size_t>(l)];
-        launchGemvNormed(w, n, H, x_.get(), layer.inputNorm.get(), config_.rmsNormEps, y, stream_);
-        return;
-    }
-    project(w, n, H, hBf16_.get(), H, tokens, y, ldy, false);
 }
 
 void GpuRunner::enqueueMlp(const GpuMlp& mlp, int tokens) {

@@ -62,8 +62,6 @@ private:
     void enqueueMlp(const GpuMlp& mlp, int tokens);  // from hBf16, accumulated into x
     // y (=, or += with accumulate) W x for `tokens` rows of a bf16 GEMM input (and its lo rows when split).
     void project(const bf16* w, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy, bool accumulate);
-    // y = W norm(x) for layer l's attention input: launchGemvNormed in decode, else project from hBf16.
-    void projectInput(int l, const bf16* w, int n, int tokens, float* y, int ldy);
 
     const model::ModelConfig& config_;
     const GpuWeights& weights_;

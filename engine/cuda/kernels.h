@@ -39,11 +39,6 @@ void launchAddFromHost(const float* hostA, const float* hostB, float* x, long co
 void launchGemv(const bf16* w, int n, int k, const bf16* x, int ldx, bool split, float* y, bool accumulate,
                 cudaStream_t s);
 
-// Decode's y = W (x / rms(x) * gamma) for one float32 token x of k features: launchRmsNorm and
-// launchGemv in one kernel (each block takes the norm itself).
-void launchGemvNormed(const bf16* w, int n, int k, const float* x, const float* gamma, float eps, float* y,
-                      cudaStream_t s);
-
 // out[t] = y[t] + y[tokens + t] (or +=, with accumulate): the two halves of a split GEMM.
 // out may be y itself.
 void launchPairSum(const float* y, int ldy, int tokens, int width, float* out, int ldOut, bool accumulate,
