@@ -20,15 +20,21 @@ private:
     bool penalizes() const;
     // Copies the logits with the repetition, presence and frequency penalties applied.
     std::span<const float> penalized(std::span<const float> logits, std::span<const int> context);
-    // The candidates that survive top-k, top-p and min-p in order_, their unnormalized probabilities
-    // in probs_; returns how many.
-    int keepCandidates(std::span<const float> logits);
+    // Fills weights_ with each token's unnormalized probability, 1 for the most likely; returns their sum.
+    float weigh(std::span<const float> logits);
+    // With top-k or top-p, puts the tokens they keep in candidates_, most likely first, and returns true.
+    bool keepCandidates(float total);
+
+    struct Candidate {
+        float weight;  // unnormalized probability, 1 for the most likely token
+        int token;
+    };
 
     SamplingOptions options_;
     std::mt19937_64 rng_;
     std::vector<float> adjusted_;
-    std::vector<int> order_;
-    std::vector<float> probs_;
+    std::vector<float> weights_;
+    std::vector<Candidate> candidates_;
 };
 
 // Index of the largest logit; ties go to the lowest index, as torch.argmax.

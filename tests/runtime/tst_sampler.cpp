@@ -1,6 +1,8 @@
 // Token choice: greedy, and seeded temperature / top-k / top-p sampling.
 #include <QTest>
+#include <limits>
 #include <map>
+#include <set>
 
 #include "runtime/sampler.h"
 #include "tandem/error.h"
@@ -118,6 +120,59 @@ private slots:
         o.topP = 0.9f;
         Sampler s(o);
         for (int i = 0; i < 100; ++i) QCOMPARE(s.pick(big) % 997, 0);
+    }
+
+    void argmaxFindsTheFirstMaximumAnywhere() {
+        // The scans run in blocks of 16: the maximum in a partial last block, and ties across blocks.
+        std::vector<float> v(1000 + 7, -3.0f);
+        v[1005] = 4.0f;
+        QCOMPARE(tandem::runtime::argmax(v), 1005);
+        v[40] = 4.0f;
+        v[17] = 4.0f;
+        QCOMPARE(tandem::runtime::argmax(v), 17);
+        const std::vector<float> masked(33, -std::numeric_limits<float>::infinity());
+        QCOMPARE(tandem::runtime::argmax(masked), 0);
+    }
+
+    void flatLargeVocabularyFilters() {
+        // Every weight equal: the weight floor must come down to zero before top-k or top-p are satisfied,
+        // and ties go to the lower token.
+        const std::vector<float> flat(20000 + 5, 1.0f);
+        SamplingOptions o;
+        o.temperature = 1.0f;
+        o.topK = 50;
+        Sampler k(o);
+        for (int i = 0; i < 100; ++i) QVERIFY(k.pick(flat) < 50);
+        o.topK = 0;
+        o.topP = 0.5f;
+        Sampler p(o);
+        std::set<int> seen;
+        for (int i = 0; i < 300; ++i) {
+            const int t = p.pick(flat);
+            QVERIFY2(t < 10003, qPrintable(QString::number(t)));
+            seen.insert(t);
+        }
+        QVERIFY(seen.size() > 250);  // spread over the nucleus, not stuck on its head
+    }
+
+    void unfilteredSamplingReachesEveryBlock() {
+        // Without top-k or top-p the vocabulary is walked block by block: masked tokens are never chosen,
+        // and a token in the partial last block is.
+        std::vector<float> v(100 + 3, -std::numeric_limits<float>::infinity());
+        v[5] = 0.0f;
+        v[101] = 0.0f;
+        SamplingOptions o;
+        o.temperature = 0.8f;
+        o.seed = 3;
+        Sampler s(o);
+        std::map<int, int> counts;
+        for (int i = 0; i < 400; ++i) ++counts[s.pick(v)];
+        QCOMPARE(counts.size(), std::size_t(2));
+        QVERIFY(counts[5] > 140 && counts[101] > 140);
+        o.minP = 0.5f;
+        v[60] = -1.0f;  // weight e^-1.25 = 0.29 of the top: min-p drops it
+        Sampler m(o);
+        for (int i = 0; i < 200; ++i) QVERIFY(m.pick(v) != 60);
     }
 
     void temperatureSpreadsChoices() {
