@@ -6,6 +6,7 @@
 #include <cfloat>
 
 #include "cuda/block_reduce.cuh"
+#include "cuda/chained_launch.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
 
@@ -37,6 +38,8 @@ __device__ inline float softmaxTile(float* p, int n, float& m, float& l) {
 }
 
 __global__ void attentionKernel(AttentionArgs a) {
+    waitForPrevious();
+    startNext();
     extern __shared__ float smem[];
     float* qA = smem;
     float* qB = qA + a.dimA;
@@ -118,6 +121,8 @@ constexpr int kKeysPerWarp = kTile / (kThreads / 32);
 // per multiprocessor (heads x splits), which must then fit in one wave.
 template <int R>
 __global__ void __launch_bounds__(kThreads, 3) attentionDecodeKernel(AttentionArgs a) {
+    waitForPrevious();
+    startNext();
     extern __shared__ float smem[];
     float* qA = smem;
     float* qB = qA + a.dimA;
@@ -201,6 +206,8 @@ __global__ void __launch_bounds__(kThreads, 3) attentionDecodeKernel(AttentionAr
 
 // One block per (head, token): the split partial softmaxes rescaled to a common maximum and summed.
 __global__ void combineKernel(AttentionArgs a) {
+    waitForPrevious();
+    startNext();
     __shared__ float weight[32];  // splits <= 32 (GpuRunner)
     const int h = blockIdx.x, t = blockIdx.y;
     const float* parts = a.partials + (static_cast<long>(t) * a.heads + h) * a.splits * (a.dimV + 2);
@@ -229,18 +236,16 @@ void launchAttention(const AttentionArgs& a, cudaStream_t s) {
         const dim3 grid(a.heads, 1, a.splits);
         const int r = (a.dimV + kThreads - 1) / kThreads;
         if (r == 1)
-            attentionDecodeKernel<1><<<grid, kThreads, shared, s>>>(a);
+            launchChained(attentionDecodeKernel<1>, grid, kThreads, shared, s, a);
         else if (r == 2)
-            attentionDecodeKernel<2><<<grid, kThreads, shared, s>>>(a);
+            launchChained(attentionDecodeKernel<2>, grid, kThreads, shared, s, a);
         else
-            attentionDecodeKernel<kMaxValuePerThread><<<grid, kThreads, shared, s>>>(a);
+            launchChained(attentionDecodeKernel<kMaxValuePerThread>, grid, kThreads, shared, s, a);
     } else {
-        attentionKernel<<<dim3(a.heads, a.tokens, std::max(1, a.splits)), kThreads, shared, s>>>(a);
+        launchChained(attentionKernel, dim3(a.heads, a.tokens, std::max(1, a.splits)), kThreads, shared, s, a);
     }
-    TANDEM_CUDA_CHECK(cudaGetLastError());
     if (a.splits > 1) {
-        combineKernel<<<dim3(a.heads, a.tokens), kThreads, 0, s>>>(a);
-        TANDEM_CUDA_CHECK(cudaGetLastError());
+        launchChained(combineKernel, dim3(a.heads, a.tokens), kThreads, 0, s, a);
     }
 }
 

@@ -1,6 +1,7 @@
 // Row-wise and element-wise kernels: embedding lookup, RMSNorm, SiLU·mul, the split-precision pair sums,
 // and the routed experts' hand-over through mapped host memory.
 #include "cuda/block_reduce.cuh"
+#include "cuda/chained_launch.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
 
@@ -9,6 +10,8 @@ namespace tandem::cuda {
 namespace {
 
 __global__ void embedKernel(const int* ids, const bf16* table, int hidden, float* x) {
+    waitForPrevious();
+    startNext();
     const bf16* row = table + static_cast<long>(ids[blockIdx.x]) * hidden;
     float* out = x + static_cast<long>(blockIdx.x) * hidden;
     for (int i = threadIdx.x; i < hidden; i += blockDim.x) out[i] = __bfloat162float(row[i]);
@@ -16,6 +19,8 @@ __global__ void embedKernel(const int* ids, const bf16* table, int hidden, float
 
 __global__ void rmsNormKernel(const float* x, int ldx, const float* weight, float eps, int width, float* outF32,
                               int ldF32, bf16* outBf16, int ldBf16, bool split) {
+    waitForPrevious();
+    startNext();
     __shared__ float scratch[32];
     const float* row = x + static_cast<long>(blockIdx.x) * ldx;
     float sum = 0.0f;
@@ -32,6 +37,8 @@ __global__ void rmsNormKernel(const float* x, int ldx, const float* weight, floa
 }
 
 __global__ void siluMulKernel(const float* gateUp, int inner, bf16* out, bool split) {
+    waitForPrevious();
+    startNext();
     const float* row = gateUp + static_cast<long>(blockIdx.x) * 2 * inner;
     for (int i = threadIdx.x; i < inner; i += blockDim.x) {
         const float g = row[i];
@@ -81,20 +88,17 @@ unsigned gridFor(long n, int block) {
 }  // namespace
 
 void launchEmbed(const int* ids, int tokens, const bf16* table, int hidden, float* x, cudaStream_t s) {
-    embedKernel<<<tokens, 256, 0, s>>>(ids, table, hidden, x);
-    TANDEM_CUDA_CHECK(cudaGetLastError());
+    launchChained(embedKernel, tokens, 256, 0, s, ids, table, hidden, x);
 }
 
 void launchRmsNorm(const float* x, int ldx, const float* weight, float eps, int tokens, int width, float* outF32,
                    int ldF32, bf16* outBf16, int ldBf16, bool split, cudaStream_t s) {
-    rmsNormKernel<<<tokens, width >= 1024 ? 1024 : 256, 0, s>>>(x, ldx, weight, eps, width, outF32, ldF32, outBf16, ldBf16,
+    launchChained(rmsNormKernel, tokens, width >= 1024 ? 1024 : 256, 0, s, x, ldx, weight, eps, width, outF32, ldF32, outBf16, ldBf16,
                                                                  split);
-    TANDEM_CUDA_CHECK(cudaGetLastError());
 }
 
 void launchSiluMul(const float* gateUp, int tokens, int inner, bf16* out, bool split, cudaStream_t s) {
-    siluMulKernel<<<tokens, 256, 0, s>>>(gateUp, inner, out, split);
-    TANDEM_CUDA_CHECK(cudaGetLastError());
+    launchChained(siluMulKernel, tokens, 256, 0, s, gateUp, inner, out, split);
 }
 
 void launchPairSum(const float* y, int ldy, int tokens, int width, float* out, int ldOut, bool accumulate,

@@ -67,6 +67,42 @@ bool decodeKernelsWanted() {
     return !(p && std::string(p) == "generic");
 }
 
+bool chainWanted() {
+    const char* p = std::getenv("TANDEM_GPU_CHAIN");
+    return !(p && std::string(p) == "0");
+}
+
+// Bytes of L2 the decode step fills with the next layer's weights while it waits for the CPU: half
+// the cache by default, so the activations and KV rows of the layer in between keep their room;
+// TANDEM_GPU_PREFETCH_MB overrides (0 turns it off).
+std::size_t prefetchBudget(int device) {
+    if (const char* p = std::getenv("TANDEM_GPU_PREFETCH_MB")) return static_cast<std::size_t>(std::atol(p)) << 20;
+    int l2 = 0;
+    TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+    return static_cast<std::size_t>(l2) / 2;
+}
+
+// A layer's attention weights (and its router), in the order a decode step reads them, up to `budget`
+// bytes: the last range may be cut short.
+L2Prefetch attentionWeights(const GpuLayer& layer, std::size_t budget) {
+    L2Prefetch p;
+    const auto add = [&](const auto& buffer) {
+        const std::size_t bytes = std::min(buffer.size() * sizeof(*buffer.get()), budget) / 16 * 16;
+        if (bytes == 0 || p.count == L2Prefetch::kMaxRanges) return;
+        p.data[p.count] = buffer.get();
+        p.bytes[p.count++] = static_cast<unsigned>(bytes);
+        budget -= bytes;
+    };
+    add(layer.qkv);
+    add(layer.qaKva);
+    add(layer.q);
+    add(layer.kva);
+    add(layer.kvb);
+    add(layer.o);
+    add(layer.router);
+    return p;
+}
+
 long pairsWidth(const model::ModelConfig& c) {
     const Widths w = widthsOf(c);
     return std::max({w.qkv, w.q, w.comb, w.gateUp, w.attn, static_cast<long>(c.hiddenSize), static_cast<long>(c.vocabSize)});
@@ -133,6 +169,11 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Ro
     TANDEM_CUDA_CHECK(cudaGetDevice(&device));
     TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
     decodeSplits_ = std::clamp((2 * multiprocessors + c.numHeads - 1) / c.numHeads, 1, 32);
+    chained_ = chainWanted() && chainedLaunchesSupported();
+    enableChainedLaunches(chained_);
+    const std::size_t budget = prefetchBudget(device);
+    prefetch_.resize(static_cast<std::size_t>(c.numLayers));
+    for (std::size_t l = 0; l + 1 < prefetch_.size(); ++l) prefetch_[l] = attentionWeights(weights.layers[l + 1], budget);
     const std::size_t valueWidth = static_cast<std::size_t>(c.attention == model::AttentionKind::Mla ? c.kvLoraRank : c.headDim);
     attnPartials_ = DeviceBuffer<float>(static_cast<std::size_t>(c.numHeads) * decodeSplits_ * (valueWidth + 2));
     logits_ = DeviceBuffer<float>(T * static_cast<std::size_t>(c.vocabSize));
@@ -647,7 +688,8 @@ void GpuRunner::enqueueFeedForward(int l, int tokens) {
         const bool chained = link.previous >= 0;
         launchWaitAdd(controls + link.slot, counters_.get() + link.slot, chained ? controls + link.previous : nullptr,
                       chained ? counters_.get() + link.previous : nullptr, l, clocks_.devicePointer(),
-                      failed_.devicePointer(), kCpuTimeoutSeconds, immediate, previous, x_.get(), H, stream_);
+                      failed_.devicePointer(), kCpuTimeoutSeconds, immediate, previous, x_.get(), H,
+                      prefetch_[static_cast<std::size_t>(l)], stream_);
     } else {
         enqueueWait(l);
         launchAddFromHost(immediate, previous, x_.get(), static_cast<long>(n) * H, stream_);

@@ -9,6 +9,7 @@
 #include "cuda/device_buffer.h"
 #include "cuda/expert_bridge.h"
 #include "cuda/gpu_weights.h"
+#include "cuda/host_sync.h"
 #include "runtime/model_runner.h"
 
 namespace tandem::cuda {
@@ -73,6 +74,11 @@ private:
     // (attention.cu, mla_decode.cu, router.cu); TANDEM_GPU_DECODE=generic keeps the general ones, for
     // A/B runs.
     bool decodeKernels_;
+    // Kernels of a step launched chained (chained_launch.cuh) on GPUs that support it;
+    // TANDEM_GPU_CHAIN=0 turns it off, for A/B runs.
+    bool chained_ = false;
+    // Per MoE layer, the next layer's weights its wait asks L2 for (host_sync.h).
+    std::vector<L2Prefetch> prefetch_;
     int capacity_;
     int maxChunk_;
 

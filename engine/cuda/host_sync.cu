@@ -1,3 +1,4 @@
+#include "cuda/chained_launch.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/host_sync.h"
 
@@ -58,6 +59,8 @@ __global__ void waitKernel(const SlotControl* control, const std::uint64_t* coun
 __global__ void exportSignalKernel(const float* hidden, int width, const int* ids, const float* weights, int routes,
                                    float* hostHidden, int* hostIds, float* hostWeights, SlotControl* control,
                                    std::uint64_t* counter, int layer, LayerClock* clock) {
+    waitForPrevious();
+    startNext();
     for (int i = threadIdx.x; i < width; i += blockDim.x) hostHidden[i] = hidden[i];
     for (int i = threadIdx.x; i < routes; i += blockDim.x) {
         hostIds[i] = ids[i];
@@ -69,10 +72,24 @@ __global__ void exportSignalKernel(const float* hidden, int width, const int* id
 }
 
 // Decode's return in one block: thread 0 waits as waitKernel does, then every thread adds the CPU's
-// result (and the previous layer's deferred one) into the residual stream.
+// result (and the previous layer's deferred result) into the residual stream. Before any of that,
+// the other warps ask L2 for the prefetch ranges, in pieces, since weights depend on nothing.
 __global__ void waitAddKernel(const SlotControl* control, const std::uint64_t* counter, const SlotControl* previous,
                               const std::uint64_t* previousCounter, int layer, LayerClock* clock, int* failed,
-                              std::uint64_t timeoutNs, const float* a, const float* b, float* x, int width) {
+                              std::uint64_t timeoutNs, const float* a, const float* b, float* x, int width,
+                              L2Prefetch prefetch) {
+    constexpr unsigned kPiece = 64 << 10;
+    if (threadIdx.x >= 32) {
+        const unsigned helpers = blockDim.x - 32;
+        unsigned index = 0;  // pieces numbered across all ranges; helper h takes every helpers-th
+        for (int r = 0; r < prefetch.count; ++r) {
+            const auto* base = static_cast<const char*>(prefetch.data[r]);
+            for (unsigned offset = 0; offset < prefetch.bytes[r]; offset += kPiece, ++index)
+                if (index % helpers == threadIdx.x - 32) prefetchToL2(base + offset, min(kPiece, prefetch.bytes[r] - offset));
+        }
+    }
+    waitForPrevious();
+    startNext();
     if (threadIdx.x == 0) waitForSlot(control, counter, previous, previousCounter, layer, clock, failed, timeoutNs);
     __syncthreads();
     // Uncached loads: the CPU wrote these after the kernel started.
@@ -84,17 +101,16 @@ __global__ void waitAddKernel(const SlotControl* control, const std::uint64_t* c
 void launchExportSignal(const float* hidden, int width, const int* ids, const float* weights, int routes,
                         float* hostHidden, int* hostIds, float* hostWeights, SlotControl* control, std::uint64_t* counter,
                         int layer, LayerClock* clock, cudaStream_t s) {
-    exportSignalKernel<<<1, 1024, 0, s>>>(hidden, width, ids, weights, routes, hostHidden, hostIds, hostWeights, control,
+    launchChained(exportSignalKernel, 1, 1024, 0, s, hidden, width, ids, weights, routes, hostHidden, hostIds, hostWeights, control,
                                           counter, layer, clock);
-    TANDEM_CUDA_CHECK(cudaGetLastError());
 }
 
 void launchWaitAdd(const SlotControl* control, const std::uint64_t* counter, const SlotControl* previous,
                    const std::uint64_t* previousCounter, int layer, LayerClock* clock, int* failed, double timeoutSeconds,
-                   const float* hostA, const float* hostB, float* x, int width, cudaStream_t s) {
-    waitAddKernel<<<1, 1024, 0, s>>>(control, counter, previous, previousCounter, layer, clock, failed,
-                                     static_cast<std::uint64_t>(timeoutSeconds * 1e9), hostA, hostB, x, width);
-    TANDEM_CUDA_CHECK(cudaGetLastError());
+                   const float* hostA, const float* hostB, float* x, int width, const L2Prefetch& prefetch,
+                   cudaStream_t s) {
+    launchChained(waitAddKernel, 1, 1024, 0, s, control, counter, previous, previousCounter, layer, clock, failed,
+                  static_cast<std::uint64_t>(timeoutSeconds * 1e9), hostA, hostB, x, width, prefetch);
 }
 
 void launchStamp(LayerClock* clock, int index, cudaStream_t s) {

@@ -26,13 +26,24 @@ void launchWait(const SlotControl* control, const std::uint64_t* counter, const 
                 const std::uint64_t* previousCounter, int layer, LayerClock* clock, int* failed, double timeoutSeconds,
                 cudaStream_t s);
 
+// Weights to bring into L2 while the GPU waits for the CPU: the next layer's attention projections,
+// which the GPU then reads from L2 instead of HBM. Ranges 16-byte aligned, sizes multiples of 16.
+struct L2Prefetch {
+    static constexpr int kMaxRanges = 6;
+    const void* data[kMaxRanges] = {};
+    unsigned bytes[kMaxRanges] = {};
+    int count = 0;
+};
+
 // Decode (one token): launchExportToHost's copies to the slot (kernels.h) and launchSignal in one
-// kernel; and launchWait followed by launchAddFromHost's x += hostA (+ hostB) in one kernel.
+// kernel; and launchWait followed by launchAddFromHost's x += hostA (+ hostB) in one kernel, whose
+// other threads meanwhile ask L2 for `prefetch`.
 void launchExportSignal(const float* hidden, int width, const int* ids, const float* weights, int routes,
                         float* hostHidden, int* hostIds, float* hostWeights, SlotControl* control, std::uint64_t* counter,
                         int layer, LayerClock* clock, cudaStream_t s);
 void launchWaitAdd(const SlotControl* control, const std::uint64_t* counter, const SlotControl* previous,
                    const std::uint64_t* previousCounter, int layer, LayerClock* clock, int* failed, double timeoutSeconds,
-                   const float* hostA, const float* hostB, float* x, int width, cudaStream_t s);
+                   const float* hostA, const float* hostB, float* x, int width, const L2Prefetch& prefetch,
+                   cudaStream_t s);
 
 }  // namespace tandem::cuda

@@ -17,6 +17,11 @@ namespace tandem::cuda {
 
 using bf16 = __nv_bfloat16;
 
+// Programmatic dependent launch for the kernels of a step (chained_launch.cuh): whether this GPU and
+// build can use it, and turning it on for every launch that follows.
+bool chainedLaunchesSupported();
+void enableChainedLaunches(bool on);
+
 // x[t] = table[ids[t]] (bf16 -> f32)
 void launchEmbed(const int* ids, int tokens, const bf16* table, int hidden, float* x, cudaStream_t s);
 

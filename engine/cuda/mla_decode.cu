@@ -3,6 +3,7 @@
 // over the split hi and lo rows plus a pair-sum kernel took ~12 us a layer for what is a few MB of
 // weights: latency, not bytes. Here the split input's halves are added as they are read, in float32.
 #include "cuda/block_reduce.cuh"
+#include "cuda/chained_launch.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
 
@@ -21,6 +22,8 @@ __device__ inline float splitInput(const bf16* hi, const bf16* lo, long i) {
 // column, then the warps' sums are added.
 __global__ void absorbKernel(const bf16* kvb, long headStride, int nope, int latent, const bf16* qNope,
                              const bf16* qNopeLo, float* qLatent) {
+    waitForPrevious();
+    startNext();
     __shared__ float q[256];
     __shared__ float part[kSlices][kColumns];
     const int h = blockIdx.x, lane = threadIdx.x & 31, slice = threadIdx.x >> 5;
@@ -49,6 +52,8 @@ __global__ void absorbKernel(const bf16* kvb, long headStride, int nope, int lat
 // input for o_proj (hi, and with split the lo rows `heads * vDim` further on).
 __global__ void valuesKernel(const bf16* kvb, long headStride, int nope, int latent, int heads, int vDim,
                              const bf16* ctx, const bf16* ctxLo, bf16* out, bool split) {
+    waitForPrevious();
+    startNext();
     const int lane = threadIdx.x & 31;
     const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (row >= heads * vDim) return;
@@ -68,18 +73,16 @@ void launchMlaAbsorb(const bf16* kvb, long headStride, int heads, int nope, int 
                      float* qLatent, cudaStream_t s) {
     if (nope > 256) throw GpuError("MLA key head width above 256 is not supported by the GPU decode kernel");
     const dim3 grid(heads, (latent + kColumns - 1) / kColumns);
-    absorbKernel<<<grid, kColumns * kSlices, 0, s>>>(kvb, headStride, nope, latent, qNope,
+    launchChained(absorbKernel, grid, kColumns * kSlices, 0, s, kvb, headStride, nope, latent, qNope,
                                                       split ? qNope + static_cast<long>(heads) * nope : nullptr, qLatent);
-    TANDEM_CUDA_CHECK(cudaGetLastError());
 }
 
 void launchMlaValues(const bf16* kvb, long headStride, int heads, int nope, int latent, int vDim, const bf16* ctx,
                      bool split, bf16* out, cudaStream_t s) {
     constexpr int kWarps = 8;
     const int rows = heads * vDim;
-    valuesKernel<<<(rows + kWarps - 1) / kWarps, kWarps * 32, 0, s>>>(
+    launchChained(valuesKernel, (rows + kWarps - 1) / kWarps, kWarps * 32, 0, s, 
         kvb, headStride, nope, latent, heads, vDim, ctx, split ? ctx + static_cast<long>(heads) * latent : nullptr, out, split);
-    TANDEM_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace tandem::cuda

@@ -2,6 +2,7 @@
 // KV-cache writes (GQA), and the latent normalization and cache writes of MLA. Same arithmetic as
 // model::Rope on the CPU: angle = position * invFreq[i] in float32, times the attention factor.
 #include "cuda/block_reduce.cuh"
+#include "cuda/chained_launch.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
 
@@ -26,6 +27,8 @@ __device__ inline void ropePair(const RopeParams& r, int p, int& a, int& b) {
 __global__ void gqaPrepareKernel(float* qkv, int heads, int kvHeads, int headDim, const float* qNorm,
                                  const float* kNorm, float eps, RopeParams rope, const int* start, float* kCache,
                                  float* vCache) {
+    waitForPrevious();
+    startNext();
     extern __shared__ float head[];
     __shared__ float scratch[32];
     const int t = blockIdx.x, slot = blockIdx.y, i = threadIdx.x;
@@ -67,6 +70,8 @@ __global__ void gqaPrepareKernel(float* qkv, int heads, int kvHeads, int headDim
 // One block per token: normalize the latent into the cache, rotate the key part into the cache.
 __global__ void mlaKvKernel(const float* kv, int ldkv, int kvLora, const float* kvNorm, float eps, RopeParams rope,
                             const int* start, float* latentCache, float* ropeCache) {
+    waitForPrevious();
+    startNext();
     __shared__ float scratch[32];
     const int t = blockIdx.x;
     const float* row = kv + static_cast<long>(t) * ldkv;
@@ -90,6 +95,8 @@ __global__ void mlaKvKernel(const float* kv, int ldkv, int kvLora, const float* 
 // One block per (token, head): rotate the query's rotary part in place, convert its nope part to bf16.
 __global__ void mlaQueryKernel(float* q, int heads, int nope, RopeParams rope, const int* start, bf16* qNope,
                                bool split) {
+    waitForPrevious();
+    startNext();
     const int t = blockIdx.x, h = blockIdx.y;
     float* row = q + (static_cast<long>(t) * heads + h) * (nope + rope.dim);
     const int pos = *start + t;
@@ -116,18 +123,15 @@ void launchGqaPrepare(float* qkv, int tokens, int heads, int kvHeads, int headDi
                       const float* kNorm, float eps, RopeParams rope, const int* start, float* kCache, float* vCache,
                       cudaStream_t s) {
     const int threads = ((headDim + 31) / 32) * 32;
-    gqaPrepareKernel<<<dim3(tokens, heads + 2 * kvHeads), threads, headDim * sizeof(float), s>>>(
+    launchChained(gqaPrepareKernel, dim3(tokens, heads + 2 * kvHeads), threads, headDim * sizeof(float), s,
         qkv, heads, kvHeads, headDim, qNorm, kNorm, eps, rope, start, kCache, vCache);
-    TANDEM_CUDA_CHECK(cudaGetLastError());
 }
 
 void launchMlaPrepare(const float* kv, int ldkv, float* q, int tokens, int heads, int nope, int kvLora,
                       const float* kvNorm, float eps, RopeParams rope, const int* start, float* latentCache,
                       float* ropeCache, bf16* qNope, bool split, cudaStream_t s) {
-    mlaKvKernel<<<tokens, 256, 0, s>>>(kv, ldkv, kvLora, kvNorm, eps, rope, start, latentCache, ropeCache);
-    TANDEM_CUDA_CHECK(cudaGetLastError());
-    mlaQueryKernel<<<dim3(tokens, heads), 128, 0, s>>>(q, heads, nope, rope, start, qNope, split);
-    TANDEM_CUDA_CHECK(cudaGetLastError());
+    launchChained(mlaKvKernel, tokens, 256, 0, s, kv, ldkv, kvLora, kvNorm, eps, rope, start, latentCache, ropeCache);
+    launchChained(mlaQueryKernel, dim3(tokens, heads), 128, 0, s, q, heads, nope, rope, start, qNope, split);
 }
 
 }  // namespace tandem::cuda

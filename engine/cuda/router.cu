@@ -5,6 +5,7 @@
 #include <cfloat>
 
 #include "cuda/block_reduce.cuh"
+#include "cuda/chained_launch.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
 
@@ -131,6 +132,8 @@ constexpr int kSlices = 4;
 
 __global__ void routerDecodeKernel(const float* w, int experts, int hidden, const float* x, const float* bias,
                                    model::RouterSpec spec, float* logits, int* ids, float* weights, unsigned* counter) {
+    waitForPrevious();
+    startNext();
     extern __shared__ float scores[];
     __shared__ bool last;
     __shared__ float part[kThreads / 32];
@@ -187,9 +190,8 @@ void launchRouterDecode(const float* w, int experts, int hidden, const float* x,
     if (spec.topK > kMaxTopK || spec.numGroups > kMaxGroups)
         throw GpuError("the GPU router supports at most 32 active experts and 64 groups");
     const int perBlock = kThreads / 32 / kSlices;
-    routerDecodeKernel<<<(experts + perBlock - 1) / perBlock, kThreads, 2 * experts * sizeof(float), s>>>(
+    launchChained(routerDecodeKernel, (experts + perBlock - 1) / perBlock, kThreads, 2 * experts * sizeof(float), s, 
         w, experts, hidden, x, bias, spec, logits, ids, weights, counter);
-    TANDEM_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace tandem::cuda
