@@ -453,13 +453,16 @@ void GpuRunner::enqueueStep(int tokens, int rows) {
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(ids_.get(), inIds_.get(), sizeof(int) * tokens, cudaMemcpyHostToDevice, stream_));
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(start_.get(), inStart_.get(), sizeof(int), cudaMemcpyHostToDevice, stream_));
     launchEmbed(ids_.get(), tokens, weights_.embed.get(), H, x_.get(), stream_);
+    normalizedAhead_ = false;
     for (int l = 0; l < c.numLayers; ++l) {
         enqueueAttention(l, tokens);
         enqueueFeedForward(l, tokens);
     }
     if (rows == 0) return;
     const float* lastRows = x_.get() + static_cast<long>(tokens - rows) * H;
-    launchRmsNorm(lastRows, H, weights_.finalNorm.get(), c.rmsNormEps, rows, H, nullptr, 0, hBf16_.get(), H, split_, stream_);
+    if (!normalizedAhead_)
+        launchRmsNorm(lastRows, H, weights_.finalNorm.get(), c.rmsNormEps, rows, H, nullptr, 0, hBf16_.get(), H, split_,
+                      stream_);
     project(weights_.lmHeadData(), c.vocabSize, H, hBf16_.get(), H, rows, logits_.get(), c.vocabSize, false);
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(outLogits_.get(), logits_.get(), sizeof(float) * rows * c.vocabSize,
                                       cudaMemcpyDeviceToHost, stream_));
@@ -471,8 +474,10 @@ void GpuRunner::enqueueAttention(int l, int tokens) {
     const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
     const int H = config_.hiddenSize;
     stamp(l, kAttnBegin);
-    launchRmsNorm(x_.get(), H, w.inputNorm.get(), config_.rmsNormEps, tokens, H, nullptr, 0, hBf16_.get(), H, split_,
-                  stream_);
+    if (!normalizedAhead_)
+        launchRmsNorm(x_.get(), H, w.inputNorm.get(), config_.rmsNormEps, tokens, H, nullptr, 0, hBf16_.get(), H, split_,
+                      stream_);
+    normalizedAhead_ = false;
     if (config_.attention == model::AttentionKind::Mla)
         enqueueMla(l, tokens);
     else
@@ -643,35 +648,55 @@ void GpuRunner::enqueueFeedForward(int l, int tokens) {
     const MoeLayerLink& link = links_[static_cast<std::size_t>(l)];
     ExpertSlot& slot = slots_[link.slot];
 
-    launchRmsNorm(x_.get(), H, w.postAttentionNorm.get(), c.rmsNormEps, tokens, H, hF32_.get(), H, hBf16_.get(), H,
-                  split_, stream_);
-    const float* bias = w.correctionBias ? w.correctionBias.get() : nullptr;
-    if (tokens == 1 && decodeKernels_) {
-        launchRouterDecode(w.router.get(), c.numExperts, H, hF32_.get(), bias, c.router, routerLogits_.get(), routeIds_.get(),
-                           routeWeights_.get(), routerCounter_.get(), stream_);
-    } else {
-        gemmF32(blas_, w.router.get(), c.numExperts, H, hF32_.get(), H, tokens, routerLogits_.get(), c.numExperts);
-        launchRouter(routerLogits_.get(), tokens, c.numExperts, bias, c.router, routeIds_.get(), routeWeights_.get(), stream_);
-    }
-    stamp(l, kRouted);
     const std::size_t slotIndex = static_cast<std::size_t>(link.slot);
     auto onDevice = [](const auto* host, const auto& buffer) { return buffer.devicePointer() + (host - buffer.get()); };
     float* hostX = onDevice(slot.x, slotFloats_[slotIndex]);
     int* hostIds = onDevice(slot.ids, slotInts_[slotIndex]);
     float* hostWeights = onDevice(slot.weights, slotFloats_[slotIndex]);
-    // Decode in spin mode hands over and takes back in one kernel each (host_sync.h).
-    const bool fused = tokens == 1 && decodeKernels_ && waitMode_ == WaitMode::Spin;
-    if (fused) {
-        launchExportSignal(hF32_.get(), H, routeIds_.get(), routeWeights_.get(), k, hostX, hostIds, hostWeights,
-                           controls_.devicePointer() + link.slot, counters_.get() + link.slot, l, clocks_.devicePointer(),
-                           stream_);
-        stamp(l, kCopiedOut);
+    const float* bias = w.correctionBias ? w.correctionBias.get() : nullptr;
+    // Decode: the norm, the router and the routing in one kernel (kernels.h), which in spin mode also
+    // hands the layer over to the CPU; and the wait and the add in one kernel (host_sync.h).
+    const bool decode = tokens == 1 && decodeKernels_ &&
+                        (H + 2 * static_cast<std::size_t>(c.numExperts)) * sizeof(float) <= 48 * 1024;
+    const bool fused = decode && waitMode_ == WaitMode::Spin;
+    if (decode) {
+        RouteDecodeArgs r{};
+        r.x = x_.get();
+        r.normWeight = w.postAttentionNorm.get();
+        r.eps = c.rmsNormEps;
+        r.hF32 = fused ? nullptr : hF32_.get();
+        r.hBf16 = w.shared || !fused ? hBf16_.get() : nullptr;
+        r.split = split_;
+        r.w = w.router.get();
+        r.experts = c.numExperts;
+        r.hidden = H;
+        r.bias = bias;
+        r.spec = c.router;
+        r.logits = routerLogits_.get();
+        r.blocksDone = routerCounter_.get();
+        r.ids = fused ? hostIds : routeIds_.get();
+        r.weights = fused ? hostWeights : routeWeights_.get();
+        if (fused) {
+            r.hostHidden = hostX;
+            r.control = controls_.devicePointer() + link.slot;
+            r.counter = counters_.get() + link.slot;
+            r.layer = l;
+            r.clock = clocks_.devicePointer();
+        }
+        launchRouterDecode(r, stream_);
     } else {
+        launchRmsNorm(x_.get(), H, w.postAttentionNorm.get(), c.rmsNormEps, tokens, H, hF32_.get(), H, hBf16_.get(), H,
+                      split_, stream_);
+        gemmF32(blas_, w.router.get(), c.numExperts, H, hF32_.get(), H, tokens, routerLogits_.get(), c.numExperts);
+        launchRouter(routerLogits_.get(), tokens, c.numExperts, bias, c.router, routeIds_.get(), routeWeights_.get(), stream_);
+    }
+    stamp(l, kRouted);
+    if (!fused) {
         launchExportToHost(hF32_.get(), tokens, H, routeIds_.get(), routeWeights_.get(), k, hostX, hostIds, hostWeights,
                            stream_);
-        stamp(l, kCopiedOut);
         enqueueSignal(l);
     }
+    stamp(l, kCopiedOut);
 
     // The shared experts run on the GPU while the CPU computes the routed ones.
     if (w.shared) enqueueMlp(*w.shared, tokens);
@@ -686,10 +711,15 @@ void GpuRunner::enqueueFeedForward(int l, int tokens) {
     if (fused) {
         const SlotControl* controls = controls_.devicePointer();
         const bool chained = link.previous >= 0;
+        // The wait kernel also applies the norm that comes next: the next layer's input norm or the final one.
+        const bool last = l + 1 == c.numLayers;
+        FollowingNorm norm{last ? weights_.finalNorm.get() : weights_.layers[static_cast<std::size_t>(l) + 1].inputNorm.get(),
+                           c.rmsNormEps, hBf16_.get(), split_};
         launchWaitAdd(controls + link.slot, counters_.get() + link.slot, chained ? controls + link.previous : nullptr,
                       chained ? counters_.get() + link.previous : nullptr, l, clocks_.devicePointer(),
-                      failed_.devicePointer(), kCpuTimeoutSeconds, immediate, previous, x_.get(), H,
+                      failed_.devicePointer(), kCpuTimeoutSeconds, immediate, previous, x_.get(), H, norm,
                       prefetch_[static_cast<std::size_t>(l)], stream_);
+        normalizedAhead_ = true;
     } else {
         enqueueWait(l);
         launchAddFromHost(immediate, previous, x_.get(), static_cast<long>(n) * H, stream_);

@@ -127,6 +127,8 @@ private:
     std::unique_ptr<ExpertBridge> bridge_;
     bool profileStages_ = false;
     bool capturingDecode_ = false;
+    // The last wait kernel enqueued already wrote the norm that comes next into hBf16 (decode).
+    bool normalizedAhead_ = false;
     PinnedBuffer<std::uint64_t> stageClock_;  // mapped: [numLayers][kStages]
     std::vector<double> stageSeconds_;
     long profiledSteps_ = 0;

@@ -1,30 +1,16 @@
+#include "cuda/block_reduce.cuh"
 #include "cuda/chained_launch.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/host_sync.h"
+#include "cuda/slot_signal.cuh"
 
 namespace tandem::cuda {
 
 namespace {
 
-__device__ inline std::uint64_t globalNs() {
-    std::uint64_t t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
 __global__ void stampKernel(LayerClock* clock, int index) { clock[index].signalNs = globalNs(); }
 
 __global__ void timestampKernel(std::uint64_t* where) { *where = globalNs(); }
-
-__device__ void signalSlot(SlotControl* control, std::uint64_t* counter, int layer, LayerClock* clock) {
-    const std::uint64_t n = *counter + 1;
-    *counter = n;
-    control->layer = layer;
-    // The slot's data arrived by copies that finished before this kernel; order our own writes too.
-    __threadfence_system();
-    control->ready = n;
-    clock[layer].signalNs = globalNs();
-}
 
 __device__ void waitForSlot(const SlotControl* control, const std::uint64_t* counter, const SlotControl* previous,
                             const std::uint64_t* previousCounter, int layer, LayerClock* clock, int* failed,
@@ -54,30 +40,15 @@ __global__ void waitKernel(const SlotControl* control, const std::uint64_t* coun
     waitForSlot(control, counter, previous, previousCounter, layer, clock, failed, timeoutNs);
 }
 
-// Decode's hand-over in one block: the token's normalized hidden state and routing written to the
-// slot, then the signal (as signalKernel), so the CPU starts one kernel launch earlier.
-__global__ void exportSignalKernel(const float* hidden, int width, const int* ids, const float* weights, int routes,
-                                   float* hostHidden, int* hostIds, float* hostWeights, SlotControl* control,
-                                   std::uint64_t* counter, int layer, LayerClock* clock) {
-    waitForPrevious();
-    startNext();
-    for (int i = threadIdx.x; i < width; i += blockDim.x) hostHidden[i] = hidden[i];
-    for (int i = threadIdx.x; i < routes; i += blockDim.x) {
-        hostIds[i] = ids[i];
-        hostWeights[i] = weights[i];
-    }
-    __threadfence_system();  // each thread's writes visible to the CPU before the barrier
-    __syncthreads();
-    if (threadIdx.x == 0) signalSlot(control, counter, layer, clock);
-}
-
 // Decode's return in one block: thread 0 waits as waitKernel does, then every thread adds the CPU's
-// result (and the previous layer's deferred result) into the residual stream. Before any of that,
+// result (and the previous layer's deferred result) into the residual stream, and the block, which
+// holds the whole row, normalizes it for what follows. Before any of that,
 // the other warps ask L2 for the prefetch ranges, in pieces, since weights depend on nothing.
 __global__ void waitAddKernel(const SlotControl* control, const std::uint64_t* counter, const SlotControl* previous,
                               const std::uint64_t* previousCounter, int layer, LayerClock* clock, int* failed,
                               std::uint64_t timeoutNs, const float* a, const float* b, float* x, int width,
-                              L2Prefetch prefetch) {
+                              FollowingNorm norm, L2Prefetch prefetch) {
+    __shared__ float scratch[32];
     constexpr unsigned kPiece = 64 << 10;
     if (threadIdx.x >= 32) {
         const unsigned helpers = blockDim.x - 32;
@@ -93,24 +64,27 @@ __global__ void waitAddKernel(const SlotControl* control, const std::uint64_t* c
     if (threadIdx.x == 0) waitForSlot(control, counter, previous, previousCounter, layer, clock, failed, timeoutNs);
     __syncthreads();
     // Uncached loads: the CPU wrote these after the kernel started.
-    for (int i = threadIdx.x; i < width; i += blockDim.x) x[i] += b ? __ldcv(a + i) + __ldcv(b + i) : __ldcv(a + i);
+    float squares = 0.0f;
+    for (int i = threadIdx.x; i < width; i += blockDim.x) {
+        const float v = x[i] + (b ? __ldcv(a + i) + __ldcv(b + i) : __ldcv(a + i));
+        x[i] = v;
+        squares += v * v;
+    }
+    if (!norm.weight) return;
+    // Each thread reads back only the elements it wrote.
+    const float inv = 1.0f / sqrtf(blockSum(squares, scratch) / static_cast<float>(width) + norm.eps);
+    for (int i = threadIdx.x; i < width; i += blockDim.x)
+        storeBf16(x[i] * inv * norm.weight[i], norm.out + i, norm.out + width + i, norm.split);
 }
 
 }  // namespace
 
-void launchExportSignal(const float* hidden, int width, const int* ids, const float* weights, int routes,
-                        float* hostHidden, int* hostIds, float* hostWeights, SlotControl* control, std::uint64_t* counter,
-                        int layer, LayerClock* clock, cudaStream_t s) {
-    launchChained(exportSignalKernel, 1, 1024, 0, s, hidden, width, ids, weights, routes, hostHidden, hostIds, hostWeights, control,
-                                          counter, layer, clock);
-}
-
 void launchWaitAdd(const SlotControl* control, const std::uint64_t* counter, const SlotControl* previous,
                    const std::uint64_t* previousCounter, int layer, LayerClock* clock, int* failed, double timeoutSeconds,
-                   const float* hostA, const float* hostB, float* x, int width, const L2Prefetch& prefetch,
-                   cudaStream_t s) {
+                   const float* hostA, const float* hostB, float* x, int width, const FollowingNorm& norm,
+                   const L2Prefetch& prefetch, cudaStream_t s) {
     launchChained(waitAddKernel, 1, 1024, 0, s, control, counter, previous, previousCounter, layer, clock, failed,
-                  static_cast<std::uint64_t>(timeoutSeconds * 1e9), hostA, hostB, x, width, prefetch);
+                  static_cast<std::uint64_t>(timeoutSeconds * 1e9), hostA, hostB, x, width, norm, prefetch);
 }
 
 void launchStamp(LayerClock* clock, int index, cudaStream_t s) {

@@ -4,6 +4,7 @@
 // nodes. The signal and wait kernels run one thread; the decode hand-over kernels one block.
 #include <cstdint>
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include "cuda/slot_control.h"
@@ -35,15 +36,22 @@ struct L2Prefetch {
     int count = 0;
 };
 
-// Decode (one token): launchExportToHost's copies to the slot (kernels.h) and launchSignal in one
-// kernel; and launchWait followed by launchAddFromHost's x += hostA (+ hostB) in one kernel, whose
-// other threads meanwhile ask L2 for `prefetch`.
-void launchExportSignal(const float* hidden, int width, const int* ids, const float* weights, int routes,
-                        float* hostHidden, int* hostIds, float* hostWeights, SlotControl* control, std::uint64_t* counter,
-                        int layer, LayerClock* clock, cudaStream_t s);
+// The RMSNorm that follows a layer in decode (the next layer's input norm, or the final norm), done by
+// the wait kernel once x is complete: out (bf16, its lo row `width` below with split) = x / rms(x) *
+// weight. weight null: none.
+struct FollowingNorm {
+    const float* weight = nullptr;
+    float eps = 0;
+    __nv_bfloat16* out = nullptr;
+    bool split = false;
+};
+
+// Decode (one token): launchWait followed by launchAddFromHost's x += hostA (+ hostB) and `norm` in
+// one kernel, whose other threads meanwhile ask L2 for `prefetch`. (The hand-over is part of the
+// router's kernel, launchRouterDecode in kernels.h.)
 void launchWaitAdd(const SlotControl* control, const std::uint64_t* counter, const SlotControl* previous,
                    const std::uint64_t* previousCounter, int layer, LayerClock* clock, int* failed, double timeoutSeconds,
-                   const float* hostA, const float* hostB, float* x, int width, const L2Prefetch& prefetch,
-                   cudaStream_t s);
+                   const float* hostA, const float* hostB, float* x, int width, const FollowingNorm& norm,
+                   const L2Prefetch& prefetch, cudaStream_t s);
 
 }  // namespace tandem::cuda

@@ -11,6 +11,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "cuda/slot_control.h"
 #include "model/config.h"
 
 namespace tandem::cuda {
@@ -106,11 +107,34 @@ void launchAttention(const AttentionArgs& a, cudaStream_t s);
 // exactly as model::routeToken does on the CPU.
 void launchRouter(const float* logits, int tokens, int experts, const float* bias, const model::RouterSpec& spec,
                   int* ids, float* weights, cudaStream_t s);
-// Decode's router in one kernel: logits = W x in float32 (W [experts, hidden], x one row), then the
-// routing above. `counter` is one zeroed unsigned that the kernel leaves zeroed.
-void launchRouterDecode(const float* w, int experts, int hidden, const float* x, const float* bias,
-                        const model::RouterSpec& spec, float* logits, int* ids, float* weights, unsigned* counter,
-                        cudaStream_t s);
+// Decode's MoE entry in one kernel: the post-attention RMSNorm of the residual row x (written to
+// hF32 and, as a bf16 GEMM input, to hBf16 when they are not null), the router's float32 logits W h
+// (W [experts, hidden]), the routing above into ids / weights and, with a control, the hand-over
+// that launchExportToHost and launchSignal (host_sync.h) do otherwise: the row to hostHidden, then
+// the slot's signal; ids / weights are then the slot's. blocksDone is one zeroed unsigned that the
+// kernel leaves zeroed. Needs (hidden + 2 experts) floats of shared memory, at most 48 KB.
+struct RouteDecodeArgs {
+    const float* x;
+    const float* normWeight;
+    float eps;
+    float* hF32;
+    bf16* hBf16;
+    bool split;
+    const float* w;
+    int experts, hidden;
+    const float* bias;
+    model::RouterSpec spec;
+    float* logits;
+    unsigned* blocksDone;
+    int* ids;
+    float* weights;
+    float* hostHidden;
+    SlotControl* control;  // null: no hand-over
+    std::uint64_t* counter;
+    int layer;
+    LayerClock* clock;
+};
+void launchRouterDecode(const RouteDecodeArgs& args, cudaStream_t s);
 
 // MLA decode (one token), per head h of `heads`, with kvb the per-head [nope + vDim, latent] blocks
 // `headStride` elements apart (W_k rows first, then W_v): qLatent[h] = W_k[h]ᵀ qNope[h] in float32

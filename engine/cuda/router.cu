@@ -1,5 +1,5 @@
-// Expert routing on the GPU, one block per token (decode: the router's product and the routing in one
-// kernel), reproducing model::routeToken exactly: softmax or
+// Expert routing on the GPU, one block per token (decode: the norm before it, the router's product,
+// the routing and the hand-over in one kernel), reproducing model::routeToken exactly: softmax or
 // sigmoid scores, the optional correction bias for the choice, group limiting (by best expert or by the
 // sum of the two best), top-k with ties to the lower index, weights heaviest first, normalize, scale.
 #include <cfloat>
@@ -8,6 +8,7 @@
 #include "cuda/chained_launch.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/slot_signal.cuh"
 
 namespace tandem::cuda {
 
@@ -124,54 +125,76 @@ __global__ void routerKernel(const float* logits, int experts, const float* bias
     routeLogits(scores, experts, bias, spec, ids + static_cast<long>(t) * spec.topK, weights + static_cast<long>(t) * spec.topK);
 }
 
-// Decode: the router's float32 logits, kSlices warps per expert (each a slice of the row, so each
-// lane has few loads in a row), then the block that finishes last routes the token (the others'
-// logits are visible to it after their fences), so one kernel replaces the cuBLAS product and the
-// routing kernel. The last block puts the counter back to zero for the next launch.
+// Decode's MoE entry (kernels.h). Every block normalizes the row itself into shared memory (reading
+// 8-28 KB beats a kernel boundary), then computes the float32 logits of its experts, kSlices warps per
+// expert (each a slice of the row, so each lane has few loads in a row). The block that finishes
+// last routes the token (the others' logits are visible to it after their fences) and, with a
+// hand-over, writes the row and the routing to the slot and signals the CPU. It puts the counter
+// back to zero for the next launch.
 constexpr int kSlices = 4;
 
-__global__ void routerDecodeKernel(const float* w, int experts, int hidden, const float* x, const float* bias,
-                                   model::RouterSpec spec, float* logits, int* ids, float* weights, unsigned* counter) {
-    waitForPrevious();
-    startNext();
-    extern __shared__ float scores[];
+__global__ void routerDecodeKernel(RouteDecodeArgs a) {
+    extern __shared__ float shared[];
+    float* row = shared;                 // [hidden]: the normalized row
+    float* scores = shared + a.hidden;   // [2 * experts]: routeLogits' scratch
+    __shared__ float scratch[32];
     __shared__ bool last;
     __shared__ float part[kThreads / 32];
+    waitForPrevious();
+    startNext();
+    float squares = 0.0f;
+    for (int i = threadIdx.x; i < a.hidden; i += blockDim.x) squares += a.x[i] * a.x[i];
+    const float inv = 1.0f / sqrtf(blockSum(squares, scratch) / static_cast<float>(a.hidden) + a.eps);
+    for (int i = threadIdx.x; i < a.hidden; i += blockDim.x) {
+        const float v = a.x[i] * inv * a.normWeight[i];
+        row[i] = v;
+        if (blockIdx.x != 0) continue;
+        if (a.hF32) a.hF32[i] = v;
+        if (a.hBf16) storeBf16(v, a.hBf16 + i, a.hBf16 + a.hidden + i, a.split);
+    }
+    __syncthreads();
+
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int e = blockIdx.x * (kThreads / 32 / kSlices) + warp / kSlices, slice = warp % kSlices;
     float sum = 0.0f;
-    if (e < experts) {
-        const float* row = w + static_cast<long>(e) * hidden;
-        if (hidden % (4 * kSlices) == 0) {
-            const int per = hidden / 4 / kSlices;
-            const auto* r4 = reinterpret_cast<const float4*>(row) + slice * per;
-            const auto* x4 = reinterpret_cast<const float4*>(x) + slice * per;
+    if (e < a.experts) {
+        const float* weights = a.w + static_cast<long>(e) * a.hidden;
+        if (a.hidden % (4 * kSlices) == 0) {
+            const int per = a.hidden / 4 / kSlices;
+            const auto* r4 = reinterpret_cast<const float4*>(weights) + slice * per;
+            const auto* x4 = reinterpret_cast<const float4*>(row) + slice * per;
 #pragma unroll 4
             for (int i = lane; i < per; i += 32) {
-                const float4 a = r4[i], b = x4[i];
-                sum += a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+                const float4 u = r4[i], v = x4[i];
+                sum += u.x * v.x + u.y * v.y + u.z * v.z + u.w * v.w;
             }
         } else {
-            for (int i = slice * 32 + lane; i < hidden; i += 32 * kSlices) sum += row[i] * x[i];
+            for (int i = slice * 32 + lane; i < a.hidden; i += 32 * kSlices) sum += weights[i] * row[i];
         }
     }
     sum = warpSum(sum);
     if (lane == 0) part[warp] = sum;
     __syncthreads();
-    if (slice == 0 && lane == 0 && e < experts) {
+    if (slice == 0 && lane == 0 && e < a.experts) {
         float total = 0.0f;
         for (int k = 0; k < kSlices; ++k) total += part[warp + k];
-        logits[e] = total;
+        a.logits[e] = total;
     }
     __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == gridDim.x - 1;
+    if (threadIdx.x == 0) last = atomicAdd(a.blocksDone, 1u) == gridDim.x - 1;
     __syncthreads();
     if (!last) return;
     __threadfence();
-    for (int i = threadIdx.x; i < experts; i += blockDim.x) scores[i] = __ldcg(logits + i);
-    routeLogits(scores, experts, bias, spec, ids, weights);
-    if (threadIdx.x == 0) *counter = 0;
+    for (int i = threadIdx.x; i < a.experts; i += blockDim.x) scores[i] = __ldcg(a.logits + i);
+    routeLogits(scores, a.experts, a.bias, a.spec, a.ids, a.weights);
+    if (a.control) {
+        for (int i = threadIdx.x; i < a.hidden; i += blockDim.x) a.hostHidden[i] = row[i];
+        __threadfence_system();  // each thread's writes visible to the CPU before the barrier
+        __syncthreads();
+        if (threadIdx.x == 0) signalSlot(a.control, a.counter, a.layer, a.clock);
+    }
+    if (threadIdx.x == 0) *a.blocksDone = 0;
 }
 
 }  // namespace
@@ -184,14 +207,12 @@ void launchRouter(const float* logits, int tokens, int experts, const float* bia
     TANDEM_CUDA_CHECK(cudaGetLastError());
 }
 
-void launchRouterDecode(const float* w, int experts, int hidden, const float* x, const float* bias,
-                        const model::RouterSpec& spec, float* logits, int* ids, float* weights, unsigned* counter,
-                        cudaStream_t s) {
-    if (spec.topK > kMaxTopK || spec.numGroups > kMaxGroups)
+void launchRouterDecode(const RouteDecodeArgs& a, cudaStream_t s) {
+    if (a.spec.topK > kMaxTopK || a.spec.numGroups > kMaxGroups)
         throw GpuError("the GPU router supports at most 32 active experts and 64 groups");
     const int perBlock = kThreads / 32 / kSlices;
-    launchChained(routerDecodeKernel, (experts + perBlock - 1) / perBlock, kThreads, 2 * experts * sizeof(float), s, 
-        w, experts, hidden, x, bias, spec, logits, ids, weights, counter);
+    launchChained(routerDecodeKernel, (a.experts + perBlock - 1) / perBlock, kThreads,
+                  (a.hidden + 2 * a.experts) * sizeof(float), s, a);
 }
 
 }  // namespace tandem::cuda
