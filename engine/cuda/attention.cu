@@ -109,12 +109,40 @@ __global__ void attentionKernel(AttentionArgs a) {
     }
 }
 
+// The split partial softmaxes of head h, token t rescaled to a common maximum and summed. L2 loads:
+// with the decode kernel, other blocks wrote the parts during this kernel.
+__device__ void combineHead(const AttentionArgs& a, int h, int t) {
+    __shared__ float weight[32];  // splits <= 32 (GpuRunner)
+    const float* parts = a.partials + (static_cast<long>(t) * a.heads + h) * a.splits * (a.dimV + 2);
+    float m = -FLT_MAX;
+    for (int z = 0; z < a.splits; ++z) m = fmaxf(m, __ldcg(parts + z * (a.dimV + 2)));
+    float l = 0.0f;
+    for (int z = 0; z < a.splits; ++z)
+        l += __ldcg(parts + z * (a.dimV + 2) + 1) * expf(__ldcg(parts + z * (a.dimV + 2)) - m);
+    const float inv = 1.0f / l;
+    if (threadIdx.x < a.splits) weight[threadIdx.x] = expf(__ldcg(parts + threadIdx.x * (a.dimV + 2)) - m) * inv;
+    __syncthreads();
+    for (int d = threadIdx.x; d < a.dimV; d += blockDim.x) {
+        float v = 0.0f;
+        for (int z = 0; z < a.splits; ++z) v += __ldcg(parts + z * (a.dimV + 2) + 2 + d) * weight[z];
+        bf16* hi = a.out + static_cast<long>(t) * a.ldOut + h * a.outHeadStride + d;
+        storeBf16(v, hi, hi + static_cast<long>(a.tokens) * a.ldOut, a.split);
+    }
+}
+
+// One block per (head, token).
+__global__ void combineKernel(AttentionArgs a) {
+    waitForPrevious();
+    startNext();
+    combineHead(a, blockIdx.x, blockIdx.y);
+}
+
 // Decode (one query, the context split over blocks): the same online softmax, written so that each
 // thread has many independent loads in flight. The kernel above walks a tile one key at a time per
 // warp and one value row at a time per thread, so each step waits a full memory latency: ~15-20 us per
 // layer for a few hundred keys, which is latency, not bytes. Here each warp scores its 8 keys of a tile
-// together (8 running sums per lane) and each thread sums 8 value rows at a time. R: values per
-// thread (dimV up to R * kThreads).
+// together (8 running sums per lane) and each thread sums 8 value rows at a time, and the head's last
+// part combines the parts. R: values per thread (dimV up to R * kThreads).
 constexpr int kKeysPerWarp = kTile / (kThreads / 32);
 
 // Three blocks per multiprocessor (at most 85 registers a thread): the runner asks for about two blocks
@@ -202,28 +230,17 @@ __global__ void __launch_bounds__(kThreads, 3) attentionDecodeKernel(AttentionAr
 #pragma unroll
     for (int r = 0; r < R; ++r)
         if (threadIdx.x + r * kThreads < a.dimV) out[2 + threadIdx.x + r * kThreads] = acc[r];
-}
-
-// One block per (head, token): the split partial softmaxes rescaled to a common maximum and summed.
-__global__ void combineKernel(AttentionArgs a) {
-    waitForPrevious();
-    startNext();
-    __shared__ float weight[32];  // splits <= 32 (GpuRunner)
-    const int h = blockIdx.x, t = blockIdx.y;
-    const float* parts = a.partials + (static_cast<long>(t) * a.heads + h) * a.splits * (a.dimV + 2);
-    float m = -FLT_MAX;
-    for (int z = 0; z < a.splits; ++z) m = fmaxf(m, parts[z * (a.dimV + 2)]);
-    float l = 0.0f;
-    for (int z = 0; z < a.splits; ++z) l += parts[z * (a.dimV + 2) + 1] * expf(parts[z * (a.dimV + 2)] - m);
-    const float inv = 1.0f / l;
-    if (threadIdx.x < a.splits) weight[threadIdx.x] = expf(parts[threadIdx.x * (a.dimV + 2)] - m) * inv;
+    // The head's last part to finish combines them all (combineKernel's work, a kernel fewer): the
+    // others' parts are visible to it after their fences.
+    __shared__ bool lastPart;
+    __threadfence();
     __syncthreads();
-    for (int d = threadIdx.x; d < a.dimV; d += blockDim.x) {
-        float v = 0.0f;
-        for (int z = 0; z < a.splits; ++z) v += parts[z * (a.dimV + 2) + 2 + d] * weight[z];
-        bf16* hi = a.out + static_cast<long>(t) * a.ldOut + h * a.outHeadStride + d;
-        storeBf16(v, hi, hi + static_cast<long>(a.tokens) * a.ldOut, a.split);
-    }
+    if (threadIdx.x == 0) lastPart = atomicAdd(a.partsDone + h, 1u) == static_cast<unsigned>(a.splits) - 1;
+    __syncthreads();
+    if (!lastPart) return;
+    __threadfence();
+    combineHead(a, h, 0);
+    if (threadIdx.x == 0) a.partsDone[h] = 0;
 }
 
 }  // namespace
@@ -241,9 +258,9 @@ void launchAttention(const AttentionArgs& a, cudaStream_t s) {
             launchChained(attentionDecodeKernel<2>, grid, kThreads, shared, s, a);
         else
             launchChained(attentionDecodeKernel<kMaxValuePerThread>, grid, kThreads, shared, s, a);
-    } else {
-        launchChained(attentionKernel, dim3(a.heads, a.tokens, std::max(1, a.splits)), kThreads, shared, s, a);
+        return;
     }
+    launchChained(attentionKernel, dim3(a.heads, a.tokens, std::max(1, a.splits)), kThreads, shared, s, a);
     if (a.splits > 1) {
         launchChained(combineKernel, dim3(a.heads, a.tokens), kThreads, 0, s, a);
     }

@@ -1,9 +1,12 @@
 // Decode's matrix-vector product: one token, so every weight is read once and used once, and the
-// product is bound by reading W. One warp per output row reads the row 16 bytes per lane and sums
+// product is bound by reading W. Warps read rows 16 bytes per lane, `Unroll` loads in flight, and sum
 // in float32; the split-precision input's hi and lo rows are added as they are read, so one kernel
-// replaces the cuBLAS GEMM over both rows and the pair sum that followed it. Launched chained
-// (chained_launch.cuh), each warp loads the start of its row and asks L2 for the rest before the
-// previous kernel has finished: only x depends on it.
+// replaces the cuBLAS GEMM over both rows and the pair sum that followed it. A few-MB matrix (a
+// layer's projections) has too few rows to keep enough loads in flight with one warp per row, so two
+// warps share a row; the vocabulary's matrix has rows to spare and takes one warp a row, four loads
+// deep (scripts/bench_gemv.cu measured both, docs/BENCHMARKS.md). Launched chained
+// (chained_launch.cuh), each warp issues its first loads before the previous kernel has finished:
+// only x depends on it.
 #include <cstdint>
 
 #include "cuda/chained_launch.cuh"
@@ -14,7 +17,6 @@ namespace tandem::cuda {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
-constexpr int kEarlyPasses = 2;  // 16-byte loads per lane issued before the wait (42 registers, as without)
 
 __device__ inline float inputAt(const bf16* x, const bf16* lo, int i) {
     return __bfloat162float(x[i]) + (lo ? __bfloat162float(lo[i]) : 0.0f);
@@ -33,41 +35,61 @@ __device__ inline float dot8(uint4 w, uint4 x) {
     return sum;
 }
 
+// SplitK warps per row, each over k / SplitK columns (SplitK > 1 only when vectorized and k is a
+// multiple of 8 * SplitK); without `vectorized` (unaligned rows) one warp a row reads bf16 by bf16.
+template <int SplitK, int Unroll>
 __global__ void gemvKernel(const bf16* w, int n, int k, const bf16* x, const bf16* lo, float* y, bool accumulate,
                            bool vectorized) {
-    const int lane = threadIdx.x % 32;
-    const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32;
-    const bf16* wr = w + static_cast<long>(row < n ? row : 0) * k;
-    const int full = vectorized ? k / 256 * 256 : 0;  // 32 lanes x 8 weights per pass
-    uint4 early[kEarlyPasses];
+    __shared__ float partial[kWarpsPerBlock];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int row = blockIdx.x * (kWarpsPerBlock / SplitK) + warp / SplitK, part = warp % SplitK;
+    const bool valid = row < n;
+    const int per = k / SplitK;
+    const bf16* wr = w + static_cast<long>(valid ? row : 0) * k + part * per;
+    const int first = lane * 8;
+    uint4 wv[Unroll];
 #pragma unroll
-    for (int p = 0; p < kEarlyPasses; ++p) {
-        const int c = lane * 8 + p * 256;
-        if (row < n && c < full) early[p] = *reinterpret_cast<const uint4*>(wr + c);
-    }
-    constexpr int kEarly = kEarlyPasses * 256;
-    if (row < n && lane == 0 && full > kEarly) prefetchToL2(wr + kEarly, static_cast<unsigned>(full - kEarly) * sizeof(bf16));
+    for (int u = 0; u < Unroll; ++u)
+        if (vectorized && valid && first + u * 256 < per) wv[u] = *reinterpret_cast<const uint4*>(wr + first + u * 256);
     waitForPrevious();
     startNext();
-    if (row >= n) return;
     float sum = 0.0f;
+    if (valid && vectorized) {
+        const bf16* xr = x + part * per;
+        const bf16* lr = lo ? lo + part * per : nullptr;
+        for (int c = first; c < per; c += 256 * Unroll) {
+            if (c != first) {
 #pragma unroll
-    for (int p = 0; p < kEarlyPasses; ++p) {
-        const int c = lane * 8 + p * 256;
-        if (c < full) {
-            sum += dot8(early[p], *reinterpret_cast<const uint4*>(x + c));
-            if (lo) sum += dot8(early[p], *reinterpret_cast<const uint4*>(lo + c));
+                for (int u = 0; u < Unroll; ++u)
+                    if (c + u * 256 < per) wv[u] = *reinterpret_cast<const uint4*>(wr + c + u * 256);
+            }
+#pragma unroll
+            for (int u = 0; u < Unroll; ++u) {
+                if (c + u * 256 >= per) continue;
+                sum += dot8(wv[u], *reinterpret_cast<const uint4*>(xr + c + u * 256));
+                if (lr) sum += dot8(wv[u], *reinterpret_cast<const uint4*>(lr + c + u * 256));
+            }
         }
+    } else if (valid) {
+        for (int c = lane; c < k; c += 32) sum += __bfloat162float(wr[c]) * inputAt(x, lo, c);
     }
-    for (int c = lane * 8 + kEarlyPasses * 256; c < full; c += 256) {
-        const uint4 wv = *reinterpret_cast<const uint4*>(wr + c);
-        sum += dot8(wv, *reinterpret_cast<const uint4*>(x + c));
-        if (lo) sum += dot8(wv, *reinterpret_cast<const uint4*>(lo + c));
-    }
-    for (int c = full + lane; c < k; c += 32) sum += __bfloat162float(wr[c]) * inputAt(x, lo, c);
 #pragma unroll
     for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-    if (lane == 0) y[row] = (accumulate ? y[row] : 0.0f) + sum;
+    if constexpr (SplitK > 1) {
+        if (lane == 0) partial[warp] = sum;
+        __syncthreads();
+        if (part != 0) return;
+        for (int p = 1; p < SplitK; ++p) sum += partial[warp + p];
+    }
+    if (valid && lane == 0) y[row] = (accumulate ? y[row] : 0.0f) + sum;
+}
+
+template <int SplitK, int Unroll>
+void launchVariant(const bf16* w, int n, int k, const bf16* x, const bf16* lo, float* y, bool accumulate,
+                   bool vectorized, cudaStream_t s) {
+    constexpr int rows = kWarpsPerBlock / SplitK;
+    launchChained(gemvKernel<SplitK, Unroll>, (n + rows - 1) / rows, kWarpsPerBlock * 32, 0, s, w, n, k, x, lo, y,
+                  accumulate, vectorized);
 }
 
 }  // namespace
@@ -77,9 +99,13 @@ void launchGemv(const bf16* w, int n, int k, const bf16* x, int ldx, bool split,
     // 16-byte loads need every row of W and both input rows to start 16-byte aligned.
     auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
     const bool vectorized = k % 8 == 0 && aligned(w) && aligned(x) && (!split || aligned(x + ldx));
-    const int blocks = (n + kWarpsPerBlock - 1) / kWarpsPerBlock;
-    launchChained(gemvKernel, blocks, kWarpsPerBlock * 32, 0, s, w, n, k, x, split ? x + ldx : nullptr, y, accumulate,
-                  vectorized);
+    const bf16* lo = split ? x + ldx : nullptr;
+    if (vectorized && n >= 16384)
+        launchVariant<1, 4>(w, n, k, x, lo, y, accumulate, true, s);
+    else if (vectorized && k % 16 == 0)
+        launchVariant<2, 2>(w, n, k, x, lo, y, accumulate, true, s);
+    else
+        launchVariant<1, 2>(w, n, k, x, lo, y, accumulate, vectorized, s);
 }
 
 bool chainedLaunchesSupported() {
@@ -89,7 +115,7 @@ bool chainedLaunchesSupported() {
     TANDEM_CUDA_CHECK(cudaGetDevice(&device));
     TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     cudaFuncAttributes attributes{};
-    TANDEM_CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemvKernel));
+    TANDEM_CUDA_CHECK(cudaFuncGetAttributes(&attributes, gemvKernel<1, 2>));
     return major >= 9 && attributes.ptxVersion >= 90;
 }
 

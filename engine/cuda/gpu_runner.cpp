@@ -176,6 +176,8 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Ro
     for (std::size_t l = 0; l + 1 < prefetch_.size(); ++l) prefetch_[l] = attentionWeights(weights.layers[l + 1], budget);
     const std::size_t valueWidth = static_cast<std::size_t>(c.attention == model::AttentionKind::Mla ? c.kvLoraRank : c.headDim);
     attnPartials_ = DeviceBuffer<float>(static_cast<std::size_t>(c.numHeads) * decodeSplits_ * (valueWidth + 2));
+    attnPartsDone_ = DeviceBuffer<unsigned>(static_cast<std::size_t>(c.numHeads));
+    TANDEM_CUDA_CHECK(cudaMemset(attnPartsDone_.get(), 0, attnPartsDone_.size() * sizeof(unsigned)));
     logits_ = DeviceBuffer<float>(T * static_cast<std::size_t>(c.vocabSize));
     if (c.numExperts > 0) {
         const std::size_t k = static_cast<std::size_t>(c.router.topK);
@@ -525,6 +527,7 @@ void GpuRunner::enqueueGqa(int l, int tokens) {
     a.splits = tokens == 1 ? decodeSplits_ : 1;
     a.decodeKernel = decodeKernels_;
     a.partials = attnPartials_.get();
+    a.partsDone = attnPartsDone_.get();
     launchAttention(a, stream_);
     stamp(l, kAttnScored);
 }
@@ -600,6 +603,7 @@ void GpuRunner::enqueueMla(int l, int tokens) {
     a.splits = tokens == 1 ? decodeSplits_ : 1;
     a.decodeKernel = decodeKernels_;
     a.partials = attnPartials_.get();
+    a.partsDone = attnPartsDone_.get();
     launchAttention(a, stream_);
     stamp(l, kAttnScored);
 

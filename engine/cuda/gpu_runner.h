@@ -110,6 +110,7 @@ private:
     DeviceBuffer<int> routeIds_;
     int decodeSplits_ = 1;            // attention blocks per query head in a decode step
     DeviceBuffer<float> attnPartials_;
+    DeviceBuffer<unsigned> attnPartsDone_;  // decode's attention: parts finished per head (kernels.h)
     DeviceBuffer<float> routeWeights_;
 
     // Routed experts: two pinned slots, used by alternate MoE layers, and their signals.

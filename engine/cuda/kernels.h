@@ -100,6 +100,7 @@ struct AttentionArgs {
     int splits;
     float* partials;
     bool decodeKernel;  // one token with splits: the kernel written for decode (attention.cu)
+    unsigned* partsDone;  // decode kernel: heads zeroed counters, which it leaves zeroed
 };
 void launchAttention(const AttentionArgs& a, cudaStream_t s);
 

@@ -127,10 +127,10 @@ __global__ void routerKernel(const float* logits, int experts, const float* bias
 
 // Decode's MoE entry (kernels.h). Every block normalizes the row itself into shared memory (reading
 // 8-28 KB beats a kernel boundary), then computes the float32 logits of its experts, kSlices warps per
-// expert (each a slice of the row, so each lane has few loads in a row). The block that finishes
-// last routes the token (the others' logits are visible to it after their fences) and, with a
-// hand-over, writes the row and the routing to the slot and signals the CPU. It puts the counter
-// back to zero for the next launch.
+// expert (each a slice of the row, so each lane has few loads in a row). With a hand-over, block 0
+// also writes the row to the slot. The block that finishes last routes the token (the others'
+// logits are visible to it after their fences), writing the routing to the slot, and signals the
+// CPU. It puts the counter back to zero for the next launch.
 constexpr int kSlices = 4;
 
 __global__ void routerDecodeKernel(RouteDecodeArgs a) {
@@ -151,7 +151,11 @@ __global__ void routerDecodeKernel(RouteDecodeArgs a) {
         if (blockIdx.x != 0) continue;
         if (a.hF32) a.hF32[i] = v;
         if (a.hBf16) storeBf16(v, a.hBf16 + i, a.hBf16 + a.hidden + i, a.split);
+        if (a.control) a.hostHidden[i] = v;
     }
+    // Block 0 hands the row over now, while the logits are computed: its fence makes the row visible
+    // to the CPU before its count below, and so before the last block's signal.
+    if (blockIdx.x == 0 && a.control) __threadfence_system();
     __syncthreads();
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -188,13 +192,10 @@ __global__ void routerDecodeKernel(RouteDecodeArgs a) {
     __threadfence();
     for (int i = threadIdx.x; i < a.experts; i += blockDim.x) scores[i] = __ldcg(a.logits + i);
     routeLogits(scores, a.experts, a.bias, a.spec, a.ids, a.weights);
-    if (a.control) {
-        for (int i = threadIdx.x; i < a.hidden; i += blockDim.x) a.hostHidden[i] = row[i];
-        __threadfence_system();  // each thread's writes visible to the CPU before the barrier
-        __syncthreads();
-        if (threadIdx.x == 0) signalSlot(a.control, a.counter, a.layer, a.clock);
-    }
-    if (threadIdx.x == 0) *a.blocksDone = 0;
+    if (threadIdx.x != 0) return;
+    // Thread 0 wrote the routing; the signal's own fence orders it before `ready`.
+    if (a.control) signalSlot(a.control, a.counter, a.layer, a.clock);
+    *a.blocksDone = 0;
 }
 
 }  // namespace
