@@ -18,20 +18,25 @@ constexpr int kTile = 64;
 constexpr int kThreads = 256;
 constexpr int kMaxValuePerThread = 4;  // value width up to 1024
 
-// The online softmax's step over a tile's n scores in p (shared memory, written by the block before
-// the call): p becomes exp(score - new max), the running max m and sum l are updated, and the factor
-// that rescales what was summed before is returned. Every thread of the block calls it.
+// The online softmax's step over a tile's n <= 64 scores in p (shared memory, written by the block
+// before the call): p becomes exp(score - new max), the running max m and sum l are updated, and the
+// factor that rescales what was summed before is returned. Every thread of the block calls it; each
+// warp reduces the tile itself (two scores a lane), so no thread walks all of p.
+static_assert(kTile == 64, "softmaxTile holds two scores a lane");
 __device__ inline float softmaxTile(float* p, int n, float& m, float& l) {
     __syncthreads();
-    float tileMax = -FLT_MAX;
-    for (int jj = 0; jj < n; ++jj) tileMax = fmaxf(tileMax, p[jj]);
-    const float mNew = fmaxf(m, tileMax);
+    const int lane = threadIdx.x & 31;
+    const float v0 = lane < n ? p[lane] : -FLT_MAX, v1 = lane + 32 < n ? p[lane + 32] : -FLT_MAX;
+    const float mNew = fmaxf(m, warpMax(fmaxf(v0, v1)));
     const float alpha = expf(m - mNew);
+    const float e0 = lane < n ? expf(v0 - mNew) : 0.0f, e1 = lane + 32 < n ? expf(v1 - mNew) : 0.0f;
+    const float tileSum = warpSum(e0 + e1);
+    __syncthreads();  // every warp has read p
+    if (threadIdx.x < 32) {
+        if (lane < n) p[lane] = e0;
+        if (lane + 32 < n) p[lane + 32] = e1;
+    }
     __syncthreads();
-    if (threadIdx.x < n) p[threadIdx.x] = expf(p[threadIdx.x] - mNew);
-    __syncthreads();
-    float tileSum = 0.0f;
-    for (int jj = 0; jj < n; ++jj) tileSum += p[jj];
     l = l * alpha + tileSum;
     m = mNew;
     return alpha;
@@ -109,22 +114,22 @@ __global__ void attentionKernel(AttentionArgs a) {
     }
 }
 
-// The split partial softmaxes of head h, token t rescaled to a common maximum and summed. L2 loads:
-// with the decode kernel, other blocks wrote the parts during this kernel.
-__device__ void combineHead(const AttentionArgs& a, int h, int t) {
+// The first `parts` partial softmaxes of head h, token t rescaled to a common maximum and summed. L2
+// loads: with the decode kernel, other blocks wrote the parts during this kernel.
+__device__ void combineHead(const AttentionArgs& a, int h, int t, int parts) {
     __shared__ float weight[32];  // splits <= 32 (GpuRunner)
-    const float* parts = a.partials + (static_cast<long>(t) * a.heads + h) * a.splits * (a.dimV + 2);
+    const float* base = a.partials + (static_cast<long>(t) * a.heads + h) * a.splits * (a.dimV + 2);
     float m = -FLT_MAX;
-    for (int z = 0; z < a.splits; ++z) m = fmaxf(m, __ldcg(parts + z * (a.dimV + 2)));
+    for (int z = 0; z < parts; ++z) m = fmaxf(m, __ldcg(base + z * (a.dimV + 2)));
     float l = 0.0f;
-    for (int z = 0; z < a.splits; ++z)
-        l += __ldcg(parts + z * (a.dimV + 2) + 1) * expf(__ldcg(parts + z * (a.dimV + 2)) - m);
+    for (int z = 0; z < parts; ++z)
+        l += __ldcg(base + z * (a.dimV + 2) + 1) * expf(__ldcg(base + z * (a.dimV + 2)) - m);
     const float inv = 1.0f / l;
-    if (threadIdx.x < a.splits) weight[threadIdx.x] = expf(__ldcg(parts + threadIdx.x * (a.dimV + 2)) - m) * inv;
+    if (threadIdx.x < parts) weight[threadIdx.x] = expf(__ldcg(base + threadIdx.x * (a.dimV + 2)) - m) * inv;
     __syncthreads();
     for (int d = threadIdx.x; d < a.dimV; d += blockDim.x) {
         float v = 0.0f;
-        for (int z = 0; z < a.splits; ++z) v += __ldcg(parts + z * (a.dimV + 2) + 2 + d) * weight[z];
+        for (int z = 0; z < parts; ++z) v += __ldcg(base + z * (a.dimV + 2) + 2 + d) * weight[z];
         bf16* hi = a.out + static_cast<long>(t) * a.ldOut + h * a.outHeadStride + d;
         storeBf16(v, hi, hi + static_cast<long>(a.tokens) * a.ldOut, a.split);
     }
@@ -134,7 +139,7 @@ __device__ void combineHead(const AttentionArgs& a, int h, int t) {
 __global__ void combineKernel(AttentionArgs a) {
     waitForPrevious();
     startNext();
-    combineHead(a, blockIdx.x, blockIdx.y);
+    combineHead(a, blockIdx.x, blockIdx.y, a.splits);
 }
 
 // Decode (one query, the context split over blocks): the same online softmax, written so that each
@@ -145,8 +150,14 @@ __global__ void combineKernel(AttentionArgs a) {
 // part combines the parts. R: values per thread (dimV up to R * kThreads).
 constexpr int kKeysPerWarp = kTile / (kThreads / 32);
 
-// Three blocks per multiprocessor (at most 85 registers a thread): the runner asks for about two blocks
-// per multiprocessor (heads x splits), which must then fit in one wave.
+// A decode step's parts: as many as the context has tiles, up to the grid's, so that while the context
+// fits, each part walks one tile (one softmax step, one latency chain); the rest of the grid exits.
+__device__ inline int decodeParts(const AttentionArgs& a, int positions) {
+    return max(1, min(a.splits, (positions + kTile - 1) / kTile));
+}
+
+// Three blocks per multiprocessor (at most 85 registers a thread): the runner sizes the grid (heads x
+// splits) to three blocks per multiprocessor, one wave.
 template <int R>
 __global__ void __launch_bounds__(kThreads, 3) attentionDecodeKernel(AttentionArgs a) {
     waitForPrevious();
@@ -164,7 +175,9 @@ __global__ void __launch_bounds__(kThreads, 3) attentionDecodeKernel(AttentionAr
 
     const int lastPosition = *a.start;
     const int firstPosition = a.window > 0 ? max(0, lastPosition - a.window + 1) : 0;
-    const int perPart = (lastPosition - firstPosition + a.splits) / a.splits;
+    const int parts = decodeParts(a, lastPosition - firstPosition + 1);
+    if (part >= parts) return;
+    const int perPart = (lastPosition - firstPosition + parts) / parts;
     const int first = firstPosition + part * perPart;
     const int last = min(lastPosition, first + perPart - 1);
     const long headOffset = static_cast<long>(h / a.group) * a.keyHeadStride;
@@ -235,11 +248,11 @@ __global__ void __launch_bounds__(kThreads, 3) attentionDecodeKernel(AttentionAr
     __shared__ bool lastPart;
     __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) lastPart = atomicAdd(a.partsDone + h, 1u) == static_cast<unsigned>(a.splits) - 1;
+    if (threadIdx.x == 0) lastPart = atomicAdd(a.partsDone + h, 1u) == static_cast<unsigned>(parts) - 1;
     __syncthreads();
     if (!lastPart) return;
     __threadfence();
-    combineHead(a, h, 0);
+    combineHead(a, h, 0, parts);
     if (threadIdx.x == 0) a.partsDone[h] = 0;
 }
 

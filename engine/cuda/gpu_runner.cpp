@@ -82,8 +82,8 @@ std::size_t prefetchBudget(int device) {
     return static_cast<std::size_t>(l2) / 2;
 }
 
-// A layer's attention weights (and its router), in the order a decode step reads them, up to `budget`
-// bytes: the last range may be cut short.
+// A layer's router and attention weights, the attention's in the order a decode step reads them, up
+// to `budget` bytes: the last range may be cut short.
 L2Prefetch attentionWeights(const GpuLayer& layer, std::size_t budget) {
     L2Prefetch p;
     const auto add = [&](const auto& buffer) {
@@ -93,13 +93,13 @@ L2Prefetch attentionWeights(const GpuLayer& layer, std::size_t budget) {
         p.bytes[p.count++] = static_cast<unsigned>(bytes);
         budget -= bytes;
     };
+    add(layer.router);  // small and read last: first, so the budget never cuts it
     add(layer.qkv);
     add(layer.qaKva);
     add(layer.q);
     add(layer.kva);
     add(layer.kvb);
     add(layer.o);
-    add(layer.router);
     return p;
 }
 
@@ -164,11 +164,12 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Ro
     gateUp_ = DeviceBuffer<float>(T * static_cast<std::size_t>(w.gateUp));
     act_ = DeviceBuffer<bf16>(T2 * static_cast<std::size_t>(w.inner));
     pairs_ = DeviceBuffer<float>(T2 * static_cast<std::size_t>(pairsWidth(c)));
-    // A decode step's attention: enough blocks per head to give every multiprocessor two.
+    // A decode step's attention: up to three blocks per multiprocessor, the decode kernel's one wave
+    // (attention.cu); short contexts use fewer.
     int device = 0, multiprocessors = 0;
     TANDEM_CUDA_CHECK(cudaGetDevice(&device));
     TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-    decodeSplits_ = std::clamp((2 * multiprocessors + c.numHeads - 1) / c.numHeads, 1, 32);
+    decodeSplits_ = std::clamp(3 * multiprocessors / c.numHeads, 2, 32);
     chained_ = chainWanted() && chainedLaunchesSupported();
     enableChainedLaunches(chained_);
     const std::size_t budget = prefetchBudget(device);

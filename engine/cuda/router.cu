@@ -153,9 +153,8 @@ __global__ void routerDecodeKernel(RouteDecodeArgs a) {
         if (a.hBf16) storeBf16(v, a.hBf16 + i, a.hBf16 + a.hidden + i, a.split);
         if (a.control) a.hostHidden[i] = v;
     }
-    // Block 0 hands the row over now, while the logits are computed: its fence makes the row visible
-    // to the CPU before its count below, and so before the last block's signal.
-    if (blockIdx.x == 0 && a.control) __threadfence_system();
+    // Block 0 hands the row over now, while the logits are computed. Its fence before its count
+    // below, and the last block's system fence before `ready`, order the row before the signal.
     __syncthreads();
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -193,7 +192,8 @@ __global__ void routerDecodeKernel(RouteDecodeArgs a) {
     for (int i = threadIdx.x; i < a.experts; i += blockDim.x) scores[i] = __ldcg(a.logits + i);
     routeLogits(scores, a.experts, a.bias, a.spec, a.ids, a.weights);
     if (threadIdx.x != 0) return;
-    // Thread 0 wrote the routing; the signal's own fence orders it before `ready`.
+    // Thread 0 wrote the routing; the signal's own system fence orders it, and the row block 0 wrote
+    // before its count, before `ready`.
     if (a.control) signalSlot(a.control, a.counter, a.layer, a.clock);
     *a.blocksDone = 0;
 }
