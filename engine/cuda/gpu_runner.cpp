@@ -20,9 +20,10 @@ constexpr double kCpuTimeoutSeconds = 120.0;  // a GPU wait kernel gives up afte
 // Stages of a layer for TANDEM_GPU_PROFILE: a timestamp is taken at the start of each.
 enum Stage { kAttnBegin, kAttnProjected, kAttnPrepared, kAttnScored, kAttnDone, kRouted, kCopiedOut, kSharedDone,
              kResultAdded, kStages };
-constexpr const char* kStageNames[kStages] = {"norm + q/kv projections", "rope, cache writes", "absorb (MLA) + attention",
-                                              "values + o_proj", "norm + router", "copies to the CPU (+ signal)",
-                                              "(signal +) shared experts", "wait + copy back + add", "(end)"};
+// In decode the input norm runs in the previous layer's wait, and the hand-over in the router's kernel.
+constexpr const char* kStageNames[kStages] = {"(norm +) q/kv projections", "rope, cache writes", "absorb (MLA) + attention",
+                                              "values + o_proj", "norm + router (+ hand-over)", "copies to the CPU + signal",
+                                              "(signal +) shared experts", "wait + add (+ next norm)", "(end)"};
 
 struct Widths {
     long qkv = 0, q = 0, comb = 0, qLatent = 0, gateUp = 0, inner = 0, attn = 0, cacheA = 0, cacheB = 0;
