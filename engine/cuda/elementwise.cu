@@ -93,8 +93,8 @@ void launchEmbed(const int* ids, int tokens, const bf16* table, int hidden, floa
 
 void launchRmsNorm(const float* x, int ldx, const float* weight, float eps, int tokens, int width, float* outF32,
                    int ldF32, bf16* outBf16, int ldBf16, bool split, cudaStream_t s) {
-    launchChained(rmsNormKernel, tokens, width >= 1024 ? 1024 : 256, 0, s, x, ldx, weight, eps, width, outF32, ldF32, outBf16, ldBf16,
-                                                                 split);
+    launchChained(rmsNormKernel, tokens, width >= 1024 ? 1024 : 256, 0, s, x, ldx, weight, eps, width, outF32, ldF32,
+                  outBf16, ldBf16, split);
 }
 
 void launchSiluMul(const float* gateUp, int tokens, int inner, bf16* out, bool split, cudaStream_t s) {

@@ -42,8 +42,8 @@ __global__ void waitKernel(const SlotControl* control, const std::uint64_t* coun
 
 // Decode's return in one block: thread 0 waits as waitKernel does, then every thread adds the CPU's
 // result (and the previous layer's deferred result) into the residual stream, and the block, which
-// holds the whole row, normalizes it for what follows. Before any of that,
-// the other warps ask L2 for the prefetch ranges, in pieces, since weights depend on nothing.
+// holds the whole row, normalizes it for what follows. Before any of that, the other warps ask L2 for
+// the prefetch ranges, in pieces: weights depend on nothing.
 __global__ void waitAddKernel(const SlotControl* control, const std::uint64_t* counter, const SlotControl* previous,
                               const std::uint64_t* previousCounter, int layer, LayerClock* clock, int* failed,
                               std::uint64_t timeoutNs, const float* a, const float* b, float* x, int width,
@@ -56,7 +56,8 @@ __global__ void waitAddKernel(const SlotControl* control, const std::uint64_t* c
         for (int r = 0; r < prefetch.count; ++r) {
             const auto* base = static_cast<const char*>(prefetch.data[r]);
             for (unsigned offset = 0; offset < prefetch.bytes[r]; offset += kPiece, ++index)
-                if (index % helpers == threadIdx.x - 32) prefetchToL2(base + offset, min(kPiece, prefetch.bytes[r] - offset));
+                if (index % helpers == threadIdx.x - 32)
+                    prefetchToL2(base + offset, min(kPiece, prefetch.bytes[r] - offset));
         }
     }
     waitForPrevious();

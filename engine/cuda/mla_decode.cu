@@ -74,15 +74,15 @@ void launchMlaAbsorb(const bf16* kvb, long headStride, int heads, int nope, int 
     if (nope > 256) throw GpuError("MLA key head width above 256 is not supported by the GPU decode kernel");
     const dim3 grid(heads, (latent + kColumns - 1) / kColumns);
     launchChained(absorbKernel, grid, kColumns * kSlices, 0, s, kvb, headStride, nope, latent, qNope,
-                                                      split ? qNope + static_cast<long>(heads) * nope : nullptr, qLatent);
+                  split ? qNope + static_cast<long>(heads) * nope : nullptr, qLatent);
 }
 
 void launchMlaValues(const bf16* kvb, long headStride, int heads, int nope, int latent, int vDim, const bf16* ctx,
                      bool split, bf16* out, cudaStream_t s) {
     constexpr int kWarps = 8;
     const int rows = heads * vDim;
-    launchChained(valuesKernel, (rows + kWarps - 1) / kWarps, kWarps * 32, 0, s, 
-        kvb, headStride, nope, latent, heads, vDim, ctx, split ? ctx + static_cast<long>(heads) * latent : nullptr, out, split);
+    launchChained(valuesKernel, (rows + kWarps - 1) / kWarps, kWarps * 32, 0, s, kvb, headStride, nope, latent, heads,
+                  vDim, ctx, split ? ctx + static_cast<long>(heads) * latent : nullptr, out, split);
 }
 
 }  // namespace tandem::cuda

@@ -123,8 +123,8 @@ void launchGqaPrepare(float* qkv, int tokens, int heads, int kvHeads, int headDi
                       const float* kNorm, float eps, RopeParams rope, const int* start, float* kCache, float* vCache,
                       cudaStream_t s) {
     const int threads = ((headDim + 31) / 32) * 32;
-    launchChained(gqaPrepareKernel, dim3(tokens, heads + 2 * kvHeads), threads, headDim * sizeof(float), s,
-        qkv, heads, kvHeads, headDim, qNorm, kNorm, eps, rope, start, kCache, vCache);
+    launchChained(gqaPrepareKernel, dim3(tokens, heads + 2 * kvHeads), threads, headDim * sizeof(float), s, qkv, heads,
+                  kvHeads, headDim, qNorm, kNorm, eps, rope, start, kCache, vCache);
 }
 
 void launchMlaPrepare(const float* kv, int ldkv, float* q, int tokens, int heads, int nope, int kvLora,

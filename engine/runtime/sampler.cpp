@@ -206,14 +206,14 @@ int Sampler::pick(std::span<const float> logits, std::span<const int> context) {
         if (r < cumulative + block) break;
         cumulative += block;
     }
-    int last = 0;
     for (; i < weights_.size(); ++i) {
-        if (weights_[i] == 0.0f) continue;
-        last = static_cast<int>(i);
         cumulative += weights_[i];
-        if (r < cumulative) return last;
+        if (weights_[i] > 0.0f && r < cumulative) return static_cast<int>(i);
     }
-    return last;
+    // r fell past the walk's sum, which rounds differently from `sum`: the last token that can be drawn.
+    for (std::size_t j = weights_.size(); j-- > 0;)
+        if (weights_[j] > 0.0f) return static_cast<int>(j);
+    return 0;
 }
 
 }  // namespace tandem::runtime
