@@ -172,6 +172,18 @@ std::size_t accBytes() {
     return n;
 }
 
+// Weights are streamed from memory by the first 32 rows of each panel (later rows find them in L2):
+// with TANDEM_AMX_PREFETCH=n those rows ask for the B tiles n K blocks ahead, for tuning runs on AMX
+// hardware (0, the default: the hardware prefetchers alone).
+int weightPrefetchBlocks() {
+    static const int n = envInt("TANDEM_AMX_PREFETCH", 0);
+    return n;
+}
+
+inline void prefetchBytes(const std::byte* p, std::size_t bytes) {
+    for (std::size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
+}
+
 // Gate/up, for each group of panels, loops over cache blocks of the inputs, then panels, then rows:
 // the rows' activations over one cache block stay in L2 while every panel of the group passes over
 // them, and each panel's weights over the block are read from memory once and reused for every 32
@@ -198,6 +210,7 @@ void tileGateUp(const GateUpCall& c) {
     const int group = std::clamp(static_cast<int>(accBytes() / (panelFloats * sizeof(float))), 1, std::max(1, c.panelCount));
     float* acc = scratch.floats(panelFloats * group + rowsPad);
     auto* rowSums = reinterpret_cast<int*>(acc + panelFloats * group);
+    const int ahead = weightPrefetchBlocks();
     if constexpr (Type == ExpertType::INT8)
         for (int r = 0; r < rows; ++r) rowSums[r] = rowSum(c.x, r, 0, l.hiddenPad / kActGroup);
     for (int pg = 0; pg < c.panelCount; pg += group) {
@@ -215,6 +228,7 @@ void tileGateUp(const GateUpCall& c) {
                     const std::byte* a = c.x.data + tb * xs;
                     for (int kb = kc; kb < kcEnd; ++kb) {
                         const std::byte* blk = panel + kb * 2 * l.blockBytes;
+                        if (tb == 0 && ahead > 0 && kb + ahead < kcEnd) prefetchBytes(blk + ahead * 2 * l.blockBytes, 2 * l.blockBytes);
                         TANDEM_TILE_LOAD(6, blk, 64);
                         TANDEM_TILE_LOAD(7, blk + 1024, 64);
                         for (int part = 0; part < parts; ++part) {
@@ -286,6 +300,7 @@ void tileDown(const DownCall& c) {
     const int group = std::clamp(static_cast<int>(accBytes() / (pairFloats * sizeof(float))), 1, std::max(1, pairs));
     float* acc = scratch.floats(pairFloats * group + rowsPad);
     int* rowSums = reinterpret_cast<int*>(acc + pairFloats * group);  // INT8: each row's sum over the call's chunks
+    const int ahead = weightPrefetchBlocks();
     if constexpr (Type == ExpertType::INT8)
         for (int r = 0; r < rows; ++r) rowSums[r] = rowSum(c.act, r, c.firstChunk * kChunkCols / kActGroup, chunkCols / kActGroup);
     auto blockOf = [&](int i, int q) {
@@ -308,6 +323,10 @@ void tileDown(const DownCall& c) {
                     startC(cb, kc == 0, r1 > 0, pair);
                     const std::byte* a = a0 + tb * as;
                     for (int i = kc; i < kcEnd; ++i) {
+                        if (tb == 0 && ahead > 0 && i + ahead < kcEnd) {
+                            prefetchBytes(blockOf(i + ahead, q), l.blockBytes);
+                            if (pair) prefetchBytes(blockOf(i + ahead, q + 1), l.blockBytes);
+                        }
                         TANDEM_TILE_LOAD(6, blockOf(i, q), 64);
                         if (pair) TANDEM_TILE_LOAD(7, blockOf(i, q + 1), 64);
                         for (int part = 0; part < parts; ++part) {
