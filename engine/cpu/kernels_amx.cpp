@@ -173,10 +173,11 @@ std::size_t accBytes() {
 }
 
 // Weights are streamed from memory by the first 32 rows of each panel (later rows find them in L2):
-// with TANDEM_AMX_PREFETCH=n those rows ask for the B tiles n K blocks ahead, for tuning runs on AMX
-// hardware (0, the default: the hardware prefetchers alone).
+// those rows ask for the B tiles 2 K blocks ahead, which took 8-18% off a 512-token layer on the GPU
+// machine's Xeon (docs/BENCHMARKS.md). TANDEM_AMX_PREFETCH=n overrides the distance (0: the hardware
+// prefetchers alone).
 int weightPrefetchBlocks() {
-    static const int n = envInt("TANDEM_AMX_PREFETCH", 0);
+    static const int n = envInt("TANDEM_AMX_PREFETCH", 2);
     return n;
 }
 
