@@ -4,6 +4,9 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <iterator>
 #include <limits>
 #include <string>
@@ -14,6 +17,14 @@
 namespace tandem::runtime {
 
 namespace {
+
+// The scans over the vocabulary are built for AVX-512 and AVX2 as well as the baseline and picked at run
+// time (GCC's target_clones), so they run 16 or 8 tokens at a time where the CPU can.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TANDEM_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define TANDEM_VECTOR_CLONES
+#endif
 
 // Scans run over independent lanes so the compiler vectorizes them without reassociating floats:
 // std::max_element is one chain of dependent compares, 0.1-0.5 ms over a 150k vocabulary, which is
@@ -43,6 +54,7 @@ inline float expNonPositive(float x) {
     return x < -87.0f ? 0.0f : scaled;
 }
 
+TANDEM_VECTOR_CLONES
 float largest(std::span<const float> v) {
     float lane[kLanes];
     std::fill(std::begin(lane), std::end(lane), -std::numeric_limits<float>::infinity());
@@ -53,18 +65,55 @@ float largest(std::span<const float> v) {
     return *std::max_element(std::begin(lane), std::end(lane));
 }
 
-// Calls f(index) for each element >= floor, in index order; blocks with none are skipped whole.
-// Returns early when f returns false.
+// The sum of w[0, n) in kLanes independent lanes, so it vectorizes.
+inline float laneSum(const float* w, std::size_t n) {
+    float lane[kLanes] = {};
+    std::size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+        for (std::size_t j = 0; j < kLanes; ++j) lane[j] += w[i + j];
+    for (; i < n; ++i) lane[0] += w[i];
+    float total = 0.0f;
+    for (const float v : lane) total += v;
+    return total;
+}
+
+// w[i] = exp((l[i] - maxLogit) * invTemperature) for every token, and their sum: most of a temperature
+// sample's time.
+TANDEM_VECTOR_CLONES
+float weighAll(const float* l, float* w, std::size_t n, float maxLogit, float invTemperature) {
+    for (std::size_t i = 0; i < n; ++i) w[i] = expNonPositive((l[i] - maxLogit) * invTemperature);
+    return laneSum(w, n);
+}
+
+// Sets the weights below `floor` to 0 and returns the sum of what is left (min-p), as weighAll.
+TANDEM_VECTOR_CLONES
+float dropBelow(float* w, std::size_t n, float floor) {
+    for (std::size_t i = 0; i < n; ++i) w[i] = w[i] < floor ? 0.0f : w[i];
+    return laneSum(w, n);
+}
+
+// Which of the 16 floats at v are >= floor, as bits: SSE2's compares where there is SSE2 (x86-64
+// always has it), so a block costs no branch per element.
+inline unsigned atLeastMask(const float* v, float floor) {
+#if defined(__SSE2__)
+    const __m128 f = _mm_set1_ps(floor);
+    unsigned mask = 0;
+    for (int q = 0; q < 4; ++q) mask |= static_cast<unsigned>(_mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(v + 4 * q), f))) << (4 * q);
+    return mask;
+#else
+    unsigned mask = 0;
+    for (unsigned j = 0; j < kLanes; ++j) mask |= static_cast<unsigned>(v[j] >= floor) << j;
+    return mask;
+#endif
+}
+
+// Calls f(index) for each element >= floor, in index order; returns early when f returns false.
 template <class F>
 void forEachAtLeast(std::span<const float> v, float floor, F&& f) {
     std::size_t i = 0;
-    for (; i + kLanes <= v.size(); i += kLanes) {
-        bool any = false;
-        for (std::size_t j = 0; j < kLanes; ++j) any |= v[i + j] >= floor;
-        if (!any) continue;
-        for (std::size_t j = 0; j < kLanes; ++j)
-            if (v[i + j] >= floor && !f(static_cast<int>(i + j))) return;
-    }
+    for (; i + kLanes <= v.size(); i += kLanes)
+        for (unsigned mask = atLeastMask(v.data() + i, floor); mask; mask &= mask - 1)
+            if (!f(static_cast<int>(i) + std::countr_zero(mask))) return;
     for (; i < v.size(); ++i)
         if (v[i] >= floor && !f(static_cast<int>(i))) return;
 }
@@ -114,20 +163,8 @@ std::span<const float> Sampler::penalized(std::span<const float> logits, std::sp
 }
 
 float Sampler::weigh(std::span<const float> logits) {
-    const float maxLogit = largest(logits);
-    const float invTemperature = 1.0f / options_.temperature;
     weights_.resize(logits.size());
-    float* w = weights_.data();
-    const float* l = logits.data();
-    for (std::size_t i = 0; i < logits.size(); ++i) w[i] = expNonPositive((l[i] - maxLogit) * invTemperature);
-    float lane[kLanes] = {};
-    std::size_t i = 0;
-    for (; i + kLanes <= logits.size(); i += kLanes)
-        for (std::size_t j = 0; j < kLanes; ++j) lane[j] += w[i + j];
-    for (; i < logits.size(); ++i) lane[0] += w[i];
-    float total = 0.0f;
-    for (const float v : lane) total += v;
-    return total;
+    return weighAll(logits.data(), weights_.data(), logits.size(), largest(logits), 1.0f / options_.temperature);
 }
 
 bool Sampler::keepCandidates(float total) {
@@ -138,6 +175,15 @@ bool Sampler::keepCandidates(float total) {
         return a.weight > b.weight || (a.weight == b.weight && a.token < b.token);
     };
     const auto k = static_cast<std::size_t>(options_.topK);
+    // The nucleus of the sorted candidates: the fewest whose weights reach `share`; false if they don't.
+    const auto nucleus = [&](std::size_t sorted, float share) {
+        float cumulative = 0.0f;
+        std::size_t n = 0;
+        while (n < sorted && cumulative < share) cumulative += candidates_[n++].weight;
+        if (cumulative < share) return false;
+        candidates_.resize(std::max<std::size_t>(n, 1));
+        return true;
+    };
     // Both filters keep the most likely tokens, so look first at the few above a weight floor and lower
     // it only when they are not enough: a peaked distribution never touches the rest of the vocabulary.
     for (float floor = 1e-3f;; floor = floor > 1e-12f ? floor * 1e-3f : 0.0f) {
@@ -147,23 +193,39 @@ bool Sampler::keepCandidates(float total) {
             return true;
         });
         const bool complete = floor == 0.0f;
-        if (topK && candidates_.size() < k && !complete) continue;
-        std::sort(candidates_.begin(), candidates_.end(), moreLikely);
-        if (topK && candidates_.size() > k) candidates_.resize(k);
-        if (!topP) return true;
-        // With top-k the nucleus is a share of what top-k kept; without, of the whole vocabulary.
-        float mass = total;
         if (topK) {
-            mass = 0.0f;
+            if (candidates_.size() < k && !complete) continue;
+            if (candidates_.size() > k) {
+                std::nth_element(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(k), candidates_.end(),
+                                 moreLikely);
+                candidates_.resize(k);
+            }
+            std::sort(candidates_.begin(), candidates_.end(), moreLikely);
+            if (!topP) return true;
+            // The nucleus is a share of what top-k kept.
+            float mass = 0.0f;
             for (const Candidate& c : candidates_) mass += c.weight;
-        }
-        float cumulative = 0.0f;
-        std::size_t nucleus = 0;
-        while (nucleus < candidates_.size() && cumulative < options_.topP * mass)
-            cumulative += candidates_[nucleus++].weight;
-        if (cumulative >= options_.topP * mass || topK || complete) {
-            candidates_.resize(std::max<std::size_t>(nucleus, 1));
+            if (!nucleus(candidates_.size(), options_.topP * mass)) candidates_.resize(std::max<std::size_t>(candidates_.size(), 1));
             return true;
+        }
+        // Top-p alone: a share of the whole vocabulary, which the candidates must hold before any sorting.
+        const float share = options_.topP * total;
+        float collected = 0.0f;
+        for (const Candidate& c : candidates_) collected += c.weight;
+        if (collected < share && !complete) continue;
+        // A flat distribution keeps many candidates: drop those below the power of two where the share is
+        // reached (one binade lower, against rounding), then sort only as far as the nucleus reaches.
+        float binadeMass[256] = {};
+        for (const Candidate& c : candidates_) binadeMass[std::bit_cast<std::uint32_t>(c.weight) >> 23] += c.weight;
+        int binade = 255;
+        for (float above = 0.0f; binade > 0 && above < share; --binade) above += binadeMass[binade];
+        const std::uint32_t keepFrom = static_cast<std::uint32_t>(std::max(binade - 1, 0));
+        std::erase_if(candidates_, [&](const Candidate& c) { return (std::bit_cast<std::uint32_t>(c.weight) >> 23) < keepFrom; });
+        for (std::size_t sorted = std::min<std::size_t>(candidates_.size(), 256);; sorted = std::min(candidates_.size(), sorted * 4)) {
+            std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(sorted), candidates_.end(),
+                              moreLikely);
+            if (nucleus(sorted, share)) return true;
+            if (sorted == candidates_.size()) return true;  // rounding left the share just out of reach: keep all
         }
     }
 }
@@ -189,13 +251,7 @@ int Sampler::pick(std::span<const float> logits, std::span<const int> context) {
         return candidates_.back().token;
     }
     float sum = total;
-    if (options_.minP > 0.0f) {
-        sum = 0.0f;
-        for (float& w : weights_) {
-            w = w < options_.minP ? 0.0f : w;
-            sum += w;
-        }
-    }
+    if (options_.minP > 0.0f) sum = dropBelow(weights_.data(), weights_.size(), options_.minP);
     // Walk the vocabulary a block at a time to the block where the cumulative weight passes r.
     const float r = std::uniform_real_distribution<float>(0.0f, sum)(rng_);
     float cumulative = 0.0f;

@@ -1,5 +1,6 @@
 // Token choice: greedy, and seeded temperature / top-k / top-p sampling.
 #include <QTest>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <set>
@@ -153,6 +154,23 @@ private slots:
             seen.insert(t);
         }
         QVERIFY(seen.size() > 250);  // spread over the nucleus, not stuck on its head
+    }
+
+    void topPBoundaryOnPowersOfTwo() {
+        // Weights 1, 1/2, 1/4, ... (each on a power of two, where the nucleus search cuts the candidates
+        // by binade) spread over a large vocabulary with a tail too small to count: top-p 0.9 of a total of
+        // ~2 keeps exactly the first four (1.875).
+        std::vector<float> v(50000 + 9, -60.0f);
+        const float ln2 = std::log(2.0f);
+        for (int i = 0; i < 20; ++i) v[static_cast<std::size_t>(i * 2477 + 5)] = -static_cast<float>(i) * ln2;
+        SamplingOptions o;
+        o.temperature = 1.0f;
+        o.topP = 0.9f;
+        o.seed = 11;
+        Sampler s(o);
+        std::set<int> seen;
+        for (int i = 0; i < 400; ++i) seen.insert(s.pick(v));
+        QCOMPARE(seen, (std::set<int>{5, 2477 + 5, 2 * 2477 + 5, 3 * 2477 + 5}));
     }
 
     void unfilteredSamplingReachesEveryBlock() {
