@@ -662,8 +662,10 @@ void GpuRunner::enqueueFeedForward(int l, int tokens) {
     const float* bias = w.correctionBias ? w.correctionBias.get() : nullptr;
     // Decode: the norm, the router and the routing in one kernel (kernels.h), which in spin mode also
     // hands the layer over to the CPU; and the wait and the add in one kernel (host_sync.h).
+    // Its row and scores live in shared memory, next to ~1 KB of the kernel's own, within the 48 KB a
+    // launch gets without opting in: any model up to a hidden size of ~10k.
     const bool decode = tokens == 1 && decodeKernels_ &&
-                        (H + 2 * static_cast<std::size_t>(c.numExperts)) * sizeof(float) <= 48 * 1024;
+                        (H + 2 * static_cast<std::size_t>(c.numExperts)) * sizeof(float) <= 44 * 1024;
     const bool fused = decode && waitMode_ == WaitMode::Spin;
     if (decode) {
         RouteDecodeArgs r{};

@@ -113,7 +113,7 @@ void launchRouter(const float* logits, int tokens, int experts, const float* bia
 // (W [experts, hidden]), the routing above into ids / weights and, with a control, the hand-over
 // that launchExportToHost and launchSignal (host_sync.h) do otherwise: the row to hostHidden, then
 // the slot's signal; ids / weights are then the slot's. blocksDone is one zeroed unsigned that the
-// kernel leaves zeroed. Needs (hidden + 2 experts) floats of shared memory, at most 48 KB.
+// kernel leaves zeroed. Needs (hidden + 2 experts) floats of shared memory, at most 44 KB.
 struct RouteDecodeArgs {
     const float* x;
     const float* normWeight;
