@@ -205,7 +205,7 @@ bool Sampler::keepCandidates(float total) {
             // The nucleus is a share of what top-k kept.
             float mass = 0.0f;
             for (const Candidate& c : candidates_) mass += c.weight;
-            if (!nucleus(candidates_.size(), options_.topP * mass)) candidates_.resize(std::max<std::size_t>(candidates_.size(), 1));
+            nucleus(candidates_.size(), options_.topP * mass);  // if rounding leaves it out of reach, all k stay
             return true;
         }
         // Top-p alone: a share of the whole vocabulary, which the candidates must hold before any sorting.
@@ -217,9 +217,9 @@ bool Sampler::keepCandidates(float total) {
         // reached (one binade lower, against rounding), then sort only as far as the nucleus reaches.
         float binadeMass[256] = {};
         for (const Candidate& c : candidates_) binadeMass[std::bit_cast<std::uint32_t>(c.weight) >> 23] += c.weight;
-        int binade = 255;
+        int binade = 255;  // ends one below the binade where the share is reached
         for (float above = 0.0f; binade > 0 && above < share; --binade) above += binadeMass[binade];
-        const std::uint32_t keepFrom = static_cast<std::uint32_t>(std::max(binade - 1, 0));
+        const auto keepFrom = static_cast<std::uint32_t>(binade);
         std::erase_if(candidates_, [&](const Candidate& c) { return (std::bit_cast<std::uint32_t>(c.weight) >> 23) < keepFrom; });
         for (std::size_t sorted = std::min<std::size_t>(candidates_.size(), 256);; sorted = std::min(candidates_.size(), sorted * 4)) {
             std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(sorted), candidates_.end(),
