@@ -559,8 +559,12 @@ private slots:
 
         // The new chat answers.
         w->accept();
+        // Greedy: the app seeds each answer afresh, and a fixture's random weights can sample an end of
+        // turn or a reasoning tag first, which leaves no visible answer.
         SamplingDefaults sampling = h.app->settings()->sampling();
         sampling.maxNewTokens = 8;
+        sampling.useModelRecommendation = false;
+        sampling.sampling = {};
         h.app->settings()->setSampling(sampling);
         QVERIFY(h.app->chat()->send(QStringLiteral("Hello")));
         QVERIFY(test::waitForIdle(*h.app));
