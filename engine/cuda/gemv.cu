@@ -1,10 +1,10 @@
 // Decode's matrix-vector product: one token, so every weight is read once and used once, and the
 // product is bound by reading W. Warps read rows 16 bytes per lane, `Unroll` loads in flight, and sum
 // in float32; the split-precision input's hi and lo rows are added as they are read, so one kernel
-// replaces the cuBLAS GEMM over both rows and the pair sum that followed it. A few-MB matrix (a
-// layer's projections) has too few rows to keep enough loads in flight with one warp per row, so two
-// warps share a row; the vocabulary's matrix has rows to spare and takes one warp a row, four loads
-// deep (scripts/bench_gemv.cu measured both, docs/BENCHMARKS.md). Launched chained
+// replaces the cuBLAS GEMM over both rows and the pair sum that followed it. A matrix of few rows
+// (most of a layer's projections) has too few warps to keep enough loads in flight with one warp per
+// row, so two warps share a row; larger ones take one warp a row (launchGemv picks; scripts/
+// bench_gemv.cu measured the variants, docs/BENCHMARKS.md). Launched chained
 // (chained_launch.cuh), each warp issues its first loads before the previous kernel has finished:
 // only x depends on it.
 #include <cstdint>
@@ -100,8 +100,13 @@ void launchGemv(const bf16* w, int n, int k, const bf16* x, int ldx, bool split,
     auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
     const bool vectorized = k % 8 == 0 && aligned(w) && aligned(x) && (!split || aligned(x + ldx));
     const bf16* lo = split ? x + ldx : nullptr;
+    // Variants by rows, as measured (scripts/bench_gemv.cu): under 4096 rows too few warps keep loads in
+    // flight, so two share a row; from 4096 one warp a row does as well or better (DeepSeek-V3's o_proj,
+    // 7168 x 16384: 60 against 69 us); the vocabulary's matrix takes four loads in flight.
     if (vectorized && n >= 16384)
         launchVariant<1, 4>(w, n, k, x, lo, y, accumulate, true, s);
+    else if (vectorized && n >= 4096)
+        launchVariant<1, 1>(w, n, k, x, lo, y, accumulate, true, s);
     else if (vectorized && k % 16 == 0)
         launchVariant<2, 2>(w, n, k, x, lo, y, accumulate, true, s);
     else
