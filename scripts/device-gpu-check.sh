@@ -14,8 +14,9 @@
 # or MOE_VARIANTS="default TANDEM_AMX_SLICE_KIB=384"; the tables name the variant of each row.
 # MOE=1 adds the CPU expert engine alone: bench-moe --verify of the AMX kernels against the scalar ones,
 # the GEMV/GEMM sweep for MOE_SWEEP types, bench-moe for MOE_SHAPES x MOE_TYPES at MOE_TOKENS and the
-# PyTorch baseline (scripts/bench_moe_torch.py) at the same prefill sizes. Logs go to $OUT; the last
-# lines printed are the summary tables.
+# PyTorch baseline (scripts/bench_moe_torch.py) at the same prefill sizes. GEMV=1 adds the decode
+# GEMV's variants alone (scripts/bench_gemv.cu). Logs go to $OUT; the last lines printed are the
+# summary tables.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tandem-out}
@@ -70,6 +71,12 @@ for r in rows:
           f'{r["gpu_alone_ms"]:9.2f} {r["waiting_ms"]:5.2f} {r["between_steps_ms"]:7.2f} {r["cpu_experts_ms"]:5.2f} '
           f'{r["step_ms"]:7.2f} {r["graph_launches"]:>5}/{r["steps"]:<5}')
 PY
+fi
+
+if [[ ${GEMV:-0} == 1 ]]; then
+  nvcc -std=c++20 -arch=sm_90 -O3 -Iengine -Iengine/include scripts/bench_gemv.cu engine/cuda/gemv.cu \
+    -o "$build/bench-gemv" >"$out/bench-gemv-build.log" 2>&1 || { tail -20 "$out/bench-gemv-build.log"; exit 1; }
+  "$build/bench-gemv" | tee "$out/gemv.txt"
 fi
 
 if [[ ${MOE:-0} == 1 ]]; then
