@@ -3,10 +3,9 @@
 // in float32; the split-precision input's hi and lo rows are added as they are read, so one kernel
 // replaces the cuBLAS GEMM over both rows and the pair sum that followed it. A matrix of few rows
 // (most of a layer's projections) has too few warps to keep enough loads in flight with one warp per
-// row, so two warps share a row; larger ones take one warp a row (launchGemv picks; scripts/
-// bench_gemv.cu measured the variants, docs/BENCHMARKS.md). Launched chained
-// (chained_launch.cuh), each warp issues its first loads before the previous kernel has finished:
-// only x depends on it.
+// row, so two warps share a row; larger ones take one warp a row. launchGemv picks, from what
+// scripts/bench_gemv.cu measured (docs/BENCHMARKS.md). Launched chained (chained_launch.cuh), each
+// warp issues its first loads before the previous kernel has finished: only x depends on it.
 #include <cstdint>
 
 #include "cuda/chained_launch.cuh"
