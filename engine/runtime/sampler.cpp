@@ -238,6 +238,8 @@ int Sampler::pick(std::span<const float> logits, std::span<const int> context) {
     // Weights relative to the most likely token (whose weight is 1). Filters in transformers' order:
     // top-k, top-p, min-p; the most likely token always survives min-p (its weight is 1).
     const float total = weigh(logits);
+    // Every logit -inf (or NaN) leaves nothing to weigh: the greedy choice is as good as any.
+    if (!(total > 0.0f) || !std::isfinite(total)) return argmax(logits);
     if (keepCandidates(total)) {
         if (options_.minP > 0.0f) std::erase_if(candidates_, [&](const Candidate& c) { return c.weight < options_.minP; });
         float sum = 0.0f;

@@ -193,6 +193,18 @@ private slots:
         for (int i = 0; i < 200; ++i) QVERIFY(m.pick(v) != 60);
     }
 
+    void nothingToWeighFallsBackToGreedy() {
+        // All -inf (or NaN) logits give no weights to sample by: the first token, as greedy, and no crash.
+        SamplingOptions o;
+        o.temperature = 0.8f;
+        o.topP = 0.9f;
+        Sampler s(o);
+        const std::vector<float> masked(40, -std::numeric_limits<float>::infinity());
+        QCOMPARE(s.pick(masked), 0);
+        const std::vector<float> broken(40, std::numeric_limits<float>::quiet_NaN());
+        QCOMPARE(s.pick(broken), 0);
+    }
+
     void temperatureSpreadsChoices() {
         SamplingOptions o;
         o.temperature = 1.0f;
