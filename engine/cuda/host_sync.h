@@ -27,8 +27,9 @@ void launchWait(const SlotControl* control, const std::uint64_t* counter, const 
                 const std::uint64_t* previousCounter, int layer, LayerClock* clock, int* failed, double timeoutSeconds,
                 cudaStream_t s);
 
-// Weights to bring into L2 while the GPU waits for the CPU: the next layer's attention projections,
-// which the GPU then reads from L2 instead of HBM. Ranges 16-byte aligned, sizes multiples of 16.
+// Weights to bring into L2 while the GPU waits for the CPU: the next layer's router and attention
+// projections, which the GPU then reads from L2 instead of HBM. Ranges 16-byte aligned, sizes
+// multiples of 16.
 struct L2Prefetch {
     static constexpr int kMaxRanges = 6;
     const void* data[kMaxRanges] = {};
