@@ -74,7 +74,7 @@ PY
 fi
 
 if [[ ${GEMV:-0} == 1 ]]; then
-  nvcc -std=c++20 -arch=sm_90 -O3 -Iengine -Iengine/include scripts/bench_gemv.cu engine/cuda/gemv.cu \
+  nvcc -std=c++20 -arch=sm_90 -O3 -Iengine -Iengine/include scripts/bench_gemv.cu \
     -o "$build/bench-gemv" >"$out/bench-gemv-build.log" 2>&1 || { tail -20 "$out/bench-gemv-build.log"; exit 1; }
   "$build/bench-gemv" | tee "$out/gemv.txt"
 fi

@@ -42,6 +42,19 @@ __device__ inline float softmaxTile(float* p, int n, float& m, float& l) {
     return alpha;
 }
 
+// The first position a query at lastPosition attends to (a sliding window starts later).
+__device__ inline int firstAttended(const AttentionArgs& a, int lastPosition) {
+    return a.window > 0 ? max(0, lastPosition - a.window + 1) : 0;
+}
+
+// Part `part` of `parts` equal shares of the positions a query at lastPosition attends to: [first, last].
+__device__ inline void partRange(const AttentionArgs& a, int lastPosition, int parts, int part, int& first, int& last) {
+    const int firstPosition = firstAttended(a, lastPosition);
+    const int perPart = (lastPosition - firstPosition + parts) / parts;
+    first = firstPosition + part * perPart;
+    last = min(lastPosition, first + perPart - 1);
+}
+
 __global__ void attentionKernel(AttentionArgs a) {
     waitForPrevious();
     startNext();
@@ -56,12 +69,9 @@ __global__ void attentionKernel(AttentionArgs a) {
     for (int d = threadIdx.x; d < a.dimB; d += blockDim.x) qB[d] = a.qB[static_cast<long>(t) * a.ldqB + h * a.qBHeadStride + d];
     __syncthreads();
 
-    const int lastPosition = *a.start + t;
-    const int firstPosition = a.window > 0 ? max(0, lastPosition - a.window + 1) : 0;
     // This block's share of the context (all of it without splits).
-    const int perPart = (lastPosition - firstPosition + a.splits) / a.splits;
-    const int first = firstPosition + part * perPart;
-    const int last = min(lastPosition, first + perPart - 1);
+    int first, last;
+    partRange(a, *a.start + t, a.splits, part, first, last);
     const long headOffset = static_cast<long>(h / a.group) * a.keyHeadStride;
 
     float acc[kMaxValuePerThread] = {};
@@ -152,7 +162,8 @@ constexpr int kKeysPerWarp = kTile / (kThreads / 32);
 
 // A decode step's parts: as many as the context has tiles, up to the grid's, so that while the context
 // fits, each part walks one tile (one softmax step, one latency chain); the rest of the grid exits.
-__device__ inline int decodeParts(const AttentionArgs& a, int positions) {
+__device__ inline int decodeParts(const AttentionArgs& a, int lastPosition) {
+    const int positions = lastPosition - firstAttended(a, lastPosition) + 1;
     return max(1, min(a.splits, (positions + kTile - 1) / kTile));
 }
 
@@ -173,13 +184,10 @@ __global__ void __launch_bounds__(kThreads, 3) attentionDecodeKernel(AttentionAr
     for (int d = threadIdx.x; d < a.dimB; d += blockDim.x) qB[d] = a.qB[h * a.qBHeadStride + d];
     __syncthreads();
 
-    const int lastPosition = *a.start;
-    const int firstPosition = a.window > 0 ? max(0, lastPosition - a.window + 1) : 0;
-    const int parts = decodeParts(a, lastPosition - firstPosition + 1);
+    const int parts = decodeParts(a, *a.start);
     if (part >= parts) return;
-    const int perPart = (lastPosition - firstPosition + parts) / parts;
-    const int first = firstPosition + part * perPart;
-    const int last = min(lastPosition, first + perPart - 1);
+    int first, last;
+    partRange(a, *a.start, parts, part, first, last);
     const long headOffset = static_cast<long>(h / a.group) * a.keyHeadStride;
 
     float acc[R] = {};

@@ -26,19 +26,10 @@ __device__ __forceinline__ void startNext() {
 #endif
 }
 
-// Asks for `bytes` at p (16-byte aligned, a multiple of 16) to be brought into L2 without waiting.
-__device__ __forceinline__ void prefetchToL2(const void* p, unsigned bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-#endif
-}
-
+// Set once by the runner through enableChainedLaunches (kernels.h).
 namespace chain_detail {
 inline bool enabled = false;
 }
-
-// Set once by the runner, from chainedLaunchesSupported() and TANDEM_GPU_CHAIN.
-inline void setChainedLaunches(bool on) { chain_detail::enabled = on; }
 
 template <class... Params, class... Args>
 void launchChained(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t sharedBytes, cudaStream_t s,

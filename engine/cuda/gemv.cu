@@ -123,6 +123,6 @@ bool chainedLaunchesSupported() {
     return major >= 9 && attributes.ptxVersion >= 90;
 }
 
-void enableChainedLaunches(bool on) { setChainedLaunches(on); }
+void enableChainedLaunches(bool on) { chain_detail::enabled = on; }
 
 }  // namespace tandem::cuda

@@ -8,6 +8,13 @@ namespace tandem::cuda {
 
 namespace {
 
+// Asks for `bytes` at p (16-byte aligned, a multiple of 16) to be brought into L2 without waiting.
+__device__ __forceinline__ void prefetchToL2(const void* p, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#endif
+}
+
 __global__ void stampKernel(LayerClock* clock, int index) { clock[index].signalNs = globalNs(); }
 
 __global__ void timestampKernel(std::uint64_t* where) { *where = globalNs(); }
