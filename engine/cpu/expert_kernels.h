@@ -53,6 +53,9 @@ struct DownCall {
     KernelRows act;                     // interPad columns; the kernel reads those of its chunks
     float* const* dest = nullptr;       // per row: the hidden-sized output row to accumulate into
     const float* weight = nullptr;      // per row: routing weight
+    // Optional: the chunk firstChunk of the expert the caller runs next over the same panels, so the
+    // kernel can prefetch its first pieces while it reads its own last ones (decode).
+    const std::byte* nextChunks = nullptr;
 };
 
 using GateUpKernel = void (*)(const GateUpCall&);

@@ -2,6 +2,8 @@
 // The AVX-512 expert kernels' templates (see kernels_avx512.cpp), shared by the translation units that
 // instantiate them: kernels_avx512.cpp (GEMV, INT8/INT4 GEMM) and kernels_avx512_bf16_gemm.cpp. Header-
 // only with internal linkage, like kernel_rows.h; include only from files compiled with AVX-512 flags.
+#include <cstdlib>
+
 #include "cpu/kernel_rows.h"
 #include "cpu/kernels_avx512.h"
 #include "cpu/simd_avx512.h"
@@ -82,11 +84,14 @@ inline void int8Block(__m512i (&acc)[NT][S], const std::byte* blk, const Rows<NT
 }
 
 // Both 32-column groups of an INT4 block: integer dot products per group, then the group's fp16 scales
-// (the unsigned nibbles carry +8, removed through the activations' group sums).
+// (the unsigned nibbles carry +8, removed through the activations' group sums). With separate low and
+// high nibble sums the high nibbles are taken in place (w & 0xf0, 16 times the nibble) and their sum
+// shifted back once per group: one instruction less per weight vector.
 template <int NT>
 inline void int4Block(__m512 (&acc)[NT], const std::byte* blk, const Rows<NT>& in, int k0, std::ptrdiff_t prefetch) {
     constexpr bool kSplit = NT <= 4;  // separate low/high nibble sums halve the dependency chains
     const __m512i nibble = _mm512_set1_epi8(0x0f);
+    const __m512i highNibble = _mm512_set1_epi8(static_cast<char>(0xf0));
     if (prefetch)
         for (int v = 0; v < 9; ++v) _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch + 64 * v), _MM_HINT_T0);
 #pragma GCC unroll 2
@@ -98,7 +103,7 @@ inline void int4Block(__m512 (&acc)[NT], const std::byte* blk, const Rows<NT>& i
     do {                                                                                                            \
         const __m512i w = _mm512_load_si512(blk + 64 * (4 * grp + (v)));                                            \
         const __m512i wl = _mm512_and_si512(w, nibble);                                                             \
-        const __m512i wh = _mm512_and_si512(_mm512_srli_epi16(w, 4), nibble);                                       \
+        const __m512i wh = kSplit ? _mm512_and_si512(w, highNibble) : _mm512_and_si512(_mm512_srli_epi16(w, 4), nibble); \
         _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {                                                      \
             const std::byte* x = in.x[t] + k0 + 32 * grp + 4 * (v);                                                 \
             lo[t] = _mm512_dpbusd_epi32(lo[t], wl, _mm512_set1_epi32(load32(x)));                                   \
@@ -118,7 +123,7 @@ inline void int4Block(__m512 (&acc)[NT], const std::byte* blk, const Rows<NT>& i
 #undef TANDEM_INT4_VECTOR
         const __m512 scale = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk + 512 + 32 * grp)));
         for (int t = 0; t < NT; ++t) {
-            __m512i d = kSplit ? _mm512_add_epi32(lo[t], hi[t]) : lo[t];
+            __m512i d = kSplit ? _mm512_add_epi32(lo[t], _mm512_srai_epi32(hi[t], 4)) : lo[t];
             d = _mm512_sub_epi32(d, _mm512_set1_epi32(8 * in.groupSums[t][k0 / kActGroup + grp]));
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), scale, acc[t]);
         }
@@ -196,16 +201,30 @@ void gateUpPanel(const ExpertLayout& l, const std::byte* panel, const Rows<NT>& 
 }
 
 // One down row panel q for NT rows over the call's chunks; accumulates into the destination rows.
-// While reading chunk c it prefetches the same panel of chunk c + 1, which lies a whole chunk away.
+// A panel's piece of one chunk is only 1-4 KiB, and the next piece lies a whole chunk away (or in the
+// next expert), where the hardware prefetchers do not follow: while reading piece i the kernel
+// prefetches piece i + D of the sequence (this call's chunks, then the next expert's, c.nextChunks),
+// D pieces being at least 2 KiB.
 template <ExpertType Type, int NT>
 void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
     const ExpertLayout& l = *c.layout;
     constexpr int S = Type == ExpertType::BF16 ? bf16SplitsFor<NT>() : splitsFor<NT>();
     const std::size_t base = l.chunkOffset(c.firstChunk);
     const int lastChunk = c.firstChunk + c.chunkCount - 1;
-    auto panelOf = [&](int ch) { return c.chunks + (l.chunkOffset(ch) - base) + q * l.chunkPanelBytes(ch); };
+    auto pieceOf = [&](const std::byte* chunks, int ch) { return chunks + (l.chunkOffset(ch) - base) + q * l.chunkPanelBytes(ch); };
+    auto panelOf = [&](int ch) { return pieceOf(c.chunks, ch); };
+    const int ahead = static_cast<int>((2048 + l.chunkPanelBytes(c.firstChunk) - 1) / l.chunkPanelBytes(c.firstChunk));
     auto prefetchFor = [&](int ch) -> std::ptrdiff_t {
-        return ch < lastChunk && l.chunkKBlocks(ch + 1) == l.chunkKBlocks(ch) ? panelOf(ch + 1) - panelOf(ch) : 0;
+        int to = ch + ahead;
+        const std::byte* chunks = c.chunks;
+        if (to > lastChunk) {
+            if (!c.nextChunks) return 0;
+            to -= c.chunkCount;
+            chunks = c.nextChunks;
+            if (to > lastChunk) return 0;
+        }
+        if (l.chunkKBlocks(to) != l.chunkKBlocks(ch)) return 0;
+        return reinterpret_cast<std::intptr_t>(pieceOf(chunks, to)) - reinterpret_cast<std::intptr_t>(panelOf(ch));
     };
     __m512 y[NT];
     if constexpr (Type == ExpertType::BF16) {
@@ -259,8 +278,85 @@ void gateUpKernel(const GateUpCall& c) {
     }
 }
 
+// Decode's down for one activation row over G consecutive panels, chunk by chunk: the G pieces of a
+// chunk are contiguous, so the weights stream in runs of G pieces rather than one. While reading chunk
+// ch it prefetches the same pieces of chunk ch + 1, or of the next expert's first chunk.
+template <ExpertType Type, int G>
+void downPanelsOneRow(const DownCall& c, int q0, const Rows<1>& in) {
+    const ExpertLayout& l = *c.layout;
+    constexpr int S = Type == ExpertType::BF16 ? bf16SplitsFor<1>() : splitsFor<1>();
+    const std::size_t base = l.chunkOffset(c.firstChunk);
+    const int lastChunk = c.firstChunk + c.chunkCount - 1;
+    auto piecesOf = [&](const std::byte* chunks, int ch) { return chunks + (l.chunkOffset(ch) - base) + q0 * l.chunkPanelBytes(ch); };
+    auto prefetchFor = [&](int ch) -> std::ptrdiff_t {
+        const std::byte* next = ch < lastChunk ? piecesOf(c.chunks, ch + 1) : c.nextChunks ? piecesOf(c.nextChunks, c.firstChunk) : nullptr;
+        const int nextCh = ch < lastChunk ? ch + 1 : c.firstChunk;
+        if (!next || l.chunkKBlocks(nextCh) != l.chunkKBlocks(ch)) return 0;
+        return reinterpret_cast<std::intptr_t>(next) - reinterpret_cast<std::intptr_t>(piecesOf(c.chunks, ch));
+    };
+    __m512 y[G];
+    if constexpr (Type == ExpertType::BF16) {
+        __m512 acc[G][1][S];
+        for (int g = 0; g < G; ++g)
+            for (int s = 0; s < S; ++s) acc[g][0][s] = _mm512_setzero_ps();
+        for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
+            const std::byte* p = piecesOf(c.chunks, ch);
+            const std::size_t pb = l.chunkPanelBytes(ch);
+            const std::ptrdiff_t pf = prefetchFor(ch);
+            for (int g = 0; g < G; ++g)
+                for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb)
+                    bf16Block<1, S>(acc[g], p + g * pb + kb * 1024, in, ch * kChunkCols + 32 * kb, pf);
+        }
+        for (int g = 0; g < G; ++g) y[g] = sumOf<1, S>(acc[g][0]);
+    } else if constexpr (Type == ExpertType::INT8) {
+        __m512i acc[G][1][S];
+        for (int g = 0; g < G; ++g)
+            for (int s = 0; s < S; ++s) acc[g][0][s] = _mm512_setzero_si512();
+        for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
+            const std::byte* p = piecesOf(c.chunks, ch);
+            const std::size_t pb = l.chunkPanelBytes(ch);
+            const std::ptrdiff_t pf = prefetchFor(ch);
+            for (int g = 0; g < G; ++g)
+                for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb)
+                    int8Block<1, S>(acc[g], p + g * pb + kb * 1024, in, ch * kChunkCols + 64 * kb, pf);
+        }
+        const __m512i corr = _mm512_set1_epi32(128 * in.sum[0]);
+        for (int g = 0; g < G; ++g) {
+            const __m512 rs = _mm512_loadu_ps(c.rowScales + (q0 + g) * kPanelRows);  // padded rows: masked below
+            y[g] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sumOf<1, S>(acc[g][0]), corr)),
+                                 _mm512_mul_ps(rs, _mm512_set1_ps(in.scale[0])));
+        }
+    } else {
+        __m512 acc[G][1];
+        for (int g = 0; g < G; ++g) acc[g][0] = _mm512_setzero_ps();
+        for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
+            const std::byte* p = piecesOf(c.chunks, ch);
+            const std::size_t pb = l.chunkPanelBytes(ch);
+            const std::ptrdiff_t pf = prefetchFor(ch);
+            for (int g = 0; g < G; ++g)
+                for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb)
+                    int4Block<1>(acc[g], p + g * pb + kb * 576, in, ch * kChunkCols + 64 * kb, pf);
+        }
+        for (int g = 0; g < G; ++g) y[g] = _mm512_mul_ps(acc[g][0], _mm512_set1_ps(in.scale[0]));
+    }
+    for (int g = 0; g < G; ++g)
+        accumulateRow512(in.out[0] + (q0 + g) * kPanelRows, y[g], in.weight[0], validRows(l, q0 + g));
+}
+
+// Panels per pass of downPanelsOneRow: as many accumulators as leave registers for the block's work.
+template <ExpertType Type>
+constexpr int oneRowGroup() {
+    return Type == ExpertType::BF16 ? 4 : 8;
+}
+
 template <ExpertType Type, int MaxRows>
 void downKernel(const DownCall& c) {
+    static const bool grouped = !std::getenv("TANDEM_DOWN_GROUP") || std::getenv("TANDEM_DOWN_GROUP")[0] != '0';
+    if (c.act.rows == 1 && grouped) {
+        const Rows<1> in = downRows<1>(c, 0);
+        forRowChunks<oneRowGroup<Type>()>(c.panelCount, [&]<int G>(int q) { downPanelsOneRow<Type, G>(c, c.firstPanel + q, in); });
+        return;
+    }
     for (int q = c.firstPanel; q < c.firstPanel + c.panelCount; ++q)
         forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) { downPanel<Type, NT>(c, q, downRows<NT>(c, r0)); });
 }

@@ -238,7 +238,8 @@ public:
         const NodeShare& share = layer->share(w.node);
         const auto& jobs = downJobs[w.node];
         forEachItem(nextD[w.node].next, static_cast<int>(jobs.size()), 1, [&](int j) {
-            for (const Active& a : active) {
+            for (std::size_t ai = 0; ai < active.size(); ++ai) {
+                const Active& a = active[ai];
                 const ExpertShare& e = layer->expert(w.node, a.expert);
                 DownCall call;
                 call.layout = &l;
@@ -252,6 +253,7 @@ public:
                             aSums + static_cast<std::size_t>(a.firstRow) * aGroups, static_cast<std::size_t>(aGroups), a.rows};
                 call.dest = destRows[w.node].data() + a.firstRow;
                 call.weight = rowWeight.data() + a.firstRow;
+                if (ai + 1 < active.size()) call.nextChunks = layer->expert(w.node, active[ai + 1].expert).down;
                 kernels->pick(l.type, a.gemm).down(call);
             }
         });
@@ -426,8 +428,12 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
         }
         // Down: output row ranges, each looping over every active expert. With GEMM experts the ranges
         // are few and large (each job re-reads the experts' activation rows) and even (AMX pairs panels).
+        static const int downJobsPerThread = [] {
+            const char* v = std::getenv("TANDEM_DOWN_JOBS");
+            return v ? std::max(1, std::atoi(v)) : kJobsPerThread;
+        }();
         int range = anyGemm ? (l.downPanels + 2 * nodeThreads - 1) / (2 * nodeThreads)
-                            : std::max(1, l.downPanels / (kJobsPerThread * nodeThreads));
+                            : std::max(1, l.downPanels / (downJobsPerThread * nodeThreads));
         if (anyGemm && range > 1) range += range % 2;
         for (int q = 0; q < l.downPanels; q += range) j.downJobs[n].push_back({q, std::min(range, l.downPanels - q)});
     }
