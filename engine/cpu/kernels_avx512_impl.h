@@ -13,7 +13,22 @@ namespace {
 
 // Prefetch distance of the gate/up weight stream: two K blocks (2-4 KiB) ahead keeps the next page's
 // lines on their way while the hardware prefetcher restarts at each 4 KiB boundary.
-constexpr std::size_t kPrefetchAhead = 4096;
+// TANDEM_CPU_PF_AHEAD (bytes; 0: no software prefetch in these kernels) and TANDEM_CPU_PF_HINT (0: into
+// L1, 1: L2, 2: L2/L3) change it for measurements.
+inline long envOr(const char* name, long fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::atol(v) : fallback;
+}
+static const std::ptrdiff_t kPrefetchAhead = envOr("TANDEM_CPU_PF_AHEAD", 4096);
+static const int kPrefetchHint = static_cast<int>(envOr("TANDEM_CPU_PF_HINT", 0));
+
+inline void prefetchLine(const std::byte* p) {
+    switch (kPrefetchHint) {
+    case 1: _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1); break;
+    case 2: _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T2); break;
+    default: _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+    }
+}
 
 // From this many rows per pass (the GEMM kernels) the block loops are not unrolled fully (BF16 and
 // INT8 by 2, INT4 not at all): fully unrolled, GCC spills the broadcast activations and orders
@@ -43,7 +58,7 @@ inline void bf16Block(__m512 (&acc)[NT][S], const std::byte* blk, const Rows<NT>
 // One weight vector (16 outputs x 2 inputs) against the hi and lo halves of every row.
 #define TANDEM_BF16_VECTOR(j)                                                                                       \
     do {                                                                                                            \
-        if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch + 64 * (j)), _MM_HINT_T0);        \
+        if (prefetch) prefetchLine(blk + prefetch + 64 * (j));                                                      \
         const __m512bh w = (__m512bh)_mm512_load_si512(blk + 64 * (j));                                            \
         const std::size_t at = 2 * static_cast<std::size_t>(k0 + 2 * (j));                                         \
         _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {                                                      \
@@ -68,7 +83,7 @@ inline void int8Block(__m512i (&acc)[NT][S], const std::byte* blk, const Rows<NT
 // One weight vector (16 outputs x 4 inputs) against every row.
 #define TANDEM_INT8_VECTOR(j)                                                                                       \
     do {                                                                                                            \
-        if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch + 64 * (j)), _MM_HINT_T0);        \
+        if (prefetch) prefetchLine(blk + prefetch + 64 * (j));                                                      \
         const __m512i w = _mm512_load_si512(blk + 64 * (j));                                                        \
         _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) acc[t][(j) % S] =                                      \
             _mm512_dpbusd_epi32(acc[t][(j) % S], w, _mm512_set1_epi32(load32(in.x[t] + k0 + 4 * (j))));             \
@@ -93,7 +108,7 @@ inline void int4Block(__m512 (&acc)[NT], const std::byte* blk, const Rows<NT>& i
     const __m512i nibble = _mm512_set1_epi8(0x0f);
     const __m512i highNibble = _mm512_set1_epi8(static_cast<char>(0xf0));
     if (prefetch)
-        for (int v = 0; v < 9; ++v) _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch + 64 * v), _MM_HINT_T0);
+        for (int v = 0; v < 9; ++v) prefetchLine(blk + prefetch + 64 * v);
 #pragma GCC unroll 2
     for (int grp = 0; grp < 2; ++grp) {
         __m512i lo[NT], hi[NT];
@@ -152,7 +167,7 @@ void gateUpPanel(const ExpertLayout& l, const std::byte* panel, const Rows<NT>& 
     const std::size_t pairBytes = 2 * l.blockBytes;
     auto prefetchFor = [&](int kb) -> std::ptrdiff_t {
         const std::size_t at = kb * pairBytes + kPrefetchAhead;
-        return static_cast<std::ptrdiff_t>(at + pairBytes) <= prefetchLimit ? static_cast<std::ptrdiff_t>(kPrefetchAhead) : 0;
+        return kPrefetchAhead > 0 && static_cast<std::ptrdiff_t>(at + pairBytes) <= prefetchLimit ? kPrefetchAhead : 0;
     };
     if constexpr (Type == ExpertType::BF16) {
         __m512 g[NT][S], u[NT][S];
@@ -215,6 +230,7 @@ void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
     auto panelOf = [&](int ch) { return pieceOf(c.chunks, ch); };
     const int ahead = static_cast<int>((2048 + l.chunkPanelBytes(c.firstChunk) - 1) / l.chunkPanelBytes(c.firstChunk));
     auto prefetchFor = [&](int ch) -> std::ptrdiff_t {
+        if (kPrefetchAhead <= 0) return 0;
         int to = ch + ahead;
         const std::byte* chunks = c.chunks;
         if (to > lastChunk) {
@@ -289,6 +305,7 @@ void downPanelsOneRow(const DownCall& c, int q0, const Rows<1>& in) {
     const int lastChunk = c.firstChunk + c.chunkCount - 1;
     auto piecesOf = [&](const std::byte* chunks, int ch) { return chunks + (l.chunkOffset(ch) - base) + q0 * l.chunkPanelBytes(ch); };
     auto prefetchFor = [&](int ch) -> std::ptrdiff_t {
+        if (kPrefetchAhead <= 0) return 0;
         const std::byte* next = ch < lastChunk ? piecesOf(c.chunks, ch + 1) : c.nextChunks ? piecesOf(c.nextChunks, c.firstChunk) : nullptr;
         const int nextCh = ch < lastChunk ? ch + 1 : c.firstChunk;
         if (!next || l.chunkKBlocks(nextCh) != l.chunkKBlocks(ch)) return 0;
