@@ -40,6 +40,9 @@ struct GateUpCall {
     KernelRows x;                       // hiddenPad columns
     float* act = nullptr;               // row r at act + r * actStride; columns 16 * panel
     std::size_t actStride = 0;          // floats
+    // Optional: the first panel the caller runs next (another piece of work), whose first bytes the
+    // kernel prefetches as it reaches the end of its own (decode).
+    const std::byte* nextPanels = nullptr;
 };
 
 struct DownCall {
@@ -53,9 +56,11 @@ struct DownCall {
     KernelRows act;                     // interPad columns; the kernel reads those of its chunks
     float* const* dest = nullptr;       // per row: the hidden-sized output row to accumulate into
     const float* weight = nullptr;      // per row: routing weight
-    // Optional: the chunk firstChunk of the expert the caller runs next over the same panels, so the
-    // kernel can prefetch its first pieces while it reads its own last ones (decode).
+    // Optional: the chunk firstChunk of the expert the caller runs next, so the kernel can prefetch its
+    // first pieces while it reads its own last ones (decode); over the same panels, or from
+    // nextPanelOffset panels further when the next is another range.
     const std::byte* nextChunks = nullptr;
+    int nextPanelOffset = 0;
 };
 
 using GateUpKernel = void (*)(const GateUpCall&);

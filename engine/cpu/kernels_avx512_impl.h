@@ -160,14 +160,20 @@ inline __m512i sumOf(const __m512i (&a)[S]) {
 }
 
 // One gate/up panel for NT rows; writes act columns [col, col + 16).
+// Prefetches run kPrefetchAhead bytes ahead up to prefetchLimit (the end of the call's panels, from this
+// panel), then on into `next` (the caller's next panels) when it is given.
 template <ExpertType Type, int NT>
-void gateUpPanel(const ExpertLayout& l, const std::byte* panel, const Rows<NT>& in, int col, std::ptrdiff_t prefetchLimit) {
+void gateUpPanel(const ExpertLayout& l, const std::byte* panel, const Rows<NT>& in, int col, std::ptrdiff_t prefetchLimit,
+                 const std::byte* next) {
     constexpr int S = Type == ExpertType::BF16 ? bf16SplitsFor<NT>() : splitsFor<NT>();
     const int kBlocks = l.hiddenKBlocks();
-    const std::size_t pairBytes = 2 * l.blockBytes;
+    const auto pairBytes = static_cast<std::ptrdiff_t>(2 * l.blockBytes);
     auto prefetchFor = [&](int kb) -> std::ptrdiff_t {
-        const std::size_t at = kb * pairBytes + kPrefetchAhead;
-        return kPrefetchAhead > 0 && static_cast<std::ptrdiff_t>(at + pairBytes) <= prefetchLimit ? kPrefetchAhead : 0;
+        if (kPrefetchAhead <= 0) return 0;
+        const std::ptrdiff_t at = kb * pairBytes + kPrefetchAhead;
+        if (at + pairBytes <= prefetchLimit) return kPrefetchAhead;
+        if (!next) return 0;
+        return reinterpret_cast<std::intptr_t>(next) + (at - prefetchLimit) - reinterpret_cast<std::intptr_t>(panel + kb * pairBytes);
     };
     if constexpr (Type == ExpertType::BF16) {
         __m512 g[NT][S], u[NT][S];
@@ -233,14 +239,17 @@ void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
         if (kPrefetchAhead <= 0) return 0;
         int to = ch + ahead;
         const std::byte* chunks = c.chunks;
+        int shift = 0;
         if (to > lastChunk) {
-            if (!c.nextChunks) return 0;
+            if (!c.nextChunks || q + c.nextPanelOffset >= l.downPanels) return 0;
             to -= c.chunkCount;
             chunks = c.nextChunks;
+            shift = c.nextPanelOffset;
             if (to > lastChunk) return 0;
         }
         if (l.chunkKBlocks(to) != l.chunkKBlocks(ch)) return 0;
-        return reinterpret_cast<std::intptr_t>(pieceOf(chunks, to)) - reinterpret_cast<std::intptr_t>(panelOf(ch));
+        return reinterpret_cast<std::intptr_t>(pieceOf(chunks, to)) + shift * static_cast<std::intptr_t>(l.chunkPanelBytes(to)) -
+               reinterpret_cast<std::intptr_t>(panelOf(ch));
     };
     __m512 y[NT];
     if constexpr (Type == ExpertType::BF16) {
@@ -289,7 +298,7 @@ void gateUpKernel(const GateUpCall& c) {
         const std::byte* panel = c.panels + p * l.gateUpPanelBytes;
         const std::ptrdiff_t left = limit - static_cast<std::ptrdiff_t>(p * l.gateUpPanelBytes);
         forRowChunks<MaxRows>(c.x.rows, [&]<int NT>(int r0) {
-            gateUpPanel<Type, NT>(l, panel, gateUpRows<NT>(c, r0), (c.firstPanel + p) * kPanelRows, left);
+            gateUpPanel<Type, NT>(l, panel, gateUpRows<NT>(c, r0), (c.firstPanel + p) * kPanelRows, left, c.nextPanels);
         });
     }
 }
@@ -306,10 +315,15 @@ void downPanelsOneRow(const DownCall& c, int q0, const Rows<1>& in) {
     auto piecesOf = [&](const std::byte* chunks, int ch) { return chunks + (l.chunkOffset(ch) - base) + q0 * l.chunkPanelBytes(ch); };
     auto prefetchFor = [&](int ch) -> std::ptrdiff_t {
         if (kPrefetchAhead <= 0) return 0;
-        const std::byte* next = ch < lastChunk ? piecesOf(c.chunks, ch + 1) : c.nextChunks ? piecesOf(c.nextChunks, c.firstChunk) : nullptr;
         const int nextCh = ch < lastChunk ? ch + 1 : c.firstChunk;
-        if (!next || l.chunkKBlocks(nextCh) != l.chunkKBlocks(ch)) return 0;
-        return reinterpret_cast<std::intptr_t>(next) - reinterpret_cast<std::intptr_t>(piecesOf(c.chunks, ch));
+        if (l.chunkKBlocks(nextCh) != l.chunkKBlocks(ch)) return 0;
+        std::intptr_t next = 0;
+        if (ch < lastChunk)
+            next = reinterpret_cast<std::intptr_t>(piecesOf(c.chunks, ch + 1));
+        else if (c.nextChunks && q0 + c.nextPanelOffset < l.downPanels)
+            next = reinterpret_cast<std::intptr_t>(piecesOf(c.nextChunks, c.firstChunk)) +
+                   c.nextPanelOffset * static_cast<std::intptr_t>(l.chunkPanelBytes(c.firstChunk));
+        return next ? next - reinterpret_cast<std::intptr_t>(piecesOf(c.chunks, ch)) : 0;
     };
     __m512 y[G];
     if constexpr (Type == ExpertType::BF16) {

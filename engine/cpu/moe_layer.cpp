@@ -192,17 +192,39 @@ public:
         for (int n = 1; n < layer->nodes(); ++n) zeroPartial(n, 0);
     }
 
+    // Like forEachItem one item at a time, but while more than `reserve` items are left a worker claims
+    // its next item before it runs the current one, f(item, next), so the kernel can prefetch the next
+    // item's first bytes as it finishes (next is -1 when there is none). The last `reserve` items go
+    // one at a time, so no worker holds one back while others run out of work.
+    template <class F>
+    static void forEachItemAhead(std::atomic<int>& counter, int n, int reserve, F&& f) {
+        int item = counter.fetch_add(1, std::memory_order_relaxed);
+        while (item < n) {
+            int next = -1;
+            if (item < n - reserve) {
+                next = counter.fetch_add(1, std::memory_order_relaxed);
+                if (next >= n) next = -1;
+            }
+            f(item, next);
+            item = next >= 0 ? next : counter.fetch_add(1, std::memory_order_relaxed);
+        }
+    }
+
     void phaseB(const WorkerContext& w) {
         const ExpertLayout& l = layer->layout();
         const NodeShare& share = layer->share(w.node);
         const auto& jobs = gateUpJobs[w.node];
-        forEachItem(nextB[w.node].next, static_cast<int>(jobs.size()), 1, [&](int j) {
+        auto panelsOf = [&](const GateUpJob& job) {
+            return layer->expert(w.node, active[job.active].expert).gateUp +
+                   static_cast<std::size_t>(job.firstPanel - share.firstPanel) * l.gateUpPanelBytes;
+        };
+        forEachItemAhead(nextB[w.node].next, static_cast<int>(jobs.size()), reserveAhead[w.node], [&](int j, int next) {
             const GateUpJob& job = jobs[j];
             const Active& a = active[job.active];
             GateUpCall call;
             call.layout = &l;
-            call.panels = layer->expert(w.node, a.expert).gateUp +
-                          static_cast<std::size_t>(job.firstPanel - share.firstPanel) * l.gateUpPanelBytes;
+            call.panels = panelsOf(job);
+            if (next >= 0) call.nextPanels = panelsOf(jobs[next]);
             call.firstPanel = job.firstPanel;
             call.panelCount = job.panelCount;
             call.x = {xq + a.firstRow * xRowBytes, xRowBytes, xLoOffset, xScale + a.firstRow,
@@ -237,7 +259,7 @@ public:
         const ExpertLayout& l = layer->layout();
         const NodeShare& share = layer->share(w.node);
         const auto& jobs = downJobs[w.node];
-        forEachItem(nextD[w.node].next, static_cast<int>(jobs.size()), 1, [&](int j) {
+        forEachItemAhead(nextD[w.node].next, static_cast<int>(jobs.size()), reserveAhead[w.node], [&](int j, int next) {
             for (std::size_t ai = 0; ai < active.size(); ++ai) {
                 const Active& a = active[ai];
                 const ExpertShare& e = layer->expert(w.node, a.expert);
@@ -253,7 +275,12 @@ public:
                             aSums + static_cast<std::size_t>(a.firstRow) * aGroups, static_cast<std::size_t>(aGroups), a.rows};
                 call.dest = destRows[w.node].data() + a.firstRow;
                 call.weight = rowWeight.data() + a.firstRow;
-                if (ai + 1 < active.size()) call.nextChunks = layer->expert(w.node, active[ai + 1].expert).down;
+                if (ai + 1 < active.size()) {
+                    call.nextChunks = layer->expert(w.node, active[ai + 1].expert).down;
+                } else if (next >= 0) {
+                    call.nextChunks = layer->expert(w.node, active[0].expert).down;
+                    call.nextPanelOffset = jobs[next].firstPanel - jobs[j].firstPanel;
+                }
                 kernels->pick(l.type, a.gemm).down(call);
             }
         });
@@ -280,10 +307,12 @@ public:
     MoeInput in;
     int rows = 0;
     int chunkA = 1;
+    std::vector<int> count, fill;  // prepare()'s scratch, kept so a decode step allocates nothing
     std::vector<int> rowToken;
     std::vector<float> rowWeight;
     std::vector<Active> active;
     std::vector<std::vector<GateUpJob>> gateUpJobs;
+    std::vector<int> reserveAhead;  // per node: forEachItemAhead's reserve (n: no claiming ahead)
     std::vector<std::vector<DownJob>> downJobs;
     std::vector<std::vector<float*>> destRows;
 
@@ -346,7 +375,8 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
 
     // Group the (token, slot) rows by expert: a counting sort, largest experts first so that their
     // long GEMM jobs start early.
-    std::vector<int> count(static_cast<std::size_t>(experts), 0);
+    std::vector<int>& count = j.count;
+    count.assign(static_cast<std::size_t>(experts), 0);
     for (int s = 0; s < j.rows; ++s) {
         const int e = in.expertIds[s];
         if (e < 0 || e >= experts)
@@ -359,7 +389,8 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
         if (count[e]) j.active.push_back({e, 0, count[e], false});
     std::stable_sort(j.active.begin(), j.active.end(), [](const Job::Active& a, const Job::Active& b) { return a.rows > b.rows; });
     const int threshold = options_.gemmMinRows > 0 ? options_.gemmMinRows : kernels_->gemmMinRows[static_cast<int>(l.type)];
-    std::vector<int> fill(static_cast<std::size_t>(experts), 0);
+    std::vector<int>& fill = j.fill;
+    fill.assign(static_cast<std::size_t>(experts), 0);
     int at = 0;
     stats_ = {static_cast<int>(j.active.size()), 0, j.rows};
     for (auto& a : j.active) {
@@ -399,7 +430,8 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
     }
     j.aScale = j.aScaleBuffer.get<float>(rows);
     j.aSums = j.aSumsBuffer.get<std::int32_t>(rows * j.aGroups);
-    j.destRows.assign(static_cast<std::size_t>(nodes), std::vector<float*>(rows));
+    j.destRows.resize(static_cast<std::size_t>(nodes));
+    for (auto& d : j.destRows) d.resize(rows);
     for (int n = 0; n < nodes; ++n) {
         j.partial[n] = n == 0 ? nullptr : j.partialBuffers[n].get<float>(static_cast<std::size_t>(std::max(1, in.tokens)) * l.hidden);
         for (int r = 0; r < j.rows; ++r)
@@ -409,13 +441,22 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
 
     // Jobs. Gate/up: (expert, panel range) pieces of about equal cost, a GEMM panel costing in
     // proportion to its rows and a GEMV panel (bound by reading it) the same whatever its rows.
-    j.gateUpJobs.assign(static_cast<std::size_t>(nodes), {});
-    j.downJobs.assign(static_cast<std::size_t>(nodes), {});
+    j.gateUpJobs.resize(static_cast<std::size_t>(nodes));
+    j.downJobs.resize(static_cast<std::size_t>(nodes));
+    j.reserveAhead.assign(static_cast<std::size_t>(nodes), 0);
+    static const bool lookahead = [] {
+        const char* v = std::getenv("TANDEM_MOE_LOOKAHEAD");
+        return !v || std::string_view(v) != "0";
+    }();
     bool anyGemm = false;
     for (const auto& a : j.active) anyGemm |= a.gemm;
     for (int n = 0; n < nodes; ++n) {
         const NodeShare& share = layer.share(n);
         const int nodeThreads = std::max(1, pool_.nodeParticipants(n, callerJoins));
+        j.gateUpJobs[n].clear();
+        j.downJobs[n].clear();
+        // Claiming ahead is for GEMV pieces (decode), streamed once each; 1 << 30: never.
+        j.reserveAhead[n] = lookahead && !anyGemm ? nodeThreads : 1 << 30;
         if (share.chunkCount == 0) continue;
         auto cost = [](const Job::Active& a) { return a.gemm ? std::max(1, a.rows / 4) : 1; };
         long total = 0;
