@@ -221,36 +221,45 @@ void gateUpPanel(const ExpertLayout& l, const std::byte* panel, const Rows<NT>& 
     }
 }
 
+// Down's prefetch target for the pieces of panels [q, q + panels) in chunk ch: the same pieces `ahead`
+// chunks on, at least kPrefetchAhead bytes of reading later, carrying on into the next expert's chunks
+// (c.nextChunks, nextPanelOffset panels further) past the call's last chunk. Returns the offset from the
+// pieces' first byte, 0 for none (out of range, or a chunk of another width).
+inline std::ptrdiff_t downPrefetchOffset(const DownCall& c, int q, int panels, int ch) {
+    const ExpertLayout& l = *c.layout;
+    if (kPrefetchAhead <= 0) return 0;
+    const auto run = static_cast<std::ptrdiff_t>(panels * l.chunkPanelBytes(ch));
+    const int ahead = static_cast<int>((kPrefetchAhead + run - 1) / run);
+    const int lastChunk = c.firstChunk + c.chunkCount - 1;
+    const std::size_t base = l.chunkOffset(c.firstChunk);
+    auto at = [&](const std::byte* chunks, int chunk, int panel) {
+        return reinterpret_cast<std::intptr_t>(chunks) + static_cast<std::intptr_t>(l.chunkOffset(chunk) - base) +
+               static_cast<std::intptr_t>(panel) * static_cast<std::intptr_t>(l.chunkPanelBytes(chunk));
+    };
+    int to = ch + ahead;
+    std::intptr_t target;
+    if (to <= lastChunk) {
+        target = at(c.chunks, to, q);
+    } else {
+        to -= c.chunkCount;
+        if (!c.nextChunks || to > lastChunk || q + c.nextPanelOffset + panels > l.downPanels) return 0;
+        target = at(c.nextChunks, to, q + c.nextPanelOffset);
+    }
+    if (l.chunkKBlocks(to) != l.chunkKBlocks(ch)) return 0;
+    return target - at(c.chunks, ch, q);
+}
+
 // One down row panel q for NT rows over the call's chunks; accumulates into the destination rows.
 // A panel's piece of one chunk is only 1-4 KiB, and the next piece lies a whole chunk away (or in the
-// next expert), where the hardware prefetchers do not follow: while reading piece i the kernel
-// prefetches piece i + D of the sequence (this call's chunks, then the next expert's, c.nextChunks),
-// D pieces being at least 2 KiB.
+// next expert), where the hardware prefetchers do not follow: downPrefetchOffset picks what to prefetch.
 template <ExpertType Type, int NT>
 void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
     const ExpertLayout& l = *c.layout;
     constexpr int S = Type == ExpertType::BF16 ? bf16SplitsFor<NT>() : splitsFor<NT>();
     const std::size_t base = l.chunkOffset(c.firstChunk);
     const int lastChunk = c.firstChunk + c.chunkCount - 1;
-    auto pieceOf = [&](const std::byte* chunks, int ch) { return chunks + (l.chunkOffset(ch) - base) + q * l.chunkPanelBytes(ch); };
-    auto panelOf = [&](int ch) { return pieceOf(c.chunks, ch); };
-    const int ahead = static_cast<int>((2048 + l.chunkPanelBytes(c.firstChunk) - 1) / l.chunkPanelBytes(c.firstChunk));
-    auto prefetchFor = [&](int ch) -> std::ptrdiff_t {
-        if (kPrefetchAhead <= 0) return 0;
-        int to = ch + ahead;
-        const std::byte* chunks = c.chunks;
-        int shift = 0;
-        if (to > lastChunk) {
-            if (!c.nextChunks || q + c.nextPanelOffset >= l.downPanels) return 0;
-            to -= c.chunkCount;
-            chunks = c.nextChunks;
-            shift = c.nextPanelOffset;
-            if (to > lastChunk) return 0;
-        }
-        if (l.chunkKBlocks(to) != l.chunkKBlocks(ch)) return 0;
-        return reinterpret_cast<std::intptr_t>(pieceOf(chunks, to)) + shift * static_cast<std::intptr_t>(l.chunkPanelBytes(to)) -
-               reinterpret_cast<std::intptr_t>(panelOf(ch));
-    };
+    auto panelOf = [&](int ch) { return c.chunks + (l.chunkOffset(ch) - base) + q * l.chunkPanelBytes(ch); };
+    auto prefetchFor = [&](int ch) { return downPrefetchOffset(c, q, 1, ch); };
     __m512 y[NT];
     if constexpr (Type == ExpertType::BF16) {
         __m512 acc[NT][S];
@@ -304,8 +313,7 @@ void gateUpKernel(const GateUpCall& c) {
 }
 
 // Decode's down for one activation row over G consecutive panels, chunk by chunk: the G pieces of a
-// chunk are contiguous, so the weights stream in runs of G pieces rather than one. While reading chunk
-// ch it prefetches the same pieces of chunk ch + 1, or of the next expert's first chunk.
+// chunk are contiguous, so the weights stream in runs of G pieces rather than one.
 template <ExpertType Type, int G>
 void downPanelsOneRow(const DownCall& c, int q0, const Rows<1>& in) {
     const ExpertLayout& l = *c.layout;
@@ -313,18 +321,7 @@ void downPanelsOneRow(const DownCall& c, int q0, const Rows<1>& in) {
     const std::size_t base = l.chunkOffset(c.firstChunk);
     const int lastChunk = c.firstChunk + c.chunkCount - 1;
     auto piecesOf = [&](const std::byte* chunks, int ch) { return chunks + (l.chunkOffset(ch) - base) + q0 * l.chunkPanelBytes(ch); };
-    auto prefetchFor = [&](int ch) -> std::ptrdiff_t {
-        if (kPrefetchAhead <= 0) return 0;
-        const int nextCh = ch < lastChunk ? ch + 1 : c.firstChunk;
-        if (l.chunkKBlocks(nextCh) != l.chunkKBlocks(ch)) return 0;
-        std::intptr_t next = 0;
-        if (ch < lastChunk)
-            next = reinterpret_cast<std::intptr_t>(piecesOf(c.chunks, ch + 1));
-        else if (c.nextChunks && q0 + c.nextPanelOffset < l.downPanels)
-            next = reinterpret_cast<std::intptr_t>(piecesOf(c.nextChunks, c.firstChunk)) +
-                   c.nextPanelOffset * static_cast<std::intptr_t>(l.chunkPanelBytes(c.firstChunk));
-        return next ? next - reinterpret_cast<std::intptr_t>(piecesOf(c.chunks, ch)) : 0;
-    };
+    auto prefetchFor = [&](int ch) { return downPrefetchOffset(c, q0, G, ch); };
     __m512 y[G];
     if constexpr (Type == ExpertType::BF16) {
         __m512 acc[G][1][S];
