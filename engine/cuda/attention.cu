@@ -9,6 +9,7 @@
 #include "cuda/chained_launch.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/rope.cuh"
 
 namespace tandem::cuda {
 
@@ -174,21 +175,39 @@ __global__ void __launch_bounds__(kThreads, 3) attentionDecodeKernel(AttentionAr
     waitForPrevious();
     startNext();
     extern __shared__ float smem[];
+    __shared__ float scratch[32];
     float* qA = smem;
     float* qB = qA + a.dimA;
     float* p = qB + a.dimB;
     const int h = blockIdx.x, part = blockIdx.z;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int position = *a.start;
 
     for (int d = threadIdx.x; d < a.dimA; d += blockDim.x) qA[d] = a.qA[h * a.qAHeadStride + d];
     for (int d = threadIdx.x; d < a.dimB; d += blockDim.x) qB[d] = a.qB[h * a.qBHeadStride + d];
     __syncthreads();
+    if (a.prepare) {  // launchAttention: dimA <= blockDim, no qB
+        const float q = normRotateHead(threadIdx.x < a.dimA ? qA[threadIdx.x] : 0.0f, a.dimA, a.qNorm, a.eps, a.rope,
+                                       position, qA, scratch);
+        if (threadIdx.x < a.dimA) qA[threadIdx.x] = q;
+    }
 
-    const int parts = decodeParts(a, *a.start);
+    const int parts = decodeParts(a, position);
     if (part >= parts) return;
     int first, last;
-    partRange(a, *a.start, parts, part, first, last);
+    partRange(a, position, parts, part, first, last);
     const long headOffset = static_cast<long>(h / a.group) * a.keyHeadStride;
+    if (a.prepare && part == parts - 1) {
+        // This position's key and value, which only the last part reads: every query head of the key
+        // head writes the same values, and this block reads them back after the barrier.
+        const int g = h / a.group;
+        const float k = normRotateHead(threadIdx.x < a.dimA ? a.kNew[g * a.dimA + threadIdx.x] : 0.0f, a.dimA, a.kNorm,
+                                       a.eps, a.rope, position, p + kTile, scratch);
+        if (threadIdx.x < a.dimA) a.keyCache[static_cast<long>(position) * a.ldKeyA + headOffset + threadIdx.x] = k;
+        for (int d = threadIdx.x; d < a.dimV; d += blockDim.x)
+            a.valueCache[static_cast<long>(position) * a.ldValue + headOffset + d] = a.vNew[g * a.dimV + d];
+    }
+    __syncthreads();
 
     float acc[R] = {};
     float m = -FLT_MAX, l = 0.0f;
@@ -269,8 +288,10 @@ __global__ void __launch_bounds__(kThreads, 3) attentionDecodeKernel(AttentionAr
 void launchAttention(const AttentionArgs& a, cudaStream_t s) {
     if (a.dimV > kThreads * kMaxValuePerThread) throw GpuError("attention value width too large for the GPU kernel");
     if (a.splits > 32) throw GpuError("attention split into more than 32 parts");
-    const std::size_t shared = (a.dimA + a.dimB + kTile) * sizeof(float);
-    if (a.tokens == 1 && a.splits > 1 && a.decodeKernel) {
+    if (a.prepare && (!usesDecodeKernel(a) || a.dimB || a.dimA > kThreads))
+        throw GpuError("attention: preparing the step in the kernel needs the decode kernel, one key part and head size <= 256");
+    const std::size_t shared = (a.dimA + a.dimB + kTile + (a.prepare ? a.dimA : 0)) * sizeof(float);
+    if (usesDecodeKernel(a)) {
         const dim3 grid(a.heads, 1, a.splits);
         const int r = (a.dimV + kThreads - 1) / kThreads;
         if (r == 1)

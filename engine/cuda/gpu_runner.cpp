@@ -68,6 +68,12 @@ bool decodeKernelsWanted() {
     return !(p && std::string(p) == "generic");
 }
 
+// TANDEM_GPU_PREPARE=kernel keeps decode's q/k norm, rope and cache writes in their own kernel.
+bool preparesInAttention() {
+    const char* p = std::getenv("TANDEM_GPU_PREPARE");
+    return !(p && std::string(p) == "kernel");
+}
+
 bool chainWanted() {
     const char* p = std::getenv("TANDEM_GPU_CHAIN");
     return !(p && std::string(p) == "0");
@@ -502,9 +508,6 @@ void GpuRunner::enqueueGqa(int l, int tokens) {
     float* vCache = cacheB_[static_cast<std::size_t>(l)].get();
     project(w.qkv.get(), qkvWidth, H, hBf16_.get(), H, tokens, qkv_.get(), qkvWidth, false);
     stamp(l, kAttnProjected);
-    launchGqaPrepare(qkv_.get(), tokens, c.numHeads, c.numKvHeads, hd, c.qkNorm ? w.qNorm.get() : nullptr,
-                     c.qkNorm ? w.kNorm.get() : nullptr, c.rmsNormEps, rope_, start_.get(), kCache, vCache, stream_);
-    stamp(l, kAttnPrepared);
     AttentionArgs a{};
     a.qA = qkv_.get();
     a.ldqA = qkvWidth;
@@ -530,6 +533,26 @@ void GpuRunner::enqueueGqa(int l, int tokens) {
     a.decodeKernel = decodeKernels_;
     a.partials = attnPartials_.get();
     a.partsDone = attnPartsDone_.get();
+    // Decode: the attention kernel normalizes, rotates and caches the step's q/k/v itself (a kernel
+    // fewer a layer); otherwise the prepare kernel does, in place.
+    const float* qNorm = c.qkNorm ? w.qNorm.get() : nullptr;
+    const float* kNorm = c.qkNorm ? w.kNorm.get() : nullptr;
+    static const bool inAttention = preparesInAttention();
+    a.prepare = inAttention && usesDecodeKernel(a) && hd <= 256;
+    if (a.prepare) {
+        a.qNorm = qNorm;
+        a.kNorm = kNorm;
+        a.eps = c.rmsNormEps;
+        a.rope = rope_;
+        a.kNew = qkv_.get() + static_cast<long>(c.numHeads) * hd;
+        a.vNew = a.kNew + kvDim;
+        a.keyCache = kCache;
+        a.valueCache = vCache;
+    } else {
+        launchGqaPrepare(qkv_.get(), tokens, c.numHeads, c.numKvHeads, hd, qNorm, kNorm, c.rmsNormEps, rope_, start_.get(),
+                         kCache, vCache, stream_);
+    }
+    stamp(l, kAttnPrepared);
     launchAttention(a, stream_);
     stamp(l, kAttnScored);
 }

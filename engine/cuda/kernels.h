@@ -101,7 +101,17 @@ struct AttentionArgs {
     float* partials;
     bool decodeKernel;  // one token with splits: the kernel written for decode (attention.cu)
     unsigned* partsDone;  // decode kernel: heads zeroed counters, which it leaves zeroed
+    // GQA in the decode kernel (usesDecodeKernel) may prepare the step itself instead of
+    // launchGqaPrepare: qA holds the raw query heads; each block normalizes (qNorm, optional) and
+    // rotates its query head, and the blocks of the context's last part first write the position's
+    // key (kNew's head, normalized with kNorm and rotated) and value (vNew's head) into the caches.
+    bool prepare;
+    const float* qNorm; const float* kNorm; float eps; RopeParams rope;
+    const float* kNew; const float* vNew;  // raw key and value heads of the step's qkv row
+    float* keyCache; float* valueCache;    // keyA and value, written
 };
+// Whether launchAttention runs the decode kernel for these arguments.
+inline bool usesDecodeKernel(const AttentionArgs& a) { return a.tokens == 1 && a.splits > 1 && a.decodeKernel; }
 void launchAttention(const AttentionArgs& a, cudaStream_t s);
 
 // Routing of every token: logits [tokens, experts] -> ids / weights [tokens, topK], heaviest first,

@@ -1,26 +1,15 @@
 // Rotary embeddings on the GPU, fused with what surrounds them: Qwen3's per-head q/k RMSNorm and the
-// KV-cache writes (GQA), and the latent normalization and cache writes of MLA. Same arithmetic as
-// model::Rope on the CPU: angle = position * invFreq[i] in float32, times the attention factor.
+// KV-cache writes (GQA), and the latent normalization and cache writes of MLA (the arithmetic:
+// rope.cuh). GQA decode does this inside the attention kernel instead (AttentionArgs::prepare).
 #include "cuda/block_reduce.cuh"
 #include "cuda/chained_launch.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/rope.cuh"
 
 namespace tandem::cuda {
 
 namespace {
-
-__device__ inline void ropeAngle(const RopeParams& r, int position, int pair, float& c, float& s) {
-    const float a = static_cast<float>(position) * r.invFreq[pair];
-    c = cosf(a) * r.attentionFactor;
-    s = sinf(a) * r.attentionFactor;
-}
-
-// The two elements rotated together by pair p.
-__device__ inline void ropePair(const RopeParams& r, int p, int& a, int& b) {
-    a = r.interleaved ? 2 * p : p;
-    b = r.interleaved ? 2 * p + 1 : p + r.dim / 2;
-}
 
 // One block per (token, head slot); slots are the q heads, then k heads, then v heads; one thread per
 // element of the head.
@@ -42,25 +31,8 @@ __global__ void gqaPrepareKernel(float* qkv, int heads, int kvHeads, int headDim
         return;
     }
     const bool isQuery = slot < heads;
-    const float* norm = isQuery ? qNorm : kNorm;
-    if (norm) {
-        const float inv = 1.0f / sqrtf(blockSum(x * x, scratch) / static_cast<float>(headDim) + eps);
-        if (i < headDim) x = x * inv * norm[i];
-    }
-    if (i < headDim) head[i] = x;
-    __syncthreads();
+    const float out = normRotateHead(x, headDim, isQuery ? qNorm : kNorm, eps, rope, static_cast<int>(pos), head, scratch);
     if (i >= headDim) return;
-    float out = x;
-    if (i < rope.dim) {
-        // Find the pair of element i and whether it is the first or second of it.
-        const int half = rope.dim / 2;
-        const int p = rope.interleaved ? i / 2 : i % half;
-        int a, b;
-        ropePair(rope, p, a, b);
-        float c, s;
-        ropeAngle(rope, static_cast<int>(pos), p, c, s);
-        out = i == a ? head[a] * c - head[b] * s : head[b] * c + head[a] * s;
-    }
     if (isQuery)
         src[i] = out;
     else
