@@ -76,9 +76,11 @@ struct ExpertLayout {
     int chunkKBlocks(int c) const { return chunkCols(c) / kBlock; }
     // Bytes of one down row panel within chunk c.
     std::size_t chunkPanelBytes(int c) const { return static_cast<std::size_t>(chunkKBlocks(c)) * blockBytes; }
+    // Bytes of a full chunk (all of down's row panels over 128 columns).
+    std::size_t fullChunkBytes() const { return static_cast<std::size_t>(kChunkCols / kBlock) * blockBytes * downPanels; }
     // Offset of chunk c; c == chunks gives the end of down's blocks. Every chunk but the last is full.
     std::size_t chunkOffset(int c) const {
-        const std::size_t full = static_cast<std::size_t>(kChunkCols / kBlock) * blockBytes * downPanels;
+        const std::size_t full = fullChunkBytes();
         if (c < chunks) return downOffset + static_cast<std::size_t>(c) * full;
         return downOffset + static_cast<std::size_t>(chunks - 1) * full + chunkPanelBytes(chunks - 1) * downPanels;
     }

@@ -221,37 +221,46 @@ void gateUpPanel(const ExpertLayout& l, const std::byte* panel, const Rows<NT>& 
     }
 }
 
-// Down's prefetch target for the pieces of panels [q, q + panels) in chunk ch: the same pieces `ahead`
-// chunks on, at least kPrefetchAhead bytes of reading later, carrying on into the next expert's chunks
-// (c.nextChunks, nextPanelOffset panels further) past the call's last chunk. Returns the offset from the
-// pieces' first byte, 0 for none (out of range, or a chunk of another width).
-inline std::ptrdiff_t downPrefetchOffset(const DownCall& c, int q, int panels, int ch) {
-    const ExpertLayout& l = *c.layout;
-    if (kPrefetchAhead <= 0) return 0;
-    const auto run = static_cast<std::ptrdiff_t>(panels * l.chunkPanelBytes(ch));
-    const int ahead = static_cast<int>((kPrefetchAhead + run - 1) / run);
-    const int lastChunk = c.firstChunk + c.chunkCount - 1;
-    const std::size_t base = l.chunkOffset(c.firstChunk);
-    auto at = [&](const std::byte* chunks, int chunk, int panel) {
-        return reinterpret_cast<std::intptr_t>(chunks) + static_cast<std::intptr_t>(l.chunkOffset(chunk) - base) +
-               static_cast<std::intptr_t>(panel) * static_cast<std::intptr_t>(l.chunkPanelBytes(chunk));
-    };
-    int to = ch + ahead;
-    std::intptr_t target;
-    if (to <= lastChunk) {
-        target = at(c.chunks, to, q);
-    } else {
-        to -= c.chunkCount;
-        if (!c.nextChunks || to > lastChunk || q + c.nextPanelOffset + panels > l.downPanels) return 0;
-        target = at(c.nextChunks, to, q + c.nextPanelOffset);
+// Down's prefetch targets for the pieces of panels [q, q + panels) of each chunk, worked out once a
+// call: the same pieces `ahead` chunks on (at least kPrefetchAhead bytes of reading later), carrying on
+// past the call's last chunk into the next expert's chunks (c.nextChunks, nextPanelOffset panels
+// further). Both are fixed offsets while the chunks are full; an expert's narrower last chunk gets none.
+// The call operator gives the offset from chunk ch's pieces, 0 for none.
+class DownPrefetch {
+public:
+    DownPrefetch(const DownCall& c, int q, int panels) : last_(c.firstChunk + c.chunkCount - 1), count_(c.chunkCount) {
+        const ExpertLayout& l = *c.layout;
+        if (kPrefetchAhead <= 0) return;
+        const auto pieceBytes = static_cast<std::ptrdiff_t>(l.chunkPanelBytes(c.firstChunk));
+        const std::ptrdiff_t run = panels * pieceBytes;
+        ahead_ = static_cast<int>((kPrefetchAhead + run - 1) / run);
+        const auto full = static_cast<std::ptrdiff_t>(l.fullChunkBytes());
+        within_ = ahead_ * full;
+        narrow_ = l.chunkCols(l.chunks - 1) != kChunkCols ? l.chunks - 1 : -1;
+        if (c.nextChunks && q + c.nextPanelOffset + panels <= l.downPanels) {
+            across_ = reinterpret_cast<std::intptr_t>(c.nextChunks) - reinterpret_cast<std::intptr_t>(c.chunks) +
+                      (ahead_ - c.chunkCount) * full + c.nextPanelOffset * pieceBytes;
+            hasAcross_ = true;
+        }
     }
-    if (l.chunkKBlocks(to) != l.chunkKBlocks(ch)) return 0;
-    return target - at(c.chunks, ch, q);
-}
+    std::ptrdiff_t operator()(int ch) const {
+        if (ahead_ == 0 || ch == narrow_) return 0;
+        int to = ch + ahead_;
+        if (to <= last_) return to == narrow_ ? 0 : within_;
+        to -= count_;
+        return hasAcross_ && to <= last_ && to != narrow_ ? across_ : 0;
+    }
+
+private:
+    int last_, count_;
+    int ahead_ = 0, narrow_ = -1;
+    std::ptrdiff_t within_ = 0, across_ = 0;
+    bool hasAcross_ = false;
+};
 
 // One down row panel q for NT rows over the call's chunks; accumulates into the destination rows.
 // A panel's piece of one chunk is only 1-4 KiB, and the next piece lies a whole chunk away (or in the
-// next expert), where the hardware prefetchers do not follow: downPrefetchOffset picks what to prefetch.
+// next expert), where the hardware prefetchers do not follow: DownPrefetch picks what to prefetch.
 template <ExpertType Type, int NT>
 void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
     const ExpertLayout& l = *c.layout;
@@ -259,7 +268,7 @@ void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
     const std::size_t base = l.chunkOffset(c.firstChunk);
     const int lastChunk = c.firstChunk + c.chunkCount - 1;
     auto panelOf = [&](int ch) { return c.chunks + (l.chunkOffset(ch) - base) + q * l.chunkPanelBytes(ch); };
-    auto prefetchFor = [&](int ch) { return downPrefetchOffset(c, q, 1, ch); };
+    const DownPrefetch prefetchFor(c, q, 1);
     __m512 y[NT];
     if constexpr (Type == ExpertType::BF16) {
         __m512 acc[NT][S];
@@ -321,7 +330,7 @@ void downPanelsOneRow(const DownCall& c, int q0, const Rows<1>& in) {
     const std::size_t base = l.chunkOffset(c.firstChunk);
     const int lastChunk = c.firstChunk + c.chunkCount - 1;
     auto piecesOf = [&](const std::byte* chunks, int ch) { return chunks + (l.chunkOffset(ch) - base) + q0 * l.chunkPanelBytes(ch); };
-    auto prefetchFor = [&](int ch) { return downPrefetchOffset(c, q0, G, ch); };
+    const DownPrefetch prefetchFor(c, q0, G);
     __m512 y[G];
     if constexpr (Type == ExpertType::BF16) {
         __m512 acc[G][1][S];
