@@ -258,6 +258,37 @@ private:
     bool hasAcross_ = false;
 };
 
+// The pieces of panels from q in each of a call's chunks: address, bytes per panel and K blocks,
+// worked out once a call (full chunks lie a fixed stride apart; only an expert's last chunk may be
+// narrower), so the chunk loops do no division or layout lookup per chunk.
+class DownChunks {
+public:
+    DownChunks(const DownCall& c, int q) : first_(c.firstChunk) {
+        const ExpertLayout& l = *c.layout;
+        stride_ = static_cast<std::ptrdiff_t>(l.fullChunkBytes());
+        pieceBytes_ = static_cast<std::size_t>(kChunkCols / l.kBlock) * l.blockBytes;
+        kBlocks_ = kChunkCols / l.kBlock;
+        start_ = c.chunks + q * pieceBytes_;
+        if (l.chunkCols(l.chunks - 1) != kChunkCols && l.chunks - 1 < c.firstChunk + c.chunkCount) {
+            narrow_ = l.chunks - 1;
+            narrowPieceBytes_ = l.chunkPanelBytes(narrow_);
+            narrowKBlocks_ = l.chunkKBlocks(narrow_);
+            narrowStart_ = c.chunks + (l.chunkOffset(narrow_) - l.chunkOffset(c.firstChunk)) + q * narrowPieceBytes_;
+        }
+    }
+    const std::byte* pieces(int ch) const { return ch == narrow_ ? narrowStart_ : start_ + (ch - first_) * stride_; }
+    std::size_t pieceBytes(int ch) const { return ch == narrow_ ? narrowPieceBytes_ : pieceBytes_; }
+    int kBlocks(int ch) const { return ch == narrow_ ? narrowKBlocks_ : kBlocks_; }
+
+private:
+    int first_;
+    std::ptrdiff_t stride_ = 0;
+    std::size_t pieceBytes_ = 0, narrowPieceBytes_ = 0;
+    int kBlocks_ = 0, narrowKBlocks_ = 0, narrow_ = -1;
+    const std::byte* start_ = nullptr;
+    const std::byte* narrowStart_ = nullptr;
+};
+
 // One down row panel q for NT rows over the call's chunks; accumulates into the destination rows.
 // A panel's piece of one chunk is only 1-4 KiB, and the next piece lies a whole chunk away (or in the
 // next expert), where the hardware prefetchers do not follow: DownPrefetch picks what to prefetch.
@@ -265,9 +296,9 @@ template <ExpertType Type, int NT>
 void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
     const ExpertLayout& l = *c.layout;
     constexpr int S = Type == ExpertType::BF16 ? bf16SplitsFor<NT>() : splitsFor<NT>();
-    const std::size_t base = l.chunkOffset(c.firstChunk);
     const int lastChunk = c.firstChunk + c.chunkCount - 1;
-    auto panelOf = [&](int ch) { return c.chunks + (l.chunkOffset(ch) - base) + q * l.chunkPanelBytes(ch); };
+    const DownChunks chunks(c, q);
+    auto panelOf = [&](int ch) { return chunks.pieces(ch); };
     const DownPrefetch prefetchFor(c, q, 1);
     __m512 y[NT];
     if constexpr (Type == ExpertType::BF16) {
@@ -277,7 +308,7 @@ void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
         for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
             const std::byte* p = panelOf(ch);
             const std::ptrdiff_t pf = prefetchFor(ch);
-            for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb) bf16Block<NT, S>(acc, p + kb * 1024, in, ch * kChunkCols + 32 * kb, pf);
+            for (int kb = 0; kb < chunks.kBlocks(ch); ++kb) bf16Block<NT, S>(acc, p + kb * 1024, in, ch * kChunkCols + 32 * kb, pf);
         }
         for (int t = 0; t < NT; ++t) y[t] = sumOf<NT, S>(acc[t]);
     } else if constexpr (Type == ExpertType::INT8) {
@@ -287,7 +318,7 @@ void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
         for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
             const std::byte* p = panelOf(ch);
             const std::ptrdiff_t pf = prefetchFor(ch);
-            for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb) int8Block<NT, S>(acc, p + kb * 1024, in, ch * kChunkCols + 64 * kb, pf);
+            for (int kb = 0; kb < chunks.kBlocks(ch); ++kb) int8Block<NT, S>(acc, p + kb * 1024, in, ch * kChunkCols + 64 * kb, pf);
         }
         const __m512 rs = _mm512_loadu_ps(c.rowScales + q * kPanelRows);  // padded rows read scales past hidden: masked below
         for (int t = 0; t < NT; ++t) {
@@ -300,7 +331,7 @@ void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
         for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
             const std::byte* p = panelOf(ch);
             const std::ptrdiff_t pf = prefetchFor(ch);
-            for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb) int4Block<NT>(acc, p + kb * 576, in, ch * kChunkCols + 64 * kb, pf);
+            for (int kb = 0; kb < chunks.kBlocks(ch); ++kb) int4Block<NT>(acc, p + kb * 576, in, ch * kChunkCols + 64 * kb, pf);
         }
         for (int t = 0; t < NT; ++t) y[t] = _mm512_mul_ps(acc[t], _mm512_set1_ps(in.scale[t]));
     }
@@ -327,9 +358,8 @@ template <ExpertType Type, int G>
 void downPanelsOneRow(const DownCall& c, int q0, const Rows<1>& in) {
     const ExpertLayout& l = *c.layout;
     constexpr int S = Type == ExpertType::BF16 ? bf16SplitsFor<1>() : splitsFor<1>();
-    const std::size_t base = l.chunkOffset(c.firstChunk);
     const int lastChunk = c.firstChunk + c.chunkCount - 1;
-    auto piecesOf = [&](const std::byte* chunks, int ch) { return chunks + (l.chunkOffset(ch) - base) + q0 * l.chunkPanelBytes(ch); };
+    const DownChunks chunks(c, q0);
     const DownPrefetch prefetchFor(c, q0, G);
     __m512 y[G];
     if constexpr (Type == ExpertType::BF16) {
@@ -337,11 +367,11 @@ void downPanelsOneRow(const DownCall& c, int q0, const Rows<1>& in) {
         for (int g = 0; g < G; ++g)
             for (int s = 0; s < S; ++s) acc[g][0][s] = _mm512_setzero_ps();
         for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
-            const std::byte* p = piecesOf(c.chunks, ch);
-            const std::size_t pb = l.chunkPanelBytes(ch);
+            const std::byte* p = chunks.pieces(ch);
+            const std::size_t pb = chunks.pieceBytes(ch);
             const std::ptrdiff_t pf = prefetchFor(ch);
             for (int g = 0; g < G; ++g)
-                for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb)
+                for (int kb = 0; kb < chunks.kBlocks(ch); ++kb)
                     bf16Block<1, S>(acc[g], p + g * pb + kb * 1024, in, ch * kChunkCols + 32 * kb, pf);
         }
         for (int g = 0; g < G; ++g) y[g] = sumOf<1, S>(acc[g][0]);
@@ -350,11 +380,11 @@ void downPanelsOneRow(const DownCall& c, int q0, const Rows<1>& in) {
         for (int g = 0; g < G; ++g)
             for (int s = 0; s < S; ++s) acc[g][0][s] = _mm512_setzero_si512();
         for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
-            const std::byte* p = piecesOf(c.chunks, ch);
-            const std::size_t pb = l.chunkPanelBytes(ch);
+            const std::byte* p = chunks.pieces(ch);
+            const std::size_t pb = chunks.pieceBytes(ch);
             const std::ptrdiff_t pf = prefetchFor(ch);
             for (int g = 0; g < G; ++g)
-                for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb)
+                for (int kb = 0; kb < chunks.kBlocks(ch); ++kb)
                     int8Block<1, S>(acc[g], p + g * pb + kb * 1024, in, ch * kChunkCols + 64 * kb, pf);
         }
         const __m512i corr = _mm512_set1_epi32(128 * in.sum[0]);
@@ -367,11 +397,11 @@ void downPanelsOneRow(const DownCall& c, int q0, const Rows<1>& in) {
         __m512 acc[G][1];
         for (int g = 0; g < G; ++g) acc[g][0] = _mm512_setzero_ps();
         for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
-            const std::byte* p = piecesOf(c.chunks, ch);
-            const std::size_t pb = l.chunkPanelBytes(ch);
+            const std::byte* p = chunks.pieces(ch);
+            const std::size_t pb = chunks.pieceBytes(ch);
             const std::ptrdiff_t pf = prefetchFor(ch);
             for (int g = 0; g < G; ++g)
-                for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb)
+                for (int kb = 0; kb < chunks.kBlocks(ch); ++kb)
                     int4Block<1>(acc[g], p + g * pb + kb * 576, in, ch * kChunkCols + 64 * kb, pf);
         }
         for (int g = 0; g < G; ++g) y[g] = _mm512_mul_ps(acc[g][0], _mm512_set1_ps(in.scale[0]));
