@@ -11,7 +11,8 @@
 # pool (TANDEM_BRIDGE), BENCH_ROUNDS=2 repeats the lot, alternating, to show the machine's noise.
 # BENCH_VARIANTS and MOE_VARIANTS run each benchmark once per variant, alternating: a variant is
 # "default" or comma-separated environment settings, e.g. BENCH_VARIANTS="default TANDEM_GPU_DECODE=generic"
-# or MOE_VARIANTS="default TANDEM_AMX_SLICE_KIB=384"; the tables name the variant of each row.
+# or MOE_VARIANTS="default TANDEM_AMX_SLICE_KIB=384"; the tables name the variant of each row. A bench
+# variant "cli=/tmp/old/app/tandem-cli" runs another build (BASELINE=COMMIT builds one, below).
 # MOE=1 adds the CPU expert engine alone: bench-moe --verify of the AMX kernels against the scalar ones,
 # the GEMV/GEMM sweep for MOE_SWEEP types, bench-moe for MOE_SHAPES x MOE_TYPES at MOE_TOKENS and the
 # PyTorch baseline (scripts/bench_moe_torch.py) at the same prefill sizes; MOE_FLAGS adds bench-moe
@@ -27,15 +28,29 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 start=$(date +%s)
 deps=$PWD/.deps
 export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_BUILD_TESTS=OFF -DTANDEM_GUI=OFF \
-  -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$deps;$deps/usr" \
-  -DNUMA_INCLUDE_DIR="$deps/usr/include" -DNUMA_LIBRARY="$deps/usr/lib/x86_64-linux-gnu/libnuma.so" \
-  >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
-cmake --build "$build" -j16 >"$out/build.log" 2>&1 || { grep -E "error" -A3 "$out/build.log" | head -60; exit 1; }
+# build_tree SOURCE BUILD LOGNAME: configure and build tandem-cli with CUDA for sm_90.
+build_tree() {
+  cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_BUILD_TESTS=OFF -DTANDEM_GUI=OFF \
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$deps;$deps/usr" \
+    -DNUMA_INCLUDE_DIR="$deps/usr/include" -DNUMA_LIBRARY="$deps/usr/lib/x86_64-linux-gnu/libnuma.so" \
+    >"$out/configure$3.log" 2>&1 || { tail -30 "$out/configure$3.log"; exit 1; }
+  cmake --build "$2" -j16 >"$out/build$3.log" 2>&1 || { grep -E "error" -A3 "$out/build$3.log" | head -60; exit 1; }
+}
+build_tree . "$build" ""
 echo "build: $(( $(date +%s) - start )) s"
 cli="$build/app/tandem-cli"
-# A variant's environment settings, one word each ("default": none).
-variant_env() { [[ $1 == default ]] || echo "${1//,/ }"; }
+# BASELINE=TARBALL (e.g. .baseline/src.tar.gz, made here by `git archive --format=tar.gz -o
+# .baseline/src.tar.gz COMMIT` and carried): builds that tree too, for BENCH_VARIANTS="default
+# cli=/tmp/tandem-build-baseline/app/tandem-cli" in the same call.
+if [[ -n ${BASELINE:-} ]]; then
+  rm -rf /tmp/tandem-baseline && mkdir -p /tmp/tandem-baseline && tar -xzf "$BASELINE" -C /tmp/tandem-baseline
+  build_tree /tmp/tandem-baseline /tmp/tandem-build-baseline "-baseline"
+  echo "baseline build: $(( $(date +%s) - start )) s"
+fi
+# A variant's environment settings, one word each ("default": none); a cli=PATH part picks another
+# tandem-cli (e.g. one built from an older commit) instead.
+variant_env() { [[ $1 == default ]] || echo "${1//,/ }" | tr ' ' '\n' | grep -v '^cli=' | tr '\n' ' '; }
+variant_cli() { local c; c=$(echo "${1//,/ }" | tr ' ' '\n' | sed -n 's/^cli=//p'); echo "${c:-$cli}"; }
 
 if [[ ${CHECKS:-1} == 1 ]]; then
   python3 scripts/check_golden.py --cli "$cli" --fixtures .fixtures --device cpu --device gpu 2>&1 | tee "$out/golden.txt"
@@ -50,7 +65,7 @@ if [[ ${BENCH:-1} == 1 ]]; then
       for variant in ${BENCH_VARIANTS:-default}; do
         t0=$(date +%s)
         echo "== $shape $experts $bridge $variant" >>"$out/bench.log"
-        env $(variant_env "$variant") TANDEM_BRIDGE=$bridge "$cli" bench --synthetic "$shape" --experts "$experts" \
+        env $(variant_env "$variant") TANDEM_BRIDGE=$bridge "$(variant_cli "$variant")" bench --synthetic "$shape" --experts "$experts" \
           --prompt 512 --gen 128 --defer "${BENCH_DEFER:-0,2}" --device gpu --json 2>>"$out/bench.log" |
           tee -a "$out/bench.txt" | grep '^{' |
           sed "s/^{/{\"bridge\": \"$bridge\", \"variant\": \"$variant\", /" >>"$out/bench.jsonl"
