@@ -68,7 +68,7 @@ if [[ ${BENCH:-1} == 1 ]]; then
         env $(variant_env "$variant") TANDEM_BRIDGE=$bridge "$(variant_cli "$variant")" bench --synthetic "$shape" --experts "$experts" \
           --prompt 512 --gen 128 --defer "${BENCH_DEFER:-0,2}" --device gpu --json 2>>"$out/bench.log" |
           tee -a "$out/bench.txt" | grep '^{' |
-          sed "s/^{/{\"bridge\": \"$bridge\", \"variant\": \"$variant\", /" >>"$out/bench.jsonl"
+          sed "s|^{|{\"bridge\": \"$bridge\", \"variant\": \"$variant\", |" >>"$out/bench.jsonl"
         echo "($shape $experts $bridge $variant, round $round: $(( $(date +%s) - t0 )) s)"
       done
       done
@@ -108,7 +108,7 @@ if [[ ${MOE:-0} == 1 ]]; then
     for t in ${MOE_TYPES:-int4}; do
       for variant in ${MOE_VARIANTS:-default}; do
         env $(variant_env "$variant") timeout 200 "$cli" bench-moe --shape "$shape" --experts "$t" --tokens "$tokens" \
-          --json --seconds 1.5 ${MOE_FLAGS:-} 2>>"$out/moe.log" | grep '^{' | sed "s/^{/{\"variant\": \"$variant\", /" >>"$out/moe.jsonl"
+          --json --seconds 1.5 ${MOE_FLAGS:-} 2>>"$out/moe.log" | grep '^{' | sed "s|^{|{\"variant\": \"$variant\", |" >>"$out/moe.jsonl"
       done
     done
     if [[ ${MOE_TORCH:-1} == 1 ]]; then
@@ -120,26 +120,3 @@ if [[ ${MOE:-0} == 1 ]]; then
   python3 scripts/moe_table.py "$out/moe.jsonl"
 fi
 
-# NCU=1: Nsight Compute's duration of every kernel of a few decode steps (NCU_SHAPE, default
-# qwen3-30b-a3b; d = 0), averaged per kernel name. --clock-control none leaves the clocks as they run.
-if [[ ${NCU:-0} == 1 ]]; then
-  timeout "${NCU_TIMEOUT:-120}" ncu --clock-control none --metrics gpu__time_duration.sum \
-    --launch-skip "${NCU_SKIP:-2500}" --launch-count "${NCU_COUNT:-700}" --csv --log-file "$out/ncu.csv" \
-    "$cli" bench --synthetic "${NCU_SHAPE:-qwen3-30b-a3b}" --experts int4 --prompt 16 --gen 12 --defer 0 --device gpu \
-    >"$out/ncu-bench.log" 2>&1 || echo "ncu: exit $? (see ncu-bench.log)"
-  python3 - "$out/ncu.csv" <<'PY'
-import csv, sys, collections
-rows = list(csv.reader(l for l in open(sys.argv[1]) if l.startswith('"')))
-if not rows:
-    sys.exit("ncu: no rows")
-head, data = rows[0], rows[1:]
-name, value, unit = head.index("Kernel Name"), head.index("Metric Value"), head.index("Metric Unit")
-acc = collections.defaultdict(list)
-for r in data:
-    v = float(r[value].replace(",", ""))
-    acc[r[name][:60]].append(v / 1000 if r[unit] == "nsecond" else v if r[unit] == "usecond" else v * 1000)
-print(f'{"kernel":60} {"count":>5} {"mean us":>8} {"total us":>9}')
-for k, v in sorted(acc.items(), key=lambda kv: -sum(kv[1])):
-    print(f"{k:60} {len(v):5d} {sum(v) / len(v):8.2f} {sum(v):9.1f}")
-PY
-fi
