@@ -7,6 +7,7 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <sys/mman.h>
 
 #include "cpu/activation_quant.h"
@@ -88,9 +89,12 @@ public:
           nextD(static_cast<std::size_t>(nodes)), partial(static_cast<std::size_t>(nodes)) {}
 
     // One token (decode): the caller converts x in prepare(), and each expert's activation row is
-    // converted by whichever thread finishes that expert's last gate/up piece, so only the barrier
-    // before down remains of three. A decode part is ~0.1-0.3 ms, and each barrier of 16 threads and
-    // the phase tail before it cost microseconds.
+    // converted by whichever thread finishes that expert's last gate/up piece and then marked ready,
+    // so no barrier is left: a worker out of gate/up pieces starts down, and before each expert's
+    // share of a down piece waits until that expert is ready (gate/up hands out experts in the order
+    // down takes them, so by then it nearly always is). A decode part is ~0.1-0.3 ms, and a barrier of
+    // 16 threads with the phase tail before it cost microseconds. (TANDEM_MOE_DECODE=barrier keeps
+    // the barrier before down.)
     void run(const WorkerContext& w) override {
         PhaseClock clock{profile};
         if (!oneToken) {
@@ -101,8 +105,10 @@ public:
         }
         phaseB(w);
         clock.lap(spent.gateUp);
-        barrier.arriveAndWait();
-        clock.lap(spent.barriers);
+        if (!overlapDown) {
+            barrier.arriveAndWait();
+            clock.lap(spent.barriers);
+        }
         if (!oneToken) {
             phaseC();
             clock.lap(spent.convertAct);
@@ -232,9 +238,21 @@ public:
             call.act = act + static_cast<std::size_t>(a.firstRow) * l.interPad;
             call.actStride = static_cast<std::size_t>(l.interPad);
             kernels->pick(l.type, a.gemm).gateUp(call);
-            if (oneToken && pendingGateUp[job.active].next.fetch_sub(1, std::memory_order_acq_rel) == 1)
+            if (oneToken && pendingGateUp[job.active].next.fetch_sub(1, std::memory_order_acq_rel) == 1) {
                 for (int r = a.firstRow; r < a.firstRow + a.rows; ++r) convertAct(r);
+                pendingGateUp[job.active].next.store(kConverted, std::memory_order_release);
+            }
         });
+    }
+
+    void waitConverted(std::size_t a) const {
+        while (pendingGateUp[a].next.load(std::memory_order_acquire) != kConverted) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#else
+            std::this_thread::yield();
+#endif
+        }
     }
 
     // Float32 BF16 activations need no conversion: down reads the intermediate rows in place.
@@ -262,6 +280,7 @@ public:
         forEachItemAhead(nextD[w.node].next, static_cast<int>(jobs.size()), reserveAhead[w.node], [&](int j, int next) {
             for (std::size_t ai = 0; ai < active.size(); ++ai) {
                 const Active& a = active[ai];
+                if (overlapDown) waitConverted(ai);
                 const ExpertShare& e = layer->expert(w.node, a.expert);
                 DownCall call;
                 call.layout = &l;
@@ -338,7 +357,10 @@ public:
     std::vector<float*> partial;
     SpinBarrier barrier;
     bool oneToken = false;
-    std::unique_ptr<Counter[]> pendingGateUp;  // per active expert: gate/up pieces not finished yet
+    bool overlapDown = false;  // oneToken without the barrier before down
+    // Per active expert: gate/up pieces not finished yet, then kConverted once its row is converted.
+    static constexpr int kConverted = -1;
+    std::unique_ptr<Counter[]> pendingGateUp;
     std::size_t pendingCapacity = 0;
 };
 
@@ -479,12 +501,13 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
         for (int q = 0; q < l.downPanels; q += range) j.downJobs[n].push_back({q, std::min(range, l.downPanels - q)});
     }
 
-    // TANDEM_MOE_DECODE=phases keeps the three-barrier schedule for one token too, for A/B runs.
-    static const bool phased = [] {
+    // TANDEM_MOE_DECODE=phases keeps the three-barrier schedule for one token too, =barrier the one
+    // barrier before down, for A/B runs.
+    static const std::string_view decodeMode = [] {
         const char* v = std::getenv("TANDEM_MOE_DECODE");
-        return v && std::string_view(v) == "phases";
+        return std::string_view(v ? v : "");
     }();
-    j.oneToken = in.tokens == 1 && !phased;
+    j.oneToken = in.tokens == 1 && decodeMode != "phases";
     if (j.oneToken) {
         if (j.active.size() > j.pendingCapacity) {
             j.pendingGateUp = std::make_unique<Counter[]>(j.active.size());
@@ -497,6 +520,7 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
             if (j.pendingGateUp[a].next.load(std::memory_order_relaxed) == 0) j.oneToken = false;  // nobody would convert it
         if (j.oneToken) j.prepareOneToken();
     }
+    j.overlapDown = j.oneToken && decodeMode != "barrier";
     j.chunkA = std::max(1, j.rows / (4 * pool_.participants(callerJoins)));
     j.nextA.store(0, std::memory_order_relaxed);
     j.nextC.store(0, std::memory_order_relaxed);
