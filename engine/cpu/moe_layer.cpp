@@ -331,7 +331,7 @@ public:
     std::vector<float> rowWeight;
     std::vector<Active> active;
     std::vector<std::vector<GateUpJob>> gateUpJobs;
-    std::vector<int> reserveAhead;  // per node: forEachItemAhead's reserve (n: no claiming ahead)
+    std::vector<int> reserveAhead;  // per node: forEachItemAhead's reserve (1 << 30: never claims ahead)
     std::vector<std::vector<DownJob>> downJobs;
     std::vector<std::vector<float*>> destRows;
 
