@@ -33,6 +33,9 @@ void report(const std::string& shape, const tandem::Engine& engine, const tandem
         cpu += l.cpuExpertsMs;
     }
     const double decode = stats.decodeTokensPerSecond();
+    // The rate the CPU read the routed experts at while it ran them: the kernels' own figure, next to
+    // the probe's (which the ceiling uses).
+    const double cpuGbps = cpu > 0 ? static_cast<double>(info.routedBytesPerToken) / (cpu * 1e-3) / 1e9 : 0.0;
     std::printf("%s, %s experts (%s kernels), %d threads, on %s, deferral %d\n", shape.c_str(), info.experts.c_str(),
                 info.cpuKernels.c_str(), engine.threads(), info.device.c_str(), session.deferral());
     std::printf("  prefill   %8.1f tok/s   (%d tokens, time to first token %.2f s)\n", stats.prefillTokensPerSecond(),
@@ -42,21 +45,22 @@ void report(const std::string& shape, const tandem::Engine& engine, const tandem
                 "experts per token) -> %.0f%%\n",
                 m.ceiling, m.bandwidthGbps, m.beforeGbps, m.afterGbps, static_cast<double>(info.routedBytesPerToken) / 1e6,
                 m.ceiling > 0 ? 100.0 * decode / m.ceiling : 0.0);
-    std::printf("  step      %8.2f ms: GPU alone %.2f, GPU+CPU %.2f, GPU waiting %.2f, between steps %.2f; CPU experts %.2f; "
-                "GPU busy %.0f%%, expert pool busy %.0f%%\n",
-                d.stepMs, gpu, overlap, wait, d.betweenStepsMs, cpu, d.gpuBusyFraction * 100, d.expertPoolBusyFraction * 100);
+    std::printf("  step      %8.2f ms: GPU alone %.2f, GPU+CPU %.2f, GPU waiting %.2f, between steps %.2f; CPU experts %.2f "
+                "(read at %.1f GB/s); GPU busy %.0f%%, expert pool busy %.0f%%\n",
+                d.stepMs, gpu, overlap, wait, d.betweenStepsMs, cpu, cpuGbps, d.gpuBusyFraction * 100,
+                d.expertPoolBusyFraction * 100);
     if (!json) return;
     std::printf("{\"shape\": \"%s\", \"experts\": \"%s\", \"isa\": \"%s\", \"device\": \"%s\", \"threads\": %d, "
                 "\"deferral\": %d, \"prefill_tokens_per_second\": %.3f, \"decode_tokens_per_second\": %.3f, "
                 "\"ceiling_tokens_per_second\": %.3f, \"bandwidth_gbps\": %.3f, \"bandwidth_before_gbps\": %.3f, "
                 "\"bandwidth_after_gbps\": %.3f, \"routed_bytes_per_token\": %llu, "
                 "\"time_to_first_token_seconds\": %.4f, \"step_ms\": %.4f, \"gpu_busy\": %.4f, \"expert_pool_busy\": %.4f, "
-                "\"gpu_alone_ms\": %.4f, \"waiting_ms\": %.4f, \"between_steps_ms\": %.4f, \"cpu_experts_ms\": %.4f, "
-                "\"graph_launches\": %ld, \"steps\": %ld}\n",
+                "\"gpu_alone_ms\": %.4f, \"waiting_ms\": %.4f, \"between_steps_ms\": %.4f, \"cpu_experts_ms\": %.6f, "
+                "\"cpu_experts_gbps\": %.3f, \"graph_launches\": %ld, \"steps\": %ld}\n",
                 shape.c_str(), info.experts.c_str(), info.cpuKernels.c_str(), info.device.c_str(), engine.threads(),
                 session.deferral(), stats.prefillTokensPerSecond(), decode, m.ceiling, m.bandwidthGbps, m.beforeGbps,
                 m.afterGbps, static_cast<unsigned long long>(info.routedBytesPerToken), stats.timeToFirstTokenSeconds, d.stepMs,
-                d.gpuBusyFraction, d.expertPoolBusyFraction, gpu, wait, d.betweenStepsMs, cpu, d.graphLaunches, d.steps);
+                d.gpuBusyFraction, d.expertPoolBusyFraction, gpu, wait, d.betweenStepsMs, cpu, cpuGbps, d.graphLaunches, d.steps);
 }
 
 }  // namespace

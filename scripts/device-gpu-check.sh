@@ -79,12 +79,13 @@ if [[ ${BENCH:-1} == 1 ]]; then
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 print(f'{"shape":16} {"experts":5} {"bridge":6} {"variant":24} {"d":>2} {"prefill":>7} {"decode":>7} {"ceiling":>7} {"%":>4} '
-      f'{"GPU alone":>9} {"wait":>5} {"between":>7} {"CPU":>5} {"step ms":>7} {"launch/step":>11}')
+      f'{"GPU alone":>9} {"wait":>5} {"between":>7} {"CPU":>5} {"GB/s":>5} {"step ms":>7} {"launch/step":>11}')
 for r in rows:
     pct = 100 * r["decode_tokens_per_second"] / r["ceiling_tokens_per_second"] if r["ceiling_tokens_per_second"] else 0
     print(f'{r["shape"]:16} {r["experts"]:5} {r["bridge"]:6} {r["variant"][:24]:24} {r["deferral"]:>2} {r["prefill_tokens_per_second"]:7.1f} '
           f'{r["decode_tokens_per_second"]:7.1f} {r["ceiling_tokens_per_second"]:7.1f} {pct:4.0f} '
           f'{r["gpu_alone_ms"]:9.2f} {r["waiting_ms"]:5.2f} {r["between_steps_ms"]:7.2f} {r["cpu_experts_ms"]:5.2f} '
+          f'{r.get("cpu_experts_gbps", 0):5.0f} '
           f'{r["step_ms"]:7.2f} {r["graph_launches"]:>5}/{r["steps"]:<5}')
 PY
 fi

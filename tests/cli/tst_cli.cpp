@@ -154,6 +154,11 @@ private slots:
             const double ceiling = j["bandwidth_gbps"].toDouble() * 1e9 / j["routed_bytes_per_token"].toDouble();
             QVERIFY2(std::abs(j["ceiling_tokens_per_second"].toDouble() / ceiling - 1) < 1e-3, qPrintable(r.out));
             QVERIFY(j["decode_tokens_per_second"].toDouble() > 0);
+            // The CPU experts' own read rate: routed bytes per token over their time per step.
+            const double cpuMs = j["cpu_experts_ms"].toDouble();
+            QVERIFY(cpuMs > 0);
+            const double gbps = j["routed_bytes_per_token"].toDouble() / (cpuMs * 1e-3) / 1e9;
+            QVERIFY2(std::abs(j["cpu_experts_gbps"].toDouble() / gbps - 1) < 1e-2, qPrintable(r.out));
         }
     }
 };
