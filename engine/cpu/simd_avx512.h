@@ -37,9 +37,15 @@ inline __m512 siluMul512(__m512 g, __m512 u) {
     return _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e)), u);
 }
 
-// dest[0, valid) += w * y, valid <= 16.
+// dest[0, valid) += w * y, valid <= 16. Whole rows take plain loads and stores: the experts of a down
+// piece add into the same 16 floats one after another, and a masked load cannot take its data from the
+// masked store just before it (it waits for the store to reach the cache: ~9% of decode's down on Zen 4).
 inline void accumulateRow512(float* dest, __m512 y, float w, int valid) {
-    const __mmask16 m = valid >= 16 ? __mmask16(0xffff) : __mmask16((1u << valid) - 1);
+    if (valid >= 16) {
+        _mm512_storeu_ps(dest, _mm512_fmadd_ps(y, _mm512_set1_ps(w), _mm512_loadu_ps(dest)));
+        return;
+    }
+    const auto m = static_cast<__mmask16>((1u << valid) - 1);
     const __m512 d = _mm512_maskz_loadu_ps(m, dest);
     _mm512_mask_storeu_ps(dest, m, _mm512_fmadd_ps(y, _mm512_set1_ps(w), d));
 }
