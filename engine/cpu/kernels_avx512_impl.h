@@ -226,14 +226,22 @@ void gateUpPanel(const ExpertLayout& l, const std::byte* panel, const Rows<NT>& 
 // past the call's last chunk into the next expert's chunks (c.nextChunks, nextPanelOffset panels
 // further). Both are fixed offsets while the chunks are full; an expert's narrower last chunk gets none.
 // The call operator gives the offset from chunk ch's pieces, 0 for none.
+// Bytes of one panel's piece of a full chunk, and its K blocks, for a type (expert_format.h).
+template <ExpertType Type>
+constexpr int kChunkKBlocks = kChunkCols / (Type == ExpertType::BF16 ? 32 : 64);
+template <ExpertType Type>
+constexpr std::ptrdiff_t kPieceBytes = kChunkKBlocks<Type> * (Type == ExpertType::INT4 ? 576 : 1024);
+
+template <ExpertType Type>
 class DownPrefetch {
 public:
     DownPrefetch(const DownCall& c, int q, int panels) : last_(c.firstChunk + c.chunkCount - 1), count_(c.chunkCount) {
         const ExpertLayout& l = *c.layout;
         if (kPrefetchAhead <= 0) return;
-        const auto pieceBytes = static_cast<std::ptrdiff_t>(l.chunkPanelBytes(c.firstChunk));
+        constexpr std::ptrdiff_t pieceBytes = kPieceBytes<Type>;
         const std::ptrdiff_t run = panels * pieceBytes;
-        ahead_ = static_cast<int>((kPrefetchAhead + run - 1) / run);
+        ahead_ = 1;  // chunks ahead: the fewest whose reading covers kPrefetchAhead (a loop: no division per call)
+        for (std::ptrdiff_t covered = run; covered < kPrefetchAhead; covered += run) ++ahead_;
         const auto full = static_cast<std::ptrdiff_t>(l.fullChunkBytes());
         within_ = ahead_ * full;
         narrow_ = l.chunkCols(l.chunks - 1) != kChunkCols ? l.chunks - 1 : -1;
@@ -261,13 +269,12 @@ private:
 // The pieces of panels from q in each of a call's chunks: address, bytes per panel and K blocks,
 // worked out once a call (full chunks lie a fixed stride apart; only an expert's last chunk may be
 // narrower), so the chunk loops do no division or layout lookup per chunk.
+template <ExpertType Type>
 class DownChunks {
 public:
     DownChunks(const DownCall& c, int q) : first_(c.firstChunk) {
         const ExpertLayout& l = *c.layout;
         stride_ = static_cast<std::ptrdiff_t>(l.fullChunkBytes());
-        pieceBytes_ = static_cast<std::size_t>(kChunkCols / l.kBlock) * l.blockBytes;
-        kBlocks_ = kChunkCols / l.kBlock;
         start_ = c.chunks + q * pieceBytes_;
         if (l.chunkCols(l.chunks - 1) != kChunkCols && l.chunks - 1 < c.firstChunk + c.chunkCount) {
             narrow_ = l.chunks - 1;
@@ -281,10 +288,12 @@ public:
     int kBlocks(int ch) const { return ch == narrow_ ? narrowKBlocks_ : kBlocks_; }
 
 private:
+    static constexpr std::size_t pieceBytes_ = kPieceBytes<Type>;
+    static constexpr int kBlocks_ = kChunkKBlocks<Type>;
     int first_;
     std::ptrdiff_t stride_ = 0;
-    std::size_t pieceBytes_ = 0, narrowPieceBytes_ = 0;
-    int kBlocks_ = 0, narrowKBlocks_ = 0, narrow_ = -1;
+    std::size_t narrowPieceBytes_ = 0;
+    int narrowKBlocks_ = 0, narrow_ = -1;
     const std::byte* start_ = nullptr;
     const std::byte* narrowStart_ = nullptr;
 };
@@ -297,9 +306,9 @@ void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
     const ExpertLayout& l = *c.layout;
     constexpr int S = Type == ExpertType::BF16 ? bf16SplitsFor<NT>() : splitsFor<NT>();
     const int lastChunk = c.firstChunk + c.chunkCount - 1;
-    const DownChunks chunks(c, q);
+    const DownChunks<Type> chunks(c, q);
     auto panelOf = [&](int ch) { return chunks.pieces(ch); };
-    const DownPrefetch prefetchFor(c, q, 1);
+    const DownPrefetch<Type> prefetchFor(c, q, 1);
     __m512 y[NT];
     if constexpr (Type == ExpertType::BF16) {
         __m512 acc[NT][S];
@@ -359,8 +368,8 @@ void downPanelsOneRow(const DownCall& c, int q0, const Rows<1>& in) {
     const ExpertLayout& l = *c.layout;
     constexpr int S = Type == ExpertType::BF16 ? bf16SplitsFor<1>() : splitsFor<1>();
     const int lastChunk = c.firstChunk + c.chunkCount - 1;
-    const DownChunks chunks(c, q0);
-    const DownPrefetch prefetchFor(c, q0, G);
+    const DownChunks<Type> chunks(c, q0);
+    const DownPrefetch<Type> prefetchFor(c, q0, G);
     __m512 y[G];
     if constexpr (Type == ExpertType::BF16) {
         __m512 acc[G][1][S];
