@@ -35,8 +35,8 @@ ExpertLayout ExpertLayout::make(ExpertType type, int hidden, int inter) {
     l.type = type;
     l.hidden = hidden;
     l.inter = inter;
-    l.kBlock = type == ExpertType::BF16 ? 32 : 64;
-    l.blockBytes = type == ExpertType::INT4 ? 576 : 1024;
+    l.kBlock = blockColumns(type);
+    l.blockBytes = blockBytesOf(type);
     l.hiddenPad = static_cast<int>(roundUp(static_cast<std::size_t>(hidden), static_cast<std::size_t>(l.kBlock)));
     l.interPad = static_cast<int>(roundUp(static_cast<std::size_t>(inter), 64));
     l.gateUpPanels = l.interPad / kPanelRows;

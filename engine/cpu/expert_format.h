@@ -50,6 +50,10 @@ inline constexpr int kInt4Group = 32;
 inline constexpr int kActGroup = 32;
 inline constexpr std::size_t kExpertAlignment = 4096;
 
+// Input columns and bytes of one 16-output block of a type (see Types above).
+constexpr int blockColumns(ExpertType type) { return type == ExpertType::BF16 ? 32 : 64; }
+constexpr std::size_t blockBytesOf(ExpertType type) { return type == ExpertType::INT4 ? 576 : 1024; }
+
 struct ExpertLayout {
     ExpertType type = ExpertType::BF16;
     int hidden = 0;  // model dimension: gate/up inputs, down outputs

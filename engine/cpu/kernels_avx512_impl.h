@@ -221,17 +221,17 @@ void gateUpPanel(const ExpertLayout& l, const std::byte* panel, const Rows<NT>& 
     }
 }
 
+// K blocks of one panel's piece of a full chunk, and its bytes, for a type.
+template <ExpertType Type>
+constexpr int kChunkKBlocks = kChunkCols / blockColumns(Type);
+template <ExpertType Type>
+constexpr auto kPieceBytes = static_cast<std::ptrdiff_t>(kChunkKBlocks<Type> * blockBytesOf(Type));
+
 // Down's prefetch targets for the pieces of panels [q, q + panels) of each chunk, worked out once a
 // call: the same pieces `ahead` chunks on (at least kPrefetchAhead bytes of reading later), carrying on
 // past the call's last chunk into the next expert's chunks (c.nextChunks, nextPanelOffset panels
 // further). Both are fixed offsets while the chunks are full; an expert's narrower last chunk gets none.
 // The call operator gives the offset from chunk ch's pieces, 0 for none.
-// Bytes of one panel's piece of a full chunk, and its K blocks, for a type (expert_format.h).
-template <ExpertType Type>
-constexpr int kChunkKBlocks = kChunkCols / (Type == ExpertType::BF16 ? 32 : 64);
-template <ExpertType Type>
-constexpr std::ptrdiff_t kPieceBytes = kChunkKBlocks<Type> * (Type == ExpertType::INT4 ? 576 : 1024);
-
 template <ExpertType Type>
 class DownPrefetch {
 public:
