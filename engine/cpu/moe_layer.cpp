@@ -326,7 +326,7 @@ public:
     MoeInput in;
     int rows = 0;
     int chunkA = 1;
-    std::vector<int> count, fill;  // prepare()'s scratch, kept so a decode step allocates nothing
+    std::vector<int> count, fill, pieces;  // prepare()'s scratch, kept so a decode step allocates nothing
     std::vector<int> rowToken;
     std::vector<float> rowWeight;
     std::vector<Active> active;
@@ -513,11 +513,15 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
             j.pendingGateUp = std::make_unique<Counter[]>(j.active.size());
             j.pendingCapacity = j.active.size();
         }
-        for (std::size_t a = 0; a < j.active.size(); ++a) j.pendingGateUp[a].next.store(0, std::memory_order_relaxed);
+        // Counted in plain ints (hundreds of pieces), then stored once per expert.
+        std::vector<int>& pieces = j.pieces;
+        pieces.assign(j.active.size(), 0);
         for (const auto& jobs : j.gateUpJobs)
-            for (const auto& g : jobs) j.pendingGateUp[static_cast<std::size_t>(g.active)].next.fetch_add(1, std::memory_order_relaxed);
-        for (std::size_t a = 0; a < j.active.size(); ++a)
-            if (j.pendingGateUp[a].next.load(std::memory_order_relaxed) == 0) j.oneToken = false;  // nobody would convert it
+            for (const auto& g : jobs) ++pieces[static_cast<std::size_t>(g.active)];
+        for (std::size_t a = 0; a < j.active.size(); ++a) {
+            j.pendingGateUp[a].next.store(pieces[a], std::memory_order_relaxed);
+            if (pieces[a] == 0) j.oneToken = false;  // nobody would convert it
+        }
         if (j.oneToken) j.prepareOneToken();
     }
     j.overlapDown = j.oneToken && decodeMode != "barrier";
