@@ -38,8 +38,8 @@ inline __m512 siluMul512(__m512 g, __m512 u) {
 }
 
 // dest[0, valid) += w * y, valid <= 16. Whole rows take plain loads and stores: the experts of a down
-// piece add into the same 16 floats one after another, and a masked load cannot take its data from the
-// masked store just before it (it waits for the store to reach the cache: ~9% of decode's down on Zen 4).
+// piece add into the same 16 floats one after another, and a plain load takes its data from the plain
+// store before it, where a masked load may wait for a masked store to reach the cache.
 inline void accumulateRow512(float* dest, __m512 y, float w, int valid) {
     if (valid >= 16) {
         _mm512_storeu_ps(dest, _mm512_fmadd_ps(y, _mm512_set1_ps(w), _mm512_loadu_ps(dest)));
