@@ -80,6 +80,8 @@ struct ExpertLayout {
     int chunkKBlocks(int c) const { return chunkCols(c) / kBlock; }
     // Bytes of one down row panel within chunk c.
     std::size_t chunkPanelBytes(int c) const { return static_cast<std::size_t>(chunkKBlocks(c)) * blockBytes; }
+    // The last chunk when it is narrower than the others (64 columns), else -1.
+    int narrowChunk() const { return chunkCols(chunks - 1) != kChunkCols ? chunks - 1 : -1; }
     // Bytes of a full chunk (all of down's row panels over 128 columns).
     std::size_t fullChunkBytes() const { return static_cast<std::size_t>(kChunkCols / kBlock) * blockBytes * downPanels; }
     // Offset of chunk c; c == chunks gives the end of down's blocks. Every chunk but the last is full.

@@ -13,22 +13,14 @@ namespace {
 
 // Prefetch distance of the gate/up weight stream: two K blocks (2-4 KiB) ahead keeps the next page's
 // lines on their way while the hardware prefetcher restarts at each 4 KiB boundary.
-// TANDEM_CPU_PF_AHEAD (bytes; 0: no software prefetch in these kernels) and TANDEM_CPU_PF_HINT (0: into
-// L1, 1: L2, 2: L2/L3) change it for measurements.
+// TANDEM_CPU_PF_AHEAD (bytes; 0: no software prefetch in these kernels) changes it for measurements.
 inline long envOr(const char* name, long fallback) {
     const char* v = std::getenv(name);
     return v && *v ? std::atol(v) : fallback;
 }
 static const std::ptrdiff_t kPrefetchAhead = envOr("TANDEM_CPU_PF_AHEAD", 4096);
-static const int kPrefetchHint = static_cast<int>(envOr("TANDEM_CPU_PF_HINT", 0));
 
-inline void prefetchLine(const std::byte* p) {
-    switch (kPrefetchHint) {
-    case 1: _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1); break;
-    case 2: _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T2); break;
-    default: _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
-    }
-}
+inline void prefetchLine(const std::byte* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
 
 // From this many rows per pass (the GEMM kernels) the block loops are not unrolled fully (BF16 and
 // INT8 by 2, INT4 not at all): fully unrolled, GCC spills the broadcast activations and orders
@@ -227,25 +219,24 @@ constexpr int kChunkKBlocks = kChunkCols / blockColumns(Type);
 template <ExpertType Type>
 constexpr auto kPieceBytes = static_cast<std::ptrdiff_t>(kChunkKBlocks<Type> * blockBytesOf(Type));
 
-// Down's prefetch targets for the pieces of panels [q, q + panels) of each chunk, worked out once a
-// call: the same pieces `ahead` chunks on (at least kPrefetchAhead bytes of reading later), carrying on
-// past the call's last chunk into the next expert's chunks (c.nextChunks, nextPanelOffset panels
-// further). Both are fixed offsets while the chunks are full; an expert's narrower last chunk gets none.
-// The call operator gives the offset from chunk ch's pieces, 0 for none.
+// Down's prefetch targets for panel q's piece of each chunk, worked out once a call: the same piece
+// `ahead` chunks on (at least kPrefetchAhead bytes of reading later), carrying on past the call's last
+// chunk into the next expert's chunks (c.nextChunks, nextPanelOffset panels further). Both are fixed
+// offsets while the chunks are full; an expert's narrower last chunk gets none. The call operator
+// gives the offset from chunk ch's piece, 0 for none.
 template <ExpertType Type>
 class DownPrefetch {
 public:
-    DownPrefetch(const DownCall& c, int q, int panels) : last_(c.firstChunk + c.chunkCount - 1), count_(c.chunkCount) {
+    DownPrefetch(const DownCall& c, int q) : last_(c.firstChunk + c.chunkCount - 1), count_(c.chunkCount) {
         const ExpertLayout& l = *c.layout;
         if (kPrefetchAhead <= 0) return;
         constexpr std::ptrdiff_t pieceBytes = kPieceBytes<Type>;
-        const std::ptrdiff_t run = panels * pieceBytes;
         ahead_ = 1;  // chunks ahead: the fewest whose reading covers kPrefetchAhead (a loop: no division per call)
-        for (std::ptrdiff_t covered = run; covered < kPrefetchAhead; covered += run) ++ahead_;
+        for (std::ptrdiff_t covered = pieceBytes; covered < kPrefetchAhead; covered += pieceBytes) ++ahead_;
         const auto full = static_cast<std::ptrdiff_t>(l.fullChunkBytes());
         within_ = ahead_ * full;
-        narrow_ = l.chunkCols(l.chunks - 1) != kChunkCols ? l.chunks - 1 : -1;
-        if (c.nextChunks && q + c.nextPanelOffset + panels <= l.downPanels) {
+        narrow_ = l.narrowChunk();
+        if (c.nextChunks && q + c.nextPanelOffset < l.downPanels) {
             across_ = reinterpret_cast<std::intptr_t>(c.nextChunks) - reinterpret_cast<std::intptr_t>(c.chunks) +
                       (ahead_ - c.chunkCount) * full + c.nextPanelOffset * pieceBytes;
             hasAcross_ = true;
@@ -266,9 +257,9 @@ private:
     bool hasAcross_ = false;
 };
 
-// The pieces of panels from q in each of a call's chunks: address, bytes per panel and K blocks,
-// worked out once a call (full chunks lie a fixed stride apart; only an expert's last chunk may be
-// narrower), so the chunk loops do no division or layout lookup per chunk.
+// Panel q's piece of each of a call's chunks: address and K blocks, worked out once a call (full
+// chunks lie a fixed stride apart; only an expert's last chunk may be narrower), so the chunk loop
+// does no division or layout lookup per chunk.
 template <ExpertType Type>
 class DownChunks {
 public:
@@ -276,15 +267,13 @@ public:
         const ExpertLayout& l = *c.layout;
         stride_ = static_cast<std::ptrdiff_t>(l.fullChunkBytes());
         start_ = c.chunks + q * pieceBytes_;
-        if (l.chunkCols(l.chunks - 1) != kChunkCols && l.chunks - 1 < c.firstChunk + c.chunkCount) {
-            narrow_ = l.chunks - 1;
-            narrowPieceBytes_ = l.chunkPanelBytes(narrow_);
+        if (l.narrowChunk() >= 0 && l.narrowChunk() < c.firstChunk + c.chunkCount) {
+            narrow_ = l.narrowChunk();
             narrowKBlocks_ = l.chunkKBlocks(narrow_);
-            narrowStart_ = c.chunks + (l.chunkOffset(narrow_) - l.chunkOffset(c.firstChunk)) + q * narrowPieceBytes_;
+            narrowStart_ = c.chunks + (l.chunkOffset(narrow_) - l.chunkOffset(c.firstChunk)) + q * l.chunkPanelBytes(narrow_);
         }
     }
     const std::byte* pieces(int ch) const { return ch == narrow_ ? narrowStart_ : start_ + (ch - first_) * stride_; }
-    std::size_t pieceBytes(int ch) const { return ch == narrow_ ? narrowPieceBytes_ : pieceBytes_; }
     int kBlocks(int ch) const { return ch == narrow_ ? narrowKBlocks_ : kBlocks_; }
 
 private:
@@ -292,7 +281,6 @@ private:
     static constexpr int kBlocks_ = kChunkKBlocks<Type>;
     int first_;
     std::ptrdiff_t stride_ = 0;
-    std::size_t narrowPieceBytes_ = 0;
     int narrowKBlocks_ = 0, narrow_ = -1;
     const std::byte* start_ = nullptr;
     const std::byte* narrowStart_ = nullptr;
@@ -307,15 +295,14 @@ void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
     constexpr int S = Type == ExpertType::BF16 ? bf16SplitsFor<NT>() : splitsFor<NT>();
     const int lastChunk = c.firstChunk + c.chunkCount - 1;
     const DownChunks<Type> chunks(c, q);
-    auto panelOf = [&](int ch) { return chunks.pieces(ch); };
-    const DownPrefetch<Type> prefetchFor(c, q, 1);
+    const DownPrefetch<Type> prefetchFor(c, q);
     __m512 y[NT];
     if constexpr (Type == ExpertType::BF16) {
         __m512 acc[NT][S];
         for (int t = 0; t < NT; ++t)
             for (int s = 0; s < S; ++s) acc[t][s] = _mm512_setzero_ps();
         for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
-            const std::byte* p = panelOf(ch);
+            const std::byte* p = chunks.pieces(ch);
             const std::ptrdiff_t pf = prefetchFor(ch);
             for (int kb = 0; kb < chunks.kBlocks(ch); ++kb) bf16Block<NT, S>(acc, p + kb * 1024, in, ch * kChunkCols + 32 * kb, pf);
         }
@@ -325,7 +312,7 @@ void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
         for (int t = 0; t < NT; ++t)
             for (int s = 0; s < S; ++s) acc[t][s] = _mm512_setzero_si512();
         for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
-            const std::byte* p = panelOf(ch);
+            const std::byte* p = chunks.pieces(ch);
             const std::ptrdiff_t pf = prefetchFor(ch);
             for (int kb = 0; kb < chunks.kBlocks(ch); ++kb) int8Block<NT, S>(acc, p + kb * 1024, in, ch * kChunkCols + 64 * kb, pf);
         }
@@ -338,7 +325,7 @@ void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
         __m512 acc[NT];
         for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
         for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
-            const std::byte* p = panelOf(ch);
+            const std::byte* p = chunks.pieces(ch);
             const std::ptrdiff_t pf = prefetchFor(ch);
             for (int kb = 0; kb < chunks.kBlocks(ch); ++kb) int4Block<NT>(acc, p + kb * 576, in, ch * kChunkCols + 64 * kb, pf);
         }
@@ -361,78 +348,8 @@ void gateUpKernel(const GateUpCall& c) {
     }
 }
 
-// Decode's down for one activation row over G consecutive panels, chunk by chunk: the G pieces of a
-// chunk are contiguous, so the weights stream in runs of G pieces rather than one.
-template <ExpertType Type, int G>
-void downPanelsOneRow(const DownCall& c, int q0, const Rows<1>& in) {
-    const ExpertLayout& l = *c.layout;
-    constexpr int S = Type == ExpertType::BF16 ? bf16SplitsFor<1>() : splitsFor<1>();
-    const int lastChunk = c.firstChunk + c.chunkCount - 1;
-    const DownChunks<Type> chunks(c, q0);
-    const DownPrefetch<Type> prefetchFor(c, q0, G);
-    __m512 y[G];
-    if constexpr (Type == ExpertType::BF16) {
-        __m512 acc[G][1][S];
-        for (int g = 0; g < G; ++g)
-            for (int s = 0; s < S; ++s) acc[g][0][s] = _mm512_setzero_ps();
-        for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
-            const std::byte* p = chunks.pieces(ch);
-            const std::size_t pb = chunks.pieceBytes(ch);
-            const std::ptrdiff_t pf = prefetchFor(ch);
-            for (int g = 0; g < G; ++g)
-                for (int kb = 0; kb < chunks.kBlocks(ch); ++kb)
-                    bf16Block<1, S>(acc[g], p + g * pb + kb * 1024, in, ch * kChunkCols + 32 * kb, pf);
-        }
-        for (int g = 0; g < G; ++g) y[g] = sumOf<1, S>(acc[g][0]);
-    } else if constexpr (Type == ExpertType::INT8) {
-        __m512i acc[G][1][S];
-        for (int g = 0; g < G; ++g)
-            for (int s = 0; s < S; ++s) acc[g][0][s] = _mm512_setzero_si512();
-        for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
-            const std::byte* p = chunks.pieces(ch);
-            const std::size_t pb = chunks.pieceBytes(ch);
-            const std::ptrdiff_t pf = prefetchFor(ch);
-            for (int g = 0; g < G; ++g)
-                for (int kb = 0; kb < chunks.kBlocks(ch); ++kb)
-                    int8Block<1, S>(acc[g], p + g * pb + kb * 1024, in, ch * kChunkCols + 64 * kb, pf);
-        }
-        const __m512i corr = _mm512_set1_epi32(128 * in.sum[0]);
-        for (int g = 0; g < G; ++g) {
-            const __m512 rs = _mm512_loadu_ps(c.rowScales + (q0 + g) * kPanelRows);  // padded rows: masked below
-            y[g] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sumOf<1, S>(acc[g][0]), corr)),
-                                 _mm512_mul_ps(rs, _mm512_set1_ps(in.scale[0])));
-        }
-    } else {
-        __m512 acc[G][1];
-        for (int g = 0; g < G; ++g) acc[g][0] = _mm512_setzero_ps();
-        for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
-            const std::byte* p = chunks.pieces(ch);
-            const std::size_t pb = chunks.pieceBytes(ch);
-            const std::ptrdiff_t pf = prefetchFor(ch);
-            for (int g = 0; g < G; ++g)
-                for (int kb = 0; kb < chunks.kBlocks(ch); ++kb)
-                    int4Block<1>(acc[g], p + g * pb + kb * 576, in, ch * kChunkCols + 64 * kb, pf);
-        }
-        for (int g = 0; g < G; ++g) y[g] = _mm512_mul_ps(acc[g][0], _mm512_set1_ps(in.scale[0]));
-    }
-    for (int g = 0; g < G; ++g)
-        accumulateRow512(in.out[0] + (q0 + g) * kPanelRows, y[g], in.weight[0], validRows(l, q0 + g));
-}
-
-// Panels per pass of downPanelsOneRow: as many accumulators as leave registers for the block's work.
-template <ExpertType Type>
-constexpr int oneRowGroup() {
-    return Type == ExpertType::BF16 ? 4 : 8;
-}
-
 template <ExpertType Type, int MaxRows>
 void downKernel(const DownCall& c) {
-    static const bool grouped = !std::getenv("TANDEM_DOWN_GROUP") || std::getenv("TANDEM_DOWN_GROUP")[0] != '0';
-    if (c.act.rows == 1 && grouped) {
-        const Rows<1> in = downRows<1>(c, 0);
-        forRowChunks<oneRowGroup<Type>()>(c.panelCount, [&]<int G>(int q) { downPanelsOneRow<Type, G>(c, c.firstPanel + q, in); });
-        return;
-    }
     for (int q = c.firstPanel; q < c.firstPanel + c.panelCount; ++q)
         forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) { downPanel<Type, NT>(c, q, downRows<NT>(c, r0)); });
 }
