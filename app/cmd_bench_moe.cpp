@@ -69,7 +69,7 @@ int runBenchMoe(const CommandArgs& argv) {
     const CliArgs args(argv,
                        {"--shape", "--experts", "--tokens", "--threads", "--kernels", "--gemm-min-rows", "--experts-in-memory",
                         "--seconds", "--sweep", "--defer"},
-                       {"--json", "--verify", "--tile-peak", "--phases"});
+                       {"--json", "--verify", "--tile-peak", "--phases", "--kernel-probe"});
     if (args.flag("--tile-peak")) {
         const int threads = args.integer("--threads", 0);
         const auto points = measureTilePeak(threads);
@@ -118,6 +118,18 @@ int runBenchMoe(const CommandArgs& argv) {
             else if (!threshold) threshold = p.rowsPerExpert;
         }
         std::printf("GEMM is faster from %d rows per expert on (%s kernels)\n", threshold, std::string(isaName(selectedIsa())).c_str());
+        return failures ? 1 : 0;
+    }
+
+    if (args.flag("--kernel-probe")) {
+        const auto points = tandem::cpu::probeKernels(o, o.tokens);
+        std::printf("%s %s GEMM kernels (%s), TOP/s per thread (2 per multiply-add): one thread alone, then every thread at once\n",
+                    std::string(shape->name).c_str(), std::string(expertTypeName(o.type)).c_str(), std::string(isaName(selectedIsa())).c_str());
+        std::printf("%6s %8s %8s %14s %10s %14s %10s\n", "rows", "experts", "threads", "gate/up alone", "down alone", "gate/up shared",
+                    "down shared");
+        for (const auto& p : points)
+            std::printf("%6d %8d %8d %14.2f %10.2f %14.2f %10.2f\n", p.rows, p.experts, p.threads, p.gateUpOneThread / 1e12,
+                        p.downOneThread / 1e12, p.gateUpAllThreads / p.threads / 1e12, p.downAllThreads / p.threads / 1e12);
         return failures ? 1 : 0;
     }
 

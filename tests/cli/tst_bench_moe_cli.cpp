@@ -97,6 +97,25 @@ private slots:
         }
     }
 
+    // --kernel-probe: one row per (rows, experts) point, cached and from memory, every rate positive.
+    void kernelProbePrintsEachPoint() {
+        const Result r = run({"--kernel-probe", "--shape", "qwen3-30b-a3b", "--experts", "int8", "--tokens", "3,40", "--threads", "2",
+                              "--seconds", "0.02"},
+                             "avx2");
+        QVERIFY2(r.exitCode == 0, r.err.constData());
+        QVERIFY2(r.out.contains("int8 GEMM kernels (avx2)"), r.out.constData());
+        int points = 0;
+        for (const QByteArray& line : r.out.split('\n')) {
+            const QList<QByteArray> f = line.simplified().split(' ');
+            if (f.size() != 7 || f[0].toInt() <= 0) continue;
+            ++points;
+            QVERIFY2(f[0] == "3" || f[0] == "40", line.constData());
+            QCOMPARE(f[2].toInt(), 2);
+            for (int i = 3; i < 7; ++i) QVERIFY2(f[i].toDouble() > 0, line.constData());
+        }
+        QCOMPARE(points, 4);
+    }
+
     void badOptionsAreExplained() {
         const Result r = run({"--shape", "llama", "--experts", "int4"});
         QCOMPARE(r.exitCode, 1);
