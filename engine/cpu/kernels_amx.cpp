@@ -185,6 +185,45 @@ inline void prefetchBytes(const std::byte* p, std::size_t bytes) {
     for (std::size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
 }
 
+// While a panel's weights are used by every row block, the weights of the panel that comes next are
+// asked for in L2 a few cache lines per tile step, so that its first row block finds them there.
+// (Before, that first row block streamed them from memory, at one core's read rate, with the tile unit
+// waiting: a quarter of the steps at DeepSeek-V3's 128 rows per expert.) A list of contiguous runs,
+// paced over the steps the current panel takes; runs past kMaxRuns are left to the hardware.
+// TANDEM_AMX_STREAM=0 turns it off (A/B runs).
+class WeightStream {
+public:
+    static bool enabled() {
+        static const bool on = envInt("TANDEM_AMX_STREAM", 1) != 0;
+        return on;
+    }
+    void clear() { runs_ = run_ = line_ = lines_ = 0; }
+    void add(const std::byte* p, std::size_t bytes) {
+        if (runs_ == kMaxRuns || bytes == 0) return;
+        list_[runs_++] = {p, (bytes + 63) / 64};
+        lines_ += (bytes + 63) / 64;
+    }
+    // Spreads the runs' lines over `steps` calls of step().
+    void pace(long steps) { perStep_ = static_cast<int>(std::max<long>(1, (static_cast<long>(lines_) + steps - 1) / std::max(1L, steps))); }
+    void step() {
+        for (int n = 0; n < perStep_ && run_ < runs_; ++n) {
+            _mm_prefetch(reinterpret_cast<const char*>(list_[run_].p + 64 * line_), _MM_HINT_T1);
+            if (++line_ == list_[run_].lines) line_ = 0, ++run_;
+        }
+    }
+
+private:
+    static constexpr int kMaxRuns = 256;
+    struct Run {
+        const std::byte* p;
+        std::size_t lines;
+    };
+    Run list_[kMaxRuns];
+    int runs_ = 0, run_ = 0, perStep_ = 1;
+    std::size_t line_ = 0, lines_ = 0;
+};
+thread_local WeightStream weightStream;
+
 // Gate/up, for each group of panels, loops over cache blocks of the inputs, then panels, then rows:
 // the rows' activations over one cache block stay in L2 while every panel of the group passes over
 // them, and each panel's weights over the block are read from memory once and reused for every 32
@@ -212,14 +251,27 @@ void tileGateUp(const GateUpCall& c) {
     float* acc = scratch.floats(panelFloats * group + rowsPad);
     auto* rowSums = reinterpret_cast<int*>(acc + panelFloats * group);
     const int ahead = weightPrefetchBlocks();
+    WeightStream* stream = WeightStream::enabled() ? &weightStream : nullptr;
     if constexpr (Type == ExpertType::INT8)
         for (int r = 0; r < rows; ++r) rowSums[r] = rowSum(c.x, r, 0, l.hiddenPad / kActGroup);
     for (int pg = 0; pg < c.panelCount; pg += group) {
         for (int kc = 0; kc < kBlocks; kc += cacheBlocks) {
             const int kcEnd = kc + cacheBlocks < kBlocks ? kc + cacheBlocks : kBlocks;
-            for (int p = pg; p < std::min(c.panelCount, pg + group); ++p) {
+            const int pgEnd = std::min(c.panelCount, pg + group);
+            for (int p = pg; p < pgEnd; ++p) {
                 const std::byte* panel = c.panels + p * l.gateUpPanelBytes;
                 float* pacc = acc + panelFloats * (p - pg);
+                if (stream) {
+                    // Next: the group's next panel over this cache block, else its first over the next
+                    // block, else the next group's first panel.
+                    stream->clear();
+                    const int np = p + 1 < pgEnd ? p + 1 : (kcEnd < kBlocks ? pg : pgEnd);
+                    const int nkc = p + 1 < pgEnd ? kc : (kcEnd < kBlocks ? kcEnd : 0);
+                    const int nkcEnd = std::min(kBlocks, nkc + cacheBlocks);
+                    if (np < c.panelCount)
+                        stream->add(c.panels + np * l.gateUpPanelBytes + nkc * 2 * l.blockBytes, (nkcEnd - nkc) * 2 * l.blockBytes);
+                    stream->pace(static_cast<long>(rowsPad / 32) * (kcEnd - kc));
+                }
                 for (int tb = 0; tb < rows; tb += 32) {
                     int r0, r1;
                     tileRows(rows, tb, r0, r1);
@@ -230,6 +282,7 @@ void tileGateUp(const GateUpCall& c) {
                     for (int kb = kc; kb < kcEnd; ++kb) {
                         const std::byte* blk = panel + kb * 2 * l.blockBytes;
                         if (tb == 0 && ahead > 0 && kb + ahead < kcEnd) prefetchBytes(blk + ahead * 2 * l.blockBytes, 2 * l.blockBytes);
+                        if (stream) stream->step();
                         TANDEM_TILE_LOAD(6, blk, 64);
                         TANDEM_TILE_LOAD(7, blk + 1024, 64);
                         for (int part = 0; part < parts; ++part) {
@@ -302,6 +355,7 @@ void tileDown(const DownCall& c) {
     float* acc = scratch.floats(pairFloats * group + rowsPad);
     int* rowSums = reinterpret_cast<int*>(acc + pairFloats * group);  // INT8: each row's sum over the call's chunks
     const int ahead = weightPrefetchBlocks();
+    WeightStream* stream = WeightStream::enabled() ? &weightStream : nullptr;
     if constexpr (Type == ExpertType::INT8)
         for (int r = 0; r < rows; ++r) rowSums[r] = rowSum(c.act, r, c.firstChunk * kChunkCols / kActGroup, chunkCols / kActGroup);
     auto blockOf = [&](int i, int q) {
@@ -312,10 +366,27 @@ void tileDown(const DownCall& c) {
     for (int pg = 0; pg < pairs; pg += group) {
         for (int kc = 0; kc < kBlocks; kc += cacheBlocks) {
             const int kcEnd = kc + cacheBlocks < kBlocks ? kc + cacheBlocks : kBlocks;
-            for (int pi = pg; pi < std::min(pairs, pg + group); ++pi) {
+            const int pgEnd = std::min(pairs, pg + group);
+            for (int pi = pg; pi < pgEnd; ++pi) {
                 const int q = c.firstPanel + 2 * pi;
                 const bool pair = q + 1 < c.firstPanel + c.panelCount;
                 float* pacc = acc + pairFloats * (pi - pg);
+                if (stream) {
+                    // Next: as in gate/up, one run per chunk and panel.
+                    stream->clear();
+                    const int npi = pi + 1 < pgEnd ? pi + 1 : (kcEnd < kBlocks ? pg : pgEnd);
+                    const int nkc = pi + 1 < pgEnd ? kc : (kcEnd < kBlocks ? kcEnd : 0);
+                    const int nkcEnd = std::min(kBlocks, nkc + cacheBlocks);
+                    const int nq = c.firstPanel + 2 * npi;
+                    if (npi < pairs)
+                        for (int i = nkc; i < nkcEnd;) {
+                            const int n = std::min(nkcEnd - i, perChunk - i % perChunk);  // blocks left in this chunk
+                            for (int half = 0; half < 2 && nq + half < c.firstPanel + c.panelCount; ++half)
+                                stream->add(blockOf(i, nq + half), n * l.blockBytes);
+                            i += n;
+                        }
+                    stream->pace(static_cast<long>(rowsPad / 32) * (kcEnd - kc));
+                }
                 for (int tb = 0; tb < rows; tb += 32) {
                     int r0, r1;
                     tileRows(rows, tb, r0, r1);
@@ -328,6 +399,7 @@ void tileDown(const DownCall& c) {
                             prefetchBytes(blockOf(i + ahead, q), l.blockBytes);
                             if (pair) prefetchBytes(blockOf(i + ahead, q + 1), l.blockBytes);
                         }
+                        if (stream) stream->step();
                         TANDEM_TILE_LOAD(6, blockOf(i, q), 64);
                         if (pair) TANDEM_TILE_LOAD(7, blockOf(i, q + 1), 64);
                         for (int part = 0; part < parts; ++part) {
@@ -439,18 +511,20 @@ bool int4Serial() {
 // acc (32 rows of 32 float32) = sum over `groups` of the scaled tile products with activation rows
 // [0, r0 + r1) at `a` (group g's 32 columns at a + 32 g). cbuf: two sets of stored C tiles.
 void int4Rows(const std::byte* a, std::size_t stride, const Int4Group* groups, int count, int r0, int r1, bool pair, float* acc,
-              std::int32_t* cbuf) {
+              std::int32_t* cbuf, WeightStream* stream) {
     configureTiles(r0, r1, 32);
     for (int j = 0; j < 1024; j += 16) _mm512_store_ps(acc + j, _mm512_setzero_ps());
     const int rows = r0 + r1;
     if (int4Serial()) {
         for (int g = 0; g < count; ++g) {
+            if (stream) stream->step();
             int4GroupTiles(a + 32 * g, stride, groups[g], r1 > 0, pair, cbuf);
             scaleGroup(acc, cbuf, rows, groups[g], pair);
         }
         return;
     }
     for (int g = 0; g < count; ++g) {
+        if (stream) stream->step();
         int4GroupTiles(a + 32 * g, stride, groups[g], r1 > 0, pair, cbuf + 1024 * (g & 1));
         if (g) scaleGroup(acc, cbuf + 1024 * ((g - 1) & 1), rows, groups[g - 1], pair);
     }
@@ -473,17 +547,23 @@ void tileGateUpInt4(const GateUpCall& c) {
     const int rows = c.x.rows;
     const int kBlocks = l.hiddenKBlocks();
     const Int4Scratch s = int4Scratch(2 * kBlocks);
+    WeightStream* stream = WeightStream::enabled() ? &weightStream : nullptr;
     for (int p = 0; p < c.panelCount; ++p) {
         const std::byte* panel = c.panels + p * l.gateUpPanelBytes;
         for (int kb = 0; kb < kBlocks; ++kb) {
             unpackInt4Block(panel + kb * 2 * 576, s.groups + 2 * kb, 0);        // gate
             unpackInt4Block(panel + kb * 2 * 576 + 576, s.groups + 2 * kb, 1);  // up
         }
+        if (stream) {  // the next panel, unpacked next
+            stream->clear();
+            if (p + 1 < c.panelCount) stream->add(panel + l.gateUpPanelBytes, l.gateUpPanelBytes);
+            stream->pace(static_cast<long>((rows + 31) / 32) * 2 * kBlocks);
+        }
         const int col = (c.firstPanel + p) * kPanelRows;
         for (int tb = 0; tb < rows; tb += 32) {
             int r0, r1;
             tileRows(rows, tb, r0, r1);
-            int4Rows(c.x.data + tb * c.x.stride, c.x.stride, s.groups, 2 * kBlocks, r0, r1, true, s.acc, s.cbuf);
+            int4Rows(c.x.data + tb * c.x.stride, c.x.stride, s.groups, 2 * kBlocks, r0, r1, true, s.acc, s.cbuf, stream);
             for (int m = 0; m < r0 + r1; ++m) {
                 const __m512 xsc = _mm512_set1_ps(c.x.scale[tb + m]);
                 const __m512 g = _mm512_mul_ps(_mm512_load_ps(s.acc + 32 * m), xsc);
@@ -506,6 +586,7 @@ void tileDownInt4(const DownCall& c) {
     // Every chunk but the last is whole, so the call's groups are consecutive columns from here.
     const std::byte* a0 = c.act.data + static_cast<std::size_t>(c.firstChunk) * kChunkCols;
     auto panelOf = [&](int ch, int q) { return c.chunks + (l.chunkOffset(ch) - base) + q * l.chunkPanelBytes(ch); };
+    WeightStream* stream = WeightStream::enabled() ? &weightStream : nullptr;
     for (int q = c.firstPanel; q < end; q += 2) {
         const bool pair = q + 1 < end;
         int i = 0;
@@ -514,10 +595,17 @@ void tileDownInt4(const DownCall& c) {
                 unpackInt4Block(panelOf(ch, q) + kb * 576, s.groups + i, 0);
                 if (pair) unpackInt4Block(panelOf(ch, q + 1) + kb * 576, s.groups + i, 1);
             }
+        if (stream) {  // the next pair: its two panels lie side by side in every chunk
+            stream->clear();
+            if (q + 2 < end)
+                for (int ch = c.firstChunk; ch < c.firstChunk + c.chunkCount; ++ch)
+                    stream->add(panelOf(ch, q + 2), (q + 3 < end ? 2 : 1) * l.chunkPanelBytes(ch));
+            stream->pace(static_cast<long>((rows + 31) / 32) * 2 * kbs);
+        }
         for (int tb = 0; tb < rows; tb += 32) {
             int r0, r1;
             tileRows(rows, tb, r0, r1);
-            int4Rows(a0 + tb * c.act.stride, c.act.stride, s.groups, 2 * kbs, r0, r1, pair, s.acc, s.cbuf);
+            int4Rows(a0 + tb * c.act.stride, c.act.stride, s.groups, 2 * kbs, r0, r1, pair, s.acc, s.cbuf, stream);
             for (int m = 0; m < r0 + r1; ++m) {
                 const int r = tb + m;
                 const __m512 xsc = _mm512_set1_ps(c.act.scale[r]);
