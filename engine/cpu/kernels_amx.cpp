@@ -185,45 +185,6 @@ inline void prefetchBytes(const std::byte* p, std::size_t bytes) {
     for (std::size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
 }
 
-// While a panel's weights are used by every row block, the weights of the panel that comes next are
-// asked for in L2 a few cache lines per tile step, so that its first row block finds them there.
-// (Before, that first row block streamed them from memory, at one core's read rate, with the tile unit
-// waiting: a quarter of the steps at DeepSeek-V3's 128 rows per expert.) A list of contiguous runs,
-// paced over the steps the current panel takes; runs past kMaxRuns are left to the hardware.
-// TANDEM_AMX_STREAM=0 turns it off (A/B runs).
-class WeightStream {
-public:
-    static bool enabled() {
-        static const bool on = envInt("TANDEM_AMX_STREAM", 1) != 0;
-        return on;
-    }
-    void clear() { runs_ = run_ = line_ = lines_ = 0; }
-    void add(const std::byte* p, std::size_t bytes) {
-        if (runs_ == kMaxRuns || bytes == 0) return;
-        list_[runs_++] = {p, (bytes + 63) / 64};
-        lines_ += (bytes + 63) / 64;
-    }
-    // Spreads the runs' lines over `steps` calls of step().
-    void pace(long steps) { perStep_ = static_cast<int>(std::max<long>(1, (static_cast<long>(lines_) + steps - 1) / std::max(1L, steps))); }
-    void step() {
-        for (int n = 0; n < perStep_ && run_ < runs_; ++n) {
-            _mm_prefetch(reinterpret_cast<const char*>(list_[run_].p + 64 * line_), _MM_HINT_T1);
-            if (++line_ == list_[run_].lines) line_ = 0, ++run_;
-        }
-    }
-
-private:
-    static constexpr int kMaxRuns = 256;
-    struct Run {
-        const std::byte* p;
-        std::size_t lines;
-    };
-    Run list_[kMaxRuns];
-    int runs_ = 0, run_ = 0, perStep_ = 1;
-    std::size_t line_ = 0, lines_ = 0;
-};
-thread_local WeightStream weightStream;
-
 // Gate/up, for each group of panels, loops over cache blocks of the inputs, then panels, then rows:
 // the rows' activations over one cache block stay in L2 while every panel of the group passes over
 // them, and each panel's weights over the block are read from memory once and reused for every 32
@@ -251,27 +212,14 @@ void tileGateUp(const GateUpCall& c) {
     float* acc = scratch.floats(panelFloats * group + rowsPad);
     auto* rowSums = reinterpret_cast<int*>(acc + panelFloats * group);
     const int ahead = weightPrefetchBlocks();
-    WeightStream* stream = WeightStream::enabled() ? &weightStream : nullptr;
     if constexpr (Type == ExpertType::INT8)
         for (int r = 0; r < rows; ++r) rowSums[r] = rowSum(c.x, r, 0, l.hiddenPad / kActGroup);
     for (int pg = 0; pg < c.panelCount; pg += group) {
         for (int kc = 0; kc < kBlocks; kc += cacheBlocks) {
             const int kcEnd = kc + cacheBlocks < kBlocks ? kc + cacheBlocks : kBlocks;
-            const int pgEnd = std::min(c.panelCount, pg + group);
-            for (int p = pg; p < pgEnd; ++p) {
+            for (int p = pg; p < std::min(c.panelCount, pg + group); ++p) {
                 const std::byte* panel = c.panels + p * l.gateUpPanelBytes;
                 float* pacc = acc + panelFloats * (p - pg);
-                if (stream) {
-                    // Next: the group's next panel over this cache block, else its first over the next
-                    // block, else the next group's first panel.
-                    stream->clear();
-                    const int np = p + 1 < pgEnd ? p + 1 : (kcEnd < kBlocks ? pg : pgEnd);
-                    const int nkc = p + 1 < pgEnd ? kc : (kcEnd < kBlocks ? kcEnd : 0);
-                    const int nkcEnd = std::min(kBlocks, nkc + cacheBlocks);
-                    if (np < c.panelCount)
-                        stream->add(c.panels + np * l.gateUpPanelBytes + nkc * 2 * l.blockBytes, (nkcEnd - nkc) * 2 * l.blockBytes);
-                    stream->pace(static_cast<long>(rowsPad / 32) * (kcEnd - kc));
-                }
                 for (int tb = 0; tb < rows; tb += 32) {
                     int r0, r1;
                     tileRows(rows, tb, r0, r1);
@@ -282,7 +230,6 @@ void tileGateUp(const GateUpCall& c) {
                     for (int kb = kc; kb < kcEnd; ++kb) {
                         const std::byte* blk = panel + kb * 2 * l.blockBytes;
                         if (tb == 0 && ahead > 0 && kb + ahead < kcEnd) prefetchBytes(blk + ahead * 2 * l.blockBytes, 2 * l.blockBytes);
-                        if (stream) stream->step();
                         TANDEM_TILE_LOAD(6, blk, 64);
                         TANDEM_TILE_LOAD(7, blk + 1024, 64);
                         for (int part = 0; part < parts; ++part) {
@@ -355,7 +302,6 @@ void tileDown(const DownCall& c) {
     float* acc = scratch.floats(pairFloats * group + rowsPad);
     int* rowSums = reinterpret_cast<int*>(acc + pairFloats * group);  // INT8: each row's sum over the call's chunks
     const int ahead = weightPrefetchBlocks();
-    WeightStream* stream = WeightStream::enabled() ? &weightStream : nullptr;
     if constexpr (Type == ExpertType::INT8)
         for (int r = 0; r < rows; ++r) rowSums[r] = rowSum(c.act, r, c.firstChunk * kChunkCols / kActGroup, chunkCols / kActGroup);
     auto blockOf = [&](int i, int q) {
@@ -366,27 +312,10 @@ void tileDown(const DownCall& c) {
     for (int pg = 0; pg < pairs; pg += group) {
         for (int kc = 0; kc < kBlocks; kc += cacheBlocks) {
             const int kcEnd = kc + cacheBlocks < kBlocks ? kc + cacheBlocks : kBlocks;
-            const int pgEnd = std::min(pairs, pg + group);
-            for (int pi = pg; pi < pgEnd; ++pi) {
+            for (int pi = pg; pi < std::min(pairs, pg + group); ++pi) {
                 const int q = c.firstPanel + 2 * pi;
                 const bool pair = q + 1 < c.firstPanel + c.panelCount;
                 float* pacc = acc + pairFloats * (pi - pg);
-                if (stream) {
-                    // Next: as in gate/up, one run per chunk and panel.
-                    stream->clear();
-                    const int npi = pi + 1 < pgEnd ? pi + 1 : (kcEnd < kBlocks ? pg : pgEnd);
-                    const int nkc = pi + 1 < pgEnd ? kc : (kcEnd < kBlocks ? kcEnd : 0);
-                    const int nkcEnd = std::min(kBlocks, nkc + cacheBlocks);
-                    const int nq = c.firstPanel + 2 * npi;
-                    if (npi < pairs)
-                        for (int i = nkc; i < nkcEnd;) {
-                            const int n = std::min(nkcEnd - i, perChunk - i % perChunk);  // blocks left in this chunk
-                            for (int half = 0; half < 2 && nq + half < c.firstPanel + c.panelCount; ++half)
-                                stream->add(blockOf(i, nq + half), n * l.blockBytes);
-                            i += n;
-                        }
-                    stream->pace(static_cast<long>(rowsPad / 32) * (kcEnd - kc));
-                }
                 for (int tb = 0; tb < rows; tb += 32) {
                     int r0, r1;
                     tileRows(rows, tb, r0, r1);
@@ -399,7 +328,6 @@ void tileDown(const DownCall& c) {
                             prefetchBytes(blockOf(i + ahead, q), l.blockBytes);
                             if (pair) prefetchBytes(blockOf(i + ahead, q + 1), l.blockBytes);
                         }
-                        if (stream) stream->step();
                         TANDEM_TILE_LOAD(6, blockOf(i, q), 64);
                         if (pair) TANDEM_TILE_LOAD(7, blockOf(i, q + 1), 64);
                         for (int part = 0; part < parts; ++part) {
@@ -507,6 +435,47 @@ bool int4Serial() {
     }();
     return serial;
 }
+
+// INT4: while a panel's groups are used by every row block, the packed bytes of the panel unpacked
+// next are asked for in L2 a few cache lines per group step, so that unpacking it (AVX-512 loads in a
+// tight loop, which otherwise wait on memory at one core's read rate) finds them there. A list of
+// contiguous runs, paced over the steps the current panel takes; runs past kMaxRuns are left to the
+// hardware. Measured on the GPU machine: 3-6% off INT4 layers on 5 of 6 shapes and token counts;
+// tried for BF16/INT8 too (the panel after the current one, over the same cache block), where it was
+// 9-15% better or worse by row, inside the machine's noise, so they keep the tb == 0 prefetch alone
+// (docs/BENCHMARKS.md). TANDEM_AMX_STREAM=0 turns it off (A/B runs).
+class WeightStream {
+public:
+    static bool enabled() {
+        static const bool on = envInt("TANDEM_AMX_STREAM", 1) != 0;
+        return on;
+    }
+    void clear() { runs_ = run_ = line_ = lines_ = 0; }
+    void add(const std::byte* p, std::size_t bytes) {
+        if (runs_ == kMaxRuns || bytes == 0) return;
+        list_[runs_++] = {p, (bytes + 63) / 64};
+        lines_ += (bytes + 63) / 64;
+    }
+    // Spreads the runs' lines over `steps` calls of step().
+    void pace(long steps) { perStep_ = static_cast<int>(std::max<long>(1, (static_cast<long>(lines_) + steps - 1) / std::max(1L, steps))); }
+    void step() {
+        for (int n = 0; n < perStep_ && run_ < runs_; ++n) {
+            _mm_prefetch(reinterpret_cast<const char*>(list_[run_].p + 64 * line_), _MM_HINT_T1);
+            if (++line_ == list_[run_].lines) line_ = 0, ++run_;
+        }
+    }
+
+private:
+    static constexpr int kMaxRuns = 256;
+    struct Run {
+        const std::byte* p;
+        std::size_t lines;
+    };
+    Run list_[kMaxRuns];
+    int runs_ = 0, run_ = 0, perStep_ = 1;
+    std::size_t line_ = 0, lines_ = 0;
+};
+thread_local WeightStream weightStream;
 
 // acc (32 rows of 32 float32) = sum over `groups` of the scaled tile products with activation rows
 // [0, r0 + r1) at `a` (group g's 32 columns at a + 32 g). cbuf: two sets of stored C tiles.
