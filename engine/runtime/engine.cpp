@@ -24,6 +24,18 @@
 
 namespace tandem {
 
+namespace runtime {
+namespace {
+GpuBackendFactory& gpuBackendForTests() {
+    static GpuBackendFactory factory;
+    return factory;
+}
+}  // namespace
+
+void setGpuBackendFactoryForTests(GpuBackendFactory factory) { gpuBackendForTests() = std::move(factory); }
+}  // namespace runtime
+
+using runtime::gpuBackendForTests;
 using runtime::packedType;
 
 struct Engine::Impl {
@@ -143,7 +155,8 @@ struct Engine::Impl {
         if (device == Device::Cpu) return;
         std::string reason;
         try {
-            gpu = runtime::createGpuBackend(config, weights, pool, info.contextLength, expertsFactory(), reason);
+            gpu = gpuBackendForTests() ? gpuBackendForTests()(config, weights, pool, info.contextLength, expertsFactory())
+                                       : runtime::createGpuBackend(config, weights, pool, info.contextLength, expertsFactory(), reason);
         } catch (const Error& e) {
             if (device == Device::Gpu) throw;
             reason = e.what();
@@ -266,6 +279,7 @@ GenerationStats Session::generate(std::span<const int> conversation, const Gener
     runtime::Sampler sampler(options.sampling);
     GenerationStats stats;
     stats.promptTokens = static_cast<int>(conversation.size());
+    impl_->fellBack = false;  // reported per generation
 
     // Keep the cached prefix the conversation shares; at least its last token is run again, since its
     // logits are needed to sample. Cache rows past the prefix are simply overwritten.

@@ -30,4 +30,11 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
                                              cpu::ThreadPool& pool, int capacity, ExpertsFactory experts,
                                              std::string& reason);
 
+// Tests: while set, engines loaded from then on take their GPU backend from `factory` instead of
+// createGpuBackend, so the runtime's side of a GPU (choosing it, a failure in the middle of a
+// conversation) is tested on machines without one. An empty function restores createGpuBackend.
+using GpuBackendFactory = std::function<std::unique_ptr<GpuBackend>(const model::ModelConfig&, const model::ModelWeights&,
+                                                                    cpu::ThreadPool&, int capacity, ExpertsFactory)>;
+void setGpuBackendFactoryForTests(GpuBackendFactory factory);
+
 }  // namespace tandem::runtime

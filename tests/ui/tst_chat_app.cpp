@@ -20,6 +20,7 @@
 #include <QTest>
 #include <QTimer>
 
+#include "flaky_gpu.h"
 #include "test_support.h"
 #include "tandem/tokenizer.h"
 #include "ui/widgets/chat_view.h"
@@ -405,6 +406,25 @@ private slots:
         typeAndSend(*app, "Back again");
         QVERIFY(test::waitForIdle(*app));
         QCOMPARE(toString(app->messages()->message(1).state), toString(MessageState::Complete));
+    }
+
+    // The GPU fails in the middle of an answer: the answer completes (on the CPU), is saved, and the
+    // window says what happened and what to do.
+    void aGpuFailureMidAnswerIsExplainedAndNothingIsLost() {
+        QTemporaryDir dir;
+        const test::FlakyGpu gpu(4);
+        auto app = startApp(dir);
+        QVERIFY(test::waitForModel(*app));
+        typeAndSend(*app, "What is a mixture of experts?");
+        QVERIFY(test::waitForIdle(*app));
+        const ChatMessage& reply = app->messages()->message(1);
+        QCOMPARE(toString(reply.state), toString(MessageState::Complete));
+        QVERIFY(reply.metrics.generatedTokens > 3);
+        QCOMPARE(app->store()->messages(app->chat()->currentConversationId())[1].content, reply.content);
+        NotificationBanner* banner = app->window()->banner();
+        QVERIFY(banner->isVisible());
+        QVERIFY2(banner->text().startsWith("The GPU failed (CUDA error: an illegal memory access"), qPrintable(banner->text()));
+        QVERIFY2(banner->text().contains("nothing was lost"), qPrintable(banner->text()));
     }
 
     // The model that ships with Tandem is a demo: the window says what it is and offers the wizard, and

@@ -6,6 +6,7 @@
 #include <QTest>
 #include <QTimer>
 
+#include "flaky_gpu.h"
 #include "tandem/error.h"
 #include "test_support.h"
 #include "ui/engine/engine_host.h"
@@ -260,6 +261,34 @@ private slots:
         const AnswerStats stats = events.finished.first();
         QVERIFY(stats.filledContext);
         QCOMPARE(stats.contextUsed(), 256);
+    }
+
+    // A GPU that fails in the middle of an answer: the answer still arrives whole (the same text as on
+    // the CPU) and its stats carry the engine's notice, which the chat shows.
+    void aGpuFailureFinishesTheAnswerOnTheCpu() {
+        QString cpuAnswer;
+        {
+            EngineHost host;
+            LoadRequest cpuOnly = fixtureRequest();
+            cpuOnly.gpuDevice = -1;
+            QVERIFY(load(host.worker(), cpuOnly));
+            EngineEvents events(host.worker());
+            generate(host.worker(), question(3));
+            QVERIFY(waitFor([&] { return !events.finished.isEmpty(); }));
+            QVERIFY(events.finished.first().gpuFailure.isEmpty());
+            cpuAnswer = events.answer;
+        }
+        const test::FlakyGpu gpu(5);  // the prefill and three decode steps, then a device error
+        EngineHost host;
+        QVERIFY(load(host.worker(), fixtureRequest()));
+        EngineEvents events(host.worker());
+        generate(host.worker(), question(4));
+        QVERIFY(waitFor([&] { return !events.finished.isEmpty() || !events.failures.isEmpty(); }));
+        QVERIFY2(events.failures.isEmpty(), qPrintable(events.failures.value(0)));
+        const AnswerStats stats = events.finished.first();
+        QCOMPARE(stats.generatedTokens, 24);
+        QCOMPARE(events.answer, cpuAnswer);
+        QVERIFY2(stats.gpuFailure.startsWith("the GPU failed (CUDA error: an illegal memory access"), qPrintable(stats.gpuFailure));
     }
 
     void theUiEventLoopTurnsWhileTheEngineWorks() {

@@ -232,6 +232,12 @@ void ChatController::onAnswerFinished(quint64 requestId, const AnswerStats& stat
     if (stats.filledContext)
         emit noticeOccurred(tr("The answer stopped because the context is full (%1 tokens). Start a new chat, or raise "
                                "the context length in Settings.").arg(stats.contextLength));
+    if (!stats.gpuFailure.isEmpty()) {
+        QString what = stats.gpuFailure;
+        what[0] = what[0].toUpper();
+        emit noticeOccurred(tr("%1. The answer finished on the CPU, more slowly, and nothing was lost; load the model again "
+                               "to go back to the GPU.").arg(what));
+    }
     emit answerCompleted(stats);
 }
 

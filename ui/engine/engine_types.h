@@ -63,6 +63,7 @@ struct AnswerStats {
     bool stoppedAtEos = false;
     bool stoppedByUser = false;
     bool filledContext = false;  // ended because the context had no room for more tokens
+    QString gpuFailure;          // the GPU failed during this answer and the engine went on on the CPU: its notice
     QList<LayerSplit> layerSplit;  // empty while the engine does not report it
 
     int contextUsed() const { return promptTokens + generatedTokens; }

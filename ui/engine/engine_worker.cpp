@@ -194,6 +194,7 @@ void EngineWorker::generate(const GenerationRequest& request) {
         result.stoppedByUser = isStopped(id);
         result.filledContext = !stats.stoppedAtEos && !result.stoppedByUser && options.maxNewTokens == room &&
                                stats.generatedTokens == room;
+        if (stats.fellBackToCpu) result.gpuFailure = QString::fromStdString(runner_->info().deviceNotice);
         result.layerSplit = runner_->telemetry().layerSplit;
         emit answerFinished(id, result);
     } catch (const std::exception& e) {

@@ -1,0 +1,67 @@
+#pragma once
+// A stand-in GPU for tests on machines without one (runtime::setGpuBackendFactoryForTests): its runners
+// run the CPU path until their Nth forward pass, then throw the way the CUDA backend reports a device
+// error. While a FlakyGpu lives, engines loaded with Device::Auto or Gpu get it.
+#include <memory>
+#include <string>
+
+#include "model/routed_experts.h"
+#include "model/transformer.h"
+#include "runtime/gpu_backend.h"
+#include "runtime/model_runner.h"
+#include "tandem/error.h"
+
+namespace tandem::test {
+
+class FlakyRunner : public runtime::ModelRunner {
+public:
+    FlakyRunner(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ThreadPool& pool, int capacity,
+                const runtime::ExpertsFactory& experts, int failOn)
+        : experts_(experts()), transformer_(config, weights, *experts_, pool), cpu_(runtime::makeCpuRunner(transformer_, capacity)),
+          failOn_(failOn) {}
+    void forward(std::span<const int> tokens, int start, const model::ForwardOptions& options, std::vector<float>& logits) override {
+        if (++calls_ == failOn_) throw Error("CUDA error: an illegal memory access was encountered (simulated)");
+        cpu_->forward(tokens, start, options, logits);
+    }
+    DecodeProfile takeProfile() override { return cpu_->takeProfile(); }
+
+private:
+    std::unique_ptr<model::RoutedExperts> experts_;
+    model::Transformer transformer_;
+    std::unique_ptr<runtime::ModelRunner> cpu_;
+    int failOn_, calls_ = 0;
+};
+
+class FlakyBackend : public runtime::GpuBackend {
+public:
+    FlakyBackend(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ThreadPool& pool,
+                 runtime::ExpertsFactory experts, int failOn)
+        : config_(config), weights_(weights), pool_(pool), experts_(std::move(experts)), failOn_(failOn) {}
+    std::unique_ptr<runtime::ModelRunner> newRunner(int capacity) override {
+        return std::make_unique<FlakyRunner>(config_, weights_, pool_, capacity, experts_, failOn_);
+    }
+    std::string deviceName() const override { return "Stand-in GPU"; }
+
+private:
+    const model::ModelConfig& config_;
+    const model::ModelWeights& weights_;
+    cpu::ThreadPool& pool_;
+    runtime::ExpertsFactory experts_;
+    int failOn_;
+};
+
+class FlakyGpu {
+public:
+    // The stand-in's runners fail on their failOn-th forward pass (1: the first).
+    explicit FlakyGpu(int failOn) {
+        runtime::setGpuBackendFactoryForTests([failOn](const model::ModelConfig& c, const model::ModelWeights& w, cpu::ThreadPool& p,
+                                                       int, runtime::ExpertsFactory e) {
+            return std::make_unique<FlakyBackend>(c, w, p, std::move(e), failOn);
+        });
+    }
+    ~FlakyGpu() { runtime::setGpuBackendFactoryForTests({}); }
+    FlakyGpu(const FlakyGpu&) = delete;
+    FlakyGpu& operator=(const FlakyGpu&) = delete;
+};
+
+}  // namespace tandem::test
