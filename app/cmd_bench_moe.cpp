@@ -123,13 +123,16 @@ int runBenchMoe(const CommandArgs& argv) {
 
     if (args.flag("--kernel-probe")) {
         const auto points = tandem::cpu::probeKernels(o, o.tokens);
-        std::printf("%s %s GEMM kernels (%s), TOP/s per thread (2 per multiply-add): one thread alone, then every thread at once\n",
-                    std::string(shape->name).c_str(), std::string(expertTypeName(o.type)).c_str(), std::string(isaName(selectedIsa())).c_str());
-        std::printf("%6s %8s %8s %14s %10s %14s %10s\n", "rows", "experts", "threads", "gate/up alone", "down alone", "gate/up shared",
-                    "down shared");
+        std::printf("%s %s %s kernels (%s), TOP/s per thread (2 per multiply-add): one thread alone, then every thread at once; "
+                    "GB/s of weights read by the one thread\n",
+                    std::string(shape->name).c_str(), std::string(expertTypeName(o.type)).c_str(),
+                    o.kernels == KernelChoice::Gemv ? "GEMV" : "GEMM", std::string(isaName(selectedIsa())).c_str());
+        std::printf("%6s %8s %8s %14s %10s %14s %10s %12s %9s\n", "rows", "experts", "threads", "gate/up alone", "down alone",
+                    "gate/up shared", "down shared", "gate/up GB/s", "down GB/s");
         for (const auto& p : points)
-            std::printf("%6d %8d %8d %14.2f %10.2f %14.2f %10.2f\n", p.rows, p.experts, p.threads, p.gateUpOneThread / 1e12,
-                        p.downOneThread / 1e12, p.gateUpAllThreads / p.threads / 1e12, p.downAllThreads / p.threads / 1e12);
+            std::printf("%6d %8d %8d %14.3f %10.3f %14.3f %10.3f %12.1f %9.1f\n", p.rows, p.experts, p.threads, p.gateUpOneThread / 1e12,
+                        p.downOneThread / 1e12, p.gateUpAllThreads / p.threads / 1e12, p.downAllThreads / p.threads / 1e12,
+                        p.gateUpGbps, p.downGbps);
         return failures ? 1 : 0;
     }
 

@@ -1,4 +1,5 @@
-// `tandem-cli bench-moe --kernel-probe`: the GEMM kernels of the selected level alone, on one thread
+// `tandem-cli bench-moe --kernel-probe`: the GEMM (or with --kernels gemv the GEMV) kernels of the
+// selected level alone, on one thread
 // and then on every pool thread at once, each thread with its own activation rows, over one expert
 // (its weights stay in the caches) or over many in turn (they come from memory). Splits a prefill
 // layer's time into what the kernels themselves reach per thread and what sharing the machine costs.
@@ -78,9 +79,9 @@ struct ProbeTimes {
     long calls = 0;
 };
 
-ProbeTimes runProbe(const ExpertKernels& k, ExpertType type, const ExpertLayout& l, const std::byte* experts, int count, int first, int rows,
-                    double seconds) {
-    const KernelPair& kp = k.pick(type, true);
+ProbeTimes runProbe(const ExpertKernels& k, ExpertType type, bool gemm, const ExpertLayout& l, const std::byte* experts, int count, int first,
+                    int rows, double seconds) {
+    const KernelPair& kp = k.pick(type, gemm);
     ProbeRows x(k, type, rows, l.hidden, l.hiddenPad);
     ProbeRows a(k, type, rows, l.interPad, l.interPad);
     std::vector<float> act(static_cast<std::size_t>(rows) * l.interPad);
@@ -121,10 +122,11 @@ ProbeTimes runProbe(const ExpertKernels& k, ExpertType type, const ExpertLayout&
 
 class ProbeJob : public PoolJob {
 public:
-    ProbeJob(const ExpertKernels& k, ExpertType type, const ExpertLayout& l, const std::byte* experts, int count, int rows, double seconds)
-        : k_(k), type_(type), l_(l), experts_(experts), count_(count), rows_(rows), seconds_(seconds) {}
+    ProbeJob(const ExpertKernels& k, ExpertType type, bool gemm, const ExpertLayout& l, const std::byte* experts, int count, int rows,
+             double seconds)
+        : k_(k), type_(type), gemm_(gemm), l_(l), experts_(experts), count_(count), rows_(rows), seconds_(seconds) {}
     void run(const WorkerContext& w) override {
-        const ProbeTimes t = runProbe(k_, type_, l_, experts_, count_, w.worker * 7, rows_, seconds_);
+        const ProbeTimes t = runProbe(k_, type_, gemm_, l_, experts_, count_, w.worker * 7, rows_, seconds_);
         add(gateUpRate_, static_cast<double>(t.calls) / t.gateUp);
         add(downRate_, static_cast<double>(t.calls) / t.down);
     }
@@ -139,6 +141,7 @@ private:
     }
     const ExpertKernels& k_;
     ExpertType type_;
+    bool gemm_;
     const ExpertLayout& l_;
     const std::byte* experts_;
     int count_, rows_;
@@ -169,17 +172,22 @@ std::vector<KernelProbePoint> probeKernels(const MoeBenchOptions& o, const std::
         for (int e = 1; e < copies; ++e) std::memcpy(experts.get() + l.expertBytes * e, experts.get(), l.expertBytes);
     }
     ExpertPool pool(PoolOptions::fromEnvironment(o.threads));
+    const bool gemm = o.kernels != KernelChoice::Gemv;
     const double ops = 2.0 * l.hidden * l.inter;  // per row and matrix
+    const double gateUpBytes = static_cast<double>(l.gateUpPanelBytes) * l.gateUpPanels;
+    const double downBytes = static_cast<double>(l.dataBytes - l.downOffset);
     std::vector<KernelProbePoint> out;
     for (const int r : rows)
         for (const int count : {1, copies}) {
             KernelProbePoint p;
             p.rows = r;
             p.experts = count;
-            const ProbeTimes one = runProbe(k, o.type, l, experts.get(), count, 0, r, o.secondsPerPoint);
+            const ProbeTimes one = runProbe(k, o.type, gemm, l, experts.get(), count, 0, r, o.secondsPerPoint);
             p.gateUpOneThread = 2 * ops * r * one.calls / one.gateUp;
             p.downOneThread = ops * r * one.calls / one.down;
-            ProbeJob job(k, o.type, l, experts.get(), count, r, o.secondsPerPoint);
+            p.gateUpGbps = gateUpBytes * one.calls / one.gateUp / 1e9;
+            p.downGbps = downBytes * one.calls / one.down / 1e9;
+            ProbeJob job(k, o.type, gemm, l, experts.get(), count, r, o.secondsPerPoint);
             pool.run(job);
             p.threads = pool.threads();
             p.gateUpAllThreads = 2 * ops * r * job.gateUpCallsPerSecond();

@@ -98,13 +98,15 @@ struct TilePeakPoint {
 };
 std::vector<TilePeakPoint> measureTilePeak(int threads);
 
-// The selected level's GEMM kernels alone (kernel_probe.cpp): gate/up and down of the options' shape
-// and type for `rows` activation rows, over one expert (cached) and over copies of it that do not fit
-// in the caches, on one thread and then on every pool thread at once, in operations per second per
-// thread (2 per multiply-add). secondsPerPoint is each measurement's length.
+// The selected level's GEMM kernels (options.kernels Gemv: its GEMV kernels) alone (kernel_probe.cpp):
+// gate/up and down of the options' shape and type for `rows` activation rows, over one expert (cached)
+// and over copies of it that do not fit in the caches, on one thread and then on every pool thread at
+// once, in operations per second per thread (2 per multiply-add). secondsPerPoint is each
+// measurement's length.
 struct KernelProbePoint {
     int rows = 0, experts = 0, threads = 0;
     double gateUpOneThread = 0, downOneThread = 0;
+    double gateUpGbps = 0, downGbps = 0;  // expert bytes read per second by the one thread
     double gateUpAllThreads = 0, downAllThreads = 0;  // summed over the threads
 };
 std::vector<KernelProbePoint> probeKernels(const MoeBenchOptions& options, const std::vector<int>& rows);

@@ -107,11 +107,11 @@ private slots:
         int points = 0;
         for (const QByteArray& line : r.out.split('\n')) {
             const QList<QByteArray> f = line.simplified().split(' ');
-            if (f.size() != 7 || f[0].toInt() <= 0) continue;
+            if (f.size() != 9 || f[0].toInt() <= 0) continue;
             ++points;
             QVERIFY2(f[0] == "3" || f[0] == "40", line.constData());
             QCOMPARE(f[2].toInt(), 2);
-            for (int i = 3; i < 7; ++i) QVERIFY2(f[i].toDouble() > 0, line.constData());
+            for (int i = 3; i < 9; ++i) QVERIFY2(f[i].toDouble() > 0, line.constData());
         }
         QCOMPARE(points, 4);
     }
