@@ -440,8 +440,8 @@ bool int4Serial() {
 // next are asked for in L2 a few cache lines per group step, so that unpacking it (AVX-512 loads in a
 // tight loop, which otherwise wait on memory at one core's read rate) finds them there. A list of
 // contiguous runs, paced over the steps the current panel takes; runs past kMaxRuns are left to the
-// hardware. Measured on the GPU machine: 3-6% off INT4 layers on 5 of 6 shapes and token counts;
-// tried for BF16/INT8 too (the panel after the current one, over the same cache block), where it was
+// hardware. Measured on the GPU machine (two A/B calls): INT4 layers of 512 tokens 3-17% faster on
+// all three shapes in both, 4096 tokens between 5% faster and 7% slower (noise); tried for BF16/INT8 too (the panel after the current one, over the same cache block), where it was
 // 9-15% better or worse by row, inside the machine's noise, so they keep the tb == 0 prefetch alone
 // (docs/BENCHMARKS.md). TANDEM_AMX_STREAM=0 turns it off (A/B runs).
 class WeightStream {
