@@ -227,9 +227,9 @@ constexpr auto kPieceBytes = static_cast<std::ptrdiff_t>(kChunkKBlocks<Type> * b
 template <ExpertType Type>
 class DownPrefetch {
 public:
-    DownPrefetch(const DownCall& c, int q) : last_(c.firstChunk + c.chunkCount - 1), count_(c.chunkCount) {
+    DownPrefetch(const DownCall& c, int q, bool enabled) : last_(c.firstChunk + c.chunkCount - 1), count_(c.chunkCount) {
         const ExpertLayout& l = *c.layout;
-        if (kPrefetchAhead <= 0) return;
+        if (kPrefetchAhead <= 0 || !enabled) return;
         constexpr std::ptrdiff_t pieceBytes = kPieceBytes<Type>;
         ahead_ = 1;  // chunks ahead: the fewest whose reading covers kPrefetchAhead (a loop: no division per call)
         for (std::ptrdiff_t covered = pieceBytes; covered < kPrefetchAhead; covered += pieceBytes) ++ahead_;
@@ -289,13 +289,16 @@ private:
 // One down row panel q for NT rows over the call's chunks; accumulates into the destination rows.
 // A panel's piece of one chunk is only 1-4 KiB, and the next piece lies a whole chunk away (or in the
 // next expert), where the hardware prefetchers do not follow: DownPrefetch picks what to prefetch.
+// Only the first pass over a panel (`first`: its first rows) streams the pieces from memory; later
+// passes (GEMM, more rows than one pass takes) find them in cache, and prefetching there cost a
+// quarter of down's rate on Zen 4 (docs/BENCHMARKS.md).
 template <ExpertType Type, int NT>
-void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
+void downPanel(const DownCall& c, int q, const Rows<NT>& in, bool first) {
     const ExpertLayout& l = *c.layout;
     constexpr int S = Type == ExpertType::BF16 ? bf16SplitsFor<NT>() : splitsFor<NT>();
     const int lastChunk = c.firstChunk + c.chunkCount - 1;
     const DownChunks<Type> chunks(c, q);
-    const DownPrefetch<Type> prefetchFor(c, q);
+    const DownPrefetch<Type> prefetchFor(c, q, first);
     __m512 y[NT];
     if constexpr (Type == ExpertType::BF16) {
         __m512 acc[NT][S];
@@ -351,7 +354,7 @@ void gateUpKernel(const GateUpCall& c) {
 template <ExpertType Type, int MaxRows>
 void downKernel(const DownCall& c) {
     for (int q = c.firstPanel; q < c.firstPanel + c.panelCount; ++q)
-        forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) { downPanel<Type, NT>(c, q, downRows<NT>(c, r0)); });
+        forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) { downPanel<Type, NT>(c, q, downRows<NT>(c, r0), r0 == 0); });
 }
 
 }  // namespace
