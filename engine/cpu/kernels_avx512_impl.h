@@ -153,7 +153,8 @@ inline __m512i sumOf(const __m512i (&a)[S]) {
 
 // One gate/up panel for NT rows; writes act columns [col, col + 16).
 // Prefetches run kPrefetchAhead bytes ahead up to prefetchLimit (the end of the call's panels, from this
-// panel), then on into `next` (the caller's next panels) when it is given.
+// panel), then on into `next` (the caller's next panels) when it is given. The kernel asks for them on
+// a panel's first pass only (prefetchLimit 0 and no `next` on later ones), as down does.
 template <ExpertType Type, int NT>
 void gateUpPanel(const ExpertLayout& l, const std::byte* panel, const Rows<NT>& in, int col, std::ptrdiff_t prefetchLimit,
                  const std::byte* next) {
@@ -346,7 +347,8 @@ void gateUpKernel(const GateUpCall& c) {
         const std::byte* panel = c.panels + p * l.gateUpPanelBytes;
         const std::ptrdiff_t left = limit - static_cast<std::ptrdiff_t>(p * l.gateUpPanelBytes);
         forRowChunks<MaxRows>(c.x.rows, [&]<int NT>(int r0) {
-            gateUpPanel<Type, NT>(l, panel, gateUpRows<NT>(c, r0), (c.firstPanel + p) * kPanelRows, left, c.nextPanels);
+            gateUpPanel<Type, NT>(l, panel, gateUpRows<NT>(c, r0), (c.firstPanel + p) * kPanelRows, r0 == 0 ? left : 0,
+                                  r0 == 0 ? c.nextPanels : nullptr);
         });
     }
 }
