@@ -19,6 +19,11 @@ inline long envOr(const char* name, long fallback) {
     return v && *v ? std::atol(v) : fallback;
 }
 static const std::ptrdiff_t kPrefetchAhead = envOr("TANDEM_CPU_PF_AHEAD", 4096);
+// INT8 GEMM's down two panels at a time (downPanel); TANDEM_DOWN_PAIRS=0 one at a time, for A/B runs.
+inline bool pairedDown() {
+    static const bool on = envOr("TANDEM_DOWN_PAIRS", 1) != 0;
+    return on;
+}
 
 inline void prefetchLine(const std::byte* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
 
@@ -293,13 +298,43 @@ private:
 // Only the first pass over a panel (`first`: its first rows) streams the pieces from memory; later
 // passes (GEMM, more rows than one pass takes) find them in cache, and prefetching there cost a
 // quarter of down's rate on Zen 4 (docs/BENCHMARKS.md).
-template <ExpertType Type, int NT>
+// INT8 takes P = 2 panels at once in the GEMM (q and q + 1, whose pieces of a chunk lie side by side):
+// the rows' broadcast activations then serve two dot products each, as in gate/up (gate and up).
+template <ExpertType Type, int NT, int P = 1>
 void downPanel(const DownCall& c, int q, const Rows<NT>& in, bool first) {
     const ExpertLayout& l = *c.layout;
     constexpr int S = Type == ExpertType::BF16 ? bf16SplitsFor<NT>() : splitsFor<NT>();
     const int lastChunk = c.firstChunk + c.chunkCount - 1;
     const DownChunks<Type> chunks(c, q);
     const DownPrefetch<Type> prefetchFor(c, q, first);
+    if constexpr (P > 1) {
+        static_assert(Type == ExpertType::INT8 && P == 2);
+        constexpr std::ptrdiff_t piece = kPieceBytes<Type>;
+        __m512i acc[P][NT][S];
+        for (int p = 0; p < P; ++p)
+            for (int t = 0; t < NT; ++t)
+                for (int s = 0; s < S; ++s) acc[p][t][s] = _mm512_setzero_si512();
+        for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
+            // An expert's narrower last chunk has pieces of its own width, side by side as well.
+            const std::byte* pc = chunks.pieces(ch);
+            const std::ptrdiff_t step = ch == l.narrowChunk() ? static_cast<std::ptrdiff_t>(l.chunkPanelBytes(ch)) : piece;
+            const std::ptrdiff_t pf = prefetchFor(ch);
+            for (int kb = 0; kb < chunks.kBlocks(ch); ++kb) {
+                int8Block<NT, S>(acc[0], pc + kb * 1024, in, ch * kChunkCols + 64 * kb, pf);
+                int8Block<NT, S>(acc[1], pc + step + kb * 1024, in, ch * kChunkCols + 64 * kb, pf);
+            }
+        }
+        for (int p = 0; p < P; ++p) {
+            const __m512 rs = _mm512_loadu_ps(c.rowScales + (q + p) * kPanelRows);
+            const int valid = validRows(l, q + p);
+            for (int t = 0; t < NT; ++t) {
+                const __m512i d = _mm512_sub_epi32(sumOf<NT, S>(acc[p][t]), _mm512_set1_epi32(128 * in.sum[t]));
+                const __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(rs, _mm512_set1_ps(in.scale[t])));
+                accumulateRow512(in.out[t] + (q + p) * kPanelRows, y, in.weight[t], valid);
+            }
+        }
+        return;
+    }
     __m512 y[NT];
     if constexpr (Type == ExpertType::BF16) {
         __m512 acc[NT][S];
@@ -355,7 +390,13 @@ void gateUpKernel(const GateUpCall& c) {
 
 template <ExpertType Type, int MaxRows>
 void downKernel(const DownCall& c) {
-    for (int q = c.firstPanel; q < c.firstPanel + c.panelCount; ++q)
+    const int end = c.firstPanel + c.panelCount;
+    int q = c.firstPanel;
+    if constexpr (Type == ExpertType::INT8 && MaxRows >= kGemmUnrollFrom)
+        if (pairedDown())
+            for (; q + 1 < end; q += 2)
+                forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) { downPanel<Type, NT, 2>(c, q, downRows<NT>(c, r0), r0 == 0); });
+    for (; q < end; ++q)
         forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) { downPanel<Type, NT>(c, q, downRows<NT>(c, r0), r0 == 0); });
 }
 
