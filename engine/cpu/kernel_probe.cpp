@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cpu/activation_quant.h"
+#include "cpu/cpu_topology.h"
 #include "cpu/expert_kernels.h"
 #include "cpu/expert_pack.h"
 #include "cpu/moe_bench.h"
@@ -156,7 +157,9 @@ std::vector<KernelProbePoint> probeKernels(const MoeBenchOptions& o, const std::
     const ExpertLayout l = ExpertLayout::make(o.type, o.shape.hidden, o.shape.inter);
     // Enough copies of one expert that they do not fit in the last-level cache (1 GiB, at most 64).
     const int copies = static_cast<int>(std::clamp<std::size_t>((std::size_t{1} << 30) / l.expertBytes, 1, 64));
-    Buffer experts = alignedBytes(l.expertBytes * copies);
+    // On 2 MiB pages where the kernel gives them, as bench-moe's layers and the engine's packed experts.
+    NodeMemory memory(l.expertBytes * copies, -1);
+    std::byte* const base = memory.data();
     {
         std::vector<float> g(static_cast<std::size_t>(l.inter) * l.hidden), u(g.size()), dn(g.size());
         std::uint64_t s = 88172645463325252ull;
@@ -168,8 +171,8 @@ std::vector<KernelProbePoint> probeKernels(const MoeBenchOptions& o, const std::
         auto reader = [](const std::vector<float>& m, int cols) {
             return [&m, cols](std::int64_t r, float* out) { std::copy_n(m.data() + r * cols, cols, out); };
         };
-        packExpert(l, {reader(g, l.hidden), reader(u, l.hidden), reader(dn, l.inter)}, experts.get());
-        for (int e = 1; e < copies; ++e) std::memcpy(experts.get() + l.expertBytes * e, experts.get(), l.expertBytes);
+        packExpert(l, {reader(g, l.hidden), reader(u, l.hidden), reader(dn, l.inter)}, base);
+        for (int e = 1; e < copies; ++e) std::memcpy(base + l.expertBytes * e, base, l.expertBytes);
     }
     ExpertPool pool(PoolOptions::fromEnvironment(o.threads));
     const bool gemm = o.kernels != KernelChoice::Gemv;
@@ -182,12 +185,12 @@ std::vector<KernelProbePoint> probeKernels(const MoeBenchOptions& o, const std::
             KernelProbePoint p;
             p.rows = r;
             p.experts = count;
-            const ProbeTimes one = runProbe(k, o.type, gemm, l, experts.get(), count, 0, r, o.secondsPerPoint);
+            const ProbeTimes one = runProbe(k, o.type, gemm, l, base, count, 0, r, o.secondsPerPoint);
             p.gateUpOneThread = 2 * ops * r * one.calls / one.gateUp;
             p.downOneThread = ops * r * one.calls / one.down;
             p.gateUpGbps = gateUpBytes * one.calls / one.gateUp / 1e9;
             p.downGbps = downBytes * one.calls / one.down / 1e9;
-            ProbeJob job(k, o.type, gemm, l, experts.get(), count, r, o.secondsPerPoint);
+            ProbeJob job(k, o.type, gemm, l, base, count, r, o.secondsPerPoint);
             pool.run(job);
             p.threads = pool.threads();
             p.gateUpAllThreads = 2 * ops * r * job.gateUpCallsPerSecond();
