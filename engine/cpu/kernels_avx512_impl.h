@@ -233,9 +233,10 @@ constexpr auto kPieceBytes = static_cast<std::ptrdiff_t>(kChunkKBlocks<Type> * b
 template <ExpertType Type>
 class DownPrefetch {
 public:
-    DownPrefetch(const DownCall& c, int q, bool enabled) : last_(c.firstChunk + c.chunkCount - 1), count_(c.chunkCount) {
+    DownPrefetch() = default;  // none
+    DownPrefetch(const DownCall& c, int q) : last_(c.firstChunk + c.chunkCount - 1), count_(c.chunkCount) {
         const ExpertLayout& l = *c.layout;
-        if (kPrefetchAhead <= 0 || !enabled) return;
+        if (kPrefetchAhead <= 0) return;
         constexpr std::ptrdiff_t pieceBytes = kPieceBytes<Type>;
         ahead_ = 1;  // chunks ahead: the fewest whose reading covers kPrefetchAhead (a loop: no division per call)
         for (std::ptrdiff_t covered = pieceBytes; covered < kPrefetchAhead; covered += pieceBytes) ++ahead_;
@@ -257,7 +258,7 @@ public:
     }
 
 private:
-    int last_, count_;
+    int last_ = 0, count_ = 0;
     int ahead_ = 0, narrow_ = -1;
     std::ptrdiff_t within_ = 0, across_ = 0;
     bool hasAcross_ = false;
@@ -295,47 +296,20 @@ private:
 // One down row panel q for NT rows over the call's chunks; accumulates into the destination rows.
 // A panel's piece of one chunk is only 1-4 KiB, and the next piece lies a whole chunk away (or in the
 // next expert), where the hardware prefetchers do not follow: DownPrefetch picks what to prefetch.
-// Only the first pass over a panel (`first`: its first rows) streams the pieces from memory; later
-// passes (GEMM, more rows than one pass takes) find them in cache, and prefetching there cost a
-// quarter of down's rate on Zen 4 (docs/BENCHMARKS.md).
-// INT8 takes P = 2 panels at once in the GEMM (q and q + 1, whose pieces of a chunk lie side by side):
-// the rows' broadcast activations then serve two dot products each, as in gate/up (gate and up).
-template <ExpertType Type, int NT, int P = 1>
-void downPanel(const DownCall& c, int q, const Rows<NT>& in, bool first) {
+// The GEMM's passes after a panel's first (LaterPass) find its pieces in cache and prefetch nothing:
+// prefetching there cost a quarter of down's rate on Zen 4 (docs/BENCHMARKS.md). INT8's GEMM takes
+// P = 2 panels at once (q and q + 1, whose pieces of a chunk lie side by side), so the rows' broadcast
+// activations serve two dot products each, as gate and up share them in gate/up. The GEMV kernels
+// (decode) instantiate the defaults, compiled exactly as measured before these two changes.
+template <ExpertType Type, int NT, int P = 1, bool LaterPass = false>
+void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
     const ExpertLayout& l = *c.layout;
     constexpr int S = Type == ExpertType::BF16 ? bf16SplitsFor<NT>() : splitsFor<NT>();
     const int lastChunk = c.firstChunk + c.chunkCount - 1;
     const DownChunks<Type> chunks(c, q);
-    const DownPrefetch<Type> prefetchFor(c, q, first);
-    if constexpr (P > 1) {
-        static_assert(Type == ExpertType::INT8 && P == 2);
-        constexpr std::ptrdiff_t piece = kPieceBytes<Type>;
-        __m512i acc[P][NT][S];
-        for (int p = 0; p < P; ++p)
-            for (int t = 0; t < NT; ++t)
-                for (int s = 0; s < S; ++s) acc[p][t][s] = _mm512_setzero_si512();
-        for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
-            // An expert's narrower last chunk has pieces of its own width, side by side as well.
-            const std::byte* pc = chunks.pieces(ch);
-            const std::ptrdiff_t step = ch == l.narrowChunk() ? static_cast<std::ptrdiff_t>(l.chunkPanelBytes(ch)) : piece;
-            const std::ptrdiff_t pf = prefetchFor(ch);
-            for (int kb = 0; kb < chunks.kBlocks(ch); ++kb) {
-                int8Block<NT, S>(acc[0], pc + kb * 1024, in, ch * kChunkCols + 64 * kb, pf);
-                int8Block<NT, S>(acc[1], pc + step + kb * 1024, in, ch * kChunkCols + 64 * kb, pf);
-            }
-        }
-        for (int p = 0; p < P; ++p) {
-            const __m512 rs = _mm512_loadu_ps(c.rowScales + (q + p) * kPanelRows);
-            const int valid = validRows(l, q + p);
-            for (int t = 0; t < NT; ++t) {
-                const __m512i d = _mm512_sub_epi32(sumOf<NT, S>(acc[p][t]), _mm512_set1_epi32(128 * in.sum[t]));
-                const __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(rs, _mm512_set1_ps(in.scale[t])));
-                accumulateRow512(in.out[t] + (q + p) * kPanelRows, y, in.weight[t], valid);
-            }
-        }
-        return;
-    }
-    __m512 y[NT];
+    const DownPrefetch<Type> prefetchFor = LaterPass ? DownPrefetch<Type>() : DownPrefetch<Type>(c, q);
+    static_assert(P == 1 || (P == 2 && Type == ExpertType::INT8));
+    __m512 y[P][NT];
     if constexpr (Type == ExpertType::BF16) {
         __m512 acc[NT][S];
         for (int t = 0; t < NT; ++t)
@@ -345,20 +319,31 @@ void downPanel(const DownCall& c, int q, const Rows<NT>& in, bool first) {
             const std::ptrdiff_t pf = prefetchFor(ch);
             for (int kb = 0; kb < chunks.kBlocks(ch); ++kb) bf16Block<NT, S>(acc, p + kb * 1024, in, ch * kChunkCols + 32 * kb, pf);
         }
-        for (int t = 0; t < NT; ++t) y[t] = sumOf<NT, S>(acc[t]);
+        for (int t = 0; t < NT; ++t) y[0][t] = sumOf<NT, S>(acc[t]);
     } else if constexpr (Type == ExpertType::INT8) {
-        __m512i acc[NT][S];
-        for (int t = 0; t < NT; ++t)
-            for (int s = 0; s < S; ++s) acc[t][s] = _mm512_setzero_si512();
+        __m512i acc[P][NT][S];
+        for (int p = 0; p < P; ++p)
+            for (int t = 0; t < NT; ++t)
+                for (int s = 0; s < S; ++s) acc[p][t][s] = _mm512_setzero_si512();
         for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
             const std::byte* p = chunks.pieces(ch);
             const std::ptrdiff_t pf = prefetchFor(ch);
-            for (int kb = 0; kb < chunks.kBlocks(ch); ++kb) int8Block<NT, S>(acc, p + kb * 1024, in, ch * kChunkCols + 64 * kb, pf);
+            for (int kb = 0; kb < chunks.kBlocks(ch); ++kb) {
+                int8Block<NT, S>(acc[0], p + kb * 1024, in, ch * kChunkCols + 64 * kb, pf);
+                if constexpr (P == 2) {
+                    // Panel q + 1's piece lies right after q's, in an expert's narrower last chunk too.
+                    const std::ptrdiff_t next = ch == l.narrowChunk() ? static_cast<std::ptrdiff_t>(l.chunkPanelBytes(ch)) : kPieceBytes<Type>;
+                    int8Block<NT, S>(acc[1], p + next + kb * 1024, in, ch * kChunkCols + 64 * kb, pf);
+                }
+            }
         }
-        const __m512 rs = _mm512_loadu_ps(c.rowScales + q * kPanelRows);  // padded rows read scales past hidden: masked below
-        for (int t = 0; t < NT; ++t) {
-            const __m512i d = _mm512_sub_epi32(sumOf<NT, S>(acc[t]), _mm512_set1_epi32(128 * in.sum[t]));
-            y[t] = _mm512_mul_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(rs, _mm512_set1_ps(in.scale[t])));
+        for (int p = 0; p < P; ++p) {
+            // Padded rows read scales past hidden: masked when accumulated.
+            const __m512 rs = _mm512_loadu_ps(c.rowScales + (q + p) * kPanelRows);
+            for (int t = 0; t < NT; ++t) {
+                const __m512i d = _mm512_sub_epi32(sumOf<NT, S>(acc[p][t]), _mm512_set1_epi32(128 * in.sum[t]));
+                y[p][t] = _mm512_mul_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(rs, _mm512_set1_ps(in.scale[t])));
+            }
         }
     } else {
         __m512 acc[NT];
@@ -368,10 +353,12 @@ void downPanel(const DownCall& c, int q, const Rows<NT>& in, bool first) {
             const std::ptrdiff_t pf = prefetchFor(ch);
             for (int kb = 0; kb < chunks.kBlocks(ch); ++kb) int4Block<NT>(acc, p + kb * 576, in, ch * kChunkCols + 64 * kb, pf);
         }
-        for (int t = 0; t < NT; ++t) y[t] = _mm512_mul_ps(acc[t], _mm512_set1_ps(in.scale[t]));
+        for (int t = 0; t < NT; ++t) y[0][t] = _mm512_mul_ps(acc[t], _mm512_set1_ps(in.scale[t]));
     }
-    const int valid = validRows(l, q);
-    for (int t = 0; t < NT; ++t) accumulateRow512(in.out[t] + q * kPanelRows, y[t], in.weight[t], valid);
+    for (int p = 0; p < P; ++p) {
+        const int valid = validRows(l, q + p);
+        for (int t = 0; t < NT; ++t) accumulateRow512(in.out[t] + (q + p) * kPanelRows, y[p][t], in.weight[t], valid);
+    }
 }
 
 template <ExpertType Type, int MaxRows>
@@ -382,22 +369,39 @@ void gateUpKernel(const GateUpCall& c) {
         const std::byte* panel = c.panels + p * l.gateUpPanelBytes;
         const std::ptrdiff_t left = limit - static_cast<std::ptrdiff_t>(p * l.gateUpPanelBytes);
         forRowChunks<MaxRows>(c.x.rows, [&]<int NT>(int r0) {
-            gateUpPanel<Type, NT>(l, panel, gateUpRows<NT>(c, r0), (c.firstPanel + p) * kPanelRows, r0 == 0 ? left : 0,
-                                  r0 == 0 ? c.nextPanels : nullptr);
+            if constexpr (MaxRows >= kGemmUnrollFrom)  // GEMM: only a panel's first pass prefetches
+                gateUpPanel<Type, NT>(l, panel, gateUpRows<NT>(c, r0), (c.firstPanel + p) * kPanelRows, r0 == 0 ? left : 0,
+                                      r0 == 0 ? c.nextPanels : nullptr);
+            else
+                gateUpPanel<Type, NT>(l, panel, gateUpRows<NT>(c, r0), (c.firstPanel + p) * kPanelRows, left, c.nextPanels);
         });
     }
+}
+
+// Panels [q, q + P) for every row, a pass of at most MaxRows rows at a time (GEMM).
+template <ExpertType Type, int MaxRows, int P>
+void downGemmPanels(const DownCall& c, int q) {
+    forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) {
+        if (r0 == 0)
+            downPanel<Type, NT, P>(c, q, downRows<NT>(c, r0));
+        else
+            downPanel<Type, NT, P, true>(c, q, downRows<NT>(c, r0));
+    });
 }
 
 template <ExpertType Type, int MaxRows>
 void downKernel(const DownCall& c) {
     const int end = c.firstPanel + c.panelCount;
-    int q = c.firstPanel;
-    if constexpr (Type == ExpertType::INT8 && MaxRows >= kGemmUnrollFrom)
-        if (pairedDown())
-            for (; q + 1 < end; q += 2)
-                forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) { downPanel<Type, NT, 2>(c, q, downRows<NT>(c, r0), r0 == 0); });
-    for (; q < end; ++q)
-        forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) { downPanel<Type, NT>(c, q, downRows<NT>(c, r0), r0 == 0); });
+    if constexpr (MaxRows >= kGemmUnrollFrom) {
+        int q = c.firstPanel;
+        if constexpr (Type == ExpertType::INT8)
+            if (pairedDown())
+                for (; q + 1 < end; q += 2) downGemmPanels<Type, MaxRows, 2>(c, q);
+        for (; q < end; ++q) downGemmPanels<Type, MaxRows, 1>(c, q);
+    } else {
+        for (int q = c.firstPanel; q < end; ++q)
+            forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) { downPanel<Type, NT>(c, q, downRows<NT>(c, r0)); });
+    }
 }
 
 }  // namespace
