@@ -6,9 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 #include "cpu/activation_quant.h"
@@ -23,17 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct FreeDeleter {
-    void operator()(std::byte* p) const { std::free(p); }
-};
-using Buffer = std::unique_ptr<std::byte, FreeDeleter>;
-
-Buffer alignedBytes(std::size_t n) {
-    auto* p = static_cast<std::byte*>(std::aligned_alloc(64, (n + 63) / 64 * 64));
-    if (!p) throw std::bad_alloc();
-    return Buffer(p);
-}
-
 // Rows of random activations in the kernels' format.
 struct ProbeRows {
     ProbeRows(const ExpertKernels& k, ExpertType type, int rows, int n, int nPad) : rows_(rows) {
@@ -43,7 +30,7 @@ struct ProbeRows {
         // An odd number of cache lines per row, as the layer's buffers have.
         stride_ = split ? 2 * lo_ : (static_cast<std::size_t>(nPad) * (f32 ? 4 : 1) + 63) / 64 * 64;
         if ((stride_ / 64) % 2 == 0) stride_ += 64;
-        data_ = alignedBytes(stride_ * rows);
+        data_ = NodeMemory(stride_ * rows, -1);
         scale_.resize(rows);
         sums_.resize(static_cast<std::size_t>(rows) * nPad / kActGroup);
         groupStride_ = static_cast<std::size_t>(nPad / kActGroup);
@@ -54,7 +41,7 @@ struct ProbeRows {
                 s ^= s << 13, s ^= s >> 7, s ^= s << 17;
                 v = static_cast<float>(static_cast<double>(s >> 40) / (1 << 24) - 0.5);
             }
-            std::byte* row = data_.get() + stride_ * r;
+            std::byte* row = data_.data() + stride_ * r;
             if (split)
                 activationToBf16Split(x.data(), n, nPad, row);
             else if (f32)
@@ -63,12 +50,12 @@ struct ProbeRows {
                 activationToInt8(x.data(), n, nPad, reinterpret_cast<std::int8_t*>(row), &scale_[r], &sums_[groupStride_ * r]);
         }
     }
-    KernelRows view() const { return {data_.get(), stride_, lo_, scale_.data(), sums_.data(), groupStride_, rows_}; }
+    KernelRows view() const { return {data_.data(), stride_, lo_, scale_.data(), sums_.data(), groupStride_, rows_}; }
 
 private:
     int rows_;
     std::size_t lo_ = 0, stride_ = 0, groupStride_ = 0;
-    Buffer data_;
+    NodeMemory data_;
     std::vector<float> scale_;
     std::vector<std::int32_t> sums_;
 };
