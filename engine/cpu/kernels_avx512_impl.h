@@ -2,7 +2,9 @@
 // The AVX-512 expert kernels' templates (see kernels_avx512.cpp), shared by the translation units that
 // instantiate them: kernels_avx512.cpp (GEMV, INT8/INT4 GEMM) and kernels_avx512_bf16_gemm.cpp. Header-
 // only with internal linkage, like kernel_rows.h; include only from files compiled with AVX-512 flags.
+#include <algorithm>
 #include <cstdlib>
+#include <string_view>
 
 #include "cpu/kernel_rows.h"
 #include "cpu/kernels_avx512.h"
@@ -361,6 +363,86 @@ void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
     }
 }
 
+// Decode's down (GEMV), chunk by chunk: for each chunk, the pieces of up to kRunPanels consecutive
+// panels, which lie side by side there, so the weights are read in runs of kRunPanels pieces (one
+// stream the hardware prefetchers follow) instead of one 1-4 KiB piece per chunk and panel as
+// downPanel reads them. The panels' sums wait in registers' images on the stack between chunks; each
+// panel's sums take the same steps in the same order as in downPanel, so the results are the same
+// bits. Software prefetch asks for the same run of the next chunk (or, after the last chunk, of the
+// next call: c.nextChunks), where the hardware does not follow.
+// TANDEM_DOWN_ORDER=panel keeps downPanel for decode too, for A/B runs.
+inline bool chunkMajorDown() {
+    static const bool on = [] {
+        const char* v = std::getenv("TANDEM_DOWN_ORDER");
+        return !(v && std::string_view(v) == "panel");
+    }();
+    return on;
+}
+constexpr int kRunPanels = 32;
+// A down panel's sums: int32 for INT8, float32 otherwise.
+template <ExpertType Type>
+struct DownSum {
+    using type = __m512;
+    static __m512 zero() { return _mm512_setzero_ps(); }
+};
+template <>
+struct DownSum<ExpertType::INT8> {
+    using type = __m512i;
+    static __m512i zero() { return _mm512_setzero_si512(); }
+};
+
+template <ExpertType Type, int NT>
+void downRuns(const DownCall& c, int q0, int count, const Rows<NT>& in) {
+    const ExpertLayout& l = *c.layout;
+    constexpr int S = Type == ExpertType::BF16 ? bf16SplitsFor<NT>() : Type == ExpertType::INT8 ? splitsFor<NT>() : 1;
+    constexpr int V = NT * S;  // zmm of sums per panel
+    alignas(64) typename DownSum<Type>::type sums[kRunPanels][NT][S];
+    for (int i = 0; i < count; ++i)
+        for (int t = 0; t < NT; ++t)
+            for (int s = 0; s < S; ++s) sums[i][t][s] = DownSum<Type>::zero();
+    static_assert(sizeof(sums) <= 16384 && V > 0);
+    const DownChunks<Type> chunks(c, q0);
+    const int lastChunk = c.firstChunk + c.chunkCount - 1;
+    for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
+        const std::byte* run = chunks.pieces(ch);
+        const auto piece = static_cast<std::ptrdiff_t>(l.chunkPanelBytes(ch));
+        const int kbs = chunks.kBlocks(ch);
+        std::ptrdiff_t pf = 0;
+        if (kPrefetchAhead > 0) {
+            if (ch < lastChunk)
+                pf = chunks.pieces(ch + 1) - run;
+            else if (c.nextChunks)
+                pf = (c.nextChunks + static_cast<std::ptrdiff_t>(q0 + c.nextPanelOffset) * kPieceBytes<Type>) - run;
+        }
+        for (int i = 0; i < count; ++i) {
+            const std::byte* p = run + i * piece;
+            if constexpr (Type == ExpertType::BF16) {
+                for (int kb = 0; kb < kbs; ++kb) bf16Block<NT, S>(sums[i], p + kb * 1024, in, ch * kChunkCols + 32 * kb, pf);
+            } else if constexpr (Type == ExpertType::INT8) {
+                for (int kb = 0; kb < kbs; ++kb) int8Block<NT, S>(sums[i], p + kb * 1024, in, ch * kChunkCols + 64 * kb, pf);
+            } else {
+                __m512(&acc)[NT] = reinterpret_cast<__m512(&)[NT]>(sums[i]);  // S is 1
+                for (int kb = 0; kb < kbs; ++kb) int4Block<NT>(acc, p + kb * 576, in, ch * kChunkCols + 64 * kb, pf);
+            }
+        }
+    }
+    for (int i = 0; i < count; ++i) {
+        const int q = q0 + i;
+        for (int t = 0; t < NT; ++t) {
+            __m512 y;
+            if constexpr (Type == ExpertType::BF16) {
+                y = sumOf<NT, S>(sums[i][t]);
+            } else if constexpr (Type == ExpertType::INT8) {
+                const __m512i d = _mm512_sub_epi32(sumOf<NT, S>(sums[i][t]), _mm512_set1_epi32(128 * in.sum[t]));
+                y = _mm512_mul_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(_mm512_loadu_ps(c.rowScales + q * kPanelRows), _mm512_set1_ps(in.scale[t])));
+            } else {
+                y = _mm512_mul_ps(sums[i][t][0], _mm512_set1_ps(in.scale[t]));
+            }
+            accumulateRow512(in.out[t] + q * kPanelRows, y, in.weight[t], validRows(l, q));
+        }
+    }
+}
+
 template <ExpertType Type, int MaxRows>
 void gateUpKernel(const GateUpCall& c) {
     const ExpertLayout& l = *c.layout;
@@ -398,6 +480,11 @@ void downKernel(const DownCall& c) {
             if (pairedDown())
                 for (; q + 1 < end; q += 2) downGemmPanels<Type, MaxRows, 2>(c, q);
         for (; q < end; ++q) downGemmPanels<Type, MaxRows, 1>(c, q);
+    } else if (chunkMajorDown()) {
+        forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) {
+            const Rows<NT> in = downRows<NT>(c, r0);
+            for (int q = c.firstPanel; q < end; q += kRunPanels) downRuns<Type, NT>(c, q, std::min(kRunPanels, end - q), in);
+        });
     } else {
         for (int q = c.firstPanel; q < end; ++q)
             forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) { downPanel<Type, NT>(c, q, downRows<NT>(c, r0)); });

@@ -68,6 +68,7 @@ struct alignas(64) Counter {
 // Scheduling granularity: about this many jobs per thread in the memory-bound phases keeps the
 // threads' finishing times within a small fraction of the phase.
 constexpr int kJobsPerThread = 16;
+constexpr int kDownJobsPerThread = 4;
 
 }  // namespace
 
@@ -491,9 +492,12 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
         }
         // Down: output row ranges, each looping over every active expert. With GEMM experts the ranges
         // are few and large (each job re-reads the experts' activation rows) and even (AMX pairs panels).
+        // Decode's down reads each chunk's pieces of a job's panels as one run (kernels_avx512_impl.h,
+        // downRuns), so its jobs are fewer and longer than gate/up's: 4 per thread
+        // (TANDEM_DOWN_JOBS overrides it; docs/BENCHMARKS.md).
         static const int downJobsPerThread = [] {
             const char* v = std::getenv("TANDEM_DOWN_JOBS");
-            return v ? std::max(1, std::atoi(v)) : kJobsPerThread;
+            return v ? std::max(1, std::atoi(v)) : kDownJobsPerThread;
         }();
         int range = anyGemm ? (l.downPanels + 2 * nodeThreads - 1) / (2 * nodeThreads)
                             : std::max(1, l.downPanels / (downJobsPerThread * nodeThreads));
