@@ -13,6 +13,7 @@
 # "default" or comma-separated environment settings, e.g. BENCH_VARIANTS="default TANDEM_GPU_DECODE=generic"
 # or MOE_VARIANTS="default TANDEM_AMX_SLICE_KIB=384"; the tables name the variant of each row. A bench
 # variant "cli=/tmp/old/app/tandem-cli" runs another build (BASELINE=COMMIT builds one, below).
+# A MOE_VARIANTS variant may name another build the same way (cli=PATH).
 # MOE=1 adds the CPU expert engine alone: bench-moe --verify of the AMX kernels against the scalar ones,
 # the GEMV/GEMM sweep for MOE_SWEEP types, bench-moe for MOE_SHAPES x MOE_TYPES at MOE_TOKENS and the
 # PyTorch baseline (scripts/bench_moe_torch.py) at the same prefill sizes; MOE_FLAGS adds bench-moe
@@ -108,7 +109,7 @@ if [[ ${MOE:-0} == 1 ]]; then
   for shape in ${MOE_SHAPES:-deepseek-v3 qwen3-30b-a3b deepseek-v2-lite}; do
     for t in ${MOE_TYPES:-int4}; do
       for variant in ${MOE_VARIANTS:-default}; do
-        env $(variant_env "$variant") timeout 200 "$cli" bench-moe --shape "$shape" --experts "$t" --tokens "$tokens" \
+        env $(variant_env "$variant") timeout 200 "$(variant_cli "$variant")" bench-moe --shape "$shape" --experts "$t" --tokens "$tokens" \
           --json --seconds 1.5 ${MOE_FLAGS:-} 2>>"$out/moe.log" | grep '^{' | sed "s|^{|{\"variant\": \"$variant\", |" >>"$out/moe.jsonl"
       done
     done

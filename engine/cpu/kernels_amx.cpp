@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <new>
 #include <string_view>
+#include <vector>
 
 #include "cpu/amx_peak.h"
 #include "cpu/amx_tiles.h"
@@ -271,6 +272,11 @@ void tileGateUp(const GateUpCall& c) {
     releaseTiles();
 }
 
+struct DownBlock {
+    std::size_t offset, panelBytes;
+};
+thread_local std::vector<DownBlock> downBlocks;
+
 // Down, blocked the same way: for each group of panel pairs, cache blocks of the call's K blocks
 // (its chunks' columns) outermost, then pairs, then rows, with the sums of the group's pairs waiting
 // in the scratch buffer between cache blocks. Every chunk but the last is whole, so K block i of the
@@ -304,10 +310,15 @@ void tileDown(const DownCall& c) {
     const int ahead = weightPrefetchBlocks();
     if constexpr (Type == ExpertType::INT8)
         for (int r = 0; r < rows; ++r) rowSums[r] = rowSum(c.act, r, c.firstChunk * kChunkCols / kActGroup, chunkCols / kActGroup);
-    auto blockOf = [&](int i, int q) {
+    // K block i of panel q lies at chunks + at[i].offset + q * at[i].panelBytes: worked out once a call,
+    // so the tile loop does no division or layout lookup per block.
+    downBlocks.resize(static_cast<std::size_t>(kBlocks));
+    for (int i = 0; i < kBlocks; ++i) {
         const int ch = c.firstChunk + i / perChunk;
-        return c.chunks + (l.chunkOffset(ch) - base) + q * l.chunkPanelBytes(ch) + (i % perChunk) * l.blockBytes;
-    };
+        downBlocks[i] = {l.chunkOffset(ch) - base + static_cast<std::size_t>(i % perChunk) * l.blockBytes, l.chunkPanelBytes(ch)};
+    }
+    const DownBlock* at = downBlocks.data();
+    auto blockOf = [&](int i, int q) { return c.chunks + at[i].offset + static_cast<std::size_t>(q) * at[i].panelBytes; };
     const std::byte* a0 = c.act.data + static_cast<std::size_t>(c.firstChunk) * kChunkCols * elementBytes;
     for (int pg = 0; pg < pairs; pg += group) {
         for (int kc = 0; kc < kBlocks; kc += cacheBlocks) {
