@@ -68,7 +68,7 @@ struct alignas(64) Counter {
 // Scheduling granularity: about this many jobs per thread in the memory-bound phases keeps the
 // threads' finishing times within a small fraction of the phase.
 constexpr int kJobsPerThread = 16;
-constexpr int kDownJobsPerThread = 4;
+constexpr int kDownJobsPerThread = 8;
 
 }  // namespace
 
@@ -493,7 +493,8 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
         // Down: output row ranges, each looping over every active expert. With GEMM experts the ranges
         // are few and large (each job re-reads the experts' activation rows) and even (AMX pairs panels).
         // Decode's down reads each chunk's pieces of a job's panels as one run (kernels_avx512_impl.h,
-        // downRuns), so its jobs are fewer and longer than gate/up's: 4 per thread
+        // downRuns), so its jobs are fewer and longer than gate/up's: 8 per thread, which on the GPU
+        // machine's Xeon read as fast as the 16 of one panel each before, and on Zen 4 faster
         // (TANDEM_DOWN_JOBS overrides it; docs/BENCHMARKS.md).
         static const int downJobsPerThread = [] {
             const char* v = std::getenv("TANDEM_DOWN_JOBS");
