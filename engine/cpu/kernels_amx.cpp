@@ -436,27 +436,15 @@ inline void int4GroupTiles(const std::byte* a, std::size_t stride, const Int4Gro
     storeC(cbuf, r1, pair);
 }
 
-// How int4Rows runs a row block (TANDEM_AMX_INT4, for A/B runs on AMX hardware):
-//   blocked  (default) each 16 x 16 quarter of the 32 rows x 32 outputs keeps its float32 sums in 16
-//            zmm registers over a block of groups (int4Quarter), so a group's scaling is a load, a
-//            convert and an fmadd per row, with no load and store of the sums;
-//   behind   all four C tiles per group step, their scaling into the sums in memory one group behind;
-//   serial   the same, each group scaled right after its tiles are stored.
-enum class Int4Mode { Blocked, Behind, Serial };
-Int4Mode int4Mode() {
-    static const Int4Mode mode = [] {
+// TANDEM_AMX_INT4=serial scales each group right after its tiles are stored; by default the scaling
+// of group g - 1 follows the tile products of group g, so the two overlap and the loads of the C tiles
+// do not wait on the tile stores just issued. For A/B runs on AMX hardware.
+bool int4Serial() {
+    static const bool serial = [] {
         const char* v = std::getenv("TANDEM_AMX_INT4");
-        const std::string_view m = v ? v : "";
-        return m == "serial" ? Int4Mode::Serial : m == "behind" ? Int4Mode::Behind : Int4Mode::Blocked;
+        return v && std::string_view(v) == "serial";
     }();
-    return mode;
-}
-
-// Groups per block of int4Quarter: the block's A rows (32 rows x 32 bytes a group) and B tiles (two
-// sides x 512 bytes a group) within L1 (TANDEM_AMX_INT4_GROUPS overrides it).
-int int4GroupBlock() {
-    static const int n = std::max(1, envInt("TANDEM_AMX_INT4_GROUPS", 16));
-    return n;
+    return serial;
 }
 
 // INT4: while a panel's groups are used by every row block, the packed bytes of the panel unpacked
@@ -500,77 +488,14 @@ private:
 };
 thread_local WeightStream weightStream;
 
-// sum[m] += C(m, 0..15) * scale for the 16 rows of a stored C tile (rows past the tile's own hold
-// stale values, which only reach sums nobody reads).
-inline void scaleQuarter(__m512 (&sum)[16], const std::int32_t* c, const float* scale) {
-    const __m512 sc = _mm512_load_ps(scale);
-    for (int m = 0; m < 16; ++m) sum[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c + 16 * m)), sc, sum[m]);
-}
-
-// One quarter of int4Rows over groups [g0, g1): rows 16 H.. (A tile 4 + H) against side `side` of the
-// groups (B tile 6), into C tiles 2H and 2H + 1 by turns, so the scaling of group g - 1 follows the
-// tile product of group g. The quarter's sums (acc rows 16 H.., columns 16 side..) stay in registers.
-template <int H>
-void int4Quarter(const std::byte* a, std::size_t stride, const Int4Group* groups, int g0, int g1, int side, float* acc,
-                 std::int32_t* cbuf, WeightStream* stream) {
-    float* home = acc + 32 * 16 * H + 16 * side;
-    __m512 sum[16];
-    for (int m = 0; m < 16; ++m) sum[m] = _mm512_load_ps(home + 32 * m);
-    const std::byte* rows = a + 16 * H * stride;
-// One group's tile product into C tile `ct` with A tile `ta`, stored to c (tile numbers are literals
-// in the instructions, hence a macro).
-#define TANDEM_INT4_QUARTER_STEP(ct, ta)                  \
-    do {                                                 \
-        TANDEM_TILE_ZERO(ct);                            \
-        TANDEM_TILE_LOAD(ta, rows + 32 * g, stride);     \
-        TANDEM_TILE_LOAD(6, groups[g].b[side], 64);      \
-        TANDEM_TILE_DPBSSD(ct, ta, 6);                   \
-        TANDEM_TILE_STORE(ct, c, 64);                    \
-    } while (0)
-    for (int g = g0; g < g1; ++g) {
-        if (stream) stream->step();
-        std::int32_t* c = cbuf + 256 * (g & 1);
-        if constexpr (H == 0) {
-            if (g & 1)
-                TANDEM_INT4_QUARTER_STEP(1, 4);
-            else
-                TANDEM_INT4_QUARTER_STEP(0, 4);
-        } else {
-            if (g & 1)
-                TANDEM_INT4_QUARTER_STEP(3, 5);
-            else
-                TANDEM_INT4_QUARTER_STEP(2, 5);
-        }
-        if (g > g0) scaleQuarter(sum, cbuf + 256 * ((g - 1) & 1), groups[g - 1].scale[side]);
-    }
-    if (g1 > g0) scaleQuarter(sum, cbuf + 256 * ((g1 - 1) & 1), groups[g1 - 1].scale[side]);
-    for (int m = 0; m < 16; ++m) _mm512_store_ps(home + 32 * m, sum[m]);
-#undef TANDEM_INT4_QUARTER_STEP
-}
-
 // acc (32 rows of 32 float32) = sum over `groups` of the scaled tile products with activation rows
-// [0, r0 + r1) at `a` (group g's 32 columns at a + 32 g). cbuf: two sets of stored C tiles. Every
-// mode adds each output's groups in the same order, so they give the same bits.
+// [0, r0 + r1) at `a` (group g's 32 columns at a + 32 g). cbuf: two sets of stored C tiles.
 void int4Rows(const std::byte* a, std::size_t stride, const Int4Group* groups, int count, int r0, int r1, bool pair, float* acc,
               std::int32_t* cbuf, WeightStream* stream) {
     configureTiles(r0, r1, 32);
     for (int j = 0; j < 1024; j += 16) _mm512_store_ps(acc + j, _mm512_setzero_ps());
     const int rows = r0 + r1;
-    const Int4Mode mode = int4Mode();
-    if (mode == Int4Mode::Blocked) {
-        const int block = int4GroupBlock();
-        for (int g0 = 0; g0 < count; g0 += block) {
-            const int g1 = std::min(count, g0 + block);
-            int4Quarter<0>(a, stride, groups, g0, g1, 0, acc, cbuf, stream);  // the weight stream's steps
-            if (pair) int4Quarter<0>(a, stride, groups, g0, g1, 1, acc, cbuf, nullptr);
-            if (r1) {
-                int4Quarter<1>(a, stride, groups, g0, g1, 0, acc, cbuf, nullptr);
-                if (pair) int4Quarter<1>(a, stride, groups, g0, g1, 1, acc, cbuf, nullptr);
-            }
-        }
-        return;
-    }
-    if (mode == Int4Mode::Serial) {
+    if (int4Serial()) {
         for (int g = 0; g < count; ++g) {
             if (stream) stream->step();
             int4GroupTiles(a + 32 * g, stride, groups[g], r1 > 0, pair, cbuf);
