@@ -366,10 +366,10 @@ void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
 // Decode's down (GEMV), chunk by chunk: for each chunk, the pieces of up to kRunPanels consecutive
 // panels, which lie side by side there, so the weights are read in runs of kRunPanels pieces (one
 // stream the hardware prefetchers follow) instead of one 1-4 KiB piece per chunk and panel as
-// downPanel reads them. The panels' sums wait in registers' images on the stack between chunks; each
-// panel's sums take the same steps in the same order as in downPanel, so the results are the same
-// bits. Software prefetch asks for the same run of the next chunk (or, after the last chunk, of the
-// next call: c.nextChunks), where the hardware does not follow.
+// downPanel reads them. The panels' sums wait on the stack between chunks; each panel's sums take the
+// same steps in the same order as in downPanel, so the results are the same bits. Software prefetch
+// asks for the same run of the next chunk, and in the last chunk for `after`, the run read next (the
+// call's next run, or the next call's first: c.nextChunks), where the hardware does not follow.
 // TANDEM_DOWN_ORDER=panel keeps downPanel for decode too, for A/B runs.
 inline bool chunkMajorDown() {
     static const bool on = [] {
@@ -392,7 +392,7 @@ struct DownSum<ExpertType::INT8> {
 };
 
 template <ExpertType Type, int NT>
-void downRuns(const DownCall& c, int q0, int count, const Rows<NT>& in) {
+void downRuns(const DownCall& c, int q0, int count, const Rows<NT>& in, const std::byte* after) {
     const ExpertLayout& l = *c.layout;
     constexpr int S = Type == ExpertType::BF16 ? bf16SplitsFor<NT>() : Type == ExpertType::INT8 ? splitsFor<NT>() : 1;
     constexpr int V = NT * S;  // zmm of sums per panel
@@ -411,8 +411,8 @@ void downRuns(const DownCall& c, int q0, int count, const Rows<NT>& in) {
         if (kPrefetchAhead > 0) {
             if (ch < lastChunk)
                 pf = chunks.pieces(ch + 1) - run;
-            else if (c.nextChunks)
-                pf = (c.nextChunks + static_cast<std::ptrdiff_t>(q0 + c.nextPanelOffset) * kPieceBytes<Type>) - run;
+            else if (after)
+                pf = after - run;
         }
         for (int i = 0; i < count; ++i) {
             const std::byte* p = run + i * piece;
@@ -481,9 +481,15 @@ void downKernel(const DownCall& c) {
                 for (; q + 1 < end; q += 2) downGemmPanels<Type, MaxRows, 2>(c, q);
         for (; q < end; ++q) downGemmPanels<Type, MaxRows, 1>(c, q);
     } else if (chunkMajorDown()) {
+        // What each run reads after its last chunk: the next run's first piece, then the next call's.
+        const std::byte* nextCall =
+            c.nextChunks ? c.nextChunks + static_cast<std::ptrdiff_t>(c.firstPanel + c.nextPanelOffset) * kPieceBytes<Type> : nullptr;
         forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) {
             const Rows<NT> in = downRows<NT>(c, r0);
-            for (int q = c.firstPanel; q < end; q += kRunPanels) downRuns<Type, NT>(c, q, std::min(kRunPanels, end - q), in);
+            for (int q = c.firstPanel; q < end; q += kRunPanels) {
+                const std::byte* after = q + kRunPanels < end ? c.chunks + static_cast<std::ptrdiff_t>(q + kRunPanels) * kPieceBytes<Type> : nextCall;
+                downRuns<Type, NT>(c, q, std::min(kRunPanels, end - q), in, after);
+            }
         });
     } else {
         for (int q = c.firstPanel; q < end; ++q)
