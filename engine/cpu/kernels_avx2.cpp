@@ -5,6 +5,10 @@
 // nibbles are small enough for vpmaddubsw directly. Compiled with -mavx2 -mfma -mf16c.
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <string_view>
+
 #include "cpu/kernel_rows.h"
 
 namespace tandem::cpu {
@@ -164,40 +168,66 @@ void gateUpPanel(const ExpertLayout& l, const std::byte* panel, const Rows<NT>& 
         for (int h = 0; h < 2; ++h) _mm256_storeu_ps(in.out[t] + col + 8 * h, siluMul256(gv[t][h], uv[t][h]));
 }
 
-template <ExpertType Type, int NT>
-void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
+// A down panel's sums in ymm halves: int32 for INT8, float32 otherwise.
+template <ExpertType Type>
+struct DownSum {
+    using type = __m256;
+    static __m256 zero() { return _mm256_setzero_ps(); }
+};
+template <>
+struct DownSum<ExpertType::INT8> {
+    using type = __m256i;
+    static __m256i zero() { return _mm256_setzero_si256(); }
+};
+
+// Down row panels [q0, q0 + count) for NT rows over the call's chunks; accumulates into the destination
+// rows. A chunk at a time, and in it the pieces of the count panels, which lie side by side: with
+// count > 1 (decode) the weights are read in one run per chunk instead of one 1-4 KiB piece a whole
+// chunk apart per panel and chunk, which the hardware prefetchers do not follow (as the AVX-512
+// kernels' downRuns). Each panel's sums take the same steps in the same order whatever count is. Run
+// (count's most) is 1 for the GEMM, so its sums are known to be one panel's and stay in registers.
+constexpr int kRunPanels = 32;
+template <ExpertType Type, int NT, int Run>
+void downRuns(const DownCall& c, int q0, int runCount, const Rows<NT>& in) {
     const ExpertLayout& l = *c.layout;
     const std::size_t base = l.chunkOffset(c.firstChunk);
-    __m256 y[NT][2];
-    if constexpr (Type == ExpertType::INT8) {
-        __m256i acc[NT][2];
-        for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_si256();
-        for (int ch = c.firstChunk; ch < c.firstChunk + c.chunkCount; ++ch) {
-            const std::byte* p = c.chunks + (l.chunkOffset(ch) - base) + q * l.chunkPanelBytes(ch);
-            for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb) int8Block<NT>(acc, p + kb * 1024, in, ch * kChunkCols + 64 * kb);
-        }
-        for (int t = 0; t < NT; ++t)
-            for (int h = 0; h < 2; ++h)
-                y[t][h] = _mm256_mul_ps(_mm256_cvtepi32_ps(acc[t][h]),
-                                        _mm256_mul_ps(_mm256_loadu_ps(c.rowScales + q * kPanelRows + 8 * h), _mm256_set1_ps(in.scale[t])));
-    } else {
-        for (int t = 0; t < NT; ++t) y[t][0] = y[t][1] = _mm256_setzero_ps();
-        for (int ch = c.firstChunk; ch < c.firstChunk + c.chunkCount; ++ch) {
-            const std::byte* p = c.chunks + (l.chunkOffset(ch) - base) + q * l.chunkPanelBytes(ch);
-            for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb) {
-                if constexpr (Type == ExpertType::BF16)
-                    bf16Block<NT>(y, p + kb * 1024, in, ch * kChunkCols + 32 * kb);
+    const int count = Run == 1 ? 1 : runCount;
+    typename DownSum<Type>::type sums[Run][NT][2];
+    for (int i = 0; i < count; ++i)
+        for (int t = 0; t < NT; ++t) sums[i][t][0] = sums[i][t][1] = DownSum<Type>::zero();
+    for (int ch = c.firstChunk; ch < c.firstChunk + c.chunkCount; ++ch) {
+        const std::size_t piece = l.chunkPanelBytes(ch);
+        const std::byte* run = c.chunks + (l.chunkOffset(ch) - base) + q0 * piece;
+        const int kbs = l.chunkKBlocks(ch);
+        for (int i = 0; i < count; ++i) {
+            const std::byte* p = run + i * piece;
+            for (int kb = 0; kb < kbs; ++kb) {
+                if constexpr (Type == ExpertType::INT8)
+                    int8Block<NT>(sums[i], p + kb * 1024, in, ch * kChunkCols + 64 * kb);
+                else if constexpr (Type == ExpertType::BF16)
+                    bf16Block<NT>(sums[i], p + kb * 1024, in, ch * kChunkCols + 32 * kb);
                 else
-                    int4Block<NT>(y, p + kb * 576, in, ch * kChunkCols + 64 * kb);
+                    int4Block<NT>(sums[i], p + kb * 576, in, ch * kChunkCols + 64 * kb);
             }
         }
-        if constexpr (Type == ExpertType::INT4)
-            for (int t = 0; t < NT; ++t)
-                for (int h = 0; h < 2; ++h) y[t][h] = _mm256_mul_ps(y[t][h], _mm256_set1_ps(in.scale[t]));
     }
-    const int valid = validRows(l, q);
-    for (int t = 0; t < NT; ++t)
-        for (int h = 0; h < 2; ++h) accumulateHalf(in.out[t] + q * kPanelRows + 8 * h, y[t][h], in.weight[t], valid - 8 * h);
+    for (int i = 0; i < count; ++i) {
+        const int q = q0 + i;
+        __m256 y[NT][2];
+        for (int t = 0; t < NT; ++t)
+            for (int h = 0; h < 2; ++h) {
+                if constexpr (Type == ExpertType::INT8)
+                    y[t][h] = _mm256_mul_ps(_mm256_cvtepi32_ps(sums[i][t][h]),
+                                            _mm256_mul_ps(_mm256_loadu_ps(c.rowScales + q * kPanelRows + 8 * h), _mm256_set1_ps(in.scale[t])));
+                else if constexpr (Type == ExpertType::INT4)
+                    y[t][h] = _mm256_mul_ps(sums[i][t][h], _mm256_set1_ps(in.scale[t]));
+                else
+                    y[t][h] = sums[i][t][h];
+            }
+        const int valid = validRows(l, q);
+        for (int t = 0; t < NT; ++t)
+            for (int h = 0; h < 2; ++h) accumulateHalf(in.out[t] + q * kPanelRows + 8 * h, y[t][h], in.weight[t], valid - 8 * h);
+    }
 }
 
 template <ExpertType Type, int MaxRows>
@@ -209,15 +239,34 @@ void gateUpKernel(const GateUpCall& c) {
         });
 }
 
-template <ExpertType Type, int MaxRows>
-void downKernel(const DownCall& c) {
-    for (int q = c.firstPanel; q < c.firstPanel + c.panelCount; ++q)
-        forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) { downPanel<Type, NT>(c, q, downRows<NT>(c, r0)); });
-}
-
 // sixteen ymm registers hold the gate and up sums of two rows (GEMV) or four (GEMM, some spilling).
 constexpr int kGemvRows = 2;
 constexpr int kGemmRows = 4;
+
+// TANDEM_DOWN_ORDER=panel: decode's down a panel at a time too, for A/B runs.
+bool runsInDecode() {
+    static const bool on = [] {
+        const char* v = std::getenv("TANDEM_DOWN_ORDER");
+        return !(v && std::string_view(v) == "panel");
+    }();
+    return on;
+}
+
+// Decode (GEMV) takes runs of panels; the GEMM, which passes over the panels once per group of rows,
+// takes one panel at a time, so each pass finds the panel's pieces in L1.
+template <ExpertType Type, int MaxRows>
+void downKernel(const DownCall& c) {
+    const int end = c.firstPanel + c.panelCount;
+    if (MaxRows == kGemvRows && runsInDecode()) {
+        for (int q = c.firstPanel; q < end; q += kRunPanels)
+            forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) {
+                downRuns<Type, NT, kRunPanels>(c, q, std::min(kRunPanels, end - q), downRows<NT>(c, r0));
+            });
+        return;
+    }
+    for (int q = c.firstPanel; q < end; ++q)
+        forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) { downRuns<Type, NT, 1>(c, q, 1, downRows<NT>(c, r0)); });
+}
 
 template <ExpertType Type>
 void fill(ExpertKernels& e) {
