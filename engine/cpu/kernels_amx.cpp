@@ -436,15 +436,18 @@ inline void int4GroupTiles(const std::byte* a, std::size_t stride, const Int4Gro
     storeC(cbuf, r1, pair);
 }
 
-// TANDEM_AMX_INT4=serial scales each group right after its tiles are stored; by default the scaling
-// of group g - 1 follows the tile products of group g, so the two overlap and the loads of the C tiles
-// do not wait on the tile stores just issued. For A/B runs on AMX hardware.
-bool int4Serial() {
-    static const bool serial = [] {
+// How many groups behind its tile products a group is scaled: by default 1, so the scaling of group
+// g - 1 follows the tile products of group g, the two overlap and the loads of the C tiles do not wait
+// on the tile stores just issued. TANDEM_AMX_INT4=serial (0: each group right after its tiles are
+// stored) and TANDEM_AMX_INT4_LAG=n (at most kMaxInt4Lag) for A/B runs on AMX hardware.
+constexpr int kMaxInt4Lag = 3;
+int int4Lag() {
+    static const int lag = [] {
         const char* v = std::getenv("TANDEM_AMX_INT4");
-        return v && std::string_view(v) == "serial";
+        if (v && std::string_view(v) == "serial") return 0;
+        return std::min(kMaxInt4Lag, envInt("TANDEM_AMX_INT4_LAG", 1));
     }();
-    return serial;
+    return lag;
 }
 
 // INT4: while a panel's groups are used by every row block, the packed bytes of the panel unpacked
@@ -489,37 +492,38 @@ private:
 thread_local WeightStream weightStream;
 
 // acc (32 rows of 32 float32) = sum over `groups` of the scaled tile products with activation rows
-// [0, r0 + r1) at `a` (group g's 32 columns at a + 32 g). cbuf: two sets of stored C tiles.
+// [0, r0 + r1) at `a` (group g's 32 columns at a + 32 g). cbuf: lag + 1 sets of stored C tiles, used
+// in turn. Each output adds its groups in order whatever the lag, so every lag gives the same bits.
 void int4Rows(const std::byte* a, std::size_t stride, const Int4Group* groups, int count, int r0, int r1, bool pair, float* acc,
               std::int32_t* cbuf, WeightStream* stream) {
     configureTiles(r0, r1, 32);
     for (int j = 0; j < 1024; j += 16) _mm512_store_ps(acc + j, _mm512_setzero_ps());
     const int rows = r0 + r1;
-    if (int4Serial()) {
-        for (int g = 0; g < count; ++g) {
-            if (stream) stream->step();
-            int4GroupTiles(a + 32 * g, stride, groups[g], r1 > 0, pair, cbuf);
-            scaleGroup(acc, cbuf, rows, groups[g], pair);
-        }
-        return;
-    }
+    const int lag = int4Lag(), sets = lag + 1;
+    int set = 0;  // g % sets
     for (int g = 0; g < count; ++g) {
         if (stream) stream->step();
-        int4GroupTiles(a + 32 * g, stride, groups[g], r1 > 0, pair, cbuf + 1024 * (g & 1));
-        if (g) scaleGroup(acc, cbuf + 1024 * ((g - 1) & 1), rows, groups[g - 1], pair);
+        int4GroupTiles(a + 32 * g, stride, groups[g], r1 > 0, pair, cbuf + 1024 * set);
+        if (g >= lag) {
+            const int old = set - lag < 0 ? set - lag + sets : set - lag;
+            scaleGroup(acc, cbuf + 1024 * old, rows, groups[g - lag], pair);
+        }
+        set = set + 1 == sets ? 0 : set + 1;
     }
-    if (count) scaleGroup(acc, cbuf + 1024 * ((count - 1) & 1), rows, groups[count - 1], pair);
+    for (int g = std::max(0, count - lag); g < count; ++g) scaleGroup(acc, cbuf + 1024 * (g % sets), rows, groups[g], pair);
 }
 
-// Per-thread INT4 scratch: sums for 32 rows, two sets of C tiles, then `groups` unpacked groups.
+// Per-thread INT4 scratch: sums for 32 rows, kMaxInt4Lag + 1 sets of C tiles, then `groups` unpacked
+// groups.
 struct Int4Scratch {
     float* acc;
     std::int32_t* cbuf;
     Int4Group* groups;
 };
 Int4Scratch int4Scratch(int groups) {
-    float* f = scratch.floats(3072 + static_cast<std::size_t>(groups) * (sizeof(Int4Group) / sizeof(float)));
-    return {f, reinterpret_cast<std::int32_t*>(f + 1024), reinterpret_cast<Int4Group*>(f + 3072)};
+    constexpr std::size_t kGroupsAt = 1024 * (kMaxInt4Lag + 2);
+    float* f = scratch.floats(kGroupsAt + static_cast<std::size_t>(groups) * (sizeof(Int4Group) / sizeof(float)));
+    return {f, reinterpret_cast<std::int32_t*>(f + 1024), reinterpret_cast<Int4Group*>(f + kGroupsAt)};
 }
 
 void tileGateUpInt4(const GateUpCall& c) {
