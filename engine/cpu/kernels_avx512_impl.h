@@ -407,15 +407,21 @@ void downRuns(const DownCall& c, int q0, int count, const Rows<NT>& in, const st
         const std::byte* run = chunks.pieces(ch);
         const auto piece = static_cast<std::ptrdiff_t>(l.chunkPanelBytes(ch));
         const int kbs = chunks.kBlocks(ch);
-        std::ptrdiff_t pf = 0;
+        // Panel i's piece in the run read next lies at next + i * nextPiece (a narrower chunk's pieces
+        // are shorter).
+        const std::byte* next = nullptr;
+        std::ptrdiff_t nextPiece = kPieceBytes<Type>;
         if (kPrefetchAhead > 0) {
-            if (ch < lastChunk)
-                pf = chunks.pieces(ch + 1) - run;
-            else if (after)
-                pf = after - run;
+            if (ch < lastChunk) {
+                next = chunks.pieces(ch + 1);
+                nextPiece = static_cast<std::ptrdiff_t>(l.chunkPanelBytes(ch + 1));
+            } else {
+                next = after;
+            }
         }
         for (int i = 0; i < count; ++i) {
             const std::byte* p = run + i * piece;
+            const std::ptrdiff_t pf = next ? (next + i * nextPiece) - p : 0;
             if constexpr (Type == ExpertType::BF16) {
                 for (int kb = 0; kb < kbs; ++kb) bf16Block<NT, S>(sums[i], p + kb * 1024, in, ch * kChunkCols + 32 * kb, pf);
             } else if constexpr (Type == ExpertType::INT8) {
