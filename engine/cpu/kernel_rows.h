@@ -4,6 +4,8 @@
 // each kernel file compiles its own copy with its own instruction set.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <string_view>
 
 #include "cpu/expert_kernels.h"
 
@@ -77,6 +79,18 @@ inline void forRowChunks(int rows, F&& f) {
     int r0 = 0;
     for (; r0 + MaxRows <= rows; r0 += MaxRows) f.template operator()<MaxRows>(r0);
     callTail<MaxRows - 1>(rows - r0, r0, f);
+}
+
+// Decode's down (the GEMV kernels) takes a chunk at a time and in it the pieces of up to kRunPanels
+// consecutive panels, one run of weights (downRuns in the AVX-512 and AVX2 kernels).
+// TANDEM_DOWN_ORDER=panel reads a panel at a time over every chunk instead, for A/B runs.
+inline constexpr int kRunPanels = 32;
+inline bool downRunsInDecode() {
+    static const bool on = [] {
+        const char* v = std::getenv("TANDEM_DOWN_ORDER");
+        return !(v && std::string_view(v) == "panel");
+    }();
+    return on;
 }
 
 inline int validRows(const ExpertLayout& l, int panel) {

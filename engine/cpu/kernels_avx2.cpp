@@ -6,8 +6,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <string_view>
 
 #include "cpu/kernel_rows.h"
 
@@ -186,7 +184,6 @@ struct DownSum<ExpertType::INT8> {
 // chunk apart per panel and chunk, which the hardware prefetchers do not follow (as the AVX-512
 // kernels' downRuns). Each panel's sums take the same steps in the same order whatever count is. Run
 // (count's most) is 1 for the GEMM, so its sums are known to be one panel's and stay in registers.
-constexpr int kRunPanels = 32;
 template <ExpertType Type, int NT, int Run>
 void downRuns(const DownCall& c, int q0, int runCount, const Rows<NT>& in) {
     const ExpertLayout& l = *c.layout;
@@ -243,22 +240,13 @@ void gateUpKernel(const GateUpCall& c) {
 constexpr int kGemvRows = 2;
 constexpr int kGemmRows = 4;
 
-// TANDEM_DOWN_ORDER=panel: decode's down a panel at a time too, for A/B runs.
-bool runsInDecode() {
-    static const bool on = [] {
-        const char* v = std::getenv("TANDEM_DOWN_ORDER");
-        return !(v && std::string_view(v) == "panel");
-    }();
-    return on;
-}
-
 // Decode (GEMV) takes runs of panels; the GEMM, which passes over the panels once per group of rows,
 // takes one panel at a time, so each pass finds the panel's pieces in L1.
 template <ExpertType Type, int MaxRows>
 void downKernel(const DownCall& c) {
     const int end = c.firstPanel + c.panelCount;
     if constexpr (MaxRows == kGemvRows)
-        if (runsInDecode()) {
+        if (downRunsInDecode()) {
             for (int q = c.firstPanel; q < end; q += kRunPanels)
                 forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) {
                     downRuns<Type, NT, kRunPanels>(c, q, std::min(kRunPanels, end - q), downRows<NT>(c, r0));

@@ -4,7 +4,6 @@
 // only with internal linkage, like kernel_rows.h; include only from files compiled with AVX-512 flags.
 #include <algorithm>
 #include <cstdlib>
-#include <string_view>
 
 #include "cpu/kernel_rows.h"
 #include "cpu/kernels_avx512.h"
@@ -370,15 +369,7 @@ void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
 // same steps in the same order as in downPanel, so the results are the same bits. Software prefetch
 // asks for the same run of the next chunk, and in the last chunk for `after`, the run read next (the
 // call's next run, or the next call's first: c.nextChunks), where the hardware does not follow.
-// TANDEM_DOWN_ORDER=panel keeps downPanel for decode too, for A/B runs.
-inline bool chunkMajorDown() {
-    static const bool on = [] {
-        const char* v = std::getenv("TANDEM_DOWN_ORDER");
-        return !(v && std::string_view(v) == "panel");
-    }();
-    return on;
-}
-constexpr int kRunPanels = 32;
+// (downRunsInDecode, kernel_rows.h, switches it off for A/B runs.)
 // A down panel's sums: int32 for INT8, float32 otherwise.
 template <ExpertType Type>
 struct DownSum {
@@ -395,12 +386,11 @@ template <ExpertType Type, int NT>
 void downRuns(const DownCall& c, int q0, int count, const Rows<NT>& in, const std::byte* after) {
     const ExpertLayout& l = *c.layout;
     constexpr int S = Type == ExpertType::BF16 ? bf16SplitsFor<NT>() : Type == ExpertType::INT8 ? splitsFor<NT>() : 1;
-    constexpr int V = NT * S;  // zmm of sums per panel
     alignas(64) typename DownSum<Type>::type sums[kRunPanels][NT][S];
     for (int i = 0; i < count; ++i)
         for (int t = 0; t < NT; ++t)
             for (int s = 0; s < S; ++s) sums[i][t][s] = DownSum<Type>::zero();
-    static_assert(sizeof(sums) <= 16384 && V > 0);
+    static_assert(sizeof(sums) <= 16384);
     const DownChunks<Type> chunks(c, q0);
     const int lastChunk = c.firstChunk + c.chunkCount - 1;
     for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
@@ -486,7 +476,7 @@ void downKernel(const DownCall& c) {
             if (pairedDown())
                 for (; q + 1 < end; q += 2) downGemmPanels<Type, MaxRows, 2>(c, q);
         for (; q < end; ++q) downGemmPanels<Type, MaxRows, 1>(c, q);
-    } else if (chunkMajorDown()) {
+    } else if (downRunsInDecode()) {
         // What each run reads after its last chunk: the next run's first piece, then the next call's.
         const std::byte* nextCall =
             c.nextChunks ? c.nextChunks + static_cast<std::ptrdiff_t>(c.firstPanel + c.nextPanelOffset) * kPieceBytes<Type> : nullptr;
