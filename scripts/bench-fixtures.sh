@@ -4,7 +4,7 @@
 # Usage: scripts/bench-fixtures.sh [NEW_TOKENS] [THREADS]     (after scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fixtures=${TANDEM_FIXTURES:-../shared/fixtures}
+fixtures=${TANDEM_FIXTURES:-tests/fixtures}
 new_tokens=${1:-128}
 threads=${2:-0}
 tmp=$(mktemp -d)

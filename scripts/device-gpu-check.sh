@@ -5,7 +5,7 @@
 #   .deps/      what the machine lacks, unpacked from Debian 12's packages: nlohmann-json3-dev's headers
 #               and CMake files (.deps/include, .deps/share), and libpcre2-dev, libpcre2-8-0,
 #               libutf8proc-dev, libutf8proc2, libnuma-dev, libnuma1 (dpkg -x into .deps, so .deps/usr)
-#   .fixtures/  a copy of ../shared/fixtures
+#   (the fixture models are tests/fixtures, tracked in the repository)
 # Steps: CHECKS=0 skips the fixture checks, BENCH=0 the benchmarks; BENCH_SHAPES, BENCH_EXPERTS,
 # BENCH_DEFER narrow them; BENCH_BRIDGE="queued inline" runs each with both ways of driving the CPU
 # pool (TANDEM_BRIDGE), BENCH_ROUNDS=2 repeats the lot, alternating, to show the machine's noise.
@@ -54,7 +54,7 @@ variant_env() { [[ $1 == default ]] || echo "${1//,/ }" | tr ' ' '\n' | grep -v 
 variant_cli() { local c; c=$(echo "${1//,/ }" | tr ' ' '\n' | sed -n 's/^cli=//p'); echo "${c:-$cli}"; }
 
 if [[ ${CHECKS:-1} == 1 ]]; then
-  python3 scripts/check_golden.py --cli "$cli" --fixtures .fixtures --device cpu --device gpu 2>&1 | tee "$out/golden.txt"
+  python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device cpu --device gpu 2>&1 | tee "$out/golden.txt"
 fi
 
 if [[ ${BENCH:-1} == 1 ]]; then

@@ -17,7 +17,7 @@ QString fixturesDir() {
     const QString env = qEnvironmentVariable("TANDEM_FIXTURES");
     const QString dir = env.isEmpty() ? QStringLiteral(TANDEM_FIXTURES_DEFAULT) : env;
     if (!QDir(dir).exists())
-        qFatal("fixture folder %s does not exist; set TANDEM_FIXTURES to the shared fixtures", qPrintable(dir));
+        qFatal("fixture folder %s does not exist; set TANDEM_FIXTURES to a folder of fixture models (the repository has tests/fixtures)", qPrintable(dir));
     return QDir(dir).absolutePath();
 }
 

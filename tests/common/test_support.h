@@ -11,7 +11,7 @@
 
 namespace tandem::test {
 
-// TANDEM_FIXTURES, or ../shared/fixtures beside the source tree. Fails the calling test when absent.
+// TANDEM_FIXTURES, or tests/fixtures of the source tree. Fails the calling test when absent.
 QString fixturesDir();
 QString fixturePath(const QString& name);
 // The fixture folders (tiny-*), sorted.
