@@ -5,7 +5,11 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   qt6-base-dev qt6-qpa-plugins qt6-charts-dev qt6-svg-dev libqt6sql6-sqlite
-  fonts-dejavu-core nlohmann-json3-dev libpcre2-dev libutf8proc-dev libnuma-dev libsqlite3-dev
+  # Qt6Charts's CMake files need Qt6OpenGL's, which qt6-base-dev only recommends
+  libqt6opengl6-dev
+  # the fonts the package depends on: code in DejaVu Sans Mono, colour emoji in titles
+  fonts-dejavu-core fonts-noto-color-emoji
+  nlohmann-json3-dev libpcre2-dev libutf8proc-dev libnuma-dev libsqlite3-dev
   # packaging: cpack's .deb (dpkg-shlibdeps from dpkg-dev, file) and the validators its tests run
   dpkg-dev file desktop-file-utils appstream
 )

@@ -85,9 +85,10 @@ private slots:
 
     void dependsComeFromTheBinariesAndCudaIsOnlyRecommended() {
         const QString depends = debField("Depends");
-        // dpkg-shlibdeps' work, with versions, plus the Qt plugins loaded at run time.
+        // dpkg-shlibdeps' work, with versions, plus the Qt plugins loaded at run time and the fonts.
         for (const char* package : {"libqt6widgets6 (>=", "libqt6charts6 (>=", "libnuma1 (>=", "libpcre2-8-0 (>=",
-                                    "libutf8proc2 (>=", "libc6 (>=", "qt6-qpa-plugins", "libqt6sql6-sqlite"})
+                                    "libutf8proc2 (>=", "libc6 (>=", "qt6-qpa-plugins", "libqt6sql6-sqlite",
+                                    "fonts-dejavu-core", "fonts-noto-color-emoji"})
             QVERIFY2(depends.contains(package), qPrintable(package + QStringLiteral(" not in: ") + depends));
         QVERIFY2(!depends.contains("cuda") && !depends.contains("cublas"), qPrintable(depends));
         const QString recommends = debField("Recommends");

@@ -1,7 +1,6 @@
 #include "ui/widgets/auto_height_text_view.h"
 
 #include <QAbstractTextDocumentLayout>
-#include <QFontDatabase>
 #include <QScrollBar>
 #include <QTextBlock>
 #include <QTextFrame>
@@ -9,6 +8,8 @@
 #include <QTextCursor>
 #include <QWheelEvent>
 #include <cmath>
+
+#include "ui/widgets/theme.h"
 
 namespace tandem::ui {
 
@@ -29,8 +30,8 @@ AutoHeightTextView::AutoHeightTextView(QWidget* parent) : QTextBrowser(parent) {
 void AutoHeightTextView::showMarkdown(const QString& markdown) {
     setMarkdown(markdown);
     // QTextDocument marks inline code as fixed pitch but keeps the proportional family; give it the
-    // system's monospace font.
-    const QString mono = QFontDatabase::systemFont(QFontDatabase::FixedFont).family();
+    // code font.
+    const QString mono = codeFont().family();
     for (QTextBlock block = document()->begin(); block.isValid(); block = block.next()) {
         for (auto it = block.begin(); !it.atEnd(); ++it) {
             const QTextFragment fragment = it.fragment();

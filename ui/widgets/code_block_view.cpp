@@ -1,7 +1,6 @@
 #include "ui/widgets/code_block_view.h"
 
 #include <QClipboard>
-#include <QFontDatabase>
 #include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -10,6 +9,7 @@
 #include <QVBoxLayout>
 
 #include "ui/widgets/auto_height_text_view.h"
+#include "ui/widgets/theme.h"
 
 namespace tandem::ui {
 
@@ -33,7 +33,7 @@ CodeBlockView::CodeBlockView(QWidget* parent)
     layout->addLayout(header);
     view_->setLineWrapMode(QTextEdit::NoWrap);
     view_->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
-    view_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    view_->setFont(codeFont());
     view_->setAccessibleName(tr("Code"));
     layout->addWidget(view_);
 }

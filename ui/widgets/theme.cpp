@@ -2,6 +2,8 @@
 
 #include <QApplication>
 #include <QFont>
+#include <QFontDatabase>
+#include <QFontInfo>
 #include <QPalette>
 #include <QStyle>
 #include <QStyleFactory>
@@ -107,5 +109,23 @@ bool applyTheme(const Appearance& appearance) {
 }
 
 bool isDarkTheme() { return dark; }
+
+QFont codeFont() {
+    static const QFont font = [] {
+        QFont system = QFontDatabase::systemFont(QFontDatabase::FixedFont);
+        if (QFontInfo(system).fixedPitch()) return system;
+        // fonts-dejavu-core is a dependency of the package; the others are common on desktops.
+        for (const char* family : {"DejaVu Sans Mono", "Noto Sans Mono", "Liberation Mono", "monospace"}) {
+            QFont candidate(QString::fromLatin1(family), system.pointSize());
+            candidate.setStyleHint(QFont::Monospace);
+            candidate.setFixedPitch(true);
+            if (QFontInfo(candidate).fixedPitch()) return candidate;
+        }
+        for (const QString& family : QFontDatabase::families())
+            if (QFontDatabase::isFixedPitch(family)) return QFont(family, system.pointSize());
+        return system;
+    }();
+    return font;
+}
 
 }  // namespace tandem::ui
