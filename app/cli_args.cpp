@@ -5,14 +5,20 @@
 CliArgs::CliArgs(const std::vector<std::string>& args, const std::set<std::string>& valueOptions,
                  const std::set<std::string>& flagOptions, const std::set<std::string>& repeatedOptions) {
     for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
+        // "--name=value" is "--name value" in one word.
+        const std::size_t equals = args[i].rfind("--", 0) == 0 ? args[i].find('=') : std::string::npos;
+        const std::string a = args[i].substr(0, equals);
+        const auto value = [&]() -> std::string {
+            if (equals != std::string::npos) return args[i].substr(equals + 1);
+            if (i + 1 >= args.size()) throw tandem::Error("option " + a + " needs a value");
+            return args[++i];
+        };
         if (repeatedOptions.count(a)) {
-            if (i + 1 >= args.size()) throw tandem::Error("option " + a + " needs a value");
-            repeated_[a].push_back(args[++i]);
+            repeated_[a].push_back(value());
         } else if (valueOptions.count(a)) {
-            if (i + 1 >= args.size()) throw tandem::Error("option " + a + " needs a value");
-            values_[a] = args[++i];
+            values_[a] = value();
         } else if (flagOptions.count(a)) {
+            if (equals != std::string::npos) throw tandem::Error("option " + a + " takes no value");
             flags_.insert(a);
         } else {
             throw tandem::Error("unknown option '" + a + "'");

@@ -1,6 +1,6 @@
 #pragma once
-// Options of one tandem-cli command: "--name value" pairs and bare "--flag"s, checked against what the
-// command accepts so a typo is reported instead of ignored.
+// Options of one tandem-cli command: "--name value" (or "--name=value") pairs and bare "--flag"s, checked
+// against what the command accepts so a typo is reported instead of ignored.
 #include <map>
 #include <optional>
 #include <set>

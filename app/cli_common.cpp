@@ -89,4 +89,5 @@ void applyDeferral(const CliArgs& args, tandem::Session& session) {
     if (defer < 0 || skip < 0) throw tandem::Error("--defer and --skip take a count of experts, 0 or more");
     if (defer > 0 && skip > 0) throw tandem::Error("--defer and --skip exclude each other");
     session.setDeferral(defer > 0 ? defer : skip, skip > 0);
+    session.setPrefillDeferral(args.flag("--defer-prefill"));
 }

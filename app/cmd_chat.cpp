@@ -25,7 +25,7 @@ int runChat(const CommandArgs& argv) {
     const CliArgs args(argv,
                        {"--model", "--threads", "--context", "--device", "--temperature", "--top-p", "--top-k", "--min-p",
                         "--repetition-penalty", "--seed", "--max-tokens", "--system", "--experts", "--defer"},
-                       {"--no-think"}, {"--stop"});
+                       {"--no-think", "--defer-prefill"}, {"--stop"});
     tandem::EngineOptions options;
     options.threads = args.integer("--threads", 0);
     options.contextLength = args.integer("--context", options.contextLength);
@@ -83,18 +83,24 @@ int runChat(const CommandArgs& argv) {
         conversation.push_back({"user", line, ""});
 
         bool inReasoning = false;
+        char last = '\n';
         const auto reply = chat.reply(*session, conversation, chatOptions, [&](tandem::TextKind kind, std::string_view text) {
             const bool reasoning = kind == tandem::TextKind::Reasoning;
             if (reasoning != inReasoning) std::fputs(reasoning ? style.dim() : style.plain(), stdout);
             inReasoning = reasoning;
             std::fwrite(text.data(), 1, text.size(), stdout);
             std::fflush(stdout);
+            if (!text.empty()) last = text.back();
             return true;
         });
         if (inReasoning) std::fputs(style.plain(), stdout);
+        // Each answer ends its line, so piped output has one answer after another and the next prompt
+        // starts on a line of its own.
+        if (last != '\n') std::fputc('\n', stdout);
+        std::fflush(stdout);
         conversation.push_back({"assistant", reply.answer, reply.reasoning});
         const auto& s = reply.stats;
-        std::fprintf(stderr, "\n[%d tokens, %.1f tok/s, first token after %.0f ms, %d of %d prompt tokens reused]\n",
+        std::fprintf(stderr, "[%d tokens, %.1f tok/s, first token after %.0f ms, %d of %d prompt tokens reused]\n",
                      s.generatedTokens, s.decodeTokensPerSecond(), s.timeToFirstTokenSeconds * 1e3, s.reusedTokens,
                      s.promptTokens);
     }

@@ -47,7 +47,8 @@ private:
 
 int runEval(const CommandArgs& argv) {
     const CliArgs args(argv, {"--model", "--ids-file", "--new-tokens", "--logits-out", "--threads", "--device", "--experts", "--defer",
-                              "--skip"});
+                              "--skip"},
+                       {"--defer-prefill"});
     const auto prompt = readIdsFile(args.required("--ids-file"));
     const int newTokens = args.integer("--new-tokens", -1);
     if (newTokens < 0) throw tandem::Error("--new-tokens must be given and not negative");

@@ -10,7 +10,8 @@ int runGenerate(const CommandArgs& argv) {
     const CliArgs args(argv, {"--model", "--ids", "--ids-file", "--new-tokens", "--temperature", "--top-p", "--top-k",
                               "--seed", "--threads", "--context", "--min-p", "--repetition-penalty",
                               "--presence-penalty", "--frequency-penalty", "--device", "--experts", "--defer", "--skip",
-                              "--prompts-file"});
+                              "--prompts-file"},
+                       {"--defer-prefill"});
     // --prompts-file: one prompt of ids per line, each answered in a fresh session on one line of output,
     // so an evaluation over many prompts loads the model once.
     std::vector<std::vector<int>> prompts;

@@ -42,19 +42,20 @@ commands:
             repositories) and the endpoint (a mirror) default to HF_TOKEN and HF_ENDPOINT. Ctrl-C keeps
             the partial files in DIR/.tandem-download; the same command resumes them.
   eval      --model DIR --ids-file FILE --new-tokens N --logits-out FILE [--threads N]
-            [--device cpu|gpu|auto] [--experts TYPE] [--defer D | --skip D]
+            [--device cpu|gpu|auto] [--experts TYPE] [--defer D | --skip D] [--defer-prefill]
             Prefill the prompt ids in FILE, then decode N tokens greedily. Writes every logits row
             (prompt positions, then one row per generated token) as little-endian float32 to the
             --logits-out file and prints the generated ids.
   generate  --model DIR (--ids "ID ..." | --ids-file FILE | --prompts-file FILE) [--new-tokens N]
             [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R]
             [--presence-penalty P] [--frequency-penalty F] [--seed S] [--threads N] [--context N]
-            [--device cpu|gpu|auto] [--experts TYPE] [--defer D | --skip D]
+            [--device cpu|gpu|auto] [--experts TYPE] [--defer D | --skip D] [--defer-prefill]
             Generate from prompt ids, printing ids as they come and the speed at the end.
             --prompts-file holds one prompt per line; each gets a fresh session and one output line.
   chat      --model DIR [--system TEXT] [--stop TEXT]... [--no-think] [--max-tokens N]
             [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R] [--seed S]
             [--threads N] [--context N] [--device cpu|gpu|auto] [--experts TYPE] [--defer D]
+            [--defer-prefill]
             An interactive chat with the model's own chat template: type a message, the answer streams
             (reasoning dimmed), then the speed; /reset, /system TEXT and /quit.
   bench     --synthetic deepseek-v2-lite|qwen3-30b-a3b|deepseek-v3-4l|tiny [--experts bf16|int8|int4]
@@ -80,6 +81,9 @@ commands:
             folder), bf16, int8, int4 (packed at load), or reference (float32, exact, slow)
   --defer   Expert Deferral: the D lowest-weighted routed experts of a layer overlap the next layer
   --skip    drop the D lowest-weighted routed experts instead (for comparison with --defer)
+  --defer-prefill  apply --defer or --skip to the prompt too (by default only decode defers, so the
+            prompt's logits and cache are exact)
+  Every option may also be written --name=value.
   --help    this text
   --version the version, git revision, GPU path (CUDA or none) and CPU kernels of this build
 )";

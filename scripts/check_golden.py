@@ -58,7 +58,8 @@ def main():
     p.add_argument('--tolerance', type=float, default=2e-2)
     args = p.parse_args()
     devices = args.device or ['cpu', 'gpu']
-    extra = ['--defer', str(args.defer)] if args.defer else []
+    # teacher-forced: every prompt row computed as a decode step with deferral would be
+    extra = ['--defer', str(args.defer), '--defer-prefill'] if args.defer else []
     failures = 0
     print(f'{"fixture":22} {"prompt":6} {"device":6} {"worst rel L2":>12} {"median":>9} {"rows>tol":>8} {"greedy":>8} '
           f'{"vs cpu":>10}')

@@ -58,7 +58,9 @@ def main():
             for d in range(1, k):
                 row = []
                 for mode in ('--defer', '--skip'):
-                    got = log_softmax(logits(args.cli, model, ids_file, args.device, [mode, str(d)], out).reshape(-1, vocab))
+                    # teacher-forced: each prompt row computed as a decode step with deferral would be
+                    got = log_softmax(logits(args.cli, model, ids_file, args.device, [mode, str(d), '--defer-prefill'],
+                                             out).reshape(-1, vocab))
                     agree = float((got.argmax(1) == exact.argmax(1)).mean())
                     kl = float((np.exp(exact) * (exact - got)).sum(1).mean())
                     row += [f'{100 * agree:.1f}%', f'{kl:.2e}']

@@ -196,7 +196,7 @@ struct Session::Impl {
     void forward(std::span<const int> tokens, model::LogitsFor which) {
         model::ForwardOptions options;
         options.logits = which;
-        options.deferral = {deferred.load(), skipDeferred.load()};
+        if (tokens.size() == 1 || deferInPrefill) options.deferral = {deferred.load(), skipDeferred.load()};
         const int start = static_cast<int>(context.size());
         try {
             runner->forward(tokens, start, options, logits);
@@ -220,6 +220,7 @@ struct Session::Impl {
     bool fellBack = false;
     std::atomic<int> deferred{0};
     std::atomic<bool> skipDeferred{false};
+    std::atomic<bool> deferInPrefill{false};
     std::vector<int> context;  // the tokens whose keys and values are in the cache
     std::vector<float> logits;
 };
@@ -261,6 +262,9 @@ void Session::setDeferral(int deferred, bool skip) {
 }
 
 int Session::deferral() const { return impl_->deferred; }
+
+void Session::setPrefillDeferral(bool on) { impl_->deferInPrefill = on; }
+bool Session::prefillDeferral() const { return impl_->deferInPrefill; }
 
 DecodeProfile Session::takeDecodeProfile() { return impl_->runner->takeProfile(); }
 

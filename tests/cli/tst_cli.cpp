@@ -21,9 +21,11 @@ struct Result {
     QString err;
 };
 
-Result runCli(const QStringList& args) {
+Result runCli(const QStringList& args, const QByteArray& input = {}) {
     QProcess p;
     p.start(cliPath(), args);
+    p.write(input);
+    p.closeWriteChannel();
     if (!p.waitForFinished(120000)) qFatal("tandem-cli did not finish");
     return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
 }
@@ -97,6 +99,40 @@ private slots:
         QCOMPARE(r.exitCode, 0);
         QCOMPARE(r.out.trimmed().split(' ').size(), 4);
         QCOMPARE(QFile(out).size(), qint64((3 + 4) * 1024 * 4));
+    }
+
+    void optionsTakeAnEqualsSignToo() {
+        // "--name=value" is the same as "--name value", for every command.
+        const QStringList spaced{"generate", "--model", fixturePath("tiny-qwen3moe"), "--ids", "1 2 3", "--new-tokens", "4",
+                                 "--temperature", "0", "--threads", "1"};
+        const QStringList joined{"generate", "--model=" + fixturePath("tiny-qwen3moe"), "--ids=1 2 3", "--new-tokens=4",
+                                 "--temperature=0", "--threads=1"};
+        const auto a = runCli(spaced), b = runCli(joined);
+        QCOMPARE(a.exitCode, 0);
+        QCOMPARE(b.exitCode, 0);
+        QCOMPARE(b.out, a.out);
+        QVERIFY(!a.out.trimmed().isEmpty());
+        // A value may itself hold '=' (only the first one splits), and a flag takes none.
+        const auto rendered = runCli({"render-chat", "--model=" + fixturePath("tiny-qwen3moe"), "--var=enable_thinking=false"},
+                                     R"([{"role":"user","content":"Hi"}])");
+        QCOMPARE(rendered.exitCode, 0);
+        QVERIFY2(rendered.out.contains("<think>"), qPrintable(rendered.out));  // Qwen3's empty think block when off
+        const auto flag = runCli({"render-chat", "--model", fixturePath("tiny-qwen3moe"), "--no-generation-prompt=yes"});
+        QCOMPARE(flag.exitCode, 1);
+        QVERIFY2(flag.err.contains("--no-generation-prompt takes no value"), qPrintable(flag.err));
+        const auto empty = runCli({"generate", "--model=", "--ids", "1"});
+        QCOMPARE(empty.exitCode, 1);
+    }
+
+    void pipedChatEndsEachAnswerWithANewline() {
+        const auto r = runCli({"chat", "--model", fixturePath("tiny-qwen3moe"), "--max-tokens", "3", "--temperature", "0",
+                               "--threads", "1"},
+                              "hello\nwhat does river mean?\n");
+        QCOMPARE(r.exitCode, 0);
+        // "> answer\n> answer\n> ": each prompt after an answer starts a line of its own.
+        QVERIFY2(r.out.startsWith("> "), qPrintable(r.out));
+        QVERIFY2(r.out.endsWith("\n> "), qPrintable(r.out));
+        QVERIFY2(r.out.count("\n> ") >= 2, qPrintable(r.out));
     }
 
     void zeroNewTokens() {

@@ -1,5 +1,6 @@
 // Expert Deferral on the CPU path: exact at d = 0, and deferring loses less than skipping.
 #include <QTest>
+#include <algorithm>
 #include <cmath>
 
 #include "tandem/engine.h"
@@ -10,10 +11,12 @@ using namespace tandem::test;
 
 namespace {
 
-// Teacher-forced logits of the `long` prompt with the given deferral.
+// Teacher-forced logits of the `long` prompt with the given deferral applied to the prompt too, so that
+// each row is computed as a decode step with deferral would be.
 std::vector<float> prefillLogits(Engine& engine, const std::vector<int>& prompt, int deferred, bool skip) {
     auto session = engine.newSession();
     session->setDeferral(deferred, skip);
+    session->setPrefillDeferral(true);
     return session->append(prompt, Logits::All);
 }
 
@@ -71,6 +74,37 @@ private slots:
         qInfo("%s, d = %d of %d: KL defer %.4f, skip %.4f", qPrintable(fixture), d, k, klDefer, klSkip);
         QVERIFY(klDefer > 0);  // deferral changes the computation...
         QVERIFY2(klDefer < klSkip, "deferring lost more than skipping");  // ...but keeps what skipping drops
+    }
+
+    void promptIsExactByDefault_data() {
+        QTest::addColumn<QString>("fixture");
+        for (const auto& f : fixtureNames()) QTest::newRow(qPrintable(f)) << f;
+    }
+    void promptIsExactByDefault() {
+        // Expert Deferral is a decode technique: by default a prompt's logits (and so its KV cache) do not
+        // depend on the setting, and the decode steps after it still defer.
+        QFETCH(QString, fixture);
+        EngineOptions o;
+        o.threads = 2;
+        o.device = Device::Cpu;
+        auto engine = Engine::load(fixturePath(fixture).toStdString(), o);
+        const Golden g = loadGolden(fixture, "chat");
+        const int d = std::min(3, engine->info().expertsPerToken - 1);
+        auto exact = engine->newSession();
+        auto deferring = engine->newSession();
+        deferring->setDeferral(d);
+        QVERIFY(!deferring->prefillDeferral());
+        const std::vector<float> exactPrompt = exact->append(g.promptIds, Logits::All);
+        QCOMPARE(deferring->append(g.promptIds, Logits::All), exactPrompt);
+
+        const int next = g.genIds.front();
+        const std::vector<float> exactStep = exact->append(std::span<const int>(&next, 1));
+        QVERIFY(deferring->append(std::span<const int>(&next, 1)) != exactStep);
+
+        auto prefillToo = engine->newSession();
+        prefillToo->setDeferral(d);
+        prefillToo->setPrefillDeferral(true);
+        QVERIFY(prefillToo->append(g.promptIds, Logits::All) != exactPrompt);  // the explicit option
     }
 
     void deferralIsClampedBelowK() {

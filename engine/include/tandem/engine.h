@@ -144,6 +144,11 @@ public:
     // comparison. Safe to call while generating on another thread, or from onToken.
     void setDeferral(int deferred, bool skip = false);
     int deferral() const;
+    // Whether deferral also applies to prompt chunks (several tokens at once). Off by default: Expert
+    // Deferral is a decode technique, and with it off a prompt's logits and KV cache do not depend on
+    // the deferral setting. On, a teacher-forced prompt computes every row as decode with deferral would.
+    void setPrefillDeferral(bool on);
+    bool prefillDeferral() const;
 
     // Runs `tokens` after the current context and returns the logits: [vocab] for the last token, or
     // [tokens.size(), vocab] with Logits::All. The reference stays valid until the next call.
