@@ -61,6 +61,22 @@ private slots:
         QVERIFY(view.visibleText().contains("print('x')"));
     }
 
+    void inlineCodeIsFixedPitch() {
+        // Whatever fontconfig names as the system's fixed font (under the offscreen platform it can be a
+        // proportional one), inline code and code blocks get a font that is fixed pitch.
+        MarkdownView view;
+        view.setMarkdown("Run `ls -l` in the folder.");
+        const QTextDocument* doc = view.findChild<QTextBrowser*>()->document();
+        bool found = false;
+        for (QTextBlock block = doc->begin(); block.isValid(); block = block.next())
+            for (auto it = block.begin(); !it.atEnd(); ++it)
+                if (it.fragment().text() == QStringLiteral("ls -l")) {
+                    found = true;
+                    QVERIFY(QFontInfo(it.fragment().charFormat().font()).fixedPitch());
+                }
+        QVERIFY(found);
+    }
+
     void growingMarkdownReusesTheViewsItHas() {
         MarkdownView view;
         view.setMarkdown("Intro\n\n```cpp\nint a;");
