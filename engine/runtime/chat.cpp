@@ -33,29 +33,18 @@ struct Chat::Impl {
         return chatTemplate.render(messages, true, {{"enable_thinking", enableThinking}});
     }
 
+    // The template's end-of-turn token stops an answer, and ids past the tokenizer's vocabulary are
+    // never chosen.
+    GenerateOptions answerOptions(GenerateOptions options) const {
+        options.stopTokenIds.insert(options.stopTokenIds.end(), endOfTurn.begin(), endOfTurn.end());
+        options.vocabularyLimit = tokenizer.vocabSize();
+        return options;
+    }
+
     text::Tokenizer tokenizer;
     text::ChatTemplate chatTemplate;
     std::vector<int> endOfTurn;
 };
-
-struct AnswerStream::Impl {
-    text::StreamDecoder decoder;
-
-    static std::vector<Piece> convert(std::vector<text::StreamText> pieces) {
-        std::vector<Piece> out;
-        out.reserve(pieces.size());
-        for (auto& p : pieces)
-            out.push_back({p.kind == text::StreamText::Kind::Reasoning ? TextKind::Reasoning : TextKind::Answer,
-                           std::move(p.text)});
-        return out;
-    }
-};
-
-AnswerStream::AnswerStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-AnswerStream::~AnswerStream() = default;
-AnswerStream::AnswerStream(AnswerStream&&) noexcept = default;
-std::vector<AnswerStream::Piece> AnswerStream::push(int token) { return Impl::convert(impl_->decoder.push(token)); }
-std::vector<AnswerStream::Piece> AnswerStream::finish() { return Impl::convert(impl_->decoder.finish()); }
 
 Chat::Chat(const std::filesystem::path& modelDir, const std::string& modelType)
     : impl_(std::make_unique<Impl>(modelDir, modelType)) {}
@@ -69,30 +58,25 @@ std::vector<int> Chat::promptTokens(const std::vector<ChatMessage>& conversation
     return impl_->tokenizer.encode(impl_->render(conversation, enableThinking), false);
 }
 
-GenerateOptions Chat::answerOptions(GenerateOptions options) const {
-    options.stopTokenIds.insert(options.stopTokenIds.end(), impl_->endOfTurn.begin(), impl_->endOfTurn.end());
-    options.vocabularyLimit = impl_->tokenizer.vocabSize();
-    return options;
-}
-
-AnswerStream Chat::answerStream(const std::vector<ChatMessage>& conversation, bool enableThinking) const {
-    const bool opens = Impl::opensThinking(impl_->render(conversation, enableThinking));
-    return AnswerStream(std::make_unique<AnswerStream::Impl>(AnswerStream::Impl{text::StreamDecoder(impl_->tokenizer, {opens})}));
-}
-
 ChatReply Chat::reply(Session& session, const std::vector<ChatMessage>& conversation, const ChatOptions& options,
+                      const std::function<bool(TextKind, std::string_view)>& onText) const {
+    return reply([&session](std::span<const int> prompt, const GenerateOptions& generate,
+                            const std::function<bool(int)>& onToken) { return session.generate(prompt, generate, onToken); },
+                 conversation, options, onText);
+}
+
+ChatReply Chat::reply(const Generator& generate, const std::vector<ChatMessage>& conversation, const ChatOptions& options,
                       const std::function<bool(TextKind, std::string_view)>& onText) const {
     const std::string prompt = impl_->render(conversation, options.enableThinking);
     const std::vector<int> tokens = impl_->tokenizer.encode(prompt, false);
-    AnswerStream stream(std::make_unique<AnswerStream::Impl>(
-        AnswerStream::Impl{text::StreamDecoder(impl_->tokenizer, {Impl::opensThinking(prompt)})}));
+    text::StreamDecoder decoder(impl_->tokenizer, {Impl::opensThinking(prompt)});
     runtime::StopStringFilter stops(options.stopStrings);
 
     ChatReply reply;
     bool keepGoing = true;
-    const auto deliver = [&](const std::vector<AnswerStream::Piece>& pieces) {
+    const auto deliver = [&](const std::vector<text::StreamText>& pieces) {
         for (const auto& piece : pieces) {
-            if (piece.kind == TextKind::Reasoning) {
+            if (piece.kind == text::StreamText::Kind::Reasoning) {
                 reply.reasoning += piece.text;
                 if (keepGoing && !onText(TextKind::Reasoning, piece.text)) keepGoing = false;
                 continue;
@@ -107,11 +91,11 @@ ChatReply Chat::reply(Session& session, const std::vector<ChatMessage>& conversa
         }
     };
 
-    reply.stats = session.generate(tokens, answerOptions(options.generate), [&](int token) {
-        deliver(stream.push(token));
+    reply.stats = generate(tokens, impl_->answerOptions(options.generate), [&](int token) {
+        deliver(decoder.push(token));
         return keepGoing;
     });
-    deliver(stream.finish());
+    deliver(decoder.finish());
     const std::string tail = stops.finish();
     if (!tail.empty()) {
         reply.answer += tail;

@@ -1,4 +1,5 @@
-// Chat: the model's template and tokenizer around a session; stop strings; multi-turn cache reuse.
+// Chat: the model's template and tokenizer around a session or a caller's generator; stop strings;
+// multi-turn cache reuse.
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -7,6 +8,7 @@
 
 #include "runtime/stop_strings.h"
 #include "tandem/chat.h"
+#include "tandem/tokenizer.h"
 #include "test_support.h"
 
 using namespace tandem;
@@ -121,6 +123,48 @@ private slots:
         QVERIFY(stopped.stoppedByStopString);
         QVERIFY(stopped.answer.find(options.stopStrings[0]) == std::string::npos);
         QCOMPARE(stopped.answer, free.answer.substr(0, free.answer.find(options.stopStrings[0])));
+    }
+
+    void replyRunsTheTurnThroughTheGivenGenerator() {
+        // The app's way in: its own generator (the engine thread's work around each token), the same turn.
+        const Chat chat(fixturePath("tiny-qwen3moe").toStdString(), "qwen3_moe");
+        const auto tokenizer = text::Tokenizer::load(fixturePath("tiny-qwen3moe").toStdString());
+        const std::vector<int> script = tokenizer.encode("<think>\nweigh it\n</think>\n\nFine. END and more", false);
+        const std::vector<ChatMessage> conversation{
+            {"system", "Be brief.", ""}, {"user", "Hi", ""}, {"assistant", "Hello.", "greet back"}, {"user", "How are you?", ""}};
+        ChatOptions options;
+        options.generate.maxNewTokens = 64;
+        options.stopStrings = {"END"};
+        std::vector<int> prompt;
+        GenerateOptions given;
+        std::size_t fed = 0;
+        std::string streamed;
+        const auto reply = chat.reply(
+            [&](std::span<const int> p, const GenerateOptions& o, const std::function<bool(int)>& onToken) {
+                prompt.assign(p.begin(), p.end());
+                given = o;
+                GenerationStats stats;
+                stats.promptTokens = static_cast<int>(p.size());
+                while (fed < script.size()) {
+                    ++stats.generatedTokens;
+                    if (!onToken(script[fed++])) break;
+                }
+                return stats;
+            },
+            conversation, options, [&](TextKind, std::string_view t) {
+                streamed += t;
+                return true;
+            });
+        QCOMPARE(prompt, chat.promptTokens(conversation, true));
+        QCOMPARE(given.maxNewTokens, 64);
+        QCOMPARE(given.stopTokenIds, tokenizer.encode("<|im_end|>", false));
+        QVERIFY(given.vocabularyLimit > 0);
+        QCOMPARE(QString::fromStdString(reply.reasoning).trimmed(), QStringLiteral("weigh it"));
+        QCOMPARE(QString::fromStdString(reply.answer).trimmed(), QStringLiteral("Fine."));
+        QCOMPARE(streamed, reply.reasoning + reply.answer);
+        QVERIFY(reply.stoppedByStopString);
+        QVERIFY2(fed < script.size(), "the generator was not told to stop at the stop string");
+        QCOMPARE(reply.stats.generatedTokens, static_cast<int>(fed));
     }
 
     void terminalChat() {

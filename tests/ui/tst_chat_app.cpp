@@ -14,6 +14,7 @@
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QSettings>
 #include <QSlider>
 #include <QSpinBox>
 #include <QTemporaryDir>
@@ -263,6 +264,125 @@ private slots:
         QCOMPARE(gate->lastOptions.sampling.temperature, 0.6f);
         QCOMPARE(gate->lastOptions.maxNewTokens, 16);
         QVERIFY(tokenizer.decode(gate->lastPrompt, false).find("pirate") == std::string::npos);
+    }
+
+    // One chat turn for the app and tandem-cli (issue 19): for the same conversation, a system prompt and
+    // an earlier answer with reasoning, both send the model the same prompt tokens. tiny-qwen3moe's
+    // template leaves earlier reasoning out; a template that shows it again gets it from both.
+    void theAppAndTheCliSendTheSamePrompts_data() {
+        QTest::addColumn<bool>("showsEarlierReasoning");
+        QTest::newRow("tiny-qwen3moe's template") << false;
+        QTest::newRow("a template that shows earlier reasoning") << true;
+    }
+
+    void theAppAndTheCliSendTheSamePrompts() {
+        QFETCH(bool, showsEarlierReasoning);
+        QTemporaryDir model;
+        QVERIFY(test::copyFixture("tiny-qwen3moe", model.path()));
+        if (showsEarlierReasoning) {
+            const QString path = model.filePath("tokenizer_config.json");
+            QJsonObject config = QJsonDocument::fromJson(test::readFile(path)).object();
+            QString chatTemplate = config["chat_template"].toString();
+            const QString onlyTheLastTurn = "{%- if loop.index0 > ns.last_query_index %}";
+            QVERIFY(chatTemplate.contains(onlyTheLastTurn));
+            config["chat_template"] = chatTemplate.replace(onlyTheLastTurn, "{%- if true %}");
+            QVERIFY(test::writeFile(path, QJsonDocument(config).toJson()));
+        }
+        const auto tokenizer = text::Tokenizer::load(model.path().toStdString());
+        const std::string reasoning = "Count the experts first.";
+        auto gate = std::make_shared<test::RunnerGate>();
+        gate->scriptedAnswer = tokenizer.encode("<think>\n" + reasoning + "\n</think>\n\nA router picks a few.<|im_end|>", false);
+        const QString system = "Be brief.";
+        const QStringList questions{"What is a mixture of experts?", "And why is it fast?"};
+
+        // The app: the first question, a restart (the conversation comes back from the store), the second.
+        QTemporaryDir dir;
+        QSettings(dir.filePath("settings.ini"), QSettings::IniFormat).setValue("engine/modelDir", model.path());
+        ChatMessage firstAnswer;
+        {
+            auto app = startApp(dir, test::gatedRunnerFactory(gate));
+            limitAnswers(*app, 256);
+            QVERIFY(test::waitForModel(*app));
+            QCOMPARE(app->model()->summary().dir, model.path());
+            ConversationSettings settings;
+            settings.systemPrompt = system;
+            app->chat()->setConversationSettings(settings);
+            typeAndSend(*app, questions[0]);
+            QVERIFY(test::waitForIdle(*app));
+            firstAnswer = app->messages()->message(1);
+        }
+        QCOMPARE(firstAnswer.reasoning.trimmed(), QString::fromStdString(reasoning));
+        {
+            auto app = startApp(dir, test::gatedRunnerFactory(gate));
+            limitAnswers(*app, 256);
+            QVERIFY(test::waitForModel(*app));
+            QCOMPARE(app->messages()->rowCount(), 2);
+            QCOMPARE(app->messages()->message(1).reasoning, firstAnswer.reasoning);
+            typeAndSend(*app, questions[1]);
+            QVERIFY(test::waitForIdle(*app));
+            QCOMPARE(app->messages()->rowCount(), 4);
+        }
+
+        const test::CliChat cli = test::cliChat(model.path(), "qwen3_moe", system, questions, gate->scriptedAnswer, 256);
+        QCOMPARE(cli.answers.first(), firstAnswer.content);
+        QCOMPARE(cli.reasonings.first(), firstAnswer.reasoning);
+        QCOMPARE(gate->prompts.size(), std::size_t{2});
+        QCOMPARE(cli.prompts.size(), std::size_t{2});
+        for (std::size_t turn = 0; turn < 2; ++turn)
+            QVERIFY2(gate->prompts[turn] == cli.prompts[turn],
+                     qPrintable(QString("turn %1\napp: %2\ncli: %3")
+                                    .arg(turn + 1)
+                                    .arg(QString::fromStdString(tokenizer.decode(gate->prompts[turn], false)))
+                                    .arg(QString::fromStdString(tokenizer.decode(cli.prompts[turn], false)))));
+        const std::string secondPrompt = tokenizer.decode(cli.prompts[1], false);
+        QVERIFY(secondPrompt.starts_with("<|im_start|>system\nBe brief.<|im_end|>"));
+        QCOMPARE(secondPrompt.find(reasoning) != std::string::npos, showsEarlierReasoning);
+    }
+
+    // A stop string from the conversation's settings ends the answer before it: the stop string is not
+    // shown, not saved, and the model is not run past it.
+    void aStopStringEndsTheAnswerAndIsNeitherShownNorSaved() {
+        QTemporaryDir dir;
+        auto gate = std::make_shared<test::RunnerGate>();
+        const auto tokenizer = text::Tokenizer::load(test::fixturePath("tiny-qwen3moe").toStdString());
+        gate->scriptedAnswer = tokenizer.encode("The answer is 42. User: and now my own question<|im_end|>", false);
+        auto app = startApp(dir, test::gatedRunnerFactory(gate));
+        limitAnswers(*app, 256);
+        QVERIFY(test::waitForModel(*app));
+
+        whenModalOpens([](QWidget* dialog) {
+            auto* stops = childNamed<QPlainTextEdit>(dialog, "Stop strings");
+            QVERIFY(stops && stops->toPlainText().isEmpty());  // none by default
+            stops->setPlainText("User:\n\nnever said");        // one per line
+            qobject_cast<QDialog*>(dialog)->accept();
+        });
+        app->window()->openConversationSettings();
+        QCOMPARE(app->chat()->currentSettings().stopStrings, (QStringList{"User:", "never said"}));
+
+        QString streamed;
+        QList<AnswerStats> completed;
+        QObject receiver;  // on this thread, as the app's receivers are
+        connect(app->worker(), &EngineWorker::answerTextArrived, &receiver,
+                [&](quint64, const QString& answer, const QString&) { streamed += answer; });
+        connect(app->chat(), &ChatController::answerCompleted, &receiver, [&](const AnswerStats& s) { completed << s; });
+        typeAndSend(*app, "What is the answer?");
+        QVERIFY(test::waitForIdle(*app));
+
+        const QString expected = QStringLiteral("The answer is 42. ");
+        const ChatMessage reply = app->messages()->message(1);
+        QCOMPARE(reply.content, expected);
+        QCOMPARE(streamed, expected);
+        QCOMPARE(toString(reply.state), toString(MessageState::Complete));
+        QCOMPARE(completed.size(), 1);
+        QVERIFY(completed.first().stoppedByStopString);
+        QVERIFY(!completed.first().stoppedAtEos);
+        QVERIFY(reply.metrics.generatedTokens < static_cast<int>(gate->scriptedAnswer.size()) - 1);
+        const qint64 id = app->chat()->currentConversationId();
+        QCOMPARE(app->store()->messages(id)[1].content, expected);
+        QCOMPARE(app->store()->conversation(id)->settings.stopStrings, (QStringList{"User:", "never said"}));
+        app->window()->chatView()->renderPending();
+        QVERIFY2(!app->window()->chatView()->messageView(1)->visibleText().contains("User:"),
+                 qPrintable(app->window()->chatView()->messageView(1)->visibleText()));
     }
 
     void renameInPlaceWithF2() {

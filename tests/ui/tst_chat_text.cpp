@@ -1,5 +1,6 @@
 // The app's text handling (the engine's tandem::Chat behind ChatFormatter): prompts exactly as
-// transformers makes them, answers decoded with reasoning apart, characters never split, clear errors.
+// transformers makes them, answers decoded with reasoning apart, characters never split, stop strings,
+// clear errors.
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -11,6 +12,7 @@
 #include "test_support.h"
 #include "ui/chat/markdown_segments.h"
 #include "ui/text/chat_formatter.h"
+#include "ui_test_support.h"
 
 using namespace tandem;
 using namespace tandem::ui;
@@ -25,13 +27,18 @@ std::vector<int> encode(const QString& fixture, const std::string& text) {
     return text::Tokenizer::load(test::fixturePath(fixture).toStdString()).encode(text, false);
 }
 
-// Feeds ids through the decoder of a one-question conversation and joins what comes out.
+// Answers a one-question conversation with `ids` as the model's tokens; returns what onText showed,
+// which must be what the answer says it was.
 TextDelta decodeAll(const ChatFormatter& formatter, const std::vector<int>& ids) {
-    auto decoder = formatter.newAnswerDecoder({{"user", "hi"}});
-    TextDelta all;
-    for (int id : ids) all += decoder->push(id);
-    all += decoder->finish();
-    return all;
+    TextDelta shown;
+    const ChatAnswer answer = formatter.answer(
+        {{"user", "hi"}}, {}, {},
+        [&](std::span<const int> prompt, const GenerateOptions& options, const std::function<bool(int)>& onToken) {
+            return test::scriptedGeneration(ids, prompt, options, onToken);
+        },
+        [&](const TextDelta& text) { shown += text; });
+    if (answer.text.answer != shown.answer || answer.text.reasoning != shown.reasoning) return {"(differs)", "(differs)"};
+    return shown;
 }
 
 }  // namespace
@@ -65,10 +72,46 @@ private slots:
     }
 
     void answersStopAtTheEndOfTurn() {
+        // The generator gets the conversation's prompt and the options with the end-of-turn token added.
         const auto formatter = makeChatFormatter(test::fixturePath("tiny-qwen3moe"), "qwen3_moe");
-        const auto options = formatter->answerOptions({});
+        const QList<PromptMessage> messages{{"system", "Be brief."}, {"user", "hi"}};
+        GenerateOptions asked;
+        asked.maxNewTokens = 7;
+        std::vector<int> prompt;
+        GenerateOptions options;
+        formatter->answer(
+            messages, asked, {},
+            [&](std::span<const int> p, const GenerateOptions& o, const std::function<bool(int)>&) {
+                prompt.assign(p.begin(), p.end());
+                options = o;
+                return GenerationStats{};
+            },
+            [](const TextDelta&) {});
+        QCOMPARE(prompt, formatter->encodeConversation(messages));
         QCOMPARE(options.stopTokenIds, encode("tiny-qwen3moe", "<|im_end|>"));
         QVERIFY(options.vocabularyLimit > 0);
+        QCOMPARE(options.maxNewTokens, 7);
+    }
+
+    void answersEndBeforeAStopString() {
+        const auto formatter = makeChatFormatter(test::fixturePath("tiny-qwen3moe"), "qwen3_moe");
+        const std::vector<int> ids = encode("tiny-qwen3moe", "Sure. User: and more after it");
+        int fed = 0;
+        TextDelta shown;
+        const ChatAnswer answer = formatter->answer(
+            {{"user", "hi"}}, {}, {"User:", "never"},
+            [&](std::span<const int> prompt, const GenerateOptions& options, const std::function<bool(int)>& onToken) {
+                return test::scriptedGeneration(ids, prompt, options, [&](int token) {
+                    ++fed;
+                    return onToken(token);
+                });
+            },
+            [&](const TextDelta& text) { shown += text; });
+        QVERIFY(answer.stoppedByStopString);
+        QCOMPARE(shown.answer, QStringLiteral("Sure. "));
+        QCOMPARE(answer.text.answer, QStringLiteral("Sure. "));
+        // The model was told to stop at the token that completed the stop string.
+        QVERIFY2(fed < static_cast<int>(ids.size()) && answer.stats.generatedTokens == fed, qPrintable(QString::number(fed)));
     }
 
     void separatesReasoningFromTheAnswer() {
@@ -92,13 +135,21 @@ private slots:
         const QString text = QStringLiteral("你好, Grüße 👍 a");
         const std::vector<int> ids = encode("tiny-qwen3moe", text.toStdString());
         QVERIFY2(ids.size() > static_cast<std::size_t>(text.size() / 2), "the test needs characters spread over tokens");
-        auto decoder = formatter->newAnswerDecoder({{"user", "hi"}});
         QString shown;
-        for (int id : ids) {
-            shown += decoder->push(id).answer;
-            QVERIFY2(!shown.contains(QChar(0xFFFD)) && text.startsWith(shown), qPrintable(shown));
-        }
-        shown += decoder->finish().answer;
+        int pieces = 0;
+        bool whole = true;
+        formatter->answer(
+            {{"user", "hi"}}, {}, {},
+            [&](std::span<const int> prompt, const GenerateOptions& options, const std::function<bool(int)>& onToken) {
+                return test::scriptedGeneration(ids, prompt, options, onToken);
+            },
+            [&](const TextDelta& delta) {
+                shown += delta.answer;
+                ++pieces;
+                if (shown.contains(QChar(0xFFFD)) || !text.startsWith(shown)) whole = false;
+            });
+        QVERIFY2(whole, qPrintable(shown));
+        QVERIFY(pieces > 1);  // it streamed
         QCOMPARE(shown, text);
     }
 

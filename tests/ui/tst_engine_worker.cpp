@@ -1,12 +1,13 @@
 // The engine worker on its own thread, with the real tiny-qwen3moe model: loading, streaming an answer
-// identical to the engine's own output, stopping, deferral reaching the engine, failures, and the UI
-// thread's event loop turning while the engine is busy.
+// identical to the engine's own chat turn (tandem-cli's), stop strings, stopping, deferral reaching the
+// engine, failures, and the UI thread's event loop turning while the engine is busy.
 #include <functional>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
 
 #include "flaky_gpu.h"
+#include "tandem/chat.h"
 #include "tandem/error.h"
 #include "test_support.h"
 #include "ui/engine/engine_host.h"
@@ -133,23 +134,52 @@ private slots:
         QVERIFY(!events.live.last().gpuBusy);  // CPU only here
         QVERIFY(!stats.layerSplit.isEmpty());
 
-        // The same prompt straight through the engine and the formatter gives the same text.
+        // The same conversation straight through the engine's own chat turn (tandem-cli's) gives the same text.
         const auto formatter = makeChatFormatter(test::fixturePath("tiny-qwen3moe"), "qwen3_moe");
         const std::vector<int> prompt = formatter->encodeConversation(question(7).messages);
         QCOMPARE(events.promptTokens, QList<int>{static_cast<int>(prompt.size())});
         QCOMPARE(stats.promptTokens, static_cast<int>(prompt.size()));
         auto engine = tandem::Engine::load(test::fixturePath("tiny-qwen3moe").toStdString(), {1, 4096});
         auto session = engine->newSession();
-        auto decoder = formatter->newAnswerDecoder(question(7).messages);
-        TextDelta expected;
-        session->generate(prompt, formatter->answerOptions(question(7).options), [&](int token) {
-            expected += decoder->push(token);
-            return true;
-        });
-        expected += decoder->finish();
-        QCOMPARE(answer, expected.answer);
-        QCOMPARE(reasoning, expected.reasoning);
+        const tandem::Chat chat(*engine, test::fixturePath("tiny-qwen3moe").toStdString());
+        tandem::ChatOptions options;
+        options.generate = question(7).options;
+        const tandem::ChatReply expected = chat.reply(*session, {{"system", "Be brief.", ""}, {"user", "What is a mixture of experts?", ""}},
+                                                      options, [](tandem::TextKind, std::string_view) { return true; });
+        QCOMPARE(expected.stats.promptTokens, static_cast<int>(prompt.size()));
+        QCOMPARE(answer, QString::fromStdString(expected.answer));
+        QCOMPARE(reasoning, QString::fromStdString(expected.reasoning));
         QVERIFY(!(answer + reasoning).isEmpty());
+        QVERIFY(!stats.stoppedByStopString);
+    }
+
+    void aStopStringEndsTheAnswerBeforeIt() {
+        QString free;
+        {
+            EngineHost host;
+            QVERIFY(load(host.worker(), fixtureRequest()));
+            EngineEvents events(host.worker());
+            generate(host.worker(), question(1));
+            QVERIFY(waitFor([&] { return !events.finished.isEmpty(); }));
+            free = events.answer;
+        }
+        QVERIFY2(free.size() >= 6, qPrintable(free));
+
+        // Stop at a piece of what the model says anyway: a fresh engine with the same seed says the same
+        // up to there.
+        GenerationRequest stopped = question(2);
+        const QString stop = free.mid(3, 2);
+        stopped.stopStrings = {stop};
+        EngineHost host;
+        QVERIFY(load(host.worker(), fixtureRequest()));
+        EngineEvents events(host.worker());
+        generate(host.worker(), stopped);
+        QVERIFY(waitFor([&] { return !events.finished.isEmpty(); }));
+        const AnswerStats stats = events.finished.first();
+        QVERIFY(stats.stoppedByStopString);
+        QVERIFY(!stats.stoppedByUser && !stats.stoppedAtEos && !stats.filledContext);
+        QCOMPARE(events.answer, free.left(free.indexOf(stop)));
+        QVERIFY(stats.generatedTokens < 24);
     }
 
     void stopEndsTheAnswerAtTheNextToken() {

@@ -2,7 +2,9 @@
 
 #include <QSettings>
 #include <QTest>
+#include <algorithm>
 
+#include "tandem/chat.h"
 #include "test_support.h"
 
 namespace tandem::test {
@@ -22,15 +24,19 @@ public:
         gate_->deferralPerToken.clear();
         gate_->lastPrompt.assign(conversation.begin(), conversation.end());
         gate_->lastOptions = options;
+        gate_->prompts.push_back(gate_->lastPrompt);
         int count = 0;
-        return inner_->generate(conversation, options, [&](int token) {
+        const auto gatedToken = [&](int token) {
             gate_->deferralPerToken.push_back(inner_->deferredExperts());
             if (++count == gate_->holdAtToken.load()) {
                 gate_->reached.release();
                 gate_->release.acquire();
             }
             return onToken(token);
-        });
+        };
+        if (!gate_->scriptedAnswer.empty())
+            return scriptedGeneration(gate_->scriptedAnswer, conversation, options, gatedToken);
+        return inner_->generate(conversation, options, gatedToken);
     }
     void setDeferredExperts(int count) override {
         inner_->setDeferredExperts(count);
@@ -45,6 +51,48 @@ private:
 };
 
 }  // namespace
+
+tandem::GenerationStats scriptedGeneration(const std::vector<int>& tokens, std::span<const int> prompt,
+                                           const tandem::GenerateOptions& options,
+                                           const std::function<bool(int)>& onToken) {
+    tandem::GenerationStats stats;
+    stats.promptTokens = static_cast<int>(prompt.size());
+    stats.prefilledTokens = stats.promptTokens;
+    for (const int token : tokens) {
+        if (stats.generatedTokens == options.maxNewTokens) break;
+        ++stats.generatedTokens;
+        const auto& stops = options.stopTokenIds;
+        if (options.stopAtEos && std::find(stops.begin(), stops.end(), token) != stops.end()) {
+            stats.stoppedAtEos = true;
+            break;
+        }
+        if (!onToken(token)) break;
+    }
+    return stats;
+}
+
+CliChat cliChat(const QString& modelDir, const QString& modelType, const QString& systemPrompt,
+                const QStringList& questions, const std::vector<int>& script, int maxNewTokens) {
+    const tandem::Chat chat(modelDir.toStdString(), modelType.toStdString());
+    tandem::ChatOptions options;
+    options.generate.maxNewTokens = maxNewTokens;
+    CliChat cli;
+    const auto model = [&](std::span<const int> prompt, const tandem::GenerateOptions& generate,
+                           const std::function<bool(int)>& onToken) {
+        cli.prompts.emplace_back(prompt.begin(), prompt.end());
+        return scriptedGeneration(script, prompt, generate, onToken);
+    };
+    std::vector<tandem::ChatMessage> conversation;
+    if (!systemPrompt.isEmpty()) conversation.push_back({"system", systemPrompt.toStdString(), ""});
+    for (const QString& question : questions) {
+        conversation.push_back({"user", question.toStdString(), ""});
+        const auto reply = chat.reply(model, conversation, options, [](tandem::TextKind, std::string_view) { return true; });
+        conversation.push_back({"assistant", reply.answer, reply.reasoning});
+        cli.answers << QString::fromStdString(reply.answer);
+        cli.reasonings << QString::fromStdString(reply.reasoning);
+    }
+    return cli;
+}
 
 ui::ModelRunnerFactory gatedRunnerFactory(std::shared_ptr<RunnerGate> gate) {
     return [gate](const ui::LoadRequest& request) -> std::unique_ptr<ui::ModelRunner> {

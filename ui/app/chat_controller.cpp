@@ -97,7 +97,8 @@ QList<PromptMessage> ChatController::promptMessages() const {
     for (const ChatMessage& m : messages_->messages()) {
         // A failed or empty answer is not part of what the model said.
         if (m.role == QLatin1String("assistant") && (m.state == MessageState::Streaming || m.content.isEmpty())) continue;
-        prompt.append({m.role, m.content});
+        // The answer's reasoning goes back too: a template decides whether the model sees it again.
+        prompt.append({m.role, m.content, m.reasoning});
     }
     return prompt;
 }
@@ -118,6 +119,7 @@ void ChatController::startAnswer() {
     request.id = answer.requestId;
     request.messages = prompt;
     request.options = generateOptionsFor(currentSettings(), settings_->sampling(), model_->summary());
+    request.stopStrings = currentSettings().stopStrings;
     saveTimer_.start();
     emit generatingChanged(true);
     emit generationRequested(request);

@@ -3,6 +3,7 @@
 #include <QList>
 #include <QMetaType>
 #include <QString>
+#include <QStringList>
 #include <optional>
 
 #include "tandem/engine.h"
@@ -43,6 +44,7 @@ struct GenerationRequest {
     quint64 id = 0;
     QList<PromptMessage> messages;
     tandem::GenerateOptions options;
+    QStringList stopStrings;  // the answer ends before the first of these, which is not part of it
 };
 
 // Where one layer's time went during the last answer, as fractions of that layer's time.
@@ -62,6 +64,7 @@ struct AnswerStats {
     int contextLength = 0;
     bool stoppedAtEos = false;
     bool stoppedByUser = false;
+    bool stoppedByStopString = false;
     bool filledContext = false;  // ended because the context had no room for more tokens
     QString gpuFailure;          // the GPU failed during this answer and the engine went on on the CPU: its notice
     QList<LayerSplit> layerSplit;  // empty while the engine does not report it

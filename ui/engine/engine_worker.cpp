@@ -122,6 +122,9 @@ void EngineWorker::reportLive(const QElapsedTimer& decodeClock, int decodedToken
     emit liveStatsMeasured(live);
 }
 
+// The turn itself (prompt, end of turn, text, reasoning, stop strings) is the engine's tandem::Chat::reply,
+// as in tandem-cli; around it, the generator below does this thread's part: the context check, the user's
+// stop, deferral changes, timing and live statistics.
 void EngineWorker::generate(const GenerationRequest& request) {
     const quint64 id = request.id;
     if (!runner_ || !formatter_) {
@@ -132,33 +135,49 @@ void EngineWorker::generate(const GenerationRequest& request) {
     try {
         QElapsedTimer clock;
         clock.start();
-        const std::vector<int> prompt = formatter_->encodeConversation(request.messages);
         const int contextLength = runner_->info().contextLength;
-        const int room = contextLength - static_cast<int>(prompt.size());
-        if (room < 1)
-            throw Error(QStringLiteral("This conversation takes %1 tokens, more than the %2 the context holds. Start a "
-                                       "new chat, or raise the context length in Settings.")
-                            .arg(prompt.size()).arg(contextLength).toStdString());
-        tandem::GenerateOptions options = formatter_->answerOptions(request.options);
-        options.maxNewTokens = std::clamp(options.maxNewTokens, 1, room);
-        emit answerStarted(id, static_cast<int>(prompt.size()));
-        applyRequestedDeferral();
-
         AnswerStats result;
         result.contextLength = contextLength;
-        if (isStopped(id)) {
-            result.promptTokens = static_cast<int>(prompt.size());
-            result.stoppedByUser = true;
-            emit answerFinished(id, result);
-            return;
-        }
-
-        const auto decoder = formatter_->newAnswerDecoder(request.messages);
+        int room = 0;
+        bool limitedByRoom = false;
+        bool ran = false;
         QElapsedTimer decodeClock;
-        qint64 lastFlushMs = 0;
         int tokens = 0;
-        lastLiveReportMs_ = 0;
-        lastLiveReportTokens_ = 1;  // the decode clock starts at the first token
+
+        const AnswerGenerator runModel = [&](std::span<const int> prompt, const tandem::GenerateOptions& answerOptions,
+                                             const std::function<bool(int)>& onToken) {
+            const int promptTokens = static_cast<int>(prompt.size());
+            room = contextLength - promptTokens;
+            if (room < 1)
+                throw Error(QStringLiteral("This conversation takes %1 tokens, more than the %2 the context holds. Start "
+                                           "a new chat, or raise the context length in Settings.")
+                                .arg(promptTokens).arg(contextLength).toStdString());
+            tandem::GenerateOptions options = answerOptions;
+            options.maxNewTokens = std::clamp(options.maxNewTokens, 1, room);
+            limitedByRoom = options.maxNewTokens == room;
+            emit answerStarted(id, promptTokens);
+            applyRequestedDeferral();
+            if (isStopped(id)) {
+                tandem::GenerationStats none;
+                none.promptTokens = promptTokens;
+                return none;
+            }
+            ran = true;
+            lastLiveReportMs_ = 0;
+            lastLiveReportTokens_ = 1;  // the decode clock starts at the first token
+            return runner_->generate(prompt, options, [&](int token) {
+                if (tokens++ == 0) {
+                    result.timeToFirstTokenSeconds = static_cast<double>(clock.nsecsElapsed()) / 1e9;
+                    decodeClock.start();
+                }
+                const bool more = onToken(token);
+                reportLive(decodeClock, tokens, false);
+                applyRequestedDeferral();
+                return more && !isStopped(id);
+            });
+        };
+
+        qint64 lastFlushMs = 0;
         bool shownAny = false;
         const auto flush = [&] {
             if (pending.isEmpty()) return;
@@ -166,25 +185,19 @@ void EngineWorker::generate(const GenerationRequest& request) {
             pending = {};
             shownAny = true;
         };
-        const tandem::GenerationStats stats = runner_->generate(prompt, options, [&](int token) {
-            if (tokens++ == 0) {
-                result.timeToFirstTokenSeconds = static_cast<double>(clock.nsecsElapsed()) / 1e9;
-                decodeClock.start();
-            }
-            pending += decoder->push(token);
-            // The first text shows at once (the first token may be half a character and show nothing).
-            if (!shownAny || clock.elapsed() - lastFlushMs >= kTextBatchMs) {
-                flush();
-                lastFlushMs = clock.elapsed();
-            }
-            reportLive(decodeClock, tokens, false);
-            applyRequestedDeferral();
-            return !isStopped(id);
-        });
-        pending += decoder->finish();
+        const ChatAnswer answer =
+            formatter_->answer(request.messages, request.options, request.stopStrings, runModel, [&](const TextDelta& text) {
+                pending += text;
+                // The first text shows at once; later text is gathered for a moment.
+                if (!shownAny || clock.elapsed() - lastFlushMs >= kTextBatchMs) {
+                    flush();
+                    lastFlushMs = clock.elapsed();
+                }
+            });
         flush();
         if (tokens > 0) reportLive(decodeClock, tokens, true);
 
+        const tandem::GenerationStats& stats = answer.stats;
         result.promptTokens = stats.promptTokens;
         result.reusedTokens = stats.reusedTokens;
         result.generatedTokens = stats.generatedTokens;
@@ -192,10 +205,11 @@ void EngineWorker::generate(const GenerationRequest& request) {
         result.prefillTokensPerSecond = stats.prefillTokensPerSecond();
         result.stoppedAtEos = stats.stoppedAtEos;
         result.stoppedByUser = isStopped(id);
-        result.filledContext = !stats.stoppedAtEos && !result.stoppedByUser && options.maxNewTokens == room &&
-                               stats.generatedTokens == room;
+        result.stoppedByStopString = answer.stoppedByStopString;
+        result.filledContext = !stats.stoppedAtEos && !result.stoppedByUser && !result.stoppedByStopString &&
+                               limitedByRoom && stats.generatedTokens == room;
         if (stats.fellBackToCpu) result.gpuFailure = QString::fromStdString(runner_->info().deviceNotice);
-        result.layerSplit = runner_->telemetry().layerSplit;
+        if (ran) result.layerSplit = runner_->telemetry().layerSplit;
         emit answerFinished(id, result);
     } catch (const std::exception& e) {
         if (!pending.isEmpty()) emit answerTextArrived(id, pending.answer, pending.reasoning);

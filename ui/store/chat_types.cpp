@@ -1,5 +1,7 @@
 #include "ui/store/chat_types.h"
 
+#include <QJsonArray>
+
 namespace tandem::ui {
 
 QString toString(MessageState state) {
@@ -28,6 +30,7 @@ QJsonObject ConversationSettings::toJson() const {
                                        {"min_p", sampling.minP},
                                        {"repetition_penalty", sampling.repetitionPenalty}};
     }
+    if (!stopStrings.isEmpty()) json["stop_strings"] = QJsonArray::fromStringList(stopStrings);
     return json;
 }
 
@@ -36,6 +39,8 @@ ConversationSettings ConversationSettings::fromJson(const QJsonObject& json) {
     s.systemPrompt = json.value("system_prompt").toString();
     s.overrideSampling = json.value("override_sampling").toBool();
     s.maxNewTokens = json.value("max_new_tokens").toInt();
+    for (const auto& stop : json.value("stop_strings").toArray())
+        if (!stop.toString().isEmpty()) s.stopStrings.append(stop.toString());
     const QJsonObject sampling = json.value("sampling").toObject();
     s.sampling.temperature = static_cast<float>(sampling.value("temperature").toDouble(s.sampling.temperature));
     s.sampling.topP = static_cast<float>(sampling.value("top_p").toDouble(s.sampling.topP));

@@ -3,6 +3,7 @@
 #include <QDateTime>
 #include <QJsonObject>
 #include <QString>
+#include <QStringList>
 
 #include "tandem/engine.h"
 
@@ -45,6 +46,7 @@ struct ConversationSettings {
     bool overrideSampling = false;
     tandem::SamplingOptions sampling;
     int maxNewTokens = 0;  // 0 = the app's default
+    QStringList stopStrings = {};  // an answer ends before the first of these (none by default)
 
     QJsonObject toJson() const;
     static ConversationSettings fromJson(const QJsonObject& json);

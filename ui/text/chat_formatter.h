@@ -1,10 +1,14 @@
 #pragma once
-// The text side of a chat behind one small interface: turning a conversation into prompt tokens and the
-// answer's tokens back into text. The engine's tandem::Chat (the model's tokenizer and Jinja chat
-// template, the streaming detokenizer) implements it; tests can substitute their own.
+// The text side of a chat behind one small interface: a conversation's prompt tokens, and one answer
+// run through the chat turn loop (prompt, end-of-turn, detokenizing, reasoning apart, stop strings) with
+// the caller's own generator. The engine's tandem::Chat implements it, so the app answers exactly as
+// tandem-cli does; tests can substitute their own.
 #include <QList>
 #include <QString>
+#include <QStringList>
+#include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "tandem/engine.h"
@@ -14,6 +18,7 @@ namespace tandem::ui {
 struct PromptMessage {
     QString role;  // "system", "user" or "assistant"
     QString content;
+    QString reasoning = {};  // an assistant's thinking, for templates that show it again
 };
 
 // Text produced by some tokens, split into the model's reasoning (<think>...</think>) and its answer.
@@ -29,14 +34,14 @@ struct TextDelta {
     }
 };
 
-// Turns the tokens of one answer into text as they arrive. A character split across tokens is held back
-// until it is complete.
-class AnswerDecoder {
-public:
-    virtual ~AnswerDecoder() = default;
-    virtual TextDelta push(int token) = 0;
-    // Whatever is still held back when the answer ends.
-    virtual TextDelta finish() = 0;
+// Runs the model for one answer, as tandem::Session::generate does; onToken returns false to end it.
+using AnswerGenerator = std::function<tandem::GenerationStats(
+    std::span<const int> prompt, const tandem::GenerateOptions& options, const std::function<bool(int)>& onToken)>;
+
+struct ChatAnswer {
+    TextDelta text;  // all of it, as it was streamed
+    tandem::GenerationStats stats;
+    bool stoppedByStopString = false;
 };
 
 class ChatFormatter {
@@ -44,10 +49,13 @@ public:
     virtual ~ChatFormatter() = default;
     // The conversation as the model expects it, ending with the opening of the assistant's turn.
     virtual std::vector<int> encodeConversation(const QList<PromptMessage>& messages) const = 0;
-    // A decoder for the answer that follows encodeConversation(messages)'s prompt.
-    virtual std::unique_ptr<AnswerDecoder> newAnswerDecoder(const QList<PromptMessage>& messages) const = 0;
-    // Generation options for an answer: the chat's end-of-turn token stops it, and so on.
-    virtual tandem::GenerateOptions answerOptions(tandem::GenerateOptions options) const = 0;
+    // Answers the conversation's last message through `generate`, which gets its prompt and the options
+    // with the chat's end-of-turn token added. Text reaches onText as it is decoded: whole characters,
+    // special tokens hidden, never any part of a stop string; the answer ends before the first of
+    // `stopStrings`. Exceptions of `generate` pass through.
+    virtual ChatAnswer answer(const QList<PromptMessage>& messages, const tandem::GenerateOptions& options,
+                              const QStringList& stopStrings, const AnswerGenerator& generate,
+                              const std::function<void(const TextDelta&)>& onText) const = 0;
     // One line for the About box and logs, e.g. which template style is in use.
     virtual QString description() const = 0;
 };

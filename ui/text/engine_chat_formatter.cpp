@@ -10,25 +10,10 @@ namespace {
 std::vector<ChatMessage> toChat(const QList<PromptMessage>& messages) {
     std::vector<ChatMessage> out;
     out.reserve(static_cast<std::size_t>(messages.size()));
-    for (const auto& m : messages) out.push_back({m.role.toStdString(), m.content.toStdString(), {}});
+    for (const auto& m : messages)
+        out.push_back({m.role.toStdString(), m.content.toStdString(), m.reasoning.toStdString()});
     return out;
 }
-
-class EngineAnswerDecoder : public AnswerDecoder {
-public:
-    explicit EngineAnswerDecoder(AnswerStream stream) : stream_(std::move(stream)) {}
-    TextDelta push(int token) override { return convert(stream_.push(token)); }
-    TextDelta finish() override { return convert(stream_.finish()); }
-
-private:
-    static TextDelta convert(const std::vector<AnswerStream::Piece>& pieces) {
-        TextDelta delta;
-        for (const auto& p : pieces)
-            (p.kind == TextKind::Reasoning ? delta.reasoning : delta.answer) += QString::fromStdString(p.text);
-        return delta;
-    }
-    AnswerStream stream_;
-};
 
 class EngineChatFormatter : public ChatFormatter {
 public:
@@ -38,11 +23,21 @@ public:
     std::vector<int> encodeConversation(const QList<PromptMessage>& messages) const override {
         return chat_.promptTokens(toChat(messages), true);
     }
-    std::unique_ptr<AnswerDecoder> newAnswerDecoder(const QList<PromptMessage>& messages) const override {
-        return std::make_unique<EngineAnswerDecoder>(chat_.answerStream(toChat(messages), true));
-    }
-    tandem::GenerateOptions answerOptions(tandem::GenerateOptions options) const override {
-        return chat_.answerOptions(std::move(options));
+    ChatAnswer answer(const QList<PromptMessage>& messages, const tandem::GenerateOptions& options,
+                      const QStringList& stopStrings, const AnswerGenerator& generate,
+                      const std::function<void(const TextDelta&)>& onText) const override {
+        ChatOptions chatOptions;
+        chatOptions.generate = options;
+        for (const QString& stop : stopStrings) chatOptions.stopStrings.push_back(stop.toStdString());
+        // Pieces are whole characters (the stream decoder and the stop-string filter cut only between
+        // them), so each converts on its own.
+        const ChatReply reply = chat_.reply(generate, toChat(messages), chatOptions, [&](TextKind kind, std::string_view text) {
+            const QString piece = QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
+            onText(kind == TextKind::Reasoning ? TextDelta{{}, piece} : TextDelta{piece, {}});
+            return true;
+        });
+        return {{QString::fromStdString(reply.answer), QString::fromStdString(reply.reasoning)}, reply.stats,
+                reply.stoppedByStopString};
     }
     QString description() const override {
         return chat_.templateWarning().empty() ? QStringLiteral("the model's tokenizer and chat template")

@@ -1,5 +1,5 @@
 #pragma once
-// One conversation's own system prompt and sampling.
+// One conversation's own system prompt, sampling and stop strings.
 #include <QDialog>
 
 #include "ui/store/chat_types.h"
@@ -26,6 +26,7 @@ private:
     QCheckBox* override_;
     SamplingEditor* sampling_;
     QSpinBox* maxNewTokens_;
+    QPlainTextEdit* stopStrings_;
 };
 
 }  // namespace tandem::ui

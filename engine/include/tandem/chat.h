@@ -1,7 +1,8 @@
 #pragma once
 // Chatting with a model: its own chat template and tokenizer around a Session. A conversation is
 // given whole each turn (so editing an earlier message or regenerating just works); the session keeps
-// the part of its cache the new prompt shares and prefills only the rest.
+// the part of its cache the new prompt shares and prefills only the rest. reply() is the one turn loop:
+// tandem-cli and the app (through its own generator) both answer through it.
 //
 //   tandem::Chat chat(*engine, modelDir);
 //   auto session = engine->newSession();
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,27 +43,6 @@ struct ChatReply {
     bool stoppedByStopString = false;
 };
 
-// The text of one answer as its tokens arrive: whole characters only, special tokens hidden, the
-// model's reasoning apart from its answer.
-class AnswerStream {
-public:
-    struct Piece {
-        TextKind kind;
-        std::string text;
-    };
-    ~AnswerStream();
-    AnswerStream(AnswerStream&&) noexcept;
-    std::vector<Piece> push(int token);
-    // What was held back, when the answer ends.
-    std::vector<Piece> finish();
-
-private:
-    friend class Chat;
-    struct Impl;
-    explicit AnswerStream(std::unique_ptr<Impl> impl);
-    std::unique_ptr<Impl> impl_;
-};
-
 class Chat {
 public:
     // Reads the tokenizer and chat template of a model folder; `modelType` (config.json's model_type)
@@ -78,14 +59,19 @@ public:
 
     // The prompt tokens of a conversation, as reply() would run them.
     std::vector<int> promptTokens(const std::vector<ChatMessage>& conversation, bool enableThinking) const;
-    // Generation options for a chat answer: the template's end-of-turn token stops it, and ids past the
-    // tokenizer's vocabulary are never chosen.
-    GenerateOptions answerOptions(GenerateOptions options) const;
-    // A stream for the answer to the conversation's prompt (which may already open the reasoning).
-    AnswerStream answerStream(const std::vector<ChatMessage>& conversation, bool enableThinking) const;
 
-    // The building blocks above put together: answers the conversation's last (user) message in
-    // `session`, streaming text as it is generated; onText returns false to stop.
+    // Runs the model for one answer: like Session::generate, which is what the Session overload of
+    // reply() passes. The app passes its own, which does the engine thread's work around each token.
+    using Generator = std::function<GenerationStats(std::span<const int> prompt, const GenerateOptions& options,
+                                                    const std::function<bool(int)>& onToken)>;
+
+    // One chat turn: answers the conversation's last (user) message, streaming text as it is generated.
+    // The generator gets the conversation's prompt and options in which the template's end-of-turn token
+    // stops the answer and ids past the tokenizer's vocabulary are never chosen; its onToken returns false
+    // once the answer is over (a stop string, or onText returning false to stop).
+    ChatReply reply(const Generator& generate, const std::vector<ChatMessage>& conversation, const ChatOptions& options,
+                    const std::function<bool(TextKind, std::string_view)>& onText) const;
+    // The same in `session`.
     ChatReply reply(Session& session, const std::vector<ChatMessage>& conversation, const ChatOptions& options,
                     const std::function<bool(TextKind, std::string_view)>& onText) const;
 
