@@ -1,8 +1,10 @@
 // End to end through packed stores: every fixture converted to bf16, int8 and int4 experts and run
-// from the store. bf16 meets the foundation tolerance against transformers; int8 and int4 are
-// compared with the bf16 store over the `long` prompt (top-1 agreement, KL divergence).
+// from the store. bf16 meets the foundation tolerance against transformers and against the checkpoint's
+// own result (the float32 reference experts over the weights as stored); int8 and int4 are compared with
+// the bf16 store and with the checkpoint's own result over the `long` prompt (top-1 agreement, KL divergence).
 #include <QTemporaryDir>
 #include <QTest>
+#include <algorithm>
 #include <cmath>
 
 #include "runtime/convert_model.h"
@@ -21,6 +23,23 @@ std::vector<float> storeLogits(const QString& store, const std::vector<int>& pro
     auto engine = Engine::load(store.toStdString(), o);
     QTest::qVerify(engine->info().experts.find("packed store") != std::string::npos, "store", "", __FILE__, __LINE__);
     return engine->newSession()->append(prompt, Logits::All);
+}
+
+// The checkpoint folder itself on the reference experts: what `tandem-cli eval --experts reference` gives.
+std::vector<float> checkpointLogits(const QString& dir, const std::vector<int>& prompt) {
+    EngineOptions o;
+    o.threads = 2;
+    o.device = Device::Cpu;
+    o.experts = ExpertPrecision::Reference;
+    auto engine = Engine::load(dir.toStdString(), o);
+    QTest::qVerify(engine->info().experts == "reference", "reference experts", "", __FILE__, __LINE__);
+    return engine->newSession()->append(prompt, Logits::All);
+}
+
+double worstRowError(const std::vector<float>& out, const std::vector<float>& ref, std::size_t vocab) {
+    double worst = 0;
+    for (std::size_t r = 0; r < ref.size() / vocab; ++r) worst = std::max(worst, relativeL2(&out[r * vocab], &ref[r * vocab], vocab));
+    return worst;
 }
 
 // Fraction of rows whose argmax agrees, and the mean KL(reference || other).
@@ -65,21 +84,33 @@ private slots:
             runtime::convertModel({fixturePath(fixture).toStdString(), out.toStdString(), type, 2}, {});
             logits[type] = storeLogits(out, g.promptIds);
         }
-        double worst = 0;
-        for (std::size_t r = 0; r < g.promptIds.size(); ++r)
-            worst = std::max(worst, relativeL2(&logits[cpu::ExpertType::BF16][r * V], &g.prefillLogits[r * V], V));
+        const std::vector<float> own = checkpointLogits(fixturePath(fixture), g.promptIds);
+        const double ownWorst = worstRowError(own, g.prefillLogits, V);
+        const double worst = worstRowError(logits[cpu::ExpertType::BF16], g.prefillLogits, V);
+        const double worstVsOwn = worstRowError(logits[cpu::ExpertType::BF16], own, V);
         const auto [agree8, kl8] = compare(logits[cpu::ExpertType::BF16], logits[cpu::ExpertType::INT8], V);
         const auto [agree4, kl4] = compare(logits[cpu::ExpertType::BF16], logits[cpu::ExpertType::INT4], V);
-        qInfo("%s: bf16 store worst relative error %.2e; int8 top-1 %.1f%% KL %.2e; int4 top-1 %.1f%% KL %.2e",
-              qPrintable(fixture), worst, 100 * agree8, kl8, 100 * agree4, kl4);
+        const auto [agree8own, kl8own] = compare(own, logits[cpu::ExpertType::INT8], V);
+        const auto [agree4own, kl4own] = compare(own, logits[cpu::ExpertType::INT4], V);
+        qInfo("%s: checkpoint's own result %.2e from the golden; bf16 store worst relative error %.2e (%.2e from the "
+              "checkpoint's); int8 top-1 %.1f%% KL %.2e (%.1f%%, %.2e); int4 top-1 %.1f%% KL %.2e (%.1f%%, %.2e)",
+              qPrintable(fixture), ownWorst, worst, worstVsOwn, 100 * agree8, kl8, 100 * agree8own, kl8own, 100 * agree4,
+              kl4, 100 * agree4own, kl4own);
+        QVERIFY2(ownWorst <= 1e-3, qPrintable(QString("checkpoint on the reference experts: relative error %1").arg(ownWorst)));
         // bf16 holds a bf16 checkpoint's experts exactly, so the store meets the foundation tolerance. An FP8
         // checkpoint's weight x block scale does not fit bf16's 8 bits: each weight is rounded by up to 2^-9.
         const bool fp8 = fixture.contains("fp8");
         QVERIFY2(worst <= (fp8 ? 5e-3 : 1e-3), qPrintable(QString("bf16 store: relative error %1").arg(worst)));
+        QVERIFY2(worstVsOwn <= (fp8 ? 5e-3 : 1e-3),
+                 qPrintable(QString("bf16 store against the checkpoint's own result: relative error %1").arg(worstVsOwn)));
         // The fixtures are tiny random models whose logits are nearly flat (top-1 margins of 1e-3 occur), so
         // quantization flips more of their argmaxes than a trained model's; these bounds are for them.
         QVERIFY2(agree8 >= 0.9 && kl8 < 1e-3, qPrintable(QString("int8: top-1 agreement %1, KL %2").arg(agree8).arg(kl8)));
         QVERIFY2(agree4 >= 0.75 && kl4 < 1e-2, qPrintable(QString("int4: top-1 agreement %1, KL %2").arg(agree4).arg(kl4)));
+        QVERIFY2(agree8own >= 0.9 && kl8own < 1e-3,
+                 qPrintable(QString("int8 against the checkpoint's own result: top-1 agreement %1, KL %2").arg(agree8own).arg(kl8own)));
+        QVERIFY2(agree4own >= 0.75 && kl4own < 1e-2,
+                 qPrintable(QString("int4 against the checkpoint's own result: top-1 agreement %1, KL %2").arg(agree4own).arg(kl4own)));
     }
 };
 
