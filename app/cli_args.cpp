@@ -1,5 +1,7 @@
 #include "cli_args.h"
 
+#include <cmath>
+
 #include "tandem/error.h"
 
 CliArgs::CliArgs(const std::vector<std::string>& args, const std::set<std::string>& valueOptions,
@@ -60,7 +62,7 @@ double CliArgs::number(const std::string& name, double fallback) const {
     try {
         std::size_t used = 0;
         const double n = std::stod(*v, &used);
-        if (used == v->size()) return n;
+        if (used == v->size() && std::isfinite(n)) return n;
     } catch (const std::exception&) {
     }
     throw tandem::Error("option " + name + " expects a number, not '" + *v + "'");

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <span>
 
 #include "cli_args.h"
@@ -54,11 +55,17 @@ int runEval(const CommandArgs& argv) {
     if (newTokens < 0) throw tandem::Error("--new-tokens must be given and not negative");
     tandem::EngineOptions options;
     options.threads = args.integer("--threads", 0);
-    options.contextLength = static_cast<int>(prompt.size()) + newTokens;
+    // The last generated token is not run, so the prompt and N new tokens need P + N - 1 positions.
+    const long long positions = static_cast<long long>(prompt.size()) + std::max(newTokens - 1, 0);
+    options.contextLength = static_cast<int>(std::min<long long>(positions, std::numeric_limits<int>::max()));
     options.device = parseDevice(args.optional("--device").value_or("auto"));
     options.experts = parseExperts(args.optional("--experts").value_or("auto"));
     auto engine = tandem::Engine::load(args.required("--model"), options);
     reportDevice(engine->info());
+    if (positions > engine->info().contextLength)
+        throw tandem::Error("the prompt's " + std::to_string(prompt.size()) + " tokens and " + std::to_string(newTokens) +
+                            " new tokens need " + std::to_string(positions) + " positions, but this model holds at most " +
+                            std::to_string(engine->info().contextLength));
     auto session = engine->newSession();
     applyDeferral(args, *session);
     const std::size_t vocab = static_cast<std::size_t>(engine->info().vocabSize);

@@ -36,6 +36,7 @@ int runGenerate(const CommandArgs& argv) {
 
     tandem::GenerateOptions gen;
     gen.maxNewTokens = args.integer("--new-tokens", 32);
+    if (gen.maxNewTokens < 0) throw tandem::Error("--new-tokens must not be negative");
     gen.sampling = info.defaultSampling;
     gen.sampling.temperature = static_cast<float>(args.number("--temperature", gen.sampling.temperature));
     gen.sampling.topP = static_cast<float>(args.number("--top-p", gen.sampling.topP));

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <immintrin.h>
 #include <string>
+#include <system_error>
 
 #include "tandem/error.h"
 
@@ -76,16 +77,25 @@ ExpertPool::ExpertPool(const PoolOptions& options)
     joined_ = contexts(true);
     alone_ = contexts(false);
     toJoin_.reserve(kQueue);
-    for (std::size_t i = 0; i < workers.size(); ++i)
-        workers_.emplace_back([this, i, cpu = options.pin ? workers[i].second : -1] { workerLoop(static_cast<int>(i), cpu); });
+    try {
+        for (std::size_t i = 0; i < workers.size(); ++i)
+            workers_.emplace_back([this, i, cpu = options.pin ? workers[i].second : -1] { workerLoop(static_cast<int>(i), cpu); });
+    } catch (const std::system_error& e) {
+        // The system refused a thread (limits, memory): stop the ones started and say so.
+        stopWorkers();
+        throw Error("cannot start " + std::to_string(workers.size() + 1) + " threads for the CPU experts (the system refused thread " +
+                    std::to_string(workers_.size() + 1) + ": " + e.what() + "); choose fewer threads");
+    }
 }
 
-ExpertPool::~ExpertPool() {
+void ExpertPool::stopWorkers() {
     stopping_.store(true);
     published_.fetch_add(1);
     published_.notify_all();
     for (auto& t : workers_) t.join();
 }
+
+ExpertPool::~ExpertPool() { stopWorkers(); }
 
 int ExpertPool::nodeParticipants(int node, bool callerJoins) const {
     const auto& ctx = callerJoins ? joined_ : alone_;

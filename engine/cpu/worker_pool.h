@@ -122,6 +122,7 @@ private:
     };
 
     Ticket enqueue(PoolJob& job, bool callerJoins);
+    void stopWorkers();
     void pinCaller();
     void checkQueueRoom() const;
     void joinShare(Ticket t);

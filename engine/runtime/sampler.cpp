@@ -134,11 +134,15 @@ Sampler::Sampler(const SamplingOptions& options) : options_(options), rng_(optio
     const auto check = [](bool ok, const char* what) {
         if (!ok) throw Error(std::string("invalid sampling setting: ") + what);
     };
-    check(options.temperature >= 0.0f, "temperature must not be negative");
+    // Written so that NaN fails each check (every comparison with NaN is false).
+    check(options.temperature >= 0.0f && std::isfinite(options.temperature), "temperature must be a number, 0 or more");
     check(options.topP > 0.0f && options.topP <= 1.0f, "top-p must be in (0, 1]");
     check(options.topK >= 0, "top-k must not be negative");
     check(options.minP >= 0.0f && options.minP <= 1.0f, "min-p must be in [0, 1]");
-    check(options.repetitionPenalty > 0.0f, "the repetition penalty must be positive");
+    check(options.repetitionPenalty > 0.0f && std::isfinite(options.repetitionPenalty),
+          "the repetition penalty must be a positive number");
+    check(std::isfinite(options.presencePenalty), "the presence penalty must be a number");
+    check(std::isfinite(options.frequencyPenalty), "the frequency penalty must be a number");
     check(options.penaltyWindow >= 0, "the penalty window must not be negative");
 }
 

@@ -135,6 +135,38 @@ private slots:
         QVERIFY2(r.out.count("\n> ") >= 2, qPrintable(r.out));
     }
 
+    void countsAndNumbersOutOfRangeAreRefused() {
+        const QString model = fixturePath("tiny-mixtral");
+        // More new tokens than a context can hold: said so, not "context length is 1" from an overflow.
+        const auto huge = runCli({"eval", "--model", model, "--ids-file", idsFile("5 6 7"), "--new-tokens", "2147483647",
+                                  "--logits-out", tmp_.filePath("huge.bin")});
+        QCOMPARE(huge.exitCode, 1);
+        QVERIFY2(huge.err.contains("2147483649 positions, but this model holds at most"), qPrintable(huge.err));
+        QVERIFY(!QFile::exists(tmp_.filePath("huge.bin")));
+        const auto negative = runCli({"generate", "--model", model, "--ids", "1 2", "--new-tokens", "-1"});
+        QCOMPARE(negative.exitCode, 1);
+        QVERIFY2(negative.err.contains("--new-tokens must not be negative"), qPrintable(negative.err));
+        for (const char* bad : {"nan", "inf", "-inf"}) {
+            const auto r = runCli({"generate", "--model", model, "--ids", "1 2", "--temperature", bad});
+            QCOMPARE(r.exitCode, 1);
+            QVERIFY2(r.err.contains(QStringLiteral("--temperature expects a number, not '%1'").arg(bad)), qPrintable(r.err));
+        }
+    }
+
+    void threadsTheSystemRefusesAreAnError() {
+        // Under a 4 GB address-space limit a few hundred 8 MB thread stacks fit, not 2000: a clear error,
+        // not std::terminate from a half-started pool. (prlimit is util-linux's, which every Debian has.)
+        QProcess p;
+        p.start("prlimit", {"--as=4000000000", "--", cliPath(), "generate", "--model", fixturePath("tiny-mixtral"), "--ids",
+                            "1 2", "--new-tokens", "2", "--threads", "2000"});
+        QVERIFY(p.waitForFinished(120000));
+        const QString err = QString::fromUtf8(p.readAllStandardError());
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(p.exitCode(), 1);
+        QVERIFY2(err.contains("cannot start 2000 threads for the CPU experts") && err.contains("choose fewer threads"),
+                 qPrintable(err));
+    }
+
     void zeroNewTokens() {
         const QString out = tmp_.filePath("prefill.bin");
         const auto r = runCli({"eval", "--model", fixturePath("tiny-mixtral"), "--ids-file", idsFile("5 6 7"),

@@ -110,6 +110,25 @@ private slots:
         o = {};
         o.temperature = -1.0f;
         QVERIFY_THROWS_EXCEPTION(tandem::Error, Sampler{o});
+        // NaN fails every comparison, so it must not slip past a check or be called "negative".
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        for (float SamplingOptions::*field : {&SamplingOptions::temperature, &SamplingOptions::topP, &SamplingOptions::minP,
+                                              &SamplingOptions::repetitionPenalty, &SamplingOptions::presencePenalty,
+                                              &SamplingOptions::frequencyPenalty}) {
+            o = {};
+            o.*field = nan;
+            QVERIFY_THROWS_EXCEPTION(tandem::Error, Sampler{o});
+        }
+        o = {};
+        o.temperature = nan;
+        try {
+            Sampler{o};
+        } catch (const tandem::Error& e) {
+            QVERIFY2(!QString(e.what()).contains("negative"), e.what());
+        }
+        o = {};
+        o.temperature = std::numeric_limits<float>::infinity();
+        QVERIFY_THROWS_EXCEPTION(tandem::Error, Sampler{o});
     }
 
     void largeVocabularyTopP() {
