@@ -141,7 +141,7 @@ QWidget* MainWindow::buildChatPane() {
     conversationSettings_ = new QToolButton(header);
     conversationSettings_->setText(tr("System prompt…"));
     conversationSettings_->setAccessibleName(tr("Conversation settings"));
-    conversationSettings_->setToolTip(tr("This conversation's system prompt and sampling"));
+    conversationSettings_->setToolTip(tr("This conversation's system prompt, sampling and stop strings"));
     conversationSettings_->setAutoRaise(true);
     connect(conversationSettings_, &QToolButton::clicked, this, &MainWindow::openConversationSettings);
     headerLayout->addWidget(title_, 1);
@@ -204,7 +204,7 @@ void MainWindow::buildMenus() {
     conversation->addAction(tr("R&ename…"), QKeySequence(Qt::Key_F2), this, [this] {
         sidebar_->rename(parts_.chat->currentConversationId());
     });
-    conversation->addAction(tr("System Prompt and &Sampling…"), this, &MainWindow::openConversationSettings);
+    conversation->addAction(tr("System Prompt, &Sampling and Stop Strings…"), this, &MainWindow::openConversationSettings);
     conversation->addSeparator();
     conversation->addAction(tr("&Delete…"), this, [this] { confirmDelete(parts_.chat->currentConversationId()); });
 
