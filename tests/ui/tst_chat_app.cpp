@@ -624,6 +624,21 @@ private slots:
         QVERIFY(third->store()->isPersistent());
     }
 
+    void aFolderThatCannotBeWrittenIsNamedAsSuch() {
+        // Not "another Tandem is open": the folder cannot hold a file (here its parent is a file, so the
+        // system says "Not a directory"; read-only and full disks read the same way).
+        QTemporaryDir dir;
+        QVERIFY(test::writeFile(dir.filePath("blocker"), "a file, not a folder"));
+        TandemAppOptions options = test::appOptions(dir, {});
+        options.databasePath = dir.filePath("blocker/conversations.sqlite");
+        auto app = std::make_unique<TandemApp>(std::move(options));
+        app->start();
+        const QString text = app->window()->banner()->text();
+        QVERIFY2(text.startsWith("Tandem cannot save conversations in"), qPrintable(text));
+        QVERIFY2(text.contains(QDir::toNativeSeparators(dir.filePath("blocker"))), qPrintable(text));
+        QVERIFY(!app->store()->isPersistent());
+    }
+
     void interactiveWidgetsHaveAccessibleNames() {
         QTemporaryDir dir;
         auto app = startApp(dir);

@@ -1,6 +1,7 @@
 #include "ui/app/tandem_app.h"
 
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 
 #include "ui/settings/app_paths.h"
@@ -8,6 +9,27 @@
 #include "ui/widgets/theme.h"
 
 namespace tandem::ui {
+namespace {
+
+// Why the database's lock could not be taken, for the user: another Tandem holds it, or the folder cannot
+// be written (read-only, full disk, no permission), which the system's own reason says.
+QString lockProblem(const QLockFile& lock, const QString& path) {
+    const QString shown = QDir::toNativeSeparators(path);
+    if (lock.error() == QLockFile::LockFailedError)
+        return TandemApp::tr("Another Tandem is open and using your conversations (%1). This window does not save its "
+                             "conversations; use the other one, or close it and start Tandem again.")
+            .arg(shown);
+    const QString folder = QFileInfo(path).absolutePath();
+    QFile probe(folder + QStringLiteral("/.tandem-write-check"));
+    const QString reason = probe.open(QIODevice::WriteOnly) ? TandemApp::tr("the lock file could not be created")
+                                                             : probe.errorString();
+    probe.remove();
+    return TandemApp::tr("Tandem cannot save conversations in %1: %2. This window keeps them only until it closes; "
+                         "make room on the disk or make the folder writable, then start Tandem again.")
+        .arg(QDir::toNativeSeparators(folder), reason);
+}
+
+}  // namespace
 
 TandemApp::TandemApp(TandemAppOptions options)
     : settings_(std::make_unique<AppSettings>(options.settings ? std::move(options.settings) : paths::userSettings())),
@@ -22,9 +44,7 @@ TandemApp::TandemApp(TandemAppOptions options)
         // crashed Tandem is stale (its process is gone) and taken over.
         databaseLock_ = std::make_unique<QLockFile>(path + QStringLiteral(".lock"));
         if (!databaseLock_->tryLock(200)) {
-            databaseProblem_ = tr("Another Tandem is open and using your conversations (%1). This window does not "
-                                  "save its conversations; use the other one, or close it and start Tandem again.")
-                                   .arg(QDir::toNativeSeparators(path));
+            databaseProblem_ = lockProblem(*databaseLock_, path);
         } else {
             auto opened = Database::open(path);
             databaseProblem_ = opened.problem;
