@@ -10,6 +10,7 @@
 #include "cpu/weight_matrix.h"
 #include "gguf_quantize.h"
 #include "io/checkpoint.h"
+#include "io/gguf_quant.h"
 #include "test_support.h"
 
 namespace tandem::test {
@@ -215,6 +216,14 @@ private:
         if (f.shape.size() >= 2 && dims[0] % static_cast<std::uint64_t>(ggmlBlockValues(o_.matrixType)) == 0 &&
             !(router && o_.floatRouter))
             type = o_.matrixType;
+        if (o_.dequantizedAsBf16 && type != kF32) {
+            const QByteArray blocks = quantize(type, f.values);
+            std::vector<float> values(f.values.size());
+            io::dequantizeBlocks(*io::ggmlType(type)->dtype, reinterpret_cast<const std::byte*>(blocks.data()),
+                                 static_cast<std::int64_t>(values.size()), values.data());
+            w_.tensor(name, kBF16, std::move(dims), quantize(kBF16, values));
+            return;
+        }
         w_.tensor(name, type, std::move(dims), quantize(type, f.values));
     }
     void put(const std::string& name, const Floats& f) {

@@ -15,6 +15,9 @@ struct GgufFixtureOptions {
     std::uint32_t matrixType = 0;  // a ggml type id (gguf_quantize.h)
     bool splitKvB = true;          // DeepSeek: attn_k_b + attn_v_b (llama.cpp since its MLA rework)
     bool floatRouter = false;      // the router (ffn_gate_inp) in F32, as llama.cpp's quantize leaves it
+    // With a block type as matrixType: its dequantized values written as BF16 instead of its blocks, so a
+    // file with exactly the weights the quantized one holds, through a path that has no blocks.
+    bool dequantizedAsBf16 = false;
 };
 
 // `fixture` names a fixture or is the absolute path of a model folder made by a test.
