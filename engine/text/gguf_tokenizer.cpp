@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tandem/error.h"
+#include "text/utf8.h"
 
 namespace tandem::text {
 
@@ -92,6 +93,10 @@ public:
         const bool ok = v.type == io::GgufValueType::Array &&
                         (integers ? (v.items.empty() || v.items.front().isInteger()) : v.itemType == itemType);
         if (!ok) fail(key, "is not an array of the expected type");
+        if (itemType == io::GgufValueType::String)
+            for (std::size_t i = 0; i < v.items.size(); ++i)
+                if (utf8::firstInvalidOffset(v.items[i].string) != utf8::kValid)
+                    fail(key, "entry " + std::to_string(i) + " is not valid UTF-8 text");
         return v.items;
     }
     std::optional<std::int64_t> id(const std::string& key, std::size_t vocab) const {
@@ -111,6 +116,7 @@ public:
         const auto* v = g_.find(key);
         if (!v) return fallback;
         if (v->type != io::GgufValueType::String) fail(key, "is not a string");
+        if (utf8::firstInvalidOffset(v->string) != utf8::kValid) fail(key, "is not valid UTF-8 text");
         return v->string;
     }
     [[noreturn]] void fail(const std::string& key, const std::string& what) const {
@@ -346,10 +352,7 @@ GgufTokenizerFiles ggufTokenizerFiles(const io::GgufModel& g) {
         {"add_eos_token", addEos},
         {"clean_up_tokenization_spaces", false},
     };
-    if (const auto* t = g.find("tokenizer.chat_template")) {
-        if (t->type != io::GgufValueType::String) keys.fail("tokenizer.chat_template", "is not a string");
-        config["chat_template"] = t->string;
-    }
+    if (g.find("tokenizer.chat_template")) config["chat_template"] = keys.string("tokenizer.chat_template", "");
     return {tokenizer.dump(), config.dump(2)};
 }
 

@@ -159,6 +159,28 @@ private slots:
         }
     }
 
+    void refusesTextThatIsNotUtf8() {
+        // Not "internal error: [json.exception.type_error.316]" when the tokenizer files are written.
+        const QByteArray good = ggufFromFixture("tiny-qwen3moe", {kF32, true}).bytes();
+        const auto errorOf = [&](const QByteArray& from, const QByteArray& to) {
+            QByteArray bytes = good;
+            bytes.replace(from, to);  // the same length, so every offset still holds
+            const QString path = tmp_.filePath("utf8.gguf");
+            writeFile(path, bytes);
+            try {
+                text::ggufTokenizerFiles(io::GgufModel(path.toStdString()));
+            } catch (const Error& e) {
+                return QString::fromUtf8(e.what());
+            }
+            return QString();
+        };
+        const QString token = errorOf("<|im_start|>", "<|im_st\xffrt|>");
+        QVERIFY2(token.contains("metadata 'tokenizer.ggml.tokens' entry ") && token.contains("is not valid UTF-8 text"),
+                 qPrintable(token));
+        const QString chatTemplate = errorOf("enable_thinking", "enable\xc3thinking");
+        QVERIFY2(chatTemplate.contains("metadata 'tokenizer.chat_template' is not valid UTF-8 text"), qPrintable(chatTemplate));
+    }
+
     void refusesUnknownTensorsAndTypes() {
         GgufWriter extra = ggufFromFixture("tiny-qwen3moe", {kF32, true});
         extra.tensor("blk.0.attn_sinks.weight", kF32, {4}, QByteArray(16, '\0'));
