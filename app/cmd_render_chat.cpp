@@ -6,6 +6,7 @@
 
 #include "cli_args.h"
 #include "commands.h"
+#include "io/text_file.h"
 #include "tandem/error.h"
 #include "text/chat_template.h"
 
@@ -19,7 +20,7 @@ int runRenderChat(const CommandArgs& argv) {
         const std::size_t eq = var.find('=');
         if (eq == std::string::npos || eq == 0) throw tandem::Error("--var expects NAME=JSON, not '" + var + "'");
         try {
-            variables[var.substr(0, eq)] = nlohmann::ordered_json::parse(var.substr(eq + 1));
+            variables[var.substr(0, eq)] = tandem::io::parseJson<nlohmann::ordered_json>(var.substr(eq + 1), "--var " + var.substr(0, eq));
         } catch (const nlohmann::json::exception&) {
             throw tandem::Error("--var " + var.substr(0, eq) + ": '" + var.substr(eq + 1) +
                                 "' is not JSON (write strings in quotes, e.g. --var 'reasoning_effort=\"high\"')");
@@ -29,7 +30,7 @@ int runRenderChat(const CommandArgs& argv) {
     const std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
     nlohmann::ordered_json messages;
     try {
-        messages = nlohmann::ordered_json::parse(input);
+        messages = tandem::io::parseJson<nlohmann::ordered_json>(input, "standard input");
     } catch (const nlohmann::json::exception& e) {
         throw tandem::Error("standard input is not a JSON array of messages: " + std::string(e.what()));
     }

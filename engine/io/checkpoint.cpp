@@ -1,10 +1,10 @@
 #include "io/checkpoint.h"
 
 #include <algorithm>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "io/text_file.h"
 #include "tandem/error.h"
 
 namespace tandem::io {
@@ -15,11 +15,10 @@ namespace {
 
 // The shard file names of model.safetensors.index.json's weight_map, in first-seen order.
 std::vector<std::string> readIndex(const fs::path& indexPath, std::map<std::string, std::string>& shardOf) {
-    std::ifstream in(indexPath);
-    if (!in) throw Error("cannot open " + indexPath.string());
+    const std::string text = readRegularFile(indexPath);
     nlohmann::json index;
     try {
-        index = nlohmann::json::parse(in);
+        index = parseJson<nlohmann::json>(text, indexPath.string());
     } catch (const nlohmann::json::exception& e) {
         throw Error(indexPath.string() + " is not valid JSON (" + e.what() + ")");
     }

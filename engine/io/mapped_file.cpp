@@ -13,7 +13,8 @@
 namespace tandem::io {
 
 MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO named like a model file would otherwise wait for a writer forever.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         throw Error("cannot open " + path.string() + ": " + std::strerror(errno));
     struct stat st {};

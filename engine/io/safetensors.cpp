@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/text_file.h"
 #include "tandem/error.h"
 
 namespace tandem::io {
@@ -88,8 +89,8 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path
 
     json header;
     try {
-        header = json::parse(reinterpret_cast<const char*>(bytes.data() + 8),
-                             reinterpret_cast<const char*>(bytes.data() + dataStart_));
+        header = parseJson<json>(std::string_view(reinterpret_cast<const char*>(bytes.data() + 8), headerLen),
+                                 where + "'s header");
     } catch (const json::exception& e) {
         throw Error(where + ": the header is not valid JSON (" + e.what() + ")");
     }

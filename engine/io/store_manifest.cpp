@@ -1,13 +1,12 @@
 #include "io/store_manifest.h"
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "io/output_file.h"
 #include "io/store_checksum.h"
+#include "io/text_file.h"
 #include "tandem/error.h"
 
 namespace tandem::io {
@@ -119,7 +118,7 @@ StoreManifest manifestFromJson(const std::string& text, const std::string& where
     const Reader r(where);
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(text);
+        j = parseJson<nlohmann::json>(text, where);
     } catch (const nlohmann::json::exception& e) {
         throw r.fail(std::string("not valid JSON (") + e.what() + ")");
     }
@@ -176,11 +175,13 @@ StoreManifest manifestFromJson(const std::string& text, const std::string& where
 
 StoreManifest readManifest(const std::filesystem::path& dir) {
     const auto path = dir / kStoreManifestName;
-    std::ifstream in(path);
-    if (!in) throw Error("cannot open " + path.string() + "; is " + dir.string() + " a Tandem store?");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return manifestFromJson(text.str(), path.string());
+    std::string text;
+    try {
+        text = readRegularFile(path);
+    } catch (const Error& e) {
+        throw Error(std::string(e.what()) + "; is " + dir.string() + " a Tandem store?");
+    }
+    return manifestFromJson(text, path.string());
 }
 
 void writeManifest(const std::filesystem::path& dir, const StoreManifest& manifest) {

@@ -1,11 +1,10 @@
 #include "model/config.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "io/text_file.h"
 #include "tandem/error.h"
 
 namespace tandem::model {
@@ -66,7 +65,7 @@ private:
 
 json parseJson(const std::string& text, const std::string& where) {
     try {
-        json j = json::parse(text);
+        json j = io::parseJson<json>(text, where);
         if (!j.is_object()) throw Error(where + ": expected a JSON object");
         return j;
     } catch (const json::exception& e) {
@@ -328,18 +327,11 @@ ModelConfig parseModelConfig(const std::string& configJson, const std::string& g
 }
 
 ModelConfig loadModelConfig(const fs::path& dir) {
-    auto readText = [](const fs::path& p) {
-        std::ifstream in(p, std::ios::binary);
-        if (!in) throw Error("cannot read " + p.string());
-        std::ostringstream s;
-        s << in.rdbuf();
-        return s.str();
-    };
     if (!fs::is_directory(dir)) throw Error("model folder " + dir.string() + " does not exist");
     const fs::path configPath = dir / "config.json";
     if (!fs::exists(configPath)) throw Error(dir.string() + " has no config.json; is this a Hugging Face model folder?");
     const fs::path genPath = dir / "generation_config.json";
-    return parseModelConfig(readText(configPath), fs::exists(genPath) ? readText(genPath) : std::string(),
+    return parseModelConfig(io::readRegularFile(configPath), fs::exists(genPath) ? io::readRegularFile(genPath) : std::string(),
                             configPath.string());
 }
 

@@ -2,15 +2,14 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "io/packed_store.h"
 #include "io/store_checksum.h"
 #include "model/gguf_config.h"
 #include "runtime/convert_gguf.h"
 #include "text/gguf_tokenizer.h"
+#include "io/text_file.h"
 #include "tandem/error.h"
 
 #ifndef TANDEM_VERSION
@@ -80,13 +79,6 @@ bool isBeyondLastLayer(std::string_view name, int layers) {
     return layer && *layer >= layers;
 }
 
-std::string readText(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 // Refuses expert-looking tensors the packed layers would not hold, so nothing is dropped silently.
 void checkRoutedExpert(const ExpertName& n, const std::string& name, const model::ModelConfig& c, const fs::path& dir) {
     const std::string input = fs::is_directory(dir) ? "checkpoint" : "file";
@@ -107,7 +99,7 @@ void checkRoutedExpert(const ExpertName& n, const std::string& name, const model
 
 std::uint64_t fingerprintOf(const fs::path& dir, const io::Checkpoint& checkpoint) {
     io::Fingerprint f;
-    f.add(readText(dir / "config.json"));
+    f.add(io::readRegularFile(dir / "config.json"));
     for (const auto& name : checkpoint.tensorNames()) {
         const auto t = checkpoint.get(name);
         f.add(name);

@@ -3,12 +3,11 @@
 // layout of the public releases (DeepSeek-V3's FP8 blocks and MTP layer); the expert files are sized
 // with the packed layout itself, so they come out exact.
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "cpu/expert_format.h"
+#include "io/text_file.h"
 #include "model/config.h"
 #include "runtime/expert_precision.h"
 #include "tandem/convert.h"
@@ -206,11 +205,13 @@ Footprint estimateFootprintFromJson(const std::string& configJson, ExpertPrecisi
 
 Footprint estimateFootprint(const fs::path& modelDirOrConfigJson, ExpertPrecision experts, int contextLength) {
     const fs::path file = fs::is_directory(modelDirOrConfigJson) ? modelDirOrConfigJson / "config.json" : modelDirOrConfigJson;
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw Error("cannot read " + file.string() + ": a Hugging Face model folder has a config.json");
-    std::stringstream text;
-    text << in.rdbuf();
-    return estimateFootprintFromJson(text.str(), experts, contextLength, file.string());
+    std::string text;
+    try {
+        text = io::readRegularFile(file);
+    } catch (const Error& e) {
+        throw Error(std::string(e.what()) + ": a Hugging Face model folder has a config.json");
+    }
+    return estimateFootprintFromJson(text, experts, contextLength, file.string());
 }
 
 }  // namespace tandem

@@ -1,9 +1,8 @@
 #include "text/chat_template.h"
 
-#include <fstream>
 #include <optional>
-#include <sstream>
 
+#include "io/text_file.h"
 #include "tandem/error.h"
 
 namespace tandem::text {
@@ -15,17 +14,9 @@ using Json = nlohmann::ordered_json;
 constexpr const char* kSpecialTokens[] = {"bos_token", "eos_token", "unk_token", "sep_token",
                                           "pad_token", "cls_token", "mask_token"};
 
-std::string readFile(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("cannot read " + path.string());
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
 Json readJson(const std::filesystem::path& path) {
     try {
-        return Json::parse(readFile(path));
+        return io::parseJson<Json>(io::readRegularFile(path), path.string());
     } catch (const Json::exception& e) {
         throw Error(path.string() + " is not valid JSON: " + e.what());
     }
@@ -109,7 +100,7 @@ ChatTemplate ChatTemplate::load(const std::filesystem::path& modelDir, std::stri
     const std::string where = "the chat template in ";
     if (std::filesystem::exists(jinjaPath)) {
         // transformers lets this file replace the template in tokenizer_config.json.
-        chat.templates_.emplace("default", jinja::Template(readFile(jinjaPath), where + jinjaPath.string()));
+        chat.templates_.emplace("default", jinja::Template(io::readRegularFile(jinjaPath), where + jinjaPath.string()));
     } else if (config.contains("chat_template") && !config["chat_template"].is_null()) {
         const Json& t = config["chat_template"];
         const std::string origin = where + configPath.string();

@@ -1,9 +1,8 @@
 // Reading a tokenizer.json into the parts of Tokenizer::Impl.
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-#include <sstream>
 
+#include "io/text_file.h"
 #include "tandem/error.h"
 #include "text/tokenizer_impl.h"
 
@@ -71,7 +70,7 @@ std::shared_ptr<const Tokenizer::Impl> buildTokenizer(const Json& config, const 
 Tokenizer Tokenizer::fromJson(std::string_view json, const std::string& sourceName) {
     Json config;
     try {
-        config = Json::parse(json);
+        config = io::parseJson<Json>(json, sourceName);
     } catch (const Json::exception& e) {
         throw Error(sourceName + " is not valid JSON (" + e.what() +
                     "); the download may be incomplete: fetch the model's tokenizer.json again");
@@ -88,13 +87,13 @@ Tokenizer Tokenizer::load(const std::filesystem::path& modelDirOrTokenizerJson) 
     const std::filesystem::path file = std::filesystem::is_directory(modelDirOrTokenizerJson, ec)
                                            ? modelDirOrTokenizerJson / "tokenizer.json"
                                            : modelDirOrTokenizerJson;
-    std::ifstream in(file, std::ios::binary);
-    if (!in)
-        throw Error("cannot read " + file.string() +
-                    "; the model folder needs the tokenizer.json from the model's download");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return fromJson(text.str(), file.string());
+    std::string text;
+    try {
+        text = io::readRegularFile(file);
+    } catch (const Error& e) {
+        throw Error(std::string(e.what()) + "; the model folder needs the tokenizer.json from the model's download");
+    }
+    return fromJson(text, file.string());
 }
 
 }  // namespace tandem::text

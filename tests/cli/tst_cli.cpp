@@ -167,6 +167,19 @@ private slots:
                  qPrintable(err));
     }
 
+    void deeplyNestedJsonIsRefused() {
+        // Content nested 20,000 arrays deep (or a --var so nested) crashed render-chat's recursion.
+        const QString model = fixturePath("tiny-qwen3moe");
+        const QByteArray deep = QByteArray("[").repeated(20000) + QByteArray("]").repeated(20000);
+        const auto messages = runCli({"render-chat", "--model", model}, R"([{"role":"user","content":)" + deep + "}]");
+        QCOMPARE(messages.exitCode, 1);
+        QVERIFY2(messages.err.contains("standard input nests JSON more than"), qPrintable(messages.err));
+        const auto var = runCli({"render-chat", "--model", model, "--var=tools=" + QString::fromLatin1(deep)},
+                                R"([{"role":"user","content":"Hi"}])");
+        QCOMPARE(var.exitCode, 1);
+        QVERIFY2(var.err.contains("--var tools nests JSON more than"), qPrintable(var.err));
+    }
+
     void zeroNewTokens() {
         const QString out = tmp_.filePath("prefill.bin");
         const auto r = runCli({"eval", "--model", fixturePath("tiny-mixtral"), "--ids-file", idsFile("5 6 7"),
