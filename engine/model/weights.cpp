@@ -1,5 +1,6 @@
 #include "model/weights.h"
 
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -46,7 +47,21 @@ public:
         std::vector<float> v(static_cast<std::size_t>(n));
         const std::size_t size = io::dtypeSize(type);
         for (std::int64_t i = 0; i < n; ++i) v[i] = io::loadAsFloat(type, t.data + i * size);
+        expectFinite(v, t.source);
         return v;
+    }
+
+    // The router's few rows are read whole at load (cheap), so a damaged one is named now rather than
+    // routing every token by NaN.
+    WeightMatrix checkedMatrix(const std::string& name, std::int64_t rows, std::int64_t cols) {
+        WeightMatrix m = matrix(name, rows, cols);
+        const std::string source = ckpt_.view(name).source;
+        std::vector<float> row(static_cast<std::size_t>(cols));
+        for (std::int64_t r = 0; r < rows; ++r) {
+            m.dequantRow(r, row.data());
+            expectFinite(row, source);
+        }
+        return m;
     }
 
     MlpWeights mlp(const std::string& prefix, std::int64_t inner, const char* gate, const char* up,
@@ -57,6 +72,13 @@ public:
     }
 
 private:
+    static void expectFinite(const std::vector<float>& values, const std::string& source) {
+        for (std::size_t i = 0; i < values.size(); ++i)
+            if (!std::isfinite(values[i]))
+                throw Error(source + " holds " + (std::isnan(values[i]) ? "NaN" : "an infinite value") + " (value " +
+                            std::to_string(i) + "); the file is damaged: download or convert the model again");
+    }
+
     void expectShape(const io::TensorView& t, const std::vector<std::int64_t>& shape) const {
         if (t.shape != shape)
             throw Error(t.source + " has shape " + shapeString(t.shape) + ", expected " + shapeString(shape) +
@@ -78,6 +100,7 @@ private:
         auto& scales = out_.scaleStore.emplace_back(static_cast<std::size_t>(sr * sc));
         const std::size_t size = io::dtypeSize(s.dtype);
         for (std::size_t i = 0; i < scales.size(); ++i) scales[i] = io::loadAsFloat(s.dtype, s.data + i * size);
+        expectFinite(scales, s.source);
         m.blockScales = scales.data();
         m.scaleCols = sc;
     }
@@ -127,7 +150,7 @@ void loadFeedForward(Loader& l, const ModelConfig& c, int layer, const std::stri
     }
     const std::string moe = p + (mixtral ? "block_sparse_moe." : "mlp.");
     MoeWeights& m = w.moe.emplace();
-    m.router = l.matrix(moe + "gate.weight", c.numExperts, c.hiddenSize);
+    m.router = l.checkedMatrix(moe + "gate.weight", c.numExperts, c.hiddenSize);
     if (c.router.hasCorrectionBias) m.correctionBias = l.vector(moe + "gate.e_score_correction_bias", c.numExperts);
     m.experts.reserve(static_cast<std::size_t>(c.numExperts));
     for (int e = 0; routedExperts && e < c.numExperts; ++e) {

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <optional>
 
 #include "cpu/cpu_features.h"
@@ -212,6 +213,12 @@ struct Session::Impl {
             }
             runner->forward(tokens, start, options, logits);
         }
+        // NaN anywhere in the weights reaches the last row through attention; without this check the
+        // argmax of NaNs would quietly print token 0.
+        const std::size_t vocab = static_cast<std::size_t>(engine.info.vocabSize);
+        if (logits.size() >= vocab && !std::all_of(logits.end() - static_cast<std::ptrdiff_t>(vocab), logits.end(), [](float x) { return std::isfinite(x); }))
+            throw Error("the model computed NaN or infinite logits: one of its weights is damaged (NaN or infinity); "
+                        "download or convert the model again");
     }
 
     Engine::Impl& engine;

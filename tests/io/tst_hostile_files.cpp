@@ -1,6 +1,10 @@
 // Model folders are downloaded from anywhere: a FIFO where a file should be must not block a reader, and
 // JSON nested thousands of levels deep must be refused before code that walks it recursively sees it.
 #include <QDir>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QtEndian>
 #include <QTemporaryDir>
 #include <QTest>
 #include <algorithm>
@@ -34,6 +38,20 @@ QString errorOf(F run) {
         return QString::fromUtf8(e.what());
     }
     return {};
+}
+
+// Writes a bf16 NaN over value `index` of tensor `name` in a copied checkpoint folder.
+bool poison(const QString& dir, const QString& name, qint64 index) {
+    const QJsonObject map = QJsonDocument::fromJson(readFile(dir + "/model.safetensors.index.json")).object()["weight_map"].toObject();
+    QFile shard(dir + "/" + map[name].toString());
+    if (!shard.open(QIODevice::ReadWrite)) return false;
+    const QByteArray head = shard.read(8);
+    const qint64 headerLength = qFromLittleEndian<qint64>(head.constData());
+    const QJsonObject entry = QJsonDocument::fromJson(shard.read(headerLength)).object()[name].toObject();
+    if (entry["dtype"].toString() != "BF16") return false;
+    const qint64 offset = 8 + headerLength + entry["data_offsets"].toArray()[0].toInteger() + 2 * index;
+    const char nan[2] = {'\xc0', '\x7f'};  // 0x7fc0, little-endian
+    return shard.seek(offset) && shard.write(nan, 2) == 2;
 }
 
 }  // namespace
@@ -97,6 +115,34 @@ private slots:
             QVERIFY(!io::parseJson<nlohmann::json>(levels(io::kMaxJsonDepth), "x").is_null());
             QVERIFY(!errorOf([&] { (void)io::parseJson<nlohmann::json>(levels(io::kMaxJsonDepth + 1), "x"); }).isEmpty());
         }
+    }
+
+    void nanWeightsAreNamedNotRun_data() {
+        QTest::addColumn<QString>("tensor");
+        QTest::addColumn<qint64>("index");
+        QTest::addColumn<QString>("expected");
+        // Small tensors are checked as they load, naming the tensor; anything else shows in the logits.
+        QTest::newRow("norm") << "model.norm.weight" << qint64(5) << "tensor 'model.norm.weight'";
+        QTest::newRow("router") << "model.layers.1.mlp.gate.weight" << qint64(300) << "tensor 'model.layers.1.mlp.gate.weight'";
+        QTest::newRow("embedding") << "model.embed_tokens.weight" << qint64(9 * 128 + 7) << "NaN or infinite logits";
+    }
+    void nanWeightsAreNamedNotRun() {
+        QFETCH(QString, tensor);
+        QFETCH(qint64, index);
+        QFETCH(QString, expected);
+        QTemporaryDir tmp;
+        const QString dir = tmp.filePath("model");
+        QVERIFY(QDir().mkpath(dir) && copyFixture("tiny-qwen3moe", dir));
+        QVERIFY(poison(dir, tensor, index));
+        const QString error = errorOf([&] {
+            EngineOptions o;
+            o.threads = 2;
+            o.device = Device::Cpu;
+            auto engine = Engine::load(dir.toStdString(), o);
+            const std::vector<int> prompt{3, 9, 12};  // token 9's embedding row holds the NaN
+            engine->newSession()->generate(prompt, {}, [](int) { return true; });
+        });
+        QVERIFY2(error.contains(expected) && error.contains("download or convert the model again"), qPrintable(error));
     }
 
     void theRealFilesAreFarFromTheLimit() {
