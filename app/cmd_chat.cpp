@@ -1,4 +1,6 @@
 // tandem-cli chat: an interactive chat in the terminal, streaming the answer (reasoning dimmed).
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -12,6 +14,18 @@
 namespace {
 
 constexpr const char* kHelp = "commands: /reset (new conversation), /system TEXT (set the system prompt), /quit\n";
+
+// Ctrl-C during an answer stops that answer and the chat goes on; at the prompt it ends the chat as usual.
+std::atomic<bool> stopRequested{false};
+extern "C" void requestStop(int) { stopRequested = true; }
+
+void stopAnswersOnInterrupt(bool on) {
+    struct sigaction action {};
+    action.sa_handler = on ? requestStop : SIG_DFL;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, nullptr);
+}
 
 struct Style {
     bool tty = ::isatty(STDOUT_FILENO) != 0;
@@ -84,6 +98,8 @@ int runChat(const CommandArgs& argv) {
 
         bool inReasoning = false;
         char last = '\n';
+        stopRequested = false;
+        stopAnswersOnInterrupt(true);
         const auto reply = chat.reply(*session, conversation, chatOptions, [&](tandem::TextKind kind, std::string_view text) {
             const bool reasoning = kind == tandem::TextKind::Reasoning;
             if (reasoning != inReasoning) std::fputs(reasoning ? style.dim() : style.plain(), stdout);
@@ -91,8 +107,9 @@ int runChat(const CommandArgs& argv) {
             std::fwrite(text.data(), 1, text.size(), stdout);
             std::fflush(stdout);
             if (!text.empty()) last = text.back();
-            return true;
+            return !stopRequested;
         });
+        stopAnswersOnInterrupt(false);
         if (inReasoning) std::fputs(style.plain(), stdout);
         // Each answer ends its line, so piped output has one answer after another and the next prompt
         // starts on a line of its own.
@@ -100,6 +117,7 @@ int runChat(const CommandArgs& argv) {
         std::fflush(stdout);
         conversation.push_back({"assistant", reply.answer, reply.reasoning});
         const auto& s = reply.stats;
+        if (stopRequested) std::fputs("(stopped)\n", stderr);
         std::fprintf(stderr, "[%d tokens, %.1f tok/s, first token after %.0f ms, %d of %d prompt tokens reused]\n",
                      s.generatedTokens, s.decodeTokensPerSecond(), s.timeToFirstTokenSeconds * 1e3, s.reusedTokens,
                      s.promptTokens);

@@ -1,9 +1,12 @@
 // tandem-cli eval: prefill + greedy decode, every logits row written out (the golden tests use this form).
 #include <algorithm>
+#include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <span>
+#include <unistd.h>
 
 #include "cli_args.h"
 #include "cli_common.h"
@@ -12,10 +15,23 @@
 
 namespace {
 
-// Writes next to the destination and renames, so a failed run never leaves a partial file behind.
+// The partial file Ctrl-C (or SIGTERM) removes on its way out: unlink and _exit are async-signal-safe.
+char interruptedPartial[4096];
+extern "C" void removePartialAndExit(int signal) {
+    if (interruptedPartial[0]) ::unlink(interruptedPartial);
+    ::_exit(128 + signal);
+}
+
+// Writes next to the destination and renames, so a failed or interrupted run never leaves a partial file
+// behind.
 class LogitsWriter {
 public:
     explicit LogitsWriter(std::filesystem::path path) : path_(std::move(path)), temp_(path_.string() + ".partial") {
+        if (temp_.string().size() < sizeof interruptedPartial) {
+            std::memcpy(interruptedPartial, temp_.c_str(), temp_.string().size() + 1);
+            std::signal(SIGINT, removePartialAndExit);
+            std::signal(SIGTERM, removePartialAndExit);
+        }
         out_.open(temp_, std::ios::binary | std::ios::trunc);
         if (!out_) throw tandem::Error("cannot write " + temp_.string());
     }
@@ -25,6 +41,9 @@ public:
             std::error_code ignored;
             std::filesystem::remove(temp_, ignored);
         }
+        std::signal(SIGINT, SIG_DFL);
+        std::signal(SIGTERM, SIG_DFL);
+        interruptedPartial[0] = '\0';
     }
     void write(const float* data, std::size_t count) {
         // The format is little-endian float32, which is the host layout on every platform we build for.

@@ -1,8 +1,10 @@
 // tandem-cli as a user meets it: usage, errors with exit codes, and no partial output files.
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
@@ -178,6 +180,41 @@ private slots:
                                 R"([{"role":"user","content":"Hi"}])");
         QCOMPARE(var.exitCode, 1);
         QVERIFY2(var.err.contains("--var tools nests JSON more than"), qPrintable(var.err));
+    }
+
+    void ctrlCInEvalLeavesNoPartialFile() {
+        const QString out = tmp_.filePath("interrupted.bin");
+        QProcess p;
+        p.start(cliPath(), {"eval", "--model", fixturePath("tiny-mixtral"), "--ids-file", idsFile("5 6 7"), "--new-tokens",
+                            "30000", "--logits-out", out, "--threads", "1"});
+        // 30,000 steps take far longer than it takes to see the partial file grow.
+        QVERIFY(QTest::qWaitFor([&] { return QFileInfo(out + ".partial").size() > 0; }, 60000));
+        ::kill(static_cast<pid_t>(p.processId()), SIGINT);
+        QVERIFY(p.waitForFinished(60000));
+        QCOMPARE(p.exitCode(), 128 + SIGINT);
+        QVERIFY(!QFile::exists(out + ".partial"));
+        QVERIFY(!QFile::exists(out));
+    }
+
+    void ctrlCInChatStopsTheAnswerNotTheChat() {
+        QProcess p;
+        p.start(cliPath(), {"chat", "--model", fixturePath("tiny-mixtral"), "--temperature", "0", "--max-tokens", "30000",
+                            "--context", "32768", "--threads", "1"});
+        QVERIFY(p.waitForStarted());
+        // tiny-mixtral's greedy answer to this runs past 2,000 tokens without an end of turn.
+        p.write("hello\n");
+        QByteArray out;
+        QVERIFY(QTest::qWaitFor([&] { out += p.readAllStandardOutput(); return out.size() > 40; }, 60000));
+        ::kill(static_cast<pid_t>(p.processId()), SIGINT);
+        // The answer stops, the prompt comes back, and the chat takes the next message.
+        QVERIFY(QTest::qWaitFor([&] { out += p.readAllStandardOutput(); return out.endsWith("\n> "); }, 60000));
+        QCOMPARE(p.state(), QProcess::Running);
+        p.write("/quit\n");
+        QVERIFY(p.waitForFinished(60000));
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(p.exitCode(), 0);
+        const QString err = QString::fromUtf8(p.readAllStandardError());
+        QVERIFY2(err.contains("(stopped)"), qPrintable(err));
     }
 
     void zeroNewTokens() {
