@@ -115,6 +115,55 @@ private slots:
         QCOMPARE(list[1].model, QStringLiteral("tiny"));
     }
 
+    // SQLite's own full disk (max_page_count caps the file at its size): the failure is named as a full
+    // disk with what to do, reported once while it repeats, and the same save succeeds once there is
+    // room. The test seam fails the same way, with the same message.
+    void aFullDiskIsNamedReportedOnceAndSavingResumesWithRoom() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("c.sqlite");
+        auto opened = Database::open(path);
+        QVERIFY2(opened.database, qPrintable(opened.problem));
+        QSqlDatabase connection = opened.database->connection();
+        ConversationStore store(std::move(opened.database));
+        const qint64 id = store.createConversation("Full");
+        ChatMessage q = message(id, "user", "Tell me everything.");
+        QVERIFY(store.appendMessage(q) > 0);
+        ChatMessage a = message(id, "assistant", "Once upon a time");
+        a.state = MessageState::Streaming;
+        const qint64 answerId = store.appendMessage(a);
+        QVERIFY(answerId > 0);
+
+        QSignalSpy failed(&store, &ConversationStore::writeFailed);
+        QSignalSpy resumed(&store, &ConversationStore::writesResumed);
+        QVERIFY(QSqlQuery(connection).exec("PRAGMA max_page_count = 1"));  // the limit cannot go below the size
+        const QString everything = QString("All the experts, one by one. ").repeated(4000);  // far more than a page
+        QVERIFY(!store.updateMessageText(answerId, everything, {}));
+        QVERIFY(!store.updateMessageText(answerId, everything + "And more.", {}));
+        a.content = everything;
+        a.state = MessageState::Complete;
+        QVERIFY(!store.finishMessage(a));
+        store.setDiskFullForTesting(true);
+        QVERIFY(!store.updateMessageText(answerId, "short", {}));
+        store.setDiskFullForTesting(false);
+        QCOMPARE(failed.size(), 1);
+        const QString report = failed.first().first().toString();
+        QVERIFY2(report.startsWith("Could not save the answer: the disk is full. Free some space on the disk that holds " +
+                                   QDir::toNativeSeparators(dir.path()) + "."),
+                 qPrintable(report));
+        QVERIFY2(report.contains("keeps the answer"), qPrintable(report));
+        QCOMPARE(resumed.size(), 0);
+
+        QVERIFY(QSqlQuery(connection).exec("PRAGMA max_page_count = 1073741823"));
+        QVERIFY(store.finishMessage(a));
+        QCOMPARE(resumed.size(), 1);
+        QVERIFY(store.renameConversation(id, "Still full?"));
+        QCOMPARE(resumed.size(), 1);  // only the first success after a failure
+        const auto list = store.messages(id);
+        QCOMPARE(list[0].content, QStringLiteral("Tell me everything."));
+        QCOMPARE(list[1].content, everything);
+        QCOMPARE(toString(list[1].state), toString(MessageState::Complete));
+    }
+
     void listsNewestFirstAndRenames() {
         QTemporaryDir dir;
         auto store = openStore(dir.filePath("c.sqlite"));

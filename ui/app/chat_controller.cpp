@@ -16,7 +16,11 @@ ChatController::ChatController(ConversationStore* store, MessageModel* messages,
     connect(worker_, &EngineWorker::tokensCounted, this, &ChatController::onTokensCounted);
     connect(model_, &ModelController::modelReady, this, [this] { requestTokenCount(); });
     saveTimer_.setInterval(kSaveIntervalMs);
-    connect(&saveTimer_, &QTimer::timeout, this, &ChatController::saveStreamingAnswer);
+    connect(&saveTimer_, &QTimer::timeout, this, &ChatController::saveAnswers);
+    // An in-memory store (a database file that could not be used) stays unsaved whatever succeeds.
+    connect(store_, &ConversationStore::writesResumed, this, [this] {
+        if (store_->isPersistent()) emit savingResumed();
+    });
 }
 
 ChatController::~ChatController() = default;
@@ -46,10 +50,8 @@ void ChatController::openConversation(qint64 id) {
     if (!store_->conversation(id)) return;
     currentId_ = id;
     QList<ChatMessage> list = store_->messages(id);
-    // The store may hold an older copy of an answer that is still streaming.
-    if (streaming_ && streaming_->message.conversationId == id)
-        for (ChatMessage& m : list)
-            if (m.id == streaming_->message.id) m = streaming_->message;
+    // The store may hold an older copy of an answer that is still streaming or not saved yet.
+    for (ChatMessage& m : list) m = unsavedVersion(m);
     messages_->setMessages(list);
     store_->setLastConversationId(id);
     emit currentConversationChanged(id);
@@ -135,6 +137,7 @@ void ChatController::regenerate() {
     const ChatMessage& tail = messages_->message(last);
     if (tail.role == QLatin1String("assistant")) {
         if (!store_->deleteMessagesFrom(currentId_, tail.position)) return;
+        forgetUnsavedAnswers(currentId_, tail.position);
         messages_->truncate(last);
     }
     startAnswer();
@@ -146,9 +149,9 @@ void ChatController::editAndResend(qint64 messageId, const QString& text) {
     ChatMessage edited = messages_->message(row);
     if (edited.role != QLatin1String("user")) return;
     edited.content = text;
-    if (!store_->deleteMessagesFrom(currentId_, edited.position + 1) ||
-        !store_->updateMessageText(edited.id, edited.content, QString()))
-        return;
+    if (!store_->deleteMessagesFrom(currentId_, edited.position + 1)) return;
+    forgetUnsavedAnswers(currentId_, edited.position + 1);
+    if (!store_->editMessage(edited.id, edited.content)) return;
     messages_->truncate(row + 1);
     messages_->update(edited);
     startAnswer();
@@ -170,15 +173,16 @@ void ChatController::deleteConversation(qint64 id) {
         // Its messages go with it; the engine stops at its next token and that answer is forgotten.
         worker_->stop(streaming_->requestId);
         streaming_.reset();
-        saveTimer_.stop();
+        if (unsavedAnswers_.isEmpty()) saveTimer_.stop();
         emit generatingChanged(false);
     }
     if (!store_->deleteConversation(id)) return;
+    forgetUnsavedAnswers(id, 0);
     if (id == currentId_) newConversation();
 }
 
 QString ChatController::exportConversation(qint64 id, const QString& path, ExportFormat format) {
-    if (streaming_ && streaming_->message.conversationId == id) saveStreamingAnswer();
+    saveAnswers();
     const auto conversation = store_->conversation(id);
     if (!conversation) return QStringLiteral("That conversation no longer exists.");
     const QList<ChatMessage> list = store_->messages(id);
@@ -188,11 +192,15 @@ QString ChatController::exportConversation(qint64 id, const QString& path, Expor
 }
 
 void ChatController::shutDown() {
-    if (!streaming_) return;
-    worker_->stop(streaming_->requestId);
-    ChatMessage m = streaming_->message;
-    m.state = MessageState::Interrupted;
-    finishStreaming(m);
+    if (streaming_) {
+        worker_->stop(streaming_->requestId);
+        ChatMessage m = streaming_->message;
+        m.state = MessageState::Interrupted;
+        finishStreaming(m);
+    }
+    // What is still unsaved now is lost with the process; its row keeps the text saved last and is
+    // marked interrupted at the next start.
+    saveAnswers();
 }
 
 void ChatController::onAnswerText(quint64 requestId, const QString& answer, const QString& reasoning) {
@@ -201,6 +209,25 @@ void ChatController::onAnswerText(quint64 requestId, const QString& answer, cons
     streaming_->message.reasoning += reasoning;
     streaming_->unsaved = true;
     if (streaming_->message.conversationId == currentId_) messages_->appendText(streaming_->message.id, answer, reasoning);
+}
+
+void ChatController::saveAnswers() {
+    // The first failure stops the round: the next ones would fail the same way.
+    while (!unsavedAnswers_.isEmpty() && store_->finishMessage(unsavedAnswers_.first())) unsavedAnswers_.removeFirst();
+    if (unsavedAnswers_.isEmpty()) saveStreamingAnswer();
+    if (!streaming_ && unsavedAnswers_.isEmpty()) saveTimer_.stop();
+}
+
+ChatMessage ChatController::unsavedVersion(const ChatMessage& stored) const {
+    if (streaming_ && streaming_->message.id == stored.id) return streaming_->message;
+    for (const ChatMessage& m : unsavedAnswers_)
+        if (m.id == stored.id) return m;
+    return stored;
+}
+
+void ChatController::forgetUnsavedAnswers(qint64 conversationId, int position) {
+    unsavedAnswers_.removeIf([&](const ChatMessage& m) { return m.conversationId == conversationId && m.position >= position; });
+    if (!streaming_ && unsavedAnswers_.isEmpty()) saveTimer_.stop();
 }
 
 void ChatController::saveStreamingAnswer() {
@@ -214,8 +241,9 @@ void ChatController::saveStreamingAnswer() {
 
 void ChatController::finishStreaming(ChatMessage message) {
     streaming_.reset();
-    saveTimer_.stop();
-    store_->finishMessage(message);
+    // Its text and final state in one write, which also covers text the timer could not save.
+    if (!store_->finishMessage(message)) unsavedAnswers_.append(message);
+    if (unsavedAnswers_.isEmpty()) saveTimer_.stop();
     if (message.conversationId == currentId_) messages_->update(message);
     emit generatingChanged(false);
 }

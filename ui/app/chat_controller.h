@@ -1,7 +1,9 @@
 #pragma once
 // What the user does with conversations: open, send, stop, regenerate, edit and resend, rename, delete,
 // export. Keeps the message model and the store in step with the answer the engine streams, saving it
-// in small batches while it grows so that a crash loses at most the last fraction of a second.
+// in small batches while it grows so that a crash loses at most the last fraction of a second. An answer
+// the store cannot take (a full disk) stays in memory and on screen, and every later save tries again
+// until it is stored, text and final state.
 #include <QObject>
 #include <QTimer>
 #include <optional>
@@ -45,7 +47,8 @@ public slots:
     void deleteConversation(qint64 id);
     // Returns an error message, or an empty string.
     QString exportConversation(qint64 id, const QString& path, tandem::ui::ChatController::ExportFormat format);
-    // Ends a streaming answer for good (app quitting): saved as interrupted.
+    // Ends a streaming answer for good (app quitting): saved as interrupted, with one last try at any
+    // answer not saved yet.
     void shutDown();
 
 signals:
@@ -58,6 +61,8 @@ signals:
     // A streaming answer's text so far has been committed to the store.
     void streamingAnswerSaved(qint64 messageId, const QString& content);
     void errorOccurred(const QString& message);
+    // The store takes writes again after failing (a full disk has room again).
+    void savingResumed();
     // Something the user should know that is not an error, e.g. a full context.
     void noticeOccurred(const QString& message);
 
@@ -70,7 +75,13 @@ private:
 
     void startAnswer();
     QList<PromptMessage> promptMessages() const;
+    // Saves what is not saved yet: the answers that ended unsaved, then the streaming one's text.
+    void saveAnswers();
     void saveStreamingAnswer();
+    // An answer the store has not taken yet, in place of its stored copy.
+    ChatMessage unsavedVersion(const ChatMessage& stored) const;
+    // Forgets the unsaved answers from `position` on (their rows were deleted).
+    void forgetUnsavedAnswers(qint64 conversationId, int position);
     void finishStreaming(ChatMessage message);
     void requestTokenCount();
     void onAnswerText(quint64 requestId, const QString& answer, const QString& reasoning);
@@ -87,6 +98,9 @@ private:
     qint64 currentId_ = 0;
     ConversationSettings newConversationSettings_;  // for a chat not yet saved (no message sent)
     std::optional<StreamingAnswer> streaming_;
+    // Answers that ended while the store could not save them, oldest first; the save timer keeps running
+    // while there are any.
+    QList<ChatMessage> unsavedAnswers_;
     quint64 nextRequestId_ = 0;
     quint64 countRequestId_ = 0;
     QTimer saveTimer_;

@@ -1,5 +1,7 @@
 #include "ui/store/conversation_store.h"
 
+#include <QDir>
+#include <QFileInfo>
 #include <QHash>
 #include <QJsonDocument>
 #include <QRegularExpression>
@@ -15,6 +17,13 @@ qint64 nowMs() { return QDateTime::currentMSecsSinceEpoch(); }
 // Qt SQL binds a null QString as SQL NULL; the text columns are NOT NULL and hold '' instead.
 QString text(const QString& s) { return s.isNull() ? QStringLiteral("") : s; }
 QDateTime fromMs(qint64 ms) { return QDateTime::fromMSecsSinceEpoch(ms); }
+
+// What becomes of what could not be saved: ChatController keeps a streaming or finished answer and saves
+// it again on every save until one succeeds; a message that could not be stored is not sent, and the
+// window leaves it in the message box.
+const QString kAnswerKept = QStringLiteral("Until then Tandem keeps the answer and keeps trying to save it.");
+const QString kQuestionKept = QStringLiteral("Your message was not sent and is still in the message box: send it again then.");
+const QString kAnswerNotStarted = QStringLiteral("Regenerate the answer then.");
 
 // Every word of the user's query as a quoted FTS5 string (so punctuation is never FTS syntax), the
 // last one as a prefix so results appear while typing.
@@ -51,11 +60,40 @@ ConversationStore::ConversationStore(std::unique_ptr<Database> database, QObject
 
 ConversationStore::~ConversationStore() = default;
 
-bool ConversationStore::reportIfFailed(bool ok, const QString& what, const QSqlQuery& query) {
-    if (!ok)
-        emit writeFailed(QStringLiteral("Could not save %1: %2. Check that the disk is not full.")
-                             .arg(what, query.lastError().text()));
-    return ok;
+// SQLite's result code for a full disk (SQLITE_FULL), which Qt reports as the native error code.
+constexpr int kSqliteFull = 13;
+
+QString ConversationStore::failureMessage(const QSqlError& error, const QString& what, const QString& meanwhile) const {
+    QString message;
+    if (error.nativeErrorCode().toInt() == kSqliteFull) {
+        message = isPersistent() ? QStringLiteral("Could not save %1: the disk is full. Free some space on the disk that holds %2.")
+                                       .arg(what, QDir::toNativeSeparators(QFileInfo(path()).absolutePath()))
+                                 : QStringLiteral("Could not save %1: there is no memory left for it. Close other programs.").arg(what);
+    } else {
+        message = QStringLiteral("Could not save %1: %2. Check that the disk is not full.").arg(what, error.text());
+    }
+    return meanwhile.isEmpty() ? message : message + QLatin1Char(' ') + meanwhile;
+}
+
+bool ConversationStore::write(QSqlQuery& query, const QString& what, const QString& meanwhile) {
+    if (!diskFullForTesting_ && query.exec()) {
+        noteWriteSucceeded();
+        return true;
+    }
+    const QSqlError error = diskFullForTesting_ ? QSqlError(QStringLiteral("database or disk is full"), {},
+                                                            QSqlError::StatementError, QString::number(kSqliteFull))
+                                                : query.lastError();
+    const QString message = failureMessage(error, what, meanwhile);
+    // A full disk fails every save of a streaming answer, four times a second: say it once.
+    if (message != lastFailure_) emit writeFailed(message);
+    lastFailure_ = message;
+    return false;
+}
+
+void ConversationStore::noteWriteSucceeded() {
+    if (lastFailure_.isEmpty()) return;
+    lastFailure_.clear();
+    emit writesResumed();
 }
 
 QList<ConversationSummary> ConversationStore::conversations() const {
@@ -90,7 +128,7 @@ qint64 ConversationStore::createConversation(const QString& title, const Convers
     q.addBindValue(now);
     q.addBindValue(now);
     q.addBindValue(QString::fromUtf8(QJsonDocument(settings.toJson()).toJson(QJsonDocument::Compact)));
-    if (!reportIfFailed(q.exec(), QStringLiteral("the new conversation"), q)) return 0;
+    if (!write(q, QStringLiteral("the new conversation"), kQuestionKept)) return 0;
     emit conversationsChanged();
     return q.lastInsertId().toLongLong();
 }
@@ -100,7 +138,7 @@ bool ConversationStore::renameConversation(qint64 id, const QString& title) {
     q.prepare(QStringLiteral("UPDATE conversations SET title = ? WHERE id = ?"));
     q.addBindValue(text(title));
     q.addBindValue(id);
-    if (!reportIfFailed(q.exec(), QStringLiteral("the conversation's name"), q)) return false;
+    if (!write(q, QStringLiteral("the conversation's name"))) return false;
     emit conversationsChanged();
     return true;
 }
@@ -110,14 +148,14 @@ bool ConversationStore::setConversationSettings(qint64 id, const ConversationSet
     q.prepare(QStringLiteral("UPDATE conversations SET settings = ? WHERE id = ?"));
     q.addBindValue(QString::fromUtf8(QJsonDocument(settings.toJson()).toJson(QJsonDocument::Compact)));
     q.addBindValue(id);
-    return reportIfFailed(q.exec(), QStringLiteral("the conversation's settings"), q);
+    return write(q, QStringLiteral("the conversation's settings"));
 }
 
 bool ConversationStore::deleteConversation(qint64 id) {
     QSqlQuery q(database_->connection());
     q.prepare(QStringLiteral("DELETE FROM conversations WHERE id = ?"));  // messages go by ON DELETE CASCADE
     q.addBindValue(id);
-    if (!reportIfFailed(q.exec(), QStringLiteral("the deletion"), q)) return false;
+    if (!write(q, QStringLiteral("the deletion"))) return false;
     emit conversationsChanged();
     return true;
 }
@@ -127,7 +165,7 @@ bool ConversationStore::touch(qint64 conversationId) {
     q.prepare(QStringLiteral("UPDATE conversations SET updated_at = ? WHERE id = ?"));
     q.addBindValue(nowMs());
     q.addBindValue(conversationId);
-    const bool ok = q.exec();
+    const bool ok = !diskFullForTesting_ && q.exec();
     if (ok) emit conversationsChanged();
     return ok;
 }
@@ -160,7 +198,10 @@ qint64 ConversationStore::appendMessage(ChatMessage& m) {
     q.addBindValue(now);
     q.addBindValue(now);
     q.addBindValue(text(m.model));
-    if (!reportIfFailed(q.exec(), QStringLiteral("the message"), q)) return 0;
+    const bool question = m.role == QLatin1String("user");
+    if (!write(q, question ? QStringLiteral("your message") : QStringLiteral("the answer"),
+               question ? kQuestionKept : kAnswerNotStarted))
+        return 0;
     m.id = q.lastInsertId().toLongLong();
     m.createdAt = fromMs(now);
     QSqlQuery p(database_->connection());
@@ -178,7 +219,16 @@ bool ConversationStore::updateMessageText(qint64 id, const QString& content, con
     q.addBindValue(text(reasoning));
     q.addBindValue(nowMs());
     q.addBindValue(id);
-    return reportIfFailed(q.exec(), QStringLiteral("the answer"), q);
+    return write(q, QStringLiteral("the answer"), kAnswerKept);
+}
+
+bool ConversationStore::editMessage(qint64 id, const QString& content) {
+    QSqlQuery q(database_->connection());
+    q.prepare(QStringLiteral("UPDATE messages SET content = ?, reasoning = '', updated_at = ? WHERE id = ?"));
+    q.addBindValue(text(content));
+    q.addBindValue(nowMs());
+    q.addBindValue(id);
+    return write(q, QStringLiteral("your edited message"));
 }
 
 bool ConversationStore::finishMessage(const ChatMessage& m) {
@@ -197,7 +247,7 @@ bool ConversationStore::finishMessage(const ChatMessage& m) {
     q.addBindValue(m.metrics.timeToFirstTokenSeconds);
     q.addBindValue(text(m.error));
     q.addBindValue(m.id);
-    if (!reportIfFailed(q.exec(), QStringLiteral("the answer"), q)) return false;
+    if (!write(q, QStringLiteral("the answer"), kAnswerKept)) return false;
     touch(m.conversationId);
     return true;
 }
@@ -207,7 +257,7 @@ bool ConversationStore::deleteMessagesFrom(qint64 conversationId, int position) 
     q.prepare(QStringLiteral("DELETE FROM messages WHERE conversation_id = ? AND position >= ?"));
     q.addBindValue(conversationId);
     q.addBindValue(position);
-    return reportIfFailed(q.exec(), QStringLiteral("the conversation"), q);
+    return write(q, QStringLiteral("the conversation"));
 }
 
 QList<ConversationSummary> ConversationStore::search(const QString& query) const {
@@ -248,7 +298,7 @@ void ConversationStore::setLastConversationId(qint64 id) {
     q.prepare(QStringLiteral("INSERT INTO app_state (key, value) VALUES ('last_conversation', ?)"
                              " ON CONFLICT (key) DO UPDATE SET value = excluded.value"));
     q.addBindValue(QString::number(id));
-    reportIfFailed(q.exec(), QStringLiteral("the open conversation"), q);
+    write(q, QStringLiteral("the open conversation"));
 }
 
 int ConversationStore::markInterruptedAnswers() {

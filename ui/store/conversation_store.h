@@ -1,6 +1,8 @@
 #pragma once
 // Conversations and their messages in SQLite. Every call is one short statement or transaction on the
-// UI thread; a failed write is reported through writeFailed() with a message for the user.
+// UI thread; a failed write is reported through writeFailed() with a message for the user (once while the
+// same failure repeats, as it does when a full disk fails every save), and writesResumed() says when a
+// write succeeds again.
 #include <QList>
 #include <QObject>
 #include <memory>
@@ -9,6 +11,7 @@
 #include "ui/store/chat_types.h"
 #include "ui/store/database.h"
 
+class QSqlError;
 class QSqlQuery;
 
 namespace tandem::ui {
@@ -35,6 +38,8 @@ public:
     qint64 appendMessage(ChatMessage& message);
     // A streaming answer's text so far.
     bool updateMessageText(qint64 id, const QString& content, const QString& reasoning);
+    // The new text of a question the user edited.
+    bool editMessage(qint64 id, const QString& content);
     // The final state of an answer.
     bool finishMessage(const ChatMessage& message);
     // Deletes the message at `position` of the conversation and every later one.
@@ -48,16 +53,28 @@ public:
     // Answers left Streaming by a crash become Interrupted; returns how many.
     int markInterruptedAnswers();
 
+    // For tests: while `full` is true every write fails before it reaches SQLite, with SQLite's error
+    // for a full disk.
+    void setDiskFullForTesting(bool full) { diskFullForTesting_ = full; }
+
 signals:
     void writeFailed(const QString& message);
+    // A write succeeded after one had failed: what could not be saved then can be saved now.
+    void writesResumed();
     // Something in the list of conversations changed: one was created, renamed, deleted or touched.
     void conversationsChanged();
 
 private:
     bool touch(qint64 conversationId);
-    bool reportIfFailed(bool ok, const QString& what, const QSqlQuery& query);
+    // Runs a prepared write. A failure is reported as `what` not being saved, followed by `meanwhile`
+    // (what becomes of it), unless the same failure was the last one reported.
+    bool write(QSqlQuery& query, const QString& what, const QString& meanwhile = {});
+    void noteWriteSucceeded();
+    QString failureMessage(const QSqlError& error, const QString& what, const QString& meanwhile) const;
 
     std::unique_ptr<Database> database_;
+    QString lastFailure_;  // the message reported for the last failed write; empty once a write succeeds
+    bool diskFullForTesting_ = false;
 };
 
 }  // namespace tandem::ui

@@ -89,6 +89,7 @@ MainWindow::MainWindow(const MainWindowParts& parts, QWidget* parent)
     connect(chat, &ChatController::generatingChanged, this, &MainWindow::onGeneratingChanged);
     connect(chat, &ChatController::errorOccurred, this, [this](const QString& m) { showProblem(m); });
     connect(chat, &ChatController::noticeOccurred, this, [this](const QString& m) { showProblem(m, false); });
+    connect(chat, &ChatController::savingResumed, this, &MainWindow::onSavingResumed);
     connect(chat, &ChatController::currentConversationChanged, this, [this](qint64 id) {
         sidebar_->setCurrentConversation(id);
         updateTitle();
@@ -305,6 +306,12 @@ void MainWindow::showStoreProblem(const QString& message, bool isError) {
     storeStatus_->setVisible(true);
     banner_->showMessage(isError ? NotificationBanner::Kind::Error : NotificationBanner::Kind::Warning, message, {},
                          QStringLiteral("store"));
+}
+
+void MainWindow::onSavingResumed() {
+    storeStatus_->setVisible(false);
+    if (banner_->topic() == QLatin1String("store")) banner_->hide();
+    statusBar()->showMessage(tr("Conversations are being saved again."), 6000);
 }
 
 void MainWindow::openModelFolder() {

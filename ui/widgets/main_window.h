@@ -85,6 +85,8 @@ private:
     void updateModelState();
     void updateTitle();
     void onGeneratingChanged(bool generating);
+    // The store takes writes again (a full disk has room): its problem is no longer true.
+    void onSavingResumed();
     QString titleOf(qint64 conversationId) const;
 
     MainWindowParts parts_;
