@@ -1,6 +1,7 @@
 #pragma once
 // A model's chat template: the Jinja program in its tokenizer files that turns a conversation into the
 // prompt text the model was trained on. Rendering matches transformers' apply_chat_template.
+#include <atomic>
 #include <ctime>
 #include <filesystem>
 #include <functional>
@@ -47,6 +48,9 @@ public:
 
     // The local time strftime_now() reports (gpt-oss prints today's date); the system clock by default.
     void setClock(std::function<std::tm()> now) { options_.now = std::move(now); }
+    // Once *cancel is true (set from any thread), a render in progress ends with an Error soon after.
+    // A template that never ends on its own also stops at the limits of jinja::RenderLimits.
+    void setCancelFlag(const std::atomic<bool>* cancel) { options_.cancel = cancel; }
 
 private:
     ChatTemplate() = default;

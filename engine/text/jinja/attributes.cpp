@@ -2,6 +2,7 @@
 
 #include "text/jinja/error.h"
 #include "text/jinja/python_ops.h"
+#include "text/jinja/unicode.h"
 
 namespace tandem::text::jinja {
 namespace {
@@ -68,8 +69,12 @@ Value getItem(const Value& obj, const Value& key) {
         const auto& items = obj.seq().items;
         if (const auto i = py::normalizeIndex(key.asInt(), items.size())) return items[*i];
     } else if (obj.isString() && key.isIntegral()) {
-        const std::vector<Value> chars = py::iterate(obj);
-        if (const auto i = py::normalizeIndex(key.asInt(), chars.size())) return chars[*i];
+        const std::u32string text = unicode::decode(obj.str());
+        if (const auto i = py::normalizeIndex(key.asInt(), text.size())) {
+            std::string c;
+            unicode::append(c, text[*i]);
+            return Value::string(std::move(c));
+        }
     }
     if (key.isString()) {
         if (std::optional<Value> attr = safeAttribute(obj, key.str())) return *attr;

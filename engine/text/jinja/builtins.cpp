@@ -3,6 +3,7 @@
 #include <ctime>
 #include <locale.h>
 
+#include "text/jinja/budget.h"
 #include "text/jinja/error.h"
 #include "text/jinja/interpreter.h"
 #include "text/jinja/objects.h"
@@ -33,12 +34,19 @@ Value range(Interpreter&, const Arguments& a) {
         if (p.size() == 3) step = rangeArgument(p[2]);
     }
     if (step == 0) throw TemplateError("range() arg 3 must not be zero");
-    const std::int64_t count = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
-                                        : (start > stop ? (start - stop - step - 1) / -step : 0);
+    // CPython's range length, in unsigned arithmetic: stop - start overflows int64 for the widest
+    // ranges, and each item start + i * step fits although i * step may not.
+    const bool ascending = step > 0;
+    const std::uint64_t span = ascending ? (stop > start ? std::uint64_t(stop) - std::uint64_t(start) : 0)
+                                         : (start > stop ? std::uint64_t(start) - std::uint64_t(stop) : 0);
+    const std::uint64_t stride = ascending ? std::uint64_t(step) : 0 - std::uint64_t(step);
+    const std::uint64_t count = span ? (span - 1) / stride + 1 : 0;
     if (count > kMaxRange)
         throw TemplateError("Range too big. The sandbox blocks ranges larger than MAX_RANGE (" + std::to_string(kMaxRange) + ").");
     std::vector<Value> items;
-    for (std::int64_t i = 0; i < count; ++i) items.push_back(Value::integer(start + i * step));
+    items.reserve(count);
+    for (std::uint64_t i = 0; i < count; ++i)
+        items.push_back(Value::integer(static_cast<std::int64_t>(std::uint64_t(start) + i * std::uint64_t(step))));
     return Value::list(std::move(items));
 }
 
@@ -88,6 +96,10 @@ private:
 class Cycler : public Object {
 public:
     explicit Cycler(std::vector<Value> items) : items_(std::move(items)) {}
+    ~Cycler() override {
+        ValueRelease release;
+        for (Value& v : items_) release(v);
+    }
     std::string typeName() const override { return "Cycler"; }
     std::string typeRepr() const override { return "jinja2.utils.Cycler object"; }
     std::string repr() const override { return "<jinja2.utils.Cycler object>"; }
@@ -127,8 +139,9 @@ std::tm localNow() {
 void addGlobals(Scope& globals) {
     globals.set("range", makeFunction("range", range));
     globals.set("dict", makeFunction("dict", [](Interpreter&, const Arguments& a) { return Value::dict(buildDict(a, "dict")); }));
-    globals.set("namespace", makeFunction("namespace", [](Interpreter&, const Arguments& a) {
+    globals.set("namespace", makeFunction("namespace", [](Interpreter& in, const Arguments& a) {
                     auto ns = std::make_shared<Namespace>();
+                    in.track(ns);
                     const Dict attributes = buildDict(a, "namespace");
                     for (const auto& [k, v] : attributes.entries()) ns->set(py::str(k), v);
                     return Value::object(std::move(ns));
@@ -149,6 +162,7 @@ void addGlobals(Scope& globals) {
                     const auto args = bindArguments(a, "strftime_now", {{"format", std::nullopt}});
                     if (!args[0].isString()) throw TemplateError("strftime() argument 1 must be str, not " + py::typeName(args[0]));
                     const std::tm tm = in.options().now ? in.options().now() : localNow();
+                    budget::checkString(256 + args[0].str().size() * 16);
                     std::string buffer(256 + args[0].str().size() * 16, '\0');
                     // Python leaves LC_TIME at "C"; a Qt application does not, so name the locale.
                     static const locale_t cLocale = newlocale(LC_ALL_MASK, "C", static_cast<locale_t>(nullptr));

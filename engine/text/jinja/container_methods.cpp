@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "text/jinja/attributes.h"
+#include "text/jinja/budget.h"
 #include "text/jinja/error.h"
 #include "text/jinja/objects.h"
 #include "text/jinja/python_ops.h"
@@ -46,6 +47,7 @@ std::optional<Value> sequenceAttribute(const Value& self, std::string_view name)
         return method([self, type](const Arguments& a) {
             const auto args = bindArguments(a, type + ".count", {{"value", std::nullopt}});
             std::int64_t count = 0;
+            budget::chargeSteps(self.seq().items.size());
             for (const Value& v : self.seq().items) count += py::equals(v, args[0]) ? 1 : 0;
             return Value::integer(count);
         });
@@ -53,6 +55,7 @@ std::optional<Value> sequenceAttribute(const Value& self, std::string_view name)
         return method([self, type](const Arguments& a) {
             const auto args = bindArguments(a, type + ".index", {{"value", std::nullopt}});
             const auto& items = self.seq().items;
+            budget::chargeSteps(items.size());
             for (std::size_t i = 0; i < items.size(); ++i)
                 if (py::equals(items[i], args[0])) return Value::integer(static_cast<std::int64_t>(i));
             throw TemplateError(type == "list" ? py::repr(args[0]) + " is not in list" : "tuple.index(x): x not in tuple");

@@ -8,6 +8,7 @@ namespace tandem::text::jinja {
 
 Value Interpreter::eval(const Expr& e, const ScopePtr& scope) {
     try {
+        budget_->step();
         return evalExpr(e, scope);
     } catch (TemplateError& err) {
         err.locate(e.pos);
@@ -71,7 +72,10 @@ Value Interpreter::evalExpr(const Expr& e, const ScopePtr& scope) {
     }
     case Expr::Kind::Concat: {
         std::string out;
-        for (const auto& item : static_cast<const ItemsExpr&>(e).items) out += py::str(eval(*item, scope));
+        for (const auto& item : static_cast<const ItemsExpr&>(e).items) {
+            out += py::str(eval(*item, scope));
+            budget_->checkString(out.size());
+        }
         return Value::string(std::move(out));
     }
     case Expr::Kind::Compare: return evalCompare(static_cast<const CompareExpr&>(e), scope);

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "text/jinja/attributes.h"
+#include "text/jinja/budget.h"
 #include "text/jinja/error.h"
 #include "text/jinja/json.h"
 #include "text/jinja/python_format.h"
@@ -22,8 +23,9 @@ const Value kNone = Value::none();
 std::string trimmed(std::string_view s) { return strings::strip(s, std::nullopt, true, true); }
 
 // Python's int(text, base): whitespace around, a sign, a radix prefix matching the base, underscores
-// between digits. nullopt where Python raises ValueError.
-std::optional<std::int64_t> parsePythonInt(const std::string& text, int base) {
+// between digits. nullopt where Python raises ValueError (and where the number needs more than 64 bits).
+std::optional<std::int64_t> parsePythonInt(const std::string& text, std::int64_t base) {
+    if (base != 0 && (base < 2 || base > 36)) return std::nullopt;
     std::string s = trimmed(text);
     bool negative = false;
     if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
@@ -53,9 +55,18 @@ std::optional<std::int64_t> parsePythonInt(const std::string& text, int base) {
         digits.push_back(s[i]);
     }
     errno = 0;
-    const long long v = std::strtoll(digits.c_str(), nullptr, base);
-    if (errno == ERANGE) return std::nullopt;
-    return negative ? -v : v;
+    const unsigned long long magnitude = std::strtoull(digits.c_str(), nullptr, static_cast<int>(base));
+    if (errno == ERANGE || magnitude > (negative ? 9223372036854775808ULL : 9223372036854775807ULL)) return std::nullopt;
+    return negative ? static_cast<std::int64_t>(0ULL - magnitude) : static_cast<std::int64_t>(magnitude);
+}
+
+// A count or width argument that fits the string limit, else an error (Python would try, and fail for
+// lack of memory).
+std::size_t widthArgument(const Value& v) {
+    const std::int64_t width = v.defined().asInt();
+    if (width <= 0) return 0;
+    budget::checkString(static_cast<std::size_t>(width));
+    return static_cast<std::size_t>(width);
 }
 
 // Python's float(text).
@@ -98,14 +109,14 @@ double roundHalfEven(double x, std::int64_t ndigits) {
         std::from_chars(buf, printed.ptr, rounded);
         return rounded;
     }
-    const double scale = std::pow(10.0, static_cast<double>(-ndigits));
+    const double scale = std::pow(10.0, -static_cast<double>(ndigits));
     return std::nearbyint(x / scale) * scale;
 }
 
 Value fAbs(Interpreter&, const Value& v, const Arguments& a) {
     bindArguments(a, "abs", {});
     v.defined();
-    if (v.isIntegral()) return Value::integer(std::llabs(v.asInt()));
+    if (v.isIntegral()) return v.asInt() < 0 ? py::neg(v) : Value::integer(v.asInt());
     if (v.isFloat()) return Value::number(std::fabs(v.asDouble()));
     throw TemplateError("bad operand type for abs(): '" + py::typeName(v) + "'");
 }
@@ -128,9 +139,9 @@ Value fCapitalize(Interpreter&, const Value& v, const Arguments& a) {
 Value fCenter(Interpreter&, const Value& v, const Arguments& a) {
     const auto args = bindArguments(a, "center", {{"width", Value::integer(80)}});
     const std::u32string text = unicode::decode(py::str(v));
-    const std::int64_t width = args[0].defined().asInt();
-    if (width <= static_cast<std::int64_t>(text.size())) return Value::string(unicode::encode(text));
-    const std::size_t total = static_cast<std::size_t>(width) - text.size();
+    const std::size_t width = widthArgument(args[0]);
+    if (width <= text.size()) return Value::string(unicode::encode(text));
+    const std::size_t total = width - text.size();
     const std::size_t left = total / 2 + (total & static_cast<std::size_t>(width) & 1);
     return Value::string(std::string(left, ' ') + unicode::encode(text) + std::string(total - left, ' '));
 }
@@ -182,14 +193,20 @@ Value fIndent(Interpreter&, const Value& v, const Arguments& a) {
     // jinja2 appends "\n" to the value itself, so anything but a string fails.
     v.defined();
     if (!v.isString()) throw TemplateError("unsupported operand type(s) for +=: '" + py::typeName(v) + "' and 'str'");
-    const std::string indention = args[0].isString() ? args[0].str() : std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, args[0].defined().asInt())), ' ');
+    const std::string indention = args[0].isString() ? args[0].str() : std::string(widthArgument(args[0]), ' ');
     const std::vector<std::string> lines = strings::splitlines(v.str() + "\n", false);
     std::string out;
     if (py::truthy(args[2])) {
-        for (std::size_t i = 0; i < lines.size(); ++i) out += (i ? "\n" + indention : "") + lines[i];
+        for (std::size_t i = 0; i < lines.size(); ++i) {
+            out += (i ? "\n" + indention : "") + lines[i];
+            budget::checkString(out.size());
+        }
     } else {
         out = lines.empty() ? "" : lines[0];
-        for (std::size_t i = 1; i < lines.size(); ++i) out += "\n" + (lines[i].empty() ? "" : indention) + lines[i];
+        for (std::size_t i = 1; i < lines.size(); ++i) {
+            out += "\n" + (lines[i].empty() ? "" : indention) + lines[i];
+            budget::checkString(out.size());
+        }
     }
     if (py::truthy(args[1])) out = indention + out;
     return Value::string(std::move(out));
@@ -202,16 +219,13 @@ Value fInt(Interpreter&, const Value& v, const Arguments& a) {
     if (v.isFloat()) {
         const double d = v.asDouble();
         if (std::isnan(d)) return args[0];
-        if (std::isinf(d)) throw TemplateError("cannot convert float infinity to integer");
-        return Value::integer(static_cast<std::int64_t>(d));
+        return Value::integer(py::floatToInt(d));
     }
     if (v.isString()) {
-        if (const auto i = parsePythonInt(v.str(), static_cast<int>(args[1].defined().asInt()))) return Value::integer(*i);
+        if (const auto i = parsePythonInt(v.str(), args[1].defined().asInt())) return Value::integer(*i);
         // jinja2's quirk: "42.23"|int is 42.
-        if (const auto d = parsePythonFloat(v.str())) {
-            if (std::isinf(*d)) throw TemplateError("cannot convert float infinity to integer");
-            if (!std::isnan(*d)) return Value::integer(static_cast<std::int64_t>(*d));
-        }
+        if (const auto d = parsePythonFloat(v.str()))
+            if (!std::isnan(*d)) return Value::integer(py::floatToInt(*d));
     }
     return args[0];
 }
@@ -242,16 +256,21 @@ Value fRound(Interpreter&, const Value& v, const Arguments& a) {
         if (v.isIntegral()) {
             if (precision >= 0) return Value::integer(v.asInt());
             // Python rounds integers exactly, halves to even.
-            std::int64_t unit = 1;
-            for (std::int64_t i = 0; i < -precision && unit <= INT64_MAX / 10; ++i) unit *= 10;
             const std::int64_t x = v.asInt();
+            if (precision < -18) {
+                // 10^19 is past int64: |x| < 2^63 rounds to 0, or to +-10^19 past half of it.
+                if (precision == -19 && (x > 5'000'000'000'000'000'000 || x < -5'000'000'000'000'000'000)) py::integerOverflow();
+                return Value::integer(0);
+            }
+            std::int64_t unit = 1;
+            for (std::int64_t i = precision; i < 0; ++i) unit *= 10;
             std::int64_t q = x / unit, r = x % unit;
             if (r < 0) {
                 r += unit;
                 --q;
             }
             if (2 * r > unit || (2 * r == unit && (q % 2 != 0))) ++q;
-            return Value::integer(q * unit);
+            return py::mul(Value::integer(q), Value::integer(unit));
         }
         return Value::number(roundHalfEven(v.asDouble(), precision));
     }
@@ -281,7 +300,7 @@ Value fToJson(Interpreter&, const Value& v, const Arguments& a) {
     if (args[1].isString()) {
         o.indent = args[1].str();
     } else if (!args[1].isNone()) {
-        o.indent = std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, args[1].defined().asInt())), ' ');
+        o.indent = std::string(widthArgument(args[1]), ' ');
     }
     if (!args[2].isNone()) {
         const std::vector<Value> seps = py::iterate(args[2].defined());
@@ -309,7 +328,7 @@ Value fTruncate(Interpreter&, const Value& v, const Arguments& a) {
     const std::int64_t leeway = args[3].isNone() ? 5 : args[3].defined().asInt();
     if (length < static_cast<std::int64_t>(end.size())) throw TemplateError("expected length >= " + std::to_string(end.size()) + ", got " + std::to_string(length));
     if (leeway < 0) throw TemplateError("expected leeway >= 0, got " + std::to_string(leeway));
-    if (static_cast<std::int64_t>(s.size()) <= length + leeway) return Value::string(unicode::encode(s));
+    if (s.size() <= static_cast<std::uint64_t>(length) + static_cast<std::uint64_t>(leeway)) return Value::string(unicode::encode(s));
     const std::u32string head = s.substr(0, static_cast<std::size_t>(length) - end.size());
     if (py::truthy(args[1])) return Value::string(unicode::encode(head + end));
     const std::size_t space = head.rfind(U' ');

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "text/jinja/attributes.h"
+#include "text/jinja/budget.h"
 #include "text/jinja/error.h"
 #include "text/jinja/filters.h"
 #include "text/jinja/interpreter.h"
@@ -46,8 +47,10 @@ Value fBatch(Interpreter&, const Value& v, const Arguments& a) {
         current.push_back(std::move(item));
     }
     if (!current.empty()) {
-        if (!args[1].isNone())
+        if (!args[1].isNone()) {
+            if (lineCount > 0) budget::checkList(static_cast<std::size_t>(lineCount));
             while (static_cast<std::int64_t>(current.size()) < lineCount) current.push_back(args[1]);
+        }
         batches.push_back(Value::list(std::move(current)));
     }
     return iterator(std::move(batches));
@@ -67,6 +70,7 @@ Value fDictsort(Interpreter&, const Value& v, const Arguments& a) {
     auto key = [&](const Value& t) { return caseSensitive ? t.seq().items[pos] : ignoreCase(t.seq().items[pos]); };
     const bool reverse = py::truthy(args[2]);
     std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
+        budget::chargeSteps(1);
         return reverse ? py::less(key(y), key(x)) : py::less(key(x), key(y));
     });
     return Value::list(std::move(items));
@@ -105,6 +109,7 @@ Value fJoin(Interpreter&, const Value& v, const Arguments& a) {
         if (!first) out += sep;
         first = false;
         out += py::str(args[1].isNone() ? item : lookupAttributePath(item, args[1]));
+        budget::checkString(out.size());
     }
     return Value::string(std::move(out));
 }
@@ -233,6 +238,7 @@ Value fSort(Interpreter&, const Value& v, const Arguments& a) {
     }
     const bool reverse = py::truthy(args[0]);
     std::stable_sort(keyed.begin(), keyed.end(), [reverse](const auto& x, const auto& y) {
+        budget::chargeSteps(1);
         return reverse ? py::less(y.first, x.first) : py::less(x.first, y.first);
     });
     std::vector<Value> out;
@@ -254,6 +260,7 @@ Value fUnique(Interpreter&, const Value& v, const Arguments& a) {
     for (const Value& item : py::iterate(v)) {
         Value key = keyOf(item, args[1], caseSensitive);
         if (!py::hashable(key)) throw TemplateError("unhashable type: '" + py::typeName(key) + "'");
+        budget::chargeSteps(seen.size() / 16);
         if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return py::equals(s, key); })) continue;
         seen.push_back(std::move(key));
         out.push_back(item);

@@ -11,9 +11,6 @@
 namespace tandem::text::jinja {
 namespace {
 
-// Python's recursion limit stops runaway macro recursion in jinja2; this is ours.
-constexpr int kMaxCallDepth = 200;
-
 class Macro : public Object {
 public:
     Macro(const MacroDef& def, ScopePtr closure) : def_(def), closure_(std::move(closure)) {}
@@ -22,6 +19,7 @@ public:
     std::string repr() const override { return "<Macro " + py::stringRepr(def_.name) + ">"; }
     bool callable() const override { return true; }
     Value call(Interpreter& interpreter, const Arguments& args) override { return interpreter.callMacro(def_, closure_, args); }
+    void releaseReferences() override { closure_.reset(); }
     std::optional<Value> attribute(std::string_view name) const override {
         if (name == "name") return Value::string(def_.name);
         if (name == "arguments") {
@@ -45,6 +43,11 @@ public:
     using Recurse = std::function<std::string(const Value&)>;
     LoopContext(std::vector<Value> items, int depth, Recurse recurse)
         : items_(std::move(items)), depth_(depth), recurse_(std::move(recurse)) {}
+    ~LoopContext() override {
+        ValueRelease release;
+        for (Value& v : items_) release(v);
+        if (lastChanged_) release(*lastChanged_);
+    }
 
     void moveTo(std::size_t index0) { index0_ = index0; }
 
@@ -101,7 +104,24 @@ private:
 
 Namespace* asNamespace(const Value* v) { return v && v->isObject() ? dynamic_cast<Namespace*>(&v->obj()) : nullptr; }
 
+// A macro call or loop() recursion in progress.
+class CallDepth {
+public:
+    CallDepth(RenderBudget& budget, const std::string& who) : budget_(budget) { budget_.enterCall(who); }
+    ~CallDepth() { budget_.leaveCall(); }
+    CallDepth(const CallDepth&) = delete;
+    CallDepth& operator=(const CallDepth&) = delete;
+
+private:
+    RenderBudget& budget_;
+};
+
 }  // namespace
+
+Scope::~Scope() {
+    ValueRelease release;
+    for (auto& [name, value] : vars_) release(value);
+}
 
 const Value* Scope::find(std::string_view name) const {
     for (const Scope* s = this; s; s = s->parent_.get()) {
@@ -126,14 +146,36 @@ Interpreter::Interpreter(RenderOptions options) : options_(std::move(options)), 
 }
 
 std::string Interpreter::render(const TemplateAst& ast, const std::vector<std::pair<std::string, Value>>& variables) {
+    RenderBudget budget(options_.limits, options_.cancel);
+    const ActiveRenderBudget active(budget);
+    // Whichever way the render ends (after `root` and `context` are let go): free what cycles hold,
+    // and report what the render used.
+    struct Finish {
+        Interpreter& self;
+        RenderBudget& budget;
+        ~Finish() {
+            self.out_ = nullptr;
+            for (const auto& weak : self.cyclic_)
+                if (const auto object = weak.lock()) object->releaseReferences();
+            self.cyclic_.clear();
+            if (self.options_.usage) *self.options_.usage = budget.usage();
+            self.budget_ = nullptr;
+        }
+    } finish{*this, budget};
+    budget_ = &budget;
     auto context = std::make_shared<Scope>(globals_);
     for (const auto& [name, value] : variables) context->set(name, value);
     const ScopePtr root = enter(context, ast.undefinedOnEntry);
     std::string out;
     out_ = &out;
     execute(ast.body, root);
-    out_ = nullptr;
     return out;
+}
+
+void Interpreter::emit(std::string_view text) {
+    out_->append(text);
+    budget_->checkString(out_->size(), "its output");
+    budget_->built(text.size());
 }
 
 Interpreter::Flow Interpreter::execute(const Body& body, const ScopePtr& scope) {
@@ -146,9 +188,10 @@ Interpreter::Flow Interpreter::execute(const Body& body, const ScopePtr& scope) 
 
 Interpreter::Flow Interpreter::executeStatement(const Stmt& stmt, const ScopePtr& scope) {
     try {
+        budget_->step();
         switch (stmt.kind) {
-        case Stmt::Kind::Text: *out_ += static_cast<const TextStmt&>(stmt).text; break;
-        case Stmt::Kind::Print: *out_ += py::str(eval(*static_cast<const PrintStmt&>(stmt).expr, scope)); break;
+        case Stmt::Kind::Text: emit(static_cast<const TextStmt&>(stmt).text); break;
+        case Stmt::Kind::Print: emit(py::str(eval(*static_cast<const PrintStmt&>(stmt).expr, scope))); break;
         case Stmt::Kind::If: {
             const auto& s = static_cast<const IfStmt&>(stmt);
             for (const auto& [test, body] : s.branches)
@@ -174,7 +217,9 @@ Interpreter::Flow Interpreter::executeStatement(const Stmt& stmt, const ScopePtr
         }
         case Stmt::Kind::Macro: {
             const auto& s = static_cast<const MacroStmt&>(stmt);
-            scope->set(s.macro.name, Value::object(std::make_shared<Macro>(s.macro, scope)));
+            auto macro = std::make_shared<Macro>(s.macro, scope);
+            track(macro);
+            scope->set(s.macro.name, Value::object(std::move(macro)));
             break;
         }
         case Stmt::Kind::CallBlock: {
@@ -182,14 +227,16 @@ Interpreter::Flow Interpreter::executeStatement(const Stmt& stmt, const ScopePtr
             const auto& call = static_cast<const CallExpr&>(*s.call);
             const Value callee = eval(*call.callee, scope);
             Arguments args = evalArgs(call.args, scope);
-            args.keyword.emplace_back("caller", Value::object(std::make_shared<Macro>(s.caller, scope)));
-            *out_ += py::str(this->call(callee, args));
+            auto caller = std::make_shared<Macro>(s.caller, scope);
+            track(caller);
+            args.keyword.emplace_back("caller", Value::object(std::move(caller)));
+            emit(py::str(this->call(callee, args)));
             break;
         }
         case Stmt::Kind::FilterBlock: {
             const auto& s = static_cast<const FilterBlockStmt&>(stmt);
             const Value body = Value::string(capture(s.body, enter(scope, s.bodyUndefined)));
-            *out_ += py::str(applyFilterChain(s.filter.get(), body, scope));
+            emit(py::str(applyFilterChain(s.filter.get(), body, scope)));
             break;
         }
         case Stmt::Kind::With: {
@@ -229,6 +276,7 @@ void Interpreter::runLoop(const ForStmt& loop, const ScopePtr& scope, const Valu
     auto context = std::make_shared<LoopContext>(items, depth, std::move(recurse));
     const Value loopValue = Value::object(context);
     for (std::size_t i = 0; i < items.size(); ++i) {
+        budget_->step();  // the iteration's own scope, even when its body is empty
         context->moveTo(i);
         const ScopePtr iterationScope = enter(scope, loop.bodyUndefined);
         assign(loop.target, items[i], iterationScope);
@@ -238,6 +286,7 @@ void Interpreter::runLoop(const ForStmt& loop, const ScopePtr& scope, const Valu
 }
 
 std::string Interpreter::renderLoop(const ForStmt& loop, const ScopePtr& scope, const Value& iterable, int depth) {
+    const CallDepth call(*budget_, "loop()");
     std::string buffer;
     std::string* saved = out_;
     out_ = &buffer;
@@ -294,8 +343,7 @@ Value Interpreter::call(const Value& callee, const Arguments& args) {
 }
 
 Value Interpreter::callMacro(const MacroDef& macro, const ScopePtr& closure, const Arguments& args) {
-    if (callDepth_ >= kMaxCallDepth)
-        throw TemplateError("macro '" + macro.name + "' recursed more than " + std::to_string(kMaxCallDepth) + " levels deep");
+    const CallDepth call(*budget_, "macro '" + macro.name + "'");
     const ScopePtr scope = enter(closure, macro.bodyUndefined);
     const std::size_t n = macro.params.size();
     const std::string who = "macro '" + macro.name + "'";
@@ -336,15 +384,7 @@ Value Interpreter::callMacro(const MacroDef& macro, const ScopePtr& closure, con
     }
     if (macro.usesKwargs) scope->set("kwargs", Value::dict(std::move(extraKwargs)));
     if (macro.usesCaller) scope->set("caller", caller ? *caller : Value::undefined("No caller defined"));
-    ++callDepth_;
-    try {
-        std::string out = capture(macro.body, scope);
-        --callDepth_;
-        return Value::string(std::move(out));
-    } catch (...) {
-        --callDepth_;
-        throw;
-    }
+    return Value::string(capture(macro.body, scope));
 }
 
 Value Interpreter::applyFilter(std::string_view name, const Value& value, const Arguments& args) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "text/jinja/ast.h"
+#include "text/jinja/budget.h"
 #include "text/jinja/render_options.h"
 #include "text/jinja/value.h"
 
@@ -18,6 +19,9 @@ namespace tandem::text::jinja {
 class Scope {
 public:
     explicit Scope(std::shared_ptr<const Scope> parent = nullptr) : parent_(std::move(parent)) {}
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    ~Scope();
     const Value* find(std::string_view name) const;
     void set(const std::string& name, Value value) { vars_[name] = std::move(value); }
     // Enters the scope's own names that start out undefined (see ScopeNames).
@@ -40,6 +44,9 @@ public:
     Value applyFilter(std::string_view name, const Value& value, const Arguments& args);
     bool applyTest(std::string_view name, const Value& value, const Arguments& args);
     const RenderOptions& options() const { return options_; }
+    // Keeps `object` in mind until the end of the render, where it releases its references (see
+    // Object::releaseReferences); for the objects that can take part in a cycle.
+    void track(const std::shared_ptr<Object>& object) { cyclic_.push_back(object); }
 
     Value callMacro(const MacroDef& macro, const ScopePtr& closure, const Arguments& args);
     std::string renderLoop(const ForStmt& loop, const ScopePtr& scope, const Value& iterable, int depth);
@@ -48,6 +55,8 @@ private:
     enum class Flow { Normal, Break, Continue };
 
     Flow execute(const Body& body, const ScopePtr& scope);
+    // Appends to the output (or to the block being captured), within the size limit.
+    void emit(std::string_view text);
     Flow executeStatement(const Stmt& stmt, const ScopePtr& scope);
     void runLoop(const ForStmt& loop, const ScopePtr& scope, const Value& iterable, int depth);
     std::string capture(const Body& body, const ScopePtr& scope);
@@ -63,9 +72,10 @@ private:
     Arguments evalArgs(const CallArgs& args, const ScopePtr& scope);
 
     RenderOptions options_;
+    RenderBudget* budget_ = nullptr;  // the render's, while one is in progress
     ScopePtr globals_;
     std::string* out_ = nullptr;
-    int callDepth_ = 0;
+    std::vector<std::weak_ptr<Object>> cyclic_;
 };
 
 // The global functions every template sees: range, dict, namespace, joiner, cycler, and Hugging Face's

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "text/jinja/budget.h"
 #include "text/jinja/error.h"
 #include "text/jinja/python_ops.h"
 #include "text/jinja/unicode.h"
@@ -63,11 +64,16 @@ public:
         case Value::Type::String: appendEscaped(out, v.str(), o_.ensureAscii); return;
         case Value::Type::Sequence:
             if (v.seq().kind == SequenceKind::List || v.seq().kind == SequenceKind::Tuple) {
+                const NestingGuard nesting("converted to JSON");
                 encodeList(v.seq().items, level);
                 return;
             }
             break;
-        case Value::Type::Dict: encodeDict(v.dict(), level); return;
+        case Value::Type::Dict: {
+            const NestingGuard nesting("converted to JSON");
+            encodeDict(v.dict(), level);
+            return;
+        }
         default: break;
         }
         throw TemplateError("Object of type " + py::typeName(v) + " is not JSON serializable");
@@ -77,6 +83,7 @@ public:
 
 private:
     void newline(int level) {
+        budget::checkString(out.size());
         if (!o_.indent) return;
         out.push_back('\n');
         for (int i = 0; i < level; ++i) out += *o_.indent;
@@ -137,7 +144,14 @@ private:
 
 }  // namespace
 
-Value fromJson(const nlohmann::ordered_json& j) {
+namespace {
+
+// The input is no template's doing, but a list nested thousands deep would still exhaust the stack here.
+constexpr int kMaxJsonDepth = 500;
+
+Value fromJson(const nlohmann::ordered_json& j, int depth) {
+    if (depth > kMaxJsonDepth)
+        throw TemplateError("a template variable is nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
     switch (j.type()) {
     case nlohmann::ordered_json::value_t::null: return Value::none();
     case nlohmann::ordered_json::value_t::boolean: return Value::boolean(j.get<bool>());
@@ -152,17 +166,21 @@ Value fromJson(const nlohmann::ordered_json& j) {
     case nlohmann::ordered_json::value_t::array: {
         std::vector<Value> items;
         items.reserve(j.size());
-        for (const auto& item : j) items.push_back(fromJson(item));
+        for (const auto& item : j) items.push_back(fromJson(item, depth + 1));
         return Value::list(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
         Dict d;
-        for (const auto& [k, v] : j.items()) d.set(Value::string(k), fromJson(v));
+        for (const auto& [k, v] : j.items()) d.set(Value::string(k), fromJson(v, depth + 1));
         return Value::dict(std::move(d));
     }
     default: throw TemplateError("binary JSON values cannot be passed to a template");
     }
 }
+
+}  // namespace
+
+Value fromJson(const nlohmann::ordered_json& j) { return fromJson(j, 0); }
 
 std::string toJson(const Value& value, const JsonOptions& options) {
     Encoder encoder(options);

@@ -14,7 +14,7 @@ Value makeMethod(const Value& self, std::string name, std::function<Value(const 
         std::move(name), [body = std::move(body)](Interpreter&, const Arguments& args) { return body(args); }, std::move(repr)));
 }
 
-std::string Namespace::repr() const { return "<Namespace " + py::str(Value::dict(attrs_)) + ">"; }
+std::string Namespace::repr() const { return "<Namespace " + py::dictRepr(attrs_) + ">"; }
 
 std::optional<Value> Namespace::attribute(std::string_view name) const {
     if (const Value* v = attrs_.find(name)) return *v;

@@ -35,6 +35,10 @@ public:
     std::string repr() const override;
     std::optional<Value> attribute(std::string_view name) const override;
     void set(const std::string& name, Value value) { attrs_.set(Value::string(name), std::move(value)); }
+    void releaseReferences() override {
+        const Dict released = std::move(attrs_);
+        attrs_ = Dict();
+    }
 
 private:
     Dict attrs_;

@@ -1,11 +1,13 @@
 #include "text/jinja/python_format.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <locale.h>
 #include <optional>
 
 #include "text/jinja/attributes.h"
+#include "text/jinja/budget.h"
 #include "text/jinja/error.h"
 #include "text/jinja/python_ops.h"
 #include "text/jinja/unicode.h"
@@ -13,12 +15,32 @@
 namespace tandem::text::jinja::py {
 namespace {
 
+// Widths and precisions are read saturating here, so that no digit string overflows; anything near
+// this is past the string limit anyway.
+constexpr std::size_t kMaxCount = std::size_t(1) << 40;
+
+std::size_t readCount(const std::u32string& f, std::size_t& i) {
+    std::size_t n = 0;
+    while (i < f.size() && f[i] >= U'0' && f[i] <= U'9') n = std::min(kMaxCount, n * 10 + (f[i++] - U'0'));
+    return n;
+}
+
+// A width or precision given as an argument ('*').
+std::size_t countArgument(const Value& v) {
+    v.defined();
+    if (!v.isIntegral()) throw TemplateError("* wants int");
+    const std::int64_t n = v.asInt();
+    if (n < 0) return 0;
+    return std::min(kMaxCount, static_cast<std::size_t>(n));
+}
+
 std::string pad(std::string body, std::size_t width, char32_t fill, char align) {
     const std::size_t n = unicode::length(body);
     if (n >= width) return body;
     std::string fillStr;
     unicode::append(fillStr, fill);
     const std::size_t total = width - n;
+    budget::checkString(body.size() + total * fillStr.size());
     auto repeat = [&](std::size_t k) {
         std::string s;
         for (std::size_t i = 0; i < k; ++i) s += fillStr;
@@ -33,8 +55,18 @@ std::string pad(std::string body, std::size_t width, char32_t fill, char align) 
 std::string signedNumber(const std::string& digits, bool negative, char sign, std::size_t zeroWidth, const std::string& prefix = {}) {
     const std::string signStr = negative ? "-" : (sign == '+' ? "+" : (sign == ' ' ? " " : ""));
     std::string body = digits;
-    while (signStr.size() + prefix.size() + body.size() < zeroWidth) body.insert(body.begin(), '0');
+    const std::size_t used = signStr.size() + prefix.size() + body.size();
+    if (used < zeroWidth) {
+        budget::checkString(zeroWidth);
+        body.insert(0, zeroWidth - used, '0');
+    }
     return signStr + prefix + body;
+}
+
+// A code point for %c and format(n, 'c').
+char32_t codePoint(std::int64_t n) {
+    if (n < 0 || n > 0x10FFFF) throw TemplateError("%c arg not in range(0x110000)");
+    return static_cast<char32_t>(n);
 }
 
 // printf's float conversions are what Python's % and format() produce, but they follow the C locale's
@@ -54,13 +86,17 @@ private:
     locale_t previous_;
 };
 
-std::string cFormatDouble(double v, char type, int precision, bool alternate) {
+std::string cFormatDouble(double v, char type, std::size_t precision, bool alternate) {
+    // Beyond what a double holds, the digits are zeros; the text is the precision plus the integer
+    // part (at most 309 digits) and a few signs.
+    budget::checkString(precision + 320);
     const CNumericLocale cLocale;
-    char spec[16];
-    std::snprintf(spec, sizeof spec, "%%%s.%d%c", alternate ? "#" : "", precision, type);
-    char buf[512];
-    std::snprintf(buf, sizeof buf, spec, v);
-    return buf;
+    char spec[32];
+    std::snprintf(spec, sizeof spec, "%%%s.%zu%c", alternate ? "#" : "", precision, type);
+    std::string out(precision + 320, '\0');
+    const int n = std::snprintf(out.data(), out.size(), spec, v);
+    out.resize(n > 0 ? std::min(static_cast<std::size_t>(n), out.size() - 1) : 0);
+    return out;
 }
 
 std::string intDigits(std::int64_t v, char type) {
@@ -87,7 +123,7 @@ std::string intDigits(std::int64_t v, char type) {
 std::int64_t toIntForFormat(const Value& v, char conv) {
     v.defined();
     if (v.isIntegral()) return v.asInt();
-    if (v.isFloat() && (conv == 'd' || conv == 'i' || conv == 'u')) return static_cast<std::int64_t>(v.asDouble());
+    if (v.isFloat() && (conv == 'd' || conv == 'i' || conv == 'u')) return floatToInt(v.asDouble());
     throw TemplateError(std::string("%") + conv + " format: " + (conv == 'd' || conv == 'i' || conv == 'u' ? "a real number" : "an integer") +
                         " is required, not " + typeName(v));
 }
@@ -140,20 +176,27 @@ std::string percentFormat(std::string_view fmt, const Value& args) {
         }
         std::size_t width = 0;
         if (i < f.size() && f[i] == U'*') {
-            width = static_cast<std::size_t>(takeArg().asInt());
+            const Value w = takeArg();
+            // A negative width from the arguments left-aligns, as in C.
+            if (w.isIntegral() && w.asInt() < 0) {
+                left = true;
+                width = w.asInt() == INT64_MIN ? kMaxCount : countArgument(Value::integer(-w.asInt()));
+            } else {
+                width = countArgument(w);
+            }
             ++i;
+        } else {
+            width = readCount(f, i);
         }
-        while (i < f.size() && f[i] >= U'0' && f[i] <= U'9') width = width * 10 + (f[i++] - U'0');
-        std::optional<int> precision;
+        std::optional<std::size_t> precision;
         if (i < f.size() && f[i] == U'.') {
             ++i;
-            int p = 0;
             if (i < f.size() && f[i] == U'*') {
-                p = static_cast<int>(takeArg().asInt());
+                precision = countArgument(takeArg());
                 ++i;
+            } else {
+                precision = readCount(f, i);
             }
-            while (i < f.size() && f[i] >= U'0' && f[i] <= U'9') p = p * 10 + static_cast<int>(f[i++] - U'0');
-            precision = p;
         }
         while (i < f.size() && (f[i] == U'h' || f[i] == U'l' || f[i] == U'L')) ++i;
         if (i >= f.size()) throw TemplateError("incomplete format");
@@ -171,7 +214,7 @@ std::string percentFormat(std::string_view fmt, const Value& args) {
         case U'a': body = repr(v); break;
         case U'c':
             if (v.isString()) body = v.str();
-            else unicode::append(body, static_cast<char32_t>(toIntForFormat(v, 'c')));
+            else unicode::append(body, codePoint(toIntForFormat(v, 'c')));
             break;
         case U'd':
         case U'i':
@@ -182,8 +225,10 @@ std::string percentFormat(std::string_view fmt, const Value& args) {
             const char c = static_cast<char>(conv);
             const std::int64_t n = toIntForFormat(v, c);
             std::string digits = intDigits(n, c == 'i' || c == 'u' ? 'd' : c);
-            if (precision)
-                while (digits.size() < static_cast<std::size_t>(*precision)) digits.insert(digits.begin(), '0');
+            if (precision && digits.size() < *precision) {
+                budget::checkString(*precision);
+                digits.insert(0, *precision - digits.size(), '0');
+            }
             std::string prefix = alternate && c == 'x' ? "0x" : alternate && c == 'X' ? "0X" : alternate && c == 'o' ? "0o" : "";
             body = signedNumber(digits, n < 0, sign, zero && !left ? width : 0, prefix);
             numeric = true;
@@ -208,6 +253,7 @@ std::string percentFormat(std::string_view fmt, const Value& args) {
         if (!numeric && precision && (conv == U's' || conv == U'r' || conv == U'a'))
             body = unicode::encode(unicode::decode(body).substr(0, static_cast<std::size_t>(*precision)));
         out += pad(body, width, U' ', left ? '<' : '>');
+        budget::checkString(out.size());
     }
     // Python skips this check when the argument is subscriptable like a mapping (a dict, a list, Undefined).
     const bool mappingLike = !tupleArgs && (args.isDict() || args.isSequence(SequenceKind::List) || args.isUndefined());
@@ -247,16 +293,13 @@ std::string formatSpec(const Value& value, std::string_view specText) {
         zero = true;
         ++i;
     }
-    std::size_t width = 0;
-    while (i < spec.size() && spec[i] >= U'0' && spec[i] <= U'9') width = width * 10 + (spec[i++] - U'0');
+    const std::size_t width = readCount(spec, i);
     char grouping = 0;
     if (i < spec.size() && (spec[i] == U',' || spec[i] == U'_')) grouping = static_cast<char>(spec[i++]);
-    std::optional<int> precision;
+    std::optional<std::size_t> precision;
     if (i < spec.size() && spec[i] == U'.') {
         ++i;
-        int p = 0;
-        while (i < spec.size() && spec[i] >= U'0' && spec[i] <= U'9') p = p * 10 + static_cast<int>(spec[i++] - U'0');
-        precision = p;
+        precision = readCount(spec, i);
     }
     char type = 0;
     if (i < spec.size()) type = static_cast<char>(spec[i++]);
@@ -265,7 +308,7 @@ std::string formatSpec(const Value& value, std::string_view specText) {
     if (value.isString()) {
         if (type != 0 && type != 's') throw TemplateError(std::string("Unknown format code '") + type + "' for object of type 'str'");
         std::string body = value.str();
-        if (precision) body = unicode::encode(unicode::decode(body).substr(0, static_cast<std::size_t>(*precision)));
+        if (precision) body = unicode::encode(unicode::decode(body).substr(0, *precision));
         return pad(body, width, fill, align ? align : '<');
     }
     if (!value.isNumber())
@@ -286,7 +329,7 @@ std::string formatSpec(const Value& value, std::string_view specText) {
         negative = n < 0;
         const char t = type == 0 || type == 'n' ? 'd' : type;
         if (t == 'c') {
-            unicode::append(digits, static_cast<char32_t>(n));
+            unicode::append(digits, codePoint(n));
             negative = false;
         } else {
             if (t != 'd' && t != 'x' && t != 'X' && t != 'o' && t != 'b')
@@ -333,7 +376,11 @@ std::string formatSpec(const Value& value, std::string_view specText) {
 
 }  // namespace
 
-std::string braceFormat(std::string_view fmt, const Arguments& args) {
+namespace {
+
+// Python allows a replacement field in a format spec, but no deeper: `recursionLeft` counts down.
+std::string braceFormat(std::string_view fmt, const Arguments& args, int recursionLeft) {
+    if (recursionLeft <= 0) throw TemplateError("Max string recursion exceeded");
     std::string out;
     std::size_t autoIndex = 0;
     bool usedAuto = false, usedManual = false;
@@ -377,7 +424,7 @@ std::string braceFormat(std::string_view fmt, const Arguments& args) {
             name = field.substr(0, colon);
         }
         if (colon != std::string::npos) spec = field.substr(colon + 1);
-        if (spec.find('{') != std::string::npos) spec = braceFormat(spec, args);
+        if (spec.find('{') != std::string::npos) spec = braceFormat(spec, args, recursionLeft - 1);
 
         std::size_t k = 0;
         while (k < name.size() && name[k] != '.' && name[k] != '[') ++k;
@@ -427,8 +474,13 @@ std::string braceFormat(std::string_view fmt, const Arguments& args) {
         else if (conversion == "s") v = Value::string(str(v));
         else if (!conversion.empty()) throw TemplateError("Unknown conversion specifier " + conversion);
         out += formatSpec(v, spec);
+        budget::checkString(out.size());
     }
     return out;
 }
+
+}  // namespace
+
+std::string braceFormat(std::string_view fmt, const Arguments& args) { return braceFormat(fmt, args, 2); }
 
 }  // namespace tandem::text::jinja::py

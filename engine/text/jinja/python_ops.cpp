@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "text/jinja/budget.h"
 #include "text/jinja/error.h"
 #include "text/jinja/python_format.h"
 #include "text/jinja/python_ops.h"
@@ -21,23 +22,19 @@ void requireDefined(const Value& a, const Value& b) {
     b.defined();
 }
 
-[[noreturn]] void overflow() {
-    throw TemplateError("integer result does not fit in 64 bits (Python would use a big integer here)");
-}
-
 std::int64_t checkedAdd(std::int64_t a, std::int64_t b) {
     std::int64_t r;
-    if (__builtin_add_overflow(a, b, &r)) overflow();
+    if (__builtin_add_overflow(a, b, &r)) integerOverflow();
     return r;
 }
 std::int64_t checkedSub(std::int64_t a, std::int64_t b) {
     std::int64_t r;
-    if (__builtin_sub_overflow(a, b, &r)) overflow();
+    if (__builtin_sub_overflow(a, b, &r)) integerOverflow();
     return r;
 }
 std::int64_t checkedMul(std::int64_t a, std::int64_t b) {
     std::int64_t r;
-    if (__builtin_mul_overflow(a, b, &r)) overflow();
+    if (__builtin_mul_overflow(a, b, &r)) integerOverflow();
     return r;
 }
 
@@ -50,14 +47,28 @@ double floatMod(double a, double b) {
     return m;
 }
 
+// The size of `times` copies of something of `size`, as long as it fits in the limit `limit`; more
+// than `limit` otherwise.
+std::size_t repeatedSize(std::size_t size, std::int64_t times, std::size_t limit) {
+    if (times <= 0 || size == 0) return 0;
+    if (static_cast<std::uint64_t>(times) > limit / size) return limit + 1;
+    return size * static_cast<std::size_t>(times);
+}
+
 Value repeat(const Value& seqOrStr, std::int64_t times) {
+    const RenderBudget* b = RenderBudget::current();
+    const RenderLimits limits = b ? b->limits() : RenderLimits{};
     if (seqOrStr.isString()) {
+        const std::size_t size = repeatedSize(seqOrStr.str().size(), times, limits.stringBytes);
+        budget::checkString(size);
         std::string out;
-        for (std::int64_t i = 0; i < times; ++i) out += seqOrStr.str();
+        out.reserve(size);
+        for (std::int64_t i = 0; i < times && size; ++i) out += seqOrStr.str();
         return Value::string(std::move(out));
     }
+    budget::checkList(repeatedSize(seqOrStr.seq().items.size(), times, limits.listItems));
     std::vector<Value> items;
-    for (std::int64_t i = 0; i < times; ++i)
+    for (std::int64_t i = 0; i < times && !seqOrStr.seq().items.empty(); ++i)
         items.insert(items.end(), seqOrStr.seq().items.begin(), seqOrStr.seq().items.end());
     return Value::sequence(std::move(items), seqOrStr.seq().kind);
 }
@@ -67,6 +78,16 @@ bool isRepeatable(const Value& v) {
 }
 
 }  // namespace
+
+void integerOverflow() { throw TemplateError("integer result does not fit in 64 bits (Python would use a big integer here)"); }
+
+std::int64_t floatToInt(double d) {
+    if (std::isnan(d)) throw TemplateError("cannot convert float NaN to integer");
+    if (std::isinf(d)) throw TemplateError("cannot convert float infinity to integer");
+    // -2^63 is a double exactly; 2^63 is the first double past the largest int64.
+    if (d < -9223372036854775808.0 || d >= 9223372036854775808.0) integerOverflow();
+    return static_cast<std::int64_t>(d);
+}
 
 bool truthy(const Value& v) {
     switch (v.type()) {
@@ -92,12 +113,14 @@ bool equals(const Value& a, const Value& b) {
     if (a.type() != b.type()) return false;
     switch (a.type()) {
     case Value::Type::None: return true;
-    case Value::Type::String: return a.str() == b.str();
+    case Value::Type::String: return budget::sameText(a.str(), b.str());
     case Value::Type::Sequence: {
         const Sequence& x = a.seq();
         const Sequence& y = b.seq();
         if (x.kind == SequenceKind::Iterator || y.kind == SequenceKind::Iterator) return &x == &y;
         if (x.kind != y.kind || x.items.size() != y.items.size()) return false;
+        if (&x == &y) return true;
+        const NestingGuard nesting("compared");
         for (std::size_t i = 0; i < x.items.size(); ++i)
             if (!equals(x.items[i], y.items[i])) return false;
         return true;
@@ -106,6 +129,8 @@ bool equals(const Value& a, const Value& b) {
         const Dict& x = a.dict();
         const Dict& y = b.dict();
         if (x.size() != y.size()) return false;
+        if (&x == &y) return true;
+        const NestingGuard nesting("compared");
         for (const auto& [k, v] : x.entries()) {
             const Value* other = y.find(k);
             if (!other || !equals(v, *other)) return false;
@@ -129,11 +154,15 @@ bool compare(const Value& a, const Value& b, std::string_view op) {
         if (bothIntegral(a, b)) return apply(a.asInt(), b.asInt());
         return apply(a.asDouble(), b.asDouble());
     }
-    if (a.isString() && b.isString()) return apply(a.str(), b.str());  // UTF-8 byte order is code point order
+    if (a.isString() && b.isString()) {  // UTF-8 byte order is code point order
+        budget::chargeText(std::min(a.str().size(), b.str().size()));
+        return apply(a.str(), b.str());
+    }
     const bool lists = a.isSequence(SequenceKind::List) && b.isSequence(SequenceKind::List);
     const bool tuples = a.isSequence(SequenceKind::Tuple) && b.isSequence(SequenceKind::Tuple);
     if (lists || tuples) {
         // Python compares the first differing items, or else the lengths.
+        const NestingGuard nesting("compared");
         const auto& x = a.seq().items;
         const auto& y = b.seq().items;
         for (std::size_t i = 0; i < x.size() && i < y.size(); ++i)
@@ -161,8 +190,11 @@ std::vector<Value> iterate(const Value& v) {
     switch (v.type()) {
     case Value::Type::Undefined: return {};
     case Value::Type::String: {
+        const std::u32string text = unicode::decode(v.str());
+        budget::checkList(text.size());
         std::vector<Value> out;
-        for (const char32_t c : unicode::decode(v.str())) {
+        out.reserve(text.size());
+        for (const char32_t c : text) {
             std::string s;
             unicode::append(s, c);
             out.push_back(Value::string(std::move(s)));
@@ -171,12 +203,14 @@ std::vector<Value> iterate(const Value& v) {
     }
     case Value::Type::Sequence: {
         Sequence& s = v.seq();
+        budget::chargeSteps(s.items.size() - s.consumed);
         if (s.kind != SequenceKind::Iterator) return s.items;
         std::vector<Value> rest(s.items.begin() + static_cast<std::ptrdiff_t>(s.consumed), s.items.end());
         s.consumed = s.items.size();
         return rest;
     }
     case Value::Type::Dict: {
+        budget::chargeSteps(v.dict().size());
         std::vector<Value> keys;
         for (const auto& [k, val] : v.dict().entries()) keys.push_back(k);
         return keys;
@@ -190,6 +224,7 @@ bool contains(const Value& container, const Value& item) {
     if (container.isString()) {
         if (!item.isString())
             throw TemplateError("'in <string>' requires string as left operand, not " + typeName(item));
+        budget::chargeText(container.str().size());
         return container.str().find(item.str()) != std::string::npos;
     }
     if (container.isDict()) {
@@ -209,6 +244,7 @@ bool hashable(const Value& v) {
     if (v.isSequence()) {
         const Sequence& s = v.seq();
         if (s.kind == SequenceKind::Tuple) {
+            const NestingGuard nesting("hashed");
             for (const Value& item : s.items)
                 if (!hashable(item)) return false;
             return true;
@@ -226,12 +262,14 @@ Value add(const Value& a, const Value& b) {
     }
     if (a.isString()) {
         if (!b.isString()) throw TemplateError("can only concatenate str (not \"" + typeName(b) + "\") to str");
+        budget::checkString(a.str().size() + b.str().size());
         return Value::string(a.str() + b.str());
     }
     for (const SequenceKind kind : {SequenceKind::List, SequenceKind::Tuple}) {
         if (!a.isSequence(kind)) continue;
         if (!b.isSequence(kind))
             throw TemplateError("can only concatenate " + typeName(a) + " (not \"" + typeName(b) + "\") to " + typeName(a));
+        budget::checkList(a.seq().items.size() + b.seq().items.size());
         std::vector<Value> items = a.seq().items;
         items.insert(items.end(), b.seq().items.begin(), b.seq().items.end());
         return Value::sequence(std::move(items), kind);
@@ -275,6 +313,7 @@ Value floordiv(const Value& a, const Value& b) {
     if (bothIntegral(a, b)) {
         const std::int64_t x = a.asInt(), y = b.asInt();
         if (y == 0) throw TemplateError("integer division or modulo by zero");
+        if (y == -1) return Value::integer(checkedSub(0, x));  // INT64_MIN / -1 traps in C++
         std::int64_t q = x / y;
         if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
         return Value::integer(q);
@@ -297,6 +336,7 @@ Value mod(const Value& a, const Value& b) {
     if (bothIntegral(a, b)) {
         const std::int64_t x = a.asInt(), y = b.asInt();
         if (y == 0) throw TemplateError("integer modulo by zero");
+        if (y == -1) return Value::integer(0);  // INT64_MIN % -1 traps in C++
         std::int64_t m = x % y;
         if (m != 0 && ((m < 0) != (y < 0))) m += y;
         return Value::integer(m);
@@ -309,8 +349,14 @@ Value pow(const Value& a, const Value& b) {
     requireDefined(a, b);
     if (!a.isNumber() || !b.isNumber()) unsupported("** or pow()", a, b);
     if (bothIntegral(a, b) && b.asInt() >= 0) {
+        // Square and multiply. Squaring overflows only where the result would too: what is squared
+        // is still to be multiplied in.
         std::int64_t result = 1, base = a.asInt();
-        for (std::int64_t e = b.asInt(); e > 0; --e) result = checkedMul(result, base);
+        for (std::int64_t e = b.asInt(); e > 0;) {
+            if (e & 1) result = checkedMul(result, base);
+            e >>= 1;
+            if (e) base = checkedMul(base, base);
+        }
         return Value::integer(result);
     }
     if (a.asDouble() == 0.0 && b.asDouble() < 0) throw TemplateError("0.0 cannot be raised to a negative power");
@@ -370,13 +416,19 @@ Value slice(const Value& obj, const std::optional<Value>& startArg, const std::o
     const std::int64_t start = clamp(bound(startArg), step < 0 ? upper : lower);
     const std::int64_t stop = clamp(bound(stopArg), step < 0 ? lower : upper);
 
+    // CPython's slice length; the indexes in unsigned arithmetic, where i * step may overflow but
+    // start + i * step lies within the sequence.
+    const std::int64_t span = step > 0 ? stop - start : start - stop;  // both within [-1, n]
+    const std::uint64_t stride = step > 0 ? std::uint64_t(step) : 0 - std::uint64_t(step);
+    const std::size_t count = span > 0 ? static_cast<std::size_t>((std::uint64_t(span) - 1) / stride + 1) : 0;
+    auto index = [&](std::size_t k) { return static_cast<std::size_t>(std::uint64_t(start) + k * std::uint64_t(step)); };
     if (isString) {
         std::u32string out;
-        for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.push_back(text[static_cast<std::size_t>(i)]);
+        for (std::size_t k = 0; k < count; ++k) out.push_back(text[index(k)]);
         return Value::string(unicode::encode(out));
     }
     std::vector<Value> out;
-    for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.push_back(obj.seq().items[static_cast<std::size_t>(i)]);
+    for (std::size_t k = 0; k < count; ++k) out.push_back(obj.seq().items[index(k)]);
     return Value::sequence(std::move(out), obj.seq().kind == SequenceKind::Tuple ? SequenceKind::Tuple : SequenceKind::List);
 }
 

@@ -30,12 +30,20 @@ bool hashable(const Value& v);
 
 std::string str(const Value& v);
 std::string repr(const Value& v);
+// repr() of a dict, by reference: namespaces print their attribute dict, and a namespace inside itself
+// prints as {...}, as in Python.
+std::string dictRepr(const Dict& d);
 std::string floatRepr(double d);
 std::string stringRepr(std::string_view s);
 std::string intStr(std::int64_t i);
 // A decimal float ("1.5", "2e-3", "inf"; no '+' sign, no underscores) as Python reads it: out-of-range
 // values become inf or 0.0. nullopt unless all of `text` is the number. Independent of the C locale.
 std::optional<double> parseFloat(std::string_view text);
+
+// Python's ints are unbounded, ours have 64 bits: a result that does not fit fails with this.
+[[noreturn]] void integerOverflow();
+// int(d) for a float, truncating toward zero as Python does; fails where the result does not fit.
+std::int64_t floatToInt(double d);
 
 Value add(const Value& a, const Value& b);
 Value sub(const Value& a, const Value& b);

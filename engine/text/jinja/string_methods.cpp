@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "text/jinja/attributes.h"
+#include "text/jinja/budget.h"
 #include "text/jinja/error.h"
 #include "text/jinja/objects.h"
 #include "text/jinja/python_format.h"
@@ -77,6 +78,7 @@ Value pad(const u32string& text, const Arguments& a, const char* method, char al
     const u32string fill = unicode::decode(requireString(args[1], std::string(method) + "() argument 2"));
     if (fill.size() != 1) throw TemplateError("The fill character must be exactly one character long");
     if (width <= static_cast<std::int64_t>(text.size())) return Value::string(unicode::encode(text));
+    budget::checkString(static_cast<std::size_t>(width));
     const std::size_t total = static_cast<std::size_t>(width) - text.size();
     std::size_t left = 0;
     if (align == '>') left = total;
@@ -192,6 +194,7 @@ std::optional<Value> stringAttribute(const Value& self, std::string_view name) {
                     throw TemplateError("sequence item " + std::to_string(i) + ": expected str instance, " + py::typeName(item) + " found");
                 if (i++) out += s;
                 out += item.str();
+                budget::checkString(out.size());
             }
             return Value::string(std::move(out));
         });
@@ -204,6 +207,7 @@ std::optional<Value> stringAttribute(const Value& self, std::string_view name) {
             u32string text = unicode::decode(s);
             const std::int64_t width = args[0].defined().asInt();
             if (width <= static_cast<std::int64_t>(text.size())) return Value::string(s);
+            budget::checkString(static_cast<std::size_t>(width));
             const std::size_t fill = static_cast<std::size_t>(width) - text.size();
             const std::size_t at = !text.empty() && (text[0] == U'+' || text[0] == U'-') ? 1 : 0;
             text.insert(at, fill, U'0');

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "text/jinja/budget.h"
 #include "text/jinja/error.h"
 #include "text/jinja/unicode.h"
 
@@ -18,10 +19,12 @@ std::vector<std::string> split(std::string_view s, const std::optional<std::stri
     std::vector<std::string> out;
     if (sep) {
         if (sep->empty()) throw TemplateError("empty separator");
+        budget::chargeText(s.size());
         std::size_t pos = 0;
         for (std::int64_t n = 0; maxsplit < 0 || n < maxsplit; ++n) {
             const std::size_t p = s.find(*sep, pos);
             if (p == std::string_view::npos) break;
+            budget::checkList(out.size() + 1);
             out.emplace_back(s.substr(pos, p - pos));
             pos = p + sep->size();
         }
@@ -39,6 +42,7 @@ std::vector<std::string> split(std::string_view s, const std::optional<std::stri
         }
         std::size_t j = i;
         while (j < text.size() && !unicode::isSpace(text[j])) ++j;
+        budget::checkList(out.size() + 1);
         out.push_back(unicode::encode(text.substr(i, j - i)));
         i = j;
     }
@@ -49,11 +53,13 @@ std::vector<std::string> rsplit(std::string_view s, const std::optional<std::str
     std::vector<std::string> out;
     if (sep) {
         if (sep->empty()) throw TemplateError("empty separator");
+        budget::chargeText(s.size());
         std::size_t end = s.size();
         for (std::int64_t n = 0; maxsplit < 0 || n < maxsplit; ++n) {
             if (end < sep->size()) break;
             const std::size_t p = s.rfind(*sep, end - sep->size());
             if (p == std::string_view::npos) break;
+            budget::checkList(out.size() + 1);
             out.emplace_back(s.substr(p + sep->size(), end - p - sep->size()));
             end = p;
         }
@@ -72,6 +78,7 @@ std::vector<std::string> rsplit(std::string_view s, const std::optional<std::str
         }
         std::size_t j = i;
         while (j > 0 && !unicode::isSpace(text[j - 1])) --j;
+        budget::checkList(out.size() + 1);
         out.push_back(unicode::encode(text.substr(j, i - j)));
         i = j;
     }
@@ -101,17 +108,20 @@ std::string replace(std::string_view s, std::string_view old, std::string_view r
             if (count < 0 || n < count) {
                 out += replacement;
                 ++n;
+                budget::checkString(out.size());
             }
             if (i < text.size()) unicode::append(out, text[i]);
         }
         return out;
     }
+    budget::chargeText(s.size());
     std::size_t pos = 0;
     for (std::int64_t n = 0; count < 0 || n < count; ++n) {
         const std::size_t p = s.find(old, pos);
         if (p == std::string_view::npos) break;
         out += s.substr(pos, p - pos);
         out += replacement;
+        budget::checkString(out.size());
         pos = p + old.size();
     }
     out += s.substr(pos);
@@ -129,6 +139,7 @@ std::vector<std::string> splitlines(std::string_view s, bool keepends) {
         }
         std::size_t eol = i + 1;
         if (text[i] == U'\r' && eol < text.size() && text[eol] == U'\n') ++eol;
+        budget::checkList(out.size() + 1);
         out.push_back(unicode::encode(text.substr(start, (keepends ? eol : i) - start)));
         start = i = eol;
     }

@@ -1,5 +1,7 @@
 #include "text/jinja/template.h"
 
+#include <new>
+
 #include "tandem/error.h"
 #include "text/jinja/interpreter.h"
 #include "text/jinja/json.h"
@@ -41,6 +43,9 @@ std::string Template::render(const nlohmann::ordered_json& variables, const Rend
         throw Error(located(origin_, e) + "the template raised an error: " + e.message());
     } catch (const TemplateError& e) {
         throw Error(located(origin_, e) + e.message());
+    } catch (const std::bad_alloc&) {
+        // The limits keep what a template builds far below this; the machine was short of memory already.
+        throw Error(origin_ + ": the system ran out of memory while rendering");
     }
 }
 

@@ -4,6 +4,8 @@
 #include <cwctype>
 #include <locale.h>
 
+#include "text/jinja/budget.h"
+
 namespace tandem::text::jinja::unicode {
 namespace {
 
@@ -20,6 +22,7 @@ locale_t utf8Locale() {
 }  // namespace
 
 std::u32string decode(std::string_view s) {
+    budget::chargeText(s.size());
     std::u32string out;
     out.reserve(s.size());
     std::size_t i = 0;
@@ -96,6 +99,7 @@ std::string encode(std::u32string_view text) {
 }
 
 std::size_t length(std::string_view s) {
+    budget::chargeText(s.size());
     std::size_t n = 0;
     for (const char c : s)
         if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;

@@ -1,22 +1,70 @@
 #include "text/jinja/value.h"
 
+#include "text/jinja/budget.h"
 #include "text/jinja/error.h"
 #include "text/jinja/python_ops.h"
 
 namespace tandem::text::jinja {
+namespace {
+
+// Nested holders destroyed directly, one inside the other, before the rest is set aside: a few
+// hundred bytes of stack each.
+constexpr int kDirectReleaseDepth = 100;
+thread_local int releaseDepth = 0;
+thread_local std::vector<Value> setAside;
+
+}  // namespace
+
+ValueRelease::ValueRelease() : deep_(++releaseDepth > kDirectReleaseDepth) {}
+
+ValueRelease::~ValueRelease() {
+    // The outermost release destroys what was set aside, one level deep; that may set more aside.
+    if (releaseDepth == 1)
+        while (!setAside.empty()) {
+            const std::vector<Value> batch = std::move(setAside);
+            setAside.clear();
+        }
+    --releaseDepth;
+}
+
+void ValueRelease::operator()(Value& v) {
+    if (deep_)
+        setAside.push_back(std::move(v));
+    v = Value();
+}
+
+Sequence::~Sequence() {
+    ValueRelease release;
+    for (Value& v : items) release(v);
+}
+
+Dict::~Dict() {
+    ValueRelease release;
+    for (auto& [k, v] : entries_) {
+        release(k);
+        release(v);
+    }
+}
 
 Value Value::undefined(std::string message) { return Value(Undefined{std::make_shared<const std::string>(std::move(message))}); }
 Value Value::boolean(bool b) { return Value(Storage(b)); }
 Value Value::integer(std::int64_t i) { return Value(Storage(i)); }
 Value Value::number(double d) { return Value(Storage(d)); }
-Value Value::string(std::string s) { return Value(Storage(std::make_shared<const std::string>(std::move(s)))); }
+Value Value::string(std::string s) {
+    budget::builtString(s.size());
+    return Value(Storage(std::make_shared<const std::string>(std::move(s))));
+}
 Value Value::sequence(std::vector<Value> items, SequenceKind kind) {
+    budget::builtList(items.size(), sizeof(Value));
     auto s = std::make_shared<Sequence>();
     s->kind = kind;
     s->items = std::move(items);
     return Value(Storage(std::move(s)));
 }
-Value Value::dict(Dict d) { return Value(Storage(std::make_shared<const Dict>(std::move(d)))); }
+Value Value::dict(Dict d) {
+    budget::builtList(d.size(), 2 * sizeof(Value));
+    return Value(Storage(std::make_shared<const Dict>(std::move(d))));
+}
 Value Value::object(std::shared_ptr<Object> o) { return Value(Storage(std::move(o))); }
 
 std::int64_t Value::asInt() const { return isBool() ? (asBool() ? 1 : 0) : std::get<std::int64_t>(v_); }
@@ -35,21 +83,26 @@ const void* Value::identity() const {
 
 void Value::failUndefined() const { throw TemplateError(*undefinedInfo().message); }
 
+// Dicts are searched item by item: fine for the handful of keys of a message, but a template can
+// build big ones, so long searches count as steps.
 const Value* Dict::find(const Value& key) const {
     if (key.isString()) return find(std::string_view(key.str()));
+    if (entries_.size() >= 16) budget::chargeSteps(entries_.size() / 16);
     for (const auto& [k, v] : entries_)
         if (py::equals(k, key)) return &v;
     return nullptr;
 }
 
 const Value* Dict::find(std::string_view key) const {
+    if (entries_.size() >= 16) budget::chargeSteps(entries_.size() / 16);
     for (const auto& [k, v] : entries_)
-        if (k.isString() && k.str() == key) return &v;
+        if (k.isString() && budget::sameText(k.str(), key)) return &v;
     return nullptr;
 }
 
 void Dict::set(Value key, Value value) {
     if (!py::hashable(key)) throw TemplateError("unhashable type: '" + py::typeName(key) + "'");
+    if (entries_.size() >= 16) budget::chargeSteps(entries_.size() / 16);
     for (auto& [k, v] : entries_)
         if (py::equals(k, key)) {
             v = std::move(value);

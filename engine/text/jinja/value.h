@@ -24,6 +24,11 @@ struct Arguments;
 enum class SequenceKind { List, Tuple, Iterator, DictKeys, DictValues, DictItems };
 
 struct Sequence {
+    Sequence() = default;
+    Sequence(const Sequence&) = delete;
+    Sequence& operator=(const Sequence&) = delete;
+    ~Sequence();
+
     SequenceKind kind = SequenceKind::List;
     std::vector<Value> items;
     std::size_t consumed = 0;  // iterators: how many items were already taken
@@ -31,6 +36,13 @@ struct Sequence {
 
 class Dict {
 public:
+    Dict() = default;
+    Dict(const Dict&) = default;
+    Dict(Dict&&) = default;
+    Dict& operator=(const Dict&) = default;
+    Dict& operator=(Dict&&) = default;
+    ~Dict();
+
     // nullptr when absent. Keys compare like Python dict keys (1 == 1.0 == True).
     const Value* find(const Value& key) const;
     const Value* find(std::string_view key) const;
@@ -55,6 +67,10 @@ public:
     virtual std::optional<Value> attribute(std::string_view name) const;
     virtual bool callable() const { return false; }
     virtual Value call(Interpreter& interpreter, const Arguments& args);
+    // Lets go of the values it holds. The interpreter calls it at the end of a render on the objects
+    // that can be part of a cycle (a namespace holding itself, a macro kept in the scope it closes
+    // over), which would otherwise never be freed.
+    virtual void releaseReferences() {}
 };
 
 // jinja2's Undefined: prints as '', is false and empty; any other use fails with `message`.
@@ -117,6 +133,23 @@ private:
                                  std::shared_ptr<Sequence>, std::shared_ptr<const Dict>, std::shared_ptr<Object>>;
     explicit Value(Storage v) : v_(std::move(v)) {}
     Storage v_;
+};
+
+// Destroying a list destroys the lists inside it, and so on down: a list nested 100,000 deep, or a long
+// chain of namespaces, would recurse that deep and overflow the stack. What holds values (lists, dicts,
+// scopes, loop and cycler objects) lets go of them through one of these in its destructor: past a
+// modest depth the values are set aside, and the outermost release destroys them one after another.
+class ValueRelease {
+public:
+    ValueRelease();
+    ~ValueRelease();
+    ValueRelease(const ValueRelease&) = delete;
+    ValueRelease& operator=(const ValueRelease&) = delete;
+    // Leaves `v` None: what it held is destroyed now, or set aside when this release is deep.
+    void operator()(Value& v);
+
+private:
+    bool deep_;
 };
 
 // Call arguments as Python sees them: positional, then keyword.

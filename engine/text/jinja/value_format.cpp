@@ -1,21 +1,51 @@
 // str(), repr() and type names of values, byte for byte as Python prints them: templates print lists,
 // dicts and floats directly, and the output is part of the prompt.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
+#include "text/jinja/budget.h"
 #include "text/jinja/python_ops.h"
 #include "text/jinja/unicode.h"
 
 namespace tandem::text::jinja::py {
 namespace {
 
+// The containers being printed on this thread, outermost first: Python's Py_ReprEnter, which prints a
+// container met again inside itself (a namespace holding itself) as [...] or {...}.
+thread_local std::vector<const void*> printing;
+
+class PrintingContainer {
+public:
+    explicit PrintingContainer(const void* container) : nesting_("printed") {
+        again_ = std::find(printing.begin(), printing.end(), container) != printing.end();
+        if (!again_) printing.push_back(container);
+    }
+    ~PrintingContainer() {
+        if (!again_) printing.pop_back();
+    }
+    PrintingContainer(const PrintingContainer&) = delete;
+    PrintingContainer& operator=(const PrintingContainer&) = delete;
+    // Whether the container is already being printed further out.
+    bool again() const { return again_; }
+
+private:
+    NestingGuard nesting_;
+    bool again_;
+};
+
 std::string sequenceRepr(const Sequence& s) {
+    const char* open = s.kind == SequenceKind::Tuple ? "(" : "[";
+    const char* close = s.kind == SequenceKind::Tuple ? ")" : "]";
+    if (s.kind == SequenceKind::Iterator) return "<generator object>";
+    const PrintingContainer entered(&s);
+    if (entered.again()) return std::string(open) + "..." + close;
     std::string items;
-    const std::size_t first = s.kind == SequenceKind::Iterator ? s.consumed : 0;
-    for (std::size_t i = first; i < s.items.size(); ++i) {
-        if (i > first) items += ", ";
+    for (std::size_t i = 0; i < s.items.size(); ++i) {
+        if (i > 0) items += ", ";
         items += repr(s.items[i]);
+        budget::checkString(items.size());
     }
     switch (s.kind) {
     case SequenceKind::List: return "[" + items + "]";
@@ -28,18 +58,23 @@ std::string sequenceRepr(const Sequence& s) {
     return items;
 }
 
+}  // namespace
+
 std::string dictRepr(const Dict& d) {
+    const PrintingContainer entered(&d);
+    if (entered.again()) return "{...}";
     std::string out = "{";
     bool first = true;
     for (const auto& [k, v] : d.entries()) {
         if (!first) out += ", ";
         first = false;
-        out += repr(k) + ": " + repr(v);
+        out += repr(k);
+        out += ": ";
+        out += repr(v);
+        budget::checkString(out.size());
     }
     return out + "}";
 }
-
-}  // namespace
 
 std::string typeName(const Value& v) {
     switch (v.type()) {
