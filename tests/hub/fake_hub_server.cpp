@@ -35,6 +35,7 @@ struct Repo {
     RepoAccess access = RepoAccess::Public;
     QString token;
     QMap<QString, QMap<QString, ServedFile>> revisions;  // revision -> path -> file
+    QMap<QString, QList<QJsonObject>> extraEntries;       // revision -> listed as they are
 };
 
 struct FaultQueue {
@@ -298,15 +299,17 @@ private:
             const qint64 at = middle >= first && middle <= last ? middle - first : 0;
             body[at] = static_cast<char>(body[at] ^ 0x5a);
         }
-        if (head || (fault != HubFault::DropMidFile && fault != HubFault::Stall && fault != HubFault::Slow))
+        if (fault == HubFault::LongContentLength) return send(socket, status, headers, body, head, body.size() + 1000);
+        if (head || (fault != HubFault::DropMidFile && fault != HubFault::ShortBody && fault != HubFault::Stall &&
+                     fault != HubFault::Slow))
             return send(socket, status, headers, body, head, body.size());
 
         QByteArray out = statusLine(status);
         for (const auto& [name, value] : headers) out += name + ": " + value + "\r\n";
         out += "Content-Length: " + QByteArray::number(body.size()) + "\r\nConnection: close\r\n\r\n";
         socket->write(out);
-        if (fault == HubFault::DropMidFile) {
-            socket->write(body.left(body.size() / 2));
+        if (fault == HubFault::DropMidFile || fault == HubFault::ShortBody) {
+            socket->write(body.left(fault == HubFault::DropMidFile ? body.size() / 2 : std::max<qint64>(0, file.size / 2 - first)));
             socket->disconnectFromHost();  // after what is queued is sent: the body ends early
         } else if (fault == HubFault::Stall) {
             socket->write(body.left(body.size() / 2));  // and then silence, until the client closes
@@ -365,6 +368,7 @@ private:
                 entry.insert("lfs", QJsonObject{{"oid", it->sha256}, {"size", static_cast<double>(it->size)}, {"pointerSize", 134}});
             all.append(entry);
         }
+        for (const QJsonObject& entry : repo.extraEntries.value(revision)) all.append(entry);
         QJsonArray page;
         for (int i = cursor; i < all.size() && i < cursor + pageSize; ++i) page.append(all[i]);
         QList<Header> headers{{"Content-Type", "application/json"}};
@@ -432,6 +436,13 @@ void FakeHubServer::addListedOnly(const QString& repo, const QString& path, qint
     f.gitOid = gitOid;
     QMutexLocker lock(&shared_->mutex);
     shared_->repos[repo].revisions[revision].insert(path, f);
+}
+
+void FakeHubServer::addListedEntry(const QString& repo, const QJsonObject& entry, const QString& revision) {
+    QMutexLocker lock(&shared_->mutex);
+    Repo& r = shared_->repos[repo];
+    r.revisions[revision];  // the revision exists, even with no file of its own
+    r.extraEntries[revision].append(entry);
 }
 
 void FakeHubServer::setAccess(const QString& repo, RepoAccess access, const QString& token) {

@@ -15,6 +15,7 @@
 // Both answer "Range: bytes=N-" (and N-M) with 206 and Content-Range, or 416 past the end. Errors
 // carry X-Error-Code (RepoNotFound, RevisionNotFound, EntryNotFound, GatedRepo) like the Hub's.
 #include <QByteArray>
+#include <QJsonObject>
 #include <QList>
 #include <QString>
 #include <memory>
@@ -23,6 +24,9 @@ namespace tandem::test {
 
 enum class HubFault {
     DropMidFile,   // headers and half the body, then the connection closes
+    ShortBody,     // headers promising the whole body, which stops at the file's middle byte (nothing at all
+                   // past it), then the connection closes: a copy cut short, with headers that say otherwise
+    LongContentLength,  // the whole body under a Content-Length 1000 bytes larger, then the connection closes
     CorruptByte,   // the whole body with one byte (the file's middle byte, or the first one sent) flipped
     Stall,         // headers and half the body, then nothing until the client gives up
     Slow,          // the body in small pieces with pauses (setSlowPace)
@@ -69,6 +73,8 @@ public:
     void addListedOnly(const QString& repo, const QString& path, qint64 size,
                        const QString& revision = QStringLiteral("main"), const QString& sha256 = QString(64, 'a'),
                        const QString& gitOid = QString(40, 'b'));
+    // An entry of the tree listing exactly as given (e.g. a size that is no byte count), after the files.
+    void addListedEntry(const QString& repo, const QJsonObject& entry, const QString& revision = QStringLiteral("main"));
     void setAccess(const QString& repo, RepoAccess access, const QString& token = {});
 
     // FAULTS apply to the next requests of REPO's PATH, one each, in order; with repeatLast the last

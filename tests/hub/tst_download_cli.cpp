@@ -1,6 +1,7 @@
 // tandem-cli download against the fake Hub, end to end: download -> verify -> load -> generate, the
 // --include filter, a gated repository, a fault on the way, and Ctrl-C then the same command resuming.
 #include <QFileInfo>
+#include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
 
@@ -114,10 +115,19 @@ private slots:
         QCOMPARE(r.exitCode, 1);
         QVERIFY2(r.err.contains("--out"), qPrintable(r.err));
         QTemporaryDir tmp;
-        server_.addListedOnly("org/huge", "model.safetensors", qint64(1) << 60);
+        server_.addListedOnly("org/huge", "model.safetensors", qint64(1) << 49);  // 563 TB
         r = run({"download", "org/huge", "--endpoint", server_.endpoint(), "--out", tmp.path()});
         QCOMPARE(r.exitCode, 1);
         QVERIFY2(r.err.contains("Not enough disk space"), qPrintable(r.err));
+        // A size that is no byte count is named as such, not shown as a wrapped-around number.
+        server_.addListedEntry("org/nonsense", QJsonObject{{"type", "file"}, {"path", "model.safetensors"},
+                                                           {"size", 1e30}, {"oid", QString(40, 'b')}});
+        r = run({"download", "org/nonsense", "--endpoint", server_.endpoint(), "--out", tmp.path()});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("'model.safetensors' with size 1e+30, which is no number of bytes") &&
+                     !r.err.contains("-9223372036854775808"),
+                 qPrintable(r.err));
+        QVERIFY(QDir(tmp.path()).isEmpty(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot));
     }
 
     void ctrlCKeepsPartialFilesAndTheSameCommandResumes() {

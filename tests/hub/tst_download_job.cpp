@@ -3,6 +3,7 @@
 #include <QFileInfo>
 #include <QTemporaryDir>
 
+#include <algorithm>
 #include <memory>
 
 #include "hub_test_helpers.h"
@@ -169,15 +170,92 @@ private slots:
         QCOMPARE(cdnRanges(kShard).first(), QByteArray("bytes=4000-"));
     }
 
+    void aServerThatSendsLessThanItPromisesFailsFast() {
+        // Its headers promise the whole file, its body stops halfway, and a resume gets nothing: the
+        // first ending may be a dropped connection, the second at the same byte is the server. It used
+        // to be asked maxRetries times more (31 s with the default backoff) for the same nothing.
+        server_->injectFaults(kRepo, kShard, {HubFault::ShortBody}, true);
+        HubSettings s = settings();
+        s.maxRetries = 5;
+        const qint64 size = file(kShard).size;
+        const qint64 half = size / 2;
+        {
+            const JobOutcome r = waitForEnd(*job(s));
+            QVERIFY(!r.finished);
+            QVERIFY2(r.failure.contains(QString("The server sent 0 of %1 bytes of %2").arg(size - half).arg(kShard)) &&
+                         r.failure.contains(QString("a second time at byte %1 of %2").arg(half).arg(size)) &&
+                         r.failure.contains("are kept") && r.failure.contains("run the download again"),
+                     qPrintable(r.failure));
+            // The first ending was worth one resume, and said why; there was no other.
+            QCOMPARE(r.notices.size(), 1);
+            QVERIFY2(r.notices.first().contains(QString("%1: the connection ended after %2 of %3 bytes").arg(kShard).arg(half).arg(size)),
+                     qPrintable(r.notices.first()));
+            // Qt may send a request again by itself when the connection closes; ours were two.
+            QList<QByteArray> ranges = cdnRanges(kShard);
+            ranges.erase(std::unique(ranges.begin(), ranges.end()), ranges.end());
+            QCOMPARE(ranges, QList<QByteArray>({{}, "bytes=" + QByteArray::number(half) + "-"}));
+        }
+        QVERIFY(!QFile::exists(out() + "/" + kShard));
+        const QStringList partial = partialFiles().filter(kShard);
+        QCOMPARE(partial.size(), 1);
+        QCOMPARE(QFileInfo(out() + "/" + partial.first()).size(), half);
+
+        // Once the server sends the rest, the same download resumes from what was kept.
+        server_->injectFaults(kRepo, kShard, {});
+        server_->clearRequests();
+        const JobOutcome r = waitForEnd(*job());
+        QVERIFY2(r.finished, qPrintable(r.failure));
+        expectComplete();
+        QCOMPARE(cdnRanges(kShard), QList<QByteArray>{"bytes=" + QByteArray::number(half) + "-"});
+    }
+
+    void aContentLengthPastTheFileIsNotWaitedFor() {
+        // The whole file arrives under a Content-Length that promises more, and the connection closes:
+        // every listed byte is here, so the content check decides, without a retry.
+        server_->injectFaults(kRepo, kShard, {HubFault::LongContentLength}, true);
+        server_->injectFaults(kRepo, "config.json", {HubFault::LongContentLength}, true);
+        const JobOutcome r = waitForEnd(*job());
+        QVERIFY2(r.finished, qPrintable(r.failure));
+        expectComplete();
+        QVERIFY2(r.notices.isEmpty(), qPrintable(r.notices.join("\n")));
+        QCOMPARE(cdnRanges(kShard), QList<QByteArray>{QByteArray()});
+        QCOMPARE(server_->requestsFor("/main/config.json").size(), 1);
+    }
+
+    void filesInOurStagingFolderAreSkipped() {
+        // A repository's own .tandem-download/ would collide with the download's state: verified.json
+        // would be taken for our record and removed with the staging folder after it was reported done.
+        server_->addFile(kRepo, ".tandem-download/verified.json", "{\"not\": \"ours\"}", false);
+        server_->addFile(kRepo, ".Tandem-Download/notes.txt", "case-insensitive file systems collide too", false);
+        files_ = listRepo(settings());
+        server_->clearRequests();
+        auto j = job();
+        QSignalSpy fileDone(j.get(), &DownloadJob::fileFinished);
+        const JobOutcome r = waitForEnd(*j);
+        QVERIFY2(r.finished, qPrintable(r.failure));
+        expectComplete();
+        QCOMPARE(fileDone.size(), files_.size() - 2);
+        for (const QList<QVariant>& done : fileDone)
+            QVERIFY2(!done.first().toString().contains("-download/", Qt::CaseInsensitive), qPrintable(done.first().toString()));
+        const QString notices = r.notices.join("\n");
+        QVERIFY2(notices.contains("Skipping 2 files of " + kRepo) && notices.contains(".tandem-download/verified.json") &&
+                     notices.contains(".Tandem-Download/notes.txt") && notices.contains("the other files are downloaded"),
+                 qPrintable(notices));
+        QVERIFY(server_->requestsFor("-download/").isEmpty() && server_->requestsFor("-Download/").isEmpty());
+        QCOMPARE(tandem::hub::remainingDownloadBytes(files_, out()), 0);
+    }
+
     void givingUpKeepsThePartialFileForANewJob() {
-        server_->injectFaults(kRepo, kShard, {HubFault::DropMidFile}, true);
+        // Half the file, then the Hub answers 500 for good.
+        server_->injectFaults(kRepo, kShard, {HubFault::DropMidFile, HubFault::ServerError}, true);
         HubSettings s = settings();
         s.maxRetries = 1;
         {
             auto first = job(s);
             const JobOutcome r = waitForEnd(*first);
             QVERIFY(!r.finished);
-            QVERIFY2(r.failure.contains(kShard + ": gave up after 2 attempts") && r.failure.contains("run the download again"),
+            QVERIFY2(r.failure.contains(kShard + ": gave up after 2 attempts (HTTP 500)") &&
+                         r.failure.contains("run the download again"),
                      qPrintable(r.failure));
         }
         QVERIFY(!QFile::exists(out() + "/" + kShard));
@@ -340,7 +418,7 @@ private slots:
     }
 
     void notEnoughDiskSpaceRefusesToStart() {
-        files_.append(RepoFile{"huge.safetensors", qint64(1) << 60, QString(64, 'a'), {}});
+        files_.append(RepoFile{"huge.safetensors", qint64(1) << 49, QString(64, 'a'), {}});  // 563 TB
         const JobOutcome r = waitForEnd(*job());
         QVERIFY(!r.finished);
         QVERIFY2(r.failure.contains("Not enough disk space"), qPrintable(r.failure));

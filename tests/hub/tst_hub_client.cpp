@@ -1,7 +1,11 @@
 // The Hub client's listing, its messages for 401/403/404, settings from the environment, --include
 // patterns and the disk space check.
+#include <QJsonObject>
+#include <QJsonValue>
 #include <QTcpServer>
 #include <QTemporaryDir>
+
+#include <limits>
 
 #include "hub_test_helpers.h"
 
@@ -147,6 +151,117 @@ private slots:
         badOid.addListedOnly(kRepo, "config.json", 10, "main", {}, "../../x");
         m = listingFailure(fastSettings(badOid), kRepo);
         QVERIFY2(m.contains("malformed check value") && m.contains("config.json"), qPrintable(m));
+    }
+
+    void listedSizesMustBeByteCounts_data() {
+        QTest::addColumn<QJsonValue>("size");
+        QTest::addColumn<QJsonValue>("lfsSize");  // undefined: a small file, listed without lfs
+        QTest::addColumn<QString>("words");
+        const QJsonValue small = QJsonValue::Undefined;
+        QTest::newRow("1e30") << QJsonValue(1e30) << small << "size 1e+30";
+        QTest::newRow("negative") << QJsonValue(-5) << small << "size -5";
+        QTest::newRow("fraction") << QJsonValue(10.5) << small << "size 10.5";
+        QTest::newRow("past the bound") << QJsonValue(double(qint64(1) << 51)) << small << "size 2251799813685248";
+        QTest::newRow("a string") << QJsonValue("10") << small << "size \"10\"";
+        QTest::newRow("missing") << QJsonValue(QJsonValue::Undefined) << small << "size missing";
+        QTest::newRow("lfs.size 1e30") << QJsonValue(134) << QJsonValue(1e30) << "lfs.size 1e+30";
+        QTest::newRow("lfs.size negative") << QJsonValue(134) << QJsonValue(-1) << "lfs.size -1";
+        QTest::newRow("lfs.size null") << QJsonValue(134) << QJsonValue(QJsonValue::Null) << "lfs.size null";
+    }
+    void listedSizesMustBeByteCounts() {
+        QFETCH(QJsonValue, size);
+        QFETCH(QJsonValue, lfsSize);
+        QFETCH(QString, words);
+        FakeHubServer server;
+        server.addFile(kRepo, "config.json", "{}", false);
+        QJsonObject entry{{"type", "file"}, {"path", "model.safetensors"}, {"oid", QString(40, 'b')}};
+        if (!size.isUndefined()) entry.insert("size", size);
+        if (!lfsSize.isUndefined())
+            entry.insert("lfs", QJsonObject{{"oid", QString(64, 'a')}, {"size", lfsSize}, {"pointerSize", 134}});
+        server.addListedEntry(kRepo, entry);
+        const QString m = listingFailure(fastSettings(server), kRepo);
+        QVERIFY2(m.contains("'model.safetensors' with " + words + ", which is no number of bytes") &&
+                     m.contains("1.13 PB") && m.contains("nothing was downloaded"),
+                 qPrintable(m));
+    }
+
+    void aListingPastAPetabyteIsRefused() {
+        // Each size is a byte count, but together they are more than any repository holds (and would
+        // overflow a sum soon after).
+        FakeHubServer server;
+        for (const QString name : {"a.safetensors", "b.safetensors"})
+            server.addListedEntry(kRepo, QJsonObject{{"type", "file"}, {"path", name}, {"size", double(qint64(1) << 50)},
+                                                     {"oid", QString(40, 'b')}});
+        const QString m = listingFailure(fastSettings(server), kRepo);
+        QVERIFY2(m.contains("more than 1.13 PB of files for " + kRepo), qPrintable(m));
+        // One file of exactly the bound is fine.
+        FakeHubServer one;
+        one.addListedEntry(kRepo, QJsonObject{{"type", "file"}, {"path", "a.bin"}, {"size", double(qint64(1) << 50)},
+                                              {"oid", QString(40, 'b')}});
+        const QList<RepoFile> files = listRepo(fastSettings(one));
+        QCOMPARE(files.size(), 1);
+        QCOMPARE(files.first().size, qint64(1) << 50);
+    }
+
+    void aDownloadRefusesSizesThatAreNoByteCounts() {
+        // A file list that did not come from the listing (the wizard's saved state) is checked as well.
+        QTemporaryDir out;
+        for (const qint64 size : {qint64(-5), (qint64(1) << 50) + 1, std::numeric_limits<qint64>::min()}) {
+            FakeHubServer server;
+            tandem::hub::DownloadJob job(fastSettings(server), kRepo, "main",
+                                         {RepoFile{"config.json", size, {}, QString(40, 'b')}}, out.path());
+            const JobOutcome r = waitForEnd(job);
+            QVERIFY(!r.finished);
+            QVERIFY2(r.failure.contains("the size of 'config.json' is " + QString::number(size) + " bytes") &&
+                         r.failure.contains("nothing was downloaded"),
+                     qPrintable(r.failure));
+            QVERIFY(server.requests().isEmpty());
+        }
+        // Sizes each fine, too many bytes together.
+        FakeHubServer server;
+        const qint64 half = qint64(1) << 49;
+        tandem::hub::DownloadJob job(fastSettings(server), kRepo, "main",
+                                     {RepoFile{"a.bin", half, {}, {}}, RepoFile{"b.bin", half, {}, {}},
+                                      RepoFile{"c.bin", 1, {}, {}}},
+                                     out.path());
+        const JobOutcome r = waitForEnd(job);
+        QVERIFY2(r.failure.contains("add up to more than 1.13 PB"), qPrintable(r.failure));
+        QVERIFY(server.requests().isEmpty());
+        QVERIFY(QDir(out.path()).isEmpty(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot));
+    }
+
+    void pathsOutsideTheFolderAreRefused_data() {
+        QTest::addColumn<QString>("path");
+        QTest::newRow("parent") << "../outside.bin";
+        QTest::newRow("parent inside") << "sub/../../outside.bin";
+        QTest::newRow("parent last") << "sub/..";
+        QTest::newRow("absolute") << "/etc/passwd";
+        QTest::newRow("empty") << "";
+        QTest::newRow("empty part") << "sub//config.json";
+        QTest::newRow("trailing slash") << "sub/";
+        QTest::newRow("dot") << "./config.json";
+        QTest::newRow("dot inside") << "sub/./config.json";
+        QTest::newRow("backslash") << "sub\\..\\..\\outside.bin";
+        QTest::newRow("nul") << QString("config.json") + QChar(0) + ".txt";
+    }
+    void pathsOutsideTheFolderAreRefused() {
+        QFETCH(QString, path);
+        // By the listing...
+        FakeHubServer server;
+        server.addFile(kRepo, "config.json", "{}", false);
+        server.addListedEntry(kRepo, QJsonObject{{"type", "file"}, {"path", path}, {"size", 10}, {"oid", QString(40, 'b')}});
+        const QString m = listingFailure(fastSettings(server), kRepo);
+        QVERIFY2(m.contains("would land outside the download folder") && m.contains("'" + path + "'"), qPrintable(m));
+        // ... and by a download given such a list from elsewhere.
+        QTemporaryDir out;
+        tandem::hub::DownloadJob job(fastSettings(server), kRepo, "main", {RepoFile{path, 10, {}, QString(40, 'b')}},
+                                     out.path());
+        const JobOutcome r = waitForEnd(job);
+        QVERIFY(!r.finished);
+        QVERIFY2(r.failure.contains("is not a safe file name") && r.failure.contains("nothing was downloaded"),
+                 qPrintable(r.failure));
+        QVERIFY(server.requestsFor("/resolve/").isEmpty());
+        QVERIFY(QDir(out.path()).isEmpty(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot));
     }
 
     void aDownloadRefusesMalformedCheckValues() {

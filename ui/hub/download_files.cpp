@@ -10,6 +10,8 @@
 
 #include <vector>
 
+#include "ui/hub/hub_http.h"
+
 namespace tandem::hub::detail {
 
 namespace {
@@ -30,7 +32,11 @@ QJsonObject readRecord(const QString& outDir) {
 
 }  // namespace
 
-QString stagingDir(const QString& outDir) { return outDir + "/.tandem-download"; }
+QString stagingDir(const QString& outDir) { return outDir + "/" + kStagingFolder; }
+
+bool isReservedPath(const QString& path) {
+    return path.section('/', 0, 0).compare(QLatin1String(kStagingFolder), Qt::CaseInsensitive) == 0;
+}
 
 QString partialPath(const QString& outDir, const RepoFile& file) {
     return stagingDir(outDir) + "/" + file.path + "." + checkValue(file) + ".part";
@@ -55,6 +61,9 @@ QString unsafeFileProblem(const QString& outDir, const RepoFile& file) {
     static const QRegularExpression gitOid(QStringLiteral("^[0-9a-f]{40}$"));
     if (!isSafeRelativePath(file.path))
         return QStringLiteral("'%1' is not a safe file name inside the download folder").arg(file.path);
+    if (file.size < 0 || file.size > kMaxListedBytes)
+        return QStringLiteral("the size of '%1' is %2 bytes, which no file has (0 to %3)")
+            .arg(file.path, QString::number(file.size), humanBytes(kMaxListedBytes));
     if (!file.sha256.isEmpty() && !sha256.match(file.sha256).hasMatch())
         return QStringLiteral("the sha256 of '%1' is not 64 hex digits ('%2')").arg(file.path, file.sha256);
     if (!file.gitOid.isEmpty() && !gitOid.match(file.gitOid).hasMatch())

@@ -10,8 +10,17 @@
 
 namespace tandem::hub::detail {
 
+// The most bytes a listing may give one file, or a download all of its files together: 2^50 (1.13 PB),
+// far above any model and far below where a sum of sizes could overflow.
+constexpr qint64 kMaxListedBytes = qint64(1) << 50;
+
+// The folder inside OUTDIR where a download keeps its own state.
+inline constexpr char kStagingFolder[] = ".tandem-download";
 // OUTDIR/.tandem-download: partial files and the record of verified files, removed once all are in place.
 QString stagingDir(const QString& outDir);
+// Whether a repository's PATH falls inside the staging folder (or is its name), where it would collide
+// with the download's own files. Case-insensitive, as some file systems are.
+bool isReservedPath(const QString& path);
 // OUTDIR/.tandem-download/PATH.ID.part, where ID is what the file is checked against (its sha256, git
 // blob id, or size): a partial of another revision of the file has another name and is never resumed.
 QString partialPath(const QString& outDir, const RepoFile& file);
@@ -19,9 +28,10 @@ QString partialPath(const QString& outDir, const RepoFile& file);
 // entries in the record), then the staging folder itself if nothing else is in it: another download
 // into the same folder may keep its partial files there.
 void clearStaging(const QString& outDir, const QList<RepoFile>& files);
-// Why FILE cannot be downloaded safely into OUTDIR: a path outside it, a check value that is not the
-// hex digest it should be (it is part of the partial file's name), or a partial file that would land
-// outside the staging folder; empty when it can.
+// Why FILE cannot be downloaded safely into OUTDIR: a path outside it, a size that is no byte count
+// (negative, or past kMaxListedBytes), a check value that is not the hex digest it should be (it is
+// part of the partial file's name), or a partial file that would land outside the staging folder;
+// empty when it can. A reserved path (isReservedPath) is the caller's to skip.
 QString unsafeFileProblem(const QString& outDir, const RepoFile& file);
 // A path from the Hub that stays inside the output folder: relative, no "..", no empty or "." parts.
 bool isSafeRelativePath(const QString& path);

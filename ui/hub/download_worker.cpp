@@ -24,7 +24,6 @@ DownloadWorker::DownloadWorker(HubSettings settings, QString repo, QString revis
     : settings_(resolvedSettings(std::move(settings))), repo_(std::move(repo)), revision_(std::move(revision)),
       files_(std::move(files)), outDir_(std::move(outDir)), reportTimer_(this) {
     if (revision_.isEmpty()) revision_ = QStringLiteral("main");
-    for (const RepoFile& f : files_) totalBytes_ += f.size;
     reportTimer_.setInterval(kReportMs);
     connect(&reportTimer_, &QTimer::timeout, this, &DownloadWorker::report);
 }
@@ -46,6 +45,31 @@ void DownloadWorker::start() {
             phase_ = Phase::Failed;
             emit failed(QStringLiteral("Cannot download %1: %2; nothing was downloaded. List the repository again, "
                                        "from huggingface.co or a mirror you trust.").arg(repo_, problem));
+            return;
+        }
+    }
+    // A repository's file inside our staging folder would be taken for (and removed with) the download's
+    // own state; no model needs one, so it is left out, with a word to the user.
+    QStringList reserved;
+    files_.removeIf([&](const RepoFile& f) {
+        const bool ours = detail::isReservedPath(f.path);
+        if (ours) reserved << f.path;
+        return ours;
+    });
+    if (!reserved.isEmpty())
+        emit notice(QStringLiteral("Skipping %1 of %2 (%3): Tandem keeps its own download state in %4/, so a "
+                                   "repository's files cannot be saved there. Models do not need them; the other files "
+                                   "are downloaded.")
+                        .arg(reserved.size() == 1 ? QStringLiteral("1 file") : QStringLiteral("%1 files").arg(reserved.size()),
+                             repo_, reserved.join(", "), QLatin1String(detail::kStagingFolder)));
+    for (const RepoFile& f : files_) {
+        totalBytes_ += f.size;  // each at most kMaxListedBytes, so the sum cannot overflow before the check
+        if (totalBytes_ > detail::kMaxListedBytes) {
+            phase_ = Phase::Failed;
+            emit failed(QStringLiteral("Cannot download %1: its files add up to more than %2, more than any repository "
+                                       "holds; nothing was downloaded. List the repository again, from "
+                                       "huggingface.co or a mirror you trust.")
+                            .arg(repo_, detail::humanBytes(detail::kMaxListedBytes)));
             return;
         }
     }

@@ -134,6 +134,7 @@ void FileTransfer::start() {
     if (state_ != State::Ready && state_ != State::Paused && state_ != State::Failed) return;
     if (state_ == State::Failed) {  // the user asked again: a fresh set of attempts
         attempts_ = 0;
+        shortEnd_ = -1;
         mismatchRetried_ = false;
     }
     state_ = State::Running;
@@ -202,6 +203,7 @@ void FileTransfer::request(const QUrl& url) {
     url_ = url;
     reading_ = Reading::Nothing;
     abort_ = Abort::None;
+    answerBytes_ = 0;
     QNetworkRequest req = makeRequest(url, sendToken_ ? target_.settings.token : QString());
     if (onDisk_ > 0) req.setRawHeader("Range", "bytes=" + QByteArray::number(onDisk_) + "-");
     QNetworkReply* reply = network_->get(req);
@@ -257,6 +259,7 @@ void FileTransfer::dataArrived(QNetworkReply* reply) {
         return;
     }
     QByteArray data = reply->readAll();
+    answerBytes_ += data.size();
     // Bytes past the listed size are dropped: the check over the listed size decides whether the file
     // is right.
     if (onDisk_ + data.size() > file_.size) data.truncate(file_.size - onDisk_);
@@ -282,6 +285,12 @@ void FileTransfer::replyFinished(QNetworkReply* reply) {
     const Abort abort = abort_;
     abort_ = Abort::None;
 
+    if (reading_ == Reading::Body && onDisk_ == file_.size) {
+        // Every listed byte is here. Whatever the server promised past them (a larger Content-Length,
+        // then a closed or silent connection) would only be dropped; the content check decides.
+        bodyComplete();
+        return;
+    }
     if (abort == Abort::Stall) {
         retryLater(QStringLiteral("no data for %1").arg(seconds(target_.settings.stallTimeoutMs)));
         return;
@@ -308,24 +317,54 @@ void FileTransfer::replyFinished(QNetworkReply* reply) {
         retryLater(QStringLiteral("the server could not resume it"));
         return;
     }
-    if (reply->error() != QNetworkReply::NoError || (status != 200 && status != 206)) {
+    const bool answered = status == 200 || status == 206;
+    const bool closed = reply->error() == QNetworkReply::NoError || reply->error() == QNetworkReply::RemoteHostClosedError;
+    if (!answered || !closed) {
         // An error after a 200 or 206 is the connection failing mid-body, not the server refusing.
-        const int refusal = status == 200 || status == 206 ? 0 : status;
+        const int refusal = answered ? 0 : status;
         if (refusal != 0 && !worthRetrying(reply->error(), refusal)) {
             fail(failureMessage(reply, target_.repo, target_.revision, file_.path, !target_.settings.token.isEmpty()));
             return;
         }
-        if (refusal == 0 && onDisk_ > 0 && reply->error() == QNetworkReply::RemoteHostClosedError)
-            retryLater(QStringLiteral("the connection ended %1 into the file").arg(humanBytes(onDisk_)));
-        else
-            retryLater(refusal ? QStringLiteral("HTTP %1").arg(refusal) : reply->errorString());
+        retryLater(refusal ? QStringLiteral("HTTP %1").arg(refusal) : reply->errorString());
         return;
     }
     if (onDisk_ < file_.size) {
-        retryLater(QStringLiteral("the connection ended %1 into the file").arg(humanBytes(onDisk_)));
+        endedShort(reply);
         return;
     }
     bodyComplete();
+}
+
+void FileTransfer::endedShort(const QNetworkReply* reply) {
+    const QVariant promised = reply->header(QNetworkRequest::ContentLengthHeader);
+    // Qt reports a connection closed before the Content-Length as an error, or at times as a normal end.
+    const bool cutOff = promised.isValid() && answerBytes_ < promised.toLongLong();
+    const QString where = QStringLiteral("at byte %1 of %2").arg(onDisk_).arg(file_.size);
+    // A dropped connection ends a transfer anywhere, and the next one goes on from there. Two answers
+    // in a row that end at the same byte, with nothing new between, are the server: its copy is cut
+    // short or its Content-Length is wrong, and asking it again only makes the user wait.
+    if (onDisk_ == shortEnd_ && onDisk_ <= bestOnDisk_) {
+        const QString what =
+            cutOff ? QStringLiteral("sent %1 of %2 bytes of %3 and closed the connection")
+                         .arg(QString::number(answerBytes_), QString::number(promised.toLongLong()), file_.path)
+                   : QStringLiteral("ended its answer for %1 after %2 bytes").arg(file_.path, QString::number(answerBytes_));
+        const QString next = onDisk_ > 0 ? QStringLiteral("The first %1 are kept; run the download again later to resume "
+                                                          "from there, or try another endpoint (HF_ENDPOINT).")
+                                               .arg(humanBytes(onDisk_))
+                                         : QStringLiteral("Run the download again later, or try another endpoint "
+                                                          "(HF_ENDPOINT).");
+        fail(QStringLiteral("The server %1, a second time %2: its copy of the file is cut short or it miscounts, so it "
+                            "was not asked again. %3")
+                 .arg(what, where, next));
+        return;
+    }
+    shortEnd_ = onDisk_;
+    retryLater(cutOff ? QStringLiteral("the connection ended after %1 of %2 bytes, %3")
+                            .arg(answerBytes_)
+                            .arg(promised.toLongLong())
+                            .arg(where)
+                      : QStringLiteral("the server's answer ended after %1 bytes, %2").arg(answerBytes_).arg(where));
 }
 
 void FileTransfer::bodyComplete() {

@@ -65,6 +65,9 @@ private:
     void dataArrived(QNetworkReply* reply);
     void replyFinished(QNetworkReply* reply);
     void bodyComplete();
+    // REPLY, a 200 or 206, ended before the file did: the server closed the connection early, or sent
+    // less than the rest of the file. Retried, unless the last answer ended at this byte too.
+    void endedShort(const QNetworkReply* reply);
     void retryLater(const QString& reason);
     void fail(const QString& message);
     void dropReply();
@@ -80,6 +83,8 @@ private:
     qint64 onDisk_ = 0;       // bytes in the partial file, all of them in check_
     qint64 bestOnDisk_ = 0;   // the most an attempt has reached; an attempt past it resets the count
     int attempts_ = 0;        // failed attempts in a row without progress
+    qint64 shortEnd_ = -1;    // where the last answer that ended short left the file; -1: none did
+    qint64 answerBytes_ = 0;  // body bytes of the current answer, those past the listed size included
     bool mismatchRetried_ = false;
 
     QNetworkReply* reply_ = nullptr;

@@ -14,6 +14,7 @@
 #include <QTimer>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "ui/hub/download_files.h"
@@ -22,6 +23,27 @@
 namespace tandem::hub {
 
 using namespace detail;
+
+namespace {
+
+// A byte count of the listing: a whole number from 0 to kMaxListedBytes. Anything else (negative,
+// fractional, huge, not a number at all) is nullopt, where a cast to qint64 would make nonsense of it.
+std::optional<qint64> listedByteCount(const QJsonValue& value) {
+    if (!value.isDouble()) return std::nullopt;
+    const double bytes = value.toDouble();
+    if (!(bytes >= 0 && bytes <= static_cast<double>(kMaxListedBytes)) || bytes != std::floor(bytes))
+        return std::nullopt;
+    return static_cast<qint64>(bytes);
+}
+
+// VALUE as the listing wrote it, for a message.
+QString jsonText(const QJsonValue& value) {
+    if (value.isUndefined()) return QStringLiteral("missing");
+    const QByteArray text = QJsonDocument(QJsonArray{value}).toJson(QJsonDocument::Compact);
+    return QString::fromUtf8(text.mid(1, text.size() - 2));
+}
+
+}  // namespace
 
 QString normalizedEndpoint(QString text) {
     text = text.trimmed();
@@ -122,6 +144,7 @@ QList<RepoFile> filterFiles(const QList<RepoFile>& files, const QStringList& glo
 qint64 remainingDownloadBytes(const QList<RepoFile>& files, const QString& outDir) {
     qint64 left = 0;
     for (const RepoFile& f : files) {
+        if (isReservedPath(f.path)) continue;  // a download skips it
         if (QFileInfo(outDir + "/" + f.path).size() == f.size && QFileInfo(outDir + "/" + f.path).isFile()) continue;
         left += f.size - std::min(f.size, QFileInfo(partialPath(outDir, f)).size());
     }
@@ -160,6 +183,7 @@ void HubClient::listFiles(const QString& repo, const QString& revision) {
     static const QRegularExpression repoId(QStringLiteral("^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$"));
     repo_ = repo.trimmed();
     files_.clear();
+    listedBytes_ = 0;
     attempt_ = 0;
     ++generation_;  // answers to an earlier listing are ignored from now on
     if (!repoId.match(repo_).hasMatch() || repo_.contains("..")) {
@@ -216,19 +240,29 @@ void HubClient::pageArrived(QNetworkReply* reply) {
         if (entry.value("type").toString() != "file") continue;
         RepoFile file;
         file.path = entry.value("path").toString();
-        file.size = static_cast<qint64>(entry.value("size").toDouble());
         const QJsonObject lfs = entry.value("lfs").toObject();
-        if (!lfs.isEmpty()) {
-            file.sha256 = lfs.value("oid").toString().toLower();
-            file.size = static_cast<qint64>(lfs.value("size").toDouble(static_cast<double>(file.size)));
-        } else {
-            file.gitOid = entry.value("oid").toString().toLower();
-        }
         if (!isSafeRelativePath(file.path)) {
             emit failed(QStringLiteral("The Hub listed a file of %1 with a name that would land outside the download "
                                        "folder ('%2'); nothing was downloaded.").arg(repo_, file.path));
             return;
         }
+        // An LFS file's size is its lfs.size; the entry's own size has to be a byte count all the same.
+        const std::optional<qint64> size = listedByteCount(entry.value("size"));
+        const bool lfsSized = lfs.contains("size");
+        const std::optional<qint64> lfsSize = listedByteCount(lfs.value("size"));
+        if (!size || (lfsSized && !lfsSize)) {
+            const bool entrySize = !size;
+            emit failed(QStringLiteral("The Hub listed %1's file '%2' with %3 %4, which is no number of bytes (a whole "
+                                       "number from 0 to %5); nothing was downloaded. Check the endpoint setting "
+                                       "(HF_ENDPOINT) points at huggingface.co or a mirror you trust.")
+                            .arg(repo_, file.path, entrySize ? QStringLiteral("size") : QStringLiteral("lfs.size"),
+                                 jsonText(entrySize ? entry.value("size") : lfs.value("size")),
+                                 humanBytes(kMaxListedBytes)));
+            return;
+        }
+        file.size = lfsSized ? *lfsSize : *size;
+        if (!lfs.isEmpty()) file.sha256 = lfs.value("oid").toString().toLower();
+        else file.gitOid = entry.value("oid").toString().toLower();
         // The check values name the partial files, so a malformed one could put them anywhere.
         static const QRegularExpression sha256(QStringLiteral("^[0-9a-f]{64}$"));
         static const QRegularExpression gitOid(QStringLiteral("^[0-9a-f]{40}$"));
@@ -238,6 +272,13 @@ void HubClient::pageArrived(QNetworkReply* reply) {
                                        "downloaded. Check the endpoint setting (HF_ENDPOINT) points at "
                                        "huggingface.co or a mirror you trust.")
                             .arg(repo_, file.path, lfs.isEmpty() ? file.gitOid : file.sha256));
+            return;
+        }
+        listedBytes_ += file.size;  // each at most kMaxListedBytes, so the sum stays far from overflowing
+        if (listedBytes_ > kMaxListedBytes) {
+            emit failed(QStringLiteral("The Hub listed more than %1 of files for %2, more than any repository holds; "
+                                       "nothing was downloaded. Check the endpoint setting (HF_ENDPOINT) points at "
+                                       "huggingface.co or a mirror you trust.").arg(humanBytes(kMaxListedBytes), repo_));
             return;
         }
         files_.append(file);

@@ -86,6 +86,7 @@ private:
     QString repo_;
     QString revision_;
     QList<RepoFile> files_;
+    qint64 listedBytes_ = 0;  // the sizes of files_, added up
     int attempt_ = 0;
     int generation_ = 0;
 };
