@@ -53,6 +53,8 @@ Chat::Chat(Chat&&) noexcept = default;
 
 const std::string& Chat::templateWarning() const { return impl_->chatTemplate.warning(); }
 
+void Chat::setCancelFlag(const std::atomic<bool>* cancel) { impl_->chatTemplate.setCancelFlag(cancel); }
+
 std::vector<int> Chat::promptTokens(const std::vector<ChatMessage>& conversation, bool enableThinking) const {
     // Like transformers' apply_chat_template: the template writes BOS and the like itself.
     return impl_->tokenizer.encode(impl_->render(conversation, enableThinking), false);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tandem/error.h"
+#include "text/jinja/template.h"
 #include "text/utf8.h"
 
 namespace tandem::text {
@@ -352,7 +353,13 @@ GgufTokenizerFiles ggufTokenizerFiles(const io::GgufModel& g) {
         {"add_eos_token", addEos},
         {"clean_up_tokenization_spaces", false},
     };
-    if (g.find("tokenizer.chat_template")) config["chat_template"] = keys.string("tokenizer.chat_template", "");
+    if (g.find("tokenizer.chat_template")) {
+        // Parsed now, so a broken template fails the conversion instead of every chat with the store (a
+        // hostile one that parses is stopped by the render's limits).
+        const std::string chatTemplate = keys.string("tokenizer.chat_template", "");
+        const jinja::Template parsed(chatTemplate, g.path().string() + ": metadata 'tokenizer.chat_template'");
+        config["chat_template"] = chatTemplate;
+    }
     return {tokenizer.dump(), config.dump(2)};
 }
 

@@ -179,6 +179,9 @@ private slots:
                  qPrintable(token));
         const QString chatTemplate = errorOf("enable_thinking", "enable\xc3thinking");
         QVERIFY2(chatTemplate.contains("metadata 'tokenizer.chat_template' is not valid UTF-8 text"), qPrintable(chatTemplate));
+        // A template that does not parse fails the conversion, not every chat with the store afterwards.
+        const QString broken = errorOf("{%- endfor %}", "{%- endfxr %}");
+        QVERIFY2(broken.contains("metadata 'tokenizer.chat_template'") && broken.contains("line"), qPrintable(broken));
     }
 
     void refusesUnknownTensorsAndTypes() {

@@ -2,6 +2,8 @@
 // identical to the engine's own chat turn (tandem-cli's), stop strings, stopping, deferral reaching the
 // engine, failures, and the UI thread's event loop turning while the engine is busy.
 #include <functional>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
@@ -196,6 +198,28 @@ private slots:
         const AnswerStats stats = events.finished.first();
         QVERIFY(stats.stoppedByUser);
         QCOMPARE(stats.generatedTokens, 3);
+    }
+
+    void stopEndsAPromptWhoseTemplateNeverFinishes() {
+        // A hostile template: without a cancel the render runs until its step limit (seconds), and the
+        // answer would fail with that instead of stopping when the user asks.
+        QTemporaryDir dir;
+        QVERIFY(test::copyFixture("tiny-qwen3moe", dir.path()));
+        QJsonObject config = QJsonDocument::fromJson(test::readFile(dir.filePath("tokenizer_config.json"))).object();
+        config["chat_template"] = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}";
+        QVERIFY(test::writeFile(dir.filePath("tokenizer_config.json"), QJsonDocument(config).toJson()));
+        EngineHost host;
+        LoadRequest request = fixtureRequest();
+        request.modelDir = dir.path();
+        QVERIFY(load(host.worker(), request));
+        EngineEvents events(host.worker());
+        generate(host.worker(), question(21));
+        QTest::qWait(200);  // the render is under way
+        host.worker()->stop(21);
+        QVERIFY(waitFor([&] { return !events.finished.isEmpty() || !events.failures.isEmpty(); }));
+        QCOMPARE(events.failures, QStringList());
+        QVERIFY(events.finished.first().stoppedByUser);
+        QCOMPARE(events.finished.first().generatedTokens, 0);
     }
 
     void stopBeforeTheAnswerStartsGeneratesNothing() {

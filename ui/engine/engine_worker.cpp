@@ -40,6 +40,7 @@ void EngineWorker::loadModel(const LoadRequest& request) {
             throw Error(QStringLiteral("The model folder %1 does not exist.").arg(QDir::toNativeSeparators(request.modelDir)).toStdString());
         auto runner = factory_(request);
         auto formatter = makeChatFormatter(request.modelDir, QString::fromStdString(runner->info().modelType));
+        formatter->setCancelFlag(&cancelRender_);
         runner->setDeferredExperts(request.deferredExperts);
         const auto& info = runner->info();
         summary_ = ModelSummary{};
@@ -70,7 +71,10 @@ void EngineWorker::unloadModel() {
     emit modelUnloaded();
 }
 
-void EngineWorker::stop(quint64 requestId) { stoppedRequest_ = requestId; }
+void EngineWorker::stop(quint64 requestId) {
+    stoppedRequest_ = requestId;
+    cancelRender_ = true;
+}
 
 bool EngineWorker::isStopped(quint64 requestId) const {
     const quint64 stopped = stoppedRequest_;
@@ -93,6 +97,7 @@ void EngineWorker::applyRequestedDeferral() {
 void EngineWorker::countTokens(quint64 requestId, const QList<PromptMessage>& messages) {
     if (!formatter_ || !runner_) return;
     int tokens = 0;
+    cancelRender_ = false;
     if (!messages.isEmpty()) {
         try {
             tokens = static_cast<int>(formatter_->encodeConversation(messages).size());
@@ -132,6 +137,7 @@ void EngineWorker::generate(const GenerationRequest& request) {
         return;
     }
     TextDelta pending;
+    cancelRender_ = isStopped(id);
     try {
         QElapsedTimer clock;
         clock.start();
@@ -213,6 +219,15 @@ void EngineWorker::generate(const GenerationRequest& request) {
         emit answerFinished(id, result);
     } catch (const std::exception& e) {
         if (!pending.isEmpty()) emit answerTextArrived(id, pending.answer, pending.reasoning);
+        if (isStopped(id)) {
+            // Stopped while the prompt was being made (the render was cancelled): an answer the user
+            // stopped, not a failure.
+            AnswerStats stopped;
+            stopped.contextLength = runner_->info().contextLength;
+            stopped.stoppedByUser = true;
+            emit answerFinished(id, stopped);
+            return;
+        }
         emit answerFailed(id, messageOf(e));
     }
 }

@@ -58,6 +58,9 @@ private:
     std::unique_ptr<ChatFormatter> formatter_;
     ModelSummary summary_;
     std::atomic<quint64> stoppedRequest_{0};
+    // Ends a chat-template render in progress: a hostile template must not keep an answer (or the
+    // shutdown) waiting for its render's limits.
+    std::atomic<bool> cancelRender_{false};
     std::atomic<int> requestedDeferral_{-1};  // -1: nothing new to apply
     qint64 lastLiveReportMs_ = 0;
     int lastLiveReportTokens_ = 0;

@@ -5,6 +5,7 @@
 // tandem-cli does; tests can substitute their own.
 #include <QList>
 #include <QString>
+#include <atomic>
 #include <QStringList>
 #include <functional>
 #include <memory>
@@ -58,6 +59,8 @@ public:
                               const std::function<void(const TextDelta&)>& onText) const = 0;
     // One line for the About box and logs, e.g. which template style is in use.
     virtual QString description() const = 0;
+    // Once *cancel is true, a prompt being made (the model's chat template) ends with an error soon after.
+    virtual void setCancelFlag(const std::atomic<bool>* cancel) = 0;
 };
 
 // Reads the model folder's tokenizer.json and chat template (tokenizer_config.json). Throws

@@ -39,6 +39,7 @@ public:
         return {{QString::fromStdString(reply.answer), QString::fromStdString(reply.reasoning)}, reply.stats,
                 reply.stoppedByStopString};
     }
+    void setCancelFlag(const std::atomic<bool>* cancel) override { chat_.setCancelFlag(cancel); }
     QString description() const override {
         return chat_.templateWarning().empty() ? QStringLiteral("the model's tokenizer and chat template")
                                                : QString::fromStdString(chat_.templateWarning());

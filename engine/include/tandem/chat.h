@@ -10,6 +10,7 @@
 //       std::cout << t;
 //       return true;
 //   });
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -56,6 +57,10 @@ public:
 
     // Set when the folder has no chat template and a standard format of the architecture is used.
     const std::string& templateWarning() const;
+
+    // Once *cancel is true (set from any thread), a template render in progress (a prompt being made)
+    // ends with an Error soon after; a hostile template's render is otherwise bounded by its limits.
+    void setCancelFlag(const std::atomic<bool>* cancel);
 
     // The prompt tokens of a conversation, as reply() would run them.
     std::vector<int> promptTokens(const std::vector<ChatMessage>& conversation, bool enableThinking) const;
