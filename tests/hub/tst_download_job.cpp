@@ -35,6 +35,16 @@ class TestDownloadJob : public QObject {
         return filesUnder(out()).filter(QRegularExpression("^\\.tandem-download/.*\\.part$"));
     }
     // The Range headers of the requests that carried SHARD's bytes (the CDN hop for an LFS file).
+    // The notices less Qt's own: on a loaded machine Qt at times reports a connection the fake server
+    // closes on purpose as "Connection closed" before it hands over the answer (about once in 40 runs
+    // with another run beside it), which costs one retry at once, from the same byte.
+    static QStringList withoutQtResends(const QStringList& notices) {
+        QStringList ours;
+        for (const QString& n : notices)
+            if (!n.contains(": Connection closed; retrying")) ours << n;
+        return ours;
+    }
+
     QList<QByteArray> cdnRanges(const QString& path) const {
         QList<QByteArray> ranges;
         for (const HubRequest& r : server_->requestsFor(path))
@@ -187,9 +197,10 @@ private slots:
                          r.failure.contains("are kept") && r.failure.contains("run the download again"),
                      qPrintable(r.failure));
             // The first ending was worth one resume, and said why; there was no other.
-            QCOMPARE(r.notices.size(), 1);
-            QVERIFY2(r.notices.first().contains(QString("%1: the connection ended after %2 of %3 bytes").arg(kShard).arg(half).arg(size)),
-                     qPrintable(r.notices.first()));
+            const QStringList notices = withoutQtResends(r.notices);
+            QCOMPARE(notices.size(), 1);
+            QVERIFY2(notices.first().contains(QString("%1: the connection ended after %2 of %3 bytes").arg(kShard).arg(half).arg(size)),
+                     qPrintable(notices.first()));
             // Qt may send a request again by itself when the connection closes; ours were two.
             QList<QByteArray> ranges = cdnRanges(kShard);
             ranges.erase(std::unique(ranges.begin(), ranges.end()), ranges.end());
@@ -217,9 +228,13 @@ private slots:
         const JobOutcome r = waitForEnd(*job());
         QVERIFY2(r.finished, qPrintable(r.failure));
         expectComplete();
-        QVERIFY2(r.notices.isEmpty(), qPrintable(r.notices.join("\n")));
-        QCOMPARE(cdnRanges(kShard), QList<QByteArray>{QByteArray()});
-        QCOMPARE(server_->requestsFor("/main/config.json").size(), 1);
+        const QStringList notices = withoutQtResends(r.notices);
+        QVERIFY2(notices.isEmpty(), qPrintable(notices.join("\n")));
+        // Qt may send a request again by itself when the connection closes; ours asked from byte 0 only.
+        QList<QByteArray> ranges = cdnRanges(kShard);
+        ranges.erase(std::unique(ranges.begin(), ranges.end()), ranges.end());
+        QCOMPARE(ranges, QList<QByteArray>{QByteArray()});
+        for (const HubRequest& request : server_->requestsFor("/main/config.json")) QCOMPARE(request.range, QByteArray());
     }
 
     void filesInOurStagingFolderAreSkipped() {
