@@ -6,6 +6,8 @@
 
 #include "tandem/chat.h"
 #include "test_support.h"
+#include "ui/widgets/composer.h"
+#include "ui/widgets/main_window.h"
 
 namespace tandem::test {
 namespace {
@@ -123,6 +125,27 @@ bool waitForModel(ui::TandemApp& app) {
 
 bool waitForIdle(ui::TandemApp& app) {
     return QTest::qWaitFor([&] { return !app.chat()->isGenerating(); }, 60000);
+}
+
+void limitAnswers(ui::TandemApp& app, int tokens) {
+    ui::SamplingDefaults s = app.settings()->sampling();
+    s.maxNewTokens = tokens;
+    app.settings()->setSampling(s);
+}
+
+std::unique_ptr<ui::TandemApp> startApp(const QTemporaryDir& dir, ui::ModelRunnerFactory factory) {
+    auto app = std::make_unique<ui::TandemApp>(appOptions(dir, std::move(factory)));
+    limitAnswers(*app);
+    app->start();
+    app->window()->show();
+    return app;
+}
+
+void typeAndSend(ui::TandemApp& app, const QString& text) {
+    ui::Composer* composer = app.window()->composer();
+    composer->focusInput();
+    QTest::keyClicks(composer->editor(), text);
+    QTest::keyClick(composer->editor(), Qt::Key_Return);
 }
 
 }  // namespace tandem::test

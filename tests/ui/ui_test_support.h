@@ -64,4 +64,11 @@ bool waitForModel(ui::TandemApp& app);
 // Waits until no answer is being generated.
 bool waitForIdle(ui::TandemApp& app);
 
+// Short answers keep the suites fast; the tiny model may also end earlier at its end-of-turn token.
+void limitAnswers(ui::TandemApp& app, int tokens = 16);
+// The app on appOptions(dir, factory), answers limited, started and its window shown.
+std::unique_ptr<ui::TandemApp> startApp(const QTemporaryDir& dir, ui::ModelRunnerFactory factory = {});
+// Types into the composer and presses Enter, as a user does.
+void typeAndSend(ui::TandemApp& app, const QString& text);
+
 }  // namespace tandem::test
