@@ -40,7 +40,7 @@ std::pair<std::size_t, std::size_t> range(const Value& start, const Value& end, 
 bool matchesAffix(const u32string& text, const Arguments& a, bool suffix, const char* method) {
     const auto args = bindArguments(a, std::string("str.") + method, {{"prefix", std::nullopt}, {"start", Value::none()}, {"end", Value::none()}});
     const auto [lo, hi] = range(args[1], args[2], text.size());
-    auto test = [&](const Value& v) {
+    auto test = [&, lo = lo, hi = hi](const Value& v) {
         const u32string s = unicode::decode(v.str());
         if (hi < lo || s.size() > hi - lo) return false;
         return suffix ? text.compare(hi - s.size(), s.size(), s) == 0 : text.compare(lo, s.size(), s) == 0;

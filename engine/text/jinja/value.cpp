@@ -83,6 +83,8 @@ const void* Value::identity() const {
 
 void Value::failUndefined() const { throw TemplateError(*undefinedInfo().message); }
 
+std::size_t Dict::size() const { return entries_.size(); }
+
 // Dicts are searched item by item: fine for the handful of keys of a message, but a template can
 // build big ones, so long searches count as steps.
 const Value* Dict::find(const Value& key) const {

@@ -48,7 +48,7 @@ public:
     const Value* find(std::string_view key) const;
     void set(Value key, Value value);
     const std::vector<std::pair<Value, Value>>& entries() const { return entries_; }
-    std::size_t size() const { return entries_.size(); }
+    std::size_t size() const;
 
 private:
     std::vector<std::pair<Value, Value>> entries_;  // insertion order, as Python keeps it
