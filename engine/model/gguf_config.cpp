@@ -41,6 +41,17 @@ public:
         if (v->type != io::GgufValueType::Bool) fail(arch_ + "." + key, "is not a boolean");
         return v->boolean;
     }
+    // A count of layers (block_count, nextn_predict_layers), which the code below loops over looking
+    // for tensors: a damaged file must not make that billions of lookups. Real models have ~100 layers.
+    int layerCount(const std::string& key, std::optional<std::int64_t> fallback = std::nullopt) const {
+        const std::int64_t n = fallback ? integer(key, *fallback) : integer(key);
+        if (n < 0 || n > kMaxLayers)
+            fail(arch_ + "." + key, "is " + std::to_string(n) + ", not a number of layers (0 to " +
+                                        std::to_string(kMaxLayers) + ")");
+        return static_cast<int>(n);
+    }
+    static constexpr std::int64_t kMaxLayers = 4096;
+
     std::string string(const std::string& key, const std::string& fallback) const {
         const auto* v = find(key);
         if (!v) return fallback;
@@ -128,7 +139,7 @@ void addCommon(const io::GgufModel& g, const Metadata& m, ordered_json& c) {
 ordered_json qwen3moe(const io::GgufModel& g, const Metadata& m) {
     ordered_json c = {{"model_type", "qwen3_moe"}};
     addCommon(g, m, c);
-    const int layers = static_cast<int>(m.integer("block_count"));
+    const int layers = m.layerCount("block_count");
     c["num_hidden_layers"] = layers;
     c["num_key_value_heads"] = m.integer("attention.head_count_kv", c["num_attention_heads"].get<std::int64_t>());
     if (const auto* k = m.find("attention.key_length")) c["head_dim"] = k->integer;
@@ -154,7 +165,7 @@ ordered_json mixtral(const io::GgufModel& g, const Metadata& m) {
                                         "'llama' with llama.expert_count)");
     ordered_json c = {{"model_type", "mixtral"}};
     addCommon(g, m, c);
-    c["num_hidden_layers"] = m.integer("block_count");
+    c["num_hidden_layers"] = m.layerCount("block_count");
     c["num_key_value_heads"] = m.integer("attention.head_count_kv", c["num_attention_heads"].get<std::int64_t>());
     const auto hidden = c["hidden_size"].get<std::int64_t>(), heads = c["num_attention_heads"].get<std::int64_t>();
     c["head_dim"] = m.integer("attention.key_length", m.integer("rope.dimension_count", heads > 0 ? hidden / heads : 0));
@@ -167,8 +178,8 @@ ordered_json mixtral(const io::GgufModel& g, const Metadata& m) {
 
 ordered_json deepseek2(const io::GgufModel& g, const Metadata& m) {
     // DeepSeek-V3's router has a score-correction bias (exp_probs_b); V2's has none.
-    const int nextn = static_cast<int>(m.integer("nextn_predict_layers", 0));
-    const int layers = static_cast<int>(m.integer("block_count")) - nextn;
+    const int nextn = m.layerCount("nextn_predict_layers", 0);
+    const int layers = m.layerCount("block_count") - nextn;
     bool v3 = false;
     for (int l = 0; l < layers && !v3; ++l)
         v3 = g.tensor("blk." + std::to_string(l) + ".exp_probs_b.bias") != nullptr;

@@ -159,6 +159,25 @@ private slots:
         }
     }
 
+    // A damaged block_count made the import look for tensors of billions of layers (found by fuzz_gguf).
+    void refusesHugeLayerCounts() {
+        for (const auto& [fixture, arch] : {std::pair{"tiny-qwen3moe", "qwen3moe"}, {"tiny-deepseekv3-fp8", "deepseek2"}}) {
+            QByteArray bytes = ggufFromFixture(fixture, {kF32, true}).bytes();
+            const QByteArray key = QByteArray(arch) + ".block_count";
+            const qsizetype at = bytes.indexOf(key);
+            QVERIFY(at > 0);
+            bytes.replace(at + key.size() + 4, 4, GgufWriter::le(std::uint32_t{0x7fffffff}));  // after the type
+            const QString path = tmp_.filePath("layers.gguf");
+            writeFile(path, bytes);
+            try {
+                model::ggufModelConfig(io::GgufModel(path.toStdString()));
+                QFAIL("a block_count of 2^31-1 was imported");
+            } catch (const Error& e) {
+                QVERIFY2(QString(e.what()).contains("block_count' is 2147483647, not a number of layers"), e.what());
+            }
+        }
+    }
+
     void refusesTextThatIsNotUtf8() {
         // Not "internal error: [json.exception.type_error.316]" when the tokenizer files are written.
         const QByteArray good = ggufFromFixture("tiny-qwen3moe", {kF32, true}).bytes();
