@@ -12,6 +12,8 @@ packages=(
   nlohmann-json3-dev libpcre2-dev libutf8proc-dev libnuma-dev libsqlite3-dev
   # packaging: cpack's .deb (dpkg-shlibdeps from dpkg-dev, file) and the validators its tests run
   dpkg-dev file desktop-file-utils appstream
+  # scripts/fuzz.sh: clang with libFuzzer and the sanitizer runtimes
+  clang libclang-rt-14-dev
 )
 
 missing=()
