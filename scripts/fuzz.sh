@@ -37,5 +37,7 @@ for t in "${targets[@]}"; do
     result="FAILED (exit $status): ${artifact:-no input written}; log $run/log"
   fi
   printf '%-20s %4ss  %10s execs  %-22s %s\n' "$t" "$seconds" "${execs:-?}" "${cov:-cov: ?}" "$result"
+  # The stack and the input's bytes, so that a CI log alone shows what was found.
+  ((status == 0)) || { tail -n 60 "$run/log"; [[ -n ${artifact:-} ]] && od -A d -c "$artifact" | head -n 20; }
 done
 exit "$failed"
