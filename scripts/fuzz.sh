@@ -38,6 +38,9 @@ for t in "${targets[@]}"; do
   fi
   printf '%-20s %4ss  %10s execs  %-22s %s\n' "$t" "$seconds" "${execs:-?}" "${cov:-cov: ?}" "$result"
   # The stack and the input's bytes, so that a CI log alone shows what was found.
-  ((status == 0)) || { tail -n 60 "$run/log"; [[ -n ${artifact:-} ]] && od -A d -c "$artifact" | head -n 20; }
+  if ((status != 0)); then
+    tail -n 60 "$run/log"
+    if [[ -n ${artifact:-} && -f $artifact ]]; then od -A d -c "$artifact" | head -n 20 || true; fi
+  fi
 done
 exit "$failed"
