@@ -36,8 +36,9 @@ BpeModel::BpeModel(const Json& config, const std::string& where) {
     int largest = -1;
     vocab_.reserve(vocab.size());
     for (const auto& [token, id] : vocab.items()) {
-        if (!id.is_number_integer() || id.get<long long>() < 0 || id.get<long long>() > 0x7FFFFFFF)
-            throwMalformed(where + ".vocab", "the id of '" + token + "' is not a non-negative whole number");
+        if (!id.is_number_integer() || id.get<long long>() < 0 || id.get<long long>() > kMaxTokenId)
+            throwMalformed(where + ".vocab", "the id of '" + token + "' is not a whole number from 0 to " +
+                                                 std::to_string(kMaxTokenId));
         vocab_.emplace(token, id.get<int>());
         largest = std::max(largest, id.get<int>());
     }

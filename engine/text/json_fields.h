@@ -22,6 +22,10 @@ long long integerField(const Json& object, std::string_view name, const std::str
 // The "type" of a component; `where` names the component.
 std::string componentType(const Json& component, const std::string& where);
 
+// The largest token id a tokenizer.json may use: 16 M, 64 times the largest vocabulary released (~256 K).
+// A larger id is damage, and would make the id table gigabytes (or overflow `int` at 2^31 - 1).
+inline constexpr long long kMaxTokenId = (1LL << 24) - 1;
+
 [[noreturn]] void throwMalformed(const std::string& where, const std::string& problem);
 
 }  // namespace tandem::text

@@ -29,7 +29,8 @@ std::vector<AddedToken> readAddedTokens(const Json& list, const std::string& whe
         const std::string at = where + "[" + std::to_string(i) + "]";
         AddedToken token;
         const long long id = integerField(list[i], "id", at);
-        if (id < 0 || id > 0x7FFFFFFF) throwMalformed(at + ".id", "must be a non-negative id");
+        if (id < 0 || id > kMaxTokenId)
+            throwMalformed(at + ".id", "must be a token id from 0 to " + std::to_string(kMaxTokenId));
         token.id = static_cast<int>(id);
         token.content = stringField(list[i], "content", at);
         token.special = boolField(list[i], "special", at, false);

@@ -83,6 +83,9 @@ def tokenizer_json():
     bad = dict(small, added_tokens=[{"id": 2147483647, "content": "<x>", "special": True},
                                     {"id": -1, "content": "", "special": True}])
     out("fuzz_tokenizer_json", "hostile_added_ids.json", json.dumps(bad))
+    # the largest int id alone (with -1 beside it, the -1 was refused first): overflowed the vocabulary size
+    bad = dict(small, added_tokens=[{"id": 2147483647, "content": "<x>", "special": True}])
+    out("fuzz_tokenizer_json", "hostile_added_id_max.json", json.dumps(bad))
     regex = json.loads(json.dumps(small))
     regex["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(a*)*b|\\p{Zzzz}|(?<=x)y|[\\x{110000}]"
     out("fuzz_tokenizer_json", "hostile_regex.json", json.dumps(regex))

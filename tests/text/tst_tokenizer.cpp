@@ -346,6 +346,22 @@ private slots:
         expectError([&] { tokenizerFrom(badFlag); }, {"added_tokens[3].lstrip", "true or false"});
     }
 
+    void hugeTokenIdsAreRejected() {
+        // 2^31 - 1 once overflowed the vocabulary size (found by fuzz_tokenizer_json); 2^24 would make the
+        // id table of a 1,000-token file 16 M entries long.
+        for (const long long id : {2147483647LL, 16777216LL}) {
+            Json added = fixtureTokenizerJson("tiny-qwen3moe");
+            added["added_tokens"].push_back({{"id", id}, {"content", "<x>"}, {"special", true}});
+            expectError([&] { tokenizerFrom(added); }, {"added_tokens[", ".id", "from 0 to 16777215"});
+            Json vocab = fixtureTokenizerJson("tiny-qwen3moe");
+            vocab["model"]["vocab"]["<x>"] = id;
+            expectError([&] { tokenizerFrom(vocab); }, {"model.vocab", "'<x>'", "from 0 to 16777215"});
+        }
+        Json largest = fixtureTokenizerJson("tiny-qwen3moe");
+        largest["added_tokens"].push_back({{"id", 300000}, {"content", "<x>"}, {"special", true}});
+        QCOMPARE(tokenizerFrom(largest).vocabSize(), 300001);
+    }
+
     void unsupportedModelTypeIsRejected() {
         Json config = fixtureTokenizerJson("tiny-qwen3moe");
         config["model"]["type"] = "Unigram";
