@@ -54,6 +54,10 @@ variant_env() { [[ $1 == default ]] || echo "${1//,/ }" | tr ' ' '\n' | grep -v 
 variant_cli() { local c; c=$(echo "${1//,/ }" | tr ' ' '\n' | sed -n 's/^cli=//p'); echo "${c:-$cli}"; }
 
 if [[ ${CHECKS:-1} == 1 ]]; then
+  # The FP8 weight kernels against float64 (scripts/check_fp8.cu).
+  nvcc -std=c++20 -arch=sm_90 -O3 -Iengine -Iengine/include scripts/check_fp8.cu -lcublas -o "$build/check-fp8" \
+    >"$out/check-fp8-build.log" 2>&1 && "$build/check-fp8" | tee "$out/check-fp8.txt" | tail -3 ||
+    { echo "check_fp8 FAILED"; tail -20 "$out/check-fp8-build.log" "$out/check-fp8.txt"; }
   python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device cpu --device gpu 2>&1 | tee "$out/golden.txt"
 fi
 

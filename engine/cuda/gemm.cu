@@ -1,5 +1,7 @@
 #include "cuda/gemm.h"
 
+#include <algorithm>
+#include <string>
 #include <type_traits>
 
 #include "cuda/cuda_check.h"
@@ -16,6 +18,22 @@ void gemmBf16(cublasHandle_t h, const bf16* w, int n, int k, const bf16* x, int 
                                      ldx, &beta, y, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
+void gemmFp8(cublasHandle_t h, cudaStream_t s, const std::uint8_t* w, const float* scales, int scaleCols, int blockCols,
+             int n, int k, const bf16* x, int ldx, int tokens, bool split, float* y, int ldy, bool accumulate,
+             const Fp8Scratch& scratch) {
+    const int halves = split ? 2 : 1;  // weight rows widened to hi (and lo); inputs hi (and lo)
+    const std::size_t perRow = sizeof(bf16) * static_cast<std::size_t>(halves) * static_cast<std::size_t>(k);
+    const int chunk = static_cast<int>(std::min<std::size_t>(scratch.rowsBytes / perRow, scratch.maxChunkRows));
+    if (chunk < 1) throw GpuError("the FP8 scratch buffer cannot hold one row of " + std::to_string(k) + " columns");
+    for (int r0 = 0; r0 < n; r0 += chunk) {
+        const int rows = std::min(chunk, n - r0);
+        launchDequantFp8(w + static_cast<long>(r0) * k, scales + static_cast<long>(r0) * scaleCols, scaleCols, blockCols,
+                         rows, k, scratch.rows, split ? scratch.rows + static_cast<long>(rows) * k : nullptr, s);
+        gemmBf16(h, scratch.rows, halves * rows, k, x, ldx, halves * tokens, scratch.products, halves * rows);
+        launchSumQuadrants(scratch.products, halves * rows, tokens, rows, halves, halves, y + r0, ldy, accumulate, s);
+    }
+}
+
 void gemmF32(cublasHandle_t h, const float* w, int n, int k, const float* x, int ldx, int tokens, float* y, int ldy) {
     const float alpha = 1.0f, beta = 0.0f;
     TANDEM_CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, tokens, k, &alpha, w, CUDA_R_32F, k, x, CUDA_R_32F,
@@ -24,8 +42,9 @@ void gemmF32(cublasHandle_t h, const float* w, int n, int k, const float* x, int
 
 template <class Out>
 void gemmBatchedBf16(cublasHandle_t h, bool transposed, const bf16* w, int ldw, long wStride, int n, int k,
-                     const bf16* x, int ldx, long xStride, int tokens, Out* y, int ldy, long yStride, int batch) {
-    const float alpha = 1.0f, beta = 0.0f;
+                     const bf16* x, int ldx, long xStride, int tokens, Out* y, int ldy, long yStride, int batch,
+                     float beta) {
+    const float alpha = 1.0f;
     constexpr cudaDataType outType = std::is_same_v<Out, float> ? CUDA_R_32F : CUDA_R_16BF;
     // Row-major W [n, k] is column-major [k, n]: op T gives n x k. Row-major [k, n] is column-major
     // [n, k]: op N.
@@ -36,8 +55,8 @@ void gemmBatchedBf16(cublasHandle_t h, bool transposed, const bf16* w, int ldw, 
 }
 
 template void gemmBatchedBf16<float>(cublasHandle_t, bool, const bf16*, int, long, int, int, const bf16*, int, long, int,
-                                     float*, int, long, int);
+                                     float*, int, long, int, float);
 template void gemmBatchedBf16<bf16>(cublasHandle_t, bool, const bf16*, int, long, int, int, const bf16*, int, long, int,
-                                    bf16*, int, long, int);
+                                    bf16*, int, long, int, float);
 
 }  // namespace tandem::cuda

@@ -11,14 +11,30 @@ namespace tandem::cuda {
 void gemmBf16(cublasHandle_t h, const bf16* w, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy,
               float beta = 0.0f);
 
+// The same for FP8 weights W [n, k] (e4m3, scales [n, scaleCols] per row and block of blockCols
+// columns) and a split input of `tokens` rows (hi rows, then with split the lo rows ldx * tokens
+// further): a chunk of W's rows at a time is widened to bf16 hi (and lo) rows in scratch.rows, multiplied
+// by cuBLAS into scratch.products and the products summed into y (fp8.cu). y = W x, or += with accumulate.
+struct Fp8Scratch {
+    bf16* rows = nullptr;
+    std::size_t rowsBytes = 0;
+    float* products = nullptr;  // [2 * tokens, 2 * maxChunkRows]
+    int maxChunkRows = 0;
+};
+void gemmFp8(cublasHandle_t h, cudaStream_t s, const std::uint8_t* w, const float* scales, int scaleCols, int blockCols,
+             int n, int k, const bf16* x, int ldx, int tokens, bool split, float* y, int ldy, bool accumulate,
+             const Fp8Scratch& scratch);
+
 // The same in float32 (the router, whose choice must not depend on bf16 rounding).
 void gemmF32(cublasHandle_t h, const float* w, int n, int k, const float* x, int ldx, int tokens, float* y, int ldy);
 
 // For each of `batch` heads b: y_b[t, :] = W_b x_b[t, :] or W_bᵀ x_b[t, :]. Heads' weights are `wStride`
 // elements apart, their inputs `xStride`, their outputs `yStride`; row strides are ldw, ldx, ldy.
 // W_b is row-major [n, k] (transposed: false) or [k, n] (transposed: true).
+// beta = 1 adds to y.
 template <class Out>
 void gemmBatchedBf16(cublasHandle_t h, bool transposed, const bf16* w, int ldw, long wStride, int n, int k,
-                     const bf16* x, int ldx, long xStride, int tokens, Out* y, int ldy, long yStride, int batch);
+                     const bf16* x, int ldx, long xStride, int tokens, Out* y, int ldy, long yStride, int batch,
+                     float beta = 0.0f);
 
 }  // namespace tandem::cuda

@@ -72,7 +72,7 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
     std::size_t freeBytes = 0, totalBytes = 0;
     TANDEM_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
 
-    const std::uint64_t weightBytes = cuda::gpuWeightBytes(config);
+    const std::uint64_t weightBytes = cuda::gpuWeightBytes(config, weights);
     const std::uint64_t sessionBytes = cuda::GpuRunner::deviceBytes(config, capacity, kPrefillChunk);
     if (weightBytes + sessionBytes + kHeadroomBytes > freeBytes) {
         std::string message = "the model's GPU part needs " + io::formatBytes(weightBytes) + " for weights and " +

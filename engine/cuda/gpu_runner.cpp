@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 
 #include "cuda/gemm.h"
 #include "cuda/host_sync.h"
@@ -15,6 +16,9 @@ namespace tandem::cuda {
 namespace {
 
 constexpr std::size_t kBlasWorkspaceBytes = 32u << 20;
+// FP8 prefill (projectFp8): bytes of widened weight rows per chunk, and at most this many rows a chunk.
+constexpr std::size_t kFp8RowsBytes = 64u << 20;
+constexpr int kFp8MaxChunkRows = 4096;
 constexpr double kCpuTimeoutSeconds = 120.0;  // a GPU wait kernel gives up after this
 
 // Stages of a layer for TANDEM_GPU_PROFILE: a timestamp is taken at the start of each.
@@ -93,12 +97,24 @@ std::size_t prefetchBudget(int device) {
 // to `budget` bytes: the last range may be cut short.
 L2Prefetch attentionWeights(const GpuLayer& layer, std::size_t budget) {
     L2Prefetch p;
-    const auto add = [&](const auto& buffer) {
+    const auto addBuffer = [&](const auto& buffer) {
         const std::size_t bytes = std::min(buffer.size() * sizeof(*buffer.get()), budget) / 16 * 16;
         if (bytes == 0 || p.count == L2Prefetch::kMaxRanges) return;
         p.data[p.count] = buffer.get();
         p.bytes[p.count++] = static_cast<unsigned>(bytes);
         budget -= bytes;
+    };
+    const auto add = [&](const auto& weights) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(weights)>, GpuMatrix>) {
+            if (weights.isFp8()) {
+                addBuffer(weights.scales);
+                addBuffer(weights.fp8);
+            } else {
+                addBuffer(weights.values);
+            }
+        } else {
+            addBuffer(weights);
+        }
     };
     add(layer.router);  // small and read last: first, so the budget never cuts it
     add(layer.qkv);
@@ -106,6 +122,7 @@ L2Prefetch attentionWeights(const GpuLayer& layer, std::size_t budget) {
     add(layer.q);
     add(layer.kva);
     add(layer.kvb);
+    add(layer.kvbLo);
     add(layer.o);
     return p;
 }
@@ -128,7 +145,8 @@ std::uint64_t GpuRunner::deviceBytes(const model::ModelConfig& c, int capacity, 
     const std::uint64_t half = rows * T *
                                (static_cast<std::uint64_t>(c.hiddenSize) + c.qLoraRank +
                                 static_cast<std::uint64_t>(c.numHeads) * c.qkNopeHeadDim + w.qLatent + w.attn + w.inner);
-    return cache + f32 * 4 + half * 2 + kBlasWorkspaceBytes;
+    const std::uint64_t fp8 = c.fp8 ? kFp8RowsBytes + rows * T * 2 * kFp8MaxChunkRows * 4 : 0;
+    return cache + f32 * 4 + half * 2 + fp8 + kBlasWorkspaceBytes;
 }
 
 GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::RoutedExperts> experts,
@@ -171,6 +189,10 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Ro
     gateUp_ = DeviceBuffer<float>(T * static_cast<std::size_t>(w.gateUp));
     act_ = DeviceBuffer<bf16>(T2 * static_cast<std::size_t>(w.inner));
     pairs_ = DeviceBuffer<float>(T2 * static_cast<std::size_t>(pairsWidth(c)));
+    if (weights.hasFp8) {
+        fp8Rows_ = DeviceBuffer<bf16>(kFp8RowsBytes / sizeof(bf16));
+        fp8Products_ = DeviceBuffer<float>(T2 * 2 * kFp8MaxChunkRows);
+    }
     // A decode step's attention: up to three blocks per multiprocessor, the decode kernel's one wave
     // (attention.cu); short contexts use fewer.
     int device = 0, multiprocessors = 0;
@@ -473,7 +495,7 @@ void GpuRunner::enqueueStep(int tokens, int rows) {
     if (!normalizedAhead_)
         launchRmsNorm(lastRows, H, weights_.finalNorm.get(), c.rmsNormEps, rows, H, nullptr, 0, hBf16_.get(), H, split_,
                       stream_);
-    project(weights_.lmHeadData(), c.vocabSize, H, hBf16_.get(), H, rows, logits_.get(), c.vocabSize, false);
+    project(weights_.lmHeadRef(), c.vocabSize, H, hBf16_.get(), H, rows, logits_.get(), c.vocabSize, false);
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(outLogits_.get(), logits_.get(), sizeof(float) * rows * c.vocabSize,
                                       cudaMemcpyDeviceToHost, stream_));
     if (capturingDecode_ && waitMode_ == WaitMode::Spin)
@@ -494,7 +516,7 @@ void GpuRunner::enqueueAttention(int l, int tokens) {
         enqueueGqa(l, tokens);
     // o_proj adds straight into the residual stream.
     const int attnWidth = static_cast<int>(widthsOf(config_).attn);
-    project(w.o.get(), H, attnWidth, attnOut_.get(), attnWidth, tokens, x_.get(), H, true);
+    project(w.o.ref(), H, attnWidth, attnOut_.get(), attnWidth, tokens, x_.get(), H, true);
     stamp(l, kAttnDone);
 }
 
@@ -506,7 +528,7 @@ void GpuRunner::enqueueGqa(int l, int tokens) {
     const int kvDim = c.numKvHeads * hd;
     float* kCache = cacheA_[static_cast<std::size_t>(l)].get();
     float* vCache = cacheB_[static_cast<std::size_t>(l)].get();
-    project(w.qkv.get(), qkvWidth, H, hBf16_.get(), H, tokens, qkv_.get(), qkvWidth, false);
+    project(w.qkv.ref(), qkvWidth, H, hBf16_.get(), H, tokens, qkv_.get(), qkvWidth, false);
     stamp(l, kAttnProjected);
     AttentionArgs a{};
     a.qA = qkv_.get();
@@ -569,15 +591,15 @@ void GpuRunner::enqueueMla(int l, int tokens) {
     int ldkv;
     if (c.qLoraRank > 0) {
         const int combWidth = c.qLoraRank + latent + rd;
-        project(w.qaKva.get(), combWidth, H, hBf16_.get(), H, tokens, comb_.get(), combWidth, false);
+        project(w.qaKva.ref(), combWidth, H, hBf16_.get(), H, tokens, comb_.get(), combWidth, false);
         launchRmsNorm(comb_.get(), combWidth, w.qaNorm.get(), c.rmsNormEps, tokens, c.qLoraRank, nullptr, 0, qa_.get(),
                       c.qLoraRank, split_, stream_);
-        project(w.q.get(), heads * qHead, c.qLoraRank, qa_.get(), c.qLoraRank, tokens, q_.get(), heads * qHead, false);
+        project(w.q.ref(), heads * qHead, c.qLoraRank, qa_.get(), c.qLoraRank, tokens, q_.get(), heads * qHead, false);
         kv = comb_.get() + c.qLoraRank;
         ldkv = combWidth;
     } else {
-        project(w.q.get(), heads * qHead, H, hBf16_.get(), H, tokens, q_.get(), heads * qHead, false);
-        project(w.kva.get(), latent + rd, H, hBf16_.get(), H, tokens, comb_.get(), latent + rd, false);
+        project(w.q.ref(), heads * qHead, H, hBf16_.get(), H, tokens, q_.get(), heads * qHead, false);
+        project(w.kva.ref(), latent + rd, H, hBf16_.get(), H, tokens, comb_.get(), latent + rd, false);
         kv = comb_.get();
         ldkv = latent + rd;
     }
@@ -591,10 +613,14 @@ void GpuRunner::enqueueMla(int l, int tokens) {
     const long kvbHead = static_cast<long>(nope + vDim) * latent;
     const bool decode = tokens == 1 && decodeKernels_;
     if (decode) {
-        launchMlaAbsorb(w.kvb.get(), kvbHead, heads, nope, latent, qNope_.get(), split_, qLatent_.get(), stream_);
+        launchMlaAbsorb(w.kvb.get(), w.kvbLo.get(), kvbHead, heads, nope, latent, qNope_.get(), split_, qLatent_.get(),
+                        stream_);
     } else {
-        gemmBatchedBf16<float>(blas_, true, w.kvb.get(), latent, kvbHead, latent, nope, qNope_.get(), heads * nope, nope,
-                               rows, qLatent_.get(), heads * latent, latent, heads);
+        // FP8's kvbLo adds the second half of the weights' split.
+        for (const bf16* kvb : {w.kvb.get(), w.kvbLo.get()})
+            if (kvb)
+                gemmBatchedBf16<float>(blas_, true, kvb, latent, kvbHead, latent, nope, qNope_.get(), heads * nope, nope,
+                                       rows, qLatent_.get(), heads * latent, latent, heads, kvb == w.kvb.get() ? 0.0f : 1.0f);
         if (split_)
             launchPairSum(qLatent_.get(), heads * latent, tokens, heads * latent, qLatent_.get(), heads * latent, false, stream_);
     }
@@ -634,16 +660,29 @@ void GpuRunner::enqueueMla(int l, int tokens) {
 
     // Expand to values per head: attnOut[h] = W_v[h] ctx[h].
     if (decode) {
-        launchMlaValues(w.kvb.get(), kvbHead, heads, nope, latent, vDim, ctx_.get(), split_, attnOut_.get(), stream_);
+        launchMlaValues(w.kvb.get(), w.kvbLo.get(), kvbHead, heads, nope, latent, vDim, ctx_.get(), split_, attnOut_.get(),
+                        stream_);
         return;
     }
-    gemmBatchedBf16<float>(blas_, false, w.kvb.get() + static_cast<long>(nope) * latent, latent, kvbHead, vDim, latent,
-                           ctx_.get(), heads * latent, latent, rows, pairs_.get(), heads * vDim, vDim, heads);
+    for (const bf16* kvb : {w.kvb.get(), w.kvbLo.get()})
+        if (kvb)
+            gemmBatchedBf16<float>(blas_, false, kvb + static_cast<long>(nope) * latent, latent, kvbHead, vDim, latent,
+                                   ctx_.get(), heads * latent, latent, rows, pairs_.get(), heads * vDim, vDim, heads,
+                                   kvb == w.kvb.get() ? 0.0f : 1.0f);
     launchPairSumToBf16(pairs_.get(), heads * vDim, tokens, heads * vDim, attnOut_.get(), heads * vDim, split_, stream_);
 }
 
-void GpuRunner::project(const bf16* w, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy,
+void GpuRunner::project(const MatrixRef& m, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy,
                         bool accumulate) {
+    if (m.fp8) {
+        if (tokens == 1)
+            launchGemvFp8(m.fp8, m.scales, m.scaleCols, m.blockCols, n, k, x, ldx, split_, y, accumulate, stream_);
+        else
+            gemmFp8(blas_, stream_, m.fp8, m.scales, m.scaleCols, m.blockCols, n, k, x, ldx, tokens, split_, y, ldy, accumulate,
+                    {fp8Rows_.get(), fp8Rows_.size() * sizeof(bf16), fp8Products_.get(), kFp8MaxChunkRows});
+        return;
+    }
+    const bf16* w = m.values;
     if (tokens == 1 && !cublasDecode_) {
         launchGemv(w, n, k, x, ldx, split_, y, accumulate, stream_);
         return;
@@ -658,9 +697,9 @@ void GpuRunner::project(const bf16* w, int n, int k, const bf16* x, int ldx, int
 
 void GpuRunner::enqueueMlp(const GpuMlp& mlp, int tokens) {
     const int H = config_.hiddenSize;
-    project(mlp.gateUp.get(), 2 * mlp.inner, H, hBf16_.get(), H, tokens, gateUp_.get(), 2 * mlp.inner, false);
+    project(mlp.gateUp.ref(), 2 * mlp.inner, H, hBf16_.get(), H, tokens, gateUp_.get(), 2 * mlp.inner, false);
     launchSiluMul(gateUp_.get(), tokens, mlp.inner, act_.get(), split_, stream_);
-    project(mlp.down.get(), H, mlp.inner, act_.get(), mlp.inner, tokens, x_.get(), H, true);
+    project(mlp.down.ref(), H, mlp.inner, act_.get(), mlp.inner, tokens, x_.get(), H, true);
 }
 
 void GpuRunner::enqueueFeedForward(int l, int tokens) {

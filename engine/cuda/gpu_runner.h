@@ -62,7 +62,7 @@ private:
     void enqueueFeedForward(int layer, int tokens);
     void enqueueMlp(const GpuMlp& mlp, int tokens);  // from hBf16, accumulated into x
     // y (=, or += with accumulate) W x for `tokens` rows of a bf16 GEMM input (and its lo rows when split).
-    void project(const bf16* w, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy, bool accumulate);
+    void project(const MatrixRef& w, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy, bool accumulate);
 
     const model::ModelConfig& config_;
     const GpuWeights& weights_;
@@ -108,6 +108,9 @@ private:
     DeviceBuffer<float> x_, hF32_, qkv_, q_, comb_, qLatent_, gateUp_, routerLogits_, logits_, pairs_;
     DeviceBuffer<bf16> hBf16_, qa_, qNope_, ctx_, attnOut_, act_;
     DeviceBuffer<int> routeIds_;
+    // FP8 weights in prefill: a chunk of rows widened to bf16 hi and lo rows, and its GEMM's products.
+    DeviceBuffer<bf16> fp8Rows_;
+    DeviceBuffer<float> fp8Products_;
     int decodeSplits_ = 1;            // attention blocks per query head in a decode step
     DeviceBuffer<float> attnPartials_;
     DeviceBuffer<unsigned> attnPartsDone_;  // decode's attention: parts finished per head (kernels.h)

@@ -1,5 +1,6 @@
 #include "cuda/gpu_weights.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "io/dtype.h"
@@ -9,22 +10,86 @@ namespace tandem::cuda {
 namespace {
 
 using model::WeightMatrix;
+using Parts = std::vector<const WeightMatrix*>;
 
-std::uint64_t rowsTimesCols(std::initializer_list<std::pair<std::int64_t, std::int64_t>> shapes) {
-    std::uint64_t n = 0;
-    for (const auto& [r, c] : shapes) n += static_cast<std::uint64_t>(r) * static_cast<std::uint64_t>(c);
-    return n;
+// Whether `parts` can stay FP8 on the GPU: all FP8 with the same column blocks, which the kernels
+// read 16 weights at a time (gemv.cu).
+bool keepsFp8(const Parts& parts) {
+    for (const auto* p : parts)
+        if (p->dtype != io::DType::F8_E4M3 || p->blockCols != parts.front()->blockCols || p->blockCols % 16 != 0 ||
+            p->cols % 16 != 0)
+            return false;
+    return true;
 }
 
-// Stacks the rows of `parts` into one bf16 device matrix. BF16 checkpoint rows are copied as they are;
-// other types are converted on the CPU in chunks.
-DeviceBuffer<bf16> uploadStacked(const std::vector<const WeightMatrix*>& parts, cpu::ThreadPool& pool) {
+std::int64_t rowsOf(const Parts& parts) {
     std::int64_t rows = 0;
-    const std::int64_t cols = parts.front()->cols;
     for (const auto* p : parts) rows += p->rows;
-    DeviceBuffer<bf16> out(static_cast<std::size_t>(rows * cols));
-    bf16* dst = out.get();
+    return rows;
+}
+
+std::uint64_t stackedBytes(const Parts& parts) {
+    const auto rows = static_cast<std::uint64_t>(rowsOf(parts)), cols = static_cast<std::uint64_t>(parts.front()->cols);
+    if (!keepsFp8(parts)) return rows * cols * 2;
+    const auto blockCols = static_cast<std::uint64_t>(parts.front()->blockCols);
+    return rows * cols + rows * ((cols + blockCols - 1) / blockCols) * 4;
+}
+
+// Converts the rows of `p` to float32 in chunks of about 16 M values on all cores and hands each chunk
+// to put(values, rows).
+template <class Put>
+void convertInChunks(const WeightMatrix& p, cpu::ThreadPool& pool, Put put) {
     constexpr std::int64_t kChunkElements = 16 << 20;
+    const std::int64_t cols = p.cols;
+    const std::int64_t chunkRows = std::max<std::int64_t>(1, kChunkElements / cols);
+    std::vector<float> values;
+    for (std::int64_t r0 = 0; r0 < p.rows; r0 += chunkRows) {
+        const std::int64_t n = std::min(chunkRows, p.rows - r0);
+        values.resize(static_cast<std::size_t>(n * cols));
+        pool.parallelFor(static_cast<std::size_t>(n), 1, [&](std::size_t b, std::size_t e) {
+            for (std::size_t r = b; r < e; ++r)
+                p.dequantRow(r0 + static_cast<std::int64_t>(r), &values[r * static_cast<std::size_t>(cols)]);
+        });
+        put(values, n);
+    }
+}
+
+// FP8 parts: their bytes as they are, and each row's block scales.
+GpuMatrix uploadFp8(const Parts& parts) {
+    GpuMatrix m;
+    m.rows = static_cast<int>(rowsOf(parts));
+    m.cols = static_cast<int>(parts.front()->cols);
+    m.blockCols = parts.front()->blockCols;
+    m.scaleCols = (m.cols + m.blockCols - 1) / m.blockCols;
+    m.fp8 = DeviceBuffer<std::uint8_t>(static_cast<std::size_t>(m.rows) * static_cast<std::size_t>(m.cols));
+    std::vector<float> scales(static_cast<std::size_t>(m.rows) * static_cast<std::size_t>(m.scaleCols));
+    std::uint8_t* dst = m.fp8.get();
+    std::size_t row = 0;
+    for (const auto* p : parts) {
+        const std::size_t bytes = static_cast<std::size_t>(p->rows * p->cols);
+        const std::byte* src = p->data + static_cast<std::size_t>(p->firstRow * p->cols);
+        TANDEM_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+        dst += bytes;
+        for (std::int64_t r = 0; r < p->rows; ++r, ++row) {
+            const float* blockRow = p->blockScales + ((p->firstRow + r) / p->blockRows) * p->scaleCols;
+            std::copy_n(blockRow, m.scaleCols, &scales[row * static_cast<std::size_t>(m.scaleCols)]);
+        }
+    }
+    m.scales = DeviceBuffer<float>(scales.size());
+    TANDEM_CUDA_CHECK(cudaMemcpy(m.scales.get(), scales.data(), scales.size() * 4, cudaMemcpyHostToDevice));
+    return m;
+}
+
+// Stacks the rows of `parts` into one device matrix: FP8 stays FP8 (keepsFp8), BF16 rows are copied as
+// they are, other types are converted to bf16 on the CPU.
+GpuMatrix uploadStacked(const Parts& parts, cpu::ThreadPool& pool) {
+    if (keepsFp8(parts)) return uploadFp8(parts);
+    GpuMatrix m;
+    m.rows = static_cast<int>(rowsOf(parts));
+    m.cols = static_cast<int>(parts.front()->cols);
+    const std::int64_t cols = m.cols;
+    m.values = DeviceBuffer<bf16>(static_cast<std::size_t>(m.rows) * static_cast<std::size_t>(m.cols));
+    bf16* dst = m.values.get();
     std::vector<std::uint16_t> staging;
     for (const auto* p : parts) {
         if (p->dtype == io::DType::BF16) {
@@ -33,25 +98,44 @@ DeviceBuffer<bf16> uploadStacked(const std::vector<const WeightMatrix*>& parts, 
             dst += p->rows * cols;
             continue;
         }
-        const std::int64_t chunkRows = std::max<std::int64_t>(1, kChunkElements / cols);
-        for (std::int64_t r0 = 0; r0 < p->rows; r0 += chunkRows) {
-            const std::int64_t n = std::min(chunkRows, p->rows - r0);
-            staging.resize(static_cast<std::size_t>(n * cols));
-            pool.parallelFor(static_cast<std::size_t>(n), 1, [&](std::size_t b, std::size_t e) {
-                std::vector<float> row(static_cast<std::size_t>(cols));
-                for (std::size_t r = b; r < e; ++r) {
-                    p->dequantRow(r0 + static_cast<std::int64_t>(r), row.data());
-                    for (std::int64_t c = 0; c < cols; ++c) staging[r * cols + c] = io::floatToBf16(row[c]);
-                }
-            });
+        convertInChunks(*p, pool, [&](const std::vector<float>& values, std::int64_t n) {
+            staging.resize(values.size());
+            for (std::size_t i = 0; i < values.size(); ++i) staging[i] = io::floatToBf16(values[i]);
             TANDEM_CUDA_CHECK(cudaMemcpy(dst, staging.data(), staging.size() * 2, cudaMemcpyHostToDevice));
             dst += n * cols;
-        }
+        });
     }
-    return out;
+    return m;
 }
 
-DeviceBuffer<bf16> upload(const WeightMatrix& m, cpu::ThreadPool& pool) { return uploadStacked({&m}, pool); }
+GpuMatrix upload(const WeightMatrix& m, cpu::ThreadPool& pool) { return uploadStacked({&m}, pool); }
+
+// A matrix as bf16 (hi) plus, for FP8 when `lo` is given, the bf16 of what that rounding lost (FP8
+// values times their scales do not fit bf16): hi + lo is the float32 value to about 16 bits.
+void uploadSplit(const WeightMatrix& p, cpu::ThreadPool& pool, DeviceBuffer<bf16>& hi, DeviceBuffer<bf16>* lo) {
+    hi = DeviceBuffer<bf16>(static_cast<std::size_t>(p.rows * p.cols));
+    if (p.dtype == io::DType::BF16) {
+        const std::byte* src = p.data + static_cast<std::size_t>(p.firstRow * p.cols) * 2;
+        TANDEM_CUDA_CHECK(cudaMemcpy(hi.get(), src, hi.size() * 2, cudaMemcpyHostToDevice));
+        return;
+    }
+    const bool withLo = lo && p.dtype == io::DType::F8_E4M3;
+    if (withLo) *lo = DeviceBuffer<bf16>(hi.size());
+    std::vector<std::uint16_t> hiValues, loValues;
+    std::size_t done = 0;
+    convertInChunks(p, pool, [&](const std::vector<float>& values, std::int64_t) {
+        hiValues.resize(values.size());
+        loValues.resize(values.size());
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            hiValues[i] = io::floatToBf16(values[i]);
+            loValues[i] = io::floatToBf16(values[i] - io::bf16ToFloat(hiValues[i]));
+        }
+        TANDEM_CUDA_CHECK(cudaMemcpy(hi.get() + done, hiValues.data(), values.size() * 2, cudaMemcpyHostToDevice));
+        if (withLo)
+            TANDEM_CUDA_CHECK(cudaMemcpy(lo->get() + done, loValues.data(), values.size() * 2, cudaMemcpyHostToDevice));
+        done += values.size();
+    });
+}
 
 DeviceBuffer<float> uploadF32(const std::vector<float>& v) {
     DeviceBuffer<float> out(v.size());
@@ -65,83 +149,104 @@ DeviceBuffer<float> uploadF32(const WeightMatrix& m) {
     return uploadF32(all);
 }
 
-GpuMlp uploadMlp(const model::MlpWeights& w, cpu::ThreadPool& pool) {
-    GpuMlp m;
-    m.gateUp = uploadStacked({&w.gate, &w.up}, pool);
-    m.down = upload(w.down, pool);
-    m.inner = static_cast<int>(w.gate.rows);
-    return m;
+// The projections of a layer, each the parts that one device matrix stacks, in the order GpuLayer
+// holds them: what gpuWeightBytes counts and uploadWeights uploads.
+struct LayerParts {
+    Parts qkv, qaKva, q, kva, o, gateUp, down;
+};
+
+LayerParts layerParts(const model::ModelConfig& c, const model::LayerWeights& w) {
+    LayerParts p;
+    if (c.attention == model::AttentionKind::Mla) {
+        const model::MlaWeights& m = w.mla;
+        if (m.qA) p.qaKva = {&*m.qA, &m.kvA};
+        else p.kva = {&m.kvA};
+        p.q = {&m.q};
+        p.o = {&m.o};
+    } else {
+        p.qkv = {&w.gqa.q, &w.gqa.k, &w.gqa.v};
+        p.o = {&w.gqa.o};
+    }
+    const model::MlpWeights* mlp = w.moe ? (w.moe->shared ? &*w.moe->shared : nullptr) : &*w.dense;
+    if (mlp) {
+        p.gateUp = {&mlp->gate, &mlp->up};
+        p.down = {&mlp->down};
+    }
+    return p;
 }
+
+GpuMatrix uploadIf(const Parts& parts, cpu::ThreadPool& pool) { return parts.empty() ? GpuMatrix{} : uploadStacked(parts, pool); }
 
 }  // namespace
 
-std::uint64_t gpuWeightBytes(const model::ModelConfig& c) {
-    const std::int64_t H = c.hiddenSize;
-    std::uint64_t bf16Elements = rowsTimesCols({{c.vocabSize, H}});
-    if (!c.tieWordEmbeddings) bf16Elements += rowsTimesCols({{c.vocabSize, H}});
-    std::uint64_t f32Elements = static_cast<std::uint64_t>(H) * (1 + 2 * c.numLayers);
-    for (int l = 0; l < c.numLayers; ++l) {
+std::uint64_t gpuWeightBytes(const model::ModelConfig& c, const model::ModelWeights& w) {
+    const auto H = static_cast<std::uint64_t>(c.hiddenSize);
+    std::uint64_t bytes = static_cast<std::uint64_t>(c.vocabSize) * H * 2;  // the embeddings, as bf16
+    if (!c.tieWordEmbeddings) bytes += stackedBytes({&w.lmHead});
+    bytes += H * (1 + 2 * w.layers.size()) * 4;  // the norms
+    for (const model::LayerWeights& layer : w.layers) {
+        const LayerParts p = layerParts(c, layer);
+        for (const Parts* parts : {&p.qkv, &p.qaKva, &p.q, &p.kva, &p.o, &p.gateUp, &p.down})
+            if (!parts->empty()) bytes += stackedBytes(*parts);
         if (c.attention == model::AttentionKind::Mla) {
-            const std::int64_t qHead = c.qkNopeHeadDim + c.qkRopeHeadDim;
-            const std::int64_t kvaRows = c.kvLoraRank + c.qkRopeHeadDim;
-            bf16Elements += c.qLoraRank > 0 ? rowsTimesCols({{c.qLoraRank + kvaRows, H}, {c.numHeads * qHead, c.qLoraRank}})
-                                            : rowsTimesCols({{kvaRows, H}, {c.numHeads * qHead, H}});
-            bf16Elements += rowsTimesCols({{c.numHeads * (c.qkNopeHeadDim + c.vHeadDim), c.kvLoraRank},
-                                           {H, c.numHeads * c.vHeadDim}});
-        } else {
-            bf16Elements += rowsTimesCols({{(c.numHeads + 2 * c.numKvHeads) * c.headDim, H}, {H, c.numHeads * c.headDim}});
+            const WeightMatrix& kvb = layer.mla.kvB;
+            bytes += static_cast<std::uint64_t>(kvb.rows * kvb.cols) * (kvb.dtype == io::DType::F8_E4M3 ? 4 : 2);
         }
-        if (c.isMoeLayer(l)) {
-            f32Elements += static_cast<std::uint64_t>(c.numExperts) * (H + 1);
-            bf16Elements += 3ull * H * c.moeIntermediateSize * c.numSharedExperts;
-        } else {
-            bf16Elements += 3ull * H * c.intermediateSize;
-        }
+        if (layer.moe) bytes += static_cast<std::uint64_t>(c.numExperts) * (H + 1) * 4;
     }
-    return bf16Elements * 2 + f32Elements * 4;
+    return bytes;
 }
 
 GpuWeights uploadWeights(const model::ModelConfig& c, const model::ModelWeights& w, const std::vector<float>& ropeInvFreq,
                          cpu::ThreadPool& pool) {
     GpuWeights g;
-    g.embed = upload(w.embed, pool);
+    uploadSplit(w.embed, pool, g.embed, nullptr);  // launchEmbed reads bf16
     if (!c.tieWordEmbeddings) g.lmHead = upload(w.lmHead, pool);
     g.finalNorm = uploadF32(w.finalNorm);
     g.ropeInvFreq = uploadF32(ropeInvFreq);
     g.layers.resize(w.layers.size());
+    const auto note = [&](const GpuMatrix& m) {
+        if (!m.isFp8()) return;
+        g.hasFp8 = true;
+        g.largestFp8Cols = std::max(g.largestFp8Cols, m.cols);
+    };
     for (std::size_t l = 0; l < w.layers.size(); ++l) {
         const model::LayerWeights& src = w.layers[l];
         GpuLayer& dst = g.layers[l];
+        const LayerParts p = layerParts(c, src);
         dst.inputNorm = uploadF32(src.inputNorm);
         dst.postAttentionNorm = uploadF32(src.postAttentionNorm);
+        dst.qkv = uploadIf(p.qkv, pool);
+        dst.qaKva = uploadIf(p.qaKva, pool);
+        dst.q = uploadIf(p.q, pool);
+        dst.kva = uploadIf(p.kva, pool);
+        dst.o = uploadIf(p.o, pool);
         if (c.attention == model::AttentionKind::Mla) {
             const model::MlaWeights& m = src.mla;
-            if (m.qA) {
-                dst.qaKva = uploadStacked({&*m.qA, &m.kvA}, pool);
-                dst.qaNorm = uploadF32(m.qANorm);
-            } else {
-                dst.kva = upload(m.kvA, pool);
-            }
-            dst.q = upload(m.q, pool);
+            if (m.qA) dst.qaNorm = uploadF32(m.qANorm);
             dst.kvaNorm = uploadF32(m.kvANorm);
-            dst.kvb = upload(m.kvB, pool);
-            dst.o = upload(m.o, pool);
-        } else {
-            const model::GqaWeights& a = src.gqa;
-            dst.qkv = uploadStacked({&a.q, &a.k, &a.v}, pool);
-            dst.o = upload(a.o, pool);
-            if (c.qkNorm) {
-                dst.qNorm = uploadF32(a.qNorm);
-                dst.kNorm = uploadF32(a.kNorm);
-            }
+            uploadSplit(m.kvB, pool, dst.kvb, &dst.kvbLo);
+        } else if (c.qkNorm) {
+            dst.qNorm = uploadF32(src.gqa.qNorm);
+            dst.kNorm = uploadF32(src.gqa.kNorm);
+        }
+        if (!p.gateUp.empty()) {
+            GpuMlp mlp;
+            mlp.gateUp = uploadStacked(p.gateUp, pool);
+            mlp.down = uploadStacked(p.down, pool);
+            mlp.inner = static_cast<int>(p.gateUp.front()->rows);
+            (src.moe ? dst.shared : dst.dense) = std::move(mlp);
         }
         if (src.moe) {
             dst.router = uploadF32(src.moe->router);
             if (!src.moe->correctionBias.empty()) dst.correctionBias = uploadF32(src.moe->correctionBias);
-            if (src.moe->shared) dst.shared = uploadMlp(*src.moe->shared, pool);
-        } else {
-            dst.dense = uploadMlp(*src.dense, pool);
         }
+        for (const GpuMatrix* m : {&dst.qkv, &dst.qaKva, &dst.q, &dst.kva, &dst.o}) note(*m);
+        for (const auto* mlp : {&dst.dense, &dst.shared})
+            if (*mlp) {
+                note((*mlp)->gateUp);
+                note((*mlp)->down);
+            }
     }
     return g;
 }

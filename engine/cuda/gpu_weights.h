@@ -1,7 +1,12 @@
 #pragma once
 // The dense part of a model on the GPU: embeddings, attention, dense layers, routers, shared experts,
-// final norm and lm_head, as bf16 (routers and norms as float32). Routed experts stay on the CPU.
+// final norm and lm_head (routers and norms as float32). Routed experts stay on the CPU.
 // Projections that read the same input are stacked into one matrix so one GEMM computes them.
+//
+// Weights keep their checkpoint's precision: BF16 as it is, FP8 (DeepSeek-V3's e4m3 with 128x128 block
+// scales) as FP8 with its scales, which the kernels multiply in float32 -- the same products the CPU
+// path computes, at half the bytes of bf16 (rounding FP8 x scale to bf16 cost 1e-2 of the logits at
+// real widths). MLA's kv_b_proj, read by kernels of its own, becomes bf16 hi + lo pairs instead.
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -14,24 +19,48 @@
 
 namespace tandem::cuda {
 
+// A weight matrix [rows, cols] as kernels see it: bf16, or FP8 e4m3 with one float32 scale per row and
+// block of blockCols columns (the checkpoint's block scales repeated for each row of a block, so
+// stacked and sliced matrices need no alignment to the 128-row blocks).
+struct MatrixRef {
+    const bf16* values = nullptr;  // bf16 [rows, cols], or null for FP8
+    const std::uint8_t* fp8 = nullptr;
+    const float* scales = nullptr;  // [rows, scaleCols]
+    int scaleCols = 0;
+    int blockCols = 0;
+};
+
+struct GpuMatrix {
+    DeviceBuffer<bf16> values;  // bf16 [rows, cols], or empty for FP8
+    DeviceBuffer<std::uint8_t> fp8;
+    DeviceBuffer<float> scales;
+    int rows = 0, cols = 0, scaleCols = 0, blockCols = 0;
+
+    MatrixRef ref() const { return {values.get(), fp8.get(), scales.get(), scaleCols, blockCols}; }
+    bool isFp8() const { return static_cast<bool>(fp8); }
+    explicit operator bool() const { return rows > 0; }
+    std::size_t bytes() const { return values.size() * 2 + fp8.size() + scales.size() * 4; }
+};
+
 struct GpuMlp {
-    DeviceBuffer<bf16> gateUp;  // [2 * inner, hidden]: gate rows, then up rows
-    DeviceBuffer<bf16> down;    // [hidden, inner]
+    GpuMatrix gateUp;  // [2 * inner, hidden]: gate rows, then up rows
+    GpuMatrix down;    // [hidden, inner]
     int inner = 0;
 };
 
 struct GpuLayer {
     DeviceBuffer<float> inputNorm, postAttentionNorm;
     // GQA
-    DeviceBuffer<bf16> qkv;  // [(heads + 2 kvHeads) * headDim, hidden]
+    GpuMatrix qkv;  // [(heads + 2 kvHeads) * headDim, hidden]
     DeviceBuffer<float> qNorm, kNorm;
     // MLA
-    DeviceBuffer<bf16> qaKva;  // with q LoRA: [qLora + kvLora + rope, hidden]
-    DeviceBuffer<bf16> q;      // q_b_proj [heads * qHead, qLora], or q_proj [heads * qHead, hidden]
-    DeviceBuffer<bf16> kva;    // without q LoRA: [kvLora + rope, hidden]
+    GpuMatrix qaKva;  // with q LoRA: [qLora + kvLora + rope, hidden]
+    GpuMatrix q;      // q_b_proj [heads * qHead, qLora], or q_proj [heads * qHead, hidden]
+    GpuMatrix kva;    // without q LoRA: [kvLora + rope, hidden]
     DeviceBuffer<float> qaNorm, kvaNorm;
     DeviceBuffer<bf16> kvb;    // [heads * (nope + v), kvLora]
-    DeviceBuffer<bf16> o;      // [hidden, heads * v or heads * headDim]
+    DeviceBuffer<bf16> kvbLo;  // FP8 checkpoints: what bf16 rounding lost of kvb (kvb + kvbLo is exact to 2^-16)
+    GpuMatrix o;      // [hidden, heads * v or heads * headDim]
     // Feed-forward
     std::optional<GpuMlp> dense;
     DeviceBuffer<float> router;          // [experts, hidden]
@@ -41,18 +70,20 @@ struct GpuLayer {
 
 struct GpuWeights {
     DeviceBuffer<bf16> embed;   // [vocab, hidden]
-    DeviceBuffer<bf16> lmHead;  // empty when tied to embed
+    GpuMatrix lmHead;           // empty when tied to embed
     DeviceBuffer<float> finalNorm;
     DeviceBuffer<float> ropeInvFreq;
     std::vector<GpuLayer> layers;
+    bool hasFp8 = false;        // some projection is FP8 (the runner then keeps a dequantization buffer)
+    int largestFp8Cols = 0;
 
-    const bf16* lmHeadData() const { return lmHead ? lmHead.get() : embed.get(); }
+    MatrixRef lmHeadRef() const { return lmHead ? lmHead.ref() : MatrixRef{embed.get()}; }
 };
 
 // Bytes the GPU copy of the dense weights takes.
-std::uint64_t gpuWeightBytes(const model::ModelConfig& config);
+std::uint64_t gpuWeightBytes(const model::ModelConfig& config, const model::ModelWeights& weights);
 
-// Converts (FP8 and F16 through float32, in parallel) and uploads.
+// Uploads, converting F16 and F32 to bf16 on the CPU in parallel; FP8 stays FP8.
 GpuWeights uploadWeights(const model::ModelConfig& config, const model::ModelWeights& weights,
                          const std::vector<float>& ropeInvFreq, cpu::ThreadPool& pool);
 

@@ -11,6 +11,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "cuda/slot_control.h"
 #include "model/config.h"
 
@@ -44,6 +46,18 @@ void launchAddFromHost(const float* hostA, const float* hostB, float* x, long co
 // below it) is added to x as it is read: one kernel for what a GEMM and a pair sum did.
 void launchGemv(const bf16* w, int n, int k, const bf16* x, int ldx, bool split, float* y, bool accumulate,
                 cudaStream_t s);
+
+// The same for FP8 weights (fp8.cu): w e4m3 [n, k] with scales [n, scaleCols], one per row and block of
+// blockCols columns, multiplied in float32.
+void launchGemvFp8(const std::uint8_t* w, const float* scales, int scaleCols, int blockCols, int n, int k, const bf16* x,
+                   int ldx, bool split, float* y, bool accumulate, cudaStream_t s);
+// Prefill's FP8 products: rows of w (scaled as above) widened to bf16 hi rows and, when lo is not null,
+// the bf16 of what hi lost; then, after a GEMM of [hi; lo] by the split input, launchSumQuadrants adds
+// its products: y[t, j] (+)= sum over a < wHalves, b < xHalves of p[b * tokens + t, a * n + j].
+void launchDequantFp8(const std::uint8_t* w, const float* scales, int scaleCols, int blockCols, int rows, int k, bf16* hi,
+                      bf16* lo, cudaStream_t s);
+void launchSumQuadrants(const float* p, int ldp, int tokens, int n, int wHalves, int xHalves, float* y, int ldy,
+                        bool accumulate, cudaStream_t s);
 
 // out[t] = y[t] + y[tokens + t] (or +=, with accumulate): the two halves of a split GEMM.
 // out may be y itself.
@@ -151,9 +165,10 @@ void launchRouterDecode(const RouteDecodeArgs& args, cudaStream_t s);
 // `headStride` elements apart (W_k rows first, then W_v): qLatent[h] = W_k[h]ᵀ qNope[h] in float32
 // (qNope bf16 [heads, nope], its lo row after it with split), and out[h] = W_v[h] ctx[h] as a bf16
 // GEMM input (ctx bf16 [heads, latent] with its lo row after it; out [heads, vDim], lo after it).
-void launchMlaAbsorb(const bf16* kvb, long headStride, int heads, int nope, int latent, const bf16* qNope, bool split,
-                     float* qLatent, cudaStream_t s);
-void launchMlaValues(const bf16* kvb, long headStride, int heads, int nope, int latent, int vDim, const bf16* ctx,
-                     bool split, bf16* out, cudaStream_t s);
+// kvbLo, when not null, holds what bf16 lost of FP8 weights (gpu_weights.h), added to kvb as it is read.
+void launchMlaAbsorb(const bf16* kvb, const bf16* kvbLo, long headStride, int heads, int nope, int latent,
+                     const bf16* qNope, bool split, float* qLatent, cudaStream_t s);
+void launchMlaValues(const bf16* kvb, const bf16* kvbLo, long headStride, int heads, int nope, int latent, int vDim,
+                     const bf16* ctx, bool split, bf16* out, cudaStream_t s);
 
 }  // namespace tandem::cuda

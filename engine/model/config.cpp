@@ -184,6 +184,7 @@ void readQuantization(const Fields& q, ModelConfig& c) {
     const std::string method = q.get<std::string>("quant_method", "");
     if (method != "fp8")
         throw Error(q.where() + ": quant_method '" + method + "' is not supported (supported: fp8 block scales)");
+    c.fp8 = true;
     if (q.has("weight_block_size")) {
         const auto& b = q.raw("weight_block_size");
         if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || !b[1].is_number_integer() ||

@@ -93,7 +93,9 @@ struct ModelConfig {
     std::vector<int> mlpOnlyLayers;
     int numNextnPredictLayers = 0;  // DeepSeek-V3 MTP layers, stored after the last layer, unused
 
-    // FP8 checkpoints: one scale per block of this many rows and columns (quantization_config).
+    // FP8 checkpoints (quantization_config): weights are e4m3 with one scale per block of this many rows
+    // and columns.
+    bool fp8 = false;
     int fp8BlockRows = 128;
     int fp8BlockCols = 128;
 
