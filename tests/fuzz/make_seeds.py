@@ -53,6 +53,7 @@ def chat_template():
         "deep_lists": "{{ " + "[" * 3000 + "]" * 3000 + " }}",
         "list_growth": "{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}",
         "unicode_slicing": "{{ 'h\u00e9\U0001F600llo'[::-1] }}{{ 'abc'[-9223372036854775807:9223372036854775807:-3] }}",
+        "affix_argument_types": "{{ 'hello'.endswith('x', 'lo') }}{{ 'hello'.startswith('h', 0, [1]) }}",
         "messages_context": "{% for m in messages %}{{ m.role | upper }}: {{ m.content if m.content is string else m.content | tojson }}\n{% endfor %}",
     }
     for name, text in hostile.items():

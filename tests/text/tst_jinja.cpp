@@ -218,6 +218,21 @@ private slots:
     }
 
     // ** multiplied once per unit of the exponent: 1 ** (2**63 - 1) never returned.
+    void wrongArgumentTypesAreTemplateErrors() {
+        // 'hello'.endswith('x', 'lo') aborted the process with std::bad_variant_access (found by fuzz_chat_template).
+        const std::pair<const char*, const char*> cases[] = {
+            {"{{ 'hello'.endswith('x', 'lo') }}", "slice indices must be integers or None, not str"},
+            {"{{ 'hello'.startswith('h', 0, [1]) }}", "slice indices must be integers or None, not list"},
+            {"{{ 'hello'.count('l', none, 'x') }}", "slice indices must be integers or None, not str"},
+        };
+        for (const auto& [source, message] : cases) {
+            const Outcome got = run(source);
+            QVERIFY2(!got.ok, source);
+            QVERIFY2(got.text.find(message) != std::string::npos, got.text.c_str());
+        }
+        QCOMPARE(QString::fromStdString(run("{{ 'hello'.endswith('l', 0, -1) }}").text), QString("True"));
+    }
+
     void powerIsSquareAndMultiply() {
         CHECK_RENDERS("{{ 2 ** 62 }}|{{ (-2) ** 63 }}|{{ 3 ** 39 }}", "4611686018427387904|-9223372036854775808|4052555153018976267");
         CHECK_RENDERS("{{ 1 ** 9223372036854775807 }}{{ (-1) ** 9223372036854775807 }}{{ 0 ** 9223372036854775807 }}", "1-10");

@@ -29,6 +29,8 @@ std::optional<std::string> optionalString(const Value& v, const std::string& wha
 // Python's slice-style start/end arguments of find(), count(), startswith(), ...
 std::pair<std::size_t, std::size_t> range(const Value& start, const Value& end, std::size_t n) {
     auto clamp = [n](const Value& v, std::int64_t fallback) -> std::size_t {
+        if (!v.isNone() && !v.defined().isIntegral())
+            throw TemplateError("slice indices must be integers or None, not " + py::typeName(v));
         std::int64_t i = v.isNone() ? fallback : v.defined().asInt();
         const auto size = static_cast<std::int64_t>(n);
         if (i < 0) i = std::max<std::int64_t>(0, i + size);

@@ -67,9 +67,18 @@ Value Value::dict(Dict d) {
 }
 Value Value::object(std::shared_ptr<Object> o) { return Value(Storage(std::move(o))); }
 
-std::int64_t Value::asInt() const { return isBool() ? (asBool() ? 1 : 0) : std::get<std::int64_t>(v_); }
+// Callers check the type first; one that did not gets a template error, never std::bad_variant_access.
+std::int64_t Value::asInt() const {
+    if (isBool()) return asBool() ? 1 : 0;
+    if (!isInt()) throw TemplateError("'" + py::typeName(*this) + "' object cannot be interpreted as an integer");
+    return std::get<std::int64_t>(v_);
+}
 
-double Value::asDouble() const { return isFloat() ? std::get<double>(v_) : static_cast<double>(asInt()); }
+double Value::asDouble() const {
+    if (isFloat()) return std::get<double>(v_);
+    if (!isIntegral()) throw TemplateError("must be real number, not " + py::typeName(*this));
+    return static_cast<double>(asInt());
+}
 
 const void* Value::identity() const {
     switch (type()) {
@@ -79,6 +88,10 @@ const void* Value::identity() const {
     case Type::Object: return std::get<std::shared_ptr<Object>>(v_).get();
     default: return nullptr;
     }
+}
+
+void Value::wrongType(const char* expected) const {
+    throw TemplateError("expected " + std::string(expected) + ", not " + py::typeName(*this));
 }
 
 void Value::failUndefined() const { throw TemplateError(*undefinedInfo().message); }

@@ -109,14 +109,16 @@ public:
     bool isDict() const { return type() == Type::Dict; }
     bool isObject() const { return type() == Type::Object; }
 
-    bool asBool() const { return std::get<bool>(v_); }
+    // The accessors expect the caller to have checked the type; a caller that did not gets a template
+    // error naming both types (never std::bad_variant_access, which would end the process).
+    bool asBool() const { return as<bool>("bool"); }
     std::int64_t asInt() const;   // bool or int
     double asDouble() const;      // any number
-    const std::string& str() const { return *std::get<std::shared_ptr<const std::string>>(v_); }
-    Sequence& seq() const { return *std::get<std::shared_ptr<Sequence>>(v_); }
-    const Dict& dict() const { return *std::get<std::shared_ptr<const Dict>>(v_); }
-    Object& obj() const { return *std::get<std::shared_ptr<Object>>(v_); }
-    const Undefined& undefinedInfo() const { return std::get<Undefined>(v_); }
+    const std::string& str() const { return *as<std::shared_ptr<const std::string>>("str"); }
+    Sequence& seq() const { return *as<std::shared_ptr<Sequence>>("list"); }
+    const Dict& dict() const { return *as<std::shared_ptr<const Dict>>("dict"); }
+    Object& obj() const { return *as<std::shared_ptr<Object>>("object"); }
+    const Undefined& undefinedInfo() const { return as<Undefined>("undefined"); }
     // Identity, for `is sameas` and object equality.
     const void* identity() const;
 
@@ -132,6 +134,12 @@ private:
     using Storage = std::variant<Undefined, std::nullptr_t, bool, std::int64_t, double, std::shared_ptr<const std::string>,
                                  std::shared_ptr<Sequence>, std::shared_ptr<const Dict>, std::shared_ptr<Object>>;
     explicit Value(Storage v) : v_(std::move(v)) {}
+    template <class T>
+    const T& as(const char* expected) const {
+        if (const T* p = std::get_if<T>(&v_)) return *p;
+        wrongType(expected);
+    }
+    [[noreturn]] void wrongType(const char* expected) const;
     Storage v_;
 };
 
