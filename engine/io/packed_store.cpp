@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "cpu/thread_pool.h"
 #include "io/store_checksum.h"
 #include "tandem/error.h"
 
@@ -66,6 +65,7 @@ PackedStore::PackedStore(const fs::path& dir) : dir_(dir) {
                         " experts of " + std::to_string(layout_.expertBytes) + " bytes" + convertAgain(dir));
         layers_[layer] = mapStoreFile(dir, entry->file);
     }
+    verification_ = checkVerification(dir, manifest_);
 }
 
 const std::byte* PackedStore::layerExperts(int layer) const {
@@ -76,30 +76,13 @@ const std::byte* PackedStore::layerExperts(int layer) const {
 }
 
 std::vector<std::string> PackedStore::findDamage(const std::function<void(double)>& progress) const {
-    struct Job {
-        const StoreFile* file;
-        std::span<const std::byte> bytes;
+    VerifyOptions options;
+    options.writeRecord = false;
+    if (progress) options.progress = [&](double fraction) {
+        progress(fraction);
+        return true;
     };
-    // The dense file is mapped only for the check; the expert files are mapped already.
-    const MappedFile dense(denseFile());
-    std::vector<Job> jobs{{&*manifest_.dense, dense.bytes()}};
-    for (const int layer : manifest_.moeLayers) jobs.push_back({&manifest_.findLayer(layer)->file, layers_.at(layer)->bytes()});
-    std::uint64_t total = 0, done = 0;
-    for (const auto& j : jobs) total += j.bytes.size();
-
-    cpu::ThreadPool pool;
-    std::vector<std::string> damage;
-    for (const auto& j : jobs) {
-        const auto report = [&](std::uint64_t bytes) {
-            if (progress && total) progress(static_cast<double>(done + bytes) / static_cast<double>(total));
-        };
-        const auto sum = checksumInPieces(j.bytes, j.file->pieceBytes, pool, report);
-        if (j.bytes.size() != j.file->bytes || sum != j.file->checksum)
-            damage.push_back((dir_ / j.file->name).string() + ": checksum " + checksumText(sum) + ", the manifest says " +
-                             checksumText(j.file->checksum));
-        done += j.bytes.size();
-    }
-    return damage;
+    return verifyStoreFiles(dir_, manifest_, options).damage;
 }
 
 }  // namespace tandem::io

@@ -7,7 +7,10 @@
 //                         expert e at e * layout().expertBytes, ready for cpu::PackedMoeLayer
 //   config.json, tokenizer files   copied from the source
 // Opening a store checks the manifest, every file's size and first page, and maps the expert files;
-// nothing is read or repacked beyond that, so a store opens in milliseconds whatever its size.
+// nothing is read or repacked beyond that, so a store opens in milliseconds whatever its size. It then
+// checks the store's verification record (io/store_verification.h: the files' sizes and times, a few
+// MiB of sampled windows) and says in verification() whether the store is verified, unverified (the
+// caller runs a full verification, in the background if it likes) or known to be damaged.
 #include <cstddef>
 #include <filesystem>
 #include <functional>
@@ -19,6 +22,7 @@
 #include "cpu/expert_format.h"
 #include "io/mapped_file.h"
 #include "io/store_manifest.h"
+#include "io/store_verification.h"
 
 namespace tandem::io {
 
@@ -45,8 +49,12 @@ public:
     // tandem::Error for a layer without routed experts.
     const std::byte* layerExperts(int layer) const;
 
+    // What the verification record says about the store as it is now (checked when it was opened).
+    const VerificationStatus& verification() const { return verification_; }
+
     // Reads every byte and compares each file's checksum with the manifest, on all cores;
-    // progress(fraction done). Returns one line per damaged file (empty: the store is intact).
+    // progress(fraction done). Returns one line per damaged file (empty: the store is intact). Writes
+    // no record: io::verifyStoreFiles does.
     std::vector<std::string> findDamage(const std::function<void(double)>& progress = {}) const;
     bool verify(const std::function<void(double)>& progress = {}) const { return findDamage(progress).empty(); }
 
@@ -55,6 +63,7 @@ private:
     StoreManifest manifest_;
     cpu::ExpertLayout layout_;
     std::map<int, std::unique_ptr<MappedFile>> layers_;
+    VerificationStatus verification_;
 };
 
 }  // namespace tandem::io

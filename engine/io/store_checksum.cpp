@@ -51,6 +51,44 @@ std::uint64_t hashBytes(std::span<const std::byte> bytes) {
     return finish(h);
 }
 
+void PieceHasher::stripe(const std::byte* p) {
+    for (int i = 0; i < 4; ++i) lane_[i] = step(lane_[i], load64(p + 8 * i));
+}
+
+void PieceHasher::update(std::span<const std::byte> bytes) {
+    total_ += bytes.size();
+    const std::byte* p = bytes.data();
+    std::size_t n = bytes.size();
+    if (pendingBytes_ > 0) {
+        const std::size_t take = std::min(n, 32 - pendingBytes_);
+        std::memcpy(pending_ + pendingBytes_, p, take);
+        pendingBytes_ += take;
+        p += take;
+        n -= take;
+        if (pendingBytes_ < 32) return;
+        stripe(pending_);
+        pendingBytes_ = 0;
+    }
+    for (; n >= 32; p += 32, n -= 32) stripe(p);
+    if (n > 0) {
+        std::memcpy(pending_, p, n);
+        pendingBytes_ = n;
+    }
+}
+
+std::uint64_t PieceHasher::finish() const {
+    // As hashBytes: the last partial stripe zero-padded, then the lanes folded with the length.
+    std::uint64_t lane[4] = {lane_[0], lane_[1], lane_[2], lane_[3]};
+    if (pendingBytes_ > 0) {
+        std::byte tail[32] = {};
+        std::memcpy(tail, pending_, pendingBytes_);
+        for (int i = 0; i < 4; ++i) lane[i] = step(lane[i], load64(tail + 8 * i));
+    }
+    std::uint64_t h = total_ * kMulB;
+    for (const auto l : lane) h = (h ^ tandem::io::finish(l)) * kMulA;
+    return tandem::io::finish(h);
+}
+
 std::uint64_t foldPieceHashes(const std::vector<std::uint64_t>& pieces) {
     std::uint64_t h = pieces.size() * kMulA;
     for (const auto p : pieces) h = step(h, finish(p));

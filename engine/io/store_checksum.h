@@ -21,6 +21,21 @@ namespace tandem::io {
 // Hash of one piece of bytes.
 std::uint64_t hashBytes(std::span<const std::byte> bytes);
 
+// hashBytes of bytes given in parts, for reading a piece from a file in chunks: finish() after any
+// number of update() calls equals hashBytes of everything given, in order.
+class PieceHasher {
+public:
+    void update(std::span<const std::byte> bytes);
+    std::uint64_t finish() const;
+
+private:
+    void stripe(const std::byte* p);
+    std::uint64_t lane_[4] = {0x243f6a8885a308d3ull, 0x13198a2e03707344ull, 0xa4093822299f31d0ull, 0x082efa98ec4e6c89ull};
+    std::byte pending_[32] = {};
+    std::size_t pendingBytes_ = 0;
+    std::uint64_t total_ = 0;
+};
+
 // The checksum of a file from its pieces' hashes, in file order.
 std::uint64_t foldPieceHashes(const std::vector<std::uint64_t>& pieces);
 

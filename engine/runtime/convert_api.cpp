@@ -33,6 +33,7 @@ ConvertOutcome convertModel(const ConvertRequest& request, const std::function<b
         outcome.packedLayers = result.packedLayers;
         outcome.resumedLayers = result.resumedLayers;
         outcome.store = result.store;
+        outcome.recordProblem = result.recordProblem;
     } catch (const StopRequested&) {
         outcome.cancelled = true;
         outcome.store = request.out;

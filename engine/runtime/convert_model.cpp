@@ -13,6 +13,7 @@
 #include "io/mapped_file.h"
 #include "io/output_file.h"
 #include "io/store_checksum.h"
+#include "io/store_verification.h"
 #include "runtime/convert_output.h"
 #include "runtime/convert_plan.h"
 #include "tandem/error.h"
@@ -79,6 +80,7 @@ private:
     io::StoreFile packLayer(int layer);
     void forgetLayer(int layer);
     void report();
+    void recordVerification();
 
     const ConvertOptions& options_;
     const std::function<void(const ConvertProgress&)>& onProgress_;
@@ -149,6 +151,7 @@ ConvertResult Converter::run() {
     manifest_.complete = true;
     io::writeManifest(output_.partial, manifest_);
     finishOutput(output_);
+    recordVerification();
     result_.resumedLayers = progress_.resumedLayers;
     result_.bytesWritten = progress_.bytesWritten;
     result_.seconds = progress_.seconds;
@@ -260,6 +263,18 @@ io::StoreFile Converter::packLayer(int layer) {
     finishWrite();
     file.syncAndDropCache();
     return describeFile(path, io::foldPieceHashes(hashes), stride);
+}
+
+// The finished store counts as verified: every checksum in the manifest was taken from the bytes as they
+// were written (a file kept from an interrupted run was read back in full). Only the sampled windows
+// are read, a few MiB. Not being able to record it costs a full read before the first use, no more.
+void Converter::recordVerification() {
+    try {
+        io::writeRecord(output_.out, io::recordConversion(output_.out, manifest_, manifest_.converter));
+    } catch (const std::exception& e) {
+        result_.recordProblem = std::string("the store is converted, but its verification record could not be written (") +
+                                e.what() + "); it will be read in full before its first use";
+    }
 }
 
 void Converter::report() {

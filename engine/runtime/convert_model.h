@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <string>
 
 #include "cpu/expert_format.h"
 
@@ -39,6 +40,9 @@ struct ConvertResult {
     std::uint64_t bytesWritten = 0;
     double seconds = 0;
     std::filesystem::path store;
+    // A finished conversion writes STORE/tandem-verified.json (io/store_verification.h) from the
+    // checksums it took while writing; why it could not, if so.
+    std::string recordProblem;
 };
 
 // Throws tandem::Error for a bad input or output (nothing of the input's is left behind), and

@@ -42,8 +42,9 @@ OutputFolder inspectOutput(const fs::path& outArg, const io::StoreManifest& want
             o.existing = OutputFolder::Existing::Store;
             if (sameConversion(o.out, wanted)) {
                 try {
-                    io::PackedStore check(o.out);
-                    o.upToDate = true;
+                    const io::PackedStore check(o.out);
+                    // A store its verification found damaged is converted again and replaced.
+                    o.upToDate = check.verification().state != io::VerificationState::Damaged;
                 } catch (const Error&) {  // damaged: convert again and replace it
                 }
             }

@@ -39,15 +39,33 @@ void setGpuBackendFactoryForTests(GpuBackendFactory factory) { gpuBackendForTest
 using runtime::gpuBackendForTests;
 using runtime::packedType;
 
+namespace {
+
+// A packed store, refused when its verification record says it is damaged (and its files have not
+// changed since). An unverified one loads: reading it in full is the caller's to start.
+std::unique_ptr<io::PackedStore> openStore(const std::filesystem::path& dir) {
+    if (!io::PackedStore::isStore(dir)) return nullptr;
+    auto store = std::make_unique<io::PackedStore>(dir);
+    if (store->verification().state == io::VerificationState::Damaged) throw Error(store->verification().message);
+    return store;
+}
+
+}  // namespace
+
 struct Engine::Impl {
     // A Hugging Face model folder, or a packed store (tandem-cli convert): its model.safetensors holds
     // the dense tensors in their checkpoint form, its expert files the routed experts packed.
     Impl(const std::filesystem::path& dir, const EngineOptions& options)
         : config(model::loadModelConfig(dir)),
-          store(io::PackedStore::isStore(dir) ? std::make_unique<io::PackedStore>(dir) : nullptr),
+          store(openStore(dir)),
           checkpoint(std::in_place, dir), pool(options.threads),
           weights(model::loadWeights(*checkpoint, config, store == nullptr)) {
         info.weightBytes = checkpoint->totalBytes();
+        if (store) {
+            const bool verified = store->verification().state == io::VerificationState::Verified;
+            info.store = verified ? StoreState::Verified : StoreState::Unverified;
+            info.storeNotice = store->verification().message;
+        }
         finish(options);
     }
 

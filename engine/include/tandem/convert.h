@@ -57,6 +57,9 @@ struct ConvertOutcome {
     bool upToDate = false;   // OUT already held this conversion
     int packedLayers = 0, resumedLayers = 0;
     std::filesystem::path store;
+    // The finished store's verification record (tandem/store_check.h) could not be written: why. The
+    // store is fine; it is read in full before its first use instead.
+    std::string recordProblem;
 };
 
 // Converts request.model into a packed store at request.out, resuming an interrupted run of the same

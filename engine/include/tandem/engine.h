@@ -62,6 +62,11 @@ struct GenerateOptions {
     int vocabularyLimit = 0;
 };
 
+// A packed store's verification (tandem/store_check.h): it was read in full once and that record still
+// matches the files (Verified), or it has not been / no longer matches (Unverified: it loads, and the
+// caller verifies it, in the background if it likes). A store known to be damaged does not load.
+enum class StoreState { NotAStore, Verified, Unverified, Damaged };
+
 struct ModelInfo {
     std::string modelType;       // config.json model_type
     int vocabSize = 0;
@@ -79,6 +84,8 @@ struct ModelInfo {
     std::string expertsNotice;   // why Auto chose the slow reference path, and what to do about it
     std::uint64_t routedBytesPerToken = 0;  // expert bytes a decode step reads from RAM (packed experts)
     std::string cpuKernels;      // the instruction set of the expert kernels: "avx512", "amx", ...
+    StoreState store = StoreState::NotAStore;  // NotAStore for a Hugging Face folder
+    std::string storeNotice;     // Verified: when; Unverified: why (tandem::verifyStore reads it in full)
 };
 
 // Where the time of a decode step goes, per MoE layer, averaged over a generation's decode steps.
