@@ -1,4 +1,5 @@
-// tandem-cli convert: a Hugging Face MoE checkpoint into a packed model store, and its verification.
+// tandem-cli convert: a Hugging Face MoE checkpoint into a packed model store, and its verification
+// (cli_verify.h).
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -6,11 +7,13 @@
 
 #include "cli_args.h"
 #include "cli_common.h"
+#include "cli_verify.h"
 #include "io/byte_size.h"
 #include "commands.h"
 #include "io/packed_store.h"
 #include "runtime/convert_model.h"
 #include "tandem/error.h"
+#include "tandem/store_check.h"
 
 namespace {
 
@@ -50,33 +53,13 @@ private:
     double lastDrawn_ = -1;
 };
 
-int verifyStore(const std::string& dir) {
-    const tandem::io::PackedStore store(dir);
-    int lastPercent = -1;
-    const auto damage = store.findDamage([&](double fraction) {
-        const int percent = static_cast<int>(100 * fraction);
-        if (percent / 10 == lastPercent / 10) return;
-        lastPercent = percent;
-        std::fprintf(stderr, "verify: %3d%%\n", percent);
-    });
-    for (const auto& line : damage) std::fprintf(stderr, "verify: DAMAGED %s\n", line.c_str());
-    if (!damage.empty()) {
-        std::fprintf(stderr, "verify: %zu damaged file%s in %s; convert the model again\n", damage.size(),
-                     damage.size() == 1 ? "" : "s", dir.c_str());
-        return 1;
-    }
-    std::printf("verify: %s is intact (%zu expert files and %s checked)\n", dir.c_str(), store.moeLayers().size(),
-                tandem::io::kStoreDenseName);
-    return 0;
-}
-
 }  // namespace
 
 int runConvert(const CommandArgs& argv) {
     const CliArgs args(argv, {"--model", "--out", "--experts", "--threads"}, {"--verify"});
     const std::string out = args.required("--out");
     // --verify alone checks a store that exists already.
-    if (args.flag("--verify") && !args.optional("--model")) return verifyStore(out);
+    if (args.flag("--verify") && !args.optional("--model")) return verifyStoreNow(out);
 
     tandem::runtime::ConvertOptions options;
     options.model = args.required("--model");
@@ -93,6 +76,9 @@ int runConvert(const CommandArgs& argv) {
     }
     if (result.upToDate) {
         std::printf("convert: %s already holds this conversion; nothing to do\n", result.store.c_str());
+        if (!args.flag("--verify") && tandem::checkStore(result.store).state == tandem::StoreState::Unverified)
+            std::fprintf(stderr, "note: it has not been verified; --verify reads it in full now (chat, generate and eval "
+                                 "do before they use it)\n");
     } else {
         std::printf("convert: wrote %s: %d layer%s packed", result.store.c_str(), result.packedLayers,
                     result.packedLayers == 1 ? "" : "s");
@@ -101,5 +87,6 @@ int runConvert(const CommandArgs& argv) {
         std::printf(", %s in %.1f s (%.0f MB/s)\n", tandem::io::formatBytes(result.bytesWritten).c_str(), result.seconds,
                     result.seconds > 0 ? static_cast<double>(result.bytesWritten) / result.seconds / 1e6 : 0.0);
     }
-    return args.flag("--verify") ? verifyStore(result.store.string()) : 0;
+    if (!result.recordProblem.empty()) std::fprintf(stderr, "note: %s\n", result.recordProblem.c_str());
+    return args.flag("--verify") ? verifyStoreNow(result.store.string()) : 0;
 }

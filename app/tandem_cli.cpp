@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_verify.h"
 #include "commands.h"
 #include "tandem/build_info.h"
 #include "tandem/error.h"
@@ -34,7 +35,8 @@ commands:
             unchanged (a GGUF's quantized dense tensors as bf16). Works in STORE.partial and renames
             it at the end; run the same command again to resume an interrupted conversion.
             --verify then reads the whole store back against its checksums; with --out and --verify
-            alone it checks an existing store.
+            alone it checks an existing store. Either way the result is recorded in
+            STORE/tandem-verified.json, which a finished conversion also writes.
   download  REPO --out DIR [--revision R] [--include GLOB]... [--token T] [--endpoint URL] [--parallel N]
             Download a Hugging Face repository (e.g. Qwen/Qwen3-30B-A3B) into DIR: several files at once,
             each checked against the Hub's sha256 before it is moved into place, with retries. --include
@@ -42,20 +44,20 @@ commands:
             repositories) and the endpoint (a mirror) default to HF_TOKEN and HF_ENDPOINT. Ctrl-C keeps
             the partial files in DIR/.tandem-download; the same command resumes them.
   eval      --model DIR --ids-file FILE --new-tokens N --logits-out FILE [--threads N]
-            [--device cpu|gpu|auto] [--experts TYPE] [--defer D | --skip D] [--defer-prefill]
+            [--device cpu|gpu|auto] [--experts TYPE] [--defer D | --skip D] [--defer-prefill] [--no-verify]
             Prefill the prompt ids in FILE, then decode N tokens greedily. Writes every logits row
             (prompt positions, then one row per generated token) as little-endian float32 to the
             --logits-out file and prints the generated ids.
   generate  --model DIR (--ids "ID ..." | --ids-file FILE | --prompts-file FILE) [--new-tokens N]
             [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R]
             [--presence-penalty P] [--frequency-penalty F] [--seed S] [--threads N] [--context N]
-            [--device cpu|gpu|auto] [--experts TYPE] [--defer D | --skip D] [--defer-prefill]
+            [--device cpu|gpu|auto] [--experts TYPE] [--defer D | --skip D] [--defer-prefill] [--no-verify]
             Generate from prompt ids, printing ids as they come and the speed at the end.
             --prompts-file holds one prompt per line; each gets a fresh session and one output line.
   chat      --model DIR [--system TEXT] [--stop TEXT]... [--no-think] [--max-tokens N]
             [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R] [--seed S]
             [--threads N] [--context N] [--device cpu|gpu|auto] [--experts TYPE] [--defer D]
-            [--defer-prefill]
+            [--defer-prefill] [--no-verify]
             An interactive chat with the model's own chat template: type a message, the answer streams
             (reasoning dimmed), then the speed; /reset, /system TEXT and /quit.
   bench     --synthetic deepseek-v2-lite|qwen3-30b-a3b|deepseek-v3-4l|tiny [--experts bf16|int8|int4]
@@ -83,6 +85,9 @@ commands:
   --skip    drop the D lowest-weighted routed experts instead (for comparison with --defer)
   --defer-prefill  apply --defer or --skip to the prompt too (by default only decode defers, so the
             prompt's logits and cache are exact)
+  --no-verify  eval, generate and chat read a store in full once before using it when it has not been
+            verified (no tandem-verified.json, or a file changed since); this skips that read. A store
+            found damaged is refused either way.
   Every option may also be written --name=value.
   --help    this text
   --version the version, git revision, GPU path (CUDA or none) and CPU kernels of this build
@@ -91,14 +96,16 @@ commands:
 struct Command {
     const char* name;
     int (*run)(const CommandArgs&);
+    // A store given as --model is read in full first if it is not verified (cli_verify.h); --no-verify.
+    bool verifiesModel = false;
 };
 
 constexpr Command kCommands[] = {
     {"bench-moe", runBenchMoe},
     {"convert", runConvert},
-    {"eval", runEval},
-    {"generate", runGenerate},
-    {"chat", runChat},
+    {"eval", runEval, true},
+    {"generate", runGenerate, true},
+    {"chat", runChat, true},
     {"bench", runBench},
     {"tokenize", runTokenize},
     {"detokenize", runDetokenize},
@@ -116,7 +123,7 @@ int main(int argc, char** argv) {
     const std::string command = argc > 1 ? argv[1] : "";
     try {
         for (const auto& c : kCommands)
-            if (command == c.name) return c.run(rest);
+            if (command == c.name) return c.run(c.verifiesModel ? verifyModelFirst(rest) : rest);
         if (command == "--version" || command == "-v" || command == "version") {
             std::fputs(tandem::describeBuild("tandem-cli").c_str(), stdout);
             return 0;

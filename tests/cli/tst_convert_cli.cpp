@@ -1,5 +1,7 @@
 // tandem-cli convert end to end: progress on stderr, a loadable store, --verify, and its errors.
+#include <QDateTime>
 #include <QFile>
+#include <QFileInfo>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
@@ -15,9 +17,11 @@ class TestConvertCli : public QObject {
         QString out, err;
     };
 
-    Result run(const QStringList& args) {
+    Result run(const QStringList& args) { return runCli(QStringList{"convert"} + args); }
+
+    Result runCli(const QStringList& args) {
         QProcess p;
-        p.start(tandem::test::cliPath(), QStringList{"convert"} + args);
+        p.start(tandem::test::cliPath(), args);
         if (!p.waitForFinished(300000)) return {-1, {}, "timed out"};
         return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, QString::fromUtf8(p.readAllStandardOutput()),
                 QString::fromUtf8(p.readAllStandardError())};
@@ -37,6 +41,11 @@ private slots:
         QVERIFY2(r.out.contains("is intact"), qPrintable(r.out));
         const tandem::io::PackedStore store(out.toStdString());
         QCOMPARE(store.expertType(), tandem::cpu::ExpertType::INT4);
+        // The conversion recorded the store as verified (from the checksums it took while writing), and
+        // --verify read it again and refreshed that record.
+        QVERIFY(QFile::exists(out + "/tandem-verified.json"));
+        QVERIFY(store.verification().state == tandem::io::VerificationState::Verified);
+        QVERIFY2(r.out.contains("recorded in tandem-verified.json"), qPrintable(r.out));
 
         const Result again = run({"--model", model, "--out", out, "--experts", "int4"});
         QCOMPARE(again.exitCode, 0);
@@ -49,6 +58,64 @@ private slots:
         const Result damaged = run({"--out", out, "--verify"});
         QCOMPARE(damaged.exitCode, 1);
         QVERIFY2(damaged.err.contains("DAMAGED") && damaged.err.contains("experts-002.bin"), qPrintable(damaged.err));
+        QVERIFY2(damaged.err.contains("Nothing was deleted") && damaged.err.contains("tandem-cli convert --model " + model),
+                 qPrintable(damaged.err));
+        QVERIFY(QFile::exists(layer));
+        // Recorded: the store no longer counts as up to date, so the same command converts it again.
+        QVERIFY(tandem::io::PackedStore(out.toStdString()).verification().state == tandem::io::VerificationState::Damaged);
+        const Result redone = run({"--model", model, "--out", out, "--experts", "int4", "--threads", "2"});
+        QVERIFY2(redone.exitCode == 0 && redone.out.contains("2 layers packed"), qPrintable(redone.out + redone.err));
+        QVERIFY(tandem::io::PackedStore(out.toStdString()).verification().state == tandem::io::VerificationState::Verified);
+    }
+
+    // chat, generate and eval read a store that is not verified in full before using it (progress on
+    // stderr), refuse a damaged one with the file named, and --no-verify skips the read.
+    void modelCommandsVerifyAnUnverifiedStoreFirst() {
+        QTemporaryDir tmp;
+        const QString out = tmp.filePath("store");
+        Result r = run({"--model", tandem::test::fixturePath("tiny-qwen3moe"), "--out", out, "--experts", "int4", "--threads", "2"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        const QString record = out + "/tandem-verified.json";
+        const QStringList generate{"generate", "--model", out, "--ids", "1 2 3", "--new-tokens", "2", "--threads", "1"};
+
+        r = runCli(generate);  // verified by its conversion: no full read
+        QVERIFY2(r.exitCode == 0 && !r.err.contains("verify:"), qPrintable(r.err));
+
+        QVERIFY(QFile::remove(record));
+        r = runCli(generate + QStringList{"--no-verify"});
+        QVERIFY2(r.exitCode == 0 && r.err.contains("is not verified") && !r.err.contains("verify: 100%"), qPrintable(r.err));
+        QVERIFY(!QFile::exists(record));
+
+        r = runCli(generate);
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY2(r.err.contains("has not been verified yet") && r.err.contains("verify: 100%") && r.err.contains("is intact"),
+                 qPrintable(r.err));
+        QVERIFY(QFile::exists(record));
+        r = runCli(generate);
+        QVERIFY2(r.exitCode == 0 && !r.err.contains("verify:"), qPrintable(r.err));
+
+        // A byte in the middle of an expert file: the file changed, so the store is read again.
+        const QString layer = out + "/experts-001.bin";
+        QByteArray bytes = tandem::test::readFile(layer);
+        bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x40);
+        const QDateTime before = QFileInfo(layer).lastModified();
+        QVERIFY(tandem::test::writeFile(layer, bytes));
+        if (QFileInfo(layer).lastModified() == before) {  // within one tick of the file system's clock
+            QFile f(layer);
+            QVERIFY(f.open(QIODevice::ReadWrite) && f.setFileTime(before.addSecs(1), QFileDevice::FileModificationTime));
+        }
+        r = runCli(generate);
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("experts-001.bin") && r.err.contains("is damaged") && r.err.contains("convert the model again", Qt::CaseInsensitive),
+                 qPrintable(r.err));
+        QVERIFY(QFile::exists(layer));
+        // Known to be damaged: refused with --no-verify too, and eval goes through the same check.
+        r = runCli(generate + QStringList{"--no-verify"});
+        QVERIFY2(r.exitCode == 1 && r.err.contains("experts-001.bin"), qPrintable(r.err));
+        QVERIFY(tandem::test::writeFile(tmp.filePath("ids.txt"), "1 2 3"));
+        r = runCli({"eval", "--model", out, "--ids-file", tmp.filePath("ids.txt"), "--new-tokens", "1", "--logits-out",
+                    tmp.filePath("logits.bin"), "--no-verify"});
+        QVERIFY2(r.exitCode == 1 && r.err.contains("experts-001.bin") && r.err.contains("is damaged"), qPrintable(r.err));
     }
 
     void userErrors() {
