@@ -15,6 +15,8 @@ ChatController::ChatController(ConversationStore* store, MessageModel* messages,
     connect(worker_, &EngineWorker::answerFailed, this, &ChatController::onAnswerFailed);
     connect(worker_, &EngineWorker::tokensCounted, this, &ChatController::onTokensCounted);
     connect(model_, &ModelController::modelReady, this, [this] { requestTokenCount(); });
+    // A store found damaged while in use: the answer in progress stops, and the model is unloaded.
+    connect(model_, &ModelController::storeDamaged, this, &ChatController::stop);
     saveTimer_.setInterval(kSaveIntervalMs);
     connect(&saveTimer_, &QTimer::timeout, this, &ChatController::saveAnswers);
     // An in-memory store (a database file that could not be used) stays unsaved whatever succeeds.

@@ -5,9 +5,22 @@
 
 namespace tandem::ui {
 
-ModelController::ModelController(EngineWorker* worker, AppSettings* settings, QString embeddedModelDir, QObject* parent)
-    : QObject(parent), worker_(worker), settings_(settings), embeddedModelDir_(std::move(embeddedModelDir)) {
+ModelController::ModelController(EngineWorker* worker, AppSettings* settings, QString embeddedModelDir, QObject* parent,
+                                 StoreVerifyFunction verify)
+    : QObject(parent), worker_(worker), settings_(settings), embeddedModelDir_(std::move(embeddedModelDir)),
+      verifier_(new StoreVerifier(std::move(verify), this)) {
     connect(this, &ModelController::loadRequested, worker_, &EngineWorker::loadModel);
+    connect(this, &ModelController::unloadRequested, worker_, &EngineWorker::unloadModel);
+    connect(verifier_, &StoreVerifier::progressed, this, [this](const QString& dir, double fraction) {
+        if (dir != summary_.dir) return;
+        verificationProgress_ = fraction;
+        emit verificationProgressed(summary_.name, fraction);
+    });
+    connect(verifier_, &StoreVerifier::finished, this, &ModelController::onVerified);
+    connect(verifier_, &StoreVerifier::failed, this, [this](const QString& dir, const QString& message) {
+        if (dir != summary_.dir) return;
+        emit verificationFailed(tr("Tandem could not check the files of %1: %2").arg(summary_.name, message));
+    });
     connect(worker_, &EngineWorker::modelLoading, this, &ModelController::onLoading);
     connect(worker_, &EngineWorker::modelLoaded, this, &ModelController::onLoaded);
     connect(worker_, &EngineWorker::modelLoadFailed, this, &ModelController::onLoadFailed);
@@ -69,6 +82,7 @@ void ModelController::setDeferral(int experts) {
 }
 
 void ModelController::onLoading(const QString& dir) {
+    verifier_->cancel();  // the model it checks is being replaced (or reloaded, and checked again then)
     loadingDir_ = dir;
     setState(State::Loading);
 }
@@ -78,6 +92,35 @@ void ModelController::onLoaded(const ModelSummary& summary) {
     lastError_.clear();
     setState(State::Ready);
     emit modelReady(summary_);
+    if (summary_.store == tandem::StoreState::Unverified) {
+        // Never read in full, or changed since: read it now, while it is in use. A 500 GB store takes
+        // minutes; the chat goes on meanwhile.
+        verificationProgress_ = 0;
+        verifier_->start(summary_.dir);
+        emit verificationStarted(summary_.name);
+    }
+}
+
+void ModelController::onVerified(const QString& dir, const tandem::StoreCheck& result) {
+    if (dir != summary_.dir || state_ != State::Ready) return;
+    if (result.state == tandem::StoreState::Unverified) {  // it did not get to the end
+        emit verificationFailed(tr("Tandem could not finish checking the files of %1: %2")
+                                    .arg(summary_.name, QString::fromStdString(result.message)));
+        return;
+    }
+    if (result.state != tandem::StoreState::Damaged) {
+        verificationProgress_ = 1;
+        summary_.store = tandem::StoreState::Verified;
+        emit verificationFinished(summary_.name, QString::fromStdString(result.recordProblem));
+        return;
+    }
+    // Damaged: stop using it. The chat controller stops an answer in progress (it keeps what it has),
+    // then the engine thread unloads the model. Nothing is deleted.
+    summary_ = {};
+    lastError_ = QString::fromStdString(result.message);
+    setState(State::Failed);
+    emit storeDamaged(lastError_);
+    emit unloadRequested();
 }
 
 void ModelController::onLoadFailed(const QString& dir, const QString& message) {

@@ -1,9 +1,12 @@
 #pragma once
 // Which model is loaded and how: asks the engine worker to load, follows its progress, and keeps the
-// deferral chosen for each model.
+// deferral chosen for each model. A packed store that loads unverified (never read in full, or changed
+// since) is read in full in the background while it is in use; if that finds damage, the model is
+// unloaded and storeDamaged says which file and what to do.
 #include <QObject>
 
 #include "ui/engine/engine_worker.h"
+#include "ui/engine/store_verifier.h"
 #include "ui/settings/app_settings.h"
 
 namespace tandem::ui {
@@ -15,7 +18,9 @@ public:
     Q_ENUM(State)
 
     // `embeddedModelDir` is the model that ships with Tandem, used while Settings names none.
-    ModelController(EngineWorker* worker, AppSettings* settings, QString embeddedModelDir, QObject* parent = nullptr);
+    // `verify` reads a store in full (null: tandem::verifyStore at a low priority).
+    ModelController(EngineWorker* worker, AppSettings* settings, QString embeddedModelDir, QObject* parent = nullptr,
+                    StoreVerifyFunction verify = {});
 
     State state() const { return state_; }
     bool isReady() const { return state_ == State::Ready; }
@@ -29,6 +34,9 @@ public:
     QString configuredModelDir() const;
     // The loaded model is the one that ships with Tandem (a demo, not a model to rely on).
     bool isEmbeddedModelReady() const;
+    // The loaded store is being read in full, this far (0..1).
+    bool isVerifying() const { return verifier_->isRunning(); }
+    double verificationProgress() const { return verificationProgress_; }
 
 public slots:
     // Loads the model Settings name, with Settings' engine options. With no model named and none shipped,
@@ -46,11 +54,23 @@ signals:
     void modelMissing(const QString& dir);
     void modelReady(const tandem::ui::ModelSummary& summary);
     void deferralChanged(int experts);
+    void unloadRequested();
+    // The loaded store is being read in full (in the background; the chat goes on meanwhile).
+    void verificationStarted(const QString& name);
+    void verificationProgressed(const QString& name, double fraction);
+    // It is intact. `note`: why that could not be recorded (then it is read again at the next load).
+    void verificationFinished(const QString& name, const QString& note);
+    // It could not be read at all (the folder went away): a warning; the model stays in use.
+    void verificationFailed(const QString& message);
+    // It is damaged: the model was unloaded (state Failed, lastError() is `message`, which names the
+    // file and says to convert or download the model again).
+    void storeDamaged(const QString& message);
 
 private:
     void onLoading(const QString& dir);
     void onLoaded(const ModelSummary& summary);
     void onLoadFailed(const QString& dir, const QString& message);
+    void onVerified(const QString& dir, const tandem::StoreCheck& result);
     void setState(State state);
 
     EngineWorker* worker_;
@@ -61,6 +81,8 @@ private:
     QString loadingDir_;
     QString lastError_;
     int deferral_ = 0;
+    StoreVerifier* verifier_;
+    double verificationProgress_ = 0;
 };
 
 }  // namespace tandem::ui

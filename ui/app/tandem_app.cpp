@@ -62,7 +62,8 @@ TandemApp::TandemApp(TandemAppOptions options)
     monitor_->setGpuDevice(settings_->engine().gpuDevice);
     host_ = std::make_unique<EngineHost>(options.runnerFactory ? options.runnerFactory : ModelRunnerFactory(loadEngineRunner));
     const QString embedded = options.embeddedModelDir ? *options.embeddedModelDir : findEmbeddedModel();
-    model_ = std::make_unique<ModelController>(host_->worker(), settings_.get(), embedded);
+    model_ = std::make_unique<ModelController>(host_->worker(), settings_.get(), embedded, nullptr,
+                                               std::move(options.storeVerifier));
     chat_ = std::make_unique<ChatController>(store_.get(), messages_.get(), model_.get(), host_->worker(), settings_.get());
 
     connect(monitor_.get(), &SystemMonitor::sampled, stats_.get(), &StatsModel::addSample);

@@ -28,6 +28,7 @@ struct TandemAppOptions {
     bool inMemoryDatabase = false;        // nothing is saved (screenshots)
     std::unique_ptr<QSettings> settings;  // null: ~/.config/tandem/tandem.ini
     ModelRunnerFactory runnerFactory;     // null: the real engine
+    StoreVerifyFunction storeVerifier;    // null: tandem::verifyStore in the background
     std::optional<QString> embeddedModelDir;  // unset: findEmbeddedModel(); empty: none
     bool monitorSystem = true;
     ModelDownloaderFactory downloaderFactory;  // null: the Hub client

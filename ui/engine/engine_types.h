@@ -38,6 +38,10 @@ struct ModelSummary {
     quint64 weightBytes = 0;
     tandem::SamplingOptions recommendedSampling;
     QString textHandling;  // which tokenizer and template are in use
+    // A packed store's verification record at load (tandem/store_check.h): Unverified means it should
+    // be read in full, which the model controller does in the background.
+    tandem::StoreState store = tandem::StoreState::NotAStore;
+    QString storeNotice;
 };
 
 struct GenerationRequest {

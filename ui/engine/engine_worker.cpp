@@ -55,6 +55,8 @@ void EngineWorker::loadModel(const LoadRequest& request) {
         summary_.weightBytes = info.weightBytes;
         summary_.recommendedSampling = info.defaultSampling;
         summary_.textHandling = formatter->description();
+        summary_.store = info.store;
+        summary_.storeNotice = QString::fromStdString(info.storeNotice);
         runner_ = std::move(runner);
         formatter_ = std::move(formatter);
     } catch (const std::exception& e) {

@@ -20,6 +20,7 @@
 #include <QStatusBar>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "ui/app/generation_options.h"
 #include "ui/models/conversation_list_model.h"
@@ -102,10 +103,31 @@ MainWindow::MainWindow(const MainWindowParts& parts, QWidget* parent)
     connect(model, &ModelController::loadFailed, this, [this](const QString& message) {
         banner_->showMessage(NotificationBanner::Kind::Error, message, tr("Open Model Folder…"), QStringLiteral("model"));
     });
+    connect(model, &ModelController::verificationStarted, this, [this](const QString& name) {
+        shownVerificationPercent_ = -1;
+        showVerification(name, 0);
+    });
+    connect(model, &ModelController::verificationProgressed, this, &MainWindow::showVerification);
+    connect(model, &ModelController::verificationFinished, this, [this](const QString& name, const QString& note) {
+        updateModelState();
+        if (banner_->topic() == QLatin1String("verify")) banner_->hide();
+        if (!note.isEmpty())
+            banner_->showMessage(NotificationBanner::Kind::Warning, tr("The files of %1 are intact, but %2").arg(name, note));
+        statusBar()->showMessage(tr("The files of %1 are intact.").arg(name), 8000);
+    });
+    connect(model, &ModelController::verificationFailed, this, [this](const QString& message) {
+        updateModelState();
+        banner_->showMessage(NotificationBanner::Kind::Warning, message);
+    });
+    connect(model, &ModelController::storeDamaged, this, [this](const QString& message) {
+        banner_->showMessage(NotificationBanner::Kind::Error,
+                             tr("This model's files are damaged, so Tandem stopped using it. %1").arg(message),
+                             tr("Get a Model…"), QStringLiteral("model-damaged"));
+    });
     connect(model, &ModelController::deferralChanged, dashboard_, &Dashboard::setDeferral);
     connect(dashboard_, &Dashboard::deferralChosen, model, &ModelController::setDeferral);
     connect(banner_, &NotificationBanner::actionTriggered, this, [this] {
-        if (banner_->topic() == QLatin1String("demo-model"))
+        if (banner_->topic() == QLatin1String("demo-model") || banner_->topic() == QLatin1String("model-damaged"))
             openModelWizard();
         else
             openModelFolder();
@@ -267,7 +289,7 @@ void MainWindow::updateModelState() {
         modelStatus_->setToolTip(tr("%1 (%2), %3").arg(s.name, s.modelType, s.textHandling));
         composer_->setUnavailableReason({});
         dashboard_->setModel(&s, m->deferral());
-        if (banner_->topic() != QLatin1String("store")) banner_->hide();
+        if (banner_->topic() != QLatin1String("store") && banner_->topic() != QLatin1String("verify")) banner_->hide();
         // The shipped model is a pocket dictionary, not an assistant: say so before anyone asks it more.
         if (m->isEmbeddedModelReady() && banner_->isHidden())
             banner_->showMessage(NotificationBanner::Kind::Information,
@@ -280,6 +302,25 @@ void MainWindow::updateModelState() {
     }
     }
     updateChatPage();
+}
+
+QString MainWindow::modelStatusText() const { return modelStatus_->text(); }
+
+void MainWindow::showVerification(const QString& name, double fraction) {
+    // Whole percents: the engine reports ten times a second, the text changes when it would show.
+    const int percent = static_cast<int>(100 * std::clamp(fraction, 0.0, 1.0));
+    if (percent == shownVerificationPercent_) return;
+    const bool first = shownVerificationPercent_ < 0;
+    shownVerificationPercent_ = percent;
+    modelStatus_->setText(tr("%1 · ready · checking its files %2%").arg(name).arg(percent));
+    // The banner comes up once; dismissed, it stays down, and the status bar goes on counting.
+    if (first || (!banner_->isHidden() && banner_->topic() == QLatin1String("verify")))
+        banner_->showMessage(NotificationBanner::Kind::Information,
+                             tr("Checking the files of %1 (%2%): Tandem reads them in full once, to be sure they are "
+                                "intact. You can chat meanwhile.")
+                                 .arg(name)
+                                 .arg(percent),
+                             {}, QStringLiteral("verify"));
 }
 
 void MainWindow::updateTitle() {

@@ -58,6 +58,8 @@ public:
     ConversationSidebar* sidebar() const { return sidebar_; }
     Dashboard* dashboard() const { return dashboard_; }
     NotificationBanner* banner() const { return banner_; }
+    // The model's state in the status bar ("name · ready · checking files 42%").
+    QString modelStatusText() const;
     EmptyStatePage* emptyState() const { return emptyState_; }
     ContextIndicator* contextIndicator() const { return context_; }
     bool isShowingConversation() const;
@@ -84,6 +86,8 @@ private:
     void updateChatPage();
     void updateModelState();
     void updateTitle();
+    // The status bar and the banner while the loaded store is read in full.
+    void showVerification(const QString& name, double fraction);
     void onGeneratingChanged(bool generating);
     // The store takes writes again (a full disk has room): its problem is no longer true.
     void onSavingResumed();
@@ -105,6 +109,7 @@ private:
     QAction* stopAction_ = nullptr;
     QAction* regenerateAction_ = nullptr;
     QPointer<ModelWizard> wizard_;
+    int shownVerificationPercent_ = -1;
 };
 
 }  // namespace tandem::ui
