@@ -191,6 +191,11 @@ void verifyLoadedWithNewChat(Harness& h, ModelWizard* w, const QString& store) {
     QCOMPARE(h.app->chat()->currentConversationId(), 0);
     QCOMPARE(h.app->settings()->modelWizardState().stage, ModelWizardState::Stage::None);
     QVERIFY(QFileInfo::exists(store + QStringLiteral("/tandem-store.json")));
+    // The conversion recorded the store as verified, from the checksums it took while writing: it is
+    // not read again in the background.
+    QVERIFY(QFileInfo::exists(store + QStringLiteral("/tandem-verified.json")));
+    QVERIFY(h.app->model()->summary().store == tandem::StoreState::Verified);
+    QVERIFY(!h.app->model()->isVerifying());
 }
 
 QuantizationAdvice adviceFor(const QString& curatedName, const MachineFigures& machine, bool download = true) {
