@@ -9,6 +9,7 @@
 #include <ctime>
 #include <fcntl.h>
 #include <mutex>
+#include <system_error>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -229,6 +230,7 @@ VerificationRecord recordFromJson(const std::string& text, const std::string& wh
         if (!samples.is_array()) throw r.fail("samples must be an array");
         for (const auto& s : samples) {
             if (!s.is_object()) throw r.fail("each sample must be an object");
+            if (v.samples.size() == kMaxSamplesPerFile) throw r.fail("a file has more samples than Tandem takes");
             v.samples.push_back({static_cast<std::uint64_t>(r.integer(s, "offset")),
                                  static_cast<std::uint64_t>(r.integer(s, "bytes")), r.hex(s, "hash")});
             if (v.samples.back().bytes > kSampleWindowBytes) throw r.fail("a sample is larger than a window");
@@ -391,31 +393,48 @@ VerifyResult verifyStoreFiles(const fs::path& dir, const StoreManifest& manifest
     const int threads = std::max(1, std::min<int>(options.threads > 0 ? options.threads : std::min(hardware, 8),
                                                   static_cast<int>(std::max<std::size_t>(work.size(), 1))));
     std::vector<std::thread> workers;
-    running = threads;
-    for (int t = 0; t < threads; ++t) {
-        workers.emplace_back([&] {
-            if (options.lowPriority) ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 10);
-            std::vector<std::byte> buffer(kReadChunk);
-            while (!stop.load(std::memory_order_relaxed)) {
-                const std::size_t i = next.fetch_add(1);
-                if (i >= work.size()) break;
-                const Piece& p = work[i];
-                const StoreFile& f = files[p.file];
-                auto& s = state[p.file];
-                const std::uint64_t offset = p.index * f.pieceBytes;
-                const std::uint64_t bytes = std::min<std::uint64_t>(f.pieceBytes, f.bytes - offset);
-                std::uint64_t h = 0;
-                const std::string problem = s.in->hash(offset, bytes, buffer, h, &done, &stop);
-                if (!problem.empty()) {
-                    const std::lock_guard lock(s.mutex);
-                    if (s.problem.empty()) s.problem = problem;
-                }
-                s.pieces[p.index] = h;
-            }
+    bool outOfMemory = false;  // under finishedMutex
+    const auto read = [&] {
+        if (options.lowPriority) ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 10);
+        std::vector<std::byte> buffer;
+        try {
+            buffer.resize(kReadChunk);
+        } catch (const std::bad_alloc&) {
             const std::lock_guard lock(finishedMutex);
+            outOfMemory = true;
             if (--running == 0) finished.notify_all();
-        });
+            return;
+        }
+        while (!stop.load(std::memory_order_relaxed)) {
+            const std::size_t i = next.fetch_add(1);
+            if (i >= work.size()) break;
+            const Piece& p = work[i];
+            const StoreFile& f = files[p.file];
+            auto& s = state[p.file];
+            const std::uint64_t offset = p.index * f.pieceBytes;
+            const std::uint64_t bytes = std::min<std::uint64_t>(f.pieceBytes, f.bytes - offset);
+            std::uint64_t h = 0;
+            const std::string problem = s.in->hash(offset, bytes, buffer, h, &done, &stop);
+            if (!problem.empty()) {
+                const std::lock_guard lock(s.mutex);
+                if (s.problem.empty()) s.problem = problem;
+            }
+            s.pieces[p.index] = h;
+        }
+        const std::lock_guard lock(finishedMutex);
+        if (--running == 0) finished.notify_all();
+    };
+    // Fewer threads than asked for when the system has no more to give; none is an error.
+    for (int t = 0; t < threads; ++t) {
+        ++running;
+        try {
+            workers.emplace_back(read);
+        } catch (const std::system_error&) {
+            --running;
+            break;
+        }
     }
+    if (workers.empty()) throw Error("cannot start a thread to read " + dir.string() + "; the system has no threads to spare");
     {
         std::unique_lock lock(finishedMutex);
         while (running > 0) {
@@ -429,6 +448,8 @@ VerifyResult verifyStoreFiles(const fs::path& dir, const StoreManifest& manifest
         }
     }
     for (auto& w : workers) w.join();
+    if (outOfMemory && next.load() < work.size() && !stop)
+        throw Error("out of memory while reading " + dir.string() + " to verify it; close other programs and try again");
 
     if (stop) {
         result.cancelled = true;
