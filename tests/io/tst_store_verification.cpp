@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <random>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "io/packed_store.h"
 #include "io/store_checksum.h"
