@@ -313,8 +313,10 @@ void MainWindow::showVerification(const QString& name, double fraction) {
     const bool first = shownVerificationPercent_ < 0;
     shownVerificationPercent_ = percent;
     modelStatus_->setText(tr("%1 · ready · checking its files %2%").arg(name).arg(percent));
-    // The banner comes up once; dismissed, it stays down, and the status bar goes on counting.
-    if (first || (!banner_->isHidden() && banner_->topic() == QLatin1String("verify")))
+    // The banner comes up once (unless it says that conversations are not being saved, which matters
+    // more); dismissed, it stays down, and the status bar goes on counting.
+    const bool storeProblemShown = !banner_->isHidden() && banner_->topic() == QLatin1String("store");
+    if ((first && !storeProblemShown) || (!banner_->isHidden() && banner_->topic() == QLatin1String("verify")))
         banner_->showMessage(NotificationBanner::Kind::Information,
                              tr("Checking the files of %1 (%2%): Tandem reads them in full once, to be sure they are "
                                 "intact. You can chat meanwhile.")
