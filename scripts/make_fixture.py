@@ -6,9 +6,17 @@ of the public releases, and the outputs of Hugging Face transformers on it as th
         --set hidden_size=192 --set moe_intermediate_size=96 --set intermediate_size=320 \
         --set n_routed_experts=8 --set topk_group=3 --seed 16
     python3 scripts/make_fixture.py --verify tests/fixtures/tiny-deepseekv3-fp8    # the reference check
+    python3 scripts/make_fixture.py --preset qwen3-30b-a3b-3l --out /work/realwidth/qwen3-30b-a3b-3l
 
 (tiny-deepseekv3-fp8-edge: 8 experts rather than 16 keep the folder under 4 MB; seed 16 is the second seed
 from 0 that --stable-routing accepts, see tests/fixtures/README.md.)
+
+--preset NAME makes a real-width checkpoint (PRESETS below: Qwen3-30B-A3B, DeepSeek-V3 with FP8 and
+DeepSeek-V2-Lite widths, a few layers, the tiny fixture's tokenizer and vocabulary): the preset supplies
+--base, the --set overrides (given ones are applied after it), --init-std and --shards. These are GBs:
+write them outside the repository. At these sizes nothing is held twice: each tensor is made from its name
+when it is needed (writing a shard, filling the model, checking what was written), so the peak memory is
+transformers' float32 model plus one shard (qwen3-30b-a3b-3l 7.3 GB + 1 GB; deepseek-v3-2l-fp8 14.6 GB + 1 GB).
 
 A fixture is made from a BASE fixture of the same family (tests/fixtures/tiny-*): its config.json with the
 --set overrides (KEY=JSON value) is the new config; its tokenizer files, generation_config.json and the
@@ -31,11 +39,19 @@ What is written into OUT (the layout and golden format of tests/fixtures/README.
   golden.safetensors   {chat,long}.prompt_ids (I32), .prefill_logits [T, V] (F32), .gen_ids (I32) and
       .gen_logits [--new-tokens, V] (F32): greedy, row i is the logits that chose token i. From transformers in
       float32 with eager attention over the weights exactly as stored: bf16 widened, FP8 dequantized
-      (fp8 value x weight_scale_inv in float32). The dequantized weights are loaded with from_pretrained
-      from a float32 copy in the same per-expert Hugging Face layout, so transformers' own name conversion
-      places them.
-  golden.json          the base's, with this model's `loading` (from_pretrained's missing / unexpected /
-      mismatched keys, all empty when every weight landed) and `prompts` (length, the largest relative
+      (fp8 value x weight_scale_inv in float32). transformers' own name conversion places them: each
+      checkpoint tensor is copied into its view of the model's tensors that transformers' save-time
+      conversion gives (revert_weight_conversion, the inverse of from_pretrained's: fused expert tensors
+      split per expert, renamed keys), one tensor at a time.
+      {chat,long}.router_scores [MoE layers, P, E] (F32): the reference's routing choice scores (softmax or
+      sigmoid of the router logits, plus DeepSeek-V3's e_score_correction_bias, before any group limit) at
+      the P = len(prompt_ids) + len(gen_ids) - 1 positions of prompt_ids + gen_ids[:-1] (one forward without
+      the cache): prefill row t is position t, gen row i position T - 1 + i. scripts/check_golden.py takes
+      the top-k margins from them.
+  golden.json          the base's, with this model's `loading` (the checkpoint names transformers' model
+      lacks (unexpected), those it holds but the checkpoint does not (missing), shapes that differ
+      (mismatched): all empty when every weight landed), `router_layers` (the layer of each row of
+      router_scores) and `prompts` (length, the largest relative
       difference between the KV-cached logits and a full recompute, the smallest top-1 margin, the logits'
       standard deviation).
 
@@ -50,17 +66,22 @@ torch, transformers (5.x) and safetensors (the GPU machine has them); runs on th
 no TF32), deterministic: the same arguments write the same bytes.
 """
 import argparse
+import contextlib
 import json
 import os
 import re
+import resource
 import shutil
 import sys
 import tempfile
 import zlib
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from transformers import AutoConfig, AutoModelForCausalLM
+from transformers.core_model_loading import revert_weight_conversion
+from transformers.initialization import no_init_weights
 
 # The files of a fixture that this script writes itself; everything else in BASE is copied.
 MADE = {"config.json", "golden.json", "golden.safetensors", "model.safetensors", "model.safetensors.index.json"}
@@ -71,19 +92,48 @@ SHARD = re.compile(r"model-\d+-of-\d+\.safetensors")
 DEFAULT_FP8_PATTERN = (r"\.self_attn\.(q_proj|q_a_proj|q_b_proj|kv_b_proj|o_proj)\.weight$"
                        r"|\.mlp\..*(gate_proj|up_proj|down_proj)\.weight$|\.eh_proj\.weight$")
 FP8_MAX = 448.0
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "fixtures")
+
+# Real widths (each model's config.json on the Hub), a few layers, the base fixture's 1024-token vocabulary
+# and tokenizer. init_std keeps hidden x init_std^2 near the tiny fixtures' 0.8 (128 x 0.08^2), so the
+# logits spread as theirs do (std ~0.9).
+PRESETS = {
+    # Qwen/Qwen3-30B-A3B: 3 of 48 layers; 1.81 G expert weights, 3.6 GB in bf16, 7.3 GB as float32.
+    "qwen3-30b-a3b-3l": {"base": "tiny-qwen3moe", "init_std": 0.02, "shards": 4, "set": {
+        "hidden_size": 2048, "intermediate_size": 6144, "moe_intermediate_size": 768, "num_experts": 128,
+        "num_experts_per_tok": 8, "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+        "num_hidden_layers": 3}},
+    # deepseek-ai/DeepSeek-V3 with its FP8 128x128 blocks: 1 dense + 1 MoE layer, 64 of the 256 routed
+    # experts (8 groups of 8, 4 kept, top-8), no MTP layer (tiny-deepseekv3-fp8 has one); 3.7 G weights,
+    # 3.8 GB on disk, 14.6 GB as float32.
+    "deepseek-v3-2l-fp8": {"base": "tiny-deepseekv3-fp8", "init_std": 0.01, "shards": 4, "set": {
+        "hidden_size": 7168, "intermediate_size": 18432, "moe_intermediate_size": 2048, "n_routed_experts": 64,
+        "n_shared_experts": 1, "num_experts_per_tok": 8, "n_group": 8, "topk_group": 4, "first_k_dense_replace": 1,
+        "num_hidden_layers": 2, "num_nextn_predict_layers": 0, "num_attention_heads": 128, "num_key_value_heads": 128,
+        "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128}},
+    # deepseek-ai/DeepSeek-V2-Lite (MLA without q LoRA, softmax router, 2 shared experts): 1 dense + 2 MoE
+    # layers of its 64 experts, top-6; 1.2 G weights, 2.4 GB in bf16, 4.8 GB as float32.
+    "deepseek-v2-lite-3l": {"base": "tiny-deepseekv2", "init_std": 0.02, "shards": 4, "set": {
+        "hidden_size": 2048, "intermediate_size": 10944, "moe_intermediate_size": 1408, "n_routed_experts": 64,
+        "n_shared_experts": 2, "num_experts_per_tok": 6, "first_k_dense_replace": 1, "num_hidden_layers": 3,
+        "num_attention_heads": 16, "num_key_value_heads": 16, "q_lora_rank": None, "kv_lora_rank": 512,
+        "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128}},
+}
 
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--base", help="fixture folder to take the config, tokenizer and prompts from")
     p.add_argument("--out", help="folder to write (created; must be empty or absent)")
+    p.add_argument("--preset", choices=sorted(PRESETS),
+                   help="a real-width checkpoint: supplies --base, --set overrides, --init-std and --shards")
     p.add_argument("--verify", metavar="FIXTURE",
                    help="instead: recompute FIXTURE's golden from its stored weights and print how far its "
                         "golden.safetensors is from it (checks this script's reference against a fixture's)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=JSON",
                    help="config.json override, e.g. hidden_size=192 or rope_scaling=null (repeatable)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--init-std", type=float, default=0.08, help="standard deviation of the weight matrices")
+    p.add_argument("--init-std", type=float, help="standard deviation of the weight matrices (0.08; a preset's own)")
     p.add_argument("--fp8", choices=["auto", "on", "off"], default="auto",
                    help="quantize to float8_e4m3fn with block scales (auto: when the config's quantization_config is fp8)")
     p.add_argument("--fp8-pattern", default=DEFAULT_FP8_PATTERN, help="regex of the tensor names stored as FP8")
@@ -91,13 +141,19 @@ def parse_args():
                    help="take the first seed from --seed on whose golden prompts route the same with every weight "
                         "rounded to bf16 (no routing near-tie that a lossy store type flips)")
     p.add_argument("--max-tries", type=int, default=1, help="seeds --stable-routing may try")
-    p.add_argument("--shards", type=int, default=2)
+    p.add_argument("--shards", type=int, help="safetensors shards (2; a preset's own)")
     p.add_argument("--prompts", default="chat,long", help="golden prompts of BASE to reuse")
     p.add_argument("--new-tokens", type=int, default=24)
     p.add_argument("--device", default="cpu", help="where transformers runs (cpu, or cuda: TF32 is turned off)")
     args = p.parse_args()
+    preset = PRESETS.get(args.preset, {})
+    if preset:
+        args.base = args.base or os.path.join(FIXTURES, preset["base"])
+        args.set = [f"{k}={json.dumps(v)}" for k, v in preset["set"].items()] + args.set
+    args.init_std = args.init_std if args.init_std is not None else preset.get("init_std", 0.08)
+    args.shards = args.shards or preset.get("shards", 2)
     if not args.verify and not (args.base and args.out):
-        p.error("--base and --out are needed (or --verify)")
+        p.error("--base (or --preset) and --out are needed (or --verify)")
     return args
 
 
@@ -141,16 +197,36 @@ def split_fused_experts(names):
         print(f"note: {name} was saved fused; stored per expert", file=sys.stderr)
 
 
+def hub_views(model):
+    """Every tensor of transformers' model under its name in a Hub checkpoint, as a view into the model's
+    own tensors: the state dict through transformers' save-time conversion (revert_weight_conversion,
+    which save_pretrained applies: fused expert tensors split per expert, keys renamed), the inverse of
+    how from_pretrained places a checkpoint's tensors. Copying a checkpoint tensor into its view loads it,
+    one tensor at a time, with no copy of the model's size (from_pretrained stacks a layer's experts from
+    copies of them: 2x the experts' float32 size at real widths)."""
+    state = model.state_dict()
+    # The conversion makes each chunk of a fused gate_up_proj contiguous, a copy; without that it is a view.
+    contiguous = torch.Tensor.contiguous
+    torch.Tensor.contiguous = lambda self, *args, **kwargs: self
+    try:
+        views = revert_weight_conversion(model, dict(state))
+    finally:
+        torch.Tensor.contiguous = contiguous
+    if not any(t.is_meta for t in state.values()):
+        owners = {t.untyped_storage().data_ptr() for t in state.values()}
+        copies = sorted(n for n, v in views.items() if v.untyped_storage().data_ptr() not in owners)
+        if copies:
+            sys.exit(f"transformers' conversion gives copies, not views, for {copies[:4]}...: this script cannot "
+                     "load through them; load with from_pretrained instead")
+    return views
+
+
 def tensor_names_and_shapes(config, layers):
-    """Every tensor of the checkpoint as transformers saves it (the Hub layout: one tensor per expert)."""
-    model = AutoModelForCausalLM.from_config(hf_config(config, layers), dtype=torch.float32)
-    names = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        model.save_pretrained(tmp)
-        for f in sorted(os.listdir(tmp)):
-            if f.endswith(".safetensors"):
-                for name, t in load_file(os.path.join(tmp, f)).items():
-                    names[name] = tuple(t.shape)
+    """Every tensor of the checkpoint as transformers saves it (the Hub layout: one tensor per expert), from
+    a model on the meta device (nothing allocated)."""
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(hf_config(config, layers), dtype=torch.float32)
+    names = {name: tuple(t.shape) for name, t in hub_views(model).items()}
     split_fused_experts(names)
     bad = {n: s for n, s in names.items() if len(s) > 2}
     if bad:
@@ -208,77 +284,126 @@ def storage_dtype(config):
     return {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[name]
 
 
-def make_weights(config, args, seed):
-    """(the tensors as stored, the float32 weights they stand for) by name."""
-    layers = config["num_hidden_layers"]
-    mtp = config.get("num_nextn_predict_layers", 0) if config["model_type"] == "deepseek_v3" else 0
-    names = tensor_names_and_shapes(config, layers + mtp)
-    if mtp:
-        mtp_tensors(config, names)
-    q = config.get("quantization_config") or {}
-    fp8 = args.fp8 == "on" or (args.fp8 == "auto" and q.get("quant_method") == "fp8")
-    block_rows, block_cols = q.get("weight_block_size", [128, 128])
-    pattern = re.compile(args.fp8_pattern)
-    dtype = storage_dtype(config)
-    stored, weights = {}, {}
-    for name in sorted(names):
-        w = random_tensor(name, names[name], seed, args.init_std)
-        if fp8 and w.dim() == 2 and pattern.search(name):
-            values, scale = quantize_fp8(w, block_rows, block_cols)
-            stored[name], stored[name + "_scale_inv"] = values, scale
-            weights[name] = dequantize_fp8(values, scale, block_rows, block_cols)
-        else:
-            stored[name] = w.to(dtype).contiguous()
-            weights[name] = stored[name].to(torch.float32)
-    # The MTP layers are not part of transformers' model: the golden is of the first `layers` only.
-    beyond = re.compile(r"model\.layers\.(\d+)\.")
-    weights = {n: w for n, w in weights.items() if not (beyond.match(n) and int(beyond.match(n).group(1)) >= layers)}
-    return stored, weights, fp8
+class Weights:
+    """The checkpoint's tensors of one seed, each made from its name when asked for (random_tensor), so that
+    at most one is in memory at a time: a real-width checkpoint is GBs, and the float32 model beside it."""
+
+    def __init__(self, config, args, seed):
+        self.layers = config["num_hidden_layers"]
+        mtp = config.get("num_nextn_predict_layers", 0) if config["model_type"] == "deepseek_v3" else 0
+        self.shapes = tensor_names_and_shapes(config, self.layers + mtp)
+        if mtp:
+            mtp_tensors(config, self.shapes)
+        q = config.get("quantization_config") or {}
+        self.fp8 = args.fp8 == "on" or (args.fp8 == "auto" and q.get("quant_method") == "fp8")
+        self.block = q.get("weight_block_size", [128, 128])
+        self.pattern = re.compile(args.fp8_pattern)
+        self.dtype = storage_dtype(config)
+        self.seed, self.init_std = seed, args.init_std
+
+    def is_fp8(self, name):
+        return self.fp8 and len(self.shapes[name]) == 2 and self.pattern.search(name) is not None
+
+    def stored(self, name):
+        """{name: the tensor as stored} plus {name_scale_inv: its block scales} when it is FP8."""
+        w = random_tensor(name, self.shapes[name], self.seed, self.init_std)
+        if self.is_fp8(name):
+            values, scale = quantize_fp8(w, *self.block)
+            return {name: values, name + "_scale_inv": scale}
+        return {name: w.to(self.dtype).contiguous()}
+
+    def float32(self, name):
+        """The float32 weight the stored tensor stands for (FP8 dequantized)."""
+        s = self.stored(name)
+        if name + "_scale_inv" in s:
+            return dequantize_fp8(s[name], s[name + "_scale_inv"], *self.block)
+        return s[name].to(torch.float32)
+
+    def stored_names(self):
+        return sorted([n for n in self.shapes] + [n + "_scale_inv" for n in self.shapes if self.is_fp8(n)])
+
+    def reference_names(self):
+        """The tensors of transformers' model: the MTP layers (index >= num_hidden_layers) are not part of it."""
+        return [n for n in sorted(self.shapes) if not beyond_layers(n, self.layers)]
+
+    def base_name(self, stored_name):
+        """The weight a stored tensor belongs to (a weight_scale_inv belongs to its weight)."""
+        base = stored_name[:-len("_scale_inv")] if stored_name.endswith("_scale_inv") else stored_name
+        return base if base in self.shapes else stored_name
 
 
-def write_checkpoint(out, stored, shards):
-    names = sorted(stored)
+def beyond_layers(name, layers):
+    m = re.match(r"model\.layers\.(\d+)\.", name)
+    return m is not None and int(m.group(1)) >= layers
+
+
+def write_checkpoint(out, weights, shards):
+    """The shards (stored tensors in name order, split evenly by count) and the index, one shard in memory
+    at a time. Returns the bytes of all tensors."""
+    names = weights.stored_names()
     per = -(-len(names) // shards)
-    index = {}
+    index, total = {}, 0
     for i in range(shards):
         file = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
         part = names[i * per:(i + 1) * per]
-        save_file({n: stored[n] for n in part}, os.path.join(out, file), metadata={"format": "pt"})
+        made = {}
+        for base in dict.fromkeys(weights.base_name(n) for n in part):
+            made.update(weights.stored(base))
+        tensors = {n: made[n] for n in part}
+        del made
+        save_file(tensors, os.path.join(out, file), metadata={"format": "pt"})
+        total += sum(t.numel() * t.element_size() for t in tensors.values())
         index.update({n: file for n in part})
-    total = sum(t.numel() * t.element_size() for t in stored.values())
+        del tensors
     with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
         json.dump({"metadata": {"total_size": total}, "weight_map": index}, f, indent=2)
     return total
 
 
 def weights_from_disk(folder, config):
-    """The float32 weights a fixture's shards stand for (FP8 dequantized), its MTP layers left out."""
-    disk = {}
-    for f in sorted(os.listdir(folder)):
-        if SHARD.fullmatch(f) or f == "model.safetensors":
-            disk.update(load_file(os.path.join(folder, f)))
+    """(name, float32 weight) for every tensor of a checkpoint folder that transformers' model holds (FP8
+    dequantized, the MTP layers left out), read one at a time."""
     block_rows, block_cols = (config.get("quantization_config") or {}).get("weight_block_size", [128, 128])
-    layer = re.compile(r"model\.layers\.(\d+)\.")
-    weights = {}
-    for name, t in disk.items():
-        m = layer.match(name)
-        if name.endswith("_scale_inv") or (m and int(m.group(1)) >= config["num_hidden_layers"]):
-            continue
-        scale = disk.get(name + "_scale_inv")
-        weights[name] = t.to(torch.float32) if scale is None else dequantize_fp8(t, scale, block_rows, block_cols)
-    return weights
+    files = sorted(f for f in os.listdir(folder) if SHARD.fullmatch(f) or f == "model.safetensors")
+    with contextlib.ExitStack() as stack:
+        handles = [stack.enter_context(safe_open(os.path.join(folder, f), framework="pt")) for f in files]
+        where = {name: h for h in handles for name in h.keys()}
+        for name in sorted(where):
+            if name.endswith("_scale_inv") or beyond_layers(name, config["num_hidden_layers"]):
+                continue
+            t = where[name].get_tensor(name)
+            scale = name + "_scale_inv"
+            if scale in where:
+                yield name, dequantize_fp8(t, where[scale].get_tensor(scale), block_rows, block_cols)
+            else:
+                yield name, t.to(torch.float32)
 
 
-def load_reference(config, weights, device):
-    """transformers' model over the float32 weights, loaded the way a checkpoint is."""
-    with tempfile.TemporaryDirectory() as tmp:
-        hf_config(config, config["num_hidden_layers"]).save_pretrained(tmp)
-        save_file(weights, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"})
-        model, info = AutoModelForCausalLM.from_pretrained(tmp, dtype=torch.float32, attn_implementation="eager",
-                                                           output_loading_info=True)
-    loading = {k: sorted(map(str, info.get(k, []))) for k in ("missing_keys", "unexpected_keys", "mismatched_keys")}
-    loading = {"missing": loading["missing_keys"], "unexpected": loading["unexpected_keys"],
-               "mismatched": loading["mismatched_keys"]}
+def reference_model(config, named_weights, device):
+    """transformers' model in float32 with eager attention, every tensor copied from named_weights ((name,
+    float32 tensor) pairs in the checkpoint's names) into its view of the model (hub_views). Every tensor of
+    the model starts as NaN, so one that no checkpoint name reaches cannot pass unnoticed."""
+    with no_init_weights():
+        model = AutoModelForCausalLM.from_config(hf_config(config, config["num_hidden_layers"]), dtype=torch.float32,
+                                                 attn_implementation="eager")
+    state = model.state_dict()
+    for t in state.values():
+        t.fill_(float("nan"))
+    views = hub_views(model)
+    unexpected, mismatched, seen = [], [], set()
+    for name, w in named_weights:
+        view = views.get(name)
+        if view is None:
+            unexpected.append(name)
+        elif tuple(view.shape) != tuple(w.shape):
+            mismatched.append(name)
+        else:
+            view.copy_(w)
+            seen.add(name)
+    loading = {"missing": sorted(set(views) - seen), "unexpected": sorted(unexpected), "mismatched": sorted(mismatched)}
+    unset = [n for n, t in state.items() if torch.isnan(t).any()]
+    if unset and not (loading["missing"] or loading["mismatched"]):
+        sys.exit(f"the model's {unset[:4]} were not reached by any checkpoint name")
     return model.to(device).eval(), loading
 
 
@@ -286,8 +411,45 @@ def rel_l2(a, b):
     return ((a - b).norm(dim=-1) / b.norm(dim=-1)).max().item()
 
 
+class RouterLogits:
+    """Records the router logits of every MoE layer during a forward pass (hooks on the gate modules, in
+    layer order): logits[i] is [tokens, experts] of gates[i]."""
+
+    def __init__(self, model, config):
+        self.experts = config.get("n_routed_experts") or config.get("num_experts") or config.get("num_local_experts")
+        self.gates = [(n, m) for n, m in model.named_modules() if re.search(r"\.(mlp|block_sparse_moe)\.gate$", n)]
+        self.logits = {}
+
+    def layers(self):
+        return [int(re.search(r"layers\.(\d+)\.", n).group(1)) for n, _ in self.gates]
+
+    def __enter__(self):
+        def hook(name):
+            def record(module, inputs, output):
+                outs = [output] if torch.is_tensor(output) else [o for o in output if torch.is_tensor(o)]
+                self.logits[name] = next(o for o in outs if o.shape[-1] == self.experts).detach().float().reshape(-1, self.experts)
+            return record
+        self.handles = [m.register_forward_hook(hook(n)) for n, m in self.gates]
+        return self
+
+    def __exit__(self, *exc):
+        for h in self.handles:
+            h.remove()
+
+    def choice_scores(self, config):
+        """Per MoE layer, the scores the choice ranks: softmax or sigmoid of the logits, plus any
+        e_score_correction_bias (before any group limit)."""
+        out = []
+        for name, module in self.gates:
+            x = self.logits[name]
+            choice = torch.sigmoid(x) if config.get("scoring_func") == "sigmoid" else torch.softmax(x, dim=-1)
+            bias = getattr(module, "e_score_correction_bias", None)
+            out.append(choice + bias.float() if bias is not None else choice)
+        return out
+
+
 @torch.no_grad()
-def golden_of(model, prompt, new_tokens, device):
+def golden_of(model, config, prompt, new_tokens, device):
     ids = prompt.to(torch.long).to(device)[None]
     out = model(input_ids=ids, use_cache=True)
     prefill = out.logits[0].float()
@@ -301,9 +463,12 @@ def golden_of(model, prompt, new_tokens, device):
             out = model(input_ids=torch.tensor([[token]], device=device), past_key_values=past, use_cache=True)
             past, row = out.past_key_values, out.logits[0, -1].float()
     gen = torch.stack(gen_rows)
-    # The same rows recomputed without the cache: how far the cached path drifts.
-    full = model(input_ids=torch.cat([ids, torch.tensor([gen_ids[:-1]], device=device)], dim=1), use_cache=False)
+    # The same rows recomputed without the cache: how far the cached path drifts; the router's scores at
+    # every position are recorded on the way.
+    with RouterLogits(model, config) as router:
+        full = model(input_ids=torch.cat([ids, torch.tensor([gen_ids[:-1]], device=device)], dim=1), use_cache=False)
     full = full.logits[0].float()
+    scores = router.choice_scores(config)
     everything = torch.cat([prefill, gen])
     top2 = everything.topk(2, dim=-1).values
     stats = {"len": int(prompt.numel()),
@@ -312,94 +477,112 @@ def golden_of(model, prompt, new_tokens, device):
              "logit_std": everything.std().item()}
     tensors = {"prompt_ids": prompt.to(torch.int32), "prefill_logits": prefill.cpu().contiguous(),
                "gen_ids": torch.tensor(gen_ids, dtype=torch.int32), "gen_logits": gen.cpu().contiguous()}
-    return tensors, stats
+    if scores:
+        tensors["router_scores"] = torch.stack(scores).cpu().contiguous()
+    return tensors, stats, scores, router.layers()
 
 
 def verify(args):
     with open(os.path.join(args.verify, "config.json")) as f:
         config = json.load(f)
-    model, loading = load_reference(config, weights_from_disk(args.verify, config), args.device)
+    model, loading = reference_model(config, weights_from_disk(args.verify, config), args.device)
     stored = load_file(os.path.join(args.verify, "golden.safetensors"))
     result = {"loading": loading}
     for name in args.prompts.split(","):
-        mine, _ = golden_of(model, stored[name + ".prompt_ids"], args.new_tokens, args.device)
+        mine, _, _, _ = golden_of(model, config, stored[name + ".prompt_ids"], args.new_tokens, args.device)
         result[name] = {"prefill_rel_l2": rel_l2(mine["prefill_logits"], stored[name + ".prefill_logits"]),
                         "gen_ids_equal": torch.equal(stored[name + ".gen_ids"], mine["gen_ids"]),
                         "gen_rel_l2": rel_l2(mine["gen_logits"], stored[name + ".gen_logits"])}
+        if name + ".router_scores" in stored:
+            result[name]["router_scores_max_abs_diff"] = (mine["router_scores"] - stored[name + ".router_scores"]).abs().max().item()
     print(json.dumps({"verify " + os.path.basename(os.path.normpath(args.verify)): result}, indent=1))
 
 
-def routing_of(model, config, ids, device):
-    """The router's choice at every MoE layer and position of `ids` (one full forward): the chosen experts
-    [T, k] (sorted) and the margins at the group cut and at the expert cut (score of the last chosen minus
-    that of the first passed over; the choice is the sigmoid or softmax score plus any
-    e_score_correction_bias, limited to the best groups for DeepSeek's group-limited routers)."""
-    experts = config.get("n_routed_experts") or config.get("num_experts") or config.get("num_local_experts")
-    gates = [(n, m) for n, m in model.named_modules() if re.search(r"\.(mlp|block_sparse_moe)\.gate$", n)]
-    logits = {}
-
-    def hook(name):
-        def record(module, inputs, output):
-            outs = [output] if torch.is_tensor(output) else [o for o in output if torch.is_tensor(o)]
-            logits[name] = next(o for o in outs if o.shape[-1] == experts).detach().float().reshape(-1, experts)
-        return record
-
-    handles = [m.register_forward_hook(hook(n)) for n, m in gates]
-    try:
-        with torch.no_grad():
-            model(input_ids=ids.to(torch.long).to(device)[None], use_cache=False)
-    finally:
-        for h in handles:
-            h.remove()
+def routing_decisions(config, choice):
+    """The router's choice from its choice scores [T, E]: the chosen experts [T, k] (sorted) and the margins
+    at the group cut and at the expert cut (score of the last chosen minus that of the first passed over;
+    limited to the best groups for DeepSeek's group-limited routers). scripts/check_golden.py repeats this
+    in numpy."""
+    experts = choice.shape[-1]
     k, groups = config["num_experts_per_tok"], config.get("n_group") or 1
     best_groups, method = config.get("topk_group") or 1, config.get("topk_method")
-    result = []
-    for name, module in gates:
-        x = logits[name]
-        choice = torch.sigmoid(x) if config.get("scoring_func") == "sigmoid" else torch.softmax(x, dim=-1)
-        bias = getattr(module, "e_score_correction_bias", None)
-        if bias is not None:
-            choice = choice + bias.float()
-        group_margin = torch.full((x.shape[0],), float("inf"), device=x.device)
-        if groups > 1 and method in ("noaux_tc", "group_limited_greedy") and best_groups < groups:
-            per_group = choice.view(x.shape[0], groups, experts // groups)
-            score = per_group.topk(2, dim=-1).values.sum(-1) if method == "noaux_tc" else per_group.amax(-1)
-            ranked = score.sort(dim=-1, descending=True)
-            group_margin = ranked.values[:, best_groups - 1] - ranked.values[:, best_groups]
-            keep = torch.zeros_like(score, dtype=torch.bool).scatter(1, ranked.indices[:, :best_groups], torch.ones_like(ranked.indices[:, :best_groups], dtype=torch.bool))
-            choice = choice.masked_fill(~keep.repeat_interleave(experts // groups, dim=1), float("-inf"))
-        ranked = choice.sort(dim=-1, descending=True)
-        expert_margin = ranked.values[:, k - 1] - ranked.values[:, k]
-        expert_margin = torch.where(torch.isfinite(expert_margin), expert_margin, torch.full_like(expert_margin, float("inf")))
-        result.append((ranked.indices[:, :k].sort(dim=-1).values.cpu(), group_margin.cpu(), expert_margin.cpu()))
-    return result
+    group_margin = torch.full((choice.shape[0],), float("inf"), device=choice.device)
+    if groups > 1 and method in ("noaux_tc", "group_limited_greedy") and best_groups < groups:
+        per_group = choice.view(choice.shape[0], groups, experts // groups)
+        score = per_group.topk(2, dim=-1).values.sum(-1) if method == "noaux_tc" else per_group.amax(-1)
+        ranked = score.sort(dim=-1, descending=True)
+        group_margin = ranked.values[:, best_groups - 1] - ranked.values[:, best_groups]
+        keep = torch.zeros_like(score, dtype=torch.bool).scatter(1, ranked.indices[:, :best_groups], torch.ones_like(ranked.indices[:, :best_groups], dtype=torch.bool))
+        choice = choice.masked_fill(~keep.repeat_interleave(experts // groups, dim=1), float("-inf"))
+    ranked = choice.sort(dim=-1, descending=True)
+    expert_margin = ranked.values[:, k - 1] - ranked.values[:, k]
+    expert_margin = torch.where(torch.isfinite(expert_margin), expert_margin, torch.full_like(expert_margin, float("inf")))
+    return ranked.indices[:, :k].sort(dim=-1).values.cpu(), group_margin.cpu(), expert_margin.cpu()
+
+
+@torch.no_grad()
+def router_scores_of(model, config, ids, device):
+    """The choice scores of every MoE layer at every position of `ids` (one forward without the cache)."""
+    with RouterLogits(model, config) as router:
+        model(input_ids=ids.to(torch.long).to(device)[None], use_cache=False)
+    return router.choice_scores(config)
+
+
+@torch.no_grad()
+def round_to_bf16(model):
+    for t in model.state_dict().values():
+        if t.is_floating_point():
+            t.copy_(t.to(torch.bfloat16).to(t.dtype))
 
 
 def attempt(config, args, seed):
-    """One model of `seed`: its tensors as stored, its golden, and how its routing holds up."""
-    stored, weights, fp8 = make_weights(config, args, seed)
-    model, loading = load_reference(config, weights, args.device)
+    """One model of `seed`: its weights, its golden, and how its routing holds up."""
+    weights = Weights(config, args, seed)
+    model, loading = reference_model(config, ((n, weights.float32(n)) for n in weights.reference_names()), args.device)
     base_golden = load_file(os.path.join(args.base, "golden.safetensors"))
-    golden, prompts, sequences = {}, {}, []
+    golden, prompts, sequences, exact = {}, {}, [], []
     for name in args.prompts.split(","):
-        tensors, prompts[name] = golden_of(model, base_golden[name + ".prompt_ids"], args.new_tokens, args.device)
+        tensors, prompts[name], scores, router_layers = golden_of(model, config, base_golden[name + ".prompt_ids"],
+                                                                  args.new_tokens, args.device)
         golden.update({f"{name}.{k}": v for k, v in tensors.items()})
         sequences.append(torch.cat([tensors["prompt_ids"], tensors["gen_ids"][:-1]]))
+        exact.append(scores)
     # The same model with every weight rounded to bf16 (what a bf16 copy of FP8 weights holds): a routing
     # decision it changes sits on a near-tie that any lossy store type may flip, so that the store's logits
-    # there differ from the golden by far more than its representation error.
-    rounded, _ = load_reference(config, {n: w.to(torch.bfloat16).to(torch.float32) for n, w in weights.items()}, args.device)
+    # there differ from the golden by far more than its representation error. Rounded in place (one float32
+    # model in memory); when every weight is bf16 already, nothing changes.
+    rounding_changes = weights.fp8 or weights.dtype != torch.bfloat16
+    if rounding_changes:
+        round_to_bf16(model)
     changed = decisions = 0
     group_margin = expert_margin = float("inf")
-    for ids in sequences:
-        for (exact, gm, em), (near, _, _) in zip(routing_of(model, config, ids, args.device),
-                                                 routing_of(rounded, config, ids, args.device)):
-            changed += int((exact != near).any(dim=-1).sum())
-            decisions += exact.shape[0]
+    for ids, scores in zip(sequences, exact):
+        rounded = router_scores_of(model, config, ids, args.device) if rounding_changes else scores
+        for s_exact, s_rounded in zip(scores, rounded):
+            chosen, gm, em = routing_decisions(config, s_exact)
+            near, _, _ = routing_decisions(config, s_rounded)
+            changed += int((chosen != near).any(dim=-1).sum())
+            decisions += chosen.shape[0]
             group_margin, expert_margin = min(group_margin, gm.min().item()), min(expert_margin, em.min().item())
     routing = {"decisions": decisions, "changed_by_bf16_rounding": changed, "min_group_margin": group_margin,
                "min_expert_margin": expert_margin}
-    return stored, weights, fp8, model, loading, golden, prompts, routing
+    attn = model.config._attn_implementation
+    return weights, loading, golden, prompts, routing, router_layers, attn
+
+
+def check_read_back(out, config, weights):
+    """The shards as read back must be exactly the weights the golden was made with."""
+    seen = set()
+    for name, w in weights_from_disk(out, config):
+        seen.add(name)
+        if not torch.equal(w, weights.float32(name)):
+            sys.exit(f"{name} does not read back as the weight the golden was made with")
+    if seen != set(weights.reference_names()):
+        sys.exit("the shards do not hold the tensors the golden was made with")
+
+
+def peak_rss_gib():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
 def main():
@@ -414,7 +597,7 @@ def main():
     config = read_config(args.base, args.set)
 
     for seed in range(args.seed, args.seed + args.max_tries):
-        stored, weights, fp8, model, loading, golden, prompts, routing = attempt(config, args, seed)
+        weights, loading, golden, prompts, routing, router_layers, attn = attempt(config, args, seed)
         print(f"seed {seed}: routing {json.dumps(routing)}", file=sys.stderr)
         if not args.stable_routing or routing["changed_by_bf16_rounding"] == 0:
             break
@@ -423,11 +606,8 @@ def main():
                  "the weights rounded to bf16; allow more --max-tries")
 
     os.makedirs(args.out, exist_ok=True)
-    total = write_checkpoint(args.out, stored, args.shards)
-    # The golden is of the shards as read back, which must be exactly the weights it was made with.
-    from_disk = weights_from_disk(args.out, config)
-    if from_disk.keys() != weights.keys() or any(not torch.equal(from_disk[n], w) for n, w in weights.items()):
-        sys.exit("the shards do not read back as the weights the golden was made with")
+    total = write_checkpoint(args.out, weights, args.shards)
+    check_read_back(args.out, config, weights)
     with open(os.path.join(args.out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     for f in sorted(os.listdir(args.base)):
@@ -436,15 +616,16 @@ def main():
     save_file(golden, os.path.join(args.out, "golden.safetensors"))
     with open(os.path.join(args.base, "golden.json")) as f:
         meta = json.load(f)
-    meta["prompts"], meta["loading"] = prompts, loading
+    meta["prompts"], meta["loading"], meta["router_layers"] = prompts, loading, router_layers
     with open(os.path.join(args.out, "golden.json"), "w") as f:
         json.dump(meta, f, ensure_ascii=False)
 
     size = sum(os.path.getsize(os.path.join(args.out, f)) for f in os.listdir(args.out))
     report = {os.path.basename(os.path.normpath(args.out)): {
         "seed": seed, "loading": loading, "prompts": prompts, "routing": routing, "bytes": total,
-        "folder_bytes": size, "fp8": fp8, "fp8_tensors": sum(1 for t in stored.values() if t.dtype == torch.float8_e4m3fn),
-        "attn_implementation": model.config._attn_implementation,
+        "folder_bytes": size, "fp8": weights.fp8,
+        "fp8_tensors": sum(1 for n in weights.shapes if weights.is_fp8(n)),
+        "attn_implementation": attn, "peak_rss_gib": round(peak_rss_gib(), 2),
         "torch": torch.__version__, "transformers": __import__("transformers").__version__}}
     print(json.dumps(report, indent=1))
 
