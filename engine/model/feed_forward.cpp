@@ -23,7 +23,7 @@ void denseMlp(const MlpWeights& w, const float* x, std::size_t tokens, float* ou
 }
 
 void routeTokens(const ModelConfig& c, const MoeWeights& w, const float* x, std::size_t tokens, int* ids,
-                 float* weights, cpu::ThreadPool& pool) {
+                 float* weights, cpu::ThreadPool& pool, float* choice) {
     const auto hidden = static_cast<std::size_t>(c.hiddenSize);
     const auto experts = static_cast<std::size_t>(c.numExperts);
     const auto k = static_cast<std::size_t>(c.router.topK);
@@ -31,7 +31,8 @@ void routeTokens(const ModelConfig& c, const MoeWeights& w, const float* x, std:
     cpu::matmul(w.router, x, hidden, tokens, logits.data(), experts, pool);
     const float* bias = w.correctionBias.empty() ? nullptr : w.correctionBias.data();
     for (std::size_t t = 0; t < tokens; ++t)
-        routeToken(c.router, &logits[t * experts], c.numExperts, bias, &ids[t * k], &weights[t * k]);
+        routeToken(c.router, &logits[t * experts], c.numExperts, bias, &ids[t * k], &weights[t * k],
+                   choice ? choice + t * experts : nullptr);
 }
 
 void routedExperts(const MoeWeights& w, const float* x, std::size_t tokens, const int* ids, const float* weights,

@@ -12,9 +12,10 @@ namespace tandem::model {
 // out = down(silu(gate(x)) * up(x)) for each of the tokens.
 void denseMlp(const MlpWeights& w, const float* x, std::size_t tokens, float* out, cpu::ThreadPool& pool);
 
-// Routes every token (ids and weights [tokens, topK], heaviest first).
+// Routes every token (ids and weights [tokens, topK], heaviest first); with `choice` ([tokens,
+// numExperts]) also the scores the choice ranked (routeToken).
 void routeTokens(const ModelConfig& config, const MoeWeights& w, const float* x, std::size_t tokens, int* ids,
-                 float* weights, cpu::ThreadPool& pool);
+                 float* weights, cpu::ThreadPool& pool, float* choice = nullptr);
 
 // out = Σ weight · expert(x) over the routing slots [firstSlot, lastSlot) of every token: all slots for
 // exact inference, the heaviest ones for Expert Deferral's immediate part, the rest for its deferred part.

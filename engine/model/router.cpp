@@ -47,7 +47,7 @@ void limitToBestGroups(const RouterSpec& spec, std::vector<float>& choice) {
 }  // namespace
 
 void routeToken(const RouterSpec& spec, const float* logits, int numExperts, const float* bias, int* ids,
-                float* weights) {
+                float* weights, float* choiceOut) {
     std::vector<float> scores(logits, logits + numExperts);
     if (spec.scoring == ExpertScoring::Softmax)
         cpu::softmax(scores.data(), scores.size());
@@ -57,6 +57,7 @@ void routeToken(const RouterSpec& spec, const float* logits, int numExperts, con
     std::vector<float> choice = scores;
     if (bias)
         for (int e = 0; e < numExperts; ++e) choice[e] += bias[e];
+    if (choiceOut) std::copy(choice.begin(), choice.end(), choiceOut);
     if (spec.selection != ExpertSelection::TopK && spec.numGroups > 1) limitToBestGroups(spec, choice);
 
     auto chosen = topIndices(choice, spec.topK);

@@ -12,6 +12,15 @@
 
 namespace tandem::model {
 
+namespace {
+RoutingObserver& routingObserver() {
+    static RoutingObserver observer;
+    return observer;
+}
+}  // namespace
+
+void Transformer::setRoutingObserver(RoutingObserver observer) { routingObserver() = std::move(observer); }
+
 Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, RoutedExperts& experts,
                          cpu::ThreadPool& pool)
     : config_(config), weights_(weights), experts_(experts), pool_(pool), rope_(config) {}
@@ -35,7 +44,10 @@ void Transformer::feedForward(int layer, const float* normed, std::size_t T, con
         const int deferred = canDefer ? std::clamp(deferral.deferred, 0, k - 1) : 0;
         std::vector<int> ids(T * static_cast<std::size_t>(k));
         std::vector<float> weights(ids.size()), routed(n);
-        routeTokens(c, *lw.moe, normed, T, ids.data(), weights.data(), pool_);
+        const RoutingObserver& observer = routingObserver();
+        std::vector<float> choice(observer ? T * static_cast<std::size_t>(c.numExperts) : 0);
+        routeTokens(c, *lw.moe, normed, T, ids.data(), weights.data(), pool_, observer ? choice.data() : nullptr);
+        if (observer) observer(layer, T, c.numExperts, choice.data());
         if (lw.moe->shared)
             denseMlp(*lw.moe->shared, normed, T, branch, pool_);
         else

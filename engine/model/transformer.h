@@ -1,6 +1,8 @@
 #pragma once
 // The decoder stack of every supported architecture on the CPU: embeddings, layers of attention
 // (GQA or MLA) and feed-forward (dense or mixture of experts), the final norm and the lm_head.
+#include <cstddef>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -29,8 +31,17 @@ struct ForwardOptions {
     Deferral deferral;
 };
 
+// Diagnostics (tandem-cli eval --router-out): sees the router's choice scores of every MoE layer the
+// CPU path runs, `tokens` rows of `experts` scores (routeToken's `choice`) per layer and forward pass,
+// in layer order. The GPU path routes on the GPU and calls none.
+using RoutingObserver = std::function<void(int layer, std::size_t tokens, int experts, const float* choice)>;
+
 class Transformer {
 public:
+    // One observer for the process, set before any model runs and cleared ({}) after; not for sessions
+    // running at the same time.
+    static void setRoutingObserver(RoutingObserver observer);
+
     Transformer(const ModelConfig& config, const ModelWeights& weights, RoutedExperts& experts, cpu::ThreadPool& pool);
 
     // Runs `tokens` at positions start .. start + n - 1, appending them to `cache`, and writes the logits
