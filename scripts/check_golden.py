@@ -1,10 +1,36 @@
 #!/usr/bin/env python3
-"""Runs `tandem-cli eval` on every fixture and prompt, on each requested device, and compares every
-logits row with the transformers reference in golden.safetensors (and the devices with each other).
-Prints one table row per (fixture, prompt, device). Used on the GPU machine, where the Qt test suites
-are not built; needs only numpy.
+"""Runs `tandem-cli eval` teacher-forced on fixtures and compares every logits row with the transformers
+reference in golden.safetensors (and the devices with each other). Used on the GPU machine, where the Qt
+test suites are not built, and for the real-width checkpoints (docs/FIDELITY.md); needs only numpy.
 
-usage: check_golden.py --cli PATH --fixtures DIR [--device cpu --device gpu] [--defer D] [--tolerance T]
+usage: check_golden.py --cli PATH (--fixtures DIR | FIXTURE ...) [--device cpu --device gpu] [--isa avx512 ...]
+                       [--experts TYPE] [--defer D] [--tolerance T] [--cpu-tolerance T] [--json FILE]
+
+Fixtures: the folders given, and every folder directly under --fixtures that holds a golden.safetensors.
+Finding none is a failure, as is a fixture without a golden: a check that checked nothing says so.
+
+Teacher forcing: the golden's gen_ids are fed as the decode steps (eval --forced-ids), so every row has the
+reference's history and one near-tie does not change every row after it. Row r of the prompt's logits is
+position r; generated row i is position T - 1 + i (the prompt's last row is generated row 0 as well).
+
+Per (fixture, prompt, device) one line: the worst row and its error (relative L2, |out - ref| / |ref|), the
+median, how many rows are above tolerance (CPU --cpu-tolerance 1e-3, GPU --tolerance 2e-2), the rows whose
+greedy choice differs from the reference's, the largest difference from the CPU's rows, and (CPU, with the
+golden's router scores) in how many (MoE layer, position) the engine chose other experts than the reference
+("flips"; --margins N lists the N closest decisions). Then, for every row above tolerance, why:
+  near-tie    a MoE layer at that position or before chose other experts than the reference (the engine's
+              routing scores, eval --router-out, CPU only) where the reference's top-k margin (k-th minus
+              (k+1)-th choice score, or the group cut's) is below the engine's error on those scores, and
+              that error itself is within tolerance (relative L2 of the layer's scores): the engine computed
+              the router's input right and a near-tie tipped;
+  near-tie?   no routing trace (GPU): the reference's smallest margin at that position or before is below
+              10 x the run's median row error x the layer's largest score; plausible, not shown;
+  UNEXPLAINED otherwise: a failure.
+A greedy choice that differs where the reference's top-1 margin exceeds twice the row's largest absolute
+error is a failure too (the design's rule: greedy agrees wherever the margin exceeds the error).
+The router explanation needs {prompt}.router_scores in the golden (scripts/make_fixture.py writes them);
+without them a row above tolerance is unexplained.
+Exit status: 0 when every row is within tolerance or explained, 1 otherwise.
 """
 import argparse
 import json
@@ -31,76 +57,235 @@ def read_safetensors(path):
     return out
 
 
-def run_eval(cli, model, ids, new_tokens, device, extra, tmp):
+def find_fixtures(folders, parent):
+    """The fixture folders to check: those named, and those under `parent` that hold a golden."""
+    found = list(folders)
+    if parent:
+        if not os.path.isdir(parent):
+            sys.exit(f'--fixtures {parent}: no such folder')
+        found += [os.path.join(parent, n) for n in sorted(os.listdir(parent))
+                  if os.path.isfile(os.path.join(parent, n, 'golden.safetensors'))]
+    for f in folders:
+        if not os.path.isfile(os.path.join(f, 'golden.safetensors')):
+            sys.exit(f'{f} holds no golden.safetensors: nothing to compare it with')
+    return found
+
+
+def run_eval(cli, model, ids, forced, device, isa, extra, tmp, router):
     ids_path = os.path.join(tmp, 'ids.txt')
-    out_path = os.path.join(tmp, f'logits-{device}.bin')
+    forced_path = os.path.join(tmp, 'forced.txt')
+    out_path = os.path.join(tmp, 'logits.bin')
+    router_path = os.path.join(tmp, 'router.bin')
     with open(ids_path, 'w') as f:
         f.write(' '.join(map(str, ids)))
-    cmd = [cli, 'eval', '--model', model, '--ids-file', ids_path, '--new-tokens', str(new_tokens), '--logits-out',
-           out_path, '--device', device] + extra
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    with open(forced_path, 'w') as f:
+        f.write(' '.join(map(str, forced)))
+    cmd = [cli, 'eval', '--model', model, '--ids-file', ids_path, '--forced-ids', forced_path, '--logits-out', out_path,
+           '--device', device] + extra + (['--router-out', router_path] if router else [])
+    env = dict(os.environ)
+    if isa:
+        env['TANDEM_CPU_ISA'] = isa
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise RuntimeError(f'{" ".join(cmd)} failed: {done.stderr.strip()}')
     logits = np.fromfile(out_path, dtype=np.float32)
-    return logits, [int(t) for t in done.stdout.split()], done.stderr
+    scores = np.fromfile(router_path, dtype=np.float32) if router else None
+    return logits, [int(t) for t in done.stdout.split()], scores
 
 
 def rel_l2(a, b):
-    return np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)
+    return np.linalg.norm(a - b, axis=-1) / np.linalg.norm(b, axis=-1)
+
+
+def routing(config, choice):
+    """The router's decisions from choice scores [..., E]: the chosen experts (a sorted tuple per row) and
+    the margin at the cut (the smaller of the group cut's and the expert cut's; as make_fixture.py's
+    routing_decisions)."""
+    shape = choice.shape[:-1]
+    choice = choice.reshape(-1, choice.shape[-1]).astype(np.float64)
+    experts = choice.shape[1]
+    k, groups = config['num_experts_per_tok'], config.get('n_group') or 1
+    best_groups, method = config.get('topk_group') or 1, config.get('topk_method')
+    margin = np.full(choice.shape[0], np.inf)
+    if groups > 1 and method in ('noaux_tc', 'group_limited_greedy') and best_groups < groups:
+        per_group = choice.reshape(choice.shape[0], groups, experts // groups)
+        top = -np.sort(-per_group, axis=-1)
+        score = top[..., 0] + top[..., 1] if method == 'noaux_tc' else top[..., 0]
+        order = np.argsort(-score, axis=-1, kind='stable')
+        ranked = np.take_along_axis(score, order, axis=-1)
+        margin = ranked[:, best_groups - 1] - ranked[:, best_groups]
+        keep = np.zeros_like(score, dtype=bool)
+        np.put_along_axis(keep, order[:, :best_groups], True, axis=-1)
+        choice = np.where(np.repeat(keep, experts // groups, axis=1), choice, -np.inf)
+    order = np.argsort(-choice, axis=-1, kind='stable')
+    ranked = np.take_along_axis(choice, order, axis=-1)
+    expert_margin = ranked[:, k - 1] - ranked[:, k]
+    margin = np.minimum(margin, np.where(np.isfinite(expert_margin), expert_margin, np.inf))
+    chosen = np.sort(order[:, :k], axis=-1)
+    return chosen.reshape(shape + (k,)), margin.reshape(shape)
+
+
+def explain(row, position, ref_scores, engine_scores, config, tolerance, median_error):
+    """Why row `row` (at `position`) is off: a routing decision at that position or before that the engine
+    made otherwise on a near-tie of the reference. ref_scores [L, P, E]; engine_scores [P, L, E] or None.
+    Returns (explained, text)."""
+    if ref_scores is None:
+        return False, 'UNEXPLAINED (the golden holds no router_scores)'
+    ref = ref_scores[:, :position + 1]  # [L, p, E]
+    ref_chosen, ref_margin = routing(config, ref)
+    if engine_scores is None:
+        scale = np.abs(ref).max(axis=-1)
+        layer, q = np.unravel_index(np.argmin(ref_margin / scale), ref_margin.shape)
+        m = ref_margin[layer, q]
+        bound = 10 * median_error * scale[layer, q]
+        verdict = 'near-tie?' if m <= bound else 'UNEXPLAINED'
+        return m <= bound, (f'{verdict} (no routing trace) smallest reference margin {m:.2e} at MoE layer {layer} position '
+                            f'{q}, against 10 x median error x score {bound:.2e}')
+    eng = np.transpose(engine_scores[:position + 1], (1, 0, 2))  # [L, p, E]
+    eng_chosen, _ = routing(config, eng)
+    flips = [(l, q) for l in range(ref.shape[0]) for q in range(position + 1)
+             if not np.array_equal(ref_chosen[l, q], eng_chosen[l, q])]
+    if not flips:
+        return False, 'UNEXPLAINED: every MoE layer chose the reference\'s experts at this position and before'
+    parts, explained = [], True
+    for l, q in flips:
+        error = float(np.abs(eng[l, q] - ref[l, q]).max())
+        scores_rel = float(np.linalg.norm(eng[l, q] - ref[l, q]) / np.linalg.norm(ref[l, q]))
+        only_ref = sorted(set(ref_chosen[l, q]) - set(eng_chosen[l, q]))
+        only_eng = sorted(set(eng_chosen[l, q]) - set(ref_chosen[l, q]))
+        ok = ref_margin[l, q] <= 2 * error and scores_rel <= tolerance
+        explained &= ok
+        parts.append(f'MoE layer {l} position {q}: experts {only_ref} -> {only_eng}, reference margin {ref_margin[l, q]:.2e}, '
+                     f'engine score error {error:.2e} (scores rel. L2 {scores_rel:.1e}){"" if ok else " NOT a near-tie"}')
+    return explained, ('near-tie: ' if explained else 'UNEXPLAINED: ') + '; '.join(parts)
 
 
 def main():
-    p = argparse.ArgumentParser()
+    p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    p.add_argument('fixture', nargs='*', help='fixture folders (each with golden.safetensors)')
     p.add_argument('--cli', required=True)
-    p.add_argument('--fixtures', required=True)
+    p.add_argument('--fixtures', help='a folder of fixtures: every subfolder with a golden.safetensors')
     p.add_argument('--device', action='append', default=[])
+    p.add_argument('--isa', action='append', default=[],
+                   help='CPU kernel sets to run the cpu device with (TANDEM_CPU_ISA), e.g. --isa scalar --isa avx512; '
+                        'default: the machine\'s best')
+    p.add_argument('--experts', help='eval --experts (default: auto)')
+    p.add_argument('--prompts', default='chat,long')
     p.add_argument('--defer', type=int, default=0)
-    p.add_argument('--tolerance', type=float, default=2e-2)
+    p.add_argument('--tolerance', type=float, default=2e-2, help='GPU rows')
+    p.add_argument('--cpu-tolerance', type=float, default=1e-3)
+    p.add_argument('--json', help='write every run\'s figures and explanations here')
+    p.add_argument('--margins', type=int, default=0, metavar='N',
+                   help='print, per CPU run, the N routing decisions with the smallest reference margins: the '
+                        'margin in the reference and in the engine, the engine\'s score error, same choice or not')
     args = p.parse_args()
+    fixtures = find_fixtures(args.fixture, args.fixtures)
+    if not fixtures:
+        print(f'FAILED: no fixture to check (no folder under {args.fixtures} holds a golden.safetensors)')
+        return 1
     devices = args.device or ['cpu', 'gpu']
-    # teacher-forced: every prompt row computed as a decode step with deferral would be
+    runs = [(d, isa) for d in devices for isa in (args.isa if d == 'cpu' and args.isa else [None])]
     extra = ['--defer', str(args.defer), '--defer-prefill'] if args.defer else []
-    failures = 0
-    print(f'{"fixture":22} {"prompt":6} {"device":6} {"worst rel L2":>12} {"median":>9} {"rows>tol":>8} {"greedy":>8} '
-          f'{"vs cpu":>10}')
+    if args.experts:
+        extra += ['--experts', args.experts]
+    failures, checked, records = 0, 0, []
+    print(f'{"fixture":24} {"prompt":6} {"run":10} {"worst rel L2":>12} {"at":>8} {"median":>9} {"rows>tol":>9} '
+          f'{"greedy":>7} {"explained":>9} {"vs cpu":>9} {"flips":>5}')
     with tempfile.TemporaryDirectory() as tmp:
-        for name in sorted(os.listdir(args.fixtures)):
-            model = os.path.join(args.fixtures, name)
-            if not name.startswith('tiny-'):
-                continue
+        for model in fixtures:
+            name = os.path.basename(os.path.normpath(model))
             golden = read_safetensors(os.path.join(model, 'golden.safetensors'))
-            for prompt in ('chat', 'long'):
+            with open(os.path.join(model, 'config.json')) as f:
+                config = json.load(f)
+            for prompt in args.prompts.split(','):
+                if f'{prompt}.prompt_ids' not in golden:
+                    print(f'FAILED: {name} has no prompt {prompt}')
+                    failures += 1
+                    continue
                 ids = golden[f'{prompt}.prompt_ids'].tolist()
                 gen_ids = golden[f'{prompt}.gen_ids'].tolist()
                 ref = np.concatenate([golden[f'{prompt}.prefill_logits'], golden[f'{prompt}.gen_logits']])
-                vocab = ref.shape[1]
-                results = {}
-                for device in devices:
-                    logits, tokens, _ = run_eval(args.cli, model, ids, len(gen_ids), device, extra, tmp)
+                ref_scores = golden.get(f'{prompt}.router_scores')
+                T, vocab = len(ids), ref.shape[1]
+                positions = np.concatenate([np.arange(T), T - 1 + np.arange(len(gen_ids))])
+                ref_top2 = -np.sort(-ref, axis=1)[:, :2]
+                cpu_rows = None
+                for device, isa in runs:
+                    label = device + (f':{isa}' if isa else '')
+                    trace = device == 'cpu' and ref_scores is not None
+                    logits, greedy, scores = run_eval(args.cli, model, ids, gen_ids, device, isa, extra, tmp, trace)
                     logits = logits.reshape(-1, vocab)
-                    results[device] = logits
-                    errors = rel_l2(logits, ref)
-                    worst = float(errors.max())
-                    # Greedy ids must match wherever the reference's top-1 margin exceeds the error.
-                    agree = 'ok'
-                    for i, (got, want) in enumerate(zip(tokens, gen_ids)):
-                        if got != want:
-                            row = np.sort(golden[f'{prompt}.gen_logits'][i])
-                            margin = row[-1] - row[-2]
-                            agree = f'step {i}' + ('' if margin < 0.05 else '!')
-                            if margin >= 0.05:
-                                failures += 1
-                            break
-                    vs_cpu = ''
-                    if device != 'cpu' and 'cpu' in results:
-                        vs_cpu = f'{float(rel_l2(logits, results["cpu"]).max()):.2e}'
-                    tolerance = 1e-3 if device == 'cpu' else args.tolerance
-                    over = int((errors > tolerance).sum())
-                    if over and not args.defer:
+                    if logits.shape != ref.shape:
+                        print(f'FAILED: {name} {prompt} {label}: {logits.shape[0]} rows, the golden has {ref.shape[0]}')
                         failures += 1
-                    print(f'{name:22} {prompt:6} {device:6} {worst:12.2e} {float(np.median(errors)):9.2e} '
-                          f'{over:>4}/{len(errors):<3} {agree:>8} {vs_cpu:>10}', flush=True)
-    print('all within tolerance' if failures == 0 else f'{failures} FAILURES')
+                        continue
+                    checked += 1
+                    engine_scores = None
+                    if scores is not None:
+                        engine_scores = scores.reshape(T + len(gen_ids) - 1, ref_scores.shape[0], ref_scores.shape[2])
+                    errors = rel_l2(logits, ref)
+                    flips, margin_lines = '', []
+                    if engine_scores is not None:
+                        eng = np.transpose(engine_scores, (1, 0, 2))
+                        ref_chosen, ref_margin = routing(config, ref_scores)
+                        eng_chosen, eng_margin = routing(config, eng)
+                        differs = (ref_chosen != eng_chosen).any(axis=-1)
+                        flips = str(int(differs.sum()))
+                        for i in np.argsort(ref_margin, axis=None)[:args.margins]:
+                            l, q = np.unravel_index(i, ref_margin.shape)
+                            row = q if q < T else f'g{q - T + 1}'
+                            margin_lines.append(
+                                f'    MoE layer {l} position {q} (row {row}): reference margin {ref_margin[l, q]:.3e}, engine '
+                                f'{eng_margin[l, q]:.3e}, engine score error {np.abs(eng[l, q] - ref_scores[l, q]).max():.2e}, '
+                                f'{"OTHER EXPERTS" if differs[l, q] else "same experts"}')
+                    tolerance = args.cpu_tolerance if device == 'cpu' else args.tolerance
+                    median = float(np.median(errors))
+                    worst = int(np.argmax(errors))
+                    at = f'p{worst}' if worst < T else f'g{worst - T}'
+                    # Greedy: the engine's choice on every row against the reference's.
+                    choices = np.argmax(logits, axis=1)
+                    differ = [int(r) for r in np.nonzero(choices != np.argmax(ref, axis=1))[0]]
+                    wrong_greedy = [r for r in differ
+                                    if ref_top2[r, 0] - ref_top2[r, 1] > 2 * np.abs(logits[r] - ref[r]).max()]
+                    over = [int(r) for r in np.nonzero(errors > tolerance)[0]]
+                    notes = []
+                    unexplained = 0
+                    if not args.defer:
+                        for r in over:
+                            ok, text = explain(r, int(positions[r]), ref_scores, engine_scores, config, tolerance, median)
+                            unexplained += not ok
+                            notes.append({'row': r, 'position': int(positions[r]), 'error': float(errors[r]),
+                                          'explained': ok, 'why': text})
+                    vs_cpu = ''
+                    if device != 'cpu' and cpu_rows is not None:
+                        vs_cpu = f'{float(rel_l2(logits, cpu_rows).max()):.2e}'
+                    if device == 'cpu' and cpu_rows is None:
+                        cpu_rows = logits
+                    bad = unexplained + len(wrong_greedy)
+                    failures += bad > 0
+                    print(f'{name:24} {prompt:6} {label:10} {errors[worst]:12.2e} {at:>8} {median:9.2e} '
+                          f'{len(over):>4}/{len(errors):<4} {len(differ):>7} {len(over) - unexplained:>4}/{len(over):<4} '
+                          f'{vs_cpu:>9} {flips:>5}{"  FAILED" if bad else ""}', flush=True)
+                    for line in margin_lines:
+                        print(line)
+                    for n in notes:
+                        kind = f'prompt row {n["row"]}' if n['row'] < T else f'generated row {n["row"] - T}'
+                        print(f'    {kind} (position {n["position"]}): {n["error"]:.2e}: {n["why"]}')
+                    for r in wrong_greedy:
+                        print(f'    row {r}: greedy {choices[r]} against the reference\'s {int(np.argmax(ref[r]))}, whose '
+                              f'top-1 margin {ref_top2[r, 0] - ref_top2[r, 1]:.2e} exceeds twice the row\'s error: FAILED')
+                    records.append({'fixture': name, 'prompt': prompt, 'device': device, 'isa': isa, 'rows': len(errors),
+                                    'worst': float(errors[worst]), 'worst_row': at, 'median': median,
+                                    'tolerance': tolerance, 'over': len(over), 'explained': len(over) - unexplained,
+                                    'greedy_differs': len(differ), 'greedy_wrong': len(wrong_greedy),
+                                    'routing_differs': int(flips) if flips else None, 'notes': notes})
+    if args.json:
+        with open(args.json, 'w') as f:
+            json.dump(records, f, indent=1)
+    if checked == 0:
+        print('FAILED: nothing was checked')
+        return 1
+    print(f'{checked} runs checked, all within tolerance or explained' if failures == 0 else f'{failures} FAILURES')
     return 0 if failures == 0 else 1
 
 
