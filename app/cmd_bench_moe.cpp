@@ -1,4 +1,5 @@
 // tandem-cli bench-moe: time one MoE layer of a real model's shape on the CPU expert engine.
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -63,12 +64,41 @@ int verify(int threads, bool quiet) {
     return failures;
 }
 
+// The real-shape check (cpu/kernel_check.h) of the selected ISA at --shape for one expert type: "ci"
+// (every expert with 1 row, three with 1..64, the layer's decode) or "full" (every expert with 1..64).
+int verifyShape(const MoeShape& shape, ExpertType type, const std::string& plan, int threads, int expertsInMemory) {
+    const int experts = expertsInMemory > 0 ? std::min(expertsInMemory, shape.experts) : shape.experts;
+    const std::string name(shape.name);
+    RealShapePlan p;
+    if (plan == "ci")
+        p = RealShapePlan::ci(name, shape.hidden, shape.inter, experts, shape.topK);
+    else if (plan == "full")
+        p = RealShapePlan::full(name, shape.hidden, shape.inter, experts, shape.topK);
+    else
+        throw tandem::Error("--verify-shape must be ci or full");
+    ThreadPool pool(threads);
+    const Isa isa = selectedIsa();
+    const auto checks = checkRealShape(pool, isa, type, p, 21, [](const std::string& line) { std::fprintf(stderr, "verify-shape: %s\n", line.c_str()); });
+    int failures = 0;
+    double worst = 0;
+    for (const auto& c : checks) {
+        failures += !c.passed();
+        worst = std::max(worst, c.error / c.tolerance);
+        std::printf("verify %-90s error %.2e (tolerance %.0e) %s\n", c.name.c_str(), c.error, c.tolerance, c.passed() ? "ok" : "FAILED");
+    }
+    std::printf("verify-shape %s: %zu checks of the %s %s kernels against the scalar kernels at %s widths (%d experts), %d failed, "
+                "worst at %.0f%% of its tolerance\n",
+                plan.c_str(), checks.size(), std::string(isaName(isa)).c_str(), std::string(expertTypeName(type)).c_str(), name.c_str(),
+                experts, failures, 100 * worst);
+    return failures;
+}
+
 }  // namespace
 
 int runBenchMoe(const CommandArgs& argv) {
     const CliArgs args(argv,
                        {"--shape", "--experts", "--tokens", "--threads", "--kernels", "--gemm-min-rows", "--experts-in-memory",
-                        "--seconds", "--sweep", "--defer"},
+                        "--seconds", "--sweep", "--defer", "--verify-shape"},
                        {"--json", "--verify", "--tile-peak", "--phases", "--kernel-probe"});
     if (args.flag("--tile-peak")) {
         const int threads = args.integer("--threads", 0);
@@ -106,6 +136,8 @@ int runBenchMoe(const CommandArgs& argv) {
     auto progress = [](const std::string& line) { std::fprintf(stderr, "bench-moe: %s\n", line.c_str()); };
 
     const int failures = args.flag("--verify") ? verify(o.threads, json) : 0;
+    if (const auto plan = args.optional("--verify-shape"))
+        return verifyShape(*shape, o.type, *plan, o.threads, o.expertsInMemory) + failures > 0 ? 1 : 0;
 
     if (const auto sweep = args.optional("--sweep")) {
         const auto rows = parseTokenList(*sweep);

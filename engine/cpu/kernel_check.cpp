@@ -1,13 +1,18 @@
 #include "cpu/kernel_check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <numeric>
 
 #include "cpu/activation_quant.h"
 #include "cpu/expert_pack.h"
 #include "cpu/half_float.h"
 #include "cpu/moe_layer.h"
+#include "cpu/packed_layer.h"
 
 namespace tandem::cpu {
 
@@ -358,6 +363,235 @@ std::vector<KernelCheck> checkMoeLayer(ExpertPool& pool, Isa isa, std::uint64_t 
             else
                 out.push_back({name, relativeError(got, want), 5e-3});
         }
+    }
+    return out;
+}
+
+namespace {
+
+// One layer's experts packed back to back, each weight drawn from (seed, expert, matrix, row) so that
+// the experts pack on all threads in any order: uniform with variance 1 / K, so each product row is of
+// the order of its inputs.
+struct RealLayer {
+    RealLayer(ThreadPool& pool, const ExpertLayout& l, int experts, std::uint64_t seed) : bytes(l.expertBytes * experts) {
+        pool.parallelFor(static_cast<std::size_t>(experts), 1, [&](std::size_t begin, std::size_t end) {
+            for (std::size_t e = begin; e < end; ++e) {
+                auto reader = [&, e](int matrix, int cols) {
+                    const float a = std::sqrt(3.0f / static_cast<float>(cols));
+                    return [=](std::int64_t r, float* o) {
+                        Random rng(seed ^ (e * 0x100000001b3ull + static_cast<std::uint64_t>(matrix) * 0x9e37ull + static_cast<std::uint64_t>(r) * 0x51afd7ed558ccdull));
+                        for (int c = 0; c < cols; ++c) o[c] = rng.uniform(-a, a);
+                    };
+                };
+                packExpert(l, {reader(0, l.hidden), reader(1, l.hidden), reader(2, l.inter)}, bytes.p + e * l.expertBytes);
+            }
+        });
+    }
+    AlignedBytes bytes;
+};
+
+// The worst row of each named check over all experts, gathered from the pool's threads.
+class WorstRows {
+public:
+    void add(const std::string& name, double error, int expert) {
+        std::lock_guard lock(mutex_);
+        auto [it, fresh] = worst_.try_emplace(name, error, expert);
+        if (!fresh && !(error <= it->second.first)) it->second = {error, expert};  // NaN is the worst
+    }
+    void appendTo(std::vector<KernelCheck>& out, const std::vector<std::string>& order, double tolerance) const {
+        for (const auto& name : order) {
+            const auto& [error, expert] = worst_.at(name);
+            out.push_back({name + ", worst expert " + std::to_string(expert), error, tolerance});
+        }
+    }
+
+private:
+    std::mutex mutex_;
+    std::map<std::string, std::pair<double, int>> worst_;
+};
+
+// Rows [0, rows) of two row-major blocks of `cols` columns (stride `stride`), as doubles.
+double worstRowOf(const float* got, const float* want, int rows, std::size_t cols, std::size_t stride, const float* base = nullptr) {
+    double worst = 0;
+    std::vector<double> g(cols), w(cols);
+    for (int r = 0; r < rows; ++r) {
+        for (std::size_t c = 0; c < cols; ++c) {
+            const double b = base ? base[r * stride + c] : 0.0;
+            g[c] = static_cast<double>(got[r * stride + c]) - b;
+            w[c] = static_cast<double>(want[r * stride + c]) - b;
+        }
+        const double e = relativeError(g, w);
+        if (!(e <= worst)) worst = e;
+    }
+    return worst;
+}
+
+}  // namespace
+
+RealShapePlan RealShapePlan::ci(std::string shape, int hidden, int inter, int experts, int topK) {
+    RealShapePlan p{std::move(shape), hidden, inter, experts, topK, {1}, {0, experts / 2, experts - 1}, {}, true};
+    p.sampledRows.resize(64);
+    std::iota(p.sampledRows.begin(), p.sampledRows.end(), 1);
+    return p;
+}
+
+RealShapePlan RealShapePlan::full(std::string shape, int hidden, int inter, int experts, int topK, int maxRows) {
+    RealShapePlan p{std::move(shape), hidden, inter, experts, topK, {}, {}, {}, true};
+    p.everyExpertRows.resize(static_cast<std::size_t>(maxRows));
+    std::iota(p.everyExpertRows.begin(), p.everyExpertRows.end(), 1);
+    return p;
+}
+
+std::vector<KernelCheck> checkRealShape(ThreadPool& pool, Isa isa, ExpertType type, const RealShapePlan& plan, std::uint64_t seed,
+                                        const std::function<void(const std::string&)>& progress) {
+    auto say = [&](const std::string& line) {
+        if (progress) progress(line);
+    };
+    const ExpertKernels& tested = kernelsFor(isa);
+    const ExpertKernels& scalar = scalarKernels();
+    const ExpertLayout l = ExpertLayout::make(type, plan.hidden, plan.inter);
+    const std::string prefix = std::string(isaName(isa)) + " " + std::string(expertTypeName(type)) + " " + plan.shape + " " +
+                               std::to_string(l.hidden) + "x" + std::to_string(l.inter) + " ";
+    say("packing " + std::to_string(plan.experts) + " " + std::string(expertTypeName(type)) + " experts of " + plan.shape + " (" +
+        std::to_string(l.expertBytes * plan.experts >> 20) + " MiB)");
+    const RealLayer layer(pool, l, plan.experts, seed);
+
+    int maxRows = 1;
+    for (const auto* counts : {&plan.everyExpertRows, &plan.sampledRows})
+        for (const int n : *counts) maxRows = std::max(maxRows, n);
+    // The inputs every expert shares: x (hidden) for gate/up, an intermediate row (inter) for down, the
+    // destination rows' starting values and the routing weights, in the scalar and the tested formats.
+    Random rng(seed + 1);
+    std::vector<float> x(static_cast<std::size_t>(maxRows) * l.hidden), inter(static_cast<std::size_t>(maxRows) * l.inter);
+    for (float& v : x) v = rng.uniform(-1.7f, 1.7f);
+    for (float& v : inter) v = rng.uniform(-1.0f, 1.0f);
+    std::vector<float> dest0(static_cast<std::size_t>(maxRows) * l.hidden), weight(static_cast<std::size_t>(maxRows));
+    for (float& v : dest0) v = rng.uniform(-1.0f, 1.0f);
+    for (float& v : weight) v = rng.uniform(0.1f, 1.0f);
+    Activations xs(type, scalar.bf16Activations, maxRows, l.hidden, l.hiddenPad), xt(type, tested.bf16Activations, maxRows, l.hidden, l.hiddenPad);
+    Activations as(type, scalar.bf16Activations, maxRows, l.inter, l.interPad), at(type, tested.bf16Activations, maxRows, l.inter, l.interPad);
+    xs.fill(x);
+    xt.fill(x);
+    as.fill(inter);
+    at.fill(inter);
+
+    WorstRows worst;
+    std::vector<std::string> order;
+    auto nameOf = [&](bool gemm, bool down, int rows) {
+        return prefix + (gemm ? "gemm " : "gemv ") + (down ? "down" : "gate/up") + " rows " + std::to_string(rows);
+    };
+    {
+        std::vector<int> counts = plan.everyExpertRows;
+        counts.insert(counts.end(), plan.sampledRows.begin(), plan.sampledRows.end());
+        std::sort(counts.begin(), counts.end());
+        counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+        for (const int n : counts)
+            for (const bool gemm : {false, true})
+                for (const bool down : {false, true}) order.push_back(nameOf(gemm, down, n));
+    }
+    say(std::string(isaName(isa)) + " against scalar: " + std::to_string(plan.experts) + " experts, rows " +
+        (plan.everyExpertRows.empty() ? std::string("-") : std::to_string(plan.everyExpertRows.front()) + ".." + std::to_string(plan.everyExpertRows.back())) +
+        " each" + (plan.sampledExperts.empty() ? std::string() : ", " + std::to_string(plan.sampledRows.size()) + " row counts on " +
+                                                                       std::to_string(plan.sampledExperts.size()) + " of them"));
+
+    pool.parallelFor(static_cast<std::size_t>(plan.experts), 1, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t e = begin; e < end; ++e) {
+            const std::byte* packed = layer.bytes.p + e * l.expertBytes;
+            const bool sampled = std::find(plan.sampledExperts.begin(), plan.sampledExperts.end(), static_cast<int>(e)) != plan.sampledExperts.end();
+            std::vector<int> counts = plan.everyExpertRows;
+            if (sampled) counts.insert(counts.end(), plan.sampledRows.begin(), plan.sampledRows.end());
+            if (counts.empty()) continue;
+            const int rows = *std::max_element(counts.begin(), counts.end());
+
+            // The scalar kernels' rows, once for the most rows this expert runs (rows are independent).
+            GateUpCall call;
+            call.layout = &l;
+            call.panels = packed;
+            call.panelCount = l.gateUpPanels;
+            call.actStride = static_cast<std::size_t>(l.interPad);
+            call.x = xs.view();
+            call.x.rows = rows;
+            std::vector<float> actScalar(static_cast<std::size_t>(rows) * l.interPad), actTested(actScalar.size());
+            call.act = actScalar.data();
+            scalar.gemv[static_cast<int>(type)].gateUp(call);
+
+            DownCall dc;
+            dc.layout = &l;
+            dc.chunks = packed + l.chunkOffset(0);
+            dc.chunkCount = l.chunks;
+            dc.panelCount = l.downPanels;
+            dc.rowScales = reinterpret_cast<const float*>(packed + l.downScalesOffset);
+            dc.weight = weight.data();
+            std::vector<float> destScalar(dest0.begin(), dest0.begin() + static_cast<std::ptrdiff_t>(rows) * l.hidden), destTested;
+            std::vector<float*> rowsScalar(static_cast<std::size_t>(rows)), rowsTested(static_cast<std::size_t>(rows));
+            for (int r = 0; r < rows; ++r) rowsScalar[r] = destScalar.data() + static_cast<std::size_t>(r) * l.hidden;
+            dc.dest = rowsScalar.data();
+            dc.act = as.view();
+            dc.act.rows = rows;
+            scalar.gemv[static_cast<int>(type)].down(dc);
+
+            for (const int n : counts)
+                for (const bool gemm : {false, true}) {
+                    const KernelPair& k = tested.pick(type, gemm);
+                    std::fill(actTested.begin(), actTested.end(), NAN);  // a column the kernel does not write stays NaN
+                    call.x = xt.view();
+                    call.x.rows = n;
+                    call.act = actTested.data();
+                    k.gateUp(call);
+                    worst.add(nameOf(gemm, false, n),
+                              worstRowOf(actTested.data(), actScalar.data(), n, static_cast<std::size_t>(l.interPad), static_cast<std::size_t>(l.interPad)),
+                              static_cast<int>(e));
+
+                    destTested.assign(dest0.begin(), dest0.begin() + static_cast<std::ptrdiff_t>(n) * l.hidden);
+                    for (int r = 0; r < n; ++r) rowsTested[r] = destTested.data() + static_cast<std::size_t>(r) * l.hidden;
+                    dc.dest = rowsTested.data();
+                    dc.act = at.view();
+                    dc.act.rows = n;
+                    k.down(dc);
+                    worst.add(nameOf(gemm, true, n),
+                              worstRowOf(destTested.data(), destScalar.data(), n, static_cast<std::size_t>(l.hidden), static_cast<std::size_t>(l.hidden),
+                                         dest0.data()),
+                              static_cast<int>(e));
+                }
+        }
+    });
+    std::vector<KernelCheck> out;
+    worst.appendTo(out, order, 1e-5);
+
+    if (plan.moeDecode) {
+        // The whole layer for one token at a time, as decode runs it (work split into pieces over the
+        // pool's threads, down read in runs across experts, the next expert prefetched): the experts in
+        // a random order, topK per step, until every one has been routed.
+        const int steps = (plan.experts + plan.topK - 1) / plan.topK;
+        say(std::string(isaName(isa)) + " MoE layer decode: " + std::to_string(steps) + " steps of top-" + std::to_string(plan.topK));
+        std::vector<int> perm(static_cast<std::size_t>(plan.experts));
+        std::iota(perm.begin(), perm.end(), 0);
+        for (std::size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[(rng.next() >> 33) % i]);
+        const PackedMoeLayer moe(l, plan.experts, layer.bytes.p, pool.experts().topology());
+        MoeRunner testedRunner(pool.experts(), {isa, KernelChoice::Auto, 0}), reference(pool.experts(), {Isa::Scalar, KernelChoice::Auto, 0});
+        double worstDecode = 0;
+        int worstStep = 0;
+        std::vector<float> xd(static_cast<std::size_t>(l.hidden)), a(xd.size()), b(xd.size()), w(static_cast<std::size_t>(plan.topK));
+        std::vector<int> ids(static_cast<std::size_t>(plan.topK));
+        for (int s = 0; s < steps; ++s) {
+            for (int j = 0; j < plan.topK; ++j) {
+                ids[j] = perm[static_cast<std::size_t>((s * plan.topK + j) % plan.experts)];
+                w[j] = rng.uniform(0.1f, 1.0f);
+            }
+            for (float& v : xd) v = rng.uniform(-1.7f, 1.7f);
+            std::fill(a.begin(), a.end(), 0.0f);
+            std::fill(b.begin(), b.end(), 0.0f);
+            const auto hidden = static_cast<std::size_t>(l.hidden);
+            testedRunner.run(moe, {xd.data(), hidden, 1, ids.data(), w.data(), plan.topK, a.data(), hidden});
+            reference.run(moe, {xd.data(), hidden, 1, ids.data(), w.data(), plan.topK, b.data(), hidden});
+            const double e = relativeError(std::vector<double>(a.begin(), a.end()), std::vector<double>(b.begin(), b.end()));
+            if (!(e <= worstDecode)) {
+                worstDecode = e;
+                worstStep = s;
+            }
+        }
+        out.push_back({prefix + "MoE layer decode, " + std::to_string(steps) + " steps over every expert, worst step " + std::to_string(worstStep),
+                       worstDecode, type == ExpertType::BF16 ? 1e-5 : 5e-3});
     }
     return out;
 }

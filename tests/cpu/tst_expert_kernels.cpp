@@ -42,6 +42,33 @@ private slots:
                 QFAIL(qPrintable(QString("%1: relative error %2 over %3").arg(QString::fromStdString(c.name)).arg(c.error).arg(c.tolerance)));
     }
 
+    // Qwen3-30B-A3B's widths (hidden 2048, moe_intermediate 768, 128 experts, top-8): every expert of a
+    // layer where it lies in the layer's 1.2 GB (bf16) buffer with one row (decode), the first, a middle
+    // and the last with 1..64 rows, both kernel kinds, and the whole layer's decode routed over every
+    // expert, against the scalar kernels (RealShapePlan::ci). `tandem-cli bench-moe --verify-shape full`
+    // runs every expert with every row count, and AMX on the GPU machine.
+    void realShapesMatchScalar_data() {
+        QTest::addColumn<int>("isa");
+        QTest::addColumn<int>("type");
+        for (const Isa isa : {Isa::Avx2, Isa::Avx512})
+            if (isaSupported(isa))
+                for (const ExpertType type : kAllExpertTypes)
+                    QTest::newRow((std::string(isaName(isa)) + " " + std::string(expertTypeName(type))).c_str())
+                        << static_cast<int>(isa) << static_cast<int>(type);
+    }
+
+    void realShapesMatchScalar() {
+        QFETCH(int, isa);
+        QFETCH(int, type);
+        static ThreadPool pool;
+        const auto checks = checkRealShape(pool, static_cast<Isa>(isa), static_cast<ExpertType>(type),
+                                           RealShapePlan::ci("qwen3-30b-a3b", 2048, 768, 128, 8), 7);
+        QCOMPARE(checks.size(), std::size_t(64 * 4 + 1));  // rows 1..64 x (GEMV, GEMM) x (gate/up, down), the layer's decode
+        for (const auto& c : checks)
+            if (!c.passed())
+                QFAIL(qPrintable(QString("%1: relative error %2 over %3").arg(QString::fromStdString(c.name)).arg(c.error).arg(c.tolerance)));
+    }
+
     void gemvAndGemmThresholdsAreSet() {
         for (const Isa isa : kAllIsas) {
             if (!isaSupported(isa)) continue;
