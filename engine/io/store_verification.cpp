@@ -340,7 +340,7 @@ VerificationStatus checkVerification(const fs::path& dir, const StoreManifest& m
             if (h != s.hash)
                 return {State::Unverified, "the bytes of " + (dir / v->name).string() + " at " + std::to_string(s.offset) +
                                                " are not those verified on " + when(*record) +
-                                               ", though its size and modification time are"};
+                                               ", though its size and modification time did not change"};
         }
     }
     return {State::Verified, "verified on " + when(*record)};
