@@ -15,7 +15,7 @@ from 0 that --stable-routing accepts, see tests/fixtures/README.md.)
 DeepSeek-V2-Lite widths, a few layers, the tiny fixture's tokenizer and vocabulary): the preset supplies
 --base, the --set overrides (given ones are applied after it), --init-std and --shards. These are GBs:
 write them outside the repository. At these sizes nothing is held twice: each tensor is made from its name
-when it is needed (writing a shard, filling the model, checking what was written), so the peak memory is
+when it is needed (filling the model, writing a shard), so the peak memory is
 transformers' float32 model plus one shard (qwen3-30b-a3b-3l 7.3 GB + 1 GB; deepseek-v3-2l-fp8 14.6 GB + 1 GB).
 
 A fixture is made from a BASE fixture of the same family (tests/fixtures/tiny-*): its config.json with the
@@ -535,8 +535,8 @@ def round_to_bf16(model):
             t.copy_(t.to(torch.bfloat16).to(t.dtype))
 
 
-def attempt(config, args, seed):
-    """One model of `seed`: its weights, its golden, and how its routing holds up."""
+def make_golden(config, args, seed):
+    """One model of `seed`: its weights, transformers' model of them and its golden."""
     weights = Weights(config, args, seed)
     model, loading = reference_model(config, ((n, weights.float32(n)) for n in weights.reference_names()), args.device)
     base_golden = load_file(os.path.join(args.base, "golden.safetensors"))
@@ -547,10 +547,14 @@ def attempt(config, args, seed):
         golden.update({f"{name}.{k}": v for k, v in tensors.items()})
         sequences.append(torch.cat([tensors["prompt_ids"], tensors["gen_ids"][:-1]]))
         exact.append(scores)
-    # The same model with every weight rounded to bf16 (what a bf16 copy of FP8 weights holds): a routing
-    # decision it changes sits on a near-tie that any lossy store type may flip, so that the store's logits
-    # there differ from the golden by far more than its representation error. Rounded in place (one float32
-    # model in memory); when every weight is bf16 already, nothing changes.
+    return weights, model, loading, golden, prompts, sequences, exact, router_layers
+
+
+def routing_check(config, args, weights, model, sequences, exact):
+    """How the routing holds up: the same model with every weight rounded to bf16 (what a bf16 copy of FP8
+    weights holds): a routing decision it changes sits on a near-tie that any lossy store type may flip, so
+    that the store's logits there differ from the golden by far more than its representation error. Rounds
+    the model in place (one float32 model in memory); when every weight is bf16 already nothing changes."""
     rounding_changes = weights.fp8 or weights.dtype != torch.bfloat16
     if rounding_changes:
         round_to_bf16(model)
@@ -564,21 +568,21 @@ def attempt(config, args, seed):
             changed += int((chosen != near).any(dim=-1).sum())
             decisions += chosen.shape[0]
             group_margin, expert_margin = min(group_margin, gm.min().item()), min(expert_margin, em.min().item())
-    routing = {"decisions": decisions, "changed_by_bf16_rounding": changed, "min_group_margin": group_margin,
-               "min_expert_margin": expert_margin}
-    attn = model.config._attn_implementation
-    return weights, loading, golden, prompts, routing, router_layers, attn
+    return {"decisions": decisions, "changed_by_bf16_rounding": changed, "min_group_margin": group_margin,
+            "min_expert_margin": expert_margin}
 
 
-def check_read_back(out, config, weights):
-    """The shards as read back must be exactly the weights the golden was made with."""
+@torch.no_grad()
+def check_read_back(out, config, model):
+    """The shards as read back must be exactly the weights the golden was made with: those in the model."""
+    views = hub_views(model)
     seen = set()
     for name, w in weights_from_disk(out, config):
         seen.add(name)
-        if not torch.equal(w, weights.float32(name)):
+        if name not in views or not torch.equal(views[name], w.to(views[name].device)):
             sys.exit(f"{name} does not read back as the weight the golden was made with")
-    if seen != set(weights.reference_names()):
-        sys.exit("the shards do not hold the tensors the golden was made with")
+    if seen != set(views):
+        sys.exit(f"the shards lack {sorted(set(views) - seen)[:4]}, which the golden was made with")
 
 
 def peak_rss_gib():
@@ -597,17 +601,23 @@ def main():
     config = read_config(args.base, args.set)
 
     for seed in range(args.seed, args.seed + args.max_tries):
-        weights, loading, golden, prompts, routing, router_layers, attn = attempt(config, args, seed)
+        weights, model, loading, golden, prompts, sequences, exact, router_layers = make_golden(config, args, seed)
+        attn = model.config._attn_implementation
+        # Written and read back before the routing check, which rounds the model's weights.
+        os.makedirs(args.out, exist_ok=True)
+        total = write_checkpoint(args.out, weights, args.shards)
+        check_read_back(args.out, config, model)
+        routing = routing_check(config, args, weights, model, sequences, exact)
+        del model
         print(f"seed {seed}: routing {json.dumps(routing)}", file=sys.stderr)
         if not args.stable_routing or routing["changed_by_bf16_rounding"] == 0:
             break
+        for f in os.listdir(args.out):
+            os.remove(os.path.join(args.out, f))
     else:
         sys.exit(f"no seed in [{args.seed}, {args.seed + args.max_tries}) routes the golden prompts the same with "
                  "the weights rounded to bf16; allow more --max-tries")
 
-    os.makedirs(args.out, exist_ok=True)
-    total = write_checkpoint(args.out, weights, args.shards)
-    check_read_back(args.out, config, weights)
     with open(os.path.join(args.out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     for f in sorted(os.listdir(args.base)):
