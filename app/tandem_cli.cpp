@@ -18,7 +18,7 @@ commands:
   bench-moe --shape deepseek-v3|qwen3-30b-a3b|deepseek-v2-lite --experts bf16|int8|int4
             [--tokens N[,N...]] [--threads N] [--json] [--verify] [--kernels auto|gemv|gemm]
             [--gemm-min-rows N] [--experts-in-memory N] [--seconds S] [--sweep ROWS[,ROWS...]]
-            [--defer D] [--phases]
+            [--defer D] [--phases] [--verify-shape ci|full]
   bench-moe --tile-peak [--threads N]
             Time one MoE layer of that model's shape (random weights and routing) on the CPU expert
             engine next to the memory bandwidth measured in the same run. --verify first checks the
@@ -27,7 +27,10 @@ commands:
             two parts with Expert Deferral (top-k minus D experts, then D). With --json the last
             line is a JSON object. --phases times the layer's phases on every thread (conversions,
             gate/up, down, barriers, idle) and prints each one's share. --tile-peak measures the AMX tile unit's throughput instead (one
-            thread and all), the ceiling the AMX kernels' TFLOP/s compare with.
+            thread and all), the ceiling the AMX kernels' TFLOP/s compare with. --verify-shape checks the
+            selected kernels against the scalar ones at the shape's widths instead, every expert where it
+            lies in the layer (--experts-in-memory N: the first N): ci runs every expert with 1 row and
+            three with 1..64, full every expert with 1..64 rows; both then the layer's decode.
   convert   --model DIR|FILE.gguf --out STORE --experts bf16|int8|int4 [--threads N] [--verify]
             Pack a Hugging Face MoE checkpoint (bf16 or DeepSeek FP8) or a llama.cpp GGUF (qwen3moe,
             deepseek2, Mixtral; F32/F16/BF16/Q8_0/Q4_0/Q4_K/Q5_K/Q6_K/IQ4_XS; any part of a split
@@ -45,9 +48,13 @@ commands:
             the partial files in DIR/.tandem-download; the same command resumes them.
   eval      --model DIR --ids-file FILE --new-tokens N --logits-out FILE [--threads N]
             [--device cpu|gpu|auto] [--experts TYPE] [--defer D | --skip D] [--defer-prefill] [--no-verify]
+            [--forced-ids FILE] [--router-out FILE]
             Prefill the prompt ids in FILE, then decode N tokens greedily. Writes every logits row
             (prompt positions, then one row per generated token) as little-endian float32 to the
-            --logits-out file and prints the generated ids.
+            --logits-out file and prints the generated ids. --forced-ids: teacher forcing, step i runs
+            the i-th id of that file instead of the greedy choice (N defaults to their count; the ids
+            printed are still each row's greedy choice). --router-out (CPU path): the router's choice
+            scores at every position run, float32 [positions][MoE layers][experts].
   generate  --model DIR (--ids "ID ..." | --ids-file FILE | --prompts-file FILE) [--new-tokens N]
             [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R]
             [--presence-penalty P] [--frequency-penalty F] [--seed S] [--threads N] [--context N]

@@ -18,8 +18,13 @@
 # the GEMV/GEMM sweep for MOE_SWEEP types, bench-moe for MOE_SHAPES x MOE_TYPES at MOE_TOKENS and the
 # PyTorch baseline (scripts/bench_moe_torch.py) at the same prefill sizes; MOE_FLAGS adds bench-moe
 # flags (--phases: the gate/up and down shares of the threads' time). GEMV=1 adds the decode
-# GEMV's variants alone (scripts/bench_gemv.cu). Logs go to $OUT; the last lines printed are the
-# summary tables.
+# GEMV's variants alone (scripts/bench_gemv.cu). REALWIDTH=1 adds issue 21's real-width checks:
+# scripts/make_fixture.py makes the presets REALWIDTH_PRESETS (default all three: Qwen3-30B-A3B,
+# DeepSeek-V3 FP8 and DeepSeek-V2-Lite widths, transformers on the GPU in float32 without TF32) in
+# REALWIDTH_DIR (/tmp/realwidth; kept between calls of one warm machine), then scripts/check_golden.py
+# runs them teacher-forced on the CPU with each of REALWIDTH_ISAS (default "avx512 amx") and on the GPU
+# (REALWIDTH=1 CHECKS=0 BENCH=0 for these alone; docs/FIDELITY.md). Logs go to $OUT; the last lines
+# printed are the summary tables.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tandem-out}
@@ -59,6 +64,24 @@ if [[ ${CHECKS:-1} == 1 ]]; then
     >"$out/check-fp8-build.log" 2>&1 && "$build/check-fp8" | tee "$out/check-fp8.txt" | tail -3 ||
     { echo "check_fp8 FAILED"; tail -20 "$out/check-fp8-build.log" "$out/check-fp8.txt"; }
   python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device cpu --device gpu 2>&1 | tee "$out/golden.txt"
+fi
+
+if [[ ${REALWIDTH:-0} == 1 ]]; then
+  rw=${REALWIDTH_DIR:-/tmp/realwidth}
+  mkdir -p "$rw"
+  for preset in ${REALWIDTH_PRESETS:-qwen3-30b-a3b-3l deepseek-v3-2l-fp8 deepseek-v2-lite-3l}; do
+    [[ -e $rw/$preset/golden.safetensors ]] && continue
+    rm -rf "${rw:?}/$preset"
+    t0=$(date +%s)
+    python3 scripts/make_fixture.py --preset "$preset" --out "$rw/$preset" --device cuda >"$out/make-$preset.log" 2>&1 ||
+      { echo "make_fixture $preset FAILED"; tail -20 "$out/make-$preset.log"; rm -rf "${rw:?}/$preset"; continue; }
+    echo "made $preset in $(( $(date +%s) - t0 )) s"
+  done
+  t0=$(date +%s)
+  python3 scripts/check_golden.py --cli "$cli" --fixtures "$rw" --device cpu --device gpu \
+    $(for isa in ${REALWIDTH_ISAS:-avx512 amx}; do echo "--isa $isa"; done) --margins 3 --json "$out/realwidth.json" 2>&1 |
+    tee "$out/realwidth.txt"
+  echo "real-width checks: $(( $(date +%s) - t0 )) s"
 fi
 
 if [[ ${BENCH:-1} == 1 ]]; then
