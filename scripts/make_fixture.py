@@ -15,8 +15,9 @@ from 0 that --stable-routing accepts, see tests/fixtures/README.md.)
 DeepSeek-V2-Lite widths, a few layers, the tiny fixture's tokenizer and vocabulary): the preset supplies
 --base, the --set overrides (given ones are applied after it), --init-std and --shards. These are GBs:
 write them outside the repository. At these sizes nothing is held twice: each tensor is made from its name
-when it is needed (filling the model, writing a shard), so the peak memory is
-transformers' float32 model plus one shard (qwen3-30b-a3b-3l 7.3 GB + 1 GB; deepseek-v3-2l-fp8 14.6 GB + 1 GB).
+when it is needed (filling the model, writing a shard), so the peak memory is transformers' float32 model
+plus a few of the largest tensor's temporaries (measured peaks: qwen3-30b-a3b-3l 8.0 GB, deepseek-v2-lite-3l
+6.0 GB, deepseek-v3-2l-fp8 19.6 GB, whose 18432 x 7168 FP8 dense matrices are quantized in float32).
 
 A fixture is made from a BASE fixture of the same family (tests/fixtures/tiny-*): its config.json with the
 --set overrides (KEY=JSON value) is the new config; its tokenizer files, generation_config.json and the
@@ -530,9 +531,12 @@ def router_scores_of(model, config, ids, device):
 
 @torch.no_grad()
 def round_to_bf16(model):
+    """Every weight rounded to bf16 in place, a slice at a time: a fused expert tensor is GBs (DeepSeek-V3's
+    widths: 7.5 GB), and rounding it whole would hold two more copies of it."""
     for t in model.state_dict().values():
         if t.is_floating_point():
-            t.copy_(t.to(torch.bfloat16).to(t.dtype))
+            for part in (t.view(-1).split(1 << 24) if t.is_contiguous() else [t]):
+                part.copy_(part.to(torch.bfloat16).to(t.dtype))
 
 
 def make_golden(config, args, seed):
