@@ -52,7 +52,7 @@ What is written into OUT (the layout and golden format of tests/fixtures/README.
   golden.json          the base's, with this model's `loading` (the checkpoint names transformers' model
       lacks (unexpected), those it holds but the checkpoint does not (missing), shapes that differ
       (mismatched): all empty when every weight landed), `router_layers` (the layer of each row of
-      router_scores) and `prompts` (length, the largest relative
+      router_scores), `routing` (as in the report below) and `prompts` (length, the largest relative
       difference between the KV-cached logits and a full recompute, the smallest top-1 margin, the logits'
       standard deviation).
 
@@ -630,7 +630,7 @@ def main():
     save_file(golden, os.path.join(args.out, "golden.safetensors"))
     with open(os.path.join(args.base, "golden.json")) as f:
         meta = json.load(f)
-    meta["prompts"], meta["loading"], meta["router_layers"] = prompts, loading, router_layers
+    meta["prompts"], meta["loading"], meta["router_layers"], meta["routing"] = prompts, loading, router_layers, routing
     with open(os.path.join(args.out, "golden.json"), "w") as f:
         json.dump(meta, f, ensure_ascii=False)
 
