@@ -1,8 +1,11 @@
 // tandem-cli eval's teacher forcing (--forced-ids) and routing trace (--router-out), as
 // scripts/check_golden.py uses them.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <numeric>
+#include <set>
 #include <vector>
 
 #include <QFile>
@@ -156,6 +159,69 @@ private slots:
         // DeepSeek-V2's first layer is dense: its MoE layers only.
         eval(fixturePath("tiny-deepseekv2"), "5 6 7", {"--new-tokens", "2", "--router-out", trace}, traced);
         QCOMPARE(readFloats(trace).size(), std::size_t((3 + 2 - 1) * 2 * 16));
+    }
+
+    // What scripts/check_golden.py checks against transformers, here engine against engine: int8 experts
+    // against the float32 reference experts on tiny-mixtral (8 experts, top-2), both teacher-forced with
+    // the golden's ids. Rows move by int8's ~7e-3, except where the router chose other experts: there a
+    // row moves by ~0.2. Every row far above the others must sit at such a flip, and every flip on a
+    // near-tie: the reference run's margin (2nd minus 3rd score) below the int8 run's error on those two
+    // scores. A kernel error would move rows without a flip, or scores by more than int8 does.
+    void farRowsAreNearTieFlips() {
+        const QString model = fixturePath("tiny-mixtral");
+        const Golden g = loadGolden("tiny-mixtral", "chat");
+        QByteArray prompt, forced;
+        for (const int id : g.promptIds) prompt += QByteArray::number(id) + ' ';
+        for (const int id : g.genIds) forced += QByteArray::number(id) + ' ';
+        const QString forcedFile = file("forced.txt", forced);
+        std::vector<float> refLogits, intLogits;
+        const QString refTrace = tmp_.filePath("ref.bin"), intTrace = tmp_.filePath("int8.bin");
+        eval(model, prompt, {"--forced-ids", forcedFile, "--experts", "reference", "--router-out", refTrace}, refLogits);
+        eval(model, prompt, {"--forced-ids", forcedFile, "--experts", "int8", "--router-out", intTrace}, intLogits);
+        const auto refScores = readFloats(refTrace), intScores = readFloats(intTrace);
+        constexpr std::size_t experts = 8, layers = 2, topK = 2;
+        const std::size_t T = g.promptIds.size(), rows = T + g.genIds.size(), positions = rows - 1;
+        QCOMPARE(refScores.size(), positions * layers * experts);
+        QCOMPARE(intScores.size(), refScores.size());
+
+        // The top-2 of each (position, layer), as sorted pairs, and the reference's margin.
+        auto chosen = [&](const std::vector<float>& s, std::size_t at) {
+            std::array<int, experts> order;
+            std::iota(order.begin(), order.end(), 0);
+            std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return s[at + a] > s[at + b]; });
+            return order;
+        };
+        std::vector<bool> flipAt(positions, false);
+        int flips = 0;
+        for (std::size_t p = 0; p < positions; ++p)
+            for (std::size_t l = 0; l < layers; ++l) {
+                const std::size_t at = (p * layers + l) * experts;
+                const auto r = chosen(refScores, at), q = chosen(intScores, at);
+                if (std::set<int>(r.begin(), r.begin() + topK) == std::set<int>(q.begin(), q.begin() + topK)) continue;
+                ++flips;
+                flipAt[p] = true;
+                const int kth = r[topK - 1], next = r[topK];
+                const double margin = refScores[at + kth] - refScores[at + next];
+                const double error = std::abs(intScores[at + kth] - refScores[at + kth]) + std::abs(intScores[at + next] - refScores[at + next]);
+                QVERIFY2(margin <= error, qPrintable(QString("position %1 layer %2: experts flipped on a margin of %3, above the scores' "
+                                                             "error %4: not a near-tie").arg(p).arg(l).arg(margin).arg(error)));
+            }
+        std::vector<double> errors(rows);
+        for (std::size_t r = 0; r < rows; ++r)
+            errors[r] = relativeL2(intLogits.data() + r * kVocab, refLogits.data() + r * kVocab, kVocab);
+        std::vector<double> sorted = errors;
+        std::sort(sorted.begin(), sorted.end());
+        const double median = sorted[rows / 2];
+        int far = 0;
+        for (std::size_t r = 0; r < rows; ++r) {
+            if (errors[r] < 10 * median) continue;
+            ++far;
+            const std::size_t position = r < T ? r : T - 1 + (r - T);
+            QVERIFY2(flipAt[position], qPrintable(QString("row %1 is %2 off (median %3) with the reference's experts at its position")
+                                                      .arg(r).arg(errors[r]).arg(median)));
+        }
+        // Not vacuous: this prompt has flips that move their rows (positions 11 and 50 when written).
+        QVERIFY2(far >= 1 && flips >= 1, qPrintable(QString("%1 far rows, %2 flips").arg(far).arg(flips)));
     }
 };
 
