@@ -17,7 +17,9 @@ Per (fixture, prompt, device) one line: the worst row and its error (relative L2
 median, how many rows are above tolerance (CPU --cpu-tolerance 1e-3, GPU --tolerance 2e-2), the rows whose
 greedy choice differs from the reference's, the largest difference from the CPU's rows, and (CPU, with the
 golden's router scores) in how many (MoE layer, position) the engine chose other experts than the reference
-("flips"; --margins N lists the N closest decisions). Then, for every row above tolerance, why:
+("flips"; --margins N lists the N closest decisions and how far the engine moved the margins: median,
+largest, and the closest approach, the smallest margin / its error). Then, for every row above
+tolerance, why:
   near-tie    a MoE layer at that position chose other experts than the reference (the engine's routing
               scores, eval --router-out, CPU only) where the reference's top-k margin (k-th minus (k+1)-th
               choice score, or the group cut's) is below the engine's error on those scores, and that
@@ -231,7 +233,7 @@ def main():
                     if scores is not None:
                         engine_scores = scores.reshape(T + len(gen_ids) - 1, ref_scores.shape[0], ref_scores.shape[2])
                     errors = rel_l2(logits, ref)
-                    flips, margin_lines = '', []
+                    flips, margin_lines, margin_stats = '', [], {}
                     if engine_scores is not None:
                         eng = np.transpose(engine_scores, (1, 0, 2))
                         ref_chosen, ref_margin = routing(config, ref_scores)
@@ -245,6 +247,21 @@ def main():
                                 f'    MoE layer {l} position {q} (row {row}): reference margin {ref_margin[l, q]:.3e}, engine '
                                 f'{eng_margin[l, q]:.3e}, engine score error {np.abs(eng[l, q] - ref_scores[l, q]).max():.2e}, '
                                 f'{"OTHER EXPERTS" if differs[l, q] else "same experts"}')
+                        # How far the engine moved each margin, where it chose the same experts, and the
+                        # closest it came to a flip: the smallest margin / (its error).
+                        same = ~differs
+                        if same.any():
+                            moved = np.abs(eng_margin - ref_margin)[same]
+                            ratio = ref_margin[same] / np.maximum(moved, 1e-30)
+                            at = np.argwhere(same)[int(np.argmin(ratio))]
+                            margin_stats = {'decisions': int(differs.size), 'margin_error_median': float(np.median(moved)),
+                                            'margin_error_max': float(moved.max()), 'closest_approach': float(ratio.min()),
+                                            'closest_at': [int(at[0]), int(at[1])]}
+                            if args.margins:
+                                margin_lines.append(
+                                    f'    margins moved by {margin_stats["margin_error_median"]:.1e} (median), '
+                                    f'{margin_stats["margin_error_max"]:.1e} (largest); closest approach: a margin '
+                                    f'{margin_stats["closest_approach"]:.1f}x its error, MoE layer {at[0]} position {at[1]}')
                     tolerance = args.cpu_tolerance if device == 'cpu' else args.tolerance
                     median = float(np.median(errors))
                     worst = int(np.argmax(errors))
@@ -287,7 +304,7 @@ def main():
                                     'worst': float(errors[worst]), 'worst_row': at, 'median': median,
                                     'tolerance': tolerance, 'over': len(over), 'explained': len(over) - unexplained,
                                     'greedy_differs': len(differ), 'greedy_wrong': len(wrong_greedy),
-                                    'routing_differs': int(flips) if flips else None, 'notes': notes})
+                                    'routing_differs': int(flips) if flips else None, **margin_stats, 'notes': notes})
     if args.json:
         with open(args.json, 'w') as f:
             json.dump(records, f, indent=1)
