@@ -7,8 +7,8 @@
 
 #include "cli_args.h"
 #include "commands.h"
-#include "cpu/kernel_check.h"
-#include "cpu/moe_bench.h"
+#include "bench/kernel_check.h"
+#include "bench/moe_bench.h"
 #include "tandem/error.h"
 
 namespace {
@@ -64,7 +64,7 @@ int verify(int threads, bool quiet) {
     return failures;
 }
 
-// The real-shape check (cpu/kernel_check.h) of the selected ISA at --shape for one expert type: "ci"
+// The real-shape check (bench/kernel_check.h) of the selected ISA at --shape for one expert type: "ci"
 // (every expert with 1 row, three with 1..64, the layer's decode) or "full" (every expert with 1..64).
 int verifyShape(const MoeShape& shape, ExpertType type, const std::string& plan, int threads, int expertsInMemory) {
     const int experts = expertsInMemory > 0 ? std::min(expertsInMemory, shape.experts) : shape.experts;

@@ -11,13 +11,13 @@
 #include "io/byte_size.h"
 #include "commands.h"
 #include "io/packed_store.h"
-#include "runtime/convert_model.h"
+#include "convert/convert_model.h"
 #include "tandem/error.h"
 #include "tandem/store_check.h"
 
 namespace {
 
-using tandem::runtime::ConvertProgress;
+using tandem::convert::ConvertProgress;
 
 // On a terminal one line redrawn in place a few times a second; elsewhere (a log, a test) one line per
 // finished layer.
@@ -61,18 +61,18 @@ int runConvert(const CommandArgs& argv) {
     // --verify alone checks a store that exists already.
     if (args.flag("--verify") && !args.optional("--model")) return verifyStoreNow(out);
 
-    tandem::runtime::ConvertOptions options;
+    tandem::convert::ConvertOptions options;
     options.model = args.required("--model");
     options.out = out;
-    const auto type = tandem::cpu::parseExpertType(args.required("--experts"));
+    const auto type = tandem::io::parseExpertType(args.required("--experts"));
     if (!type) throw tandem::Error("--experts must be bf16, int8 or int4");
     options.experts = *type;
     options.threads = args.integer("--threads", 0);
 
-    tandem::runtime::ConvertResult result;
+    tandem::convert::ConvertResult result;
     {
         ProgressLine progress;
-        result = tandem::runtime::convertModel(options, [&](const ConvertProgress& p) { progress(p); });
+        result = tandem::convert::convertModel(options, [&](const ConvertProgress& p) { progress(p); });
     }
     if (result.upToDate) {
         std::printf("convert: %s already holds this conversion; nothing to do\n", result.store.c_str());

@@ -16,7 +16,7 @@
 // back to back), against the H200's roofline. The last lines are a
 // table. Exits 1 when any error is above its bound. Build and run on the GPU machine:
 //   nvcc -std=c++20 -arch=sm_90 -O3 -Iengine -Iengine/include scripts/check_gpu_experts.cu \
-//     engine/cpu/expert_pack.cpp engine/cpu/expert_format.cpp engine/cpu/weight_matrix.cpp \
+//     engine/cpu/expert_pack.cpp engine/io/expert_layout.cpp engine/cpu/weight_matrix.cpp \
 //     engine/io/gguf_quant.cpp engine/io/dtype.cpp -o /tmp/check-gpu-experts && /tmp/check-gpu-experts
 // Flags: --check-only (no timings), --shapes NAME,NAME (a subset of the shapes below).
 #include <algorithm>
@@ -32,7 +32,7 @@
 #include "cuda/expert_kernels.cu"
 
 using namespace tandem;
-using cpu::ExpertType;
+using io::ExpertType;
 
 namespace {
 
@@ -93,7 +93,7 @@ struct PackedExpert {
     ExpertWeights seen;
 };
 
-PackedExpert pack(const cpu::ExpertLayout& l, const ExpertWeights& w) {
+PackedExpert pack(const io::ExpertLayout& l, const ExpertWeights& w) {
     PackedExpert p;
     p.bytes.resize(l.expertBytes / sizeof(Line));
     auto* dst = reinterpret_cast<std::byte*>(p.bytes.data());
@@ -135,7 +135,7 @@ struct Pool {
     const std::uint8_t** someTable = nullptr;
 };
 
-Pool makePool(const cpu::ExpertLayout& l, const Shape& s, const std::vector<PackedExpert>& distinct) {
+Pool makePool(const io::ExpertLayout& l, const Shape& s, const std::vector<PackedExpert>& distinct) {
     Pool p;
     TANDEM_CUDA_CHECK(cudaMalloc(&p.bytes, l.expertBytes * s.experts));
     for (int e = 0; e < s.experts; ++e) {
@@ -407,9 +407,9 @@ double timeGraphStepMs(int steps, int runs, cudaStream_t stream, F enqueue) {
 
 void runShapeType(const Shape& s, ExpertType type, const std::vector<ExpertWeights>& sources, bool timings,
                   Timing& timing, cudaStream_t stream) {
-    const cpu::ExpertLayout l = cpu::ExpertLayout::make(type, s.hidden, s.inter);
+    const io::ExpertLayout l = io::ExpertLayout::make(type, s.hidden, s.inter);
     const cuda::GpuExpertLayout gl = cuda::gpuExpertLayout(l);
-    const char* typeName = cpu::expertTypeName(type).data();
+    const char* typeName = io::expertTypeName(type).data();
     std::vector<PackedExpert> distinct(sources.size());
     parallelFor(static_cast<int>(sources.size()), [&](int d) { distinct[d] = pack(l, sources[d]); });
     Pool pool = makePool(l, s, distinct);
@@ -567,7 +567,7 @@ int main(int argc, char** argv) {
             parallelFor(distinctCount, [&](int d) { sources[d] = randomExpert(s, 1000 + d); });
             std::printf("== %s: hidden %d, intermediate %d, %d experts, top-%d (%d distinct random experts)\n", s.name, s.hidden,
                         s.inter, s.experts, s.topK, distinctCount);
-            for (const ExpertType type : cpu::kAllExpertTypes) {
+            for (const ExpertType type : io::kAllExpertTypes) {
                 table.push_back({&s, type, {}});
                 runShapeType(s, type, sources, timings, table.back().t, stream);
                 std::fflush(stdout);
@@ -580,7 +580,7 @@ int main(int argc, char** argv) {
             for (const Row& r : table) {
                 const Timing& t = r.t;
                 std::printf("%-17s %-5s %9.1f %8.1f %7.0f %5.0f%% | %9.3f %7.1f %9.3f | %9.3f %7.1f %9.3f | %9.3f\n",
-                            r.shape->name, cpu::expertTypeName(r.type).data(), t.decodeUs, t.decodeChainedUs, t.decodeGBs,
+                            r.shape->name, io::expertTypeName(r.type).data(), t.decodeUs, t.decodeChainedUs, t.decodeGBs,
                             100.0 * t.decodeGBs * 1e9 / kHbmBytesPerSecond,
                             t.prefillMs[0][0], t.prefillTflops[0][0], t.prefillMs[0][1], t.prefillMs[1][0], t.prefillTflops[1][0],
                             t.prefillMs[1][1], t.prefillRoofMs[1][0]);

@@ -1,11 +1,11 @@
 #pragma once
-// Packing one expert's float32 rows into the layout of expert_format.h, and reading packed weights
+// Packing one expert's float32 rows into the layout of io/expert_layout.h, and reading packed weights
 // back (dequantized) for tests and inspection. This is what a converter calls once per expert.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 
-#include "cpu/expert_format.h"
+#include "cpu/packed_format.h"
 #include "cpu/weight_matrix.h"
 
 namespace tandem::cpu {

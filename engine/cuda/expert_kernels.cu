@@ -1,4 +1,4 @@
-// Routed experts from the packed layout (expert_kernels.h, cpu/expert_format.h).
+// Routed experts from the packed layout (expert_kernels.h, io/expert_layout.h).
 //
 // What the layout gives the kernels: every matrix is a sequence of blocks of 16 outputs x kBlock inputs
 // (32 for bf16, 64 for int8/int4), and a block is made of 64-byte rows in which bytes 4o..4o+3 belong
@@ -32,7 +32,7 @@
 
 namespace tandem::cuda {
 
-using cpu::ExpertType;
+using io::ExpertType;
 
 namespace {
 
@@ -40,7 +40,7 @@ using bf16 = __nv_bfloat16;
 
 constexpr int kPanelRows = 16;
 constexpr int kChunkCols = 128;
-static_assert(kPanelRows == cpu::kPanelRows && kChunkCols == cpu::kChunkCols);
+static_assert(kPanelRows == io::kPanelRows && kChunkCols == io::kChunkCols);
 
 constexpr int kMaxTopK = 32;
 
@@ -889,7 +889,7 @@ void prefill(const GpuExpertLayout& l, const ExpertPairs& b, const float* x, int
 
 }  // namespace
 
-GpuExpertLayout gpuExpertLayout(const cpu::ExpertLayout& l) {
+GpuExpertLayout gpuExpertLayout(const io::ExpertLayout& l) {
     GpuExpertLayout g;
     g.type = l.type;
     g.hidden = l.hidden;

@@ -1,5 +1,5 @@
 #pragma once
-// Routed experts on the GPU, computed straight from the packed layout of cpu/expert_format.h: the same
+// Routed experts on the GPU, computed straight from the packed layout of io/expert_layout.h: the same
 // bytes as the store's expert files (or the CPU's packed experts), copied into device memory as they
 // are. For the tokens routed to a layer's GPU experts:
 //
@@ -18,13 +18,13 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cpu/expert_format.h"
+#include "io/expert_layout.h"
 
 namespace tandem::cuda {
 
-// cpu::ExpertLayout as plain data for the kernels (all offsets from an expert's first byte).
+// io::ExpertLayout as plain data for the kernels (all offsets from an expert's first byte).
 struct GpuExpertLayout {
-    cpu::ExpertType type = cpu::ExpertType::BF16;
+    io::ExpertType type = io::ExpertType::BF16;
     int hidden = 0, inter = 0;
     int kBlock = 0;            // inputs per block: 32 (bf16), 64 (int8, int4)
     int blockBytes = 0;        // 1024, 1024, 576
@@ -41,7 +41,7 @@ struct GpuExpertLayout {
     std::int64_t dataBytes = 0;         // bytes the kernels read per expert
 };
 
-GpuExpertLayout gpuExpertLayout(const cpu::ExpertLayout& layout);
+GpuExpertLayout gpuExpertLayout(const io::ExpertLayout& layout);
 
 // The (token, expert) pairs of one layer's launch, grouped by expert; everything in device memory.
 // Pair i of group g (groupStart[g] <= i < groupStart[g + 1]) multiplies token pairToken[i] by the

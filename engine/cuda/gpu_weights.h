@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-#include "cpu/thread_pool.h"
+#include "cpu/pool/thread_pool.h"
 #include "cuda/device_buffer.h"
 #include "cuda/kernels.h"
 #include "model/config.h"

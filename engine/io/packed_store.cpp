@@ -47,9 +47,9 @@ PackedStore::PackedStore(const fs::path& dir) : dir_(dir) {
         if (out.extension() == ".partial") out.replace_extension();
         throw Error(dir.string() + " holds an unfinished conversion of " + manifest_.sourcePath +
                     "; run tandem-cli convert --model " + manifest_.sourcePath + " --out " + out.string() +
-                    " --experts " + std::string(cpu::expertTypeName(manifest_.expertType)) + " again to finish it");
+                    " --experts " + std::string(io::expertTypeName(manifest_.expertType)) + " again to finish it");
     }
-    layout_ = cpu::ExpertLayout::make(manifest_.expertType, manifest_.hidden, manifest_.inter);
+    layout_ = io::ExpertLayout::make(manifest_.expertType, manifest_.hidden, manifest_.inter);
     if (layout_.expertBytes != manifest_.expertBytes)
         throw Error(where + ": the experts were packed " + std::to_string(manifest_.expertBytes) +
                     " bytes each, this Tandem packs them in " + std::to_string(layout_.expertBytes) +

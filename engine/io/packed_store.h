@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu/expert_format.h"
+#include "io/expert_layout.h"
 #include "io/mapped_file.h"
 #include "io/store_manifest.h"
 #include "io/store_verification.h"
@@ -40,8 +40,8 @@ public:
     // The non-expert tensors: open with io::Checkpoint(dir()).
     std::filesystem::path denseFile() const { return dir_ / kStoreDenseName; }
 
-    cpu::ExpertType expertType() const { return layout_.type; }
-    const cpu::ExpertLayout& layout() const { return layout_; }
+    io::ExpertType expertType() const { return layout_.type; }
+    const io::ExpertLayout& layout() const { return layout_; }
     int experts() const { return manifest_.experts; }
     const std::vector<int>& moeLayers() const { return manifest_.moeLayers; }
     bool hasLayer(int layer) const { return layers_.count(layer) != 0; }
@@ -61,7 +61,7 @@ public:
 private:
     std::filesystem::path dir_;
     StoreManifest manifest_;
-    cpu::ExpertLayout layout_;
+    io::ExpertLayout layout_;
     std::map<int, std::unique_ptr<MappedFile>> layers_;
     VerificationStatus verification_;
 };

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "cpu/thread_pool.h"
 
 namespace tandem::io {
 
@@ -102,15 +101,15 @@ std::uint64_t checksumInPieces(std::span<const std::byte> bytes, std::size_t pie
     return foldPieceHashes(pieces);
 }
 
-std::uint64_t checksumInPieces(std::span<const std::byte> bytes, std::size_t pieceBytes, cpu::ThreadPool& pool,
+std::uint64_t checksumInPieces(std::span<const std::byte> bytes, std::size_t pieceBytes, const ParallelFor& parallel,
                                const std::function<void(std::uint64_t)>& progress) {
     const std::size_t count = (bytes.size() + pieceBytes - 1) / pieceBytes;
     std::vector<std::uint64_t> pieces(count);
     // Rounds of a few pieces per thread, so progress moves while a large file is hashed.
-    const std::size_t round = static_cast<std::size_t>(pool.size()) * 4;
+    const std::size_t round = static_cast<std::size_t>(std::max(1, parallel.threads)) * 4;
     for (std::size_t first = 0; first < count; first += round) {
         const std::size_t last = std::min(count, first + round);
-        pool.parallelFor(last - first, 1, [&](std::size_t begin, std::size_t end) {
+        parallel.run(last - first, [&](std::size_t begin, std::size_t end) {
             for (std::size_t i = first + begin; i < first + end; ++i) {
                 const std::size_t at = i * pieceBytes;
                 pieces[i] = hashBytes(bytes.subspan(at, std::min(pieceBytes, bytes.size() - at)));

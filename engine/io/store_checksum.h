@@ -12,9 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace tandem::cpu {
-class ThreadPool;
-}
+#include "io/parallel_for.h"
 
 namespace tandem::io {
 
@@ -42,9 +40,9 @@ std::uint64_t foldPieceHashes(const std::vector<std::uint64_t>& pieces);
 // Hash of bytes[0, n) cut into pieces of pieceBytes (the last may be shorter), on the calling thread.
 std::uint64_t checksumInPieces(std::span<const std::byte> bytes, std::size_t pieceBytes);
 
-// The same on all of the pool's threads, calling progress(bytes hashed so far) now and then from the
+// The same on the caller's threads (parallel), calling progress(bytes hashed so far) now and then from the
 // calling thread.
-std::uint64_t checksumInPieces(std::span<const std::byte> bytes, std::size_t pieceBytes, cpu::ThreadPool& pool,
+std::uint64_t checksumInPieces(std::span<const std::byte> bytes, std::size_t pieceBytes, const ParallelFor& parallel,
                                const std::function<void(std::uint64_t)>& progress = {});
 
 // 16 lowercase hex digits, as the manifest stores it (a JSON number cannot hold 64 bits safely).

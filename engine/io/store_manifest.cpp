@@ -100,7 +100,7 @@ std::string manifestToJson(const StoreManifest& m) {
     j["converter"] = m.converter;
     j["complete"] = m.complete;
     j["source"] = {{"path", m.sourcePath}, {"fingerprint", checksumText(m.sourceFingerprint)}};
-    j["experts"] = {{"type", cpu::expertTypeName(m.expertType)}, {"hidden", m.hidden}, {"inter", m.inter},
+    j["experts"] = {{"type", io::expertTypeName(m.expertType)}, {"hidden", m.hidden}, {"inter", m.inter},
                     {"count", m.experts}, {"expert_bytes", m.expertBytes}};
     j["moe_layers"] = m.moeLayers;
     j["dense"] = m.dense ? ordered_json(fileToJson(*m.dense)) : ordered_json(nullptr);
@@ -141,7 +141,7 @@ StoreManifest manifestFromJson(const std::string& text, const std::string& where
 
     const auto& experts = r.field(j, "experts", "");
     if (!experts.is_object()) throw r.fail("experts must be an object");
-    const auto type = cpu::parseExpertType(r.text(experts, "type", "experts."));
+    const auto type = io::parseExpertType(r.text(experts, "type", "experts."));
     if (!type) throw r.fail("experts.type must be bf16, int8 or int4");
     m.expertType = *type;
     m.hidden = static_cast<int>(r.integer(experts, "hidden", "experts."));

@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "cpu/expert_format.h"
+#include "io/expert_layout.h"
 
 namespace tandem::io {
 
 inline constexpr const char* kStoreManifestName = "tandem-store.json";
 inline constexpr const char* kStoreDenseName = "model.safetensors";
 // Bump when the meaning of a store's bytes changes: the manifest's fields, or the packed expert
-// layout of cpu/expert_format.h (which expert_bytes alone would not always reveal).
+// layout of io/expert_layout.h (which expert_bytes alone would not always reveal).
 inline constexpr int kStoreFormatVersion = 1;
 
 // One file of the store with its size and checksum (io/store_checksum.h over pieces of pieceBytes).
@@ -42,7 +42,7 @@ struct StoreManifest {
     bool complete = false;
     std::string sourcePath;              // the Hugging Face folder converted
     std::uint64_t sourceFingerprint = 0;  // of its config and shard headers: tells a resumed run it is the same input
-    cpu::ExpertType expertType = cpu::ExpertType::BF16;
+    io::ExpertType expertType = io::ExpertType::BF16;
     int hidden = 0, inter = 0, experts = 0;
     std::uint64_t expertBytes = 0;       // ExpertLayout::expertBytes when written: the stride in a layer file
     std::vector<int> moeLayers;

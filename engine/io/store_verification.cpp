@@ -293,7 +293,7 @@ std::string utcNow() {
 
 std::string damageAdvice(const fs::path& dir, const StoreManifest& m) {
     return "Nothing was deleted. Convert the model again (tandem-cli convert --model " + m.sourcePath + " --out " +
-           dir.string() + " --experts " + std::string(cpu::expertTypeName(m.expertType)) +
+           dir.string() + " --experts " + std::string(io::expertTypeName(m.expertType)) +
            ", or Get a Model in the app) or download it again; tandem-cli convert --out " + dir.string() +
            " --verify reads the store again";
 }

@@ -4,11 +4,11 @@
 // context, and write the projected output [T, hidden].
 #include <cstddef>
 
-#include "cpu/thread_pool.h"
+#include "cpu/pool/thread_pool.h"
 #include "model/config.h"
 #include "model/rope.h"
 #include "model/weights.h"
-#include "runtime/kv_cache.h"
+#include "model/kv_cache.h"
 
 namespace tandem::model {
 
@@ -20,7 +20,7 @@ struct AttentionStep {
     std::size_t tokens;
     int start;
     int layer;
-    runtime::KvCache& cache;
+    model::KvCache& cache;
     cpu::ThreadPool& pool;
 };
 

@@ -2,8 +2,8 @@
 #include <cmath>
 #include <vector>
 
-#include "cpu/matmul.h"
-#include "cpu/ops.h"
+#include "cpu/dense/matmul.h"
+#include "cpu/dense/ops.h"
 #include "model/attention.h"
 
 namespace tandem::model {

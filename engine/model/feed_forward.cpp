@@ -5,8 +5,8 @@
 
 #include "tandem/error.h"
 
-#include "cpu/matmul.h"
-#include "cpu/ops.h"
+#include "cpu/dense/matmul.h"
+#include "cpu/dense/ops.h"
 #include "model/routed_experts.h"
 #include "model/router.h"
 

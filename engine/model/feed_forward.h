@@ -3,7 +3,7 @@
 // shared experts). Both read normalized hidden states [T, hidden] and write [T, hidden].
 #include <cstddef>
 
-#include "cpu/thread_pool.h"
+#include "cpu/pool/thread_pool.h"
 #include "model/config.h"
 #include "model/weights.h"
 

@@ -7,7 +7,7 @@
 #include <functional>
 #include <memory>
 
-#include "cpu/thread_pool.h"
+#include "cpu/pool/thread_pool.h"
 #include "model/weights.h"
 
 namespace tandem::model {

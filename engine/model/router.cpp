@@ -6,7 +6,7 @@
 #include <numeric>
 #include <vector>
 
-#include "cpu/ops.h"
+#include "cpu/dense/ops.h"
 
 namespace tandem::model {
 

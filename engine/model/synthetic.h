@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cpu/expert_pack.h"
-#include "cpu/thread_pool.h"
+#include "cpu/pool/thread_pool.h"
 #include "model/config.h"
 #include "model/weights.h"
 

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <string>
 
-#include "cpu/matmul.h"
-#include "cpu/ops.h"
+#include "cpu/dense/matmul.h"
+#include "cpu/dense/ops.h"
 #include "model/attention.h"
 #include "model/feed_forward.h"
 #include "tandem/error.h"
@@ -25,11 +25,11 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
                          cpu::ThreadPool& pool)
     : config_(config), weights_(weights), experts_(experts), pool_(pool), rope_(config) {}
 
-runtime::KvCache Transformer::makeCache(int capacity) const {
+model::KvCache Transformer::makeCache(int capacity) const {
     const ModelConfig& c = config_;
-    if (c.attention == AttentionKind::Mla) return runtime::KvCache(c.numLayers, {c.kvLoraRank, c.qkRopeHeadDim}, capacity);
+    if (c.attention == AttentionKind::Mla) return KvCache(c.numLayers, {c.kvLoraRank, c.qkRopeHeadDim}, capacity);
     const int kvDim = c.numKvHeads * c.headDim;
-    return runtime::KvCache(c.numLayers, {kvDim, kvDim}, capacity);
+    return KvCache(c.numLayers, {kvDim, kvDim}, capacity);
 }
 
 void Transformer::feedForward(int layer, const float* normed, std::size_t T, const Deferral& deferral, float* branch,
@@ -68,7 +68,7 @@ void Transformer::feedForward(int layer, const float* normed, std::size_t T, con
     pending = std::move(deferredOut);
 }
 
-void Transformer::forward(std::span<const int> tokens, int start, runtime::KvCache& cache, const ForwardOptions& options,
+void Transformer::forward(std::span<const int> tokens, int start, model::KvCache& cache, const ForwardOptions& options,
                           std::vector<float>& logits, std::vector<double>* expertSeconds) {
     if (expertSeconds) expertSeconds->resize(static_cast<std::size_t>(config_.numLayers), 0.0);
     const ModelConfig& c = config_;

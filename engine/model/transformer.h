@@ -6,12 +6,12 @@
 #include <span>
 #include <vector>
 
-#include "cpu/thread_pool.h"
+#include "cpu/pool/thread_pool.h"
 #include "model/config.h"
 #include "model/rope.h"
 #include "model/routed_experts.h"
 #include "model/weights.h"
-#include "runtime/kv_cache.h"
+#include "model/kv_cache.h"
 
 namespace tandem::model {
 
@@ -47,11 +47,11 @@ public:
     // Runs `tokens` at positions start .. start + n - 1, appending them to `cache`, and writes the logits
     // ([1 or n, vocab] row-major) to `logits`.
     // With `expertSeconds`, the time spent in each layer's routed experts is added to it.
-    void forward(std::span<const int> tokens, int start, runtime::KvCache& cache, const ForwardOptions& options,
+    void forward(std::span<const int> tokens, int start, model::KvCache& cache, const ForwardOptions& options,
                  std::vector<float>& logits, std::vector<double>* expertSeconds = nullptr);
 
     // A cache shaped for this model.
-    runtime::KvCache makeCache(int capacity) const;
+    model::KvCache makeCache(int capacity) const;
 
 private:
     // The feed-forward block of layer l into `branch`, with the deferred experts of the previous layer

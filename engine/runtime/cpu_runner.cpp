@@ -54,7 +54,7 @@ public:
 
 private:
     model::Transformer& transformer_;
-    KvCache cache_;
+    model::KvCache cache_;
     long steps_ = 0;
     double wallSeconds_ = 0;
     std::vector<double> expertSeconds_;  // per layer

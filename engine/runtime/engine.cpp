@@ -5,10 +5,10 @@
 #include <optional>
 
 #include "cpu/cpu_features.h"
-#include "cpu/cpu_topology.h"
-#include "cpu/expert_format.h"
-#include "cpu/moe_bench.h"
-#include "cpu/thread_pool.h"
+#include "cpu/pool/cpu_topology.h"
+#include "io/expert_layout.h"
+#include "cpu/pool/memory_bandwidth.h"
+#include "cpu/pool/thread_pool.h"
 #include "io/checkpoint.h"
 #include "io/gguf.h"
 #include "io/packed_store.h"
@@ -16,7 +16,7 @@
 #include "model/synthetic.h"
 #include "model/transformer.h"
 #include "model/weights.h"
-#include "runtime/expert_precision.h"
+#include "convert/expert_precision.h"
 #include "runtime/gpu_backend.h"
 #include "runtime/model_runner.h"
 #include "runtime/packed_experts.h"
@@ -37,7 +37,7 @@ void setGpuBackendFactoryForTests(GpuBackendFactory factory) { gpuBackendForTest
 }  // namespace runtime
 
 using runtime::gpuBackendForTests;
-using runtime::packedType;
+using convert::packedType;
 
 namespace {
 
@@ -115,7 +115,7 @@ struct Engine::Impl {
             info.experts = config.numExperts ? "reference" : "none";
             return model::makeReferenceExperts(weights, pool);
         }
-        const cpu::ExpertType type = packedType(precision).value_or(cpu::ExpertType::BF16);
+        const io::ExpertType type = packedType(precision).value_or(io::ExpertType::BF16);
         if (synthetic) {
             const std::uint64_t seed = syntheticSeed;
             const int hidden = config.hiddenSize, inter = config.moeIntermediateSize;
@@ -125,7 +125,7 @@ struct Engine::Impl {
         } else {
             packed = std::make_unique<runtime::PackedExperts>(config, weights, type, pool);
         }
-        info.experts = std::string(cpu::expertTypeName(type));
+        info.experts = std::string(io::expertTypeName(type));
         return packed->newRunner();
     }
 
@@ -139,7 +139,7 @@ struct Engine::Impl {
                                  "path. Convert the model (tandem-cli convert) to int8 or int4 for the fast kernels.";
             return ExpertPrecision::Reference;
         }
-        const auto layout = cpu::ExpertLayout::make(cpu::ExpertType::BF16, config.hiddenSize, config.moeIntermediateSize);
+        const auto layout = io::ExpertLayout::make(io::ExpertType::BF16, config.hiddenSize, config.moeIntermediateSize);
         const std::uint64_t packedBytes =
             static_cast<std::uint64_t>(config.moeLayerCount()) * config.numExperts * layout.expertBytes;
         if (packedBytes > cpu::availableMemoryBytes() / 10 * 8) {
@@ -152,14 +152,14 @@ struct Engine::Impl {
     }
 
     std::unique_ptr<model::RoutedExperts> storeExperts(ExpertPrecision precision) {
-        const cpu::ExpertType type = store->expertType();
+        const io::ExpertType type = store->expertType();
         if (precision != ExpertPrecision::Auto && packedType(precision) != type)
-            throw Error(store->dir().string() + " holds " + std::string(cpu::expertTypeName(type)) +
+            throw Error(store->dir().string() + " holds " + std::string(io::expertTypeName(type)) +
                         " experts; convert the original model again for another type, or load it with the automatic "
                         "expert setting");
         packed = std::make_unique<runtime::PackedExperts>(config, store->layout(),
                                                           [this](int layer) { return store->layerExperts(layer); }, pool);
-        info.experts = std::string(cpu::expertTypeName(type)) + " (packed store)";
+        info.experts = std::string(io::expertTypeName(type)) + " (packed store)";
         info.weightBytes += static_cast<std::uint64_t>(store->moeLayers().size()) * store->experts() * store->layout().expertBytes;
         return packed->newRunner();
     }

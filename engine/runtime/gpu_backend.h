@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "cpu/thread_pool.h"
+#include "cpu/pool/thread_pool.h"
 #include "model/config.h"
 #include "model/routed_experts.h"
 #include "model/weights.h"

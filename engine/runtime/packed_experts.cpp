@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "cpu/expert_pack.h"
-#include "cpu/moe_layer.h"
+#include "cpu/moe/moe_layer.h"
 #include "tandem/error.h"
 
 namespace tandem::runtime {
@@ -94,9 +94,9 @@ private:
 
 }  // namespace
 
-PackedExperts::PackedExperts(const model::ModelConfig& c, cpu::ExpertType type, cpu::ThreadPool& pool,
+PackedExperts::PackedExperts(const model::ModelConfig& c, io::ExpertType type, cpu::ThreadPool& pool,
                              const std::function<cpu::ExpertRows(int, int)>& rowsOf)
-    : config_(c), pool_(pool), layout_(cpu::ExpertLayout::make(type, c.hiddenSize, c.moeIntermediateSize)),
+    : config_(c), pool_(pool), layout_(io::ExpertLayout::make(type, c.hiddenSize, c.moeIntermediateSize)),
       layers_(static_cast<std::size_t>(c.numLayers)) {
     for (int l = 0; l < c.numLayers; ++l) {
         if (!c.isMoeLayer(l)) continue;
@@ -111,7 +111,7 @@ PackedExperts::PackedExperts(const model::ModelConfig& c, cpu::ExpertType type, 
     }
 }
 
-PackedExperts::PackedExperts(const model::ModelConfig& c, const model::ModelWeights& weights, cpu::ExpertType type,
+PackedExperts::PackedExperts(const model::ModelConfig& c, const model::ModelWeights& weights, io::ExpertType type,
                              cpu::ThreadPool& pool)
     : PackedExperts(c, type, pool, [&](int layer, int expert) {
           const auto& moe = weights.layers[static_cast<std::size_t>(layer)].moe;
@@ -123,7 +123,7 @@ PackedExperts::PackedExperts(const model::ModelConfig& c, const model::ModelWeig
                                  [&m](std::int64_t r, float* out) { m.down.dequantRow(r, out); }};
       }) {}
 
-PackedExperts::PackedExperts(const model::ModelConfig& c, const cpu::ExpertLayout& layout,
+PackedExperts::PackedExperts(const model::ModelConfig& c, const io::ExpertLayout& layout,
                              const std::function<const std::byte*(int)>& bytesOf, cpu::ThreadPool& pool)
     : config_(c), pool_(pool), layout_(layout), layers_(static_cast<std::size_t>(c.numLayers)) {
     for (int l = 0; l < c.numLayers; ++l)

@@ -1,5 +1,5 @@
 #pragma once
-// The routed experts of every MoE layer in the CPU expert engine's packed layout (cpu/expert_format.h):
+// The routed experts of every MoE layer in the CPU expert engine's packed layout (io/expert_layout.h):
 // packed at load from a checkpoint's matrices, or used in place from a packed store's mapped files.
 // Runners evaluate them on the engine's thread pool (model::RoutedExperts).
 #include <cstdint>
@@ -7,10 +7,10 @@
 #include <memory>
 #include <vector>
 
-#include "cpu/expert_format.h"
+#include "io/expert_layout.h"
 #include "cpu/expert_pack.h"
-#include "cpu/packed_layer.h"
-#include "cpu/thread_pool.h"
+#include "cpu/moe/packed_layer.h"
+#include "cpu/pool/thread_pool.h"
 #include "model/config.h"
 #include "model/routed_experts.h"
 #include "model/weights.h"
@@ -20,16 +20,16 @@ namespace tandem::runtime {
 class PackedExperts {
 public:
     // Packs every MoE layer's experts from the checkpoint (in parallel on the pool).
-    PackedExperts(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ExpertType type,
+    PackedExperts(const model::ModelConfig& config, const model::ModelWeights& weights, io::ExpertType type,
                   cpu::ThreadPool& pool);
     // Packs every MoE layer's experts from rowsOf(layer, expert) (synthetic models: random rows).
-    PackedExperts(const model::ModelConfig& config, cpu::ExpertType type, cpu::ThreadPool& pool,
+    PackedExperts(const model::ModelConfig& config, io::ExpertType type, cpu::ThreadPool& pool,
                   const std::function<cpu::ExpertRows(int layer, int expert)>& rowsOf);
     // Experts packed already: bytesOf(layer) gives a MoE layer's experts back to back.
-    PackedExperts(const model::ModelConfig& config, const cpu::ExpertLayout& layout,
+    PackedExperts(const model::ModelConfig& config, const io::ExpertLayout& layout,
                   const std::function<const std::byte*(int layer)>& bytesOf, cpu::ThreadPool& pool);
 
-    cpu::ExpertType type() const { return layout_.type; }
+    io::ExpertType type() const { return layout_.type; }
     // Bytes the kernels read for one expert.
     std::uint64_t expertDataBytes() const { return layout_.dataBytes; }
     // Bytes of packed experts in memory (0 when they are read from mapped files).
@@ -41,7 +41,7 @@ public:
 private:
     const model::ModelConfig& config_;
     cpu::ThreadPool& pool_;
-    cpu::ExpertLayout layout_;
+    io::ExpertLayout layout_;
     std::vector<std::unique_ptr<cpu::PackedMoeLayer>> layers_;  // per layer; null for dense ones
     std::vector<cpu::NodeMemory> memory_;
 };

@@ -40,7 +40,7 @@ private slots:
         QVERIFY2(r.out.contains("wrote " + out + ": 2 layers packed"), qPrintable(r.out));
         QVERIFY2(r.out.contains("is intact"), qPrintable(r.out));
         const tandem::io::PackedStore store(out.toStdString());
-        QCOMPARE(store.expertType(), tandem::cpu::ExpertType::INT4);
+        QCOMPARE(store.expertType(), tandem::io::ExpertType::INT4);
         // The conversion recorded the store as verified (from the checksums it took while writing), and
         // --verify read it again and refreshed that record.
         QVERIFY(QFile::exists(out + "/tandem-verified.json"));

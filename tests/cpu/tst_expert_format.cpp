@@ -9,7 +9,7 @@
 
 #include "cpu/expert_pack.h"
 #include "cpu/half_float.h"
-#include "cpu/moe_layer.h"
+#include "cpu/moe/moe_layer.h"
 #include "io/mapped_file.h"
 #include "tandem/error.h"
 #include "test_support.h"

@@ -3,8 +3,8 @@
 #include <QTest>
 #include <string>
 
-#include "cpu/expert_kernels.h"
-#include "cpu/kernel_check.h"
+#include "cpu/kernels/expert_kernels.h"
+#include "bench/kernel_check.h"
 #include "tandem/error.h"
 
 namespace tandem::cpu {

@@ -7,11 +7,11 @@
 #include <limits>
 #include <random>
 
-#include "cpu/activation_quant.h"
+#include "cpu/kernels/activation_quant.h"
 #include "cpu/expert_pack.h"
 #include "cpu/half_float.h"
-#include "cpu/kernel_check.h"
-#include "cpu/moe_layer.h"
+#include "bench/kernel_check.h"
+#include "cpu/moe/moe_layer.h"
 #include "tandem/error.h"
 
 using namespace tandem::cpu;

@@ -5,9 +5,9 @@
 #include <cstring>
 #include <random>
 
-#include "cpu/matmul.h"
-#include "cpu/ops.h"
-#include "cpu/thread_pool.h"
+#include "cpu/dense/matmul.h"
+#include "cpu/dense/ops.h"
+#include "cpu/pool/thread_pool.h"
 #include "tandem/error.h"
 
 using namespace tandem;

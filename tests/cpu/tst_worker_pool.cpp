@@ -10,7 +10,7 @@
 #include <mutex>
 #include <set>
 
-#include "cpu/worker_pool.h"
+#include "cpu/pool/worker_pool.h"
 #include "tandem/error.h"
 
 using namespace tandem::cpu;

@@ -9,7 +9,7 @@
 #include <optional>
 #include <thread>
 
-#include "cpu/thread_pool.h"
+#include "cpu/pool/thread_pool.h"
 #include "cuda/expert_bridge.h"
 #include "io/checkpoint.h"
 #include "model/config.h"
@@ -35,7 +35,7 @@ class ExpertBridgeTest : public QObject {
         // rounding against a whole run of the same kernels).
         std::unique_ptr<model::RoutedExperts> experts(const QString& kind) {
             if (kind == "reference") return model::makeReferenceExperts(weights, pool);
-            if (!packed) packed = std::make_unique<runtime::PackedExperts>(config, weights, cpu::ExpertType::BF16, pool);
+            if (!packed) packed = std::make_unique<runtime::PackedExperts>(config, weights, io::ExpertType::BF16, pool);
             return packed->newRunner();
         }
     };

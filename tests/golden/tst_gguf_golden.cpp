@@ -12,7 +12,7 @@
 
 #include "gguf_fixture.h"
 #include "gguf_quantize.h"
-#include "runtime/convert_model.h"
+#include "convert/convert_model.h"
 #include "tandem/engine.h"
 #include "test_support.h"
 
@@ -42,7 +42,7 @@ std::vector<float> teacherForcedLogits(const QString& store, const Golden& g) {
 QString convertedStore(const QTemporaryDir& tmp, const QString& name, const GgufWriter& w) {
     const QString gguf = tmp.filePath(name + ".gguf"), store = tmp.filePath(name);
     if (!writeFile(gguf, w.bytes())) return {};
-    runtime::convertModel({gguf.toStdString(), store.toStdString(), cpu::ExpertType::BF16, 2}, {});
+    convert::convertModel({gguf.toStdString(), store.toStdString(), io::ExpertType::BF16, 2}, {});
     return store;
 }
 
@@ -94,7 +94,7 @@ private slots:
             QVERIFY(writeFile(gguf, w.bytes()));
         }
         const QString store = tmp.filePath("store");
-        const auto result = runtime::convertModel({gguf.toStdString(), store.toStdString(), cpu::ExpertType::BF16, 2}, {});
+        const auto result = convert::convertModel({gguf.toStdString(), store.toStdString(), io::ExpertType::BF16, 2}, {});
         QVERIFY(result.packedLayers > 0);
         QVERIFY(QDir(store).exists("tokenizer.json") && QDir(store).exists("config.json"));
 

@@ -20,7 +20,7 @@
 
 #include "gguf_fixture.h"
 #include "gguf_quantize.h"
-#include "runtime/convert_model.h"
+#include "convert/convert_model.h"
 #include "tandem/engine.h"
 #include "test_support.h"
 
@@ -161,7 +161,7 @@ private slots:
         const QString gguf = tmp.filePath("model.gguf");
         QVERIFY(writeFile(gguf, ggufFromFixture(modelDir_, {type, true, true}).bytes()));
         const QString store = tmp.filePath("store");
-        const auto result = runtime::convertModel({gguf.toStdString(), store.toStdString(), cpu::ExpertType::BF16, 2}, {});
+        const auto result = convert::convertModel({gguf.toStdString(), store.toStdString(), io::ExpertType::BF16, 2}, {});
         QCOMPARE(result.packedLayers, kLayers);
 
         const std::vector<float> logits = loadCpu(store)->newSession()->append(tokens_, Logits::All);

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/convert_model.h"
+#include "convert/convert_model.h"
 #include "tandem/engine.h"
 #include "test_support.h"
 
@@ -78,20 +78,20 @@ private slots:
         QTemporaryDir tmp;
         const Golden g = loadGolden(fixture, "long");
         const std::size_t V = static_cast<std::size_t>(g.vocab);
-        std::map<cpu::ExpertType, std::vector<float>> logits;
-        for (const auto type : {cpu::ExpertType::BF16, cpu::ExpertType::INT8, cpu::ExpertType::INT4}) {
-            const QString out = tmp.filePath(QString::fromUtf8(cpu::expertTypeName(type).data()));
-            runtime::convertModel({fixturePath(fixture).toStdString(), out.toStdString(), type, 2}, {});
+        std::map<io::ExpertType, std::vector<float>> logits;
+        for (const auto type : {io::ExpertType::BF16, io::ExpertType::INT8, io::ExpertType::INT4}) {
+            const QString out = tmp.filePath(QString::fromUtf8(io::expertTypeName(type).data()));
+            convert::convertModel({fixturePath(fixture).toStdString(), out.toStdString(), type, 2}, {});
             logits[type] = storeLogits(out, g.promptIds);
         }
         const std::vector<float> own = checkpointLogits(fixturePath(fixture), g.promptIds);
         const double ownWorst = worstRowError(own, g.prefillLogits, V);
-        const double worst = worstRowError(logits[cpu::ExpertType::BF16], g.prefillLogits, V);
-        const double worstVsOwn = worstRowError(logits[cpu::ExpertType::BF16], own, V);
-        const auto [agree8, kl8] = compare(logits[cpu::ExpertType::BF16], logits[cpu::ExpertType::INT8], V);
-        const auto [agree4, kl4] = compare(logits[cpu::ExpertType::BF16], logits[cpu::ExpertType::INT4], V);
-        const auto [agree8own, kl8own] = compare(own, logits[cpu::ExpertType::INT8], V);
-        const auto [agree4own, kl4own] = compare(own, logits[cpu::ExpertType::INT4], V);
+        const double worst = worstRowError(logits[io::ExpertType::BF16], g.prefillLogits, V);
+        const double worstVsOwn = worstRowError(logits[io::ExpertType::BF16], own, V);
+        const auto [agree8, kl8] = compare(logits[io::ExpertType::BF16], logits[io::ExpertType::INT8], V);
+        const auto [agree4, kl4] = compare(logits[io::ExpertType::BF16], logits[io::ExpertType::INT4], V);
+        const auto [agree8own, kl8own] = compare(own, logits[io::ExpertType::INT8], V);
+        const auto [agree4own, kl4own] = compare(own, logits[io::ExpertType::INT4], V);
         qInfo("%s: checkpoint's own result %.2e from the golden; bf16 store worst relative error %.2e (%.2e from the "
               "checkpoint's); int8 top-1 %.1f%% KL %.2e (%.1f%%, %.2e); int4 top-1 %.1f%% KL %.2e (%.1f%%, %.2e)",
               qPrintable(fixture), ownWorst, worst, worstVsOwn, 100 * agree8, kl8, 100 * agree8own, kl8own, 100 * agree4,

@@ -14,7 +14,7 @@
 #include "io/safetensors.h"
 #include "model/config.h"
 #include "model/weights.h"
-#include "runtime/convert_model.h"
+#include "convert/convert_model.h"
 #include "tandem/error.h"
 #include "test_support.h"
 
@@ -71,13 +71,13 @@ private slots:
         QFETCH(QString, type);
         QTemporaryDir tmp;
         const QString out = tmp.filePath("store");
-        runtime::ConvertOptions o;
+        convert::ConvertOptions o;
         o.model = fixturePath(fixture).toStdString();
         o.out = out.toStdString();
-        o.experts = *cpu::parseExpertType(type.toStdString());
+        o.experts = *io::parseExpertType(type.toStdString());
         o.threads = 2;
         int reports = 0;
-        const auto result = runtime::convertModel(o, [&](const runtime::ConvertProgress& p) {
+        const auto result = convert::convertModel(o, [&](const convert::ConvertProgress& p) {
             ++reports;
             QVERIFY(p.bytesWritten <= p.bytesTotal);
         });
@@ -176,7 +176,7 @@ private slots:
     void damagedStore() {
         QTemporaryDir tmp;
         const QString out = tmp.filePath("store");
-        runtime::convertModel({fixturePath("tiny-qwen3moe").toStdString(), out.toStdString(), cpu::ExpertType::INT4, 2}, {});
+        convert::convertModel({fixturePath("tiny-qwen3moe").toStdString(), out.toStdString(), io::ExpertType::INT4, 2}, {});
         const QString layer = out + "/experts-001.bin";
         QVERIFY(io::PackedStore(out.toStdString()).verify());
 

@@ -10,7 +10,7 @@
 #include "io/checkpoint.h"
 #include "io/packed_store.h"
 #include "io/store_manifest.h"
-#include "runtime/convert_model.h"
+#include "convert/convert_model.h"
 #include "tandem/error.h"
 #include "test_support.h"
 
@@ -22,16 +22,16 @@ namespace {
 struct Interrupt {};
 
 struct Run {
-    runtime::ConvertResult result;
+    convert::ConvertResult result;
     int packed = 0;   // layers finished that were not kept from an earlier run, counted by the progress calls
     int resumed = 0;
 };
 
-Run convert(const QString& model, const QString& out, cpu::ExpertType type = cpu::ExpertType::INT8,
+Run runConvert(const QString& model, const QString& out, io::ExpertType type = io::ExpertType::INT8,
             int stopAfterLayers = -1) {
     Run run;
     int lastLayer = 0, lastResumed = 0;
-    run.result = runtime::convertModel({model.toStdString(), out.toStdString(), type, 2}, [&](const runtime::ConvertProgress& p) {
+    run.result = convert::convertModel({model.toStdString(), out.toStdString(), type, 2}, [&](const convert::ConvertProgress& p) {
         if (p.layer != lastLayer) {
             run.packed += (p.layer - lastLayer) - (p.resumedLayers - lastResumed);
             run.resumed = p.resumedLayers;
@@ -91,7 +91,7 @@ private slots:
         const QString out = tmp.filePath("store");
         bool interrupted = false;
         try {
-            convert(fixture(), out, cpu::ExpertType::INT8, 1);
+            runConvert(fixture(), out, io::ExpertType::INT8, 1);
         } catch (const Interrupt&) {
             interrupted = true;
         }
@@ -101,7 +101,7 @@ private slots:
         const QString error = errorOf([&] { io::PackedStore s((out + ".partial").toStdString()); });
         QVERIFY2(error.contains("unfinished") && error.contains("--out " + out + " --experts int8"), qPrintable(error));
 
-        const Run second = convert(fixture(), out);
+        const Run second = runConvert(fixture(), out);
         QCOMPARE(second.result.resumedLayers, 1);
         QCOMPARE(second.result.packedLayers, 2);
         QCOMPARE(second.resumed, 1);
@@ -111,7 +111,7 @@ private slots:
         QVERIFY(io::PackedStore(out.toStdString()).verify());
 
         QTemporaryDir fresh;
-        convert(fixture(), fresh.filePath("store"));
+        runConvert(fixture(), fresh.filePath("store"));
         QCOMPARE(layerChecksums(out), layerChecksums(fresh.filePath("store")));
         QCOMPARE(readFile(out + "/model.safetensors"), readFile(fresh.filePath("store") + "/model.safetensors"));
     }
@@ -119,10 +119,10 @@ private slots:
     void missingLastLayerIsRedone() {
         QTemporaryDir tmp;
         const QString out = tmp.filePath("store");
-        convert(fixture(), out);
+        runConvert(fixture(), out);
         makeUnfinished(out);
         QVERIFY(QFile::remove(out + ".partial/experts-002.bin"));
-        const Run run = convert(fixture(), out);
+        const Run run = runConvert(fixture(), out);
         QCOMPARE(run.packed, 1);
         QCOMPARE(run.resumed, 2);
         QVERIFY(run.result.denseResumed);
@@ -132,14 +132,14 @@ private slots:
     void truncatedOrCorruptLayerIsRedone() {
         QTemporaryDir tmp;
         const QString out = tmp.filePath("store");
-        convert(fixture(), out);
+        runConvert(fixture(), out);
         makeUnfinished(out);
         QFile truncated(out + ".partial/experts-000.bin");
         QVERIFY(truncated.resize(truncated.size() / 3));
         QByteArray bytes = readFile(out + ".partial/experts-001.bin");
         bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x40);  // same size, other bytes
         QVERIFY(writeFile(out + ".partial/experts-001.bin", bytes));
-        const Run run = convert(fixture(), out);
+        const Run run = runConvert(fixture(), out);
         QCOMPARE(run.packed, 2);
         QCOMPARE(run.resumed, 1);
         QVERIFY(io::PackedStore(out.toStdString()).verify());
@@ -148,28 +148,28 @@ private slots:
     void unfinishedRunOfAnotherTypeStartsAfresh() {
         QTemporaryDir tmp;
         const QString out = tmp.filePath("store");
-        convert(fixture(), out, cpu::ExpertType::BF16);
+        runConvert(fixture(), out, io::ExpertType::BF16);
         makeUnfinished(out);
-        const Run run = convert(fixture(), out, cpu::ExpertType::INT4);
+        const Run run = runConvert(fixture(), out, io::ExpertType::INT4);
         QCOMPARE(run.packed, 3);
         QCOMPARE(run.resumed, 0);
         QVERIFY(!run.result.denseResumed);
-        QCOMPARE(io::PackedStore(out.toStdString()).expertType(), cpu::ExpertType::INT4);
+        QCOMPARE(io::PackedStore(out.toStdString()).expertType(), io::ExpertType::INT4);
     }
 
     void finishedStoreIsUpToDateOrReplaced() {
         QTemporaryDir tmp;
         const QString out = tmp.filePath("store");
-        convert(fixture(), out, cpu::ExpertType::INT8);
-        const Run again = convert(fixture(), out, cpu::ExpertType::INT8);
+        runConvert(fixture(), out, io::ExpertType::INT8);
+        const Run again = runConvert(fixture(), out, io::ExpertType::INT8);
         QVERIFY(again.result.upToDate);
         QCOMPARE(again.result.packedLayers, 0);
         QCOMPARE(again.packed, 0);
 
-        const Run other = convert(fixture(), out, cpu::ExpertType::INT4);
+        const Run other = runConvert(fixture(), out, io::ExpertType::INT4);
         QVERIFY(!other.result.upToDate);
         QCOMPARE(other.packed, 3);
-        QCOMPARE(io::PackedStore(out.toStdString()).expertType(), cpu::ExpertType::INT4);
+        QCOMPARE(io::PackedStore(out.toStdString()).expertType(), io::ExpertType::INT4);
         QVERIFY(!QFile::exists(out + ".replaced"));
         QVERIFY(!QFile::exists(out + ".partial"));
     }
@@ -178,7 +178,7 @@ private slots:
         QTemporaryDir tmp;
         const QString out = tmp.filePath("store");
         QVERIFY(QDir().mkdir(out));
-        convert(fixture(), out + "/");
+        runConvert(fixture(), out + "/");
         QVERIFY(io::PackedStore(out.toStdString()).verify());
     }
 
@@ -187,18 +187,18 @@ private slots:
         const QString out = tmp.filePath("photos");
         QVERIFY(QDir().mkdir(out));
         QVERIFY(writeFile(out + "/keep.txt", "mine"));
-        const QString error = errorOf([&] { convert(fixture(), out); });
+        const QString error = errorOf([&] { runConvert(fixture(), out); });
         QVERIFY2(error.contains(out) && error.contains("not a Tandem store"), qPrintable(error));
         QCOMPARE(readFile(out + "/keep.txt"), QByteArray("mine"));
         QVERIFY(!QFile::exists(out + ".partial"));
 
         QVERIFY(writeFile(tmp.filePath("file"), "x"));
-        QVERIFY(!errorOf([&] { convert(fixture(), tmp.filePath("file")); }).isEmpty());
+        QVERIFY(!errorOf([&] { runConvert(fixture(), tmp.filePath("file")); }).isEmpty());
         QCOMPARE(readFile(tmp.filePath("file")), QByteArray("x"));
 
         QVERIFY(QDir().mkdir(tmp.filePath("next.partial")));
         QVERIFY(writeFile(tmp.filePath("next.partial/notes"), "mine"));
-        const QString partialError = errorOf([&] { convert(fixture(), tmp.filePath("next")); });
+        const QString partialError = errorOf([&] { runConvert(fixture(), tmp.filePath("next")); });
         QVERIFY2(partialError.contains("next.partial") && partialError.contains("not an unfinished"), qPrintable(partialError));
         QCOMPARE(readFile(tmp.filePath("next.partial/notes")), QByteArray("mine"));
     }
@@ -211,7 +211,7 @@ private slots:
         QFile shard(model + "/model-00002-of-00002.safetensors");
         QVERIFY(shard.resize(shard.size() - 1000));
         const QString out = tmp.filePath("store");
-        const QString error = errorOf([&] { convert(model, out); });
+        const QString error = errorOf([&] { runConvert(model, out); });
         QVERIFY2(error.contains("model-00002-of-00002.safetensors") && error.contains("truncated"), qPrintable(error));
         QVERIFY(!QFile::exists(out));
         QVERIFY(!QFile::exists(out + ".partial"));
@@ -227,7 +227,7 @@ private slots:
         bytes[9] = '#';
         QVERIFY(writeFile(path, bytes));
         const QString out = tmp.filePath("store");
-        const QString error = errorOf([&] { convert(model, out); });
+        const QString error = errorOf([&] { runConvert(model, out); });
         QVERIFY2(error.contains("model-00001-of-00002.safetensors") && error.contains("not valid JSON"), qPrintable(error));
         QVERIFY(!QFile::exists(out));
         QVERIFY(!QFile::exists(out + ".partial"));
@@ -252,8 +252,8 @@ private slots:
         int layersDone = 0;
         QString error;
         try {
-            runtime::convertModel({model.toStdString(), out.toStdString(), cpu::ExpertType::INT4, 2},
-                                  [&](const runtime::ConvertProgress& p) { layersDone = p.layer; });
+            convert::convertModel({model.toStdString(), out.toStdString(), io::ExpertType::INT4, 2},
+                                  [&](const convert::ConvertProgress& p) { layersDone = p.layer; });
         } catch (const Error& e) {
             error = e.what();
         }
@@ -265,15 +265,15 @@ private slots:
 
     void aStoreIsNotAnInput() {
         QTemporaryDir tmp;
-        convert(fixture(), tmp.filePath("store"));
-        const QString error = errorOf([&] { convert(tmp.filePath("store"), tmp.filePath("again")); });
+        runConvert(fixture(), tmp.filePath("store"));
+        const QString error = errorOf([&] { runConvert(tmp.filePath("store"), tmp.filePath("again")); });
         QVERIFY2(error.contains("packed Tandem store already") && error.contains(fixture()), qPrintable(error));
         QVERIFY(!QFile::exists(tmp.filePath("again.partial")));
     }
 
     void missingModelFolder() {
         QTemporaryDir tmp;
-        const QString error = errorOf([&] { convert(tmp.filePath("nothing"), tmp.filePath("store")); });
+        const QString error = errorOf([&] { runConvert(tmp.filePath("nothing"), tmp.filePath("store")); });
         QVERIFY2(error.contains("does not exist"), qPrintable(error));
         QVERIFY(!QFile::exists(tmp.filePath("store.partial")));
     }

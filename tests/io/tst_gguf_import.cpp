@@ -15,7 +15,7 @@
 #include "model/config.h"
 #include "model/gguf_config.h"
 #include "model/gguf_tensors.h"
-#include "runtime/convert_model.h"
+#include "convert/convert_model.h"
 #include "tandem/engine.h"
 #include "tandem/error.h"
 #include "tandem/tokenizer.h"
@@ -218,21 +218,21 @@ private slots:
     void conversionResumes() {
         const QString gguf = writeGguf("tiny-qwen3moe", ggufFromFixture("tiny-qwen3moe", {kQ4_0, true}));
         const QString store = tmp_.filePath("resumed-store");
-        const runtime::ConvertOptions options{gguf.toStdString(), store.toStdString(), cpu::ExpertType::INT4, 2};
+        const convert::ConvertOptions options{gguf.toStdString(), store.toStdString(), io::ExpertType::INT4, 2};
         struct Interrupt {};
         try {
-            runtime::convertModel(options, [](const runtime::ConvertProgress& p) {
+            convert::convertModel(options, [](const convert::ConvertProgress& p) {
                 if (p.layer == 1) throw Interrupt{};
             });
             QFAIL("the conversion was not interrupted");
         } catch (const Interrupt&) {
         }
         QVERIFY(QDir(store + ".partial").exists());
-        const auto resumed = runtime::convertModel(options, {});
+        const auto resumed = convert::convertModel(options, {});
         QCOMPARE(resumed.resumedLayers, 1);
         QCOMPARE(resumed.packedLayers, 2);
         QVERIFY(resumed.denseResumed);
-        QVERIFY(runtime::convertModel(options, {}).upToDate);
+        QVERIFY(convert::convertModel(options, {}).upToDate);
         QVERIFY(QFile::exists(store + "/tokenizer_config.json"));
     }
 

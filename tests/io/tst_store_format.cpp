@@ -4,7 +4,7 @@
 #include <cstring>
 #include <random>
 
-#include "cpu/thread_pool.h"
+#include "cpu/pool/thread_pool.h"
 #include "io/safetensors.h"
 #include "io/safetensors_writer.h"
 #include "io/store_checksum.h"
@@ -29,7 +29,7 @@ io::StoreManifest sampleManifest() {
     m.converter = "tandem test";
     m.sourcePath = "/models/DeepSeek-V3";
     m.sourceFingerprint = 0xfedcba9876543210ull;
-    m.expertType = cpu::ExpertType::INT4;
+    m.expertType = io::ExpertType::INT4;
     m.hidden = 7168;
     m.inter = 2048;
     m.experts = 256;
@@ -71,7 +71,7 @@ private slots:
         cpu::ThreadPool pool(3);
         for (const std::size_t piece : {std::size_t{4096}, std::size_t{100000}, std::size_t{1} << 20, std::size_t{3} << 20}) {
             std::vector<std::uint64_t> progress;
-            const auto parallel = io::checksumInPieces(bytes, piece, pool, [&](std::uint64_t n) { progress.push_back(n); });
+            const auto parallel = io::checksumInPieces(bytes, piece, pool.asParallelFor(), [&](std::uint64_t n) { progress.push_back(n); });
             QCOMPARE(parallel, io::checksumInPieces(bytes, piece));
             QCOMPARE(progress.back(), std::uint64_t{bytes.size()});
             QVERIFY(std::is_sorted(progress.begin(), progress.end()));
@@ -99,7 +99,7 @@ private slots:
         QCOMPARE(io::layerFileName(7), std::string("experts-007.bin"));
 
         auto other = m;
-        other.expertType = cpu::ExpertType::INT8;
+        other.expertType = io::ExpertType::INT8;
         QVERIFY(!other.sameConversion(m));
         other = m;
         other.sourceFingerprint ^= 1;

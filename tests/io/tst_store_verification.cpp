@@ -12,7 +12,7 @@
 #include "io/packed_store.h"
 #include "io/store_checksum.h"
 #include "io/store_verification.h"
-#include "runtime/convert_model.h"
+#include "convert/convert_model.h"
 #include "tandem/engine.h"
 #include "tandem/error.h"
 #include "tandem/store_check.h"
@@ -26,7 +26,7 @@ namespace {
 // tiny-qwen3moe as an int4 store: model.safetensors and three expert files.
 QString convertFixture(const QTemporaryDir& tmp, const QString& name = "store") {
     const QString out = tmp.filePath(name);
-    runtime::convertModel({fixturePath("tiny-qwen3moe").toStdString(), out.toStdString(), cpu::ExpertType::INT4, 2}, {});
+    convert::convertModel({fixturePath("tiny-qwen3moe").toStdString(), out.toStdString(), io::ExpertType::INT4, 2}, {});
     return out;
 }
 
@@ -276,8 +276,8 @@ private slots:
         const QString out = convertFixture(tmp);
         flipByte(out + "/experts-001.bin", QFileInfo(out + "/experts-001.bin").size() / 2, false);
         QVERIFY(verifyStore(out.toStdString()).state == StoreState::Damaged);
-        const auto result = runtime::convertModel(
-            {fixturePath("tiny-qwen3moe").toStdString(), out.toStdString(), cpu::ExpertType::INT4, 2}, {});
+        const auto result = convert::convertModel(
+            {fixturePath("tiny-qwen3moe").toStdString(), out.toStdString(), io::ExpertType::INT4, 2}, {});
         QVERIFY(!result.upToDate);
         QVERIFY(checkStore(out.toStdString()).state == StoreState::Verified);
         QVERIFY(io::PackedStore(out.toStdString()).verify());

@@ -1,0 +1,217 @@
+// tandem::estimateFootprint: every tensor a config.json implies, counted by where it goes, without
+// opening a weight. The tensor list follows model/weights.cpp (what the engine loads) and the checkpoint
+// layout of the public releases (DeepSeek-V3's FP8 blocks and MTP layer); the expert files are sized
+// with the packed layout itself, so they come out exact.
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "io/expert_layout.h"
+#include "io/text_file.h"
+#include "model/config.h"
+#include "convert/expert_precision.h"
+#include "tandem/convert.h"
+
+namespace tandem {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A safetensors header spends about this much JSON per tensor (name, dtype, shape, offsets); measured
+// on the fixtures and the converter's own output (106-116 bytes).
+constexpr std::uint64_t kHeaderBytesPerTensor = 112;
+
+// Parameters, bytes in the checkpoint and tensor count of a group of tensors.
+struct Tally {
+    std::uint64_t parameters = 0, bytes = 0, tensors = 0;
+
+    Tally& operator+=(const Tally& o) {
+        parameters += o.parameters;
+        bytes += o.bytes;
+        tensors += o.tensors;
+        return *this;
+    }
+    std::uint64_t fileBytes() const { return bytes + tensors * kHeaderBytesPerTensor; }
+};
+
+// How the checkpoint stores its tensors: FP8 checkpoints keep every projection matrix as float8 with
+// one float32 scale per block; embeddings, norms and routers stay in the model's own type.
+struct Storage {
+    std::uint64_t elementBytes = 2;  // torch_dtype
+    bool fp8 = false;
+    int blockRows = 128, blockCols = 128;
+};
+
+class TensorCounter {
+public:
+    explicit TensorCounter(const Storage& storage) : s_(storage) {}
+
+    // A projection matrix: FP8 in an FP8 checkpoint.
+    void projection(Tally& t, std::uint64_t rows, std::uint64_t cols) const {
+        t.parameters += rows * cols;
+        if (s_.fp8) {
+            t.bytes += rows * cols + ceilDiv(rows, s_.blockRows) * ceilDiv(cols, s_.blockCols) * 4;
+            t.tensors += 2;
+        } else {
+            t.bytes += rows * cols * s_.elementBytes;
+            t.tensors += 1;
+        }
+    }
+    // Embeddings, lm_head, routers: never FP8.
+    void plain(Tally& t, std::uint64_t rows, std::uint64_t cols = 1) const {
+        t.parameters += rows * cols;
+        t.bytes += rows * cols * s_.elementBytes;
+        t.tensors += 1;
+    }
+    void mlp(Tally& t, std::uint64_t hidden, std::uint64_t inner) const {
+        projection(t, inner, hidden);  // gate
+        projection(t, inner, hidden);  // up
+        projection(t, hidden, inner);  // down
+    }
+
+private:
+    static std::uint64_t ceilDiv(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+    Storage s_;
+};
+
+// One decoder layer's attention, norms and router/shared/dense MLP: everything but its routed experts.
+Tally layerDense(const model::ModelConfig& c, const TensorCounter& count, bool moe) {
+    const std::uint64_t H = static_cast<std::uint64_t>(c.hiddenSize);
+    const std::uint64_t heads = static_cast<std::uint64_t>(c.numHeads);
+    Tally t;
+    count.plain(t, H);  // input_layernorm
+    count.plain(t, H);  // post_attention_layernorm
+    if (c.attention == model::AttentionKind::Mla) {
+        const std::uint64_t qHead = static_cast<std::uint64_t>(c.qkNopeHeadDim + c.qkRopeHeadDim);
+        const std::uint64_t kvLora = static_cast<std::uint64_t>(c.kvLoraRank);
+        if (c.qLoraRank > 0) {
+            const std::uint64_t qLora = static_cast<std::uint64_t>(c.qLoraRank);
+            count.projection(t, qLora, H);
+            count.plain(t, qLora);
+            count.projection(t, heads * qHead, qLora);
+        } else {
+            count.projection(t, heads * qHead, H);
+        }
+        count.projection(t, kvLora + static_cast<std::uint64_t>(c.qkRopeHeadDim), H);
+        count.plain(t, kvLora);
+        count.projection(t, heads * static_cast<std::uint64_t>(c.qkNopeHeadDim + c.vHeadDim), kvLora);
+        count.projection(t, H, heads * static_cast<std::uint64_t>(c.vHeadDim));
+    } else {
+        const std::uint64_t headDim = static_cast<std::uint64_t>(c.headDim);
+        const std::uint64_t kv = static_cast<std::uint64_t>(c.numKvHeads) * headDim;
+        count.projection(t, heads * headDim, H);
+        count.projection(t, kv, H);
+        count.projection(t, kv, H);
+        count.projection(t, H, heads * headDim);
+        if (c.qkNorm) {
+            count.plain(t, headDim);
+            count.plain(t, headDim);
+        }
+    }
+    if (!moe) {
+        count.mlp(t, H, static_cast<std::uint64_t>(c.intermediateSize));
+        return t;
+    }
+    const std::uint64_t experts = static_cast<std::uint64_t>(c.numExperts);
+    count.plain(t, experts, H);  // router
+    if (c.router.hasCorrectionBias) count.plain(t, experts);
+    if (c.numSharedExperts > 0)
+        count.mlp(t, H, static_cast<std::uint64_t>(c.moeIntermediateSize) * static_cast<std::uint64_t>(c.numSharedExperts));
+    return t;
+}
+
+Tally layerRoutedExperts(const model::ModelConfig& c, const TensorCounter& count) {
+    Tally t;
+    for (int e = 0; e < c.numExperts; ++e)
+        count.mlp(t, static_cast<std::uint64_t>(c.hiddenSize), static_cast<std::uint64_t>(c.moeIntermediateSize));
+    return t;
+}
+
+Storage storageOf(const std::string& configJson, const model::ModelConfig& c) {
+    Storage s;
+    const auto j = nlohmann::json::parse(configJson);  // parseModelConfig has accepted it already
+    if (const auto dtype = j.find("torch_dtype"); dtype != j.end() && dtype->is_string() && *dtype == "float32")
+        s.elementBytes = 4;
+    if (const auto q = j.find("quantization_config"); q != j.end() && q->is_object()) {
+        s.fp8 = q->value("quant_method", std::string()) == "fp8";
+        s.blockRows = c.fp8BlockRows;
+        s.blockCols = c.fp8BlockCols;
+    }
+    return s;
+}
+
+// Per position and layer, the float32 values the KV cache holds (model/kv_cache.h, cuda/gpu_runner).
+std::uint64_t kvValuesPerPosition(const model::ModelConfig& c) {
+    if (c.attention == model::AttentionKind::Mla) return static_cast<std::uint64_t>(c.kvLoraRank + c.qkRopeHeadDim);
+    return 2 * static_cast<std::uint64_t>(c.numKvHeads) * static_cast<std::uint64_t>(c.headDim);
+}
+
+}  // namespace
+
+Footprint estimateFootprintFromJson(const std::string& configJson, ExpertPrecision experts, int contextLength,
+                                    const std::string& where) {
+    const model::ModelConfig c = model::parseModelConfig(configJson, "", where);
+    const auto type = convert::packedType(experts == ExpertPrecision::Auto ? ExpertPrecision::BF16 : experts);
+    if (!type) throw Error("the footprint is estimated for packed experts: bf16, int8 or int4");
+    const Storage storage = storageOf(configJson, c);
+    const TensorCounter count(storage);
+    const TensorCounter asBf16(Storage{});
+
+    Tally dense, denseBf16, routed, mtp;
+    const std::uint64_t H = static_cast<std::uint64_t>(c.hiddenSize);
+    const std::uint64_t V = static_cast<std::uint64_t>(c.vocabSize);
+    for (const TensorCounter* counter : {&count, &asBf16}) {
+        Tally& t = counter == &count ? dense : denseBf16;
+        counter->plain(t, V, H);                         // embed_tokens
+        if (!c.tieWordEmbeddings) counter->plain(t, V, H);  // lm_head
+        counter->plain(t, H);                            // final norm
+        for (int l = 0; l < c.numLayers; ++l) t += layerDense(c, *counter, c.isMoeLayer(l));
+    }
+    const int moeLayers = c.moeLayerCount();
+    const Tally oneLayerExperts = layerRoutedExperts(c, count);
+    for (int l = 0; l < moeLayers; ++l) routed += oneLayerExperts;
+    // DeepSeek-V3's multi-token-prediction layers: a MoE layer plus the projection of [embedding; hidden]
+    // and three norms. Published, so downloaded; never loaded, so not converted.
+    for (int l = 0; l < c.numNextnPredictLayers; ++l) {
+        mtp += layerDense(c, count, true);
+        mtp += oneLayerExperts;
+        count.projection(mtp, H, 2 * H);  // eh_proj
+        for (int n = 0; n < 3; ++n) count.plain(mtp, H);  // enorm, hnorm, shared_head.norm
+    }
+
+    const io::ExpertLayout layout = io::ExpertLayout::make(*type, c.hiddenSize, std::max(1, c.moeIntermediateSize));
+    Footprint f;
+    f.contextLength = std::max(1, std::min(contextLength, c.maxPositionEmbeddings > 0 ? c.maxPositionEmbeddings : contextLength));
+    f.totalParameters = dense.parameters + routed.parameters;
+    const std::uint64_t perExpert = moeLayers > 0 ? oneLayerExperts.parameters / static_cast<std::uint64_t>(c.numExperts) : 0;
+    f.activeParameters = dense.parameters + perExpert * static_cast<std::uint64_t>(moeLayers) *
+                                                static_cast<std::uint64_t>(moeLayers > 0 ? c.router.topK : 0);
+    f.routedExpertBytes = moeLayers > 0 ? layout.expertBytes * static_cast<std::uint64_t>(c.numExperts) *
+                                              static_cast<std::uint64_t>(moeLayers)
+                                        : 0;
+    f.denseBytes = denseBf16.bytes;
+    f.kvCacheBytes = kvValuesPerPosition(c) * 4 * static_cast<std::uint64_t>(c.numLayers) *
+                     static_cast<std::uint64_t>(f.contextLength);
+    f.ramBytes = f.routedExpertBytes + f.kvCacheBytes;
+    f.vramBytes = f.denseBytes + f.kvCacheBytes;
+    Tally published = dense;
+    published += routed;
+    published += mtp;
+    f.downloadBytes = published.fileBytes();
+    f.storeBytes = dense.fileBytes() + f.routedExpertBytes;
+    return f;
+}
+
+Footprint estimateFootprint(const fs::path& modelDirOrConfigJson, ExpertPrecision experts, int contextLength) {
+    const fs::path file = fs::is_directory(modelDirOrConfigJson) ? modelDirOrConfigJson / "config.json" : modelDirOrConfigJson;
+    std::string text;
+    try {
+        text = io::readRegularFile(file);
+    } catch (const Error& e) {
+        throw Error(std::string(e.what()) + ": a Hugging Face model folder has a config.json");
+    }
+    return estimateFootprintFromJson(text, experts, contextLength, file.string());
+}
+
+}  // namespace tandem

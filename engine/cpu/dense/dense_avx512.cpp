@@ -1,0 +1,60 @@
+#include "cpu/dense/dense_avx512.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+namespace tandem::cpu {
+namespace {
+
+// Up to 4 rows x 4 tokens in 16 accumulators: per 16 columns, one load of each row's weights and of
+// each token's activations, then NR * NT fused multiply-adds.
+template <int NR, int NT>
+void block(const std::uint16_t* w, std::size_t cols, std::size_t r0, const float* x, std::size_t ldx, std::size_t t0,
+           float* y, std::size_t ldy) {
+    __m512 acc[NR][NT];
+    for (int r = 0; r < NR; ++r)
+        for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_setzero_ps();
+    for (std::size_t c = 0; c < cols; c += 16) {
+        const __mmask16 m = c + 16 <= cols ? __mmask16(0xffff) : __mmask16((1u << (cols - c)) - 1);
+        __m512 xv[NT];
+        for (int t = 0; t < NT; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x + (t0 + t) * ldx + c);
+        for (int r = 0; r < NR; ++r) {
+            const __m256i h = _mm256_maskz_loadu_epi16(m, w + (r0 + r) * cols + c);
+            // bf16 is the top half of a float32.
+            const __m512 wv = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+            for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
+        }
+    }
+    for (int r = 0; r < NR; ++r)
+        for (int t = 0; t < NT; ++t) y[(t0 + t) * ldy + r0 + r] = _mm512_reduce_add_ps(acc[r][t]);
+}
+
+template <int NT>
+void rowsFor(const std::uint16_t* w, std::size_t cols, std::size_t r0, std::size_t r1, const float* x, std::size_t ldx,
+             std::size_t t0, float* y, std::size_t ldy) {
+    std::size_t r = r0;
+    for (; r + 4 <= r1; r += 4) block<4, NT>(w, cols, r, x, ldx, t0, y, ldy);
+    for (; r < r1; ++r) block<1, NT>(w, cols, r, x, ldx, t0, y, ldy);
+}
+
+}  // namespace
+
+void denseBf16Avx512(const std::uint16_t* w, std::size_t cols, std::size_t r0, std::size_t r1, const float* x,
+                     std::size_t ldx, std::size_t tokens, float* y, std::size_t ldy) {
+    // Rows in slices whose weights stay in L2 (256 KB) while every token block passes over them.
+    const std::size_t slice = std::max<std::size_t>(4, (256 * 1024 / 2 / std::max<std::size_t>(cols, 1)) / 4 * 4);
+    for (std::size_t s0 = r0; s0 < r1; s0 += slice) {
+        const std::size_t s1 = std::min(r1, s0 + slice);
+        std::size_t t = 0;
+        for (; t + 4 <= tokens; t += 4) rowsFor<4>(w, cols, s0, s1, x, ldx, t, y, ldy);
+        switch (tokens - t) {
+        case 3: rowsFor<3>(w, cols, s0, s1, x, ldx, t, y, ldy); break;
+        case 2: rowsFor<2>(w, cols, s0, s1, x, ldx, t, y, ldy); break;
+        case 1: rowsFor<1>(w, cols, s0, s1, x, ldx, t, y, ldy); break;
+        default: break;
+        }
+    }
+}
+
+}  // namespace tandem::cpu
