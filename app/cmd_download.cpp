@@ -15,7 +15,7 @@
 #include "io/byte_size.h"
 #include "commands.h"
 #include "tandem/error.h"
-#include "ui/hub/hub_client.h"
+#include "hub/hub_client.h"
 
 namespace {
 

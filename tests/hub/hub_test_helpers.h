@@ -11,7 +11,7 @@
 
 #include "fake_hub_server.h"
 #include "test_support.h"
-#include "ui/hub/hub_client.h"
+#include "hub/hub_client.h"
 
 namespace tandem::test {
 

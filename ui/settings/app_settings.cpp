@@ -3,7 +3,7 @@
 #include <QCryptographicHash>
 #include <QDir>
 
-#include "ui/hub/hub_client.h"
+#include "hub/hub_client.h"
 #include "ui/settings/app_paths.h"
 
 namespace tandem::ui {

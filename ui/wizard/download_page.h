@@ -5,7 +5,7 @@
 #include <QHash>
 #include <QWizardPage>
 
-#include "ui/hub/hub_client.h"
+#include "hub/hub_client.h"
 
 class QLabel;
 class QProgressBar;

@@ -1,4 +1,4 @@
-// The model wizard's downloader over the Hub client (ui/hub): a HubClient for listing, one DownloadJob
+// The model wizard's downloader over the Hub client (hub/): a HubClient for listing, one DownloadJob
 // per download. Built when the tandem_hub library is part of the build.
 #include "ui/wizard/model_downloader.h"
 

@@ -1,6 +1,6 @@
 #pragma once
 // What the model wizard needs from a downloader: list a Hugging Face repository's files, download them
-// with resume, pause and cancel. The app uses the Hub client (ui/hub) through HubModelDownloader; the
+// with resume, pause and cancel. The app uses the Hub client (hub/) through HubModelDownloader; the
 // tests drive the wizard with a scripted one.
 #include <QList>
 #include <QObject>
@@ -8,7 +8,7 @@
 #include <functional>
 #include <memory>
 
-#include "ui/hub/hub_client.h"
+#include "hub/hub_client.h"
 
 namespace tandem::ui {
 

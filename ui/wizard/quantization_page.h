@@ -5,7 +5,7 @@
 #include <QButtonGroup>
 #include <QWizardPage>
 
-#include "ui/hub/hub_client.h"
+#include "hub/hub_client.h"
 #include "ui/wizard/quantization_advice.h"
 
 class QLabel;

@@ -1,5 +1,5 @@
 // The listing half of the Hub client, and the helpers the CLI and the wizard call before a download.
-#include "ui/hub/hub_client.h"
+#include "hub/hub_client.h"
 
 #include <QDir>
 #include <QFile>
@@ -17,8 +17,8 @@
 #include <cmath>
 #include <optional>
 
-#include "ui/hub/download_files.h"
-#include "ui/hub/hub_http.h"
+#include "hub/download_files.h"
+#include "hub/hub_http.h"
 
 namespace tandem::hub {
 

@@ -1,4 +1,4 @@
-#include "ui/hub/file_transfer.h"
+#include "hub/file_transfer.h"
 
 #include <QDir>
 #include <QDirIterator>
@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "ui/hub/hub_http.h"
+#include "hub/hub_http.h"
 
 namespace tandem::hub::detail {
 

@@ -1,4 +1,4 @@
-#include "ui/hub/download_files.h"
+#include "hub/download_files.h"
 
 #include <QDir>
 #include <QFile>
@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "ui/hub/hub_http.h"
+#include "hub/hub_http.h"
 
 namespace tandem::hub::detail {
 

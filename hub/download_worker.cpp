@@ -1,12 +1,12 @@
-#include "ui/hub/download_worker.h"
+#include "hub/download_worker.h"
 
 #include <QDir>
 #include <QFile>
 #include <QNetworkAccessManager>
 
-#include "ui/hub/download_files.h"
-#include "ui/hub/file_transfer.h"
-#include "ui/hub/hub_http.h"
+#include "hub/download_files.h"
+#include "hub/file_transfer.h"
+#include "hub/hub_http.h"
 
 namespace tandem::hub {
 

@@ -1,7 +1,7 @@
 #pragma once
 // One file of a download: find what is already on disk, fetch the rest with Range, check the content
 // as it arrives, retry with backoff, and move it into place once it matches. Lives on the download
-// thread; DownloadWorker schedules several at a time. Internal to ui/hub.
+// thread; DownloadWorker schedules several at a time. Internal to hub/.
 #include <QFile>
 #include <QObject>
 #include <QTimer>
@@ -10,8 +10,8 @@
 #include <functional>
 #include <memory>
 
-#include "ui/hub/download_files.h"
-#include "ui/hub/hub_client.h"
+#include "hub/download_files.h"
+#include "hub/hub_client.h"
 
 class QNetworkAccessManager;
 class QNetworkReply;

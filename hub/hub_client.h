@@ -2,7 +2,7 @@
 // The Hugging Face Hub client: list a repository's files, download them with resume and verification.
 // Qt Core + Network only (no widgets), so tandem-cli's `download` and the model wizard share it.
 //
-// This header is the contract between the client (ui/hub/*.cpp) and its users (the wizard, the CLI).
+// This header is the contract between the client (hub/*.cpp) and its users (the wizard, the CLI).
 // Grow it, but keep what is here.
 #include <QList>
 #include <QMetaType>

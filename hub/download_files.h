@@ -1,12 +1,12 @@
 #pragma once
 // Where a download keeps its partial data, and how a file is checked: the parts of DownloadJob that
-// touch the disk and not the network. Internal to ui/hub.
+// touch the disk and not the network. Internal to hub/.
 #include <QCryptographicHash>
 #include <QString>
 #include <atomic>
 #include <memory>
 
-#include "ui/hub/hub_client.h"
+#include "hub/hub_client.h"
 
 namespace tandem::hub::detail {
 

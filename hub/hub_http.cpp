@@ -1,4 +1,4 @@
-#include "ui/hub/hub_http.h"
+#include "hub/hub_http.h"
 
 #include <QCoreApplication>
 #include <QHostAddress>

@@ -1,6 +1,6 @@
 #pragma once
 // The scheduler behind DownloadJob, on the job's own thread: prepares every file (what is on disk),
-// runs up to parallelFiles transfers, adds up the progress and measures the speed. Internal to ui/hub.
+// runs up to parallelFiles transfers, adds up the progress and measures the speed. Internal to hub/.
 #include <QElapsedTimer>
 #include <QList>
 #include <QObject>
@@ -8,7 +8,7 @@
 #include <deque>
 #include <utility>
 
-#include "ui/hub/hub_client.h"
+#include "hub/hub_client.h"
 
 class QNetworkAccessManager;
 

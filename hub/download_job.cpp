@@ -2,8 +2,8 @@
 // so neither the UI thread nor the CLI's event loop ever waits on a disk write or a hash.
 #include <QThread>
 
-#include "ui/hub/download_worker.h"
-#include "ui/hub/hub_client.h"
+#include "hub/download_worker.h"
+#include "hub/hub_client.h"
 
 namespace tandem::hub {
 

@@ -1,12 +1,12 @@
 #pragma once
 // What the Hub client's parts share: the Hub's URLs, requests with the token, which failures are worth
-// a retry, and the words that explain an HTTP error to the user. Internal to ui/hub.
+// a retry, and the words that explain an HTTP error to the user. Internal to hub/.
 #include <QNetworkReply>
 #include <QNetworkRequest>
 #include <QString>
 #include <QUrl>
 
-#include "ui/hub/hub_client.h"
+#include "hub/hub_client.h"
 
 namespace tandem::hub::detail {
 
