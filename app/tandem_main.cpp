@@ -10,10 +10,10 @@
 #include <cstring>
 
 #include "tandem/build_info.h"
-#include "ui/app/screenshot.h"
-#include "ui/app/tandem_app.h"
 #include "ui/settings/app_paths.h"
 #include "ui/settings/settings_reset.h"
+#include "ui/shell/screenshot.h"
+#include "ui/shell/tandem_app.h"
 #include "ui/widgets/about_dialog.h"
 #include "ui/widgets/app_icon.h"
 #include "ui/widgets/main_window.h"

@@ -16,13 +16,13 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: tandem_crash_child DATABASE SETTINGS_INI MODEL_DIR\n");
         return 2;
     }
-    auto gate = std::make_shared<test::RunnerGate>();
+    auto gate = std::make_shared<test::ModelGate>();
     gate->holdAtToken = 8;
     ui::TandemAppOptions options;
     options.databasePath = QString::fromLocal8Bit(argv[1]);
     options.settings = std::make_unique<QSettings>(QString::fromLocal8Bit(argv[2]), QSettings::IniFormat);
     options.embeddedModelDir = QString::fromLocal8Bit(argv[3]);
-    options.runnerFactory = test::gatedRunnerFactory(gate);
+    options.modelLoader = test::gatedModelLoader(gate);
     options.monitorSystem = false;
     ui::TandemApp app(std::move(options));
 

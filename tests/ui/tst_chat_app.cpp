@@ -122,8 +122,8 @@ private slots:
 
     void stopAndRegenerate() {
         QTemporaryDir dir;
-        auto gate = std::make_shared<test::RunnerGate>();
-        auto app = startApp(dir, test::gatedRunnerFactory(gate));
+        auto gate = std::make_shared<test::ModelGate>();
+        auto app = startApp(dir, test::gatedModelLoader(gate));
         limitAnswers(*app, 64);
         QVERIFY(test::waitForModel(*app));
         gate->holdAtToken = 3;
@@ -214,8 +214,8 @@ private slots:
 
     void systemPromptAndSamplingArePerConversation() {
         QTemporaryDir dir;
-        auto gate = std::make_shared<test::RunnerGate>();
-        auto app = startApp(dir, test::gatedRunnerFactory(gate));
+        auto gate = std::make_shared<test::ModelGate>();
+        auto app = startApp(dir, test::gatedModelLoader(gate));
         QVERIFY(test::waitForModel(*app));
         ConversationSettings pirate;
         pirate.systemPrompt = "Answer like a pirate.";
@@ -270,7 +270,7 @@ private slots:
         }
         const auto tokenizer = text::Tokenizer::load(model.path().toStdString());
         const std::string reasoning = "Count the experts first.";
-        auto gate = std::make_shared<test::RunnerGate>();
+        auto gate = std::make_shared<test::ModelGate>();
         gate->scriptedAnswer = tokenizer.encode("<think>\n" + reasoning + "\n</think>\n\nA router picks a few.<|im_end|>", false);
         const QString system = "Be brief.";
         const QStringList questions{"What is a mixture of experts?", "And why is it fast?"};
@@ -280,7 +280,7 @@ private slots:
         QSettings(dir.filePath("settings.ini"), QSettings::IniFormat).setValue("engine/modelDir", model.path());
         ChatMessage firstAnswer;
         {
-            auto app = startApp(dir, test::gatedRunnerFactory(gate));
+            auto app = startApp(dir, test::gatedModelLoader(gate));
             limitAnswers(*app, 256);
             QVERIFY(test::waitForModel(*app));
             QCOMPARE(app->model()->summary().dir, model.path());
@@ -293,7 +293,7 @@ private slots:
         }
         QCOMPARE(firstAnswer.reasoning.trimmed(), QString::fromStdString(reasoning));
         {
-            auto app = startApp(dir, test::gatedRunnerFactory(gate));
+            auto app = startApp(dir, test::gatedModelLoader(gate));
             limitAnswers(*app, 256);
             QVERIFY(test::waitForModel(*app));
             QCOMPARE(app->messages()->rowCount(), 2);
@@ -323,10 +323,10 @@ private slots:
     // shown, not saved, and the model is not run past it.
     void aStopStringEndsTheAnswerAndIsNeitherShownNorSaved() {
         QTemporaryDir dir;
-        auto gate = std::make_shared<test::RunnerGate>();
+        auto gate = std::make_shared<test::ModelGate>();
         const auto tokenizer = text::Tokenizer::load(test::fixturePath("tiny-qwen3moe").toStdString());
         gate->scriptedAnswer = tokenizer.encode("The answer is 42. User: and now my own question<|im_end|>", false);
-        auto app = startApp(dir, test::gatedRunnerFactory(gate));
+        auto app = startApp(dir, test::gatedModelLoader(gate));
         limitAnswers(*app, 256);
         QVERIFY(test::waitForModel(*app));
 
@@ -410,9 +410,9 @@ private slots:
 
     void sliderValueReachesTheEngineAndIsRememberedPerModel() {
         QTemporaryDir dir;
-        auto gate = std::make_shared<test::RunnerGate>();
+        auto gate = std::make_shared<test::ModelGate>();
         {
-            auto app = startApp(dir, test::gatedRunnerFactory(gate));
+            auto app = startApp(dir, test::gatedModelLoader(gate));
             QVERIFY(test::waitForModel(*app));
             QSlider* slider = app->window()->dashboard()->deferralPanel()->slider();
             QVERIFY(slider->isEnabled());
@@ -422,7 +422,7 @@ private slots:
             QTRY_COMPARE_WITH_TIMEOUT(app->model()->deferral(), 2, 60000);
             QCOMPARE(gate->engineDeferral.load(), 2);
         }
-        auto app = startApp(dir, test::gatedRunnerFactory(gate));
+        auto app = startApp(dir, test::gatedModelLoader(gate));
         QVERIFY(test::waitForModel(*app));
         QTRY_COMPARE_WITH_TIMEOUT(app->window()->dashboard()->deferralPanel()->slider()->value(), 2, 60000);
         QCOMPARE(gate->engineDeferral.load(), 2);
@@ -430,8 +430,8 @@ private slots:
 
     void settingsPersistAndEngineChangesReloadOnConfirmation() {
         QTemporaryDir dir;
-        auto gate = std::make_shared<test::RunnerGate>();
-        auto app = startApp(dir, test::gatedRunnerFactory(gate));
+        auto gate = std::make_shared<test::ModelGate>();
+        auto app = startApp(dir, test::gatedModelLoader(gate));
         QVERIFY(test::waitForModel(*app));
         QCOMPARE(gate->loads.load(), 1);
 

@@ -54,14 +54,14 @@ private slots:
     // state, with nothing saved before it lost.
     void anAnswerIsKeptWhileTheDiskIsFullAndSavedWhenThereIsRoom() {
         QTemporaryDir dir;
-        auto gate = std::make_shared<test::RunnerGate>();
+        auto gate = std::make_shared<test::ModelGate>();
         const auto tokenizer = text::Tokenizer::load(test::fixturePath("tiny-qwen3moe").toStdString());
         const QString expected = QStringLiteral("Experts are small networks; a router picks a few of them for every token.");
         gate->scriptedAnswer = tokenizer.encode(expected.toStdString() + "<|im_end|>", false);
         QVERIFY(gate->scriptedAnswer.size() > 12);
         qint64 id = 0;
         {
-            auto app = startApp(dir, test::gatedRunnerFactory(gate));
+            auto app = startApp(dir, test::gatedModelLoader(gate));
             limitAnswers(*app, 256);
             QVERIFY(test::waitForModel(*app));
             typeAndSend(*app, "Hello?");  // saved before the disk fills
@@ -126,13 +126,13 @@ private slots:
     // next start finds the text saved before the disk filled, marked interrupted.
     void anAnswerThatCanNeverBeSavedIsShownAndTheAppStillQuits() {
         QTemporaryDir dir;
-        auto gate = std::make_shared<test::RunnerGate>();
+        auto gate = std::make_shared<test::ModelGate>();
         const auto tokenizer = text::Tokenizer::load(test::fixturePath("tiny-qwen3moe").toStdString());
         const QString expected = QStringLiteral("Experts are small networks; a router picks a few of them for every token.");
         gate->scriptedAnswer = tokenizer.encode(expected.toStdString() + "<|im_end|>", false);
         QString savedBefore;
         {
-            auto app = startApp(dir, test::gatedRunnerFactory(gate));
+            auto app = startApp(dir, test::gatedModelLoader(gate));
             limitAnswers(*app, 256);
             QVERIFY(test::waitForModel(*app));
             gate->holdAtToken = 3;

@@ -6,7 +6,7 @@
 #include <QTest>
 
 #include "test_support.h"
-#include "ui/app/chat_controller.h"
+#include "ui/controllers/chat_controller.h"
 #include "ui/store/conversation_store.h"
 #include "ui/widgets/chat_view.h"
 #include "ui/widgets/main_window.h"

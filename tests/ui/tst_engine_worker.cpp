@@ -12,7 +12,7 @@
 #include "tandem/chat.h"
 #include "tandem/error.h"
 #include "test_support.h"
-#include "ui/engine/engine_host.h"
+#include "ui/worker/engine_host.h"
 #include "ui_test_support.h"
 
 using namespace tandem;
@@ -185,8 +185,8 @@ private slots:
     }
 
     void stopEndsTheAnswerAtTheNextToken() {
-        auto gate = std::make_shared<test::RunnerGate>();
-        EngineHost host(test::gatedRunnerFactory(gate));
+        auto gate = std::make_shared<test::ModelGate>();
+        EngineHost host(test::gatedModelLoader(gate));
         QVERIFY(load(host.worker(), fixtureRequest()));
         EngineEvents events(host.worker());
         gate->holdAtToken = 3;
@@ -235,8 +235,8 @@ private slots:
     }
 
     void deferralReachesTheEngine() {
-        auto gate = std::make_shared<test::RunnerGate>();
-        EngineHost host(test::gatedRunnerFactory(gate));
+        auto gate = std::make_shared<test::ModelGate>();
+        EngineHost host(test::gatedModelLoader(gate));
         LoadRequest request = fixtureRequest();
         request.deferredExperts = 1;
         EngineEvents events(host.worker());
@@ -346,8 +346,8 @@ private slots:
     }
 
     void theUiEventLoopTurnsWhileTheEngineWorks() {
-        auto gate = std::make_shared<test::RunnerGate>();
-        EngineHost host(test::gatedRunnerFactory(gate));
+        auto gate = std::make_shared<test::ModelGate>();
+        EngineHost host(test::gatedModelLoader(gate));
         int ticks = 0;
         QTimer timer;
         connect(&timer, &QTimer::timeout, [&] { ++ticks; });

@@ -12,9 +12,9 @@
 namespace tandem::test {
 namespace {
 
-class GatedRunner : public ui::ModelRunner {
+class GatedModel : public ui::LoadedModel {
 public:
-    GatedRunner(std::unique_ptr<ui::ModelRunner> inner, std::shared_ptr<RunnerGate> gate)
+    GatedModel(std::unique_ptr<ui::LoadedModel> inner, std::shared_ptr<ModelGate> gate)
         : inner_(std::move(inner)), gate_(std::move(gate)) {
         gate_->engineDeferral = inner_->deferredExperts();
     }
@@ -48,8 +48,8 @@ public:
     ui::EngineTelemetry telemetry() const override { return inner_->telemetry(); }
 
 private:
-    std::unique_ptr<ui::ModelRunner> inner_;
-    std::shared_ptr<RunnerGate> gate_;
+    std::unique_ptr<ui::LoadedModel> inner_;
+    std::shared_ptr<ModelGate> gate_;
 };
 
 }  // namespace
@@ -96,22 +96,22 @@ CliChat cliChat(const QString& modelDir, const QString& modelType, const QString
     return cli;
 }
 
-ui::ModelRunnerFactory gatedRunnerFactory(std::shared_ptr<RunnerGate> gate) {
-    return [gate](const ui::LoadRequest& request) -> std::unique_ptr<ui::ModelRunner> {
+ui::ModelLoader gatedModelLoader(std::shared_ptr<ModelGate> gate) {
+    return [gate](const ui::LoadRequest& request) -> std::unique_ptr<ui::LoadedModel> {
         ++gate->loads;
         if (gate->holdLoad.exchange(false)) {
             gate->reached.release();
             gate->release.acquire();
         }
-        return std::make_unique<GatedRunner>(ui::loadEngineRunner(request), gate);
+        return std::make_unique<GatedModel>(ui::loadEngineModel(request), gate);
     };
 }
 
-ui::TandemAppOptions appOptions(const QTemporaryDir& dir, ui::ModelRunnerFactory factory) {
+ui::TandemAppOptions appOptions(const QTemporaryDir& dir, ui::ModelLoader factory) {
     ui::TandemAppOptions options;
     options.databasePath = dir.filePath(QStringLiteral("conversations.sqlite"));
     options.settings = std::make_unique<QSettings>(dir.filePath(QStringLiteral("settings.ini")), QSettings::IniFormat);
-    options.runnerFactory = std::move(factory);
+    options.modelLoader = std::move(factory);
     options.embeddedModelDir = fixturePath(QStringLiteral("tiny-qwen3moe"));
     options.monitorSystem = false;
     return options;
@@ -133,7 +133,7 @@ void limitAnswers(ui::TandemApp& app, int tokens) {
     app.settings()->setSampling(s);
 }
 
-std::unique_ptr<ui::TandemApp> startApp(const QTemporaryDir& dir, ui::ModelRunnerFactory factory) {
+std::unique_ptr<ui::TandemApp> startApp(const QTemporaryDir& dir, ui::ModelLoader factory) {
     auto app = std::make_unique<ui::TandemApp>(appOptions(dir, std::move(factory)));
     limitAnswers(*app);
     app->start();

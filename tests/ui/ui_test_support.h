@@ -8,12 +8,12 @@
 #include <atomic>
 #include <memory>
 
-#include "ui/app/tandem_app.h"
-#include "ui/engine/model_runner.h"
+#include "ui/shell/tandem_app.h"
+#include "ui/worker/loaded_model.h"
 
 namespace tandem::test {
 
-struct RunnerGate {
+struct ModelGate {
     // When set, the next load waits between `reached` and `release`.
     std::atomic<bool> holdLoad{false};
     // When > 0, an answer waits when it reaches that many tokens, before the worker sees the token.
@@ -30,7 +30,7 @@ struct RunnerGate {
     // When not empty, every answer is these tokens instead of the model's (the model is loaded but not
     // run); they end like the engine's at a stop token, at maxNewTokens or when onToken says so.
     std::vector<int> scriptedAnswer;
-    // The engine-side deferral of the loaded runner, read back from the engine session.
+    // The engine-side deferral of the loaded model, read back from the engine session.
     std::atomic<int> engineDeferral{-1};
     std::atomic<int> loads{0};
 };
@@ -53,11 +53,11 @@ CliChat cliChat(const QString& modelDir, const QString& modelType, const QString
                 const QStringList& questions, const std::vector<int>& script, int maxNewTokens);
 
 // Loads the real engine, with the holds of `gate`.
-ui::ModelRunnerFactory gatedRunnerFactory(std::shared_ptr<RunnerGate> gate);
+ui::ModelLoader gatedModelLoader(std::shared_ptr<ModelGate> gate);
 
 // Settings (INI) and database in `dir`, the tiny-qwen3moe fixture as the embedded model, no system
 // monitor thread.
-ui::TandemAppOptions appOptions(const QTemporaryDir& dir, ui::ModelRunnerFactory factory = {});
+ui::TandemAppOptions appOptions(const QTemporaryDir& dir, ui::ModelLoader factory = {});
 
 // Waits (without asserting on time) until the model is ready or failed; returns whether it is ready.
 bool waitForModel(ui::TandemApp& app);
@@ -67,7 +67,7 @@ bool waitForIdle(ui::TandemApp& app);
 // Short answers keep the suites fast; the tiny model may also end earlier at its end-of-turn token.
 void limitAnswers(ui::TandemApp& app, int tokens = 16);
 // The app on appOptions(dir, factory), answers limited, started and its window shown.
-std::unique_ptr<ui::TandemApp> startApp(const QTemporaryDir& dir, ui::ModelRunnerFactory factory = {});
+std::unique_ptr<ui::TandemApp> startApp(const QTemporaryDir& dir, ui::ModelLoader factory = {});
 // Types into the composer and presses Enter, as a user does.
 void typeAndSend(ui::TandemApp& app, const QString& text);
 

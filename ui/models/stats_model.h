@@ -6,8 +6,8 @@
 #include <QList>
 #include <optional>
 
-#include "ui/engine/engine_types.h"
 #include "ui/monitor/system_sample.h"
+#include "ui/worker/engine_types.h"
 
 namespace tandem::ui {
 

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "tandem/engine.h"
-#include "ui/engine/engine_types.h"
+#include "ui/worker/engine_types.h"
 
 namespace tandem::ui {
 

@@ -4,7 +4,7 @@
 // for a bug report.
 #include <QDialog>
 
-#include "ui/engine/engine_types.h"
+#include "ui/worker/engine_types.h"
 
 namespace tandem::ui {
 

@@ -4,7 +4,7 @@
 // It shows the StatsModel and reports the slider; figures nobody measures say "not available".
 #include <QWidget>
 
-#include "ui/engine/engine_types.h"
+#include "ui/worker/engine_types.h"
 
 class QLabel;
 class QChart;

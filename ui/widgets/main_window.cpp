@@ -22,7 +22,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
-#include "ui/app/generation_options.h"
+#include "ui/controllers/generation_options.h"
 #include "ui/models/conversation_list_model.h"
 #include "ui/models/message_model.h"
 #include "ui/models/stats_model.h"

@@ -4,8 +4,8 @@
 #include <QMainWindow>
 #include <QPointer>
 
-#include "ui/app/chat_controller.h"
-#include "ui/app/model_controller.h"
+#include "ui/controllers/chat_controller.h"
+#include "ui/controllers/model_controller.h"
 #include "ui/widgets/settings_dialog.h"
 #include "ui/wizard/model_wizard.h"
 

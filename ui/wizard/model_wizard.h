@@ -15,8 +15,8 @@
 #include <QWizard>
 #include <functional>
 
-#include "ui/app/chat_controller.h"
-#include "ui/app/model_controller.h"
+#include "ui/controllers/chat_controller.h"
+#include "ui/controllers/model_controller.h"
 #include "ui/settings/app_settings.h"
 #include "ui/wizard/model_downloader.h"
 #include "ui/wizard/quantization_advice.h"

@@ -1,6 +1,6 @@
-#include "ui/app/chat_controller.h"
+#include "ui/controllers/chat_controller.h"
 
-#include "ui/app/generation_options.h"
+#include "ui/controllers/generation_options.h"
 #include "ui/store/conversation_export.h"
 
 namespace tandem::ui {

@@ -1,4 +1,4 @@
-#include "ui/engine/store_verifier.h"
+#include "ui/worker/store_verifier.h"
 
 #include <QMetaObject>
 

@@ -1,4 +1,4 @@
-#include "ui/app/generation_options.h"
+#include "ui/controllers/generation_options.h"
 
 #include <QRandomGenerator>
 

@@ -4,14 +4,14 @@
 #include <QObject>
 #include <QThread>
 
-#include "ui/engine/engine_worker.h"
+#include "ui/worker/engine_worker.h"
 
 namespace tandem::ui {
 
 class EngineHost : public QObject {
     Q_OBJECT
 public:
-    explicit EngineHost(ModelRunnerFactory factory = loadEngineRunner, QObject* parent = nullptr);
+    explicit EngineHost(ModelLoader loader = loadEngineModel, QObject* parent = nullptr);
     ~EngineHost() override;
 
     // Lives on the engine thread: connect to it, call its slots only through queued connections (the

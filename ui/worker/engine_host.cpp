@@ -1,9 +1,9 @@
-#include "ui/engine/engine_host.h"
+#include "ui/worker/engine_host.h"
 
 namespace tandem::ui {
 
-EngineHost::EngineHost(ModelRunnerFactory factory, QObject* parent)
-    : QObject(parent), worker_(new EngineWorker(std::move(factory))) {
+EngineHost::EngineHost(ModelLoader loader, QObject* parent)
+    : QObject(parent), worker_(new EngineWorker(std::move(loader))) {
     qRegisterMetaType<LoadRequest>();
     qRegisterMetaType<ModelSummary>();
     qRegisterMetaType<GenerationRequest>();

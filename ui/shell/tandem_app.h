@@ -8,9 +8,8 @@
 #include <memory>
 #include <optional>
 
-#include "ui/app/chat_controller.h"
-#include "ui/app/model_controller.h"
-#include "ui/engine/engine_host.h"
+#include "ui/controllers/chat_controller.h"
+#include "ui/controllers/model_controller.h"
 #include "ui/models/conversation_list_model.h"
 #include "ui/models/message_model.h"
 #include "ui/models/stats_model.h"
@@ -18,6 +17,7 @@
 #include "ui/settings/app_settings.h"
 #include "ui/store/conversation_store.h"
 #include "ui/wizard/model_wizard.h"
+#include "ui/worker/engine_host.h"
 
 namespace tandem::ui {
 
@@ -27,7 +27,7 @@ struct TandemAppOptions {
     QString databasePath;                 // empty: defaultDatabasePath()
     bool inMemoryDatabase = false;        // nothing is saved (screenshots)
     std::unique_ptr<QSettings> settings;  // null: ~/.config/tandem/tandem.ini
-    ModelRunnerFactory runnerFactory;     // null: the real engine
+    ModelLoader modelLoader;              // null: the real engine
     StoreVerifyFunction storeVerifier;    // null: tandem::verifyStore in the background
     std::optional<QString> embeddedModelDir;  // unset: findEmbeddedModel(); empty: none
     bool monitorSystem = true;

@@ -1,4 +1,4 @@
-#include "ui/app/model_controller.h"
+#include "ui/controllers/model_controller.h"
 
 #include <QDir>
 #include <QFileInfo>

@@ -1,13 +1,13 @@
-#include "ui/engine/model_runner.h"
+#include "ui/worker/loaded_model.h"
 
 namespace tandem::ui {
 namespace {
 
 // One engine and the one session the app chats through: switching conversations re-prefills, which
 // the session does by keeping only the shared prefix of its cache.
-class EngineRunner : public ModelRunner {
+class EngineModel : public LoadedModel {
 public:
-    explicit EngineRunner(const LoadRequest& request)
+    explicit EngineModel(const LoadRequest& request)
         : engine_(tandem::Engine::load(request.modelDir.toStdString(), engineOptionsFor(request))),
           session_(engine_->newSession()) {}
 
@@ -58,8 +58,8 @@ tandem::EngineOptions engineOptionsFor(const LoadRequest& request) {
     return options;
 }
 
-std::unique_ptr<ModelRunner> loadEngineRunner(const LoadRequest& request) {
-    return std::make_unique<EngineRunner>(request);
+std::unique_ptr<LoadedModel> loadEngineModel(const LoadRequest& request) {
+    return std::make_unique<EngineModel>(request);
 }
 
 }  // namespace tandem::ui

@@ -1,4 +1,4 @@
-#include "ui/app/tandem_app.h"
+#include "ui/shell/tandem_app.h"
 
 #include <QDir>
 #include <QFile>
@@ -60,7 +60,7 @@ TandemApp::TandemApp(TandemAppOptions options)
     stats_ = std::make_unique<StatsModel>();
     monitor_ = std::make_unique<SystemMonitor>();
     monitor_->setGpuDevice(settings_->engine().gpuDevice);
-    host_ = std::make_unique<EngineHost>(options.runnerFactory ? options.runnerFactory : ModelRunnerFactory(loadEngineRunner));
+    host_ = std::make_unique<EngineHost>(options.modelLoader ? options.modelLoader : ModelLoader(loadEngineModel));
     const QString embedded = options.embeddedModelDir ? *options.embeddedModelDir : findEmbeddedModel();
     model_ = std::make_unique<ModelController>(host_->worker(), settings_.get(), embedded, nullptr,
                                                std::move(options.storeVerifier));

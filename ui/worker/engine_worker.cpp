@@ -1,4 +1,4 @@
-#include "ui/engine/engine_worker.h"
+#include "ui/worker/engine_worker.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -25,7 +25,7 @@ QString messageOf(const std::exception& e) {
 
 }  // namespace
 
-EngineWorker::EngineWorker(ModelRunnerFactory factory, QObject* parent) : QObject(parent), factory_(std::move(factory)) {}
+EngineWorker::EngineWorker(ModelLoader loader, QObject* parent) : QObject(parent), loader_(std::move(loader)) {}
 
 EngineWorker::~EngineWorker() = default;
 
@@ -33,16 +33,16 @@ void EngineWorker::loadModel(const LoadRequest& request) {
     emit modelLoading(request.modelDir);
     // Free the old model first: two large models rarely fit in memory together.
     formatter_.reset();
-    runner_.reset();
+    model_.reset();
     requestedDeferral_ = -1;
     try {
         if (!QFileInfo(request.modelDir).isDir())
             throw Error(QStringLiteral("The model folder %1 does not exist.").arg(QDir::toNativeSeparators(request.modelDir)).toStdString());
-        auto runner = factory_(request);
-        auto formatter = makeChatFormatter(request.modelDir, QString::fromStdString(runner->info().modelType));
+        auto model = loader_(request);
+        auto formatter = makeChatFormatter(request.modelDir, QString::fromStdString(model->info().modelType));
         formatter->setCancelFlag(&cancelRender_);
-        runner->setDeferredExperts(request.deferredExperts);
-        const auto& info = runner->info();
+        model->setDeferredExperts(request.deferredExperts);
+        const auto& info = model->info();
         summary_ = ModelSummary{};
         summary_.dir = request.modelDir;
         summary_.name = QFileInfo(request.modelDir).fileName();
@@ -51,25 +51,25 @@ void EngineWorker::loadModel(const LoadRequest& request) {
         summary_.experts = info.numExperts;
         summary_.expertsPerToken = info.expertsPerToken;
         summary_.contextLength = info.contextLength;
-        summary_.threads = runner->threads();
+        summary_.threads = model->threads();
         summary_.weightBytes = info.weightBytes;
         summary_.recommendedSampling = info.defaultSampling;
         summary_.textHandling = formatter->description();
         summary_.store = info.store;
         summary_.storeNotice = QString::fromStdString(info.storeNotice);
-        runner_ = std::move(runner);
+        model_ = std::move(model);
         formatter_ = std::move(formatter);
     } catch (const std::exception& e) {
         emit modelLoadFailed(request.modelDir, messageOf(e));
         return;
     }
     emit modelLoaded(summary_);
-    emit deferralApplied(runner_->deferredExperts());
+    emit deferralApplied(model_->deferredExperts());
 }
 
 void EngineWorker::unloadModel() {
     formatter_.reset();
-    runner_.reset();
+    model_.reset();
     emit modelUnloaded();
 }
 
@@ -91,13 +91,13 @@ void EngineWorker::setDeferral(int experts) {
 
 void EngineWorker::applyRequestedDeferral() {
     const int requested = requestedDeferral_.exchange(-1);
-    if (requested < 0 || !runner_) return;
-    runner_->setDeferredExperts(requested);
-    emit deferralApplied(runner_->deferredExperts());
+    if (requested < 0 || !model_) return;
+    model_->setDeferredExperts(requested);
+    emit deferralApplied(model_->deferredExperts());
 }
 
 void EngineWorker::countTokens(quint64 requestId, const QList<PromptMessage>& messages) {
-    if (!formatter_ || !runner_) return;
+    if (!formatter_ || !model_) return;
     int tokens = 0;
     cancelRender_ = false;
     if (!messages.isEmpty()) {
@@ -109,7 +109,7 @@ void EngineWorker::countTokens(quint64 requestId, const QList<PromptMessage>& me
             return;
         }
     }
-    emit tokensCounted(requestId, tokens, runner_->info().contextLength);
+    emit tokensCounted(requestId, tokens, model_->info().contextLength);
 }
 
 void EngineWorker::reportLive(const QElapsedTimer& decodeClock, int decodedTokens, bool force) {
@@ -120,7 +120,7 @@ void EngineWorker::reportLive(const QElapsedTimer& decodeClock, int decodedToken
     const int spanTokens = decodedTokens - lastLiveReportTokens_;
     lastLiveReportMs_ = now;
     lastLiveReportTokens_ = decodedTokens;
-    const EngineTelemetry telemetry = runner_->telemetry();
+    const EngineTelemetry telemetry = model_->telemetry();
     LiveEngineStats live;
     live.generatedTokens = decodedTokens;
     live.decodeTokensPerSecond = spanMs > 0 ? spanTokens * 1000.0 / static_cast<double>(spanMs) : 0.0;
@@ -134,7 +134,7 @@ void EngineWorker::reportLive(const QElapsedTimer& decodeClock, int decodedToken
 // stop, deferral changes, timing and live statistics.
 void EngineWorker::generate(const GenerationRequest& request) {
     const quint64 id = request.id;
-    if (!runner_ || !formatter_) {
+    if (!model_ || !formatter_) {
         emit answerFailed(id, QStringLiteral("No model is loaded. Open a model folder first."));
         return;
     }
@@ -143,7 +143,7 @@ void EngineWorker::generate(const GenerationRequest& request) {
     try {
         QElapsedTimer clock;
         clock.start();
-        const int contextLength = runner_->info().contextLength;
+        const int contextLength = model_->info().contextLength;
         AnswerStats result;
         result.contextLength = contextLength;
         int room = 0;
@@ -173,7 +173,7 @@ void EngineWorker::generate(const GenerationRequest& request) {
             ran = true;
             lastLiveReportMs_ = 0;
             lastLiveReportTokens_ = 1;  // the decode clock starts at the first token
-            return runner_->generate(prompt, options, [&](int token) {
+            return model_->generate(prompt, options, [&](int token) {
                 if (tokens++ == 0) {
                     result.timeToFirstTokenSeconds = static_cast<double>(clock.nsecsElapsed()) / 1e9;
                     decodeClock.start();
@@ -216,8 +216,8 @@ void EngineWorker::generate(const GenerationRequest& request) {
         result.stoppedByStopString = answer.stoppedByStopString;
         result.filledContext = !stats.stoppedAtEos && !result.stoppedByUser && !result.stoppedByStopString &&
                                limitedByRoom && stats.generatedTokens == room;
-        if (stats.fellBackToCpu) result.gpuFailure = QString::fromStdString(runner_->info().deviceNotice);
-        if (ran) result.layerSplit = runner_->telemetry().layerSplit;
+        if (stats.fellBackToCpu) result.gpuFailure = QString::fromStdString(model_->info().deviceNotice);
+        if (ran) result.layerSplit = model_->telemetry().layerSplit;
         emit answerFinished(id, result);
     } catch (const std::exception& e) {
         if (!pending.isEmpty()) emit answerTextArrived(id, pending.answer, pending.reasoning);
@@ -225,7 +225,7 @@ void EngineWorker::generate(const GenerationRequest& request) {
             // Stopped while the prompt was being made (the render was cancelled): an answer the user
             // stopped, not a failure.
             AnswerStats stopped;
-            stopped.contextLength = runner_->info().contextLength;
+            stopped.contextLength = model_->info().contextLength;
             stopped.stoppedByUser = true;
             emit answerFinished(id, stopped);
             return;

@@ -8,7 +8,7 @@
 #include <QTimer>
 #include <optional>
 
-#include "ui/app/model_controller.h"
+#include "ui/controllers/model_controller.h"
 #include "ui/models/message_model.h"
 #include "ui/store/conversation_store.h"
 

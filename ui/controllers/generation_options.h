@@ -2,9 +2,9 @@
 // Which sampling an answer uses: the conversation's own choice, else the app's default, else what the
 // model's generation_config.json recommends.
 #include "tandem/engine.h"
-#include "ui/engine/engine_types.h"
 #include "ui/settings/app_settings.h"
 #include "ui/store/chat_types.h"
+#include "ui/worker/engine_types.h"
 
 namespace tandem::ui {
 

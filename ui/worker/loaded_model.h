@@ -1,6 +1,7 @@
 #pragma once
-// The slice of tandem::Engine/Session the worker uses, as an interface: the real engine implements it,
-// and tests wrap it to hold a load or an answer at a chosen point and watch the UI stay responsive.
+// A model the engine thread has loaded: the slice of tandem::Engine/Session the worker uses, as an
+// interface. The real engine implements it (loadEngineModel), and tests wrap it to hold a load or an
+// answer at a chosen point and watch the UI stay responsive.
 #include <functional>
 #include <memory>
 #include <optional>
@@ -8,7 +9,7 @@
 #include <vector>
 
 #include "tandem/engine.h"
-#include "ui/engine/engine_types.h"
+#include "ui/worker/engine_types.h"
 
 namespace tandem::ui {
 
@@ -19,9 +20,9 @@ struct EngineTelemetry {
     QList<LayerSplit> layerSplit;          // of the last answer
 };
 
-class ModelRunner {
+class LoadedModel {
 public:
-    virtual ~ModelRunner() = default;
+    virtual ~LoadedModel() = default;
     virtual const tandem::ModelInfo& info() const = 0;
     virtual int threads() const = 0;
     virtual tandem::GenerationStats generate(std::span<const int> conversation, const tandem::GenerateOptions& options,
@@ -32,9 +33,9 @@ public:
 };
 
 // Loads a model; throws tandem::Error (or std::exception) with a message for the user.
-using ModelRunnerFactory = std::function<std::unique_ptr<ModelRunner>(const LoadRequest&)>;
+using ModelLoader = std::function<std::unique_ptr<LoadedModel>(const LoadRequest&)>;
 
 tandem::EngineOptions engineOptionsFor(const LoadRequest& request);
-std::unique_ptr<ModelRunner> loadEngineRunner(const LoadRequest& request);
+std::unique_ptr<LoadedModel> loadEngineModel(const LoadRequest& request);
 
 }  // namespace tandem::ui

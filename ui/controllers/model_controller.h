@@ -5,9 +5,9 @@
 // unloaded and storeDamaged says which file and what to do.
 #include <QObject>
 
-#include "ui/engine/engine_worker.h"
-#include "ui/engine/store_verifier.h"
 #include "ui/settings/app_settings.h"
+#include "ui/worker/engine_worker.h"
+#include "ui/worker/store_verifier.h"
 
 namespace tandem::ui {
 

@@ -1,4 +1,4 @@
-#include "ui/app/screenshot.h"
+#include "ui/shell/screenshot.h"
 
 #include <QApplication>
 #include <QEventLoop>
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "ui/app/tandem_app.h"
+#include "ui/shell/tandem_app.h"
 #include "ui/widgets/chat_view.h"
 #include "ui/widgets/main_window.h"
 #include "ui/widgets/message_view.h"

@@ -7,8 +7,8 @@
 #include <atomic>
 #include <memory>
 
-#include "ui/engine/engine_types.h"
-#include "ui/engine/model_runner.h"
+#include "ui/worker/engine_types.h"
+#include "ui/worker/loaded_model.h"
 
 namespace tandem::ui {
 
@@ -17,7 +17,7 @@ class EngineWorker : public QObject {
 public:
     static constexpr quint64 kAnyRequest = ~quint64{0};
 
-    explicit EngineWorker(ModelRunnerFactory factory = loadEngineRunner, QObject* parent = nullptr);
+    explicit EngineWorker(ModelLoader loader = loadEngineModel, QObject* parent = nullptr);
     ~EngineWorker() override;
 
 public slots:
@@ -53,8 +53,8 @@ private:
     void reportLive(const QElapsedTimer& decodeClock, int decodedTokens, bool force);
     bool isStopped(quint64 requestId) const;
 
-    ModelRunnerFactory factory_;
-    std::unique_ptr<ModelRunner> runner_;
+    ModelLoader loader_;
+    std::unique_ptr<LoadedModel> model_;
     std::unique_ptr<ChatFormatter> formatter_;
     ModelSummary summary_;
     std::atomic<quint64> stoppedRequest_{0};
