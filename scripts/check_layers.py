@@ -4,7 +4,15 @@
 The layers, top to bottom; a folder may include itself and what the table allows, nothing else:
 
     app                 the executables: ui, hub, the engine's public API (tandem/) and the bench library
-    ui                  the desktop app: hub, the engine's public API
+    ui/shell            builds and starts the desktop app (TandemApp, the screenshot): anything in ui/
+    ui/widgets          the window and its views; they show models and call the controllers
+    ui/wizard           the model wizard (its pages are widgets; opened by the window)
+    ui/controllers      what the user does (model, chat, generation options): logic, no widgets
+    ui/models           Qt item models over the store, the monitor and the engine's figures
+    ui/settings         typed QSettings, the XDG folders (the load request's enums from ui/worker)
+    ui/store, ui/monitor, ui/worker
+                        SQLite; machine readings; the engine thread (EngineWorker, LoadedModel)
+    ui/text, ui/chat    the engine's chat template behind ChatFormatter; Markdown split into blocks
     hub                 the Hugging Face client (Qt Network only): nothing of ours
     engine/bench        measurement tools (tandem-cli bench-moe, kernel checks): below the app only
     engine/runtime      Engine and Session, sampling, chat, runners and placement
@@ -26,11 +34,26 @@ import sys
 ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
 
 # The folder of an include path as written ("io/gguf.h" -> engine/io; "tandem/engine.h" -> engine/include;
-# "widgets/x.h" -> ui): the first path component, resolved against the folders that own it.
+# "ui/widgets/x.h" -> ui/widgets; "hub/hub_client.h" -> hub): the first path component (ui's first two),
+# resolved against the folders that own it.
 ENGINE = ["bench", "runtime", "convert", "model", "text", "cpu", "cuda", "io"]
+# ui's folders, bottom up: each may include the ones listed for it (those below it, never a peer).
+UI_BELOW = {
+    "ui/chat": set(),
+    "ui/text": {"engine/include"},
+    "ui/monitor": set(),
+    "ui/store": {"engine/include"},
+    "ui/worker": {"ui/text", "engine/include"},
+}
+UI_BELOW["ui/settings"] = {"ui/worker", "hub"} | UI_BELOW["ui/worker"]
+UI_BELOW["ui/models"] = {"ui/store", "ui/monitor", "ui/worker"} | UI_BELOW["ui/store"] | UI_BELOW["ui/worker"]
+UI_BELOW["ui/controllers"] = {"ui/models", "ui/settings", "ui/chat"} | UI_BELOW["ui/models"] | UI_BELOW["ui/settings"]
+UI_BELOW["ui/wizard"] = {"ui/controllers"} | UI_BELOW["ui/controllers"]
+UI_BELOW["ui/widgets"] = {"ui/wizard"} | UI_BELOW["ui/wizard"]
+UI_BELOW["ui/shell"] = {"ui/widgets"} | UI_BELOW["ui/widgets"]
 ALLOWED = {
-    "app": {"ui", "hub", "engine/include", "engine/bench"},
-    "ui": {"hub", "engine/include"},
+    "app": set(UI_BELOW) | {"hub", "engine/include", "engine/bench"},
+    **UI_BELOW,
     "hub": set(),
     "engine/bench": {"engine/include", "engine/runtime", "engine/model", "engine/cpu", "engine/io"},
     "engine/runtime": {"engine/include", "engine/convert", "engine/model", "engine/text", "engine/cpu", "engine/cuda",
@@ -49,22 +72,24 @@ SOURCE = (".h", ".cpp", ".cu", ".cuh")
 
 def folder_of_file(rel):
     parts = rel.split(os.sep)
-    if parts[0] == "engine" and len(parts) > 2:
-        return "engine/" + parts[1]
+    if parts[0] in ("engine", "ui") and len(parts) > 2:
+        return parts[0] + "/" + parts[1]
     return parts[0]
 
 
 def folder_of_include(path, including):
-    first = path.split("/")[0]
+    parts = path.split("/")
+    first = parts[0]
+    top = including.split("/")[0]
     if first == "tandem":
         return "engine/include"
-    if first in ENGINE and including.startswith("engine"):
+    if first in ENGINE and top == "engine":
         return "engine/" + first
-    if first in ENGINE and including in ("app", "ui", "hub") and os.path.isdir(os.path.join(ROOT, "engine", first)):
+    if first in ENGINE and top in ("app", "ui", "hub") and os.path.isdir(os.path.join(ROOT, "engine", first)):
         return "engine/" + first
-    if os.path.isdir(os.path.join(ROOT, "ui", first)) and including in ("app", "ui"):
-        return "ui"
-    if os.path.isdir(os.path.join(ROOT, "hub", first)) or first == "hub":
+    if first == "ui" and len(parts) > 2:
+        return "ui/" + parts[1]
+    if first == "hub":
         return "hub"
     return None  # same folder (a file beside it), generated, or a test helper
 

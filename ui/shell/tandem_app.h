@@ -16,7 +16,7 @@
 #include "ui/monitor/system_monitor.h"
 #include "ui/settings/app_settings.h"
 #include "ui/store/conversation_store.h"
-#include "ui/wizard/model_wizard.h"
+#include "ui/wizard/wizard_hooks.h"
 #include "ui/worker/engine_host.h"
 
 namespace tandem::ui {

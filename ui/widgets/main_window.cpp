@@ -22,7 +22,9 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
+#include "ui/controllers/chat_controller.h"
 #include "ui/controllers/generation_options.h"
+#include "ui/controllers/model_controller.h"
 #include "ui/models/conversation_list_model.h"
 #include "ui/models/message_model.h"
 #include "ui/models/stats_model.h"
@@ -36,7 +38,9 @@
 #include "ui/widgets/dashboard.h"
 #include "ui/widgets/empty_state_page.h"
 #include "ui/widgets/notification_banner.h"
+#include "ui/widgets/settings_dialog.h"
 #include "ui/widgets/theme.h"
+#include "ui/wizard/model_wizard.h"
 
 namespace tandem::ui {
 
@@ -247,6 +251,8 @@ void MainWindow::openAbout() {
 }
 
 bool MainWindow::isShowingConversation() const { return pages_->currentWidget() == chatView_; }
+
+ModelWizard* MainWindow::modelWizard() const { return wizard_; }
 
 void MainWindow::updateChatPage() {
     if (parts_.messages->rowCount() > 0) {

@@ -4,10 +4,7 @@
 #include <QMainWindow>
 #include <QPointer>
 
-#include "ui/controllers/chat_controller.h"
-#include "ui/controllers/model_controller.h"
-#include "ui/widgets/settings_dialog.h"
-#include "ui/wizard/model_wizard.h"
+#include "ui/wizard/wizard_hooks.h"
 
 class QAction;
 class QLabel;
@@ -16,6 +13,10 @@ class QToolButton;
 
 namespace tandem::ui {
 
+// Declared only: the files that include this one (the app's wiring, the tests) get neither the
+// controllers nor the wizard with it.
+class AppSettings;
+class ChatController;
 class ChatView;
 class Composer;
 class ContextIndicator;
@@ -23,9 +24,13 @@ class ConversationListModel;
 class ConversationSidebar;
 class Dashboard;
 class EmptyStatePage;
+class MessageModel;
+class ModelController;
+class ModelWizard;
 class NotificationBanner;
 class StatsModel;
 class SystemMonitor;
+struct SettingsValues;
 
 struct MainWindowParts {
     ChatController* chat;
@@ -64,7 +69,7 @@ public:
     ContextIndicator* contextIndicator() const { return context_; }
     bool isShowingConversation() const;
     // The model wizard while it is open.
-    ModelWizard* modelWizard() const { return wizard_; }
+    ModelWizard* modelWizard() const;
     QAction* stopAction() const { return stopAction_; }
 
 public slots:

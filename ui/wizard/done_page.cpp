@@ -5,6 +5,8 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
+#include "ui/controllers/chat_controller.h"
+#include "ui/controllers/model_controller.h"
 #include "ui/wizard/model_wizard.h"
 
 namespace tandem::ui {

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "hub/hub_client.h"
+#include "ui/wizard/wizard_hooks.h"
 
 namespace tandem::ui {
 
@@ -38,8 +39,6 @@ signals:
     void finished();
     void failed(const QString& message);
 };
-
-using ModelDownloaderFactory = std::function<std::unique_ptr<ModelDownloader>()>;
 
 // The Hub client's downloader from ENDPOINT (empty: $HF_ENDPOINT, else huggingface.co).
 std::unique_ptr<ModelDownloader> makeHubDownloader(const QString& endpoint);

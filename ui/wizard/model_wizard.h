@@ -15,15 +15,14 @@
 #include <QWizard>
 #include <functional>
 
-#include "ui/controllers/chat_controller.h"
-#include "ui/controllers/model_controller.h"
 #include "ui/settings/app_settings.h"
 #include "ui/wizard/model_downloader.h"
 #include "ui/wizard/quantization_advice.h"
 
 namespace tandem::ui {
 
-using MachineFiguresProvider = std::function<MachineFigures(int gpuDevice, const QString& folder)>;
+class ChatController;
+class ModelController;
 
 struct ModelWizardParts {
     AppSettings* settings;
