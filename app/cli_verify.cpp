@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "cli_common.h"
-#include "io/byte_size.h"
+#include "tandem/byte_size.h"
 #include "tandem/error.h"
 #include "tandem/store_check.h"
 
@@ -30,7 +30,7 @@ public:
         const double speed = seconds > 0 ? done / seconds : 0.0;
         const std::string eta = speed > 0 ? formatDuration((static_cast<double>(bytes_) - done) / speed) : "--:--";
         std::fprintf(stderr, "%sverify: %3d%%  %s of %s read  %.0f MB/s  ETA %s%s", terminal_ ? "\r" : "", percent,
-                     tandem::io::formatBytes(static_cast<std::uint64_t>(done)).c_str(), tandem::io::formatBytes(bytes_).c_str(),
+                     tandem::formatBytes(static_cast<std::uint64_t>(done)).c_str(), tandem::formatBytes(bytes_).c_str(),
                      speed / 1e6, eta.c_str(), terminal_ ? "\x1b[K" : "\n");
         std::fflush(stderr);
         drawn_ = true;
@@ -81,7 +81,7 @@ CommandArgs verifyModelFirst(const CommandArgs& args) {
         return rest;
     }
     std::fprintf(stderr, "verify: %s; reading all %s of it once before it is used (--no-verify skips this)\n",
-                 check.message.c_str(), tandem::io::formatBytes(check.bytes).c_str());
+                 check.message.c_str(), tandem::formatBytes(check.bytes).c_str());
     const tandem::StoreCheck result = verifyWithProgress(model, check.bytes);
     if (result.state == tandem::StoreState::Damaged) throw tandem::Error(result.message);
     std::fprintf(stderr, "verify: %s is intact\n", model.c_str());
@@ -99,7 +99,7 @@ int verifyStoreNow(const std::string& dir) {
                      dir.c_str(), result.advice.c_str());
         return 1;
     }
-    std::printf("verify: %s is intact (%s read%s)\n", dir.c_str(), tandem::io::formatBytes(check.bytes).c_str(),
+    std::printf("verify: %s is intact (%s read%s)\n", dir.c_str(), tandem::formatBytes(check.bytes).c_str(),
                 result.recordProblem.empty() ? ", recorded in tandem-verified.json" : "");
     return 0;
 }

@@ -8,16 +8,15 @@
 #include "cli_args.h"
 #include "cli_common.h"
 #include "cli_verify.h"
-#include "io/byte_size.h"
 #include "commands.h"
-#include "io/packed_store.h"
-#include "convert/convert_model.h"
+#include "tandem/byte_size.h"
+#include "tandem/convert.h"
 #include "tandem/error.h"
 #include "tandem/store_check.h"
 
 namespace {
 
-using tandem::convert::ConvertProgress;
+using tandem::ConvertProgress;
 
 // On a terminal one line redrawn in place a few times a second; elsewhere (a log, a test) one line per
 // finished layer.
@@ -40,7 +39,7 @@ public:
         std::fprintf(stderr, "%sconvert: %3.0f%%  layer %d/%d%s  %s of %s written  %.0f MB/s  ETA %s%s",
                      terminal_ ? "\r" : "", 100 * fraction, p.layer, p.layers,
                      p.resumedLayers ? (" (" + std::to_string(p.resumedLayers) + " kept)").c_str() : "",
-                     tandem::io::formatBytes(p.bytesWritten).c_str(), tandem::io::formatBytes(p.bytesTotal).c_str(), speed / 1e6, eta.c_str(),
+                     tandem::formatBytes(p.bytesWritten).c_str(), tandem::formatBytes(p.bytesTotal).c_str(), speed / 1e6, eta.c_str(),
                      terminal_ ? "\x1b[K" : "\n");
         std::fflush(stderr);
         drawn_ = true;
@@ -61,18 +60,21 @@ int runConvert(const CommandArgs& argv) {
     // --verify alone checks a store that exists already.
     if (args.flag("--verify") && !args.optional("--model")) return verifyStoreNow(out);
 
-    tandem::convert::ConvertOptions options;
-    options.model = args.required("--model");
-    options.out = out;
-    const auto type = tandem::io::parseExpertType(args.required("--experts"));
-    if (!type) throw tandem::Error("--experts must be bf16, int8 or int4");
-    options.experts = *type;
-    options.threads = args.integer("--threads", 0);
+    tandem::ConvertRequest request;
+    request.model = args.required("--model");
+    request.out = out;
+    const std::string experts = args.required("--experts");
+    if (experts != "bf16" && experts != "int8" && experts != "int4") throw tandem::Error("--experts must be bf16, int8 or int4");
+    request.experts = parseExperts(experts);
+    request.threads = args.integer("--threads", 0);
 
-    tandem::convert::ConvertResult result;
+    tandem::ConvertOutcome result;
     {
         ProgressLine progress;
-        result = tandem::convert::convertModel(options, [&](const ConvertProgress& p) { progress(p); });
+        result = tandem::convertModel(request, [&](const ConvertProgress& p) {
+            progress(p);
+            return true;
+        });
     }
     if (result.upToDate) {
         std::printf("convert: %s already holds this conversion; nothing to do\n", result.store.c_str());
@@ -83,8 +85,8 @@ int runConvert(const CommandArgs& argv) {
         std::printf("convert: wrote %s: %d layer%s packed", result.store.c_str(), result.packedLayers,
                     result.packedLayers == 1 ? "" : "s");
         if (result.resumedLayers) std::printf(", %d kept from the interrupted run", result.resumedLayers);
-        if (result.denseResumed) std::printf(", %s kept", tandem::io::kStoreDenseName);
-        std::printf(", %s in %.1f s (%.0f MB/s)\n", tandem::io::formatBytes(result.bytesWritten).c_str(), result.seconds,
+        if (result.denseResumed) std::printf(", model.safetensors kept");
+        std::printf(", %s in %.1f s (%.0f MB/s)\n", tandem::formatBytes(result.bytesWritten).c_str(), result.seconds,
                     result.seconds > 0 ? static_cast<double>(result.bytesWritten) / result.seconds / 1e6 : 0.0);
     }
     if (!result.recordProblem.empty()) std::fprintf(stderr, "note: %s\n", result.recordProblem.c_str());

@@ -12,7 +12,7 @@
 
 #include "cli_args.h"
 #include "cli_common.h"
-#include "io/byte_size.h"
+#include "tandem/byte_size.h"
 #include "commands.h"
 #include "tandem/error.h"
 #include "hub/hub_client.h"
@@ -68,7 +68,7 @@ private:
                                 : speed_ > 0 ? formatDuration(static_cast<double>(total_ - done_) / speed_)
                                              : "--:--";
         std::fprintf(stderr, "%sdownload: %3.0f%%  %s of %s  %.1f MB/s  ETA %s  %d/%d files%s", terminal_ ? "\r" : "",
-                     100 * fraction, tandem::io::formatBytes(done_).c_str(), tandem::io::formatBytes(total_).c_str(), speed_ / 1e6, eta.c_str(),
+                     100 * fraction, tandem::formatBytes(done_).c_str(), tandem::formatBytes(total_).c_str(), speed_ / 1e6, eta.c_str(),
                      filesDone_, files_, terminal_ ? "\x1b[K" : "\n");
         std::fflush(stderr);
         drawn_ = true;
@@ -150,8 +150,8 @@ int runDownload(const CommandArgs& argv) {
         bar.line(QStringLiteral("%1 at %2: %3 file%4, %5 (%6 to fetch) into %7")
                      .arg(repo, revision)
                      .arg(files.size())
-                     .arg(files.size() == 1 ? "" : "s", QString::fromStdString(tandem::io::formatBytes(total)),
-                          QString::fromStdString(tandem::io::formatBytes(left)), out));
+                     .arg(files.size() == 1 ? "" : "s", QString::fromStdString(tandem::formatBytes(total)),
+                          QString::fromStdString(tandem::formatBytes(left)), out));
         job.emplace(settings, repo, revision, files, out);
         QObject::connect(&*job, &tandem::hub::DownloadJob::progress, &app,
                          [&](qint64 done, qint64 all, double speed) { bar.update(done, all, speed); });

@@ -2,39 +2,24 @@
 #include <cstdio>
 #include <iostream>
 #include <iterator>
-#include <nlohmann/json.hpp>
 
 #include "cli_args.h"
 #include "commands.h"
-#include "io/text_file.h"
+#include "tandem/chat.h"
 #include "tandem/error.h"
-#include "text/chat_template.h"
 
 int runRenderChat(const CommandArgs& argv) {
     const CliArgs args(argv, {"--model"}, {"--no-generation-prompt"}, {"--var"});
-    const auto chat = tandem::text::ChatTemplate::load(args.required("--model"));
-    if (chat.isFallback()) std::fprintf(stderr, "tandem-cli: warning: %s\n", chat.warning().c_str());
-
-    nlohmann::ordered_json variables = nlohmann::ordered_json::object();
+    std::vector<std::pair<std::string, tandem::JsonInput>> variables;
     for (const std::string& var : args.repeated("--var")) {
         const std::size_t eq = var.find('=');
         if (eq == std::string::npos || eq == 0) throw tandem::Error("--var expects NAME=JSON, not '" + var + "'");
-        try {
-            variables[var.substr(0, eq)] = tandem::io::parseJson<nlohmann::ordered_json>(var.substr(eq + 1), "--var " + var.substr(0, eq));
-        } catch (const nlohmann::json::exception&) {
-            throw tandem::Error("--var " + var.substr(0, eq) + ": '" + var.substr(eq + 1) +
-                                "' is not JSON (write strings in quotes, e.g. --var 'reasoning_effort=\"high\"')");
-        }
+        variables.push_back({var.substr(0, eq), {var.substr(eq + 1), "--var " + var.substr(0, eq)}});
     }
-
     const std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    nlohmann::ordered_json messages;
-    try {
-        messages = tandem::io::parseJson<nlohmann::ordered_json>(input, "standard input");
-    } catch (const nlohmann::json::exception& e) {
-        throw tandem::Error("standard input is not a JSON array of messages: " + std::string(e.what()));
-    }
-    const std::string prompt = chat.render(messages, !args.flag("--no-generation-prompt"), variables);
-    std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+    const auto prompt = tandem::renderChatPrompt(args.required("--model"), {input, "standard input"}, variables,
+                                                 !args.flag("--no-generation-prompt"));
+    if (!prompt.warning.empty()) std::fprintf(stderr, "tandem-cli: warning: %s\n", prompt.warning.c_str());
+    std::fwrite(prompt.text.data(), 1, prompt.text.size(), stdout);
     return 0;
 }

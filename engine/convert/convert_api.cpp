@@ -32,6 +32,9 @@ ConvertOutcome convertModel(const ConvertRequest& request, const std::function<b
         outcome.upToDate = result.upToDate;
         outcome.packedLayers = result.packedLayers;
         outcome.resumedLayers = result.resumedLayers;
+        outcome.denseResumed = result.denseResumed;
+        outcome.bytesWritten = result.bytesWritten;
+        outcome.seconds = result.seconds;
         outcome.store = result.store;
         outcome.recordProblem = result.recordProblem;
     } catch (const StopRequested&) {

@@ -9,7 +9,7 @@
 
 #include "cpu/expert_pack.h"
 #include "cpu/pool/thread_pool.h"
-#include "io/byte_size.h"
+#include "tandem/byte_size.h"
 #include "io/mapped_file.h"
 #include "io/output_file.h"
 #include "io/store_checksum.h"
@@ -168,7 +168,7 @@ void Converter::checkFreeSpace(std::uint64_t needed) const {
     const std::uint64_t available = io::freeBytes(where);
     if (needed > available)
         throw Error("not enough disk space for the store: converting " + plan_.source.string() + " needs " +
-                    io::formatBytes(needed) + " more in " + where.string() + ", which has " + io::formatBytes(available) +
+                    tandem::formatBytes(needed) + " more in " + where.string() + ", which has " + tandem::formatBytes(available) +
                     " free; free some space or choose an --out folder on another disk");
 }
 

@@ -6,6 +6,7 @@
 
 #include "io/packed_store.h"
 #include "io/store_checksum.h"
+#include "model/family.h"
 #include "model/gguf_config.h"
 #include "convert/convert_gguf.h"
 #include "text/gguf_tokenizer.h"
@@ -82,11 +83,10 @@ bool isBeyondLastLayer(std::string_view name, int layers) {
 // Refuses expert-looking tensors the packed layers would not hold, so nothing is dropped silently.
 void checkRoutedExpert(const ExpertName& n, const std::string& name, const model::ModelConfig& c, const fs::path& dir) {
     const std::string input = fs::is_directory(dir) ? "checkpoint" : "file";
-    const bool mixtral = c.arch == model::Architecture::Mixtral;
-    const std::string section = mixtral ? "block_sparse_moe" : "mlp";
+    const model::ExpertTensorNames& names = c.family->experts;
+    const std::string section(names.section);
     std::vector<std::string> known;
-    for (const char* m : mixtral ? std::vector<const char*>{"w1", "w2", "w3"}
-                                 : std::vector<const char*>{"gate_proj", "up_proj", "down_proj"}) {
+    for (const std::string_view m : {names.gate, names.down, names.up}) {
         known.push_back(std::string(m) + ".weight");
         known.push_back(std::string(m) + ".weight_scale_inv");
     }

@@ -141,7 +141,7 @@ Storage storageOf(const std::string& configJson, const model::ModelConfig& c) {
     return s;
 }
 
-// Per position and layer, the float32 values the KV cache holds (model/kv_cache.h, cuda/gpu_runner).
+// Per position and layer, the float32 values the KV cache holds (model/kv_cache.h, runtime/gpu/gpu_runner).
 std::uint64_t kvValuesPerPosition(const model::ModelConfig& c) {
     if (c.attention == model::AttentionKind::Mla) return static_cast<std::uint64_t>(c.kvLoraRank + c.qkRopeHeadDim);
     return 2 * static_cast<std::uint64_t>(c.numKvHeads) * static_cast<std::uint64_t>(c.headDim);

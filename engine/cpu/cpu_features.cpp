@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "tandem/error.h"
+#include "tandem/tuning.h"
 
 namespace tandem::cpu {
 
@@ -148,7 +149,7 @@ Isa selectedIsa() {
     static std::string error;
     std::call_once(once, [] {
         try {
-            isa = resolveIsa(std::getenv("TANDEM_CPU_ISA"));
+            isa = resolveIsa(tuning().cpuIsa.c_str());
         } catch (const Error& e) {
             error = e.what();
         }

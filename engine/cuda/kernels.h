@@ -14,7 +14,7 @@
 #include <cstdint>
 
 #include "cuda/slot_control.h"
-#include "model/config.h"
+#include "core/router_spec.h"
 
 namespace tandem::cuda {
 
@@ -130,7 +130,7 @@ void launchAttention(const AttentionArgs& a, cudaStream_t s);
 
 // Routing of every token: logits [tokens, experts] -> ids / weights [tokens, topK], heaviest first,
 // exactly as model::routeToken does on the CPU.
-void launchRouter(const float* logits, int tokens, int experts, const float* bias, const model::RouterSpec& spec,
+void launchRouter(const float* logits, int tokens, int experts, const float* bias, const RouterSpec& spec,
                   int* ids, float* weights, cudaStream_t s);
 // Decode's MoE entry in one kernel: the post-attention RMSNorm of the residual row x (written to
 // hF32 and, as a bf16 GEMM input, to hBf16 when they are not null), the router's float32 logits W h
@@ -148,7 +148,7 @@ struct RouteDecodeArgs {
     const float* w;
     int experts, hidden;
     const float* bias;
-    model::RouterSpec spec;
+    RouterSpec spec;
     float* logits;
     unsigned* blocksDone;
     int* ids;

@@ -29,7 +29,7 @@ __device__ inline Best better(Best a, Best b) {
 
 // Routes one token whose logits are in scores[0, experts) (shared memory; choice is the next `experts`
 // floats), writing its ids and weights. Every thread of the block calls it.
-__device__ void routeLogits(float* scores, int experts, const float* bias, const model::RouterSpec& spec, int* ids,
+__device__ void routeLogits(float* scores, int experts, const float* bias, const RouterSpec& spec, int* ids,
                             float* weights) {
     float* choice = scores + experts;
     __shared__ float scratch[32];
@@ -37,7 +37,7 @@ __device__ void routeLogits(float* scores, int experts, const float* bias, const
     __shared__ int keepGroup[kMaxGroups];
     __shared__ int chosen[kMaxTopK];
     __syncthreads();
-    if (spec.scoring == model::ExpertScoring::Softmax) {
+    if (spec.scoring == ExpertScoring::Softmax) {
         float mx = -FLT_MAX;
         for (int e = threadIdx.x; e < experts; e += blockDim.x) mx = fmaxf(mx, scores[e]);
         mx = blockMax(mx, scratch);
@@ -54,7 +54,7 @@ __device__ void routeLogits(float* scores, int experts, const float* bias, const
     for (int e = threadIdx.x; e < experts; e += blockDim.x) choice[e] = scores[e] + (bias ? bias[e] : 0.0f);
     __syncthreads();
 
-    if (spec.selection != model::ExpertSelection::TopK && spec.numGroups > 1) {
+    if (spec.selection != ExpertSelection::TopK && spec.numGroups > 1) {
         const int perGroup = experts / spec.numGroups;
         if (threadIdx.x < spec.numGroups) {
             const float* g = choice + threadIdx.x * perGroup;
@@ -67,7 +67,7 @@ __device__ void routeLogits(float* scores, int experts, const float* bias, const
                     second = g[i];
                 }
             }
-            groupScore[threadIdx.x] = spec.selection == model::ExpertSelection::GroupLimitedByMax ? first : first + second;
+            groupScore[threadIdx.x] = spec.selection == ExpertSelection::GroupLimitedByMax ? first : first + second;
             keepGroup[threadIdx.x] = 0;
         }
         __syncthreads();
@@ -117,7 +117,7 @@ __device__ void routeLogits(float* scores, int experts, const float* bias, const
     }
 }
 
-__global__ void routerKernel(const float* logits, int experts, const float* bias, model::RouterSpec spec, int* ids,
+__global__ void routerKernel(const float* logits, int experts, const float* bias, RouterSpec spec, int* ids,
                              float* weights) {
     extern __shared__ float scores[];
     const int t = blockIdx.x;
@@ -200,7 +200,7 @@ __global__ void routerDecodeKernel(RouteDecodeArgs a) {
 
 }  // namespace
 
-void launchRouter(const float* logits, int tokens, int experts, const float* bias, const model::RouterSpec& spec,
+void launchRouter(const float* logits, int tokens, int experts, const float* bias, const RouterSpec& spec,
                   int* ids, float* weights, cudaStream_t s) {
     if (spec.topK > kMaxTopK || spec.numGroups > kMaxGroups)
         throw GpuError("the GPU router supports at most 32 active experts and 64 groups");

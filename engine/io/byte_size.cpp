@@ -1,8 +1,8 @@
-#include "io/byte_size.h"
+#include "tandem/byte_size.h"
 
 #include <cstdio>
 
-namespace tandem::io {
+namespace tandem {
 
 std::string formatBytes(std::uint64_t bytes) {
     char text[32];
@@ -13,4 +13,4 @@ std::string formatBytes(std::uint64_t bytes) {
     return text;
 }
 
-}  // namespace tandem::io
+}  // namespace tandem

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "io/text_file.h"
+#include "model/config_fields.h"
+#include "model/family.h"
 #include "tandem/error.h"
 
 namespace tandem::model {
@@ -13,55 +15,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-// Typed access to one JSON object with errors that name the file and the field.
-// A field that is present but null counts as absent, as in transformers.
-class Fields {
-public:
-    Fields(const json& j, std::string where) : j_(j), where_(std::move(where)) {}
-
-    bool has(const char* key) const {
-        const auto it = j_.find(key);
-        return it != j_.end() && !it->is_null();
-    }
-
-    template <class T>
-    T get(const char* key) const {
-        if (!has(key)) throw Error(where_ + ": missing '" + key + "'");
-        return as<T>(key);
-    }
-
-    template <class T>
-    T get(const char* key, T fallback) const {
-        return has(key) ? as<T>(key) : fallback;
-    }
-
-    const json& raw(const char* key) const { return j_.at(key); }
-    const std::string& where() const { return where_; }
-
-private:
-    template <class T>
-    T as(const char* key) const {
-        const json& v = j_.at(key);
-        try {
-            if constexpr (std::is_same_v<T, bool>) {
-                if (!v.is_boolean()) throw Error("");
-            } else if constexpr (std::is_integral_v<T>) {
-                if (!v.is_number_integer()) throw Error("");
-            } else if constexpr (std::is_floating_point_v<T>) {
-                if (!v.is_number()) throw Error("");
-            } else if constexpr (std::is_same_v<T, std::string>) {
-                if (!v.is_string()) throw Error("");
-            }
-            return v.get<T>();
-        } catch (const std::exception&) {
-            throw Error(where_ + ": '" + key + "' has the wrong type (" + v.dump() + ")");
-        }
-    }
-
-    const json& j_;
-    std::string where_;
-};
 
 json parseJson(const std::string& text, const std::string& where) {
     try {
@@ -73,7 +26,7 @@ json parseJson(const std::string& text, const std::string& where) {
     }
 }
 
-std::vector<int> tokenIdList(const Fields& f, const char* key) {
+std::vector<int> tokenIdList(const ConfigFields& f, const char* key) {
     std::vector<int> ids;
     if (!f.has(key)) return ids;
     const json& v = f.raw(key);
@@ -86,17 +39,13 @@ std::vector<int> tokenIdList(const Fields& f, const char* key) {
     return ids;
 }
 
-void positive(const Fields& f, const char* key, int value) {
-    if (value <= 0) throw Error(f.where() + ": '" + key + "' must be positive, not " + std::to_string(value));
-}
-
-void readRope(const Fields& f, ModelConfig& c) {
+void readRope(const ConfigFields& f, ModelConfig& c) {
     c.ropeTheta = f.get<double>("rope_theta", 10000.0);
     c.maxPositionEmbeddings = f.get<int>("max_position_embeddings", 4096);
     if (!f.has("rope_scaling")) return;
     const json& rs = f.raw("rope_scaling");
     if (!rs.is_object()) throw Error(f.where() + ": 'rope_scaling' must be an object");
-    const Fields s(rs, f.where() + " rope_scaling");
+    const ConfigFields s(rs, f.where() + " rope_scaling");
     const std::string type = s.has("rope_type") ? s.get<std::string>("rope_type") : s.get<std::string>("type", "default");
     if (type == "default") return;
     if (type != "yarn")
@@ -114,73 +63,7 @@ void readRope(const Fields& f, ModelConfig& c) {
     c.yarn = y;
 }
 
-void readGqa(const Fields& f, ModelConfig& c) {
-    c.attention = AttentionKind::Gqa;
-    c.numKvHeads = f.get<int>("num_key_value_heads", c.numHeads);
-    positive(f, "num_key_value_heads", c.numKvHeads);
-    if (c.numHeads % c.numKvHeads != 0)
-        throw Error(f.where() + ": num_attention_heads (" + std::to_string(c.numHeads) +
-                    ") is not a multiple of num_key_value_heads (" + std::to_string(c.numKvHeads) + ")");
-    c.headDim = f.get<int>("head_dim", c.hiddenSize / c.numHeads);
-    positive(f, "head_dim", c.headDim);
-    if (c.headDim % 2) throw Error(f.where() + ": head_dim must be even for rotary embeddings");
-}
-
-void readMla(const Fields& f, ModelConfig& c) {
-    c.attention = AttentionKind::Mla;
-    c.ropeInterleaved = true;
-    c.numKvHeads = c.numHeads;
-    c.qLoraRank = f.get<int>("q_lora_rank", 0);
-    c.kvLoraRank = f.get<int>("kv_lora_rank");
-    c.qkNopeHeadDim = f.get<int>("qk_nope_head_dim");
-    c.qkRopeHeadDim = f.get<int>("qk_rope_head_dim");
-    c.vHeadDim = f.get<int>("v_head_dim");
-    positive(f, "kv_lora_rank", c.kvLoraRank);
-    positive(f, "qk_rope_head_dim", c.qkRopeHeadDim);
-    positive(f, "v_head_dim", c.vHeadDim);
-    if (c.qkNopeHeadDim < 0 || c.qLoraRank < 0) throw Error(f.where() + ": negative MLA dimension");
-    if (c.qkRopeHeadDim % 2) throw Error(f.where() + ": qk_rope_head_dim must be even");
-}
-
-void readDeepseekMoe(const Fields& f, ModelConfig& c, bool v3) {
-    c.intermediateSize = f.get<int>("intermediate_size");
-    c.numExperts = f.get<int>("n_routed_experts", 0);
-    c.moeIntermediateSize = f.get<int>("moe_intermediate_size", 0);
-    c.numSharedExperts = f.get<int>("n_shared_experts", 0);
-    c.firstKDenseReplace = f.get<int>("first_k_dense_replace", 0);
-    c.moeLayerFreq = f.get<int>("moe_layer_freq", 1);
-    positive(f, "moe_layer_freq", c.moeLayerFreq);
-    c.numNextnPredictLayers = f.get<int>("num_nextn_predict_layers", 0);
-
-    RouterSpec& r = c.router;
-    r.topK = f.get<int>("num_experts_per_tok", 1);
-    r.numGroups = f.get<int>("n_group", 1);
-    r.topKGroups = f.get<int>("topk_group", 1);
-    const bool norm = f.get<bool>("norm_topk_prob", false);
-    const float scale = f.get<float>("routed_scaling_factor", 1.0f);
-    const std::string scoring = f.get<std::string>("scoring_func", v3 ? "sigmoid" : "softmax");
-    if (scoring == "softmax") r.scoring = ExpertScoring::Softmax;
-    else if (scoring == "sigmoid") r.scoring = ExpertScoring::Sigmoid;
-    else throw Error(f.where() + ": scoring_func '" + scoring + "' is not supported (softmax, sigmoid)");
-
-    if (v3) {
-        // noaux_tc: group-limited top-k on bias-corrected scores; normalize, then scale.
-        r.selection = ExpertSelection::GroupLimitedByTop2;
-        r.hasCorrectionBias = true;
-        r.normalize = norm;
-        r.scale = scale;
-    } else {
-        const std::string method = f.get<std::string>("topk_method", "greedy");
-        if (method == "greedy") r.selection = ExpertSelection::TopK;
-        else if (method == "group_limited_greedy") r.selection = ExpertSelection::GroupLimitedByMax;
-        else throw Error(f.where() + ": topk_method '" + method + "' is not supported for deepseek_v2");
-        // DeepSeek-V2 either normalizes or scales, never both.
-        r.normalize = norm && r.topK > 1;
-        r.scale = r.normalize ? 1.0f : scale;
-    }
-}
-
-void readQuantization(const Fields& q, ModelConfig& c) {
+void readQuantization(const ConfigFields& q, ModelConfig& c) {
     const std::string method = q.get<std::string>("quant_method", "");
     if (method != "fp8")
         throw Error(q.where() + ": quant_method '" + method + "' is not supported (supported: fp8 block scales)");
@@ -195,9 +78,9 @@ void readQuantization(const Fields& q, ModelConfig& c) {
     }
 }
 
-void validateMoe(const Fields& f, const ModelConfig& c) {
+void validateMoe(const ConfigFields& f, const ModelConfig& c) {
     if (c.numExperts == 0) return;
-    positive(f, "moe_intermediate_size", c.moeIntermediateSize);
+    requirePositive(f, "moe_intermediate_size", c.moeIntermediateSize);
     const RouterSpec& r = c.router;
     if (r.topK <= 0 || r.topK > c.numExperts)
         throw Error(f.where() + ": num_experts_per_tok (" + std::to_string(r.topK) + ") must be between 1 and the " +
@@ -215,17 +98,25 @@ void validateMoe(const Fields& f, const ModelConfig& c) {
 
 }  // namespace
 
-bool ModelConfig::isMoeLayer(int layer) const {
-    if (numExperts == 0) return false;
-    switch (arch) {
-    case Architecture::Mixtral: return true;
-    case Architecture::Qwen3Moe:
-        return std::find(mlpOnlyLayers.begin(), mlpOnlyLayers.end(), layer) == mlpOnlyLayers.end() &&
-               (layer + 1) % decoderSparseStep == 0;
-    case Architecture::DeepseekV2:
-    case Architecture::DeepseekV3: return layer >= firstKDenseReplace && layer % moeLayerFreq == 0;
+void planLayers(ModelConfig& c) {
+    c.layers.assign(static_cast<std::size_t>(c.numLayers), LayerPlan{});
+    for (int l = 0; l < c.numLayers; ++l) {
+        LayerPlan& layer = c.layers[static_cast<std::size_t>(l)];
+        layer.index = l;
+        layer.attention = c.attention;
+        layer.window = c.slidingWindow;
+        layer.moe = c.numExperts > 0 && c.family->isMoeLayer(c, l);
     }
-    return false;
+    // Deferred experts overlap the next layer's attention and join its MoE output: only between two
+    // MoE layers (a dense layer has no experts to join them with), so never from the last layer.
+    for (int l = 0; l + 1 < c.numLayers; ++l) {
+        LayerPlan& layer = c.layers[static_cast<std::size_t>(l)];
+        LayerPlan& next = c.layers[static_cast<std::size_t>(l) + 1];
+        if (layer.moe && next.moe) {
+            layer.mayDefer = true;
+            next.deferredFrom = l;
+        }
+    }
 }
 
 int ModelConfig::moeLayerCount() const {
@@ -237,70 +128,30 @@ int ModelConfig::moeLayerCount() const {
 ModelConfig parseModelConfig(const std::string& configJson, const std::string& generationJson,
                              const std::string& where) {
     const json j = parseJson(configJson, where);
-    const Fields f(j, where);
+    const ConfigFields f(j, where);
     ModelConfig c;
     c.modelType = f.get<std::string>("model_type");
-    if (c.modelType == "qwen3_moe") c.arch = Architecture::Qwen3Moe;
-    else if (c.modelType == "deepseek_v2") c.arch = Architecture::DeepseekV2;
-    else if (c.modelType == "deepseek_v3" || c.modelType == "kimi_k2") c.arch = Architecture::DeepseekV3;
-    else if (c.modelType == "mixtral") c.arch = Architecture::Mixtral;
-    else
-        throw Error(where + ": model_type '" + c.modelType +
-                    "' is not supported (supported: qwen3_moe, deepseek_v3, kimi_k2, deepseek_v2, mixtral)");
+    c.family = findFamily(c.modelType);
+    if (!c.family)
+        throw Error(where + ": model_type '" + c.modelType + "' is not supported (supported: " + supportedModelTypes() + ")");
 
     c.vocabSize = f.get<int>("vocab_size");
     c.hiddenSize = f.get<int>("hidden_size");
     c.numLayers = f.get<int>("num_hidden_layers");
     c.numHeads = f.get<int>("num_attention_heads");
-    positive(f, "vocab_size", c.vocabSize);
-    positive(f, "hidden_size", c.hiddenSize);
-    positive(f, "num_hidden_layers", c.numLayers);
-    positive(f, "num_attention_heads", c.numHeads);
+    requirePositive(f, "vocab_size", c.vocabSize);
+    requirePositive(f, "hidden_size", c.hiddenSize);
+    requirePositive(f, "num_hidden_layers", c.numLayers);
+    requirePositive(f, "num_attention_heads", c.numHeads);
     c.rmsNormEps = f.get<float>("rms_norm_eps", 1e-6f);
     c.tieWordEmbeddings = f.get<bool>("tie_word_embeddings", false);
     readRope(f, c);
 
-    switch (c.arch) {
-    case Architecture::Qwen3Moe:
-        readGqa(f, c);
-        c.qkNorm = true;
-        if (f.get<bool>("use_sliding_window", false) && f.has("sliding_window"))
-            c.slidingWindow = f.get<int>("sliding_window");
-        c.intermediateSize = f.get<int>("intermediate_size");
-        c.numExperts = f.get<int>("num_experts", 0);
-        c.moeIntermediateSize = f.get<int>("moe_intermediate_size", 0);
-        c.decoderSparseStep = f.get<int>("decoder_sparse_step", 1);
-        positive(f, "decoder_sparse_step", c.decoderSparseStep);
-        if (f.has("mlp_only_layers")) {
-            const auto& layers = f.raw("mlp_only_layers");
-            if (!layers.is_array()) throw Error(where + ": 'mlp_only_layers' must be a list of layer numbers");
-            for (const auto& l : layers) {
-                if (!l.is_number_integer()) throw Error(where + ": 'mlp_only_layers' must hold integers");
-                c.mlpOnlyLayers.push_back(l.get<int>());
-            }
-        }
-        c.router.topK = f.get<int>("num_experts_per_tok", 1);
-        c.router.normalize = f.get<bool>("norm_topk_prob", false);
-        break;
-    case Architecture::Mixtral:
-        readGqa(f, c);
-        if (f.has("sliding_window")) c.slidingWindow = f.get<int>("sliding_window");
-        c.numExperts = f.get<int>("num_local_experts");
-        c.moeIntermediateSize = f.get<int>("intermediate_size");
-        c.intermediateSize = c.moeIntermediateSize;
-        c.router.topK = f.get<int>("num_experts_per_tok", 2);
-        c.router.normalize = true;
-        break;
-    case Architecture::DeepseekV2:
-    case Architecture::DeepseekV3:
-        readMla(f, c);
-        readDeepseekMoe(f, c, c.arch == Architecture::DeepseekV3);
-        break;
-    }
+    c.family->readConfig(f, c);
     validateMoe(f, c);
     if (f.get<bool>("attention_bias", false))
         throw Error(where + ": attention projections with bias ('attention_bias': true) are not supported");
-    if (f.has("quantization_config")) readQuantization(Fields(f.raw("quantization_config"), where + " quantization_config"), c);
+    if (f.has("quantization_config")) readQuantization(ConfigFields(f.raw("quantization_config"), where + " quantization_config"), c);
     if (c.slidingWindow && *c.slidingWindow <= 0) throw Error(where + ": 'sliding_window' must be positive");
 
     c.eosTokenIds = tokenIdList(f, "eos_token_id");
@@ -311,7 +162,7 @@ ModelConfig parseModelConfig(const std::string& configJson, const std::string& g
                                        ? std::string("generation_config.json")
                                        : (fs::path(where).parent_path() / "generation_config.json").string();
         const json g = parseJson(generationJson, gwhere);
-        const Fields gf(g, gwhere);
+        const ConfigFields gf(g, gwhere);
         if (gf.has("eos_token_id")) c.eosTokenIds = tokenIdList(gf, "eos_token_id");
         if (gf.has("bos_token_id")) c.bosTokenId = gf.get<int>("bos_token_id");
         c.generation.doSample = gf.get<bool>("do_sample", false);
@@ -324,6 +175,7 @@ ModelConfig parseModelConfig(const std::string& configJson, const std::string& g
     for (const int id : c.eosTokenIds)
         if (id < 0 || id >= c.vocabSize)
             throw Error(where + ": eos_token_id " + std::to_string(id) + " is outside the vocabulary");
+    planLayers(c);
     return c;
 }
 

@@ -7,14 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "core/router_spec.h"
+#include "model/layer_plan.h"
+
 namespace tandem::model {
-
-enum class Architecture { Qwen3Moe, DeepseekV2, DeepseekV3, Mixtral };
-
-enum class AttentionKind {
-    Gqa,  // grouped-query attention, optional per-head q/k RMSNorm (Qwen3)
-    Mla,  // DeepSeek multi-head latent attention
-};
 
 struct YarnScaling {
     double factor = 1.0;
@@ -26,23 +22,9 @@ struct YarnScaling {
     std::optional<double> attentionFactor;  // explicit cos/sin multiplier, else derived from mscale
 };
 
-enum class ExpertScoring { Softmax, Sigmoid };
-enum class ExpertSelection {
-    TopK,                 // plain top-k over all experts
-    GroupLimitedByMax,    // DeepSeek-V2 group_limited_greedy: groups ranked by their best expert
-    GroupLimitedByTop2,   // DeepSeek-V3 noaux_tc: groups ranked by the sum of their two best (biased) scores
-};
-
-struct RouterSpec {
-    ExpertScoring scoring = ExpertScoring::Softmax;
-    ExpertSelection selection = ExpertSelection::TopK;
-    int topK = 1;
-    int numGroups = 1;
-    int topKGroups = 1;
-    bool normalize = false;     // divide the chosen weights by their sum
-    float scale = 1.0f;         // then multiply by this (routed_scaling_factor)
-    bool hasCorrectionBias = false;  // DeepSeek-V3 e_score_correction_bias (affects choice only)
-};
+using tandem::ExpertScoring;
+using tandem::ExpertSelection;
+using tandem::RouterSpec;
 
 struct GenerationDefaults {
     bool doSample = false;
@@ -53,9 +35,11 @@ struct GenerationDefaults {
     float repetitionPenalty = 1.0f;
 };
 
+struct Family;
+
 struct ModelConfig {
     std::string modelType;
-    Architecture arch = Architecture::Qwen3Moe;
+    const Family* family = nullptr;  // model/family.h
     AttentionKind attention = AttentionKind::Gqa;
 
     int vocabSize = 0;
@@ -103,12 +87,19 @@ struct ModelConfig {
     std::optional<int> bosTokenId;
     GenerationDefaults generation;
 
-    bool isMoeLayer(int layer) const;
+    // Every decoder layer as the forward pass runs it (planLayers).
+    std::vector<LayerPlan> layers;
+
+    bool isMoeLayer(int layer) const { return layers[static_cast<std::size_t>(layer)].moe; }
     int moeLayerCount() const;
     // Rotary dimension and the query/key width the softmax scale is computed from.
     int ropeDim() const { return attention == AttentionKind::Mla ? qkRopeHeadDim : headDim; }
     int qkHeadDim() const { return attention == AttentionKind::Mla ? qkNopeHeadDim + qkRopeHeadDim : headDim; }
 };
+
+// Fills config.layers from the family and the fields read (parseModelConfig does; a configuration
+// built by hand, like the synthetic models', calls it once it is complete).
+void planLayers(ModelConfig& config);
 
 // Reads DIR/config.json and, when present, DIR/generation_config.json. Throws tandem::Error naming
 // the file and the field for anything missing, malformed or unsupported.

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "cpu/weight_matrix.h"
+#include "model/family.h"
 #include "tandem/error.h"
 
 namespace tandem::model {
@@ -95,20 +96,20 @@ void GgufTensors::add(const io::GgufTensor& t) {
     else if (t.name == "output_norm.weight") hf = "model.norm.weight";
     else if (t.name == "output.weight") hf = "lm_head.weight";
     else if (const auto layer = splitLayer(t.name)) {
-        const bool mixtral = config_.arch == Architecture::Mixtral;
+        const ExpertTensorNames& names = config_.family->experts;
         const std::string prefix = "model.layers." + std::to_string(layer->first) + ".";
-        const std::string moe = prefix + (mixtral ? "block_sparse_moe." : "mlp.");
+        const std::string moe = prefix + std::string(names.section) + ".";
         const std::string& rest = layer->second;
-        if (rest == "ffn_gate_exps.weight") return addExperts(t, moe, mixtral ? "w1" : "gate_proj");
-        if (rest == "ffn_up_exps.weight") return addExperts(t, moe, mixtral ? "w3" : "up_proj");
-        if (rest == "ffn_down_exps.weight") return addExperts(t, moe, mixtral ? "w2" : "down_proj");
+        if (rest == "ffn_gate_exps.weight") return addExperts(t, moe, std::string(names.gate));
+        if (rest == "ffn_up_exps.weight") return addExperts(t, moe, std::string(names.up));
+        if (rest == "ffn_down_exps.weight") return addExperts(t, moe, std::string(names.down));
         for (const auto& n : kLayerNames)
             if (rest == n.gguf) {
                 hf = n.hf;
                 if (hf.starts_with("MOE.")) hf = moe + hf.substr(4);
                 else hf = prefix + hf;
             }
-        if (config_.arch == Architecture::Mixtral && (rest == "attn_q.weight" || rest == "attn_k.weight"))
+        if (config_.family->ggufPermutesQk && (rest == "attn_q.weight" || rest == "attn_k.weight"))
             e.permutedHeadRows = config_.headDim;
     }
     if (hf.empty())

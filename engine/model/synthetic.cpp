@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "io/dtype.h"
+#include "model/family.h"
 #include "tandem/error.h"
 
 namespace tandem::model {
@@ -45,7 +46,7 @@ ModelConfig syntheticConfig(const std::string& name) {
     if (name == "deepseek-v2-lite") {
         c = deepseekBase();
         c.modelType = "deepseek_v2";
-        c.arch = Architecture::DeepseekV2;
+        c.family = findFamily("deepseek_v2");
         c.yarn->mscale = c.yarn->mscaleAllDim = 0.707;
         c.vocabSize = 102400;
         c.hiddenSize = 2048;
@@ -60,7 +61,7 @@ ModelConfig syntheticConfig(const std::string& name) {
     } else if (name == "deepseek-v3-4l") {
         c = deepseekBase();
         c.modelType = "deepseek_v3";
-        c.arch = Architecture::DeepseekV3;
+        c.family = findFamily("deepseek_v3");
         c.vocabSize = 129280;
         c.hiddenSize = 7168;
         c.numLayers = 4;
@@ -75,7 +76,7 @@ ModelConfig syntheticConfig(const std::string& name) {
     } else if (name == "qwen3-30b-a3b" || name == "tiny") {
         const bool tiny = name == "tiny";
         c.modelType = "qwen3_moe";
-        c.arch = Architecture::Qwen3Moe;
+        c.family = findFamily("qwen3_moe");
         c.qkNorm = true;
         c.rmsNormEps = 1e-6f;
         c.ropeTheta = 1e6;
@@ -95,6 +96,7 @@ ModelConfig syntheticConfig(const std::string& name) {
         for (const auto& n : syntheticModelNames()) known += (known.empty() ? "" : ", ") + n;
         throw Error("unknown synthetic model '" + name + "' (known: " + known + ")");
     }
+    planLayers(c);
     return c;
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "model/family.h"
 #include "tandem/error.h"
 
 namespace tandem::model {
@@ -64,11 +65,11 @@ public:
         return m;
     }
 
-    MlpWeights mlp(const std::string& prefix, std::int64_t inner, const char* gate, const char* up,
-                   const char* down) {
+    MlpWeights mlp(const std::string& prefix, std::int64_t inner, std::string_view gate, std::string_view up,
+                   std::string_view down) {
         const std::int64_t hidden = config_.hiddenSize;
-        return {matrix(prefix + gate + ".weight", inner, hidden), matrix(prefix + up + ".weight", inner, hidden),
-                matrix(prefix + down + ".weight", hidden, inner)};
+        const auto name = [&](std::string_view m) { return prefix + std::string(m) + ".weight"; };
+        return {matrix(name(gate), inner, hidden), matrix(name(up), inner, hidden), matrix(name(down), hidden, inner)};
     }
 
 private:
@@ -143,20 +144,19 @@ void loadMla(Loader& l, const ModelConfig& c, const std::string& p, MlaWeights& 
 
 void loadFeedForward(Loader& l, const ModelConfig& c, int layer, const std::string& p, LayerWeights& w,
                      bool routedExperts) {
-    const bool mixtral = c.arch == Architecture::Mixtral;
+    const ExpertTensorNames& names = c.family->experts;
     if (!c.isMoeLayer(layer)) {
         w.dense = l.mlp(p + "mlp.", c.intermediateSize, "gate_proj", "up_proj", "down_proj");
         return;
     }
-    const std::string moe = p + (mixtral ? "block_sparse_moe." : "mlp.");
+    const std::string moe = p + std::string(names.section) + ".";
     MoeWeights& m = w.moe.emplace();
     m.router = l.checkedMatrix(moe + "gate.weight", c.numExperts, c.hiddenSize);
     if (c.router.hasCorrectionBias) m.correctionBias = l.vector(moe + "gate.e_score_correction_bias", c.numExperts);
     m.experts.reserve(static_cast<std::size_t>(c.numExperts));
     for (int e = 0; routedExperts && e < c.numExperts; ++e) {
         const std::string ep = moe + "experts." + std::to_string(e) + ".";
-        m.experts.push_back(mixtral ? l.mlp(ep, c.moeIntermediateSize, "w1", "w3", "w2")
-                                    : l.mlp(ep, c.moeIntermediateSize, "gate_proj", "up_proj", "down_proj"));
+        m.experts.push_back(l.mlp(ep, c.moeIntermediateSize, names.gate, names.up, names.down));
     }
     if (c.numSharedExperts > 0)
         m.shared = l.mlp(moe + "shared_experts.", static_cast<std::int64_t>(c.moeIntermediateSize) * c.numSharedExperts,

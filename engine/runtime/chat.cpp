@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/text_file.h"
 #include "runtime/stop_strings.h"
 #include "tandem/stream_decoder.h"
 #include "tandem/tokenizer.h"
@@ -104,6 +105,28 @@ ChatReply Chat::reply(const Generator& generate, const std::vector<ChatMessage>&
         if (keepGoing) onText(TextKind::Answer, tail);
     }
     return reply;
+}
+
+RenderedPrompt renderChatPrompt(const std::filesystem::path& modelDir, const JsonInput& messages,
+                                const std::vector<std::pair<std::string, JsonInput>>& variables, bool addGenerationPrompt) {
+    using Json = nlohmann::ordered_json;
+    const auto chat = text::ChatTemplate::load(modelDir);
+    Json extra = Json::object();
+    for (const auto& [name, value] : variables) {
+        try {
+            extra[name] = io::parseJson<Json>(value.text, value.name);
+        } catch (const Json::exception&) {
+            throw Error(value.name + ": '" + value.text +
+                        "' is not JSON (write strings in quotes, e.g. reasoning_effort='\"high\"')");
+        }
+    }
+    Json list;
+    try {
+        list = io::parseJson<Json>(messages.text, messages.name);
+    } catch (const Json::exception& e) {
+        throw Error(messages.name + " is not a JSON array of messages: " + std::string(e.what()));
+    }
+    return {chat.render(list, addGenerationPrompt, extra), chat.isFallback() ? chat.warning() : std::string()};
 }
 
 }  // namespace tandem

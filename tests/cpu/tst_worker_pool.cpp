@@ -12,6 +12,7 @@
 
 #include "cpu/pool/worker_pool.h"
 #include "tandem/error.h"
+#include "tandem/tuning.h"
 
 using namespace tandem::cpu;
 
@@ -268,11 +269,11 @@ private slots:
 
     void numaSimulationFromTheEnvironment() {
         qputenv("TANDEM_NUMA_SIM", "3");
-        QCOMPARE(simulatedNodesFromEnvironment(), 3);
+        QCOMPARE(tandem::Tuning::fromEnvironment().simulatedNumaNodes, 3);
         qputenv("TANDEM_NUMA_SIM", "two");
-        QVERIFY_THROWS_EXCEPTION(tandem::Error, simulatedNodesFromEnvironment());
+        QVERIFY_THROWS_EXCEPTION(tandem::Error, tandem::Tuning::fromEnvironment());
         qunsetenv("TANDEM_NUMA_SIM");
-        QCOMPARE(simulatedNodesFromEnvironment(), 0);
+        QCOMPARE(tandem::Tuning::fromEnvironment().simulatedNumaNodes, 0);
     }
 };
 

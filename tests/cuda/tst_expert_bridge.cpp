@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "cpu/pool/thread_pool.h"
-#include "cuda/expert_bridge.h"
+#include "runtime/gpu/expert_bridge.h"
 #include "io/checkpoint.h"
 #include "model/config.h"
 #include "model/feed_forward.h"

@@ -65,7 +65,7 @@ private slots:
         const io::GgufModel gguf(writeGguf(fixture, ggufFromFixture(fixture, {kF32, splitKvB})).toStdString());
         const model::ModelConfig a = model::ggufModelConfig(gguf);
         const model::ModelConfig b = model::loadModelConfig(fixturePath(fixture).toStdString());
-        QCOMPARE(a.arch, b.arch);
+        QCOMPARE(a.family, b.family);
         QCOMPARE(a.vocabSize, b.vocabSize);
         QCOMPARE(a.hiddenSize, b.hiddenSize);
         QCOMPARE(a.numLayers, b.numLayers);

@@ -4,6 +4,7 @@
 #include <QTest>
 
 #include "model/config.h"
+#include "model/family.h"
 #include "tandem/error.h"
 #include "test_support.h"
 
@@ -43,7 +44,7 @@ class ConfigTest : public QObject {
 private slots:
     void qwen3() {
         const auto c = fixtureConfig("tiny-qwen3moe");
-        QCOMPARE(c.arch, Architecture::Qwen3Moe);
+        QCOMPARE(QString::fromUtf8(c.family->name), QString("qwen3_moe"));
         QCOMPARE(c.attention, AttentionKind::Gqa);
         QVERIFY(c.qkNorm);
         QCOMPARE(c.numKvHeads, 2);
@@ -70,7 +71,7 @@ private slots:
 
     void mixtral() {
         const auto c = fixtureConfig("tiny-mixtral");
-        QCOMPARE(c.arch, Architecture::Mixtral);
+        QCOMPARE(QString::fromUtf8(c.family->name), QString("mixtral"));
         QCOMPARE(c.numExperts, 8);
         QCOMPARE(c.moeIntermediateSize, 96);
         QVERIFY(c.router.normalize);
@@ -80,7 +81,7 @@ private slots:
 
     void deepseekV2() {
         const auto c = fixtureConfig("tiny-deepseekv2");
-        QCOMPARE(c.arch, Architecture::DeepseekV2);
+        QCOMPARE(QString::fromUtf8(c.family->name), QString("deepseek_v2"));
         QCOMPARE(c.attention, AttentionKind::Mla);
         QCOMPARE(c.qLoraRank, 0);
         QCOMPARE(c.kvLoraRank, 32);
@@ -110,7 +111,7 @@ private slots:
 
     void deepseekV3() {
         const auto c = fixtureConfig("tiny-deepseekv3-fp8");
-        QCOMPARE(c.arch, Architecture::DeepseekV3);
+        QCOMPARE(QString::fromUtf8(c.family->name), QString("deepseek_v3"));
         QCOMPARE(c.qLoraRank, 64);
         QCOMPARE(c.router.scoring, ExpertScoring::Sigmoid);
         QCOMPARE(c.router.selection, ExpertSelection::GroupLimitedByTop2);

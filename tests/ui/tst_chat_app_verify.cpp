@@ -9,7 +9,7 @@
 #include <QTest>
 #include <atomic>
 
-#include "runtime/convert_model.h"
+#include "convert/convert_model.h"
 #include "test_support.h"
 #include "ui/widgets/composer.h"
 #include "ui/widgets/main_window.h"
@@ -44,7 +44,7 @@ StoreVerifyFunction gatedVerifier(std::shared_ptr<VerifyGate> gate) {
 
 QString convertFixture(const QTemporaryDir& dir) {
     const QString out = dir.filePath("tiny-store");
-    runtime::convertModel({test::fixturePath("tiny-qwen3moe").toStdString(), out.toStdString(), cpu::ExpertType::INT4, 1}, {});
+    convert::convertModel({test::fixturePath("tiny-qwen3moe").toStdString(), out.toStdString(), io::ExpertType::INT4, 1}, {});
     return out;
 }
 

@@ -82,16 +82,10 @@ inline void forRowChunks(int rows, F&& f) {
 }
 
 // Decode's down (the GEMV kernels) takes a chunk at a time and in it the pieces of up to kRunPanels
-// consecutive panels, one run of weights (downRuns in the AVX-512 and AVX2 kernels).
-// TANDEM_DOWN_ORDER=panel reads a panel at a time over every chunk instead, for A/B runs.
+// consecutive panels, one run of weights (downRuns in the AVX-512 and AVX2 kernels). Reading a panel at
+// a time over every chunk instead took int8 and bf16 decode from 62-86% of the bandwidth probe to 47-56%
+// on Zen 4 and matched it on the Xeon (docs/BENCHMARKS.md), so that order is gone.
 inline constexpr int kRunPanels = 32;
-inline bool downRunsInDecode() {
-    static const bool on = [] {
-        const char* v = std::getenv("TANDEM_DOWN_ORDER");
-        return !(v && std::string_view(v) == "panel");
-    }();
-    return on;
-}
 
 inline int validRows(const ExpertLayout& l, int panel) {
     const int v = l.hidden - panel * kPanelRows;

@@ -12,6 +12,7 @@
 
 #include "cpu/kernels/activation_quant.h"
 #include "tandem/error.h"
+#include "tandem/tuning.h"
 
 namespace tandem::cpu {
 
@@ -68,7 +69,6 @@ struct alignas(64) Counter {
 // Scheduling granularity: about this many jobs per thread in the memory-bound phases keeps the
 // threads' finishing times within a small fraction of the phase.
 constexpr int kJobsPerThread = 16;
-constexpr int kDownJobsPerThread = 8;
 
 }  // namespace
 
@@ -94,8 +94,7 @@ public:
     // so no barrier is left: a worker out of gate/up pieces starts down, and before each expert's
     // share of a down piece waits until that expert is ready (gate/up hands out experts in the order
     // down takes them, so by then it nearly always is). A decode part is ~0.1-0.3 ms, and a barrier of
-    // 16 threads with the phase tail before it cost microseconds. (TANDEM_MOE_DECODE=barrier keeps
-    // the barrier before down.)
+    // 16 threads with the phase tail before it cost microseconds.
     void run(const WorkerContext& w) override {
         PhaseClock clock{profile};
         if (!oneToken) {
@@ -106,7 +105,7 @@ public:
         }
         phaseB(w);
         clock.lap(spent.gateUp);
-        if (!overlapDown) {
+        if (!oneToken) {
             barrier.arriveAndWait();
             clock.lap(spent.barriers);
         }
@@ -281,7 +280,7 @@ public:
         forEachItemAhead(nextD[w.node].next, static_cast<int>(jobs.size()), reserveAhead[w.node], [&](int j, int next) {
             for (std::size_t ai = 0; ai < active.size(); ++ai) {
                 const Active& a = active[ai];
-                if (overlapDown) waitConverted(ai);
+                if (oneToken) waitConverted(ai);
                 const ExpertShare& e = layer->expert(w.node, a.expert);
                 DownCall call;
                 call.layout = &l;
@@ -358,7 +357,6 @@ public:
     std::vector<float*> partial;
     SpinBarrier barrier;
     bool oneToken = false;
-    bool overlapDown = false;  // oneToken without the barrier before down
     // Per active expert: gate/up pieces not finished yet, then kConverted once its row is converted.
     static constexpr int kConverted = -1;
     std::unique_ptr<Counter[]> pendingGateUp;
@@ -467,10 +465,6 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
     j.gateUpJobs.resize(static_cast<std::size_t>(nodes));
     j.downJobs.resize(static_cast<std::size_t>(nodes));
     j.reserveAhead.assign(static_cast<std::size_t>(nodes), 0);
-    static const bool lookahead = [] {
-        const char* v = std::getenv("TANDEM_MOE_LOOKAHEAD");
-        return !v || std::string_view(v) != "0";
-    }();
     bool anyGemm = false;
     for (const auto& a : j.active) anyGemm |= a.gemm;
     for (int n = 0; n < nodes; ++n) {
@@ -479,7 +473,7 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
         j.gateUpJobs[n].clear();
         j.downJobs[n].clear();
         // Claiming ahead is for GEMV pieces (decode), streamed once each; 1 << 30: never.
-        j.reserveAhead[n] = lookahead && !anyGemm ? nodeThreads : 1 << 30;
+        j.reserveAhead[n] = !anyGemm ? nodeThreads : 1 << 30;
         if (share.chunkCount == 0) continue;
         auto cost = [](const Job::Active& a) { return a.gemm ? std::max(1, a.rows / 4) : 1; };
         long total = 0;
@@ -495,24 +489,15 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
         // Decode's down reads each chunk's pieces of a job's panels as one run (kernels_avx512_impl.h,
         // downRuns), so its jobs are fewer and longer than gate/up's: 8 per thread, which on the GPU
         // machine's Xeon read as fast as the 16 of one panel each before, and on Zen 4 faster
-        // (TANDEM_DOWN_JOBS overrides it; docs/BENCHMARKS.md).
-        static const int downJobsPerThread = [] {
-            const char* v = std::getenv("TANDEM_DOWN_JOBS");
-            return v ? std::max(1, std::atoi(v)) : kDownJobsPerThread;
-        }();
+        // (Tuning::downJobsPerThread; docs/BENCHMARKS.md).
+        const int downJobsPerThread = tuning().downJobsPerThread;
         int range = anyGemm ? (l.downPanels + 2 * nodeThreads - 1) / (2 * nodeThreads)
                             : std::max(1, l.downPanels / (downJobsPerThread * nodeThreads));
         if (anyGemm && range > 1) range += range % 2;
         for (int q = 0; q < l.downPanels; q += range) j.downJobs[n].push_back({q, std::min(range, l.downPanels - q)});
     }
 
-    // TANDEM_MOE_DECODE=phases keeps the three-barrier schedule for one token too, =barrier the one
-    // barrier before down, for A/B runs.
-    static const std::string_view decodeMode = [] {
-        const char* v = std::getenv("TANDEM_MOE_DECODE");
-        return std::string_view(v ? v : "");
-    }();
-    j.oneToken = in.tokens == 1 && decodeMode != "phases";
+    j.oneToken = in.tokens == 1;
     if (j.oneToken) {
         if (j.active.size() > j.pendingCapacity) {
             j.pendingGateUp = std::make_unique<Counter[]>(j.active.size());
@@ -529,7 +514,6 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
         }
         if (j.oneToken) j.prepareOneToken();
     }
-    j.overlapDown = j.oneToken && decodeMode != "barrier";
     j.chunkA = std::max(1, j.rows / (4 * pool_.participants(callerJoins)));
     j.nextA.store(0, std::memory_order_relaxed);
     j.nextC.store(0, std::memory_order_relaxed);

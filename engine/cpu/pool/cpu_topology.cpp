@@ -76,16 +76,6 @@ std::string CpuTopology::describe() const {
     return s + ")";
 }
 
-int simulatedNodesFromEnvironment() {
-    const char* v = std::getenv("TANDEM_NUMA_SIM");
-    if (!v || !*v) return 0;
-    char* end = nullptr;
-    const long n = std::strtol(v, &end, 10);
-    if (*end || n < 1 || n > 64)
-        throw Error(std::string("TANDEM_NUMA_SIM='") + v + "' must be a number of pretend NUMA nodes from 1 to 64");
-    return static_cast<int>(n);
-}
-
 std::uint64_t availableMemoryBytes() {
     std::ifstream in("/proc/meminfo");
     std::string key;

@@ -32,9 +32,6 @@ CpuTopology planTopology(int threads, int simulatedNodes);
 // MemAvailable of /proc/meminfo: what can be allocated without swapping (8 GiB when unreadable).
 std::uint64_t availableMemoryBytes();
 
-// TANDEM_NUMA_SIM as a number (0 when unset); tandem::Error when it is not a positive number.
-int simulatedNodesFromEnvironment();
-
 // Binds the whole pages inside [data, data + bytes) to `node`, moving pages already touched.
 // Returns false when the kernel refused or libnuma is missing (the memory then stays where it is).
 bool bindToNode(void* data, std::size_t bytes, int node);

@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "tandem/error.h"
+#include "tandem/tuning.h"
 
 namespace tandem::cpu {
 
@@ -35,7 +36,7 @@ constexpr std::chrono::microseconds kWaitSpin{50};
 PoolOptions PoolOptions::fromEnvironment(int threads) {
     PoolOptions o;
     o.threads = threads;
-    o.simulatedNodes = simulatedNodesFromEnvironment();
+    o.simulatedNodes = tuning().simulatedNumaNodes;
     return o;
 }
 

@@ -44,6 +44,23 @@ struct ChatReply {
     bool stoppedByStopString = false;
 };
 
+// JSON text and what to call it in errors ("standard input", "--var tools").
+struct JsonInput {
+    std::string text;
+    std::string name;
+};
+
+struct RenderedPrompt {
+    std::string text;
+    std::string warning;  // the model has no chat template: a known format of its family was used
+};
+
+// The prompt a model folder's chat template makes of `messages` (a JSON array of {"role", "content", ...}),
+// with extra template variables (`variables`: name and JSON value, e.g. enable_thinking and false).
+// Throws tandem::Error naming the input that is not JSON or nests too deep, or the template's error.
+RenderedPrompt renderChatPrompt(const std::filesystem::path& modelDir, const JsonInput& messages,
+                                const std::vector<std::pair<std::string, JsonInput>>& variables, bool addGenerationPrompt);
+
 class Chat {
 public:
     // Reads the tokenizer and chat template of a model folder; `modelType` (config.json's model_type)

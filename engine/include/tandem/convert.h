@@ -39,7 +39,7 @@ Footprint estimateFootprintFromJson(const std::string& configJson, ExpertPrecisi
                                     const std::string& where = "config.json");
 
 struct ConvertRequest {
-    std::filesystem::path model;  // a Hugging Face model folder
+    std::filesystem::path model;  // a Hugging Face model folder, or a llama.cpp .gguf file
     std::filesystem::path out;    // the store to write (built in OUT.partial, renamed at the end)
     ExpertPrecision experts = ExpertPrecision::BF16;  // BF16, INT8 or INT4
     int threads = 0;              // <= 0: one per hardware thread
@@ -56,6 +56,9 @@ struct ConvertOutcome {
     bool cancelled = false;  // onProgress asked to stop; OUT.partial stays and the same request resumes it
     bool upToDate = false;   // OUT already held this conversion
     int packedLayers = 0, resumedLayers = 0;
+    bool denseResumed = false;     // the dense weights' file was kept from an interrupted run
+    std::uint64_t bytesWritten = 0;
+    double seconds = 0;
     std::filesystem::path store;
     // The finished store's verification record (tandem/store_check.h) could not be written: why. The
     // store is fine; it is read in full before its first use instead.

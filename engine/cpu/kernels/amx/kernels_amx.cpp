@@ -25,6 +25,7 @@
 #include "cpu/kernels/kernel_rows.h"
 #include "cpu/kernels/avx512/kernels_avx512.h"
 #include "cpu/kernels/avx512/simd_avx512.h"
+#include "tandem/tuning.h"
 
 namespace tandem::cpu {
 
@@ -134,28 +135,22 @@ int rowSum(const KernelRows& k, int r, int firstGroup, int groups) {
     return sum;
 }
 
-// Blocking of the BF16/INT8 kernels: overrides for tuning runs, read once, at the first call (this
-// file is compiled for AMX and AVX-512, so nothing in it may run at program start on other CPUs).
-int envInt(const char* name, int fallback) {
-    const char* v = std::getenv(name);
-    const int n = v && *v ? std::atoi(v) : fallback;
-    return n >= 0 ? n : fallback;
-}
-// A size from a tuning override in KiB (at least minKib), read once by each caller; the emulated build
-// (tests) takes `emulatedKib` instead, so that the test shapes run several blocks and groups.
-std::size_t kibSetting([[maybe_unused]] const char* name, [[maybe_unused]] int fallbackKib, [[maybe_unused]] int minKib,
-                       int emulatedKib) {
+// Blocking of the BF16/INT8 kernels (tandem::Tuning), read once, at the first call (this file is
+// compiled for AMX and AVX-512, so nothing in it may run at program start on other CPUs).
+// A size in KiB; the emulated build (tests) takes `emulatedKib` instead, so that the test shapes run
+// several blocks and groups.
+std::size_t kibSetting([[maybe_unused]] int settingKib, int emulatedKib) {
 #ifdef TANDEM_AMX_EMULATE
     return static_cast<std::size_t>(emulatedKib) << 10;
 #else
-    return static_cast<std::size_t>(std::clamp(envInt(name, fallbackKib), minKib, 1 << 20)) << 10;
+    return static_cast<std::size_t>(settingKib) << 10;
 #endif
 }
 // Bytes of activations (every row of a call over one cache block of inputs) that gate/up keeps in L2
 // while every panel passes over them: about half of a Sapphire Rapids core's 2 MiB
-// (TANDEM_AMX_SLICE_KIB overrides it for tuning runs).
+// (Tuning::amxSliceKib).
 std::size_t activationSliceBytes() {
-    static const std::size_t n = kibSetting("TANDEM_AMX_SLICE_KIB", 768, 16, 16);
+    static const std::size_t n = kibSetting(tuning().amxSliceKib, 16);
     return n;
 }
 // At most this many K blocks per cache block (0: only activationSliceBytes bounds it). Capping it so
@@ -163,22 +158,22 @@ std::size_t activationSliceBytes() {
 // and lost as often as it won (docs/BENCHMARKS.md), so by default the cache block is as long as the
 // activation slice allows.
 int cacheBlocksMax() {
-    static const int n = envInt("TANDEM_AMX_KC", 0);
+    static const int n = tuning().amxCacheBlocksMax;
     return n;
 }
 // Sums of this many bytes at most wait between cache blocks (a group of panels at a time), so they
-// stay in L2 next to the activations (TANDEM_AMX_ACC_KIB overrides it).
+// stay in L2 next to the activations (Tuning::amxAccKib).
 std::size_t accBytes() {
-    static const std::size_t n = kibSetting("TANDEM_AMX_ACC_KIB", 256, 4, 16);
+    static const std::size_t n = kibSetting(tuning().amxAccKib, 16);
     return n;
 }
 
 // Weights are streamed from memory by the first 32 rows of each panel (later rows find them in L2):
 // those rows ask for the B tiles 2 K blocks ahead, which took 8-18% off a 512-token layer on the GPU
-// machine's Xeon (docs/BENCHMARKS.md). TANDEM_AMX_PREFETCH=n overrides the distance (0: the hardware
+// machine's Xeon (docs/BENCHMARKS.md). Tuning::amxPrefetchBlocks is the distance (0: the hardware
 // prefetchers alone).
 int weightPrefetchBlocks() {
-    static const int n = envInt("TANDEM_AMX_PREFETCH", 2);
+    static const int n = tuning().amxPrefetchBlocks;
     return n;
 }
 
@@ -438,15 +433,11 @@ inline void int4GroupTiles(const std::byte* a, std::size_t stride, const Int4Gro
 
 // How many groups behind its tile products a group is scaled: by default 1, so the scaling of group
 // g - 1 follows the tile products of group g, the two overlap and the loads of the C tiles do not wait
-// on the tile stores just issued. TANDEM_AMX_INT4=serial (0: each group right after its tiles are
-// stored) and TANDEM_AMX_INT4_LAG=n (at most kMaxInt4Lag) for A/B runs on AMX hardware.
+// on the tile stores just issued. Tuning::amxInt4Lag (at most kMaxInt4Lag; 0: each group right after
+// its tiles are stored) for A/B runs on AMX hardware.
 constexpr int kMaxInt4Lag = 3;
 int int4Lag() {
-    static const int lag = [] {
-        const char* v = std::getenv("TANDEM_AMX_INT4");
-        if (v && std::string_view(v) == "serial") return 0;
-        return std::min(kMaxInt4Lag, envInt("TANDEM_AMX_INT4_LAG", 1));
-    }();
+    static const int lag = std::min(kMaxInt4Lag, tuning().amxInt4Lag);
     return lag;
 }
 
@@ -457,11 +448,11 @@ int int4Lag() {
 // hardware. Measured on the GPU machine (two A/B calls): INT4 layers of 512 tokens 3-17% faster on
 // all three shapes in both, 4096 tokens between 5% faster and 7% slower (noise); tried for BF16/INT8 too (the panel after the current one, over the same cache block), where it was
 // 9-15% better or worse by row, inside the machine's noise, so they keep the tb == 0 prefetch alone
-// (docs/BENCHMARKS.md). TANDEM_AMX_STREAM=0 turns it off (A/B runs).
+// (docs/BENCHMARKS.md). Tuning::amxStream false turns it off (A/B runs).
 class WeightStream {
 public:
     static bool enabled() {
-        static const bool on = envInt("TANDEM_AMX_STREAM", 1) != 0;
+        static const bool on = tuning().amxStream;
         return on;
     }
     void clear() { runs_ = run_ = line_ = lines_ = 0; }

@@ -245,14 +245,13 @@ constexpr int kGemmRows = 4;
 template <ExpertType Type, int MaxRows>
 void downKernel(const DownCall& c) {
     const int end = c.firstPanel + c.panelCount;
-    if constexpr (MaxRows == kGemvRows)
-        if (downRunsInDecode()) {
-            for (int q = c.firstPanel; q < end; q += kRunPanels)
-                forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) {
-                    downRuns<Type, NT, kRunPanels>(c, q, std::min(kRunPanels, end - q), downRows<NT>(c, r0));
-                });
-            return;
-        }
+    if constexpr (MaxRows == kGemvRows) {
+        for (int q = c.firstPanel; q < end; q += kRunPanels)
+            forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) {
+                downRuns<Type, NT, kRunPanels>(c, q, std::min(kRunPanels, end - q), downRows<NT>(c, r0));
+            });
+        return;
+    }
     for (int q = c.firstPanel; q < end; ++q)
         forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) { downRuns<Type, NT, 1>(c, q, 1, downRows<NT>(c, r0)); });
 }

@@ -8,23 +8,25 @@
 #include "cpu/kernels/kernel_rows.h"
 #include "cpu/kernels/avx512/kernels_avx512.h"
 #include "cpu/kernels/avx512/simd_avx512.h"
+#include "tandem/error.h"
+#include "tandem/tuning.h"
 
 namespace tandem::cpu {
 namespace {
 
 // Prefetch distance of the gate/up weight stream: two K blocks (2-4 KiB) ahead keeps the next page's
 // lines on their way while the hardware prefetcher restarts at each 4 KiB boundary.
-// TANDEM_CPU_PF_AHEAD (bytes; 0: no software prefetch in these kernels) changes it for measurements.
-inline long envOr(const char* name, long fallback) {
-    const char* v = std::getenv(name);
-    return v && *v ? std::atol(v) : fallback;
+// Tuning::avx512PrefetchBytes (TANDEM_CPU_PF_AHEAD; 0: no software prefetch in these kernels) changes it
+// for measurements. Read at program start: a malformed variable leaves the default here, and loading a
+// model reports it (tandem::tuning()).
+inline std::ptrdiff_t prefetchAheadSetting() {
+    try {
+        return tuning().avx512PrefetchBytes;
+    } catch (const Error&) {
+        return Tuning{}.avx512PrefetchBytes;
+    }
 }
-static const std::ptrdiff_t kPrefetchAhead = envOr("TANDEM_CPU_PF_AHEAD", 4096);
-// INT8 GEMM's down two panels at a time (downPanel); TANDEM_DOWN_PAIRS=0 one at a time, for A/B runs.
-inline bool pairedDown() {
-    static const bool on = envOr("TANDEM_DOWN_PAIRS", 1) != 0;
-    return on;
-}
+static const std::ptrdiff_t kPrefetchAhead = prefetchAheadSetting();
 
 inline void prefetchLine(const std::byte* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
 
@@ -369,7 +371,6 @@ void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
 // same steps in the same order as in downPanel, so the results are the same bits. Software prefetch
 // asks for the same run of the next chunk, and in the last chunk for `after`, the run read next (the
 // call's next run, or the next call's first: c.nextChunks), where the hardware does not follow.
-// (downRunsInDecode, kernel_rows.h, switches it off for A/B runs.)
 // A down panel's sums: int32 for INT8, float32 otherwise.
 template <ExpertType Type>
 struct DownSum {
@@ -472,11 +473,10 @@ void downKernel(const DownCall& c) {
     const int end = c.firstPanel + c.panelCount;
     if constexpr (MaxRows >= kGemmUnrollFrom) {
         int q = c.firstPanel;
-        if constexpr (Type == ExpertType::INT8)
-            if (pairedDown())
-                for (; q + 1 < end; q += 2) downGemmPanels<Type, MaxRows, 2>(c, q);
+        if constexpr (Type == ExpertType::INT8)  // two panels at a time (downPanel)
+            for (; q + 1 < end; q += 2) downGemmPanels<Type, MaxRows, 2>(c, q);
         for (; q < end; ++q) downGemmPanels<Type, MaxRows, 1>(c, q);
-    } else if (downRunsInDecode()) {
+    } else {
         // What each run reads after its last chunk: the next run's first piece, then the next call's.
         const std::byte* nextCall =
             c.nextChunks ? c.nextChunks + static_cast<std::ptrdiff_t>(c.firstPanel + c.nextPanelOffset) * kPieceBytes<Type> : nullptr;
@@ -487,9 +487,6 @@ void downKernel(const DownCall& c) {
                 downRuns<Type, NT>(c, q, std::min(kRunPanels, end - q), in, after);
             }
         });
-    } else {
-        for (int q = c.firstPanel; q < end; ++q)
-            forRowChunks<MaxRows>(c.act.rows, [&]<int NT>(int r0) { downPanel<Type, NT>(c, q, downRows<NT>(c, r0)); });
     }
 }
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "cuda/device_buffer.h"
-#include "cuda/expert_bridge.h"
-#include "cuda/gpu_weights.h"
+#include "runtime/gpu/expert_bridge.h"
+#include "runtime/gpu/gpu_weights.h"
 #include "cuda/host_sync.h"
 #include "runtime/model_runner.h"
 

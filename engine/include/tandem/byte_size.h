@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-namespace tandem::io {
+namespace tandem {
 
 std::string formatBytes(std::uint64_t bytes);
 
-}  // namespace tandem::io
+}  // namespace tandem

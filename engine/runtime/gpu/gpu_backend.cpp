@@ -5,9 +5,9 @@
 #include <string>
 
 #include "cuda/cublas_loader.h"
-#include "cuda/gpu_runner.h"
-#include "cuda/gpu_weights.h"
-#include "io/byte_size.h"
+#include "runtime/gpu/gpu_runner.h"
+#include "runtime/gpu/gpu_weights.h"
+#include "tandem/byte_size.h"
 #include "model/rope.h"
 #include "runtime/gpu_backend.h"
 
@@ -75,9 +75,9 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
     const std::uint64_t weightBytes = cuda::gpuWeightBytes(config, weights);
     const std::uint64_t sessionBytes = cuda::GpuRunner::deviceBytes(config, capacity, kPrefillChunk);
     if (weightBytes + sessionBytes + kHeadroomBytes > freeBytes) {
-        std::string message = "the model's GPU part needs " + io::formatBytes(weightBytes) + " for weights and " +
-                              io::formatBytes(sessionBytes) + " for a " + std::to_string(capacity) +
-                              "-token context, but the GPU has " + io::formatBytes(freeBytes) + " free.";
+        std::string message = "the model's GPU part needs " + tandem::formatBytes(weightBytes) + " for weights and " +
+                              tandem::formatBytes(sessionBytes) + " for a " + std::to_string(capacity) +
+                              "-token context, but the GPU has " + tandem::formatBytes(freeBytes) + " free.";
         if (weightBytes + kHeadroomBytes < freeBytes) {
             const std::uint64_t perToken = cuda::GpuRunner::deviceBytes(config, 2, kPrefillChunk) -
                                            cuda::GpuRunner::deviceBytes(config, 1, kPrefillChunk);

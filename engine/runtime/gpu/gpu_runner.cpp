@@ -1,4 +1,4 @@
-#include "cuda/gpu_runner.h"
+#include "runtime/gpu/gpu_runner.h"
 
 #include <algorithm>
 #include <chrono>

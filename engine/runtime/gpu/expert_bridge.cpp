@@ -1,4 +1,4 @@
-#include "cuda/expert_bridge.h"
+#include "runtime/gpu/expert_bridge.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,4 +1,4 @@
-#include "cuda/gpu_weights.h"
+#include "runtime/gpu/gpu_weights.h"
 
 #include <algorithm>
 #include <cstring>
@@ -210,6 +210,7 @@ GpuWeights uploadWeights(const model::ModelConfig& c, const model::ModelWeights&
         g.hasFp8 = true;
         g.largestFp8Cols = std::max(g.largestFp8Cols, m.cols);
     };
+    note(g.lmHead);
     for (std::size_t l = 0; l < w.layers.size(); ++l) {
         const model::LayerWeights& src = w.layers[l];
         GpuLayer& dst = g.layers[l];

@@ -1,0 +1,41 @@
+#pragma once
+// How the engine computes, never what: the kernels' blocking, prefetch distances, work split and the
+// GPU path's modes. Every default is the winner of a measured comparison in docs/BENCHMARKS.md; the
+// TANDEM_* environment variables override them for benchmark runs (and tests), read once per process.
+// tandem-cli --version and bench print the settings that differ from the defaults.
+//
+//   const tandem::Tuning& t = tandem::tuning();   // throws tandem::Error for a malformed variable
+#include <string>
+
+namespace tandem {
+
+struct Tuning {
+    // CPU expert kernels
+    std::string cpuIsa;             // TANDEM_CPU_ISA: scalar|avx2|avx512|amx; empty = the best this CPU runs
+    int simulatedNumaNodes = 0;     // TANDEM_NUMA_SIM: split the pool's cores into N pretend NUMA nodes (1..64)
+    int avx512PrefetchBytes = 4096; // TANDEM_CPU_PF_AHEAD: gate/up weight prefetch distance; 0 = none
+    int downJobsPerThread = 8;      // TANDEM_DOWN_JOBS: decode's down jobs per thread
+    int amxSliceKib = 768;          // TANDEM_AMX_SLICE_KIB: activations kept in L2 per cache block
+    int amxAccKib = 256;            // TANDEM_AMX_ACC_KIB: sums kept in L2 between cache blocks
+    int amxCacheBlocksMax = 0;      // TANDEM_AMX_KC: K blocks per cache block at most; 0 = the slice decides
+    int amxPrefetchBlocks = 2;      // TANDEM_AMX_PREFETCH: B tiles asked for this many K blocks ahead; 0 = none
+    int amxInt4Lag = 1;             // TANDEM_AMX_INT4_LAG: INT4 group sums this many groups behind (0..3)
+    bool amxStream = true;          // TANDEM_AMX_STREAM: INT4 panels asked for in L2 ahead of unpacking
+    // GPU path
+    bool gpuSplitPrecision = true;  // TANDEM_GPU_PRECISION=bf16 turns off split (hi + lo) GEMM inputs
+    bool gpuFp8 = false;            // TANDEM_GPU_FP8=1: FP8 weights stay FP8 on the GPU (see ARCHITECTURE)
+    bool gpuChain = true;           // TANDEM_GPU_CHAIN=0: no programmatic dependent launches
+    int gpuPrefetchMb = -1;         // TANDEM_GPU_PREFETCH_MB: next layer's weights into L2; -1 = half of L2
+    bool gpuProfile = false;        // TANDEM_GPU_PROFILE=1: per-stage GPU times of decode steps, printed at exit
+
+    // From the environment; throws tandem::Error naming the variable for a value out of its range.
+    static Tuning fromEnvironment();
+    // "TANDEM_AMX_KC=16 TANDEM_GPU_CHAIN=0": the variables whose values differ from the defaults;
+    // empty when none do.
+    std::string differences() const;
+};
+
+// The process's settings, read from the environment on the first call.
+const Tuning& tuning();
+
+}  // namespace tandem
