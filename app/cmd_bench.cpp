@@ -9,6 +9,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "tandem/engine.h"
+#include "tandem/tuning.h"
 
 namespace {
 
@@ -85,6 +86,8 @@ int runBench(const CommandArgs& argv) {
     std::fprintf(stderr, "building %s with random weights ...\n", shape.c_str());
     auto engine = tandem::Engine::synthetic(shape, options, static_cast<std::uint64_t>(args.integer("--seed", 1)));
     reportDevice(engine->info());
+    if (const std::string tuning = tandem::tuning().differences(); !tuning.empty())
+        std::printf("tuning: %s\n", tuning.c_str());
 
     std::mt19937 rng(7);
     std::uniform_int_distribution<int> token(0, engine->info().vocabSize - 1);

@@ -16,7 +16,6 @@
 #include "cli_args.h"
 #include "cli_common.h"
 #include "commands.h"
-#include "model/transformer.h"
 #include "tandem/engine.h"
 
 namespace {
@@ -70,16 +69,15 @@ private:
 };
 
 // The router's choice scores of every position run, [positions][MoE layers][experts], gathered from the
-// transformer's routing observer: a forward pass reports layer by layer, all of its tokens at once.
+// session's routing observer: a forward pass reports layer by layer, all of its tokens at once.
 class RoutingRecorder {
 public:
-    RoutingRecorder() {
-        tandem::model::Transformer::setRoutingObserver([this](int layer, std::size_t tokens, int experts, const float* choice) {
+    explicit RoutingRecorder(tandem::Session& session) {
+        session.setRoutingObserver([this](int layer, std::size_t tokens, int experts, const float* choice) {
             pass_.push_back({layer, tokens, std::vector<float>(choice, choice + tokens * static_cast<std::size_t>(experts))});
             experts_ = experts;
         });
     }
-    ~RoutingRecorder() { tandem::model::Transformer::setRoutingObserver({}); }
     RoutingRecorder(const RoutingRecorder&) = delete;
     RoutingRecorder& operator=(const RoutingRecorder&) = delete;
 
@@ -146,8 +144,6 @@ int runEval(const CommandArgs& argv) {
     options.contextLength = static_cast<int>(std::min<long long>(positions, std::numeric_limits<int>::max()));
     options.device = parseDevice(args.optional("--device").value_or("auto"));
     options.experts = parseExperts(args.optional("--experts").value_or("auto"));
-    std::optional<RoutingRecorder> routing;
-    if (args.optional("--router-out")) routing.emplace();
     auto engine = tandem::Engine::load(args.required("--model"), options);
     reportDevice(engine->info());
     if (positions > engine->info().contextLength)
@@ -160,6 +156,8 @@ int runEval(const CommandArgs& argv) {
                                 std::to_string(engine->info().vocabSize));
     auto session = engine->newSession();
     applyDeferral(args, *session);
+    std::optional<RoutingRecorder> routing;
+    if (args.optional("--router-out")) routing.emplace(*session);
     const std::size_t vocab = static_cast<std::size_t>(engine->info().vocabSize);
 
     LogitsWriter writer(args.required("--logits-out"));

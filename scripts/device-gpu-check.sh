@@ -7,10 +7,9 @@
 #               libutf8proc-dev, libutf8proc2, libnuma-dev, libnuma1 (dpkg -x into .deps, so .deps/usr)
 #   (the fixture models are tests/fixtures, tracked in the repository)
 # Steps: CHECKS=0 skips the fixture checks, BENCH=0 the benchmarks; BENCH_SHAPES, BENCH_EXPERTS,
-# BENCH_DEFER narrow them; BENCH_BRIDGE="queued inline" runs each with both ways of driving the CPU
-# pool (TANDEM_BRIDGE), BENCH_ROUNDS=2 repeats the lot, alternating, to show the machine's noise.
+# BENCH_DEFER narrow them; BENCH_ROUNDS=2 repeats the lot, alternating, to show the machine's noise.
 # BENCH_VARIANTS and MOE_VARIANTS run each benchmark once per variant, alternating: a variant is
-# "default" or comma-separated environment settings, e.g. BENCH_VARIANTS="default TANDEM_GPU_DECODE=generic"
+# "default" or comma-separated environment settings, e.g. BENCH_VARIANTS="default TANDEM_GPU_CHAIN=0"
 # or MOE_VARIANTS="default TANDEM_AMX_SLICE_KIB=384"; the tables name the variant of each row. A bench
 # variant "cli=/tmp/old/app/tandem-cli" runs another build (BASELINE=COMMIT builds one, below).
 # A MOE_VARIANTS variant may name another build the same way (cli=PATH).
@@ -91,11 +90,11 @@ if [[ ${BENCH:-1} == 1 ]]; then
   for round in $(seq "${BENCH_ROUNDS:-1}"); do
   for shape in ${BENCH_SHAPES:-deepseek-v2-lite qwen3-30b-a3b deepseek-v3-4l}; do
     for experts in ${BENCH_EXPERTS:-int4}; do
-      for bridge in ${BENCH_BRIDGE:-queued}; do
+      for bridge in queued; do
       for variant in ${BENCH_VARIANTS:-default}; do
         t0=$(date +%s)
         echo "== $shape $experts $bridge $variant" >>"$out/bench.log"
-        env $(variant_env "$variant") TANDEM_BRIDGE=$bridge "$(variant_cli "$variant")" bench --synthetic "$shape" --experts "$experts" \
+        env $(variant_env "$variant") "$(variant_cli "$variant")" bench --synthetic "$shape" --experts "$experts" \
           --prompt 512 --gen 128 --defer "${BENCH_DEFER:-0,2}" --device gpu --json 2>>"$out/bench.log" |
           tee -a "$out/bench.txt" | grep '^{' |
           sed "s|^{|{\"bridge\": \"$bridge\", \"variant\": \"$variant\", |" >>"$out/bench.jsonl"

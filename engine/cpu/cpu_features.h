@@ -31,7 +31,7 @@ Isa bestIsa();
 // Throws tandem::Error, saying what to do, for an unknown name or a level this machine cannot run.
 Isa resolveIsa(const char* override);
 
-// resolveIsa(getenv("TANDEM_CPU_ISA")), decided on the first call.
+// resolveIsa(tuning().cpuIsa) (TANDEM_CPU_ISA), decided on the first call.
 Isa selectedIsa();
 
 }  // namespace tandem::cpu

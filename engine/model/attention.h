@@ -14,12 +14,12 @@ namespace tandem::model {
 
 struct AttentionStep {
     const ModelConfig& config;
+    const LayerPlan& layer;
     const Rope& rope;
     const float* cos;  // [tokens, rope.dim() / 2] for positions start .. start + tokens - 1
     const float* sin;
     std::size_t tokens;
     int start;
-    int layer;
     model::KvCache& cache;
     cpu::ThreadPool& pool;
 };

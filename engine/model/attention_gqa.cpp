@@ -32,8 +32,8 @@ void gqaAttention(const AttentionStep& s, const GqaWeights& w, const float* x, f
             if (c.qkNorm) cpu::rmsNorm(kh, w.kNorm.data(), c.rmsNormEps, kh, hd);
             s.rope.rotate(kh, s.cos + t * half, s.sin + t * half);
         }
-        std::copy_n(&k[t * kvDim], kvDim, s.cache.row(s.layer, 0, s.start + static_cast<int>(t)));
-        std::copy_n(&v[t * kvDim], kvDim, s.cache.row(s.layer, 1, s.start + static_cast<int>(t)));
+        std::copy_n(&k[t * kvDim], kvDim, s.cache.row(s.layer.index, 0, s.start + static_cast<int>(t)));
+        std::copy_n(&v[t * kvDim], kvDim, s.cache.row(s.layer.index, 1, s.start + static_cast<int>(t)));
     }
 
     const float scale = attentionSoftmaxScale(c);
@@ -46,15 +46,15 @@ void gqaAttention(const AttentionStep& s, const GqaWeights& w, const float* x, f
             const int h = static_cast<int>(i % static_cast<std::size_t>(c.numHeads));
             const int kvh = h / group;
             const int pos = s.start + static_cast<int>(t);
-            const int first = c.slidingWindow ? std::max(0, pos - *c.slidingWindow + 1) : 0;
+            const int first = s.layer.window ? std::max(0, pos - *s.layer.window + 1) : 0;
             const float* qh = &q[t * qDim + h * hd];
             scores.resize(static_cast<std::size_t>(pos - first + 1));
             for (int j = first; j <= pos; ++j)
-                scores[j - first] = cpu::dot(qh, s.cache.row(s.layer, 0, j) + kvh * hd, hd) * scale;
+                scores[j - first] = cpu::dot(qh, s.cache.row(s.layer.index, 0, j) + kvh * hd, hd) * scale;
             cpu::softmax(scores.data(), scores.size());
             float* o = &ctx[t * qDim + h * hd];
             std::fill_n(o, hd, 0.0f);
-            for (int j = first; j <= pos; ++j) cpu::axpy(scores[j - first], s.cache.row(s.layer, 1, j) + kvh * hd, o, hd);
+            for (int j = first; j <= pos; ++j) cpu::axpy(scores[j - first], s.cache.row(s.layer.index, 1, j) + kvh * hd, o, hd);
         }
     });
     cpu::matmul(w.o, ctx.data(), qDim, T, out, H, s.pool);

@@ -40,8 +40,8 @@ void mlaAttention(const AttentionStep& s, const MlaWeights& w, const float* x, f
     cpu::matmul(w.kvA, x, H, T, kva.data(), kvaWidth, s.pool);
     for (std::size_t t = 0; t < T; ++t) {
         const int pos = s.start + static_cast<int>(t);
-        cpu::rmsNorm(&kva[t * kvaWidth], w.kvANorm.data(), c.rmsNormEps, s.cache.row(s.layer, 0, pos), latent);
-        float* kRope = s.cache.row(s.layer, 1, pos);
+        cpu::rmsNorm(&kva[t * kvaWidth], w.kvANorm.data(), c.rmsNormEps, s.cache.row(s.layer.index, 0, pos), latent);
+        float* kRope = s.cache.row(s.layer.index, 1, pos);
         std::copy_n(&kva[t * kvaWidth + latent], ropeDim, kRope);
         s.rope.rotate(kRope, s.cos + t * half, s.sin + t * half);
         for (std::size_t h = 0; h < heads; ++h) s.rope.rotate(&q[(t * heads + h) * qHead + nope], s.cos + t * half, s.sin + t * half);
@@ -72,12 +72,12 @@ void mlaAttention(const AttentionStep& s, const MlaWeights& w, const float* x, f
             const float* qr = &q[i * qHead + nope];
             scores.resize(static_cast<std::size_t>(pos + 1));
             for (int j = 0; j <= pos; ++j)
-                scores[j] = (cpu::dot(ql, s.cache.row(s.layer, 0, j), latent) +
-                             cpu::dot(qr, s.cache.row(s.layer, 1, j), ropeDim)) * scale;
+                scores[j] = (cpu::dot(ql, s.cache.row(s.layer.index, 0, j), latent) +
+                             cpu::dot(qr, s.cache.row(s.layer.index, 1, j), ropeDim)) * scale;
             cpu::softmax(scores.data(), scores.size());
             float* o = &ctxLatent[(t * heads + h) * latent];
             std::fill_n(o, latent, 0.0f);
-            for (int j = 0; j <= pos; ++j) cpu::axpy(scores[j], s.cache.row(s.layer, 0, j), o, latent);
+            for (int j = 0; j <= pos; ++j) cpu::axpy(scores[j], s.cache.row(s.layer.index, 0, j), o, latent);
         }
     });
 

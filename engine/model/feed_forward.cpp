@@ -87,10 +87,35 @@ private:
     cpu::ThreadPool& pool_;
 };
 
+class ComputedOnSubmit : public QueuedRoutedExperts {
+public:
+    explicit ComputedOnSubmit(std::unique_ptr<RoutedExperts> experts) : experts_(std::move(experts)) {}
+    void run(int layer, const float* x, std::size_t tokens, const int* ids, const float* weights, int topK, int firstSlot,
+             int lastSlot, float* out) override {
+        experts_->run(layer, x, tokens, ids, weights, topK, firstSlot, lastSlot, out);
+    }
+    void submit(int, int layer, const float* x, std::size_t tokens, const int* ids, const float* weights, int topK,
+                int firstSlot, int lastSlot, float* out, std::function<void()> onFinished) override {
+        run(layer, x, tokens, ids, weights, topK, firstSlot, lastSlot, out);
+        if (onFinished) onFinished();
+    }
+    void joinQueued() override {}
+    bool done(int) const override { return true; }
+    void wait(int) override {}
+    void keepAwakeFor(std::chrono::microseconds) override {}
+
+private:
+    std::unique_ptr<RoutedExperts> experts_;
+};
+
 }  // namespace
 
 std::unique_ptr<RoutedExperts> makeReferenceExperts(const ModelWeights& weights, cpu::ThreadPool& pool) {
     return std::make_unique<ReferenceExperts>(weights, pool);
+}
+
+std::unique_ptr<QueuedRoutedExperts> computeOnSubmit(std::unique_ptr<RoutedExperts> experts) {
+    return std::make_unique<ComputedOnSubmit>(std::move(experts));
 }
 
 }  // namespace tandem::model

@@ -1,9 +1,8 @@
 #include "model/kv_cache.h"
 
 #include <algorithm>
-#include <string>
+#include <stdexcept>
 
-#include "tandem/error.h"
 
 namespace tandem::model {
 
@@ -13,9 +12,8 @@ KvCache::KvCache(int layers, std::vector<int> streamWidths, int capacity)
 
 void KvCache::reserve(int positions) {
     if (positions <= reserved_) return;
-    if (positions > capacity_)
-        throw Error("the conversation needs " + std::to_string(positions) + " tokens of context, but the context length is " +
-                    std::to_string(capacity_) + "; start a new conversation or raise the context length");
+    // The session checks the context length before a pass (Session::Impl::checkTokens).
+    if (positions > capacity_) throw std::out_of_range("KvCache::reserve past the capacity");
     // Grow geometrically so a long decode reallocates only a few times.
     const int target = std::min(capacity_, std::max(positions, std::max(256, reserved_ * 2)));
     for (std::size_t i = 0; i < buffers_.size(); ++i)

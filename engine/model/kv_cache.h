@@ -11,7 +11,7 @@ public:
     KvCache(int layers, std::vector<int> streamWidths, int capacity);
 
     int capacity() const { return capacity_; }
-    // Makes room for positions [0, positions); throws tandem::Error past the capacity.
+    // Makes room for positions [0, positions) (never past the capacity: the session checks first).
     // Rows handed out earlier may move.
     void reserve(int positions);
     float* row(int layer, int stream, int position) {

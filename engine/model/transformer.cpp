@@ -8,18 +8,10 @@
 #include "cpu/dense/ops.h"
 #include "model/attention.h"
 #include "model/feed_forward.h"
+#include "model/forward.h"
 #include "tandem/error.h"
 
 namespace tandem::model {
-
-namespace {
-RoutingObserver& routingObserver() {
-    static RoutingObserver observer;
-    return observer;
-}
-}  // namespace
-
-void Transformer::setRoutingObserver(RoutingObserver observer) { routingObserver() = std::move(observer); }
 
 Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, RoutedExperts& experts,
                          cpu::ThreadPool& pool)
@@ -32,86 +24,114 @@ model::KvCache Transformer::makeCache(int capacity) const {
     return KvCache(c.numLayers, {kvDim, kvDim}, capacity);
 }
 
-void Transformer::feedForward(int layer, const float* normed, std::size_t T, const Deferral& deferral, float* branch,
-                              std::vector<float>& pending, double* expertSeconds) {
-    const ModelConfig& c = config_;
-    const LayerWeights& lw = weights_.layers[static_cast<std::size_t>(layer)];
-    const std::size_t n = T * static_cast<std::size_t>(c.hiddenSize);
-    std::vector<float> deferredOut;
-    if (lw.moe) {
-        const int k = c.router.topK;
-        const bool canDefer = layer + 1 < c.numLayers && c.isMoeLayer(layer + 1);
-        const int deferred = canDefer ? std::clamp(deferral.deferred, 0, k - 1) : 0;
-        std::vector<int> ids(T * static_cast<std::size_t>(k));
-        std::vector<float> weights(ids.size()), routed(n);
-        const RoutingObserver& observer = routingObserver();
-        std::vector<float> choice(observer ? T * static_cast<std::size_t>(c.numExperts) : 0);
-        routeTokens(c, *lw.moe, normed, T, ids.data(), weights.data(), pool_, observer ? choice.data() : nullptr);
-        if (observer) observer(layer, T, c.numExperts, choice.data());
-        if (lw.moe->shared)
-            denseMlp(*lw.moe->shared, normed, T, branch, pool_);
+// One forward pass over `tokens` at positions start.. (model/forward.h): the activations of the run,
+// and the deferred experts' output waiting for the layer they join.
+class Transformer::Pass : public ForwardPass {
+public:
+    Pass(const Transformer& t, std::span<const int> tokens, int start, KvCache& cache, const ForwardOptions& options,
+         std::vector<float>& logits, std::vector<double>* expertSeconds)
+        : t_(t), c_(t.config_), tokens_(tokens), start_(start), cache_(cache), options_(options), logits_(logits),
+          expertSeconds_(expertSeconds), T_(tokens.size()), H_(static_cast<std::size_t>(c_.hiddenSize)), x_(T_ * H_),
+          normed_(T_ * H_), branch_(T_ * H_) {}
+
+    void embed() override {
+        cache_.reserve(start_ + static_cast<int>(T_));
+        for (std::size_t t = 0; t < T_; ++t) t_.weights_.embed.dequantRow(tokens_[t], &x_[t * H_]);
+        const std::size_t half = static_cast<std::size_t>(t_.rope_.dim() / 2);
+        cos_.resize(T_ * half);
+        sin_.resize(T_ * half);
+        for (std::size_t t = 0; t < T_; ++t) t_.rope_.angles(start_ + static_cast<int>(t), &cos_[t * half], &sin_[t * half]);
+    }
+
+    void attentionBlock(const LayerPlan& layer) override {
+        const LayerWeights& lw = t_.weights_.layers[static_cast<std::size_t>(layer.index)];
+        normalize(lw.inputNorm);
+        const AttentionStep step{c_, layer, t_.rope_, cos_.data(), sin_.data(), T_, start_, cache_, t_.pool_};
+        if (layer.attention == AttentionKind::Mla)
+            mlaAttention(step, lw.mla, normed_.data(), branch_.data());
         else
-            std::fill_n(branch, n, 0.0f);
-        const auto t0 = std::chrono::steady_clock::now();
-        experts_.run(layer, normed, T, ids.data(), weights.data(), k, 0, k - deferred, routed.data());
-        for (std::size_t i = 0; i < n; ++i) branch[i] += routed[i];
-        if (deferred > 0 && !deferral.skip) {
-            deferredOut.resize(n);
-            experts_.run(layer, normed, T, ids.data(), weights.data(), k, k - deferred, k, deferredOut.data());
+            gqaAttention(step, lw.gqa, normed_.data(), branch_.data());
+        addBranch();
+    }
+
+    void feedForwardBlock(const LayerPlan& layer) override {
+        const LayerWeights& lw = t_.weights_.layers[static_cast<std::size_t>(layer.index)];
+        normalize(lw.postAttentionNorm);
+        const std::size_t n = T_ * H_;
+        float* branch = branch_.data();
+        std::vector<float> deferredOut;
+        if (layer.moe) {
+            const int k = c_.router.topK;
+            const Deferral& deferral = options_.deferral;
+            const int deferred = deferredExperts(layer, k, deferral.deferred);
+            std::vector<int> ids(T_ * static_cast<std::size_t>(k));
+            std::vector<float> weights(ids.size()), routed(n);
+            const RoutingObserver* observer = options_.routing && *options_.routing ? options_.routing : nullptr;
+            std::vector<float> choice(observer ? T_ * static_cast<std::size_t>(c_.numExperts) : 0);
+            routeTokens(c_, *lw.moe, normed_.data(), T_, ids.data(), weights.data(), t_.pool_, observer ? choice.data() : nullptr);
+            if (observer) (*observer)(layer.index, T_, c_.numExperts, choice.data());
+            if (lw.moe->shared)
+                denseMlp(*lw.moe->shared, normed_.data(), T_, branch, t_.pool_);
+            else
+                std::fill_n(branch, n, 0.0f);
+            const auto t0 = std::chrono::steady_clock::now();
+            t_.experts_.run(layer.index, normed_.data(), T_, ids.data(), weights.data(), k, 0, k - deferred, routed.data());
+            for (std::size_t i = 0; i < n; ++i) branch[i] += routed[i];
+            if (deferred > 0 && !deferral.skip) {
+                deferredOut.resize(n);
+                t_.experts_.run(layer.index, normed_.data(), T_, ids.data(), weights.data(), k, k - deferred, k,
+                                deferredOut.data());
+            }
+            if (expertSeconds_)
+                (*expertSeconds_)[static_cast<std::size_t>(layer.index)] +=
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        } else {
+            denseMlp(*lw.dense, normed_.data(), T_, branch, t_.pool_);
         }
-        if (expertSeconds) *expertSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    } else {
-        denseMlp(*lw.dense, normed, T, branch, pool_);
+        // The previous layer's deferred experts (if it deferred any) join this layer's output.
+        if (layer.deferredFrom >= 0 && !pending_.empty())
+            for (std::size_t i = 0; i < n; ++i) branch[i] += pending_[i];
+        pending_ = std::move(deferredOut);
+        addBranch();
     }
-    if (!pending.empty())
-        for (std::size_t i = 0; i < n; ++i) branch[i] += pending[i];
-    pending = std::move(deferredOut);
-}
 
-void Transformer::forward(std::span<const int> tokens, int start, model::KvCache& cache, const ForwardOptions& options,
+    void head() override {
+        const std::size_t first = options_.logits == LogitsFor::AllTokens ? 0 : T_ - 1;
+        const std::size_t rows = T_ - first;
+        for (std::size_t t = first; t < T_; ++t)
+            cpu::rmsNorm(&x_[t * H_], t_.weights_.finalNorm.data(), c_.rmsNormEps, &normed_[t * H_], H_);
+        const auto V = static_cast<std::size_t>(c_.vocabSize);
+        logits_.resize(rows * V);
+        cpu::matmul(t_.weights_.lmHead, &normed_[first * H_], H_, rows, logits_.data(), V, t_.pool_);
+    }
+
+private:
+    void normalize(const std::vector<float>& weight) {
+        for (std::size_t t = 0; t < T_; ++t) cpu::rmsNorm(&x_[t * H_], weight.data(), c_.rmsNormEps, &normed_[t * H_], H_);
+    }
+    void addBranch() {
+        for (std::size_t i = 0; i < T_ * H_; ++i) x_[i] += branch_[i];
+    }
+
+    const Transformer& t_;
+    const ModelConfig& c_;
+    std::span<const int> tokens_;
+    int start_;
+    KvCache& cache_;
+    const ForwardOptions& options_;
+    std::vector<float>& logits_;
+    std::vector<double>* expertSeconds_;
+    std::size_t T_, H_;
+    std::vector<float> x_, normed_, branch_, cos_, sin_;
+    std::vector<float> pending_;  // the deferred experts' output, for the layer they join
+};
+
+void Transformer::forward(std::span<const int> tokens, int start, KvCache& cache, const ForwardOptions& options,
                           std::vector<float>& logits, std::vector<double>* expertSeconds) {
+    if (tokens.empty()) throw Error("nothing to run: no tokens were given");
     if (expertSeconds) expertSeconds->resize(static_cast<std::size_t>(config_.numLayers), 0.0);
-    const ModelConfig& c = config_;
-    const std::size_t T = tokens.size();
-    const auto H = static_cast<std::size_t>(c.hiddenSize);
-    if (T == 0) throw Error("nothing to run: no tokens were given");
-    for (const int id : tokens)
-        if (id < 0 || id >= c.vocabSize)
-            throw Error("token id " + std::to_string(id) + " is outside the model's vocabulary of " +
-                        std::to_string(c.vocabSize));
-    cache.reserve(start + static_cast<int>(T));
-
-    std::vector<float> x(T * H), normed(T * H), branch(T * H);
-    for (std::size_t t = 0; t < T; ++t) weights_.embed.dequantRow(tokens[t], &x[t * H]);
-
-    const std::size_t half = static_cast<std::size_t>(rope_.dim() / 2);
-    std::vector<float> cos(T * half), sin(T * half);
-    for (std::size_t t = 0; t < T; ++t) rope_.angles(start + static_cast<int>(t), &cos[t * half], &sin[t * half]);
-
-    std::vector<float> pendingDeferred;
-    for (int l = 0; l < c.numLayers; ++l) {
-        const LayerWeights& lw = weights_.layers[static_cast<std::size_t>(l)];
-        for (std::size_t t = 0; t < T; ++t) cpu::rmsNorm(&x[t * H], lw.inputNorm.data(), c.rmsNormEps, &normed[t * H], H);
-        const AttentionStep step{c, rope_, cos.data(), sin.data(), T, start, l, cache, pool_};
-        if (c.attention == AttentionKind::Mla)
-            mlaAttention(step, lw.mla, normed.data(), branch.data());
-        else
-            gqaAttention(step, lw.gqa, normed.data(), branch.data());
-        for (std::size_t i = 0; i < T * H; ++i) x[i] += branch[i];
-
-        for (std::size_t t = 0; t < T; ++t)
-            cpu::rmsNorm(&x[t * H], lw.postAttentionNorm.data(), c.rmsNormEps, &normed[t * H], H);
-        feedForward(l, normed.data(), T, options.deferral, branch.data(), pendingDeferred,
-                    expertSeconds ? &(*expertSeconds)[static_cast<std::size_t>(l)] : nullptr);
-        for (std::size_t i = 0; i < T * H; ++i) x[i] += branch[i];
-    }
-
-    const std::size_t first = options.logits == LogitsFor::AllTokens ? 0 : T - 1;
-    const std::size_t rows = T - first;
-    for (std::size_t t = first; t < T; ++t) cpu::rmsNorm(&x[t * H], weights_.finalNorm.data(), c.rmsNormEps, &normed[t * H], H);
-    const auto V = static_cast<std::size_t>(c.vocabSize);
-    logits.resize(rows * V);
-    cpu::matmul(weights_.lmHead, &normed[first * H], H, rows, logits.data(), V, pool_);
+    Pass pass(*this, tokens, start, cache, options, logits, expertSeconds);
+    runForward(config_, pass);
 }
 
 }  // namespace tandem::model

@@ -1,6 +1,6 @@
 #pragma once
-// The decoder stack of every supported architecture on the CPU: embeddings, layers of attention
-// (GQA or MLA) and feed-forward (dense or mixture of experts), the final norm and the lm_head.
+// The forward pass (model/forward.h) on the CPU: embeddings, layers of attention (GQA or MLA) and
+// feed-forward (dense or mixture of experts), the final norm and the lm_head.
 #include <cstddef>
 #include <functional>
 #include <span>
@@ -12,6 +12,7 @@
 #include "model/routed_experts.h"
 #include "model/weights.h"
 #include "model/kv_cache.h"
+#include "tandem/engine.h"
 
 namespace tandem::model {
 
@@ -26,22 +27,16 @@ struct Deferral {
     bool skip = false;
 };
 
+using tandem::RoutingObserver;  // tandem/engine.h
+
 struct ForwardOptions {
     LogitsFor logits = LogitsFor::LastToken;
     Deferral deferral;
+    const RoutingObserver* routing = nullptr;  // sees the routers' choice scores (the CPU path only)
 };
-
-// Diagnostics (tandem-cli eval --router-out): sees the router's choice scores of every MoE layer the
-// CPU path runs, `tokens` rows of `experts` scores (routeToken's `choice`) per layer and forward pass,
-// in layer order. The GPU path routes on the GPU and calls none.
-using RoutingObserver = std::function<void(int layer, std::size_t tokens, int experts, const float* choice)>;
 
 class Transformer {
 public:
-    // One observer for the process, set before any model runs and cleared ({}) after; not for sessions
-    // running at the same time.
-    static void setRoutingObserver(RoutingObserver observer);
-
     Transformer(const ModelConfig& config, const ModelWeights& weights, RoutedExperts& experts, cpu::ThreadPool& pool);
 
     // Runs `tokens` at positions start .. start + n - 1, appending them to `cache`, and writes the logits
@@ -54,10 +49,7 @@ public:
     model::KvCache makeCache(int capacity) const;
 
 private:
-    // The feed-forward block of layer l into `branch`, with the deferred experts of the previous layer
-    // (in/out: `pending`) joined in and this layer's own deferred part left in `pending`.
-    void feedForward(int layer, const float* normed, std::size_t tokens, const Deferral& deferral, float* branch,
-                     std::vector<float>& pending, double* expertSeconds);
+    class Pass;
 
     const ModelConfig& config_;
     const ModelWeights& weights_;

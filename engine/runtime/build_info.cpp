@@ -1,4 +1,5 @@
 #include "tandem/build_info.h"
+#include "tandem/tuning.h"
 
 #include <cstdlib>
 
@@ -27,12 +28,18 @@ BuildInfo collect() {
     info.cuda = TANDEM_BUILT_WITH_CUDA;
     info.cudaVersion = TANDEM_CUDA_VERSION;
     for (const cpu::Isa isa : cpu::kAllIsas) info.cpuKernels.emplace_back(cpu::isaName(isa));
-    const char* forced = std::getenv("TANDEM_CPU_ISA");
-    info.cpuKernelSource = forced && *forced ? "TANDEM_CPU_ISA" : "best for this CPU";
+    // A malformed tuning variable: --version still answers, and says what loading a model would say.
+    Tuning tuning;
     try {
-        info.cpuKernel = cpu::isaName(cpu::resolveIsa(forced));
+        tuning = Tuning::fromEnvironment();
+        info.tuning = tuning.differences();
     } catch (const Error& e) {
-        // A bad TANDEM_CPU_ISA: --version still answers, and says what loading a model would say.
+        info.tuning = std::string("none read: ") + e.what();
+    }
+    info.cpuKernelSource = tuning.cpuIsa.empty() ? "best for this CPU" : "TANDEM_CPU_ISA";
+    try {
+        info.cpuKernel = cpu::isaName(cpu::resolveIsa(tuning.cpuIsa.c_str()));
+    } catch (const Error& e) {
         info.cpuKernel = std::string("none: ") + e.what();
     }
     info.compiler = compilerName();
@@ -59,6 +66,7 @@ std::string describeBuild(const std::string& program) {
     text += "CPU kernels built: " + joined(b.cpuKernels) + "\n";
     text += "CPU kernel used: " + b.cpuKernel + " (" + b.cpuKernelSource + ")\n";
     text += "Compiler: " + b.compiler + "\n";
+    text += "Tuning: " + (b.tuning.empty() ? std::string("the measured defaults") : b.tuning) + "\n";
     return text;
 }
 

@@ -166,7 +166,7 @@ struct Engine::Impl {
 
     runtime::ExpertsFactory expertsFactory() {
         if (packed) return [this] { return packed->newRunner(); };
-        return [this] { return model::makeReferenceExperts(weights, pool); };
+        return [this] { return model::computeOnSubmit(model::makeReferenceExperts(weights, pool)); };
     }
 
     void chooseDevice(Device device) {
@@ -210,13 +210,30 @@ struct Engine::Impl {
 struct Session::Impl {
     explicit Impl(Engine::Impl& e) : engine(e), runner(e.newRunner(true)), onGpu(e.gpu != nullptr) {}
 
+    // The inputs of every forward pass, checked here once for both paths: each id in the vocabulary, and
+    // room for them in the context.
+    void checkTokens(std::span<const int> tokens, int start) const {
+        if (tokens.empty()) throw Error("nothing to run: no tokens were given");
+        const ModelInfo& info = engine.info;
+        if (start + static_cast<long>(tokens.size()) > info.contextLength)
+            throw Error("the conversation needs " + std::to_string(start + tokens.size()) +
+                        " tokens of context, but the context length is " + std::to_string(info.contextLength) +
+                        "; start a new conversation or raise the context length");
+        for (const int id : tokens)
+            if (id < 0 || id >= info.vocabSize)
+                throw Error("token id " + std::to_string(id) + " is outside the model's vocabulary of " +
+                            std::to_string(info.vocabSize));
+    }
+
     // Runs tokens after the context. A GPU failure moves the session to the CPU: the context is run
     // again there, so the conversation goes on.
     void forward(std::span<const int> tokens, model::LogitsFor which) {
         model::ForwardOptions options;
         options.logits = which;
         if (tokens.size() == 1 || deferInPrefill) options.deferral = {deferred.load(), skipDeferred.load()};
+        if (routing) options.routing = &routing;
         const int start = static_cast<int>(context.size());
+        checkTokens(tokens, start);
         try {
             runner->forward(tokens, start, options, logits);
         } catch (const Error& e) {
@@ -246,6 +263,7 @@ struct Session::Impl {
     std::atomic<int> deferred{0};
     std::atomic<bool> skipDeferred{false};
     std::atomic<bool> deferInPrefill{false};
+    RoutingObserver routing;
     std::vector<int> context;  // the tokens whose keys and values are in the cache
     std::vector<float> logits;
 };
@@ -292,6 +310,8 @@ void Session::setPrefillDeferral(bool on) { impl_->deferInPrefill = on; }
 bool Session::prefillDeferral() const { return impl_->deferInPrefill; }
 
 DecodeProfile Session::takeDecodeProfile() { return impl_->runner->takeProfile(); }
+
+void Session::setRoutingObserver(RoutingObserver observer) { impl_->routing = std::move(observer); }
 
 const std::vector<float>& Session::append(std::span<const int> tokens, Logits which) {
     impl_->forward(tokens, which == Logits::All ? model::LogitsFor::AllTokens : model::LogitsFor::LastToken);

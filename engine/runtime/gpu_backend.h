@@ -22,7 +22,7 @@ public:
 };
 
 // Gives each runner its own view of the routed experts (the GPU path's expert bridge calls them).
-using ExpertsFactory = std::function<std::unique_ptr<model::RoutedExperts>()>;
+using ExpertsFactory = std::function<std::unique_ptr<model::QueuedRoutedExperts>()>;
 
 // nullptr, with `reason` set, when there is no usable GPU. Throws tandem::Error when there is one but
 // the model does not fit, saying what would.

@@ -12,7 +12,7 @@ namespace tandem::runtime {
 
 namespace {
 
-class PackedRunner : public model::RoutedExperts {
+class PackedRunner : public model::QueuedRoutedExperts {
 public:
     PackedRunner(const std::vector<std::unique_ptr<cpu::PackedMoeLayer>>& layers, int hidden, cpu::ExpertPool& pool)
         : layers_(layers), hidden_(static_cast<std::size_t>(hidden)), pool_(pool), runner_(pool) {}
@@ -138,7 +138,7 @@ std::uint64_t PackedExperts::ownedBytes() const {
     return n;
 }
 
-std::unique_ptr<model::RoutedExperts> PackedExperts::newRunner() {
+std::unique_ptr<model::QueuedRoutedExperts> PackedExperts::newRunner() {
     return std::make_unique<PackedRunner>(layers_, config_.hiddenSize, pool_.experts());
 }
 

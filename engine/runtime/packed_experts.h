@@ -36,7 +36,7 @@ public:
     std::uint64_t ownedBytes() const;
 
     // A runner for one thread's calls: the engine thread's, or the GPU path's expert bridge.
-    std::unique_ptr<model::RoutedExperts> newRunner();
+    std::unique_ptr<model::QueuedRoutedExperts> newRunner();
 
 private:
     const model::ModelConfig& config_;

@@ -3,7 +3,7 @@
 // bridge is served as the engine thread serves it (pumpUntil), or from a second thread while the test
 // waits as a host node does.
 // Run with the reference experts (computed on the bridge thread) and with the packed CPU engine, whose
-// parts are queued on the pool (TANDEM_BRIDGE=queued, the default) or run by the bridge thread (inline).
+// parts are queued on the pool.
 #include <QTest>
 #include <chrono>
 #include <optional>
@@ -33,8 +33,8 @@ class ExpertBridgeTest : public QObject {
 
         // The experts of a data row: "reference", or "packed" (bf16 experts, whose parts are exact to
         // rounding against a whole run of the same kernels).
-        std::unique_ptr<model::RoutedExperts> experts(const QString& kind) {
-            if (kind == "reference") return model::makeReferenceExperts(weights, pool);
+        std::unique_ptr<model::QueuedRoutedExperts> experts(const QString& kind) {
+            if (kind == "reference") return model::computeOnSubmit(model::makeReferenceExperts(weights, pool));
             if (!packed) packed = std::make_unique<runtime::PackedExperts>(config, weights, io::ExpertType::BF16, pool);
             return packed->newRunner();
         }
@@ -42,10 +42,8 @@ class ExpertBridgeTest : public QObject {
 
     static void addRows() {
         QTest::addColumn<QString>("experts");
-        QTest::addColumn<QByteArray>("mode");
-        QTest::newRow("reference") << "reference" << QByteArray("queued");
-        QTest::newRow("packed, queued") << "packed" << QByteArray("queued");
-        QTest::newRow("packed, inline") << "packed" << QByteArray("inline");
+        QTest::newRow("reference") << "reference";
+        QTest::newRow("packed") << "packed";
     }
 
     // Serves the bridge until the GPU's wait at this slot (and the previous one's deferred part) is over.
@@ -63,8 +61,6 @@ private slots:
     void immediatePlusDeferredIsExact_data() { addRows(); }
     void immediatePlusDeferredIsExact() {
         QFETCH(QString, experts);
-        QFETCH(QByteArray, mode);
-        qputenv("TANDEM_BRIDGE", mode);
         Fixture f;
         auto runner = f.experts(experts);
         auto whole = f.experts(experts);  // the same computation in one part, for comparison
@@ -131,8 +127,6 @@ private slots:
         // An expert id out of range makes the CPU side throw: the GPU side must still be released,
         // and the failure must reach the engine thread.
         QFETCH(QString, experts);
-        QFETCH(QByteArray, mode);
-        qputenv("TANDEM_BRIDGE", mode);
         Fixture f;
         const int H = f.config.hiddenSize, k = f.config.router.topK;
         std::vector<float> x(static_cast<std::size_t>(H), 0.5f), out(x.size()), deferred(x.size());
@@ -156,8 +150,6 @@ private slots:
     void alternatingSlotsOverlap_data() { addRows(); }
     void alternatingSlotsOverlap() {
         QFETCH(QString, experts);
-        QFETCH(QByteArray, mode);
-        qputenv("TANDEM_BRIDGE", mode);
         Fixture f;
         auto whole = f.experts(experts);
         const int H = f.config.hiddenSize, k = f.config.router.topK;

@@ -16,6 +16,9 @@ struct BuildInfo {
     std::string cpuKernel;                // the kernel this machine runs ("avx512"), or why none can run
     std::string cpuKernelSource;          // why that one: "best for this CPU" or "TANDEM_CPU_ISA"
     std::string compiler;                 // "GCC 12.2.0"
+    // The tuning settings (tandem/tuning.h) that differ from the defaults, "TANDEM_AMX_KC=16 ..."; empty
+    // when none do; or why they cannot be read.
+    std::string tuning;
 };
 
 // Decided once per process (the CPU kernel choice reads CPUID and TANDEM_CPU_ISA).

@@ -4,6 +4,7 @@
 //   auto engine = tandem::Engine::load("/models/Qwen3-30B-A3B");
 //   auto session = engine->newSession();
 //   session->generate(promptIds, options, [](int token) { ...; return true; });
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -131,6 +132,10 @@ struct GenerationStats {
 
 enum class Logits { Last, All };
 
+// Sees the router's choice scores of every MoE layer of a forward pass (tandem-cli eval --router-out):
+// `tokens` rows of `experts` scores per layer, in layer order. The CPU path only: the GPU routes on the GPU.
+using RoutingObserver = std::function<void(int layer, std::size_t tokens, int experts, const float* scores)>;
+
 class Engine;
 
 // One conversation: a KV cache and the position in it.
@@ -170,6 +175,9 @@ public:
 
     // The profile of the single-token forward passes since the last call (append() or generate()).
     DecodeProfile takeDecodeProfile();
+
+    // Every forward pass from now on reports its routing to `observer` (empty: none). Not while a pass runs.
+    void setRoutingObserver(RoutingObserver observer);
 
 private:
     friend class Engine;

@@ -9,9 +9,9 @@
 
 namespace tandem::cuda {
 
-ExpertBridge::ExpertBridge(const model::ModelConfig& config, std::unique_ptr<model::RoutedExperts> experts,
-                           std::vector<ExpertSlot*> slots, Mode mode)
-    : config_(config), experts_(std::move(experts)), slots_(std::move(slots)), mode_(mode),
+ExpertBridge::ExpertBridge(const model::ModelConfig& config, std::unique_ptr<model::QueuedRoutedExperts> experts,
+                           std::vector<ExpertSlot*> slots)
+    : config_(config), experts_(std::move(experts)), slots_(std::move(slots)),
       cpuSeconds_(static_cast<std::size_t>(config.numLayers)), finishedAt_(2 * slots_.size()) {
     inFlight_.reserve(2 * slots_.size());  // two parts per slot at most: pushing never allocates
 }
@@ -27,11 +27,6 @@ ExpertBridge::ServeMeanwhile::ServeMeanwhile(ExpertBridge& bridge)
 ExpertBridge::ServeMeanwhile::~ServeMeanwhile() {
     stop_ = true;
     thread_.join();
-}
-
-ExpertBridge::Mode ExpertBridge::modeFromEnvironment() {
-    const char* mode = std::getenv("TANDEM_BRIDGE");
-    return mode && std::string(mode) == "inline" ? Mode::Inline : Mode::Queued;
 }
 
 void ExpertBridge::pumpUntil(const std::function<bool()>& finished, Idle idle) {
@@ -72,34 +67,6 @@ void ExpertBridge::rethrowFailure() {
     if (failure) std::rethrow_exception(failure);
 }
 
-bool ExpertBridge::canDefer(int layer) const { return layer + 1 < config_.numLayers && config_.isMoeLayer(layer + 1); }
-
-void ExpertBridge::process(ExpertSlot& s, std::uint64_t submission) {
-    std::atomic_thread_fence(std::memory_order_acquire);  // the slot's data was written before `ready`
-    const int layer = s.control->layer;
-    const int k = config_.router.topK;
-    const int deferred = canDefer(layer) ? std::clamp(deferred_.load(std::memory_order_relaxed), 0, k - 1) : 0;
-    const auto tokens = static_cast<std::size_t>(s.tokens);
-    const auto start = Clock::now();
-    try {
-        experts_->run(layer, s.x, tokens, s.ids, s.weights, k, 0, k - deferred, s.immediateOut);
-    } catch (...) {
-        recordFailure();  // the GPU must never wait forever: publish an (empty) result
-    }
-    std::atomic_thread_fence(std::memory_order_release);
-    s.control->immediateDone = submission;
-    try {
-        if (deferred > 0 && !skip_.load(std::memory_order_relaxed))
-            experts_->run(layer, s.x, tokens, s.ids, s.weights, k, k - deferred, k, s.deferredOut);
-        else
-            std::memset(s.deferredOut, 0, tokens * static_cast<std::size_t>(config_.hiddenSize) * sizeof(float));
-    } catch (...) {
-        recordFailure();
-    }
-    std::atomic_thread_fence(std::memory_order_release);
-    s.control->deferredDone = submission;
-    cpuSeconds_[static_cast<std::size_t>(layer)] += std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 void ExpertBridge::recordFailure() {
     if (!failure_) failure_ = std::current_exception();
@@ -113,7 +80,8 @@ void ExpertBridge::queue(ExpertSlot& s, int slotIndex, std::uint64_t submission)
     std::atomic_thread_fence(std::memory_order_acquire);  // the slot's data was written before `ready`
     const int layer = s.control->layer;
     const int k = config_.router.topK;
-    const int deferred = canDefer(layer) ? std::clamp(deferred_.load(std::memory_order_relaxed), 0, k - 1) : 0;
+    const int deferred =
+        model::deferredExperts(config_.layers[static_cast<std::size_t>(layer)], k, deferred_.load(std::memory_order_relaxed));
     const bool runDeferred = deferred > 0 && !skip_.load(std::memory_order_relaxed);
     const auto tokens = static_cast<std::size_t>(s.tokens);
     const int lane = 2 * slotIndex;
@@ -191,10 +159,7 @@ bool ExpertBridge::pumpOnce() {
         ExpertSlot* s = slots_[i];
         const std::uint64_t submission = s->control->ready;
         if (submission > s->handled) {
-            if (mode_ == Mode::Queued)
-                queue(*s, static_cast<int>(i), submission);
-            else
-                process(*s, submission);
+            queue(*s, static_cast<int>(i), submission);
             s->handled = submission;
             any = true;
         }

@@ -6,10 +6,9 @@
 // first and waited for at its own layer; the deferred part is flagged next and waited for at the next
 // MoE layer, so it overlaps that layer's attention on the GPU.
 //
-// Signals travel through a SlotControl in host memory mapped into the GPU. Two ways to drive them,
-// chosen per runner (TANDEM_GPU_WAIT, measured in docs/BENCHMARKS.md):
-//   spin  GPU kernels write `ready` and spin on the done flags (no CUDA driver involvement);
-//   host  host nodes of the stream/graph do the same on the CPU (cudaLaunchHostFunc).
+// Signals travel through a SlotControl in host memory mapped into the GPU: GPU kernels write `ready`
+// and spin on the done flags, with no CUDA driver involvement (host nodes of the graph doing the same
+// through cudaLaunchHostFunc were slower, docs/BENCHMARKS.md).
 //
 // The engine thread, which has nothing else to do while the GPU runs a forward pass, serves the bridge
 // (pumpUntil) until the GPU's work is done, on the core the CPU pool leaves to its caller: no second
@@ -19,11 +18,10 @@
 // loading, a full launch queue), and the GPU may be waiting for the CPU at that moment. A decode step
 // is one graph launch, so it needs no helper.
 //
-// How the bridge drives the CPU pool (TANDEM_BRIDGE, measured in docs/BENCHMARKS.md):
-//   queued  (default) a layer's parts are queued on the pool together and the serving thread takes
-//           its share of both; each part raises its flag from whichever thread finishes it last, and
-//           the workers go from the immediate part to the deferred part without waiting for each other;
-//   inline  the serving thread runs each part with the workers, raising the flag after each.
+// A layer's parts are queued on the CPU pool together and the serving thread takes its share of both;
+// each part raises its flag from whichever thread finishes it last, and the workers go from the
+// immediate part to the deferred part without waiting for each other (running each part in turn with
+// the serving thread, raising the flag after each, was slower: docs/BENCHMARKS.md).
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -35,6 +33,7 @@
 
 #include "cuda/slot_control.h"
 #include "model/config.h"
+#include "model/forward.h"
 #include "model/routed_experts.h"
 
 namespace tandem::cuda {
@@ -52,11 +51,8 @@ struct ExpertSlot {
 
 class ExpertBridge {
 public:
-    enum class Mode { Queued, Inline };
-    static Mode modeFromEnvironment();
-
-    ExpertBridge(const model::ModelConfig& config, std::unique_ptr<model::RoutedExperts> experts,
-                 std::vector<ExpertSlot*> slots, Mode mode = modeFromEnvironment());
+    ExpertBridge(const model::ModelConfig& config, std::unique_ptr<model::QueuedRoutedExperts> experts,
+                 std::vector<ExpertSlot*> slots);
     ~ExpertBridge();  // waits for parts still on the pool
     ExpertBridge(const ExpertBridge&) = delete;
     ExpertBridge& operator=(const ExpertBridge&) = delete;
@@ -90,7 +86,7 @@ public:
         std::thread thread_;
     };
 
-    // Host mode: what the host nodes do.
+    // What the GPU's signal and wait kernels do (host_sync.h), from the host: for tests that play the GPU.
     static void submitFromHost(ExpertSlot& slot, int layer);
     static void waitFromHost(const ExpertSlot& slot, const ExpertSlot* previous);
 
@@ -110,20 +106,17 @@ private:
     // One round: start what has been signalled, raise the flags of what has finished. True if it did
     // anything.
     bool pumpOnce();
-    void process(ExpertSlot& slot, std::uint64_t submission);
     void queue(ExpertSlot& slot, int slotIndex, std::uint64_t submission);
     void reap();
     void retire(int lane);
     void retireAt(std::size_t index);
     void recordFailure();
-    bool canDefer(int layer) const;
 
     const model::ModelConfig& config_;
-    std::unique_ptr<model::RoutedExperts> experts_;
+    std::unique_ptr<model::QueuedRoutedExperts> experts_;
     std::vector<ExpertSlot*> slots_;
     std::atomic<int> deferred_{0};
     std::atomic<bool> skip_{false};
-    const Mode mode_;
     std::vector<InFlight> inFlight_;
     Clock::time_point lastFinish_{};  // when the pool last finished a part
     std::exception_ptr failure_;

@@ -10,6 +10,7 @@
 #include "cuda/gemm.h"
 #include "cuda/host_sync.h"
 #include "model/rope.h"
+#include "tandem/tuning.h"
 
 namespace tandem::cuda {
 
@@ -55,39 +56,15 @@ Widths widthsOf(const model::ModelConfig& c) {
 
 }  // namespace
 
-bool GpuRunner::splitPrecision() {
-    const char* p = std::getenv("TANDEM_GPU_PRECISION");
-    return !(p && std::string(p) == "bf16");
-}
+bool GpuRunner::splitPrecision() { return tuning().gpuSplitPrecision; }
 
 namespace {
 
-bool decodeThroughCublas() {
-    const char* p = std::getenv("TANDEM_GPU_GEMV");
-    return p && std::string(p) == "cublas";
-}
-
-bool decodeKernelsWanted() {
-    const char* p = std::getenv("TANDEM_GPU_DECODE");
-    return !(p && std::string(p) == "generic");
-}
-
-// TANDEM_GPU_PREPARE=kernel keeps decode's q/k norm, rope and cache writes in their own kernel.
-bool preparesInAttention() {
-    const char* p = std::getenv("TANDEM_GPU_PREPARE");
-    return !(p && std::string(p) == "kernel");
-}
-
-bool chainWanted() {
-    const char* p = std::getenv("TANDEM_GPU_CHAIN");
-    return !(p && std::string(p) == "0");
-}
-
 // Bytes of L2 the decode step fills with the next layer's weights while it waits for the CPU: half
 // the cache by default, so the activations and KV rows of the layer in between keep their room;
-// TANDEM_GPU_PREFETCH_MB overrides (0 turns it off).
+// Tuning::gpuPrefetchMb overrides (0 turns it off).
 std::size_t prefetchBudget(int device) {
-    if (const char* p = std::getenv("TANDEM_GPU_PREFETCH_MB")) return static_cast<std::size_t>(std::atol(p)) << 20;
+    if (tuning().gpuPrefetchMb >= 0) return static_cast<std::size_t>(tuning().gpuPrefetchMb) << 20;
     int l2 = 0;
     TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
     return static_cast<std::size_t>(l2) / 2;
@@ -145,16 +122,15 @@ std::uint64_t GpuRunner::deviceBytes(const model::ModelConfig& c, int capacity, 
     const std::uint64_t half = rows * T *
                                (static_cast<std::uint64_t>(c.hiddenSize) + c.qLoraRank +
                                 static_cast<std::uint64_t>(c.numHeads) * c.qkNopeHeadDim + w.qLatent + w.attn + w.inner);
-    const std::uint64_t fp8 = c.fp8 ? kFp8RowsBytes + rows * T * 2 * kFp8MaxChunkRows * 4 : 0;
+    const std::uint64_t fp8 = c.fp8 && tuning().gpuFp8 ? kFp8RowsBytes + rows * T * 2 * kFp8MaxChunkRows * 4 : 0;
     return cache + f32 * 4 + half * 2 + fp8 + kBlasWorkspaceBytes;
 }
 
-GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::RoutedExperts> experts,
+GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::QueuedRoutedExperts> experts,
                      const GpuWeights& weights, const model::Rope& rope, int capacity, int maxChunk)
     : config_(config), weights_(weights),
       rope_{weights.ropeInvFreq.get(), rope.dim(), config.ropeInterleaved, rope.attentionFactor()},
-      split_(splitPrecision()), cublasDecode_(decodeThroughCublas()), decodeKernels_(decodeKernelsWanted()),
-      capacity_(capacity), maxChunk_(maxChunk), waitMode_(waitModeFromEnvironment()) {
+      split_(splitPrecision()), capacity_(capacity), maxChunk_(maxChunk) {
     const model::ModelConfig& c = config;
     const Widths w = widthsOf(c);
     const std::size_t T = static_cast<std::size_t>(maxChunk);
@@ -199,7 +175,7 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Ro
     TANDEM_CUDA_CHECK(cudaGetDevice(&device));
     TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
     decodeSplits_ = std::clamp(3 * multiprocessors / c.numHeads, 2, 32);
-    chained_ = chainWanted() && chainedLaunchesSupported();
+    chained_ = tuning().gpuChain && chainedLaunchesSupported();
     enableChainedLaunches(chained_);
     const std::size_t budget = prefetchBudget(device);
     prefetch_.resize(static_cast<std::size_t>(c.numLayers));
@@ -235,24 +211,20 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Ro
         slot.ids = ints.get();
         slot.control = controls_.get() + i;
     }
-    // Which slot each MoE layer uses, at stable addresses for the graph's host nodes.
+    // Which slot each MoE layer uses: consecutive MoE layers alternate, so a layer's deferred part
+    // (in its slot) is still there when the layer it joins (in the other) waits for it.
     links_.resize(static_cast<std::size_t>(c.numLayers));
     layerGpuSeconds_.assign(links_.size(), 0.0);
     layerOverlapSeconds_.assign(links_.size(), 0.0);
     layerWaitSeconds_.assign(links_.size(), 0.0);
-    int moeIndex = 0, previous = -1;
-    for (int l = 0; l < c.numLayers; ++l) {
-        if (!c.isMoeLayer(l)) {
-            previous = -1;
-            continue;
-        }
-        const int slot = moeIndex++ % 2;
-        links_[static_cast<std::size_t>(l)] = {slot, previous, l, this};
-        previous = slot;
+    int moeIndex = 0;
+    for (const model::LayerPlan& layer : c.layers) {
+        if (!layer.moe) continue;
+        const int previous = layer.deferredFrom >= 0 ? links_[static_cast<std::size_t>(layer.deferredFrom)].slot : -1;
+        links_[static_cast<std::size_t>(layer.index)] = {moeIndex++ % 2, previous};
     }
     bridge_ = std::make_unique<ExpertBridge>(c, std::move(experts), std::vector<ExpertSlot*>{&slots_[0], &slots_[1]});
-    const char* profile = std::getenv("TANDEM_GPU_PROFILE");
-    profileStages_ = profile && std::string(profile) == "1";
+    profileStages_ = tuning().gpuProfile;
     if (profileStages_) {
         stageClock_ = PinnedBuffer<std::uint64_t>(static_cast<std::size_t>(c.numLayers) * kStages, true);
         stageSeconds_.assign(kStages, 0.0);
@@ -269,11 +241,6 @@ void GpuRunner::printStageProfile() const {
     std::fprintf(stderr, "GPU stages of a decode step (ms per step, summed over the MoE layers, %ld steps):\n", profiledSteps_);
     for (int s = 0; s + 1 < kStages; ++s)
         std::fprintf(stderr, "  %-28s %8.3f\n", kStageNames[s], stageSeconds_[static_cast<std::size_t>(s)] * 1e3 / profiledSteps_);
-}
-
-GpuRunner::WaitMode GpuRunner::waitModeFromEnvironment() {
-    const char* mode = std::getenv("TANDEM_GPU_WAIT");
-    return mode && std::string(mode) == "host" ? WaitMode::HostNodes : WaitMode::Spin;
 }
 
 GpuRunner::~GpuRunner() {
@@ -294,13 +261,6 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
                         std::vector<float>& logits) {
     const auto V = static_cast<std::size_t>(config_.vocabSize);
     const bool all = options.logits == model::LogitsFor::AllTokens;
-    if (start + static_cast<long>(tokens.size()) > capacity_)
-        throw Error("the conversation needs " + std::to_string(start + tokens.size()) +
-                    " tokens of context, but the context length is " + std::to_string(capacity_) +
-                    "; start a new conversation or raise the context length");
-    for (const int id : tokens)
-        if (id < 0 || id >= config_.vocabSize)
-            throw Error("token id " + std::to_string(id) + " is outside the model's vocabulary of " + std::to_string(V));
     bridge_->setDeferral(options.deferral.deferred, options.deferral.skip);
     logits.resize((all ? tokens.size() : 1) * V);
 
@@ -410,10 +370,8 @@ void GpuRunner::collectStepClocks() {
     }
     const LayerClock* clock = clocks_.get();
     std::uint64_t mark = clock[config_.numLayers].signalNs;  // the step's start
-    if (waitMode_ == WaitMode::Spin) {
-        if (lastStepEndNs_ && mark > lastStepEndNs_) betweenStepsSeconds_ += static_cast<double>(mark - lastStepEndNs_) * 1e-9;
-        lastStepEndNs_ = clock[config_.numLayers].waitEndNs;  // the step's end
-    }
+    if (lastStepEndNs_ && mark > lastStepEndNs_) betweenStepsSeconds_ += static_cast<double>(mark - lastStepEndNs_) * 1e-9;
+    lastStepEndNs_ = clock[config_.numLayers].waitEndNs;  // the step's end
     for (std::size_t l = 0; l < links_.size(); ++l) {
         if (links_[l].slot < 0) continue;
         layerGpuSeconds_[l] += static_cast<double>(clock[l].signalNs - mark) * 1e-9;
@@ -423,51 +381,13 @@ void GpuRunner::collectStepClocks() {
     }
 }
 
-namespace {
-
-std::uint64_t hostNs() {
-    return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-}
-
-}  // namespace
-
-void CUDART_CB GpuRunner::stampHost(void* p) {
-    auto* r = static_cast<GpuRunner*>(p);
-    r->clocks_.get()[r->config_.numLayers].signalNs = hostNs();
-}
-
-void CUDART_CB GpuRunner::submitHost(void* p) {
-    auto* link = static_cast<MoeLayerLink*>(p);
-    GpuRunner& r = *link->runner;
-    r.clocks_.get()[link->layer].signalNs = hostNs();
-    ExpertBridge::submitFromHost(r.slots_[link->slot], link->layer);
-}
-
-void CUDART_CB GpuRunner::waitHost(void* p) {
-    auto* link = static_cast<MoeLayerLink*>(p);
-    GpuRunner& r = *link->runner;
-    LayerClock& clock = r.clocks_.get()[link->layer];
-    clock.waitBeginNs = hostNs();
-    ExpertBridge::waitFromHost(r.slots_[link->slot], link->previous >= 0 ? &r.slots_[link->previous] : nullptr);
-    clock.waitEndNs = hostNs();
-}
-
 void GpuRunner::enqueueSignal(int layer) {
-    MoeLayerLink& link = links_[static_cast<std::size_t>(layer)];
-    if (waitMode_ == WaitMode::HostNodes) {
-        TANDEM_CUDA_CHECK(cudaLaunchHostFunc(stream_, submitHost, &link));
-        return;
-    }
+    const MoeLayerLink& link = links_[static_cast<std::size_t>(layer)];
     launchSignal(controls_.devicePointer() + link.slot, counters_.get() + link.slot, layer, clocks_.devicePointer(), stream_);
 }
 
 void GpuRunner::enqueueWait(int layer) {
-    MoeLayerLink& link = links_[static_cast<std::size_t>(layer)];
-    if (waitMode_ == WaitMode::HostNodes) {
-        TANDEM_CUDA_CHECK(cudaLaunchHostFunc(stream_, waitHost, &link));
-        return;
-    }
+    const MoeLayerLink& link = links_[static_cast<std::size_t>(layer)];
     const SlotControl* controls = controls_.devicePointer();
     const bool previous = link.previous >= 0;
     launchWait(controls + link.slot, counters_.get() + link.slot, previous ? controls + link.previous : nullptr,
@@ -476,20 +396,24 @@ void GpuRunner::enqueueWait(int layer) {
 }
 
 void GpuRunner::enqueueStep(int tokens, int rows) {
+    stepTokens_ = tokens;
+    stepRows_ = rows;
+    model::runForward(config_, *this);
+}
+
+void GpuRunner::embed() {
     const model::ModelConfig& c = config_;
-    const int H = c.hiddenSize;
-    if (waitMode_ == WaitMode::HostNodes)
-        TANDEM_CUDA_CHECK(cudaLaunchHostFunc(stream_, stampHost, this));
-    else
-        launchStamp(clocks_.devicePointer(), c.numLayers, stream_);
+    const int tokens = stepTokens_;
+    launchStamp(clocks_.devicePointer(), c.numLayers, stream_);
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(ids_.get(), inIds_.get(), sizeof(int) * tokens, cudaMemcpyHostToDevice, stream_));
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(start_.get(), inStart_.get(), sizeof(int), cudaMemcpyHostToDevice, stream_));
-    launchEmbed(ids_.get(), tokens, weights_.embed.get(), H, x_.get(), stream_);
+    launchEmbed(ids_.get(), tokens, weights_.embed.get(), c.hiddenSize, x_.get(), stream_);
     normalizedAhead_ = false;
-    for (int l = 0; l < c.numLayers; ++l) {
-        enqueueAttention(l, tokens);
-        enqueueFeedForward(l, tokens);
-    }
+}
+
+void GpuRunner::head() {
+    const model::ModelConfig& c = config_;
+    const int H = c.hiddenSize, tokens = stepTokens_, rows = stepRows_;
     if (rows == 0) return;
     const float* lastRows = x_.get() + static_cast<long>(tokens - rows) * H;
     if (!normalizedAhead_)
@@ -498,11 +422,12 @@ void GpuRunner::enqueueStep(int tokens, int rows) {
     project(weights_.lmHeadRef(), c.vocabSize, H, hBf16_.get(), H, rows, logits_.get(), c.vocabSize, false);
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(outLogits_.get(), logits_.get(), sizeof(float) * rows * c.vocabSize,
                                       cudaMemcpyDeviceToHost, stream_));
-    if (capturingDecode_ && waitMode_ == WaitMode::Spin)
+    if (capturingDecode_)
         launchTimestamp(const_cast<std::uint64_t*>(&clocks_.devicePointer()[c.numLayers].waitEndNs), stream_);
 }
 
-void GpuRunner::enqueueAttention(int l, int tokens) {
+void GpuRunner::attentionBlock(const model::LayerPlan& layer) {
+    const int l = layer.index, tokens = stepTokens_;
     const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
     const int H = config_.hiddenSize;
     stamp(l, kAttnBegin);
@@ -510,18 +435,19 @@ void GpuRunner::enqueueAttention(int l, int tokens) {
         launchRmsNorm(x_.get(), H, w.inputNorm.get(), config_.rmsNormEps, tokens, H, nullptr, 0, hBf16_.get(), H, split_,
                       stream_);
     normalizedAhead_ = false;
-    if (config_.attention == model::AttentionKind::Mla)
-        enqueueMla(l, tokens);
+    if (layer.attention == model::AttentionKind::Mla)
+        enqueueMla(layer, tokens);
     else
-        enqueueGqa(l, tokens);
+        enqueueGqa(layer, tokens);
     // o_proj adds straight into the residual stream.
     const int attnWidth = static_cast<int>(widthsOf(config_).attn);
     project(w.o.ref(), H, attnWidth, attnOut_.get(), attnWidth, tokens, x_.get(), H, true);
     stamp(l, kAttnDone);
 }
 
-void GpuRunner::enqueueGqa(int l, int tokens) {
+void GpuRunner::enqueueGqa(const model::LayerPlan& layer, int tokens) {
     const model::ModelConfig& c = config_;
+    const int l = layer.index;
     const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
     const int H = c.hiddenSize, hd = c.headDim;
     const int qkvWidth = (c.numHeads + 2 * c.numKvHeads) * hd;
@@ -545,22 +471,21 @@ void GpuRunner::enqueueGqa(int l, int tokens) {
     a.heads = c.numHeads;
     a.tokens = tokens;
     a.start = start_.get();
-    a.window = c.slidingWindow.value_or(0);
+    a.window = layer.window.value_or(0);
     a.scale = model::attentionSoftmaxScale(c);
     a.out = attnOut_.get();
     a.ldOut = c.numHeads * hd;
     a.outHeadStride = hd;
     a.split = split_;
     a.splits = tokens == 1 ? decodeSplits_ : 1;
-    a.decodeKernel = decodeKernels_;
+    a.decodeKernel = true;
     a.partials = attnPartials_.get();
     a.partsDone = attnPartsDone_.get();
     // Decode: the attention kernel normalizes, rotates and caches the step's q/k/v itself (a kernel
     // fewer a layer); otherwise the prepare kernel does, in place.
     const float* qNorm = c.qkNorm ? w.qNorm.get() : nullptr;
     const float* kNorm = c.qkNorm ? w.kNorm.get() : nullptr;
-    static const bool inAttention = preparesInAttention();
-    a.prepare = inAttention && usesDecodeKernel(a) && hd <= 256;
+    a.prepare = usesDecodeKernel(a) && hd <= 256;
     if (a.prepare) {
         a.qNorm = qNorm;
         a.kNorm = kNorm;
@@ -579,8 +504,9 @@ void GpuRunner::enqueueGqa(int l, int tokens) {
     stamp(l, kAttnScored);
 }
 
-void GpuRunner::enqueueMla(int l, int tokens) {
+void GpuRunner::enqueueMla(const model::LayerPlan& layer, int tokens) {
     const model::ModelConfig& c = config_;
+    const int l = layer.index;
     const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
     const int H = c.hiddenSize, heads = c.numHeads, nope = c.qkNopeHeadDim, rd = c.qkRopeHeadDim;
     const int latent = c.kvLoraRank, vDim = c.vHeadDim, qHead = nope + rd;
@@ -611,7 +537,7 @@ void GpuRunner::enqueueMla(int l, int tokens) {
     // Absorb each head's key expansion into its query: qLatent[h] = W_k[h]ᵀ qNope[h].
     const int rows = split_ ? 2 * tokens : tokens;
     const long kvbHead = static_cast<long>(nope + vDim) * latent;
-    const bool decode = tokens == 1 && decodeKernels_;
+    const bool decode = tokens == 1;
     if (decode) {
         launchMlaAbsorb(w.kvb.get(), w.kvbLo.get(), kvbHead, heads, nope, latent, qNope_.get(), split_, qLatent_.get(),
                         stream_);
@@ -652,7 +578,7 @@ void GpuRunner::enqueueMla(int l, int tokens) {
     a.outHeadStride = latent;
     a.split = split_;
     a.splits = tokens == 1 ? decodeSplits_ : 1;
-    a.decodeKernel = decodeKernels_;
+    a.decodeKernel = true;
     a.partials = attnPartials_.get();
     a.partsDone = attnPartsDone_.get();
     launchAttention(a, stream_);
@@ -683,7 +609,7 @@ void GpuRunner::project(const MatrixRef& m, int n, int k, const bf16* x, int ldx
         return;
     }
     const bf16* w = m.values;
-    if (tokens == 1 && !cublasDecode_) {
+    if (tokens == 1) {
         launchGemv(w, n, k, x, ldx, split_, y, accumulate, stream_);
         return;
     }
@@ -702,11 +628,12 @@ void GpuRunner::enqueueMlp(const GpuMlp& mlp, int tokens) {
     project(mlp.down.ref(), H, mlp.inner, act_.get(), mlp.inner, tokens, x_.get(), H, true);
 }
 
-void GpuRunner::enqueueFeedForward(int l, int tokens) {
+void GpuRunner::feedForwardBlock(const model::LayerPlan& layer) {
+    const int l = layer.index, tokens = stepTokens_;
     const model::ModelConfig& c = config_;
     const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
     const int H = c.hiddenSize, k = c.router.topK;
-    if (w.dense) {
+    if (!layer.moe) {
         launchRmsNorm(x_.get(), H, w.postAttentionNorm.get(), c.rmsNormEps, tokens, H, nullptr, 0, hBf16_.get(), H, split_,
                       stream_);
         enqueueMlp(*w.dense, tokens);
@@ -722,20 +649,19 @@ void GpuRunner::enqueueFeedForward(int l, int tokens) {
     int* hostIds = onDevice(slot.ids, slotInts_[slotIndex]);
     float* hostWeights = onDevice(slot.weights, slotFloats_[slotIndex]);
     const float* bias = w.correctionBias ? w.correctionBias.get() : nullptr;
-    // Decode: the norm, the router and the routing in one kernel (kernels.h), which in spin mode also
-    // hands the layer over to the CPU; and the wait and the add in one kernel (host_sync.h).
+    // Decode: the norm, the router and the routing in one kernel (kernels.h), which also hands the layer
+    // over to the CPU; and the wait and the add in one kernel (host_sync.h).
     // Its row and scores live in shared memory, next to ~1 KB of the kernel's own, within the 48 KB a
     // launch gets without opting in: any model up to a hidden size of ~10k.
-    const bool decode = tokens == 1 && decodeKernels_ &&
+    const bool decode = tokens == 1 &&
                         (H + 2 * static_cast<std::size_t>(c.numExperts)) * sizeof(float) <= 44 * 1024;
-    const bool fused = decode && waitMode_ == WaitMode::Spin;
     if (decode) {
         RouteDecodeArgs r{};
         r.x = x_.get();
         r.normWeight = w.postAttentionNorm.get();
         r.eps = c.rmsNormEps;
-        r.hF32 = fused ? nullptr : hF32_.get();
-        r.hBf16 = w.shared || !fused ? hBf16_.get() : nullptr;
+        r.hF32 = nullptr;
+        r.hBf16 = w.shared ? hBf16_.get() : nullptr;
         r.split = split_;
         r.w = w.router.get();
         r.experts = c.numExperts;
@@ -744,15 +670,13 @@ void GpuRunner::enqueueFeedForward(int l, int tokens) {
         r.spec = c.router;
         r.logits = routerLogits_.get();
         r.blocksDone = routerCounter_.get();
-        r.ids = fused ? hostIds : routeIds_.get();
-        r.weights = fused ? hostWeights : routeWeights_.get();
-        if (fused) {
-            r.hostHidden = hostX;
-            r.control = controls_.devicePointer() + link.slot;
-            r.counter = counters_.get() + link.slot;
-            r.layer = l;
-            r.clock = clocks_.devicePointer();
-        }
+        r.ids = hostIds;
+        r.weights = hostWeights;
+        r.hostHidden = hostX;
+        r.control = controls_.devicePointer() + link.slot;
+        r.counter = counters_.get() + link.slot;
+        r.layer = l;
+        r.clock = clocks_.devicePointer();
         launchRouterDecode(r, stream_);
     } else {
         launchRmsNorm(x_.get(), H, w.postAttentionNorm.get(), c.rmsNormEps, tokens, H, hF32_.get(), H, hBf16_.get(), H,
@@ -761,7 +685,7 @@ void GpuRunner::enqueueFeedForward(int l, int tokens) {
         launchRouter(routerLogits_.get(), tokens, c.numExperts, bias, c.router, routeIds_.get(), routeWeights_.get(), stream_);
     }
     stamp(l, kRouted);
-    if (!fused) {
+    if (!decode) {
         launchExportToHost(hF32_.get(), tokens, H, routeIds_.get(), routeWeights_.get(), k, hostX, hostIds, hostWeights,
                            stream_);
         enqueueSignal(l);
@@ -778,7 +702,7 @@ void GpuRunner::enqueueFeedForward(int l, int tokens) {
         previous = onDevice(slots_[p].deferredOut, slotFloats_[p]);
     }
     const float* immediate = onDevice(slot.immediateOut, slotFloats_[slotIndex]);
-    if (fused) {
+    if (decode) {
         const SlotControl* controls = controls_.devicePointer();
         const bool chained = link.previous >= 0;
         // The wait kernel also applies the norm that comes next: the next layer's input norm or the final one.

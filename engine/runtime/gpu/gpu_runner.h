@@ -10,14 +10,17 @@
 #include "runtime/gpu/expert_bridge.h"
 #include "runtime/gpu/gpu_weights.h"
 #include "cuda/host_sync.h"
+#include "model/forward.h"
 #include "runtime/model_runner.h"
 
 namespace tandem::cuda {
 
-class GpuRunner : public runtime::ModelRunner {
+// The GPU's side of the forward pass (model/forward.h): each block enqueues its kernels on the stream, so
+// a whole pass (and, captured once, a decode step's graph) is runForward over the layer plan.
+class GpuRunner : public runtime::ModelRunner, private model::ForwardPass {
 public:
     // Prompts longer than `maxChunk` tokens are prefilled in chunks of that size.
-    GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::RoutedExperts> experts, const GpuWeights& weights,
+    GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::QueuedRoutedExperts> experts, const GpuWeights& weights,
               const model::Rope& rope, int capacity, int maxChunk);
     ~GpuRunner() override;
 
@@ -31,18 +34,11 @@ public:
     static bool splitPrecision();
 
 private:
-    enum class WaitMode { Spin, HostNodes };
     struct MoeLayerLink {
         int slot = -1;      // which of the two slots this MoE layer uses
-        int previous = -1;  // the slot of the preceding MoE layer, whose deferred part joins here
-        int layer = 0;
-        GpuRunner* runner = nullptr;
+        int previous = -1;  // the slot of the layer whose deferred part joins here (LayerPlan::deferredFrom)
     };
-    static WaitMode waitModeFromEnvironment();
 
-    static void CUDART_CB submitHost(void* link);
-    static void CUDART_CB waitHost(void* link);
-    static void CUDART_CB stampHost(void* runner);
     void enqueueSignal(int layer);
     void enqueueWait(int layer);
     // After a decode step: adds the step's per-layer GPU and wait times from the clocks.
@@ -56,10 +52,13 @@ private:
     // Enqueues the whole model for `tokens` tokens whose ids and start are in the pinned inputs;
     // `rows` logits rows (the last ones) end up in the pinned logits.
     void enqueueStep(int tokens, int rows);
-    void enqueueAttention(int layer, int tokens);
-    void enqueueGqa(int layer, int tokens);
-    void enqueueMla(int layer, int tokens);
-    void enqueueFeedForward(int layer, int tokens);
+    // model::ForwardPass, for the step enqueueStep set up (stepTokens_, stepRows_).
+    void embed() override;
+    void attentionBlock(const model::LayerPlan& layer) override;
+    void feedForwardBlock(const model::LayerPlan& layer) override;
+    void head() override;
+    void enqueueGqa(const model::LayerPlan& layer, int tokens);
+    void enqueueMla(const model::LayerPlan& layer, int tokens);
     void enqueueMlp(const GpuMlp& mlp, int tokens);  // from hBf16, accumulated into x
     // y (=, or += with accumulate) W x for `tokens` rows of a bf16 GEMM input (and its lo rows when split).
     void project(const MatrixRef& w, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy, bool accumulate);
@@ -67,15 +66,10 @@ private:
     const model::ModelConfig& config_;
     const GpuWeights& weights_;
     RopeParams rope_;
-    bool split_;  // split-precision GEMM inputs (kernels.h); TANDEM_GPU_PRECISION=bf16 turns it off
-    // Decode's products through cuBLAS instead of our GEMV (TANDEM_GPU_GEMV=cublas), to compare the two.
-    bool cublasDecode_;
-    // Decode's attention, MLA absorb/values and router through the kernels written for one token
-    // (attention.cu, mla_decode.cu, router.cu); TANDEM_GPU_DECODE=generic keeps the general ones, for
-    // A/B runs.
-    bool decodeKernels_;
+    bool split_;  // split-precision GEMM inputs (kernels.h); Tuning::gpuSplitPrecision
+    int stepTokens_ = 0, stepRows_ = 0;  // the step being enqueued
     // Kernels of a step launched chained (chained_launch.cuh) on GPUs that support it;
-    // TANDEM_GPU_CHAIN=0 turns it off, for A/B runs.
+    // Tuning::gpuChain false turns it off, for A/B runs.
     bool chained_ = false;
     // Per MoE layer, the next layer's weights its wait asks L2 for (host_sync.h).
     std::vector<L2Prefetch> prefetch_;
@@ -117,7 +111,6 @@ private:
     DeviceBuffer<float> routeWeights_;
 
     // Routed experts: two pinned slots, used by alternate MoE layers, and their signals.
-    WaitMode waitMode_;
     std::vector<PinnedBuffer<float>> slotFloats_;
     std::vector<PinnedBuffer<int>> slotInts_;
     ExpertSlot slots_[2];

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "io/dtype.h"
+#include "tandem/tuning.h"
 
 namespace tandem::cuda {
 
@@ -12,9 +13,11 @@ namespace {
 using model::WeightMatrix;
 using Parts = std::vector<const WeightMatrix*>;
 
-// Whether `parts` can stay FP8 on the GPU: all FP8 with the same column blocks, which the kernels
-// read 16 weights at a time (gemv.cu).
+// Whether `parts` stay FP8 on the GPU: all FP8 with the same column blocks, which the kernels read 16
+// weights at a time (fp8.cu), and Tuning::gpuFp8 on (off by default until the kernels' check and the
+// real-width fidelity runs have been measured on a GPU: docs/FIDELITY.md).
 bool keepsFp8(const Parts& parts) {
+    if (!tuning().gpuFp8) return false;
     for (const auto* p : parts)
         if (p->dtype != io::DType::F8_E4M3 || p->blockCols != parts.front()->blockCols || p->blockCols % 16 != 0 ||
             p->cols % 16 != 0)
@@ -190,7 +193,8 @@ std::uint64_t gpuWeightBytes(const model::ModelConfig& c, const model::ModelWeig
             if (!parts->empty()) bytes += stackedBytes(*parts);
         if (c.attention == model::AttentionKind::Mla) {
             const WeightMatrix& kvb = layer.mla.kvB;
-            bytes += static_cast<std::uint64_t>(kvb.rows * kvb.cols) * (kvb.dtype == io::DType::F8_E4M3 ? 4 : 2);
+            const bool split = kvb.dtype == io::DType::F8_E4M3 && tuning().gpuFp8;
+            bytes += static_cast<std::uint64_t>(kvb.rows * kvb.cols) * (split ? 4 : 2);
         }
         if (layer.moe) bytes += static_cast<std::uint64_t>(c.numExperts) * (H + 1) * 4;
     }
@@ -226,7 +230,7 @@ GpuWeights uploadWeights(const model::ModelConfig& c, const model::ModelWeights&
             const model::MlaWeights& m = src.mla;
             if (m.qA) dst.qaNorm = uploadF32(m.qANorm);
             dst.kvaNorm = uploadF32(m.kvANorm);
-            uploadSplit(m.kvB, pool, dst.kvb, &dst.kvbLo);
+            uploadSplit(m.kvB, pool, dst.kvb, tuning().gpuFp8 ? &dst.kvbLo : nullptr);
         } else if (c.qkNorm) {
             dst.qNorm = uploadF32(src.gqa.qNorm);
             dst.kNorm = uploadF32(src.gqa.kNorm);

@@ -3,10 +3,12 @@
 // final norm and lm_head (routers and norms as float32). Routed experts stay on the CPU.
 // Projections that read the same input are stacked into one matrix so one GEMM computes them.
 //
-// Weights keep their checkpoint's precision: BF16 as it is, FP8 (DeepSeek-V3's e4m3 with 128x128 block
-// scales) as FP8 with its scales, which the kernels multiply in float32 -- the same products the CPU
-// path computes, at half the bytes of bf16 (rounding FP8 x scale to bf16 cost 1e-2 of the logits at
-// real widths). MLA's kv_b_proj, read by kernels of its own, becomes bf16 hi + lo pairs instead.
+// BF16 weights are uploaded as they are. FP8 weights (DeepSeek-V3's e4m3 with 128x128 block scales) are
+// rounded to bf16 by default; with Tuning::gpuFp8 (TANDEM_GPU_FP8=1) they stay FP8 with their scales,
+// which the kernels multiply in float32 -- the same products the CPU path computes, at half the bytes
+// of bf16 (rounding FP8 x scale to bf16 cost 1e-2 of the logits at real widths) -- and MLA's kv_b_proj,
+// read by kernels of its own, becomes bf16 hi + lo pairs. That mode becomes the default once it has
+// been measured on a GPU (docs/FIDELITY.md).
 #include <cstdint>
 #include <optional>
 #include <vector>
