@@ -1,6 +1,9 @@
-// tandem-cli bench: the whole model, prefill then decode, on a synthetic model with the exact shapes of
-// a real one, next to the decode ceiling of this machine (memory bandwidth / expert bytes per token).
+// tandem-cli bench: the whole model, prefill then decode, on a model folder or store (--model) or a
+// synthetic model with the exact shapes of a real one (--synthetic), next to the decode ceiling of this
+// machine (memory bandwidth / expert bytes per token); a llama-bench-like table (pp N, tg N) at the end.
 #include <algorithm>
+#include <filesystem>
+#include <memory>
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -64,52 +67,101 @@ void report(const std::string& shape, const tandem::Engine& engine, const tandem
                 d.gpuBusyFraction, d.expertPoolBusyFraction, gpu, wait, d.betweenStepsMs, cpu, cpuGbps, d.graphLaunches, d.steps);
 }
 
+// "512,2048" -> {512, 2048}.
+std::vector<int> commaList(const std::string& text, const std::string& what) {
+    std::string list = text;
+    for (char& c : list) c = c == ',' ? ' ' : c;
+    return parseIds(list, what);
+}
+
+// One line of the table.
+struct Row {
+    int deferral;
+    std::string test;  // "pp512", "tg128"
+    double tokensPerSecond;
+};
+
+void printTable(const std::string& model, const tandem::Engine& engine, const std::vector<Row>& rows) {
+    const auto& info = engine.info();
+    // Where the routed experts run: the CPU on both paths today (the GPU holds attention, the dense
+    // layers and the shared experts).
+    const std::string placement = info.numExperts ? "CPU" : "-";
+    std::printf("\n| model | experts | device | threads | routed experts on | deferral | test | t/s |\n");
+    std::printf("|---|---|---|---:|---|---:|---|---:|\n");
+    for (const Row& r : rows)
+        std::printf("| %s | %s | %s | %d | %s | %d | %s | %.2f |\n", model.c_str(), info.experts.c_str(), info.device.c_str(),
+                    engine.threads(), placement.c_str(), r.deferral, r.test.c_str(), r.tokensPerSecond);
+}
+
 }  // namespace
 
 int runBench(const CommandArgs& argv) {
-    const CliArgs args(argv, {"--synthetic", "--experts", "--prompt", "--gen", "--defer", "--threads", "--device", "--seed"},
+    const CliArgs args(argv, {"--synthetic", "--model", "--experts", "--prompt", "--gen", "--defer", "--threads", "--device",
+                              "--seed", "--context"},
                        {"--json"});
-    const std::string shape = args.required("--synthetic");
-    const int promptTokens = args.integer("--prompt", 512);
+    const auto synthetic = args.optional("--synthetic");
+    const auto modelDir = args.optional("--model");
+    if (synthetic.has_value() == modelDir.has_value())
+        throw tandem::Error("bench needs either --model DIR|STORE or --synthetic SHAPE");
+    const std::vector<int> prompts = commaList(args.optional("--prompt").value_or("512"), "--prompt");
     const int genTokens = args.integer("--gen", 128);
-    if (promptTokens < 1 || genTokens < 2) throw tandem::Error("--prompt must be at least 1 and --gen at least 2");
+    for (const int p : prompts)
+        if (p < 1) throw tandem::Error("--prompt sizes must be at least 1");
+    if (genTokens < 2) throw tandem::Error("--gen must be at least 2");
     // --defer 0,2 runs the same model with each deferral: it is a per-session setting.
-    std::string deferList = args.optional("--defer").value_or("0");
-    for (char& c : deferList) c = c == ',' ? ' ' : c;
-    const std::vector<int> deferrals = parseIds(deferList, "--defer");
+    const std::vector<int> deferrals = commaList(args.optional("--defer").value_or("0"), "--defer");
 
     tandem::EngineOptions options;
     options.threads = args.integer("--threads", 0);
     options.device = parseDevice(args.optional("--device").value_or("auto"));
-    options.experts = parseExperts(args.optional("--experts").value_or("int4"));
-    options.contextLength = promptTokens + genTokens + 1;
-    std::fprintf(stderr, "building %s with random weights ...\n", shape.c_str());
-    auto engine = tandem::Engine::synthetic(shape, options, static_cast<std::uint64_t>(args.integer("--seed", 1)));
+    options.experts = parseExperts(args.optional("--experts").value_or(synthetic ? "int4" : "auto"));
+    options.contextLength = *std::max_element(prompts.begin(), prompts.end()) + genTokens + 1;
+    std::unique_ptr<tandem::Engine> engine;
+    std::string model;
+    if (synthetic) {
+        std::fprintf(stderr, "building %s with random weights ...\n", synthetic->c_str());
+        engine = tandem::Engine::synthetic(*synthetic, options, static_cast<std::uint64_t>(args.integer("--seed", 1)));
+        model = *synthetic + " (synthetic)";
+    } else {
+        engine = tandem::Engine::load(*modelDir, options);
+        model = std::filesystem::path(*modelDir).filename().string();
+        if (model.empty()) model = std::filesystem::path(*modelDir).parent_path().filename().string();
+    }
+    if (options.contextLength > engine->info().contextLength)
+        throw tandem::Error("the largest --prompt and --gen need " + std::to_string(options.contextLength) +
+                            " positions, but this model holds at most " + std::to_string(engine->info().contextLength));
+    const std::string& shape = synthetic ? *synthetic : model;
     reportDevice(engine->info());
     if (const std::string tuning = tandem::tuning().differences(); !tuning.empty())
         std::printf("tuning: %s\n", tuning.c_str());
 
     std::mt19937 rng(7);
     std::uniform_int_distribution<int> token(0, engine->info().vocabSize - 1);
-    std::vector<int> prompt(static_cast<std::size_t>(promptTokens));
-    for (int& t : prompt) t = token(rng);
     tandem::GenerateOptions gen;
     gen.maxNewTokens = genTokens;
     gen.stopAtEos = false;
-    for (const int defer : deferrals) {
-        auto session = engine->newSession();
-        session->setDeferral(defer);
-        std::fprintf(stderr, "measuring memory bandwidth ...\n");
-        Machine machine;
-        machine.beforeGbps = engine->measureMemoryBandwidth();
-        std::fprintf(stderr, "prefill %d tokens, decode %d, deferral %d ...\n", promptTokens, genTokens, defer);
-        const auto stats = session->generate(prompt, gen, [](int) { return true; });
-        std::fprintf(stderr, "measuring memory bandwidth again ...\n");
-        machine.afterGbps = engine->measureMemoryBandwidth();
-        machine.bandwidthGbps = std::max(machine.beforeGbps, machine.afterGbps);
-        if (const auto bytes = engine->info().routedBytesPerToken)
-            machine.ceiling = machine.bandwidthGbps * 1e9 / static_cast<double>(bytes);
-        report(shape, *engine, *session, machine, stats, promptTokens, args.flag("--json"));
+    std::vector<Row> rows;
+    for (const int promptTokens : prompts) {
+        std::vector<int> prompt(static_cast<std::size_t>(promptTokens));
+        for (int& t : prompt) t = token(rng);
+        for (const int defer : deferrals) {
+            auto session = engine->newSession();
+            session->setDeferral(defer);
+            std::fprintf(stderr, "measuring memory bandwidth ...\n");
+            Machine machine;
+            machine.beforeGbps = engine->measureMemoryBandwidth();
+            std::fprintf(stderr, "prefill %d tokens, decode %d, deferral %d ...\n", promptTokens, genTokens, defer);
+            const auto stats = session->generate(prompt, gen, [](int) { return true; });
+            std::fprintf(stderr, "measuring memory bandwidth again ...\n");
+            machine.afterGbps = engine->measureMemoryBandwidth();
+            machine.bandwidthGbps = std::max(machine.beforeGbps, machine.afterGbps);
+            if (const auto bytes = engine->info().routedBytesPerToken)
+                machine.ceiling = machine.bandwidthGbps * 1e9 / static_cast<double>(bytes);
+            report(shape, *engine, *session, machine, stats, promptTokens, args.flag("--json"));
+            rows.push_back({defer, "pp" + std::to_string(promptTokens), stats.prefillTokensPerSecond()});
+            rows.push_back({defer, "tg" + std::to_string(genTokens), stats.decodeTokensPerSecond()});
+        }
     }
+    printTable(model, *engine, rows);
     return 0;
 }

@@ -67,10 +67,12 @@ commands:
             [--defer-prefill] [--no-verify]
             An interactive chat with the model's own chat template: type a message, the answer streams
             (reasoning dimmed), then the speed; /reset, /system TEXT and /quit.
-  bench     --synthetic deepseek-v2-lite|qwen3-30b-a3b|deepseek-v3-4l|tiny [--experts bf16|int8|int4]
-            [--prompt 512] [--gen 128] [--defer D] [--threads N] [--device cpu|gpu|auto] [--json]
-            Random weights of a real model's shapes in memory: prefill, then decode, with the time split
-            and the decode ceiling (measured bandwidth / routed-expert bytes per token).
+  bench     --model DIR|STORE | --synthetic deepseek-v2-lite|qwen3-30b-a3b|deepseek-v3-4l|tiny
+            [--experts TYPE] [--prompt 512[,2048...]] [--gen 128] [--defer D[,D...]] [--threads N]
+            [--device cpu|gpu|auto] [--json] [--no-verify]
+            A model (or random weights of a real model's shapes): prefill, then decode, with the time
+            split and the decode ceiling (measured bandwidth / routed-expert bytes per token), then a
+            table of pp N and tg N rows as llama-bench prints them.
   tokenize  --model DIR [--add-special]
             Read UTF-8 text from standard input and print its token ids on one line; with
             --add-special the ids the model expects around a text (e.g. BOS) are included.
@@ -113,7 +115,7 @@ constexpr Command kCommands[] = {
     {"eval", runEval, true},
     {"generate", runGenerate, true},
     {"chat", runChat, true},
-    {"bench", runBench},
+    {"bench", runBench, true},
     {"tokenize", runTokenize},
     {"detokenize", runDetokenize},
     {"bench-tokenizer", runBenchTokenizer},

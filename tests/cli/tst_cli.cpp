@@ -279,6 +279,25 @@ private slots:
             QVERIFY2(std::abs(j["cpu_experts_gbps"].toDouble() / gbps - 1) < 1e-2, qPrintable(r.out));
         }
     }
+
+    // bench --model: a model folder or store, several prompt sizes, and the llama-bench-like table.
+    void benchTakesAModelAndPrintsATable() {
+        const auto r = runCli({"bench", "--model", fixturePath("tiny-qwen3moe"), "--prompt", "8,16", "--gen", "3", "--device",
+                               "cpu", "--threads", "2"});
+        QCOMPARE(r.exitCode, 0);
+        QVERIFY2(r.out.contains("| model | experts | device | threads | routed experts on | deferral | test | t/s |"),
+                 qPrintable(r.out));
+        for (const char* test : {"| pp8 |", "| pp16 |", "| tg3 |"})
+            QVERIFY2(r.out.contains(QString("| tiny-qwen3moe | bf16 | CPU | 2 | CPU | 0 ") + test), qPrintable(r.out));
+        const auto neither = runCli({"bench", "--prompt", "8"});
+        QVERIFY(neither.exitCode != 0);
+        QVERIFY2(neither.err.contains("either --model DIR|STORE or --synthetic SHAPE"), qPrintable(neither.err));
+        const auto both = runCli({"bench", "--model", fixturePath("tiny-qwen3moe"), "--synthetic", "tiny"});
+        QVERIFY(both.exitCode != 0);
+        const auto tooLong = runCli({"bench", "--model", fixturePath("tiny-qwen3moe"), "--prompt", "100000", "--device", "cpu"});
+        QVERIFY(tooLong.exitCode != 0);
+        QVERIFY2(tooLong.err.contains("positions, but this model holds at most"), qPrintable(tooLong.err));
+    }
 };
 
 QTEST_GUILESS_MAIN(CliTest)
