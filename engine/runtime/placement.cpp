@@ -1,0 +1,157 @@
+#include "runtime/placement.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <numeric>
+
+#include "io/output_file.h"
+#include "io/text_file.h"
+#include "tandem/byte_size.h"
+
+namespace tandem::runtime {
+
+namespace {
+
+constexpr const char* kUsageFileName = "tandem-expert-usage.json";
+
+}  // namespace
+
+ExpertUsage ExpertUsage::empty(const model::ModelConfig& config) {
+    ExpertUsage u;
+    u.counts.resize(static_cast<std::size_t>(config.numLayers));
+    for (const model::LayerPlan& layer : config.layers)
+        if (layer.moe) u.counts[static_cast<std::size_t>(layer.index)].assign(static_cast<std::size_t>(config.numExperts), 0);
+    return u;
+}
+
+void ExpertUsage::add(int layer, const int* ids, std::size_t count) {
+    auto& row = counts[static_cast<std::size_t>(layer)];
+    for (std::size_t i = 0; i < count; ++i)
+        if (ids[i] >= 0 && static_cast<std::size_t>(ids[i]) < row.size()) ++row[static_cast<std::size_t>(ids[i])];
+}
+
+std::uint64_t ExpertUsage::total() const {
+    std::uint64_t n = 0;
+    for (const auto& row : counts) n = std::accumulate(row.begin(), row.end(), n);
+    return n;
+}
+
+ExpertUsage ExpertUsage::load(const std::filesystem::path& storeDir, const model::ModelConfig& config) {
+    ExpertUsage u = empty(config);
+    const std::filesystem::path file = storeDir / kUsageFileName;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec)) return u;
+    try {
+        const auto j = io::parseJson<nlohmann::json>(io::readRegularFile(file), file.string());
+        const auto& layers = j.at("counts");
+        if (!layers.is_array() || layers.size() != u.counts.size()) return u;
+        ExpertUsage read = u;
+        for (std::size_t l = 0; l < layers.size(); ++l) {
+            const auto& row = layers[l];
+            if (!row.is_array() || row.size() != read.counts[l].size()) return u;
+            for (std::size_t e = 0; e < row.size(); ++e) read.counts[l][e] = row[e].get<std::uint64_t>();
+        }
+        return read;
+    } catch (const std::exception&) {
+        return u;  // counts are a hint: a damaged file only costs the hint
+    }
+}
+
+bool ExpertUsage::save(const std::filesystem::path& storeDir, std::string& problem) const {
+    nlohmann::json j;
+    j["what"] = "how often each routed expert was chosen, per layer; Tandem places the most used on the GPU";
+    j["counts"] = counts;
+    try {
+        io::writeFileAtomically(storeDir / kUsageFileName, j.dump());
+        return true;
+    } catch (const std::exception& e) {
+        problem = e.what();
+        return false;
+    }
+}
+
+bool ExpertPlacement::wholeLayer(int layer) const {
+    const auto& row = gpu[static_cast<std::size_t>(layer)];
+    return !row.empty() && std::all_of(row.begin(), row.end(), [](bool b) { return b; });
+}
+
+bool ExpertPlacement::splitLayer(int layer) const {
+    const auto& row = gpu[static_cast<std::size_t>(layer)];
+    return std::any_of(row.begin(), row.end(), [](bool b) { return b; }) && !wholeLayer(layer);
+}
+
+std::string ExpertPlacement::describe(const model::ModelConfig& config) const {
+    if (gpuExperts == 0) return "all routed experts on the CPU";
+    int split = 0;
+    for (int l = 0; l < config.numLayers; ++l) split += splitLayer(l) ? 1 : 0;
+    std::string text = std::to_string(wholeLayers) + " of " + std::to_string(config.moeLayerCount()) +
+                       " MoE layers wholly on the GPU";
+    const int partial = gpuExperts - wholeLayers * config.numExperts;
+    if (split > 0)
+        text += ", " + std::to_string(partial) + " experts of " + std::to_string(split) + " more";
+    return text + " (" + formatBytes(gpuBytes) + ")";
+}
+
+ExpertPlacement planPlacement(const model::ModelConfig& config, const PlacementRequest& request) {
+    ExpertPlacement p;
+    p.gpu.resize(static_cast<std::size_t>(config.numLayers));
+    std::vector<int> moe;
+    for (const model::LayerPlan& layer : config.layers)
+        if (layer.moe) {
+            moe.push_back(layer.index);
+            p.gpu[static_cast<std::size_t>(layer.index)].assign(static_cast<std::size_t>(config.numExperts), false);
+        }
+    if (request.expertBytes == 0 || moe.empty()) return p;
+    std::uint64_t left = request.budgetBytes;
+    const std::uint64_t layerBytes = request.expertBytes * static_cast<std::uint64_t>(config.numExperts);
+    const auto place = [&](int layer, int expert) {
+        p.gpu[static_cast<std::size_t>(layer)][static_cast<std::size_t>(expert)] = true;
+        ++p.gpuExperts;
+        p.gpuBytes += request.expertBytes;
+        left -= request.expertBytes;
+    };
+
+    // 1. Whole layers, the last first.
+    std::vector<int> cpuLayers;
+    for (auto it = moe.rbegin(); it != moe.rend(); ++it) {
+        if (left >= layerBytes && static_cast<int>(cpuLayers.size()) == 0) {
+            for (int e = 0; e < config.numExperts; ++e) place(*it, e);
+            ++p.wholeLayers;
+        } else {
+            cpuLayers.push_back(*it);  // from the last CPU layer backwards
+        }
+    }
+    if (left < request.expertBytes || cpuLayers.empty()) return p;
+
+    // 2. Single experts: the most used first; without counts, the next layer's in order.
+    struct Candidate {
+        double share;  // of its layer's choices
+        int order;     // the layer's rank among cpuLayers, then the expert: the fallback order
+        int layer, expert;
+    };
+    std::vector<Candidate> candidates;
+    for (std::size_t rank = 0; rank < cpuLayers.size(); ++rank) {
+        const int l = cpuLayers[rank];
+        const auto& row = request.usage.counts.size() > static_cast<std::size_t>(l) ? request.usage.counts[static_cast<std::size_t>(l)]
+                                                                                      : std::vector<std::uint64_t>{};
+        const std::uint64_t routed = std::accumulate(row.begin(), row.end(), std::uint64_t{0});
+        for (int e = 0; e < config.numExperts; ++e) {
+            const double share = routed && row.size() == static_cast<std::size_t>(config.numExperts)
+                                     ? static_cast<double>(row[static_cast<std::size_t>(e)]) / static_cast<double>(routed)
+                                     : 0.0;
+            candidates.push_back({share, static_cast<int>(rank), l, e});
+        }
+    }
+    std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+        if (a.share != b.share) return a.share > b.share;
+        return a.order != b.order ? a.order < b.order : a.expert < b.expert;
+    });
+    for (const Candidate& c : candidates) {
+        if (left < request.expertBytes) break;
+        place(c.layer, c.expert);
+    }
+    return p;
+}
+
+}  // namespace tandem::runtime

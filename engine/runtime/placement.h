@@ -1,0 +1,59 @@
+#pragma once
+// Which routed experts live on the GPU: the one place that decides it, once per model load (issue 23).
+// The GPU holds attention, the dense layers and the shared experts; what VRAM is left after those, the
+// KV cache and the activations is the budget for routed experts. Filled with what saves the CPU most:
+//   1. whole MoE layers, from the last one backwards (as llama.cpp's -ncmoe keeps the first N layers'
+//      experts on the CPU): a layer wholly on the GPU needs no hand-over to the CPU at all;
+//   2. with what is left, single experts of the remaining layers, the most often routed first (counted
+//      while the model is used, ExpertUsage, and kept beside the store), or without counts the next
+//      layer's experts in order (with no counts every expert is as likely as another).
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+
+namespace tandem::runtime {
+
+// How often each routed expert was chosen: counts[layer][expert] (empty rows for dense layers).
+struct ExpertUsage {
+    std::vector<std::vector<std::uint64_t>> counts;
+
+    static ExpertUsage empty(const model::ModelConfig& config);
+    // Adds one forward pass's choices of MoE layer `layer`: ids [tokens, topK].
+    void add(int layer, const int* ids, std::size_t count);
+    std::uint64_t total() const;
+
+    // STORE/tandem-expert-usage.json: read (missing or unreadable: empty counts, nothing thrown; a file of
+    // another model's shape is ignored) and written (atomically; false with `problem` set when the folder
+    // cannot be written).
+    static ExpertUsage load(const std::filesystem::path& storeDir, const model::ModelConfig& config);
+    bool save(const std::filesystem::path& storeDir, std::string& problem) const;
+};
+
+struct PlacementRequest {
+    std::uint64_t expertBytes = 0;  // one routed expert as the GPU holds it
+    std::uint64_t budgetBytes = 0;  // VRAM for routed experts
+    ExpertUsage usage;              // may be empty
+};
+
+struct ExpertPlacement {
+    // gpu[layer][expert]: that expert lives on the GPU (empty rows for dense layers).
+    std::vector<std::vector<bool>> gpu;
+    int wholeLayers = 0;     // MoE layers with every expert on the GPU
+    int gpuExperts = 0;      // experts on the GPU, whole layers included
+    std::uint64_t gpuBytes = 0;
+
+    bool onGpu(int layer, int expert) const { return gpu[static_cast<std::size_t>(layer)][static_cast<std::size_t>(expert)]; }
+    // Every expert of the layer on the GPU (false for dense layers).
+    bool wholeLayer(int layer) const;
+    // Some but not all of the layer's experts on the GPU.
+    bool splitLayer(int layer) const;
+    // "12 of 48 MoE layers wholly on the GPU, 300 experts of 2 more (1.23 GB)", or "all on the CPU".
+    std::string describe(const model::ModelConfig& config) const;
+};
+
+ExpertPlacement planPlacement(const model::ModelConfig& config, const PlacementRequest& request);
+
+}  // namespace tandem::runtime

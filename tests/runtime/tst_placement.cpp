@@ -1,0 +1,99 @@
+// The placement plan (runtime/placement.h): for given VRAM budgets, which routed experts go to the GPU.
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "model/config.h"
+#include "runtime/placement.h"
+#include "test_support.h"
+
+using namespace tandem;
+using runtime::ExpertUsage;
+using runtime::planPlacement;
+
+class PlacementTest : public QObject {
+    Q_OBJECT
+
+    // tiny-qwen3moe: 3 MoE layers of 16 experts; tiny-deepseekv2: a dense layer, then 2 MoE layers of 16.
+    model::ModelConfig qwen_ = model::loadModelConfig(test::fixturePath("tiny-qwen3moe").toStdString());
+    model::ModelConfig deepseek_ = model::loadModelConfig(test::fixturePath("tiny-deepseekv2").toStdString());
+    static constexpr std::uint64_t kExpert = 1000;
+
+    static int onGpu(const runtime::ExpertPlacement& p, int layer) {
+        int n = 0;
+        for (const bool b : p.gpu[static_cast<std::size_t>(layer)]) n += b ? 1 : 0;
+        return n;
+    }
+
+private slots:
+    void noBudgetKeepsEverythingOnTheCpu() {
+        const auto p = planPlacement(qwen_, {kExpert, kExpert - 1, {}});
+        QCOMPARE(p.gpuExperts, 0);
+        QCOMPARE(QString::fromStdString(p.describe(qwen_)), QString("all routed experts on the CPU"));
+    }
+
+    void wholeLayersComeFirstFromTheLast() {
+        const auto p = planPlacement(qwen_, {kExpert, 2 * 16 * kExpert, {}});
+        QCOMPARE(p.wholeLayers, 2);
+        QVERIFY(!p.wholeLayer(0) && p.wholeLayer(1) && p.wholeLayer(2));
+        QCOMPARE(onGpu(p, 0), 0);
+        QCOMPARE(p.gpuBytes, 32 * kExpert);
+        QVERIFY2(QString::fromStdString(p.describe(qwen_)).startsWith("2 of 3 MoE layers wholly on the GPU"),
+                 p.describe(qwen_).c_str());
+    }
+
+    void denseLayersHoldNoExperts() {
+        const auto p = planPlacement(deepseek_, {kExpert, 100 * 16 * kExpert, {}});
+        QCOMPARE(p.wholeLayers, 2);
+        QVERIFY(p.gpu[0].empty());
+        QVERIFY(!p.wholeLayer(0) && !p.splitLayer(0));
+        QCOMPARE(p.gpuExperts, 32);
+        QCOMPARE(p.gpuBytes, 32 * kExpert);  // the budget beyond every expert stays unused
+    }
+
+    void theRestGoesToTheMostUsedExperts() {
+        ExpertUsage usage = ExpertUsage::empty(qwen_);
+        // Layer 1 (the next CPU layer) barely used, layer 0's experts 3 and 7 used most.
+        usage.counts[0][3] = 50;
+        usage.counts[0][7] = 40;
+        usage.counts[0][1] = 10;
+        usage.counts[1][5] = 1;
+        usage.counts[1][6] = 99;
+        const auto p = planPlacement(qwen_, {kExpert, 16 * kExpert + 3 * kExpert + kExpert / 2, usage});
+        QCOMPARE(p.wholeLayers, 1);
+        QVERIFY(p.wholeLayer(2));
+        // Shares: layer 1 expert 6 has 0.99 of its layer, layer 0 experts 3 and 7 0.5 and 0.4.
+        QVERIFY(p.onGpu(1, 6));
+        QVERIFY(p.onGpu(0, 3));
+        QVERIFY(p.onGpu(0, 7));
+        QCOMPARE(p.gpuExperts, 19);
+        QVERIFY(p.splitLayer(0) && p.splitLayer(1));
+        QVERIFY2(QString::fromStdString(p.describe(qwen_)).contains("3 experts of 2 more"), p.describe(qwen_).c_str());
+    }
+
+    void withoutCountsTheNextLayerFillsInOrder() {
+        const auto p = planPlacement(qwen_, {kExpert, 16 * kExpert + 5 * kExpert, {}});
+        QVERIFY(p.wholeLayer(2));
+        QCOMPARE(onGpu(p, 1), 5);
+        for (int e = 0; e < 5; ++e) QVERIFY(p.onGpu(1, e));
+        QCOMPARE(onGpu(p, 0), 0);
+    }
+
+    void usageIsCountedSavedAndLoaded() {
+        QTemporaryDir dir;
+        ExpertUsage usage = ExpertUsage::empty(qwen_);
+        const int ids[] = {1, 2, 2, 15, -1, 99};
+        usage.add(1, ids, 6);
+        QCOMPARE(usage.total(), std::uint64_t{4});
+        QCOMPARE(usage.counts[1][2], std::uint64_t{2});
+        std::string problem;
+        QVERIFY(usage.save(dir.path().toStdString(), problem));
+        const ExpertUsage back = ExpertUsage::load(dir.path().toStdString(), qwen_);
+        QCOMPARE(back.counts, usage.counts);
+        // Another model's counts (other shape) are ignored, not an error.
+        const ExpertUsage other = ExpertUsage::load(dir.path().toStdString(), deepseek_);
+        QCOMPARE(other.total(), std::uint64_t{0});
+    }
+};
+
+QTEST_GUILESS_MAIN(PlacementTest)
+#include "tst_placement.moc"
