@@ -94,6 +94,9 @@ void AppSettings::setAppearance(const Appearance& a) {
 int AppSettings::defaultDeferral() const { return std::max(0, settings_->value("engine/defaultDeferral", 0).toInt()); }
 void AppSettings::setDefaultDeferral(int experts) { settings_->setValue("engine/defaultDeferral", std::max(0, experts)); }
 
+bool AppSettings::fitConversationToContext() const { return settings_->value("chat/fitToContext", true).toBool(); }
+void AppSettings::setFitConversationToContext(bool fit) { settings_->setValue("chat/fitToContext", fit); }
+
 int AppSettings::deferralForModel(const QString& modelDir) const {
     return std::max(0, settings_->value(modelKey(modelDir), defaultDeferral()).toInt());
 }

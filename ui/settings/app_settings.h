@@ -66,6 +66,10 @@ public:
     void setAppearance(const Appearance& appearance);
     int defaultDeferral() const;
     void setDefaultDeferral(int experts);
+    // The context policy (on by default): a conversation longer than the context is sent as its system
+    // prompt and latest turns, the turns in between left out; off, it is refused whole.
+    bool fitConversationToContext() const;
+    void setFitConversationToContext(bool fit);
 
     // The deferral last chosen for a model folder, or the default.
     int deferralForModel(const QString& modelDir) const;
