@@ -156,9 +156,35 @@ void AppSettings::clearModelWizardState() {
     settings_->sync();
 }
 
+QStringList AppSettings::recentModelFolders() const {
+    QStringList folders = settings_->value("models/recent").toStringList();
+    folders.removeAll(QString());
+    return folders.mid(0, kRecentModels);
+}
+
+void AppSettings::addRecentModelFolder(const QString& dir) {
+    const QString cleaned = QDir::cleanPath(dir);
+    QStringList folders = recentModelFolders();
+    folders.removeAll(cleaned);
+    folders.prepend(cleaned);
+    settings_->setValue("models/recent", folders.mid(0, kRecentModels));
+}
+
+QString AppSettings::modelForConversation(qint64 conversationId) const {
+    return settings_->value(QStringLiteral("conversationModels/%1").arg(conversationId)).toString();
+}
+
+void AppSettings::setModelForConversation(qint64 conversationId, const QString& dir) {
+    const QString key = QStringLiteral("conversationModels/%1").arg(conversationId);
+    if (dir.isEmpty()) settings_->remove(key);
+    else settings_->setValue(key, QDir::cleanPath(dir));
+}
+
 QByteArray AppSettings::windowState() const { return settings_->value("window/state").toByteArray(); }
 void AppSettings::setWindowState(const QByteArray& state) { settings_->setValue("window/state", state); }
 QByteArray AppSettings::windowGeometry() const { return settings_->value("window/geometry").toByteArray(); }
 void AppSettings::setWindowGeometry(const QByteArray& geometry) { settings_->setValue("window/geometry", geometry); }
+bool AppSettings::sidebarVisible() const { return settings_->value("window/sidebarVisible", true).toBool(); }
+void AppSettings::setSidebarVisible(bool visible) { settings_->setValue("window/sidebarVisible", visible); }
 
 }  // namespace tandem::ui

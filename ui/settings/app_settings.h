@@ -86,10 +86,22 @@ public:
     void setModelWizardState(const ModelWizardState& state);
     void clearModelWizardState();
 
+    // Model folders loaded before, the latest first (the model picker's "Recent"); at most kRecentModels.
+    static constexpr int kRecentModels = 8;
+    QStringList recentModelFolders() const;
+    void addRecentModelFolder(const QString& dir);
+    // The model folder a conversation was last used with (empty: none remembered). Kept here, by
+    // conversation id, rather than in the conversation store.
+    QString modelForConversation(qint64 conversationId) const;
+    void setModelForConversation(qint64 conversationId, const QString& dir);
+
     QByteArray windowState() const;
     void setWindowState(const QByteArray& state);
     QByteArray windowGeometry() const;
     void setWindowGeometry(const QByteArray& geometry);
+    // Whether the conversation list is shown (View > Conversations).
+    bool sidebarVisible() const;
+    void setSidebarVisible(bool visible);
 
     QString fileName() const { return settings_->fileName(); }
     void sync() { settings_->sync(); }
