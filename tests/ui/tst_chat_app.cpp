@@ -183,6 +183,143 @@ private slots:
         QVERIFY(stored[1].id != secondQuestion);
     }
 
+    // Issue 24, item 5: a regenerated answer and an edited question are new versions; the old ones stay,
+    // with what followed them, < n/m > flips between them, and they are there after a restart.
+    void editingAndRegeneratingKeepEveryVersion() {
+        QTemporaryDir dir;
+        qint64 firstAnswer = 0, secondAnswer = 0;
+        const auto view = [](TandemApp& app, int row) {
+            app.window()->chatView()->renderPending();
+            return app.window()->chatView()->messageView(row);
+        };
+        const auto click = [&](TandemApp& app, int row, const QString& button) {
+            auto* b = childNamed<QAbstractButton>(view(app, row), button);
+            QVERIFY2(b && b->isVisible() && b->isEnabled(), qPrintable(button));
+            QTest::mouseClick(b, Qt::LeftButton);
+        };
+        {
+            auto app = startApp(dir);
+            QVERIFY(test::waitForModel(*app));
+            typeAndSend(*app, "First question");
+            QVERIFY(test::waitForIdle(*app));
+            typeAndSend(*app, "Second question");
+            QVERIFY(test::waitForIdle(*app));
+            QCOMPARE(app->messages()->rowCount(), 4);
+            firstAnswer = app->messages()->message(1).id;
+            secondAnswer = app->messages()->message(3).id;
+            QVERIFY(view(*app, 3)->versionText().isEmpty());
+
+            click(*app, 3, "Regenerate answer");
+            QVERIFY(test::waitForIdle(*app));
+            QCOMPARE(app->messages()->rowCount(), 4);
+            const qint64 regenerated = app->messages()->message(3).id;
+            QVERIFY(regenerated != secondAnswer);
+            QCOMPARE(toString(app->messages()->message(3).state), toString(MessageState::Complete));
+            QCOMPARE(view(*app, 3)->versionText(), QStringLiteral("2/2"));
+            click(*app, 3, "Previous version");
+            QCOMPARE(app->messages()->message(3).id, secondAnswer);
+            QCOMPARE(view(*app, 3)->versionText(), QStringLiteral("1/2"));
+
+            QTest::mouseClick(childNamed<QAbstractButton>(view(*app, 0), "Edit message"), Qt::LeftButton);
+            childNamed<QPlainTextEdit>(view(*app, 0), "Edited message")->setPlainText("First question, edited");
+            QTest::mouseClick(childNamed<QPushButton>(view(*app, 0), "Send edited message"), Qt::LeftButton);
+            QVERIFY(test::waitForIdle(*app));
+            QCOMPARE(app->messages()->rowCount(), 2);
+            QCOMPARE(app->messages()->message(0).content, QStringLiteral("First question, edited"));
+            QCOMPARE(view(*app, 0)->versionText(), QStringLiteral("2/2"));
+            QCOMPARE(toString(app->messages()->message(1).state), toString(MessageState::Complete));
+
+            // The first version comes back with all that followed it, as last shown.
+            click(*app, 0, "Previous version");
+            QCOMPARE(app->messages()->rowCount(), 4);
+            QCOMPARE(app->messages()->message(0).content, QStringLiteral("First question"));
+            QCOMPARE(app->messages()->message(1).id, firstAnswer);
+            QCOMPARE(app->messages()->message(3).id, secondAnswer);
+            QCOMPARE(app->store()->allMessages(app->chat()->currentConversationId()).size(), 7);
+        }
+        auto app = startApp(dir);
+        QVERIFY(test::waitForModel(*app));
+        QCOMPARE(app->messages()->rowCount(), 4);
+        QCOMPARE(app->messages()->message(3).id, secondAnswer);
+        QCOMPARE(view(*app, 0)->versionText(), QStringLiteral("1/2"));
+        QCOMPARE(view(*app, 3)->versionText(), QStringLiteral("1/2"));
+        click(*app, 0, "Next version");
+        QCOMPARE(app->messages()->rowCount(), 2);
+        QCOMPARE(app->messages()->message(0).content, QStringLiteral("First question, edited"));
+        // What is sent next follows the version shown.
+        typeAndSend(*app, "Third question");
+        QVERIFY(test::waitForIdle(*app));
+        QCOMPARE(app->messages()->rowCount(), 4);
+        QCOMPARE(app->messages()->message(2).parentId, app->messages()->message(1).id);
+    }
+
+    // Issue 24, item 2: a paste longer than the whole context fails on its own, says so, and the chat
+    // goes on: the next question is sent with the system prompt and the latest turns, its answer says
+    // that earlier messages were left out, the header counts what is sent, and the paste can be deleted.
+    void aPasteLongerThanTheContextDoesNotBreakTheChat() {
+        QTemporaryDir dir;
+        QSettings(dir.filePath("settings.ini"), QSettings::IniFormat).setValue("engine/contextLength", 512);
+        auto gate = std::make_shared<test::ModelGate>();
+        auto app = startApp(dir, test::gatedModelLoader(gate));
+        QVERIFY(test::waitForModel(*app));
+        QCOMPARE(app->model()->summary().contextLength, 512);
+        QVERIFY(app->settings()->fitConversationToContext());  // on by default
+        QVERIFY(app->window()->contextIndicator()->fitToContextAction()->isChecked());
+        ConversationSettings brief;
+        brief.systemPrompt = "Be brief.";
+        app->chat()->setConversationSettings(brief);
+        typeAndSend(*app, "What is a mixture of experts?");
+        QVERIFY(test::waitForIdle(*app));
+        QCOMPARE(toString(app->messages()->message(1).state), toString(MessageState::Complete));
+
+        const QString paste = QString("All the experts, one by one. ").repeated(150);
+        app->window()->composer()->editor()->setPlainText(paste);
+        QTest::keyClick(app->window()->composer()->editor(), Qt::Key_Return);
+        QVERIFY(test::waitForIdle(*app));
+        const ChatMessage failed = app->messages()->message(3);
+        QCOMPARE(toString(failed.state), toString(MessageState::Failed));
+        QVERIFY2(failed.error.startsWith("Your message takes"), qPrintable(failed.error));
+        // The header counts what the conversation takes now, not what it took before the paste.
+        QTRY_VERIFY_WITH_TIMEOUT(app->chat()->contextUsed() > 512, 60000);
+
+        typeAndSend(*app, "And what is a router?");
+        QVERIFY(test::waitForIdle(*app));
+        QCOMPARE(app->messages()->rowCount(), 6);
+        const ChatMessage reply = app->messages()->message(5);
+        QCOMPARE(toString(reply.state), toString(MessageState::Complete));
+        QCOMPARE(reply.omittedMessages, 3);  // the first question, its answer and the paste
+        const auto tokenizer = text::Tokenizer::load(test::fixturePath("tiny-qwen3moe").toStdString());
+        const QString prompt = QString::fromStdString(tokenizer.decode(gate->lastPrompt, false));
+        QCOMPARE(prompt, QStringLiteral("<|im_start|>system\nBe brief.<|im_end|>\n"
+                                        "<|im_start|>user\nAnd what is a router?<|im_end|>\n<|im_start|>assistant\n"));
+        app->window()->chatView()->renderPending();
+        QVERIFY2(app->window()->chatView()->messageView(5)->contextNoteText().startsWith("3 earlier messages were left out"),
+                 qPrintable(app->window()->chatView()->messageView(5)->contextNoteText()));
+        QVERIFY(app->window()->chatView()->messageView(1)->contextNoteText().isEmpty());
+        QCOMPARE(app->store()->messages(app->chat()->currentConversationId())[5].omittedMessages, 3);
+        QVERIFY(app->chat()->contextUsed() <= 512);
+        QCOMPARE(app->chat()->contextOmitted(), 3);
+        QVERIFY2(app->window()->contextIndicator()->text().endsWith("/ 512 tokens · 3 left out"),
+                 qPrintable(app->window()->contextIndicator()->text()));
+
+        // With the policy off the header counts the whole conversation, which is what would be sent.
+        app->window()->contextIndicator()->fitToContextAction()->trigger();
+        QVERIFY(!app->settings()->fitConversationToContext());
+        QTRY_VERIFY_WITH_TIMEOUT(app->chat()->contextUsed() > 512, 60000);
+        QCOMPARE(app->chat()->contextOmitted(), 0);
+        app->window()->contextIndicator()->fitToContextAction()->trigger();
+        QVERIFY(app->settings()->fitConversationToContext());
+
+        // Deleting the paste alone: the rest stays, and all of it fits again.
+        QAbstractButton* del = childNamed<QAbstractButton>(app->window()->chatView()->messageView(2), "Delete message");
+        QVERIFY(del && del->isVisible());
+        QTest::mouseClick(del, Qt::LeftButton);
+        QCOMPARE(app->messages()->rowCount(), 5);
+        QCOMPARE(app->store()->messages(app->chat()->currentConversationId()).size(), 5);
+        QCOMPARE(app->messages()->message(2).content, QString());  // the failed answer, now after the first answer
+        QTRY_VERIFY_WITH_TIMEOUT(app->chat()->contextOmitted() == 0 && app->chat()->contextUsed() < 512, 60000);
+    }
+
     void searchFindsAMessage() {
         QTemporaryDir dir;
         auto app = startApp(dir);

@@ -213,6 +213,62 @@ private slots:
         QCOMPARE(composer.editor()->placeholderText(), QStringLiteral("No model"));
     }
 
+    // Issue 24, item 10: a question shows as it was typed: its line breaks, blank lines and indents,
+    // and characters Markdown would take for marks.
+    void aQuestionIsShownAsTyped() {
+        MessageView view;
+        view.show();
+        ChatMessage question;
+        question.id = 1;
+        question.role = "user";
+        question.content = "First line\nsecond line\n\n    indented *not emphasis*\n# not a heading";
+        view.setMessage(question, false, false);
+        QCOMPARE(view.visibleText(), question.content);
+        // The same view showing an answer renders its Markdown again.
+        view.setMessage(answer("Hello **world**\nagain"), true, false);
+        QCOMPARE(view.visibleText(), QStringLiteral("Hello world again"));
+    }
+
+    // Issue 24, items 2 and 5: an answer says when earlier messages were left out of its prompt; a
+    // place with several versions has < n/m > to flip between them; any message can be deleted.
+    void versionsNoteAndDeleteOnAMessage() {
+        MessageView view;
+        view.show();
+        ChatMessage m = answer("Second try.");
+        view.setMessage(m, true, false);
+        QVERIFY(view.contextNoteText().isEmpty());
+        QVERIFY(view.versionText().isEmpty());
+        QVERIFY(!buttonNamed(&view, "Previous version")->isVisible());
+
+        m.omittedMessages = 4;
+        m.version = 2;
+        m.versions = 3;
+        view.setMessage(m, true, false);
+        QCOMPARE(view.contextNoteText(), QStringLiteral("4 earlier messages were left out of this answer's prompt: the "
+                                                        "conversation is longer than the model's context."));
+        QCOMPARE(view.versionText(), QStringLiteral("2/3"));
+        QSignalSpy version(&view, &MessageView::versionRequested);
+        QTest::mouseClick(buttonNamed(&view, "Previous version"), Qt::LeftButton);
+        QTest::mouseClick(buttonNamed(&view, "Next version"), Qt::LeftButton);
+        QCOMPARE(version.count(), 2);
+        QCOMPARE(version[0][0].toLongLong(), qint64(2));
+        QCOMPARE(version[0][1].toInt(), 1);
+        QCOMPARE(version[1][1].toInt(), 3);
+        m.version = 3;
+        view.setMessage(m, true, false);
+        QVERIFY(buttonNamed(&view, "Previous version")->isEnabled());
+        QVERIFY(!buttonNamed(&view, "Next version")->isEnabled());  // the last version
+        view.setMessage(m, true, true);
+        QVERIFY(!buttonNamed(&view, "Previous version")->isEnabled());  // not while an answer is generated
+        QVERIFY(!buttonNamed(&view, "Delete message")->isVisible());
+
+        view.setMessage(m, true, false);
+        QSignalSpy deleted(&view, &MessageView::deleteRequested);
+        QTest::mouseClick(buttonNamed(&view, "Delete message"), Qt::LeftButton);
+        QCOMPARE(deleted.count(), 1);
+        QCOMPARE(deleted.first().first().toLongLong(), qint64(2));
+    }
+
     void chatViewFollowsTheModel() {
         MessageModel model;
         ChatView view(&model);

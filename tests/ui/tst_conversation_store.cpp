@@ -14,6 +14,7 @@
 #include "test_support.h"
 #include "ui/store/conversation_export.h"
 #include "ui/store/conversation_store.h"
+#include "ui/store/migrations.h"
 
 using namespace tandem::ui;
 
@@ -32,6 +33,12 @@ ChatMessage message(qint64 conversation, const QString& role, const QString& con
     m.content = content;
     m.reasoning = reasoning;
     return m;
+}
+
+QStringList contents(const QList<ChatMessage>& messages) {
+    QStringList out;
+    for (const ChatMessage& m : messages) out << m.content;
+    return out;
 }
 
 QVariant pragma(const ConversationStore&, const QString& path, const QString& name) {
@@ -310,6 +317,161 @@ private slots:
         QVERIFY(!opened.database);
         QVERIFY2(opened.problem.contains("damaged") || opened.problem.contains("cannot be read"), qPrintable(opened.problem));
         QCOMPARE(tandem::test::readFile(path), bytes);
+    }
+
+    // Issue 24, item 5: a database of the schema before message versions (step 1 of the migrations,
+    // which never changes, with rows as that version wrote them) opens with every conversation as it was,
+    // and takes versions from then on.
+    void todaysDatabaseIsMigratedToMessageVersions() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("conversations.sqlite");
+        {
+            QSqlDatabase db = QSqlDatabase::addDatabase("QSQLITE", "schema-1");
+            db.setDatabaseName(path);
+            QVERIFY(db.open());
+            QSqlQuery q(db);
+            for (const QString& statement : migrations().at(0).statements) QVERIFY2(q.exec(statement), qPrintable(statement));
+            QVERIFY(q.exec("PRAGMA user_version = 1"));
+            QVERIFY(q.exec("INSERT INTO conversations (id, title, created_at, updated_at) VALUES (7, 'Old', 1, 2)"));
+            const char* rows[][3] = {{"user", "First question", "complete"},
+                                     {"assistant", "First answer", "complete"},
+                                     {"user", "Second question", "complete"},
+                                     {"assistant", "Half an answer", "streaming"}};
+            for (int i = 0; i < 4; ++i)
+                QVERIFY(q.exec(QString("INSERT INTO messages (conversation_id, position, role, content, state, created_at,"
+                                       " updated_at, model, generated_tokens) VALUES (7, %1, '%2', '%3', '%4', %5, %5, 'tiny', 3)")
+                                   .arg(i * 2)  // positions need not be consecutive
+                                   .arg(rows[i][0], rows[i][1], rows[i][2])
+                                   .arg(1000 + i)));
+        }
+        QSqlDatabase::removeDatabase("schema-1");
+
+        auto store = openStore(path);
+        QVERIFY(store);
+        QCOMPARE(pragma(*store, path, "user_version").toInt(), Database::latestSchemaVersion());
+        QCOMPARE(Database::latestSchemaVersion(), 2);
+        QCOMPARE(store->markInterruptedAnswers(), 1);
+        QList<ChatMessage> shown = store->messages(7);
+        QCOMPARE(contents(shown), (QStringList{"First question", "First answer", "Second question", "Half an answer"}));
+        for (int i = 0; i < shown.size(); ++i) {
+            QCOMPARE(shown[i].parentId, i == 0 ? qint64(0) : shown[i - 1].id);
+            QCOMPARE(shown[i].version, 1);
+            QCOMPARE(shown[i].versions, 1);
+            QCOMPARE(shown[i].omittedMessages, 0);
+        }
+        QCOMPARE(toString(shown[3].state), toString(MessageState::Interrupted));
+        QCOMPARE(shown[1].metrics.generatedTokens, 3);
+        QCOMPARE(store->search("second").value(0).id, qint64(7));  // the search index still matches the rows
+
+        // New messages follow the conversation; a regenerated answer is a version beside the old one.
+        ChatMessage again = message(7, "assistant", "A whole answer");
+        QVERIFY(store->appendVersion(again, shown[3].id) > 0);
+        QCOMPARE(again.version, 2);
+        QCOMPARE(again.versions, 2);
+        ChatMessage next = message(7, "user", "Third question");
+        QVERIFY(store->appendMessage(next) > 0);
+        QCOMPARE(next.parentId, again.id);
+        QCOMPARE(next.position, 8);  // after the version, written at 7
+        QCOMPARE(contents(store->messages(7)),
+                 (QStringList{"First question", "First answer", "Second question", "A whole answer", "Third question"}));
+    }
+
+    void versionsKeepWhatFollowedThemAndSurviveReopening() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("c.sqlite");
+        qint64 id = 0, q1 = 0, q1b = 0, a1 = 0;
+        {
+            auto store = openStore(path);
+            id = store->createConversation("Versions");
+            ChatMessage q = message(id, "user", "Q1");
+            q1 = store->appendMessage(q);
+            ChatMessage a = message(id, "assistant", "A1");
+            a1 = store->appendMessage(a);
+            ChatMessage a2 = message(id, "assistant", "A1, again");
+            QVERIFY(store->appendVersion(a2, a1) > 0);
+            ChatMessage follow = message(id, "user", "Q2");
+            store->appendMessage(follow);
+            QCOMPARE(contents(store->messages(id)), (QStringList{"Q1", "A1, again", "Q2"}));
+            QCOMPARE(store->messages(id)[1].version, 2);
+
+            // Editing the first question: a new first place version, nothing after it yet.
+            ChatMessage edited = message(id, "user", "Q1, edited");
+            q1b = store->appendVersion(edited, q1);
+            QVERIFY(q1b > 0);
+            QCOMPARE(edited.parentId, qint64(0));
+            QCOMPARE(contents(store->messages(id)), (QStringList{"Q1, edited"}));
+            QCOMPARE(store->messages(id)[0].version, 2);
+            QCOMPARE(store->messages(id)[0].versions, 2);
+            ChatMessage answer = message(id, "assistant", "B1");
+            store->appendMessage(answer);
+
+            // Back to the first version: what followed it, as it was last shown.
+            QVERIFY(store->showVersion(q1b, 1));
+            QCOMPARE(contents(store->messages(id)), (QStringList{"Q1", "A1, again", "Q2"}));
+            QVERIFY(store->showVersion(store->messages(id)[1].id, 1));
+            QCOMPARE(contents(store->messages(id)), (QStringList{"Q1", "A1"}));  // A1 had nothing after it
+            QVERIFY(!store->showVersion(q1, 3));
+            QCOMPARE(store->allMessages(id).size(), 6);
+        }
+        auto store = openStore(path);
+        QList<ChatMessage> shown = store->messages(id);
+        QCOMPARE(contents(shown), (QStringList{"Q1", "A1"}));
+        QCOMPARE(shown[0].version, 1);
+        QCOMPARE(shown[0].versions, 2);
+        QCOMPARE(shown[1].id, a1);
+        QCOMPARE(shown[1].versions, 2);
+        QVERIFY(store->showVersion(q1, 2));
+        QCOMPARE(contents(store->messages(id)), (QStringList{"Q1, edited", "B1"}));
+    }
+
+    // Issue 24, item 2: one message goes; what followed it stays, after what preceded it.
+    void deletingOneMessageKeepsTheRest() {
+        QTemporaryDir dir;
+        auto store = openStore(dir.filePath("c.sqlite"));
+        const qint64 id = store->createConversation("Delete one");
+        QList<qint64> ids;
+        for (const char* text : {"Q1", "A1", "A huge paste", "It failed", "Q3", "A3"}) {
+            ChatMessage m = message(id, QString(text).startsWith('Q') || QString(text).startsWith("A huge") ? "user" : "assistant", text);
+            ids << store->appendMessage(m);
+        }
+        QVERIFY(store->deleteMessage(ids[2]));
+        QCOMPARE(contents(store->messages(id)), (QStringList{"Q1", "A1", "It failed", "Q3", "A3"}));
+        QCOMPARE(store->messages(id)[2].parentId, ids[1]);
+        QVERIFY(store->deleteMessage(ids[3]));
+        QCOMPARE(contents(store->messages(id)), (QStringList{"Q1", "A1", "Q3", "A3"}));
+        QCOMPARE(store->search("huge").size(), 0);  // gone from the search index too
+
+        // A version that is shown gives its place to what followed it, else to the version before it.
+        ChatMessage again = message(id, "assistant", "A3, again");
+        store->appendVersion(again, ids[5]);
+        QVERIFY(store->deleteMessage(again.id));
+        QCOMPARE(contents(store->messages(id)), (QStringList{"Q1", "A1", "Q3", "A3"}));
+        QCOMPARE(store->messages(id)[3].versions, 1);
+        QVERIFY(store->deleteMessage(ids[0]));
+        QCOMPARE(contents(store->messages(id)), (QStringList{"A1", "Q3", "A3"}));
+    }
+
+    // Issue 24, item 10: a snippet is what the message says, not its Markdown.
+    void searchSnippetsArePlainText() {
+        QTemporaryDir dir;
+        auto store = openStore(dir.filePath("c.sqlite"));
+        const auto add = [&](const QString& title, const QString& text) {
+            const qint64 id = store->createConversation(title);
+            ChatMessage m = message(id, "assistant", text);
+            store->appendMessage(m);
+        };
+        add("Dinner", "## Roasting\n\n- Roast the **pumpkin** for `40` minutes.");
+        add("Links", "> Read [the squash guide](https://example.com/x) first.");
+        add("Code", "Keep snake_case, __bold__ and 2 * 3 in:\n\n```python\nprint(snake)\n```");
+        add("Table", "| fruit | colour |\n|---|---|\n| *lime* | green |");
+        const auto snippetFor = [&](const QString& query) {
+            const auto hits = store->search(query);
+            return hits.size() == 1 ? hits[0].snippet : QString("(%1 hits)").arg(hits.size());
+        };
+        QCOMPARE(snippetFor("pumpkin"), QStringLiteral("Roasting Roast the [pumpkin] for 40 minutes."));
+        QCOMPARE(snippetFor("squash"), QStringLiteral("Read the [squash] guide first."));
+        QCOMPARE(snippetFor("bold"), QStringLiteral("Keep snake_case, [bold] and 2 * 3 in: print(snake)"));
+        QCOMPARE(snippetFor("lime"), QStringLiteral("fruit colour [lime] green"));
     }
 
     void newerSchemaIsReportedAndLeftUntouched() {

@@ -39,12 +39,20 @@ ConversationSettings ChatController::currentSettings() const {
     return c ? c->settings : ConversationSettings{};
 }
 
+bool ChatController::fitsToContext() const { return settings_->fitConversationToContext(); }
+
 void ChatController::newConversation() {
     currentId_ = 0;
     newConversationSettings_ = {};
     messages_->setMessages({});
     emit currentConversationChanged(0);
     setContextUsage(0, model_->summary().contextLength);
+}
+
+void ChatController::reloadMessages() {
+    QList<ChatMessage> list = store_->messages(currentId_);
+    for (ChatMessage& m : list) m = unsavedVersion(m);
+    messages_->updateMessages(list);
 }
 
 void ChatController::openConversation(qint64 id) {
@@ -107,23 +115,29 @@ QList<PromptMessage> ChatController::promptMessages() const {
     return prompt;
 }
 
-void ChatController::startAnswer() {
-    const QList<PromptMessage> prompt = promptMessages();
+int ChatController::promptBudget() const {
+    const tandem::GenerateOptions options = generateOptionsFor(currentSettings(), settings_->sampling(), model_->summary());
+    return promptBudgetFor(settings_->fitConversationToContext(), model_->summary().contextLength, options.maxNewTokens);
+}
+
+void ChatController::startAnswer(qint64 replacing) {
     StreamingAnswer answer;
     answer.requestId = ++nextRequestId_;
     answer.message.conversationId = currentId_;
     answer.message.role = QStringLiteral("assistant");
     answer.message.state = MessageState::Streaming;
     answer.message.model = model_->summary().name;
-    if (store_->appendMessage(answer.message) == 0) return;
-    messages_->append(answer.message);
+    if ((replacing ? store_->appendVersion(answer.message, replacing) : store_->appendMessage(answer.message)) == 0) return;
     streaming_ = answer;
+    if (replacing) reloadMessages();
+    else messages_->append(answer.message);
 
     GenerationRequest request;
     request.id = answer.requestId;
-    request.messages = prompt;
+    request.messages = promptMessages();  // the empty answer in state streaming is not part of it
     request.options = generateOptionsFor(currentSettings(), settings_->sampling(), model_->summary());
     request.stopStrings = currentSettings().stopStrings;
+    request.promptBudget = promptBudget();
     saveTimer_.start();
     emit generatingChanged(true);
     emit generationRequested(request);
@@ -135,28 +149,46 @@ void ChatController::stop() {
 
 void ChatController::regenerate() {
     if (streaming_ || !model_->isReady() || currentId_ == 0 || messages_->rowCount() == 0) return;
-    const int last = messages_->rowCount() - 1;
-    const ChatMessage& tail = messages_->message(last);
-    if (tail.role == QLatin1String("assistant")) {
-        if (!store_->deleteMessagesFrom(currentId_, tail.position)) return;
-        forgetUnsavedAnswers(currentId_, tail.position);
-        messages_->truncate(last);
-    }
-    startAnswer();
+    const ChatMessage& tail = messages_->message(messages_->rowCount() - 1);
+    startAnswer(tail.role == QLatin1String("assistant") ? tail.id : 0);
 }
 
 void ChatController::editAndResend(qint64 messageId, const QString& text) {
     const int row = messages_->rowOfId(messageId);
     if (streaming_ || !model_->isReady() || row < 0 || text.trimmed().isEmpty()) return;
-    ChatMessage edited = messages_->message(row);
-    if (edited.role != QLatin1String("user")) return;
+    if (messages_->message(row).role != QLatin1String("user")) return;
+    ChatMessage edited;
+    edited.conversationId = currentId_;
+    edited.role = QStringLiteral("user");
     edited.content = text;
-    if (!store_->deleteMessagesFrom(currentId_, edited.position + 1)) return;
-    forgetUnsavedAnswers(currentId_, edited.position + 1);
-    if (!store_->editMessage(edited.id, edited.content)) return;
-    messages_->truncate(row + 1);
-    messages_->update(edited);
+    if (store_->appendVersion(edited, messageId) == 0) return;
+    reloadMessages();
     startAnswer();
+}
+
+void ChatController::showVersion(qint64 messageId, int version) {
+    // The answer being written stays in view while it streams.
+    if (streaming_ && streaming_->message.conversationId == currentId_) return;
+    if (currentId_ == 0 || messages_->rowOfId(messageId) < 0) return;
+    if (!store_->showVersion(messageId, version)) return;
+    reloadMessages();
+    requestTokenCount();
+}
+
+void ChatController::deleteMessage(qint64 messageId) {
+    if (streaming_ && streaming_->message.conversationId == currentId_) return;
+    if (currentId_ == 0 || messages_->rowOfId(messageId) < 0) return;
+    if (!store_->deleteMessage(messageId)) return;
+    forgetUnsavedAnswers(currentId_, messageId);
+    reloadMessages();
+    requestTokenCount();
+}
+
+void ChatController::setFitToContext(bool fit) {
+    if (fit == settings_->fitConversationToContext()) return;
+    settings_->setFitConversationToContext(fit);
+    emit fitToContextChanged(fit);
+    requestTokenCount();
 }
 
 void ChatController::setConversationSettings(const ConversationSettings& settings) {
@@ -179,7 +211,7 @@ void ChatController::deleteConversation(qint64 id) {
         emit generatingChanged(false);
     }
     if (!store_->deleteConversation(id)) return;
-    forgetUnsavedAnswers(id, 0);
+    forgetUnsavedAnswers(id);
     if (id == currentId_) newConversation();
 }
 
@@ -221,14 +253,22 @@ void ChatController::saveAnswers() {
 }
 
 ChatMessage ChatController::unsavedVersion(const ChatMessage& stored) const {
-    if (streaming_ && streaming_->message.id == stored.id) return streaming_->message;
+    const ChatMessage* unsaved = nullptr;
+    if (streaming_ && streaming_->message.id == stored.id) unsaved = &streaming_->message;
     for (const ChatMessage& m : unsavedAnswers_)
-        if (m.id == stored.id) return m;
-    return stored;
+        if (m.id == stored.id) unsaved = &m;
+    if (!unsaved) return stored;
+    // Its text and state from memory; its place among the versions from the store.
+    ChatMessage m = *unsaved;
+    m.parentId = stored.parentId;
+    m.version = stored.version;
+    m.versions = stored.versions;
+    return m;
 }
 
-void ChatController::forgetUnsavedAnswers(qint64 conversationId, int position) {
-    unsavedAnswers_.removeIf([&](const ChatMessage& m) { return m.conversationId == conversationId && m.position >= position; });
+void ChatController::forgetUnsavedAnswers(qint64 conversationId, qint64 messageId) {
+    unsavedAnswers_.removeIf(
+        [&](const ChatMessage& m) { return m.conversationId == conversationId && (messageId == 0 || m.id == messageId); });
     if (!streaming_ && unsavedAnswers_.isEmpty()) saveTimer_.stop();
 }
 
@@ -258,9 +298,10 @@ void ChatController::onAnswerFinished(quint64 requestId, const AnswerStats& stat
     m.metrics.generatedTokens = stats.generatedTokens;
     m.metrics.tokensPerSecond = stats.decodeTokensPerSecond;
     m.metrics.timeToFirstTokenSeconds = stats.timeToFirstTokenSeconds;
+    m.omittedMessages = stats.omittedMessages;
     const bool current = m.conversationId == currentId_;
     finishStreaming(m);
-    if (current) setContextUsage(stats.contextUsed(), stats.contextLength);
+    if (current) setContextUsage(stats.contextUsed(), stats.contextLength, stats.omittedMessages);
     if (stats.filledContext)
         emit noticeOccurred(tr("The answer stopped because the context is full (%1 tokens). Start a new chat, or raise "
                                "the context length in Settings.").arg(stats.contextLength));
@@ -278,22 +319,26 @@ void ChatController::onAnswerFailed(quint64 requestId, const QString& message) {
     ChatMessage m = streaming_->message;
     m.state = MessageState::Failed;
     m.error = message;
+    const bool current = m.conversationId == currentId_;
     finishStreaming(m);
+    // What the conversation takes now, which a failure (one too long for the context) changes.
+    if (current) requestTokenCount();
 }
 
 void ChatController::requestTokenCount() {
     if (!model_->isReady()) return;
-    emit tokenCountRequested(++countRequestId_, promptMessages());
+    emit tokenCountRequested(++countRequestId_, promptMessages(), promptBudget());
 }
 
-void ChatController::onTokensCounted(quint64 requestId, int tokens, int contextLength) {
-    if (requestId == countRequestId_) setContextUsage(tokens, contextLength);
+void ChatController::onTokensCounted(quint64 requestId, int tokens, int contextLength, int omitted) {
+    if (requestId == countRequestId_) setContextUsage(tokens, contextLength, omitted);
 }
 
-void ChatController::setContextUsage(int used, int capacity) {
+void ChatController::setContextUsage(int used, int capacity, int omitted) {
     contextUsed_ = used;
     contextCapacity_ = capacity;
-    emit contextUsageChanged(used, capacity);
+    contextOmitted_ = omitted;
+    emit contextUsageChanged(used, capacity, omitted);
 }
 
 }  // namespace tandem::ui

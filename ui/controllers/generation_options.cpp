@@ -1,6 +1,7 @@
 #include "ui/controllers/generation_options.h"
 
 #include <QRandomGenerator>
+#include <algorithm>
 
 namespace tandem::ui {
 
@@ -17,6 +18,12 @@ tandem::GenerateOptions generateOptionsFor(const ConversationSettings& conversat
     // A fresh seed per answer, so that regenerating gives a different answer when sampling.
     options.sampling.seed = QRandomGenerator::global()->generate64();
     return options;
+}
+
+int promptBudgetFor(bool fitToContext, int contextLength, int maxNewTokens) {
+    if (!fitToContext || contextLength <= 0) return 0;
+    const int room = std::clamp(maxNewTokens, 1, std::max(1, contextLength / 4));
+    return std::max(1, contextLength - room);
 }
 
 QString titleFromMessage(const QString& text, int maxLength) {

@@ -1,5 +1,7 @@
 #include "ui/models/message_model.h"
 
+#include <algorithm>
+
 namespace tandem::ui {
 
 int MessageModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(messages_.size()); }
@@ -19,6 +21,9 @@ QVariant MessageModel::data(const QModelIndex& index, int role) const {
     case TimeToFirstTokenRole: return m.metrics.timeToFirstTokenSeconds;
     case ModelRole: return m.model;
     case ErrorRole: return m.error;
+    case VersionRole: return m.version;
+    case VersionsRole: return m.versions;
+    case OmittedMessagesRole: return m.omittedMessages;
     default: return {};
     }
 }
@@ -28,7 +33,9 @@ QHash<int, QByteArray> MessageModel::roleNames() const {
             {ContentRole, "content"},     {ReasoningRole, "reasoning"},
             {StateRole, "state"},         {GeneratedTokensRole, "generatedTokens"},
             {TokensPerSecondRole, "tokensPerSecond"}, {TimeToFirstTokenRole, "timeToFirstToken"},
-            {ModelRole, "model"},         {ErrorRole, "error"}};
+            {ModelRole, "model"},         {ErrorRole, "error"},
+            {VersionRole, "version"},     {VersionsRole, "versions"},
+            {OmittedMessagesRole, "omittedMessages"}};
 }
 
 int MessageModel::rowOfId(qint64 id) const {
@@ -41,6 +48,34 @@ void MessageModel::setMessages(const QList<ChatMessage>& messages) {
     beginResetModel();
     messages_ = messages;
     endResetModel();
+}
+
+namespace {
+
+bool sameData(const ChatMessage& a, const ChatMessage& b) {
+    return a.content == b.content && a.reasoning == b.reasoning && a.state == b.state && a.version == b.version &&
+           a.versions == b.versions && a.parentId == b.parentId && a.omittedMessages == b.omittedMessages &&
+           a.error == b.error && a.model == b.model && a.metrics.generatedTokens == b.metrics.generatedTokens &&
+           a.metrics.tokensPerSecond == b.metrics.tokensPerSecond;
+}
+
+}  // namespace
+
+void MessageModel::updateMessages(const QList<ChatMessage>& messages) {
+    int same = 0;
+    const int common = static_cast<int>(std::min(messages_.size(), messages.size()));
+    while (same < common && messages_[same].id == messages[same].id) ++same;
+    for (int row = 0; row < same; ++row) {
+        if (sameData(messages_[row], messages[row])) continue;
+        messages_[row] = messages[row];
+        emit dataChanged(index(row), index(row));
+    }
+    if (same < messages_.size()) truncate(same);
+    if (same < messages.size()) {
+        beginInsertRows({}, same, static_cast<int>(messages.size()) - 1);
+        messages_.append(messages.mid(same));
+        endInsertRows();
+    }
 }
 
 void MessageModel::append(const ChatMessage& message) {

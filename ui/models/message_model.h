@@ -21,6 +21,9 @@ public:
         TimeToFirstTokenRole,
         ModelRole,
         ErrorRole,
+        VersionRole,   // which version of its place, from 1
+        VersionsRole,  // how many versions its place has
+        OmittedMessagesRole,
     };
 
     using QAbstractListModel::QAbstractListModel;
@@ -34,6 +37,9 @@ public:
     int rowOfId(qint64 id) const;
 
     void setMessages(const QList<ChatMessage>& messages);
+    // The same conversation shown another way (another version, a message deleted): the rows up to the
+    // first that differs stay, changed in place where their data changed; the rest are replaced.
+    void updateMessages(const QList<ChatMessage>& messages);
     void append(const ChatMessage& message);
     void appendText(qint64 id, const QString& answer, const QString& reasoning);
     // Replaces the message with the same id.

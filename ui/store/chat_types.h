@@ -26,10 +26,17 @@ struct AnswerMetrics {
     double timeToFirstTokenSeconds = 0;
 };
 
+// A conversation's messages form a tree: each message follows its parent (none for the first), and
+// messages with the same parent are versions of one place in the conversation (an edited question, a
+// regenerated answer). The conversation shown is one path through it: from the first message, each
+// place's chosen version.
 struct ChatMessage {
     qint64 id = 0;
     qint64 conversationId = 0;
-    int position = 0;
+    int position = 0;       // the order the conversation's messages were written in
+    qint64 parentId = 0;    // the message this one follows; 0 for the first
+    int version = 1;        // which of its place's versions this is, from 1 (oldest first)
+    int versions = 1;       // how many versions its place has
     QString role;  // "user" or "assistant"
     QString content;
     QString reasoning;
@@ -38,6 +45,7 @@ struct ChatMessage {
     QString model;  // assistant messages: the folder name of the model that wrote it
     AnswerMetrics metrics;
     QString error;
+    int omittedMessages = 0;  // answers: earlier messages left out of its prompt to fit the context
 };
 
 // Per-conversation choices; sampling falls back to the app's defaults unless overridden.
@@ -58,7 +66,7 @@ struct ConversationSummary {
     QString title;
     QDateTime createdAt;
     QDateTime updatedAt;
-    QString snippet;  // search results: the matching text, the match between [ and ]
+    QString snippet;  // search results: the matching text as plain text (no Markdown), the match between [ and ]
 };
 
 struct Conversation {

@@ -50,6 +50,9 @@ QString conversationToMarkdown(const Conversation& conversation, const QList<Cha
         md += closeOpenFence(m.content) + QStringLiteral("\n\n");
         if (m.role == QLatin1String("assistant") && m.metrics.generatedTokens > 0)
             md += QStringLiteral("*%1 tokens · %2 tokens/s*\n\n").arg(m.metrics.generatedTokens).arg(m.metrics.tokensPerSecond, 0, 'f', 1);
+        if (m.omittedMessages > 0)
+            md += QStringLiteral("*%1 earlier messages were left out of this answer's prompt to fit the context.*\n\n")
+                      .arg(m.omittedMessages);
     }
     return md;
 }
@@ -65,6 +68,11 @@ QByteArray conversationToJson(const Conversation& conversation, const QList<Chat
                                      {"generated_tokens", m.metrics.generatedTokens},
                                      {"tokens_per_second", m.metrics.tokensPerSecond},
                                      {"time_to_first_token_seconds", m.metrics.timeToFirstTokenSeconds}};
+            if (m.omittedMessages > 0) o["omitted_messages"] = m.omittedMessages;
+        }
+        if (m.versions > 1) {
+            o["version"] = m.version;
+            o["versions"] = m.versions;
         }
         if (!m.error.isEmpty()) o["error"] = m.error;
         list.append(o);

@@ -5,6 +5,7 @@
 // write succeeds again.
 #include <QList>
 #include <QObject>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -33,16 +34,29 @@ public:
     bool setConversationSettings(qint64 id, const ConversationSettings& settings);
     bool deleteConversation(qint64 id);
 
+    // The conversation as shown: from its first message, each place's chosen version, in order, each
+    // with its version and versions filled in (chat_types.h).
     QList<ChatMessage> messages(qint64 conversationId) const;
-    // Appends at the end of its conversation; fills in id, position and createdAt. Returns the id, 0 on failure.
+    // Every message of the conversation, all versions, in the order they were written.
+    QList<ChatMessage> allMessages(qint64 conversationId) const;
+    // Appends after the last message shown; fills in id, position, parentId and createdAt. Returns the
+    // id, 0 on failure.
     qint64 appendMessage(ChatMessage& message);
+    // A new version of message `replacedId` (an edited question, a regenerated answer): in its place and
+    // shown instead of it; the old version and what followed it are kept. Fills in what appendMessage does.
+    qint64 appendVersion(ChatMessage& message, qint64 replacedId);
+    // Shows version `version` (from 1) of the place message `messageId` is in, and the messages that
+    // follow that version as they were last shown.
+    bool showVersion(qint64 messageId, int version);
+    // Deletes one message; the messages that followed it follow its parent instead.
+    bool deleteMessage(qint64 id);
     // A streaming answer's text so far.
     bool updateMessageText(qint64 id, const QString& content, const QString& reasoning);
     // The new text of a question the user edited.
     bool editMessage(qint64 id, const QString& content);
     // The final state of an answer.
     bool finishMessage(const ChatMessage& message);
-    // Deletes the message at `position` of the conversation and every later one.
+    // Deletes the messages written at `position` of the conversation or later (and what follows them).
     bool deleteMessagesFrom(qint64 conversationId, int position);
 
     // Conversations whose messages (full text) or title match every word of `query`.
@@ -66,6 +80,14 @@ signals:
 
 private:
     bool touch(qint64 conversationId);
+    // The id of the last message shown in the conversation, 0 when it has none.
+    qint64 lastShownMessage(qint64 conversationId) const;
+    // Inserts `m` after `parentId` (0: first), as the version shown there.
+    qint64 insertMessage(ChatMessage& m, qint64 parentId);
+    // Runs `steps` (writes through write()) in one transaction; false, with nothing changed, when one
+    // fails or the commit does (reported as `what` not being saved).
+    bool inTransaction(const QString& what, const QString& meanwhile, const std::function<bool()>& steps);
+    void reportFailure(const QString& message);
     // Runs a prepared write. A failure is reported as `what` not being saved, followed by `meanwhile`
     // (what becomes of it), unless the same failure was the last one reported.
     bool write(QSqlQuery& query, const QString& what, const QString& meanwhile = {});

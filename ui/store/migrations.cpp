@@ -47,6 +47,19 @@ const std::vector<Migration>& migrations() {
                             " INSERT INTO message_search (rowid, content, reasoning)"
                             " VALUES (new.id, new.content, new.reasoning); END"),
          }},
+        // Versions (issue 24): an edited question or a regenerated answer is a new message beside the old
+        // one, with the same parent; `active` marks the version shown at each place. `position` stays the
+        // order of writing, unique per conversation. Today's conversations become a chain in that order.
+        {"message versions (a tree of messages), messages left out of an answer's prompt",
+         {
+             QStringLiteral("ALTER TABLE messages ADD COLUMN parent_id INTEGER REFERENCES messages (id) ON DELETE CASCADE"),
+             QStringLiteral("ALTER TABLE messages ADD COLUMN active INTEGER NOT NULL DEFAULT 1"),
+             QStringLiteral("ALTER TABLE messages ADD COLUMN omitted_messages INTEGER NOT NULL DEFAULT 0"),
+             QStringLiteral("UPDATE messages SET parent_id = (SELECT p.id FROM messages p"
+                            " WHERE p.conversation_id = messages.conversation_id AND p.position < messages.position"
+                            " ORDER BY p.position DESC LIMIT 1)"),
+             QStringLiteral("CREATE INDEX messages_by_parent ON messages (parent_id)"),
+         }},
     };
     return steps;
 }

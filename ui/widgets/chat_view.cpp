@@ -48,6 +48,8 @@ MessageView* ChatView::createView() {
     connect(view, &MessageView::copyRequested, this, &ChatView::copyRequested);
     connect(view, &MessageView::editSubmitted, this, &ChatView::editSubmitted);
     connect(view, &MessageView::regenerateRequested, this, &ChatView::regenerateRequested);
+    connect(view, &MessageView::versionRequested, this, &ChatView::versionRequested);
+    connect(view, &MessageView::deleteRequested, this, &ChatView::deleteRequested);
     return view;
 }
 
@@ -67,7 +69,9 @@ void ChatView::onRowsInserted(int first, int last) {
     }
     // Neighbours change too: the previous last answer can no longer be regenerated.
     for (int row = std::max(0, first - 1); row < views_.size(); ++row) refreshRow(row);
-    if (last >= first) followBottom_ = true;
+    // A new message brings the view to the bottom; another version of an earlier place (several rows
+    // at once) leaves the reader where they are.
+    if (last == first) followBottom_ = true;
 }
 
 void ChatView::onRowsRemoved(int first, int last) {

@@ -30,6 +30,8 @@ signals:
     void copyRequested(qint64 messageId);
     void editSubmitted(qint64 messageId, const QString& text);
     void regenerateRequested();
+    void versionRequested(qint64 messageId, int version);
+    void deleteRequested(qint64 messageId);
 
 private:
     void rebuild();

@@ -1,13 +1,19 @@
 #include "ui/widgets/context_indicator.h"
 
+#include <QAction>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLocale>
+#include <QMenu>
 #include <QProgressBar>
+#include <QSignalBlocker>
+#include <QToolButton>
 
 namespace tandem::ui {
 
-ContextIndicator::ContextIndicator(QWidget* parent) : QWidget(parent), bar_(new QProgressBar(this)), label_(new QLabel(this)) {
+ContextIndicator::ContextIndicator(QWidget* parent)
+    : QWidget(parent), bar_(new QProgressBar(this)), label_(new QLabel(this)), menuButton_(new QToolButton(this)),
+      fitAction_(new QAction(tr("Leave Out Earlier Messages When the Conversation Is Too Long"), this)) {
     auto* layout = new QHBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     bar_->setTextVisible(false);
@@ -16,12 +22,32 @@ ContextIndicator::ContextIndicator(QWidget* parent) : QWidget(parent), bar_(new 
     bar_->setAccessibleName(tr("Context used"));
     bar_->setObjectName(QStringLiteral("contextBar"));
     label_->setObjectName(QStringLiteral("contextLabel"));
+    fitAction_->setCheckable(true);
+    fitAction_->setChecked(true);
+    fitAction_->setToolTip(tr("Send the system prompt and the latest messages when the whole conversation does not "
+                              "fit the model's context; off, such a conversation is not sent at all"));
+    connect(fitAction_, &QAction::toggled, this, &ContextIndicator::fitToContextToggled);
+    auto* menu = new QMenu(this);
+    menu->setToolTipsVisible(true);
+    menu->addAction(fitAction_);
+    menuButton_->setMenu(menu);
+    menuButton_->setPopupMode(QToolButton::InstantPopup);
+    menuButton_->setAutoRaise(true);
+    menuButton_->setText(QStringLiteral("▾"));
+    menuButton_->setAccessibleName(tr("Context policy"));
+    menuButton_->setToolTip(tr("What is sent when the conversation is longer than the model's context"));
     layout->addWidget(bar_);
     layout->addWidget(label_);
+    layout->addWidget(menuButton_);
     setUsage(0, 0);
 }
 
-void ContextIndicator::setUsage(int used, int capacity) {
+void ContextIndicator::setFitToContext(bool fit) {
+    const QSignalBlocker block(fitAction_);
+    fitAction_->setChecked(fit);
+}
+
+void ContextIndicator::setUsage(int used, int capacity, int omitted) {
     const QLocale locale;
     if (capacity <= 0) {
         bar_->setRange(0, 1);
@@ -33,11 +59,24 @@ void ContextIndicator::setUsage(int used, int capacity) {
     bar_->setRange(0, capacity);
     bar_->setValue(std::min(used, capacity));
     const int percent = static_cast<int>(100.0 * used / capacity + 0.5);
-    label_->setText(tr("%1 / %2 tokens").arg(locale.toString(used), locale.toString(capacity)));
+    QString text = tr("%1 / %2 tokens").arg(locale.toString(used), locale.toString(capacity));
+    if (omitted > 0) text += tr(" · %1 left out").arg(locale.toString(omitted));
+    label_->setText(text);
     bar_->setAccessibleDescription(tr("%1 percent of the context used").arg(percent));
-    setToolTip(percent >= 90 ? tr("The context is almost full (%1%). Start a new chat, or raise the context length in "
-                                  "Settings and reload the model.").arg(percent)
-                             : tr("This conversation fills %1% of the model's context.").arg(percent));
+    if (used > capacity)
+        setToolTip(tr("The conversation's last message alone is longer than the context (%1 tokens): it cannot be "
+                      "answered. Delete or shorten it, or raise the context length in Settings and reload the model.")
+                       .arg(locale.toString(capacity)));
+    else if (omitted > 0)
+        setToolTip(tr("The conversation is longer than the model's context: %1 earlier messages are left out of what "
+                      "is sent, after the system prompt. The count is what is sent.")
+                       .arg(omitted));
+    else if (percent >= 90)
+        setToolTip(tr("The context is almost full (%1%). Start a new chat, or raise the context length in Settings "
+                      "and reload the model.")
+                       .arg(percent));
+    else
+        setToolTip(tr("This conversation fills %1% of the model's context.").arg(percent));
 }
 
 QString ContextIndicator::text() const { return label_->text(); }

@@ -1,9 +1,12 @@
 #pragma once
-// How full the model's context is with this conversation: a thin bar and "used / capacity".
+// How full the model's context is with this conversation as it is sent: a thin bar, "used / capacity"
+// and how many earlier messages the context policy leaves out. Its menu turns the policy on or off.
 #include <QWidget>
 
+class QAction;
 class QLabel;
 class QProgressBar;
+class QToolButton;
 
 namespace tandem::ui {
 
@@ -12,12 +15,24 @@ class ContextIndicator : public QWidget {
 public:
     explicit ContextIndicator(QWidget* parent = nullptr);
 
-    void setUsage(int used, int capacity);
+    // `omitted`: earlier messages left out of what `used` counts.
+    void setUsage(int used, int capacity, int omitted = 0);
     QString text() const;
+    // The menu's "leave out earlier messages" choice, for tests.
+    QAction* fitToContextAction() const { return fitAction_; }
+
+public slots:
+    // Shows the context policy's state; does not emit fitToContextToggled.
+    void setFitToContext(bool fit);
+
+signals:
+    void fitToContextToggled(bool fit);
 
 private:
     QProgressBar* bar_;
     QLabel* label_;
+    QToolButton* menuButton_;
+    QAction* fitAction_;
 };
 
 }  // namespace tandem::ui

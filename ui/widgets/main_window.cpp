@@ -87,6 +87,11 @@ MainWindow::MainWindow(const MainWindowParts& parts, QWidget* parent)
     });
     connect(chatView_, &ChatView::editSubmitted, chat, &ChatController::editAndResend);
     connect(chatView_, &ChatView::regenerateRequested, chat, &ChatController::regenerate);
+    connect(chatView_, &ChatView::versionRequested, chat, &ChatController::showVersion);
+    connect(chatView_, &ChatView::deleteRequested, chat, &ChatController::deleteMessage);
+    context_->setFitToContext(chat->fitsToContext());
+    connect(context_, &ContextIndicator::fitToContextToggled, chat, &ChatController::setFitToContext);
+    connect(chat, &ChatController::fitToContextChanged, context_, &ContextIndicator::setFitToContext);
     connect(composer_, &Composer::sendRequested, this, [this](const QString& text) {
         if (parts_.chat->send(text)) composer_->clear();
     });

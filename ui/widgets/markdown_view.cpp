@@ -12,8 +12,33 @@ MarkdownView::MarkdownView(QWidget* parent) : QWidget(parent), layout_(new QVBox
     layout_->setSpacing(6);
 }
 
+void MarkdownView::setPlainText(const QString& text) {
+    if (plain_ && text == markdown_ && !views_.isEmpty()) return;
+    auto* view = plain_ && views_.size() == 1 ? qobject_cast<AutoHeightTextView*>(views_.first()) : nullptr;
+    if (!view) {
+        qDeleteAll(views_);
+        views_.clear();
+        view = new AutoHeightTextView(this);
+        view->setAccessibleName(tr("Message text"));
+        views_.append(view);
+        layout_->addWidget(view);
+    }
+    plain_ = true;
+    markdown_ = text;
+    segments_ = {{MarkdownSegment::Kind::Prose, text, {}}};
+    view->setPlainText(text);
+}
+
 void MarkdownView::setMarkdown(const QString& markdown) {
-    if (markdown == markdown_) return;
+    if (plain_) {
+        // Views made for plain text are not reused for Markdown.
+        qDeleteAll(views_);
+        views_.clear();
+        segments_.clear();
+        plain_ = false;
+    } else if (markdown == markdown_) {
+        return;
+    }
     markdown_ = markdown;
     const QList<MarkdownSegment> segments = splitMarkdown(markdown);
     for (qsizetype i = 0; i < segments.size(); ++i) {

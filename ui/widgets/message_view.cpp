@@ -30,9 +30,16 @@ QToolButton* actionButton(const QString& text, const QString& accessibleName, co
 MessageView::MessageView(QWidget* parent)
     : QFrame(parent), author_(new QLabel(this)),
       copy_(actionButton(tr("Copy"), tr("Copy message"), tr("Copy this message as Markdown"), this)),
-      edit_(actionButton(tr("Edit"), tr("Edit message"), tr("Edit this message and send it again; later messages are replaced"), this)),
-      regenerate_(actionButton(tr("Regenerate"), tr("Regenerate answer"), tr("Replace this answer with a new one"), this)),
-      reasoning_(new ReasoningSection(this)), body_(new MarkdownView(this)), editor_(new QWidget(this)),
+      edit_(actionButton(tr("Edit"), tr("Edit message"),
+                         tr("Edit this message and send it again; the earlier version stays, with what followed it"), this)),
+      regenerate_(actionButton(tr("Regenerate"), tr("Regenerate answer"),
+                               tr("Write another answer; this one stays as an earlier version"), this)),
+      previousVersion_(actionButton(QStringLiteral("‹"), tr("Previous version"), tr("Show the previous version"), this)),
+      versionLabel_(new QLabel(this)),
+      nextVersion_(actionButton(QStringLiteral("›"), tr("Next version"), tr("Show the next version"), this)),
+      delete_(actionButton(tr("Delete"), tr("Delete message"),
+                           tr("Delete this message from the conversation; the messages after it stay"), this)),
+      contextNote_(new QLabel(this)), reasoning_(new ReasoningSection(this)), body_(new MarkdownView(this)), editor_(new QWidget(this)),
       editorText_(new QPlainTextEdit(editor_)), footer_(new QLabel(this)) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(14, 10, 14, 10);
@@ -42,10 +49,19 @@ MessageView::MessageView(QWidget* parent)
     author_->setObjectName(QStringLiteral("messageAuthor"));
     header->addWidget(author_);
     header->addStretch();
+    versionLabel_->setObjectName(QStringLiteral("messageVersion"));
+    header->addWidget(previousVersion_);
+    header->addWidget(versionLabel_);
+    header->addWidget(nextVersion_);
     header->addWidget(copy_);
     header->addWidget(edit_);
     header->addWidget(regenerate_);
+    header->addWidget(delete_);
     layout->addLayout(header);
+    contextNote_->setObjectName(QStringLiteral("contextNote"));
+    contextNote_->setWordWrap(true);
+    contextNote_->setVisible(false);
+    layout->addWidget(contextNote_);
     layout->addWidget(reasoning_);
     layout->addWidget(body_);
 
@@ -75,6 +91,9 @@ MessageView::MessageView(QWidget* parent)
     connect(copy_, &QToolButton::clicked, this, [this] { emit copyRequested(message_.id); });
     connect(edit_, &QToolButton::clicked, this, &MessageView::startEditing);
     connect(regenerate_, &QToolButton::clicked, this, &MessageView::regenerateRequested);
+    connect(previousVersion_, &QToolButton::clicked, this, [this] { emit versionRequested(message_.id, message_.version - 1); });
+    connect(nextVersion_, &QToolButton::clicked, this, [this] { emit versionRequested(message_.id, message_.version + 1); });
+    connect(delete_, &QToolButton::clicked, this, [this] { emit deleteRequested(message_.id); });
     connect(cancel, &QPushButton::clicked, this, &MessageView::finishEditing);
     connect(resend, &QPushButton::clicked, this, [this] {
         const QString text = editorText_->toPlainText();
@@ -98,10 +117,24 @@ void MessageView::setMessage(const ChatMessage& m, bool isLastAnswer, bool busy)
     setAccessibleName(isUser ? tr("Your message") : tr("Answer"));
     reasoning_->setVisible(!isUser && !m.reasoning.isEmpty());
     reasoning_->setReasoning(m.reasoning, streaming && m.content.isEmpty());
-    body_->setMarkdown(m.content);
+    // A question is shown as it was typed; an answer is Markdown.
+    if (isUser) body_->setPlainText(m.content);
+    else body_->setMarkdown(m.content);
     body_->setVisible(!m.content.isEmpty() && !isEditing());
     edit_->setVisible(isUser && !busy);
     regenerate_->setVisible(!isUser && isLastAnswer && !busy);
+    delete_->setVisible(!busy && !streaming);
+    const bool versions = m.versions > 1;
+    versionLabel_->setText(versions ? QStringLiteral("%1/%2").arg(m.version).arg(m.versions) : QString());
+    versionLabel_->setAccessibleName(tr("Version %1 of %2").arg(m.version).arg(m.versions));
+    for (QWidget* w : {static_cast<QWidget*>(previousVersion_), static_cast<QWidget*>(versionLabel_),
+                       static_cast<QWidget*>(nextVersion_)})
+        w->setVisible(versions);
+    previousVersion_->setEnabled(!busy && m.version > 1);
+    nextVersion_->setEnabled(!busy && m.version < m.versions);
+    const QString note = contextNoteFor(m);
+    contextNote_->setText(note);
+    contextNote_->setVisible(!note.isEmpty());
     copy_->setEnabled(!m.content.isEmpty());
     const QString footer = footerFor(m);
     footer_->setText(footer);
@@ -132,7 +165,19 @@ QString MessageView::footerFor(const ChatMessage& m) const {
     return figures;
 }
 
+QString MessageView::contextNoteFor(const ChatMessage& m) const {
+    if (m.role == QLatin1String("user") || m.omittedMessages <= 0) return {};
+    return m.omittedMessages == 1
+               ? tr("1 earlier message was left out of this answer's prompt: the conversation is longer than the "
+                    "model's context.")
+               : tr("%1 earlier messages were left out of this answer's prompt: the conversation is longer than the "
+                    "model's context.")
+                     .arg(m.omittedMessages);
+}
+
 QString MessageView::footerText() const { return footer_->text(); }
+QString MessageView::contextNoteText() const { return contextNote_->text(); }
+QString MessageView::versionText() const { return versionLabel_->text(); }
 
 void MessageView::startEditing() {
     if (busy_ || message_.role != QLatin1String("user")) return;

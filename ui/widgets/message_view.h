@@ -1,7 +1,8 @@
 #pragma once
-// One message of the conversation: who wrote it, the reasoning (answers), the Markdown text, the
-// per-answer figures, and the actions that apply to it (copy; edit for questions; regenerate for the
-// last answer). Actions are signals; the chat view forwards them.
+// One message of the conversation: who wrote it, the reasoning (answers), the text (answers as Markdown,
+// questions as typed), a note when earlier messages were left out of an answer's prompt, the per-answer
+// figures, and the actions that apply to it (copy; edit for questions; regenerate for the last answer;
+// < 1/2 > between the versions of its place; delete). Actions are signals; the chat view forwards them.
 #include <QFrame>
 
 #include "ui/store/chat_types.h"
@@ -32,20 +33,32 @@ public:
     QString visibleText() const;
     ReasoningSection* reasoningSection() const { return reasoning_; }
     QString footerText() const;
+    // "Earlier messages were left out" on an answer; empty when none were.
+    QString contextNoteText() const;
+    // "1/2" when its place has several versions, else empty.
+    QString versionText() const;
 
 signals:
     void copyRequested(qint64 messageId);
     void editSubmitted(qint64 messageId, const QString& text);
     void regenerateRequested();
+    void versionRequested(qint64 messageId, int version);
+    void deleteRequested(qint64 messageId);
 
 private:
     void finishEditing();
     QString footerFor(const ChatMessage& m) const;
+    QString contextNoteFor(const ChatMessage& m) const;
 
     QLabel* author_;
     QToolButton* copy_;
     QToolButton* edit_;
     QToolButton* regenerate_;
+    QToolButton* previousVersion_;
+    QLabel* versionLabel_;
+    QToolButton* nextVersion_;
+    QToolButton* delete_;
+    QLabel* contextNote_;
     ReasoningSection* reasoning_;
     MarkdownView* body_;
     QWidget* editor_;

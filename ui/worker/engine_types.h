@@ -49,6 +49,9 @@ struct GenerationRequest {
     QList<PromptMessage> messages;
     tandem::GenerateOptions options;
     QStringList stopStrings;  // the answer ends before the first of these, which is not part of it
+    // The context policy: more than 0 leaves out the oldest turns after the system prompt until the
+    // prompt takes at most this many tokens (ui/text/prompt_fit.h); 0 sends the whole conversation.
+    int promptBudget = 0;
 };
 
 // Where one layer's time went during the last answer, as fractions of that layer's time.
@@ -70,6 +73,7 @@ struct AnswerStats {
     bool stoppedByUser = false;
     bool stoppedByStopString = false;
     bool filledContext = false;  // ended because the context had no room for more tokens
+    int omittedMessages = 0;     // earlier messages the context policy left out of the prompt
     QString gpuFailure;          // the GPU failed during this answer and the engine went on on the CPU: its notice
     QList<LayerSplit> layerSplit;  // empty while the engine does not report it
 

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "tandem/error.h"
+#include "ui/text/prompt_fit.h"
 
 namespace tandem::ui {
 namespace {
@@ -96,20 +97,18 @@ void EngineWorker::applyRequestedDeferral() {
     emit deferralApplied(model_->deferredExperts());
 }
 
-void EngineWorker::countTokens(quint64 requestId, const QList<PromptMessage>& messages) {
+void EngineWorker::countTokens(quint64 requestId, const QList<PromptMessage>& messages, int promptBudget) {
     if (!formatter_ || !model_) return;
-    int tokens = 0;
+    FittedPrompt fitted;
     cancelRender_ = false;
-    if (!messages.isEmpty()) {
-        try {
-            tokens = static_cast<int>(formatter_->encodeConversation(messages).size());
-        } catch (const std::exception&) {
-            // A template may refuse a conversation that is not complete yet (no user message, say);
-            // the indicator keeps its last count until there is one it renders.
-            return;
-        }
+    try {
+        fitted = fitPrompt(*formatter_, messages, promptBudget);
+    } catch (const std::exception&) {
+        // A template may refuse a conversation that is not complete yet (no user message, say);
+        // the indicator keeps its last count until there is one it renders.
+        return;
     }
-    emit tokensCounted(requestId, tokens, model_->info().contextLength);
+    emit tokensCounted(requestId, fitted.tokens, model_->info().contextLength, fitted.omitted);
 }
 
 void EngineWorker::reportLive(const QElapsedTimer& decodeClock, int decodedTokens, bool force) {
@@ -152,10 +151,19 @@ void EngineWorker::generate(const GenerationRequest& request) {
         QElapsedTimer decodeClock;
         int tokens = 0;
 
+        // The context policy leaves out earlier turns; what is left must still fit.
+        const FittedPrompt fitted = fitPrompt(*formatter_, request.messages, request.promptBudget);
+        result.omittedMessages = fitted.omitted;
+
         const AnswerGenerator runModel = [&](std::span<const int> prompt, const tandem::GenerateOptions& answerOptions,
                                              const std::function<bool(int)>& onToken) {
             const int promptTokens = static_cast<int>(prompt.size());
             room = contextLength - promptTokens;
+            if (room < 1 && request.promptBudget > 0)
+                throw Error(QStringLiteral("Your message takes %1 tokens, more than the %2 the context holds, even with "
+                                           "the earlier messages left out. Shorten it or delete it, or raise the context "
+                                           "length in Settings.")
+                                .arg(promptTokens).arg(contextLength).toStdString());
             if (room < 1)
                 throw Error(QStringLiteral("This conversation takes %1 tokens, more than the %2 the context holds. Start "
                                            "a new chat, or raise the context length in Settings.")
@@ -194,7 +202,7 @@ void EngineWorker::generate(const GenerationRequest& request) {
             shownAny = true;
         };
         const ChatAnswer answer =
-            formatter_->answer(request.messages, request.options, request.stopStrings, runModel, [&](const TextDelta& text) {
+            formatter_->answer(fitted.messages, request.options, request.stopStrings, runModel, [&](const TextDelta& text) {
                 pending += text;
                 // The first text shows at once; later text is gathered for a moment.
                 if (!shownAny || clock.elapsed() - lastFlushMs >= kTextBatchMs) {

@@ -24,8 +24,9 @@ public slots:
     void loadModel(const tandem::ui::LoadRequest& request);
     void unloadModel();
     void generate(const tandem::ui::GenerationRequest& request);
-    // How many tokens `messages` take as a prompt, for the context indicator.
-    void countTokens(quint64 requestId, const QList<tandem::ui::PromptMessage>& messages);
+    // How many tokens `messages` take as a prompt, for the context indicator: fitted to `promptBudget`
+    // as GenerationRequest::promptBudget says, so it is what an answer would be sent.
+    void countTokens(quint64 requestId, const QList<tandem::ui::PromptMessage>& messages, int promptBudget = 0);
 
     // Thread-safe. Stops answer `requestId` at its next token (or before it starts); kAnyRequest stops
     // whichever answer is running.
@@ -44,7 +45,7 @@ signals:
     void liveStatsMeasured(const tandem::ui::LiveEngineStats& stats);
     void answerFinished(quint64 requestId, const tandem::ui::AnswerStats& stats);
     void answerFailed(quint64 requestId, const QString& message);
-    void tokensCounted(quint64 requestId, int tokens, int contextLength);
+    void tokensCounted(quint64 requestId, int tokens, int contextLength, int omittedMessages);
     // The deferral the engine now uses, read back from it.
     void deferralApplied(int experts);
 
