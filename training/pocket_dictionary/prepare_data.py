@@ -1,23 +1,38 @@
 #!/usr/bin/env python3
 """Turns WordNet 3.0 (Debian's wordnet-base) into the pocket dictionary's chat data and tokenizer.
 
-Usage: prepare_data.py --wordnet /usr/share/wordnet --out DIR
+Usage: prepare_data.py --wordnet /usr/share/wordnet --out DIR [--tokenizer MODEL_DIR | --new-tokenizer]
 
 Writes to DIR:
-  train.jsonl      one conversation per line: {"messages": [{"role", "content"}, ...]}
+  train.jsonl      one conversation per line: {"messages": [{"role", "content"}, ...]}, one question each
+                   (15% with one earlier question and answer first); the same data the shipped model had
+  multiturn.jsonl.gz   conversations of 2-10 questions in one chat, each answered as in train.jsonl: the
+                   first a full question, later ones full questions, follow-ups ("And X?", "What about
+                   X?", "X?", ...) or a word asked again; a few "Who are you?" turns among them
   eval.jsonl       {"word", "question", "answer", "split"}: split is "seen" (a trained word asked the
                    way training asked), "paraphrase" (a trained word asked in words training never used)
                    or "unseen" (a word held out of training entirely)
-  tokenizer.json, tokenizer_config.json   a byte-level BPE trained on the conversations
+  eval_multiturn.jsonl  {"turns": [{"word", "question", "answer", "form"}, ...]}: chats of 10 questions
+                   about trained words; form is "first", "full", "followup" or "again" (a word asked
+                   before in the same chat). Each turn is scored against its own answer, with the
+                   model's own earlier answers as the history
+  tokenizer.json, tokenizer_config.json   by default the shipped model's (MODEL_DIR, so that model can
+                   be fine-tuned on this data); --new-tokenizer trains a byte-level BPE on the data
+
+train.jsonl and eval.jsonl come out exactly as before the multi-turn data was added (same seed, same
+random stream), so the held-out words are the ones the shipped model never saw; the multi-turn data
+draws from a random stream of its own and uses only trained words.
 
 Which words: every single-word lemma that occurs in WordNet's sense-tagged corpus (tagsense_cnt > 0,
 about 19k), plus the words of demo_words.txt, which the app's examples ask about. Each answer gives up
 to two senses, the most frequent first, with WordNet's first example sentence where it has one.
 """
 import argparse
+import gzip
 import json
 import random
 import re
+import shutil
 from pathlib import Path
 
 POS_FILES = {"noun": "noun", "verb": "verb", "adj": "adjective", "adv": "adverb"}
@@ -52,6 +67,20 @@ ABOUT_QUESTIONS = [
     "What model are you?", "Tell me about yourself.", "What do you know?", "Hello, who am I talking to?",
 ]
 SYSTEM_PROMPTS = ["You are a helpful assistant.", "You are a dictionary.", "Answer briefly."]
+# Later questions in one chat: follow-ups that name only the word, and a word asked again.
+FOLLOWUP_QUESTIONS = [
+    "And {w}?", "and {w}?", "And {w}", "and {w}", "What about {w}?", "what about {w}", "How about {w}?",
+    "And what about {w}?", "{w}?", "{w}", "Now {w}.", "Next: {w}", "Next, {w}.", "Another one: {w}",
+    "And what does {w} mean?", "Same for {w}.", "Ok, and {w}?", "Thanks. And {w}?", "What about the word {w}?",
+    "And the word {w}?", "Then {w}?", "Also {w}?", "One more: {w}", "Now define {w}.", "And {w}, please.",
+]
+AGAIN_QUESTIONS = [
+    "What does {w} mean again?", "{w} again?", "Sorry, what did {w} mean?", "Can you repeat {w}?",
+    "Remind me what {w} means.", "What was {w} again?", "Once more: {w}", "And {w} again?",
+    "What does {w} mean?", "{w}?",
+]
+# The multi-turn evaluation's questions after the first (all forms training used).
+EVAL_FULL, EVAL_FOLLOWUPS, EVAL_AGAIN = "What does {w} mean?", ["And {w}?", "What about {w}?", "{w}?"], "What does {w} mean again?"
 
 
 def parse_gloss(gloss):
@@ -137,6 +166,49 @@ def conversation(rng, question, reply, extra_turn=None):
     return {"messages": messages}
 
 
+def multiturn_conversation(rng, seen, answers, turns):
+    """One chat of `turns` questions: the first a full question, later ones full questions, follow-ups
+    or a word asked again (the same answer again), now and then "Who are you?"."""
+    messages = []
+    if rng.random() < 0.1:
+        messages.append({"role": "system", "content": rng.choice(SYSTEM_PROMPTS)})
+    asked = []
+    for turn in range(turns):
+        r = rng.random()
+        if turn and r < 0.03:
+            question, reply = rng.choice(ABOUT_QUESTIONS), ABOUT
+        elif turn and r < 0.15:
+            word = rng.choice(asked)
+            question, reply = vary(rng, rng.choice(AGAIN_QUESTIONS)).format(w=word), answers[word]
+        else:
+            word = rng.choice(seen)
+            asked.append(word)
+            form = rng.choice(TRAIN_QUESTIONS) if turn == 0 or r < 0.55 else rng.choice(FOLLOWUP_QUESTIONS)
+            question, reply = vary(rng, form).format(w=word), answers[word]
+        messages += [{"role": "user", "content": question}, {"role": "assistant", "content": reply}]
+    return {"messages": messages}
+
+
+def multiturn_eval(rng, seen, answers, turns=10):
+    """A chat of 10 questions: "What does X mean?" first, then full questions and follow-ups in turn,
+    and from the third question on now and then a word asked before."""
+    items, asked = [], []
+    for turn in range(turns):
+        if turn >= 2 and rng.random() < 0.15:
+            word, form, question = rng.choice(asked), "again", EVAL_AGAIN
+        else:
+            word = rng.choice(seen)
+            asked.append(word)
+            if turn == 0:
+                form, question = "first", EVAL_FULL
+            elif rng.random() < 0.4:
+                form, question = "full", EVAL_FULL
+            else:
+                form, question = "followup", rng.choice(EVAL_FOLLOWUPS)
+        items.append({"word": word, "question": question.format(w=word), "answer": answers[word], "form": form})
+    return {"turns": items}
+
+
 def train_tokenizer(texts, out, vocab_size):
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
@@ -170,6 +242,12 @@ def main():
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--vocab", type=int, default=4096)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--tokenizer", type=Path,
+                        default=Path(__file__).resolve().parents[2] / "resources/models/pocket-dictionary",
+                        help="copy tokenizer.json and tokenizer_config.json from this model folder")
+    parser.add_argument("--new-tokenizer", action="store_true", help="train a new tokenizer instead")
+    parser.add_argument("--multiturn", type=int, default=24000, help="multi-turn conversations to write")
+    parser.add_argument("--eval-multiturn", type=int, default=300, help="10-question chats to evaluate")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     demo_words = set((Path(__file__).parent / "demo_words.txt").read_text().split())
@@ -213,10 +291,26 @@ def main():
         for item in evaluation:
             f.write(json.dumps(item) + "\n")
 
+    # The multi-turn data: a random stream of its own, so everything above stays as it was.
+    multi_rng = random.Random(args.seed * 1000 + 24)
+    multi = [multiturn_conversation(multi_rng, seen, answers, multi_rng.randint(2, 10)) for _ in range(args.multiturn)]
+    with gzip.open(args.out / "multiturn.jsonl.gz", "wt", compresslevel=9) as f:
+        for item in multi:
+            f.write(json.dumps(item) + "\n")
+    with open(args.out / "eval_multiturn.jsonl", "w") as f:
+        for _ in range(args.eval_multiturn):
+            f.write(json.dumps(multiturn_eval(multi_rng, seen, answers)) + "\n")
+
     texts = [m["content"] for item in train for m in item["messages"]]
-    train_tokenizer(texts, args.out, args.vocab)
+    if args.new_tokenizer:
+        train_tokenizer(texts, args.out, args.vocab)
+    else:
+        for name in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(args.tokenizer / name, args.out / name)
+    multi_texts = [m["content"] for item in multi for m in item["messages"]]
     print(f"{len(words)} words ({len(unseen)} held out), {len(train)} conversations, "
-          f"{sum(len(t) for t in texts) / 1e6:.1f} MB of text")
+          f"{sum(len(t) for t in texts) / 1e6:.1f} MB of text; {len(multi)} multi-turn conversations "
+          f"({sum(len(item['messages']) // 2 for item in multi)} questions), {sum(len(t) for t in multi_texts) / 1e6:.1f} MB of text")
 
 
 if __name__ == "__main__":
