@@ -1,11 +1,21 @@
 #!/usr/bin/env python3
-"""Definition accuracy of the pocket dictionary through Tandem's own engine, with Expert Deferral and
-with skipping, for the table in docs/BENCHMARKS.md.
+"""Definition accuracy of the pocket dictionary through Tandem's own engine: with Expert Deferral and
+with skipping, for the table in docs/BENCHMARKS.md, or question by question in one chat (multi-turn).
 
 Usage: evaluate.py --model DIR --cli build/app/tandem-cli --eval eval.jsonl [--limit N] [--device cpu]
+       evaluate.py --model DIR --cli build/app/tandem-cli --eval eval.jsonl \
+                   --multiturn eval_multiturn.jsonl [--conversations N] [--limit N]
 
-For d = 0 .. k-1 it runs `tandem-cli generate --prompts-file` (greedy) once with --defer d and once
-with --skip d over the "seen" and "paraphrase" questions of eval.jsonl and prints a Markdown table.
+Without --multiturn: for d = 0 .. k-1 it runs `tandem-cli generate --prompts-file` (greedy) once with
+--defer d and once with --skip d over the "seen" and "paraphrase" questions of eval.jsonl and prints a
+Markdown table.
+
+With --multiturn: the single-turn accuracy (all experts, "seen" and "paraphrase" questions, one chat
+each), then the chats of eval_multiturn.jsonl through `tandem-cli chat` (greedy; the app's own chat
+path: the model's chat template renders the whole conversation, the engine's own earlier answers as
+the assistant's messages, /reset between chats), scored question by question; it prints the accuracy
+at turns 1..10 and by kind of question (the first, a full question later, a follow-up such as "And
+X?", a word asked again), definition and exact as scoring.py defines them.
 """
 import argparse
 import json
@@ -27,6 +37,79 @@ def run(cli, model, prompts_file, device, flag, d, new_tokens):
     return [[int(t) for t in line.split()] for line in out.splitlines()]
 
 
+def chat_answers(cli, model, chats, device, new_tokens, threads):
+    """Each chat's questions through one `tandem-cli chat` session, /reset between chats: the answers
+    as the app shows them and sends them back."""
+    lines = []
+    for chat in chats:
+        lines += [turn["question"] for turn in chat] + ["/reset"]
+    command = [cli, "chat", "--model", str(model), "--device", device, "--temperature", "0",
+               "--max-tokens", str(new_tokens), "--threads", str(threads)]
+    out = subprocess.run(command, input="\n".join(lines) + "\n/quit\n", check=True, capture_output=True,
+                         text=True).stdout
+    # stdout: "> " before each answer, each answer ended by a newline; an empty answer leaves "> > ".
+    assert out.startswith("> "), out[:200]
+    records = []
+    for record in out[2:].split("\n> "):
+        while record.startswith("> "):
+            records.append("")
+            record = record[2:]
+        records.append(record)
+    answers, index = [], 0
+    for chat in chats:
+        answers.append([records[index + i].removesuffix("\n") for i in range(len(chat))])
+        assert records[index + len(chat)].startswith("(new conversation)"), records[index + len(chat)][:200]
+        index += len(chat) + 1
+    return answers
+
+
+def multiturn(args, tokenizer, eos):
+    items, per_split = [], {}
+    for line in open(args.eval):
+        item = json.loads(line)
+        if item["split"] in ("seen", "paraphrase") and per_split.get(item["split"], 0) < args.limit:
+            per_split[item["split"]] = per_split.get(item["split"], 0) + 1
+            items.append(item)
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        for item in items:
+            prompt = f"<|im_start|>user\n{item['question']}<|im_end|>\n<|im_start|>assistant\n"
+            f.write(" ".join(map(str, tokenizer.encode(prompt).ids)) + "\n")
+        prompts_file = f.name
+    rows = run(args.cli, args.model, prompts_file, args.device, "--defer", 0, args.new_tokens)
+    Path(prompts_file).unlink()
+    outputs = [tokenizer.decode(r[:r.index(eos)] if eos in r else r) for r in rows]
+    single = score(items, outputs)
+    print("| single-turn questions | n | definition | exact |\n|---|---|---|---|")
+    for split in ("seen", "paraphrase"):
+        s = single[split]
+        print(f"| {split} | {s['n']} | {s['definition']:.1%} | {s['exact']:.1%} |")
+
+    chats = [json.loads(line)["turns"] for line in open(args.multiturn)][:args.conversations]
+    answers = chat_answers(args.cli, args.model, chats, args.device, args.new_tokens, args.threads)
+    turn_items, turn_outputs, form_items = [], [], []
+    for chat, outs in zip(chats, answers):
+        for t, (turn, out) in enumerate(zip(chat, outs)):
+            turn_items.append(dict(turn, split=t + 1))
+            form_items.append(dict(turn, split=turn["form"]))
+            turn_outputs.append(out)
+    by_turn, by_form = score(turn_items, turn_outputs), score(form_items, turn_outputs)
+    print(f"\n| multi-turn ({len(chats)} chats) | " + " | ".join(f"turn {t}" for t in sorted(by_turn)) + " |")
+    print("|---|" + "---|" * len(by_turn))
+    for key in ("definition", "exact"):
+        print(f"| {key} | " + " | ".join(f"{by_turn[t][key]:.1%}" for t in sorted(by_turn)) + " |")
+    print("\n| question kind | n | definition | exact |\n|---|---|---|---|")
+    for form in ("first", "full", "followup", "again"):
+        if form in by_form:
+            s = by_form[form]
+            print(f"| {form} | {s['n']} | {s['definition']:.1%} | {s['exact']:.1%} |")
+    if args.json:
+        result = {"single_turn": single, "multi_turn_by_turn": {str(t): v for t, v in by_turn.items()},
+                  "multi_turn_by_form": by_form, "chats": len(chats),
+                  "samples": [{"questions": [t["question"] for t in chat], "answers": outs}
+                              for chat, outs in list(zip(chats, answers))[:3]]}
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", type=Path, required=True)
@@ -35,12 +118,18 @@ def main():
     parser.add_argument("--limit", type=int, default=200, help="questions per split")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--new-tokens", type=int, default=120)
+    parser.add_argument("--multiturn", type=Path, help="eval_multiturn.jsonl: score chats turn by turn instead")
+    parser.add_argument("--conversations", type=int, default=100, help="chats of --multiturn to run")
+    parser.add_argument("--threads", type=int, default=0, help="tandem-cli chat's threads (0: all)")
+    parser.add_argument("--json", help="with --multiturn: also write the figures to this file")
     args = parser.parse_args()
 
     tokenizer = Tokenizer.from_file(str(args.model / "tokenizer.json"))
     eos = tokenizer.token_to_id("<|im_end|>")
     config = json.loads((args.model / "config.json").read_text())
     k = config["num_experts_per_tok"]
+    if args.multiturn:
+        return multiturn(args, tokenizer, eos)
     items, per_split = [], {}
     for line in open(args.eval):
         item = json.loads(line)
