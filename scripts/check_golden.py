@@ -60,10 +60,10 @@ def read_safetensors(path):
     return out
 
 
-def find_fixtures(folders, parent):
-    """The fixture folders to check: those named, and those under `parent` that hold a golden."""
+def find_fixtures(folders, parents):
+    """The fixture folders to check: those named, and those under each of `parents` that hold a golden."""
     found = list(folders)
-    if parent:
+    for parent in parents:
         if not os.path.isdir(parent):
             sys.exit(f'--fixtures {parent}: no such folder')
         found += [os.path.join(parent, n) for n in sorted(os.listdir(parent))
@@ -172,7 +172,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('fixture', nargs='*', help='fixture folders (each with golden.safetensors)')
     p.add_argument('--cli', required=True)
-    p.add_argument('--fixtures', help='a folder of fixtures: every subfolder with a golden.safetensors')
+    p.add_argument('--fixtures', action='append', default=[],
+                   help='a folder of fixtures: every subfolder with a golden.safetensors (may be repeated)')
     p.add_argument('--device', action='append', default=[])
     p.add_argument('--isa', action='append', default=[],
                    help='CPU kernel sets to run the cpu device with (TANDEM_CPU_ISA), e.g. --isa scalar --isa avx512; '
@@ -190,7 +191,8 @@ def main():
     args = p.parse_args()
     fixtures = find_fixtures(args.fixture, args.fixtures)
     if not fixtures:
-        print(f'FAILED: no fixture to check (no folder under {args.fixtures} holds a golden.safetensors)')
+        where = ' or '.join(args.fixtures) or 'the folders named'
+        print(f'FAILED: no fixture to check (no folder under {where} holds a golden.safetensors)')
         return 1
     devices = args.device or ['cpu', 'gpu']
     runs = [(d, isa) for d in devices for isa in (args.isa if d == 'cpu' and args.isa else [None])]
@@ -307,7 +309,7 @@ def main():
                                     'routing_differs': int(flips) if flips else None, **margin_stats, 'notes': notes})
     if args.json:
         with open(args.json, 'w') as f:
-            json.dump(records, f, indent=1)
+            json.dump(records, f, indent=1, default=lambda o: o.item() if hasattr(o, 'item') else str(o))
     if checked == 0:
         print('FAILED: nothing was checked')
         return 1

@@ -16,7 +16,7 @@ private slots:
         QCOMPARE(QString::fromStdString(t.differences()), QString());
         QCOMPARE(t.amxSliceKib, 768);
         QVERIFY(t.gpuSplitPrecision);
-        QVERIFY(!t.gpuFp8);
+        QVERIFY(t.gpuFp8);
     }
 
     void variablesOverrideAndAreListed() {

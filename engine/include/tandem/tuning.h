@@ -23,7 +23,7 @@ struct Tuning {
     bool amxStream = true;          // TANDEM_AMX_STREAM: INT4 panels asked for in L2 ahead of unpacking
     // GPU path
     bool gpuSplitPrecision = true;  // TANDEM_GPU_PRECISION=bf16 turns off split (hi + lo) GEMM inputs
-    bool gpuFp8 = false;            // TANDEM_GPU_FP8=1: FP8 weights stay FP8 on the GPU (see ARCHITECTURE)
+    bool gpuFp8 = true;             // TANDEM_GPU_FP8=0: FP8 weights rounded to bf16 on the GPU (see ARCHITECTURE)
     bool gpuChain = true;           // TANDEM_GPU_CHAIN=0: no programmatic dependent launches
     int gpuPrefetchMb = -1;         // TANDEM_GPU_PREFETCH_MB: next layer's weights into L2; -1 = half of L2
     bool gpuProfile = false;        // TANDEM_GPU_PROFILE=1: per-stage GPU times of decode steps, printed at exit

@@ -517,7 +517,12 @@ void GpuRunner::enqueueMla(const model::LayerPlan& layer, int tokens) {
     int ldkv;
     if (c.qLoraRank > 0) {
         const int combWidth = c.qLoraRank + latent + rd;
-        project(w.qaKva.ref(), combWidth, H, hBf16_.get(), H, tokens, comb_.get(), combWidth, false);
+        if (w.kva.rows) {  // q_a and kv_a apart (gpu_weights.cpp, layerParts), into the same columns
+            project(w.qaKva.ref(), c.qLoraRank, H, hBf16_.get(), H, tokens, comb_.get(), combWidth, false);
+            project(w.kva.ref(), latent + rd, H, hBf16_.get(), H, tokens, comb_.get() + c.qLoraRank, combWidth, false);
+        } else {
+            project(w.qaKva.ref(), combWidth, H, hBf16_.get(), H, tokens, comb_.get(), combWidth, false);
+        }
         launchRmsNorm(comb_.get(), combWidth, w.qaNorm.get(), c.rmsNormEps, tokens, c.qLoraRank, nullptr, 0, qa_.get(),
                       c.qLoraRank, split_, stream_);
         project(w.q.ref(), heads * qHead, c.qLoraRank, qa_.get(), c.qLoraRank, tokens, q_.get(), heads * qHead, false);

@@ -14,8 +14,8 @@ using model::WeightMatrix;
 using Parts = std::vector<const WeightMatrix*>;
 
 // Whether `parts` stay FP8 on the GPU: all FP8 with the same column blocks, which the kernels read 16
-// weights at a time (fp8.cu), and Tuning::gpuFp8 on (off by default until the kernels' check and the
-// real-width fidelity runs have been measured on a GPU: docs/FIDELITY.md).
+// weights at a time (fp8.cu), and Tuning::gpuFp8 on (the default since it was measured: docs/FIDELITY.md;
+// TANDEM_GPU_FP8=0 rounds FP8 x scale to bf16 as before).
 bool keepsFp8(const Parts& parts) {
     if (!tuning().gpuFp8) return false;
     for (const auto* p : parts)
@@ -162,8 +162,14 @@ LayerParts layerParts(const model::ModelConfig& c, const model::LayerWeights& w)
     LayerParts p;
     if (c.attention == model::AttentionKind::Mla) {
         const model::MlaWeights& m = w.mla;
-        if (m.qA) p.qaKva = {&*m.qA, &m.kvA};
-        else p.kva = {&m.kvA};
+        // q_a and kv_a are one matrix when both stay FP8 or both become bf16; a checkpoint with only one
+        // of them FP8 keeps them apart, so the FP8 one is not rounded to bf16 for the other's sake.
+        if (m.qA && keepsFp8({&*m.qA}) == keepsFp8({&m.kvA})) {
+            p.qaKva = {&*m.qA, &m.kvA};
+        } else {
+            if (m.qA) p.qaKva = {&*m.qA};
+            p.kva = {&m.kvA};
+        }
         p.q = {&m.q};
         p.o = {&m.o};
     } else {

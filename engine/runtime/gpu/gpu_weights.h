@@ -3,12 +3,11 @@
 // final norm and lm_head (routers and norms as float32). Routed experts stay on the CPU.
 // Projections that read the same input are stacked into one matrix so one GEMM computes them.
 //
-// BF16 weights are uploaded as they are. FP8 weights (DeepSeek-V3's e4m3 with 128x128 block scales) are
-// rounded to bf16 by default; with Tuning::gpuFp8 (TANDEM_GPU_FP8=1) they stay FP8 with their scales,
-// which the kernels multiply in float32 -- the same products the CPU path computes, at half the bytes
-// of bf16 (rounding FP8 x scale to bf16 cost 1e-2 of the logits at real widths) -- and MLA's kv_b_proj,
-// read by kernels of its own, becomes bf16 hi + lo pairs. That mode becomes the default once it has
-// been measured on a GPU (docs/FIDELITY.md).
+// BF16 weights are uploaded as they are. FP8 weights (DeepSeek-V3's e4m3 with 128x128 block scales) stay
+// FP8 with their scales (Tuning::gpuFp8, on by default), which the kernels multiply in float32 -- the
+// same products the CPU path computes, at half the bytes of bf16 (rounding FP8 x scale to bf16, which
+// TANDEM_GPU_FP8=0 still does, cost 1.6e-3 of the logits at real widths against 5e-6 kept: FIDELITY.md)
+// -- and MLA's kv_b_proj, read by kernels of its own, becomes bf16 hi + lo pairs.
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -56,9 +55,10 @@ struct GpuLayer {
     GpuMatrix qkv;  // [(heads + 2 kvHeads) * headDim, hidden]
     DeviceBuffer<float> qNorm, kNorm;
     // MLA
-    GpuMatrix qaKva;  // with q LoRA: [qLora + kvLora + rope, hidden]
+    GpuMatrix qaKva;  // with q LoRA: [qLora + kvLora + rope, hidden], or q_a alone [qLora, hidden] when kva is
+                      // set (only one of the two FP8: they are kept apart so that one stays FP8)
     GpuMatrix q;      // q_b_proj [heads * qHead, qLora], or q_proj [heads * qHead, hidden]
-    GpuMatrix kva;    // without q LoRA: [kvLora + rope, hidden]
+    GpuMatrix kva;    // [kvLora + rope, hidden]: without q LoRA, or beside a q_a of another kind
     DeviceBuffer<float> qaNorm, kvaNorm;
     DeviceBuffer<bf16> kvb;    // [heads * (nope + v), kvLora]
     DeviceBuffer<bf16> kvbLo;  // FP8 checkpoints: what bf16 rounding lost of kvb (kvb + kvbLo is exact to 2^-16)
