@@ -2,15 +2,26 @@
 """Trains the pocket dictionary: a small Qwen3-MoE model on prepare_data.py's conversations.
 
 Usage: train.py --data DIR --out MODEL_DIR [--minutes M] [--device cuda]
+       train.py --data DIR --out MODEL_DIR --init MODEL_DIR [--minutes M]   (fine-tune)
+
+From scratch it trains on train.jsonl and, when prepare_data.py wrote it, multiturn.jsonl.gz, every
+conversation once an epoch. With --init it starts from that model folder's weights (the shipped pocket
+dictionary; same architecture and tokenizer) and each epoch is every multi-turn conversation plus a
+fresh random --single-fraction of the single-turn ones, so the model learns to answer the latest
+question of a chat and keeps its single-turn answers; the learning rate warms up briefly and follows a
+cosine over the --minutes.
 
 The model is written as a Hugging Face qwen3_moe folder (config.json, model.safetensors in bf16, the
 tokenizer files, generation_config.json), so Tandem and transformers load it alike. The architecture is
 written out here rather than taken from transformers so that training is fast (all experts computed
 densely with batched matrix products, which at this size beats gathering tokens per expert) and the
 saved names are exactly the published checkpoints' ones. After training it measures the definition
-accuracy on eval.jsonl with greedy decoding and, when transformers is installed, checks that
-transformers' Qwen3MoeForCausalLM computes the same logits from the saved folder.
+accuracy on eval.jsonl with greedy decoding, and on eval_multiturn.jsonl question by question in each
+chat with the model's own earlier answers (decoded to text and rendered again, as Tandem does) as the
+history, and, when transformers is installed, checks that transformers' Qwen3MoeForCausalLM computes
+the same logits from the saved folder.
 """
+import gzip
 import argparse
 import json
 import math
@@ -201,6 +212,55 @@ def encode_conversation(tokenizer, messages):
     return ids, mask
 
 
+def encode_conversations(tokenizer, conversations):
+    """encode_conversation for many at once: the same ids and masks, the message texts encoded in one
+    batch (the turn markers and the newline between messages are separate pre-tokens, so each
+    message's text encodes the same alone as inside the whole prompt; checked against tandem-cli
+    render-chat and tokenize)."""
+    heads = {}
+    tail = tokenizer.encode("\n").ids
+    bodies = tokenizer.encode_batch([f"{m['content']}<|im_end|>" for c in conversations for m in c])
+    result, k = [], 0
+    for messages in conversations:
+        ids, mask = [], []
+        for m in messages:
+            if m["role"] not in heads:
+                heads[m["role"]] = tokenizer.encode(f"<|im_start|>{m['role']}\n").ids
+            head, body = heads[m["role"]], bodies[k].ids
+            k += 1
+            train = m["role"] == "assistant"
+            ids += head + body + tail
+            mask += [False] * len(head) + [train] * len(body) + [False] * len(tail)
+        result.append((ids, mask))
+    return result
+
+
+def load_conversations(path):
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as f:
+        return [json.loads(line)["messages"] for line in f]
+
+
+def load_init(model, folder):
+    """The weights of a saved model folder (Hugging Face names) into our layout (stacked experts)."""
+    from safetensors.torch import load_file
+    saved = json.loads((folder / "config.json").read_text())
+    for key in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                "head_dim", "moe_intermediate_size", "num_experts", "num_experts_per_tok"):
+        assert saved[key] == CONFIG[key], f"{folder}: {key} is {saved[key]}, not {CONFIG[key]}"
+    tensors = load_file(str(folder / "model.safetensors"))
+    state = {}
+    for name, shape in ((n, t.shape) for n, t in model.state_dict().items()):
+        if ".mlp.experts." in name:
+            prefix, proj = name.rsplit(".", 1)
+            state[name] = torch.stack([tensors.pop(f"model.{prefix}.{e}.{proj}.weight") for e in range(shape[0])])
+        else:
+            state[name] = tensors.pop(name if name.startswith("lm_head") else "model." + name)
+        assert state[name].shape == shape, name
+    assert not tensors, f"unused tensors in {folder}: {sorted(tensors)[:5]}"
+    model.load_state_dict({k: v.float() for k, v in state.items()})
+
+
 def batches(examples, tokens_per_batch, rng):
     order = sorted(range(len(examples)), key=lambda i: len(examples[i][0]) + rng.random())
     result, current = [], []
@@ -256,6 +316,27 @@ def greedy(model, tokenizer, prompts, device, eos, pad, max_new=120, batch=512):
     return outputs
 
 
+def multiturn_accuracy(model, tokenizer, chats, device, eos, pad):
+    """Each chat question by question, every chat's turn t in one batch, the model's own earlier answers
+    as the assistant's messages: the score per turn (split = turn number) and per kind of question."""
+    histories = [[] for _ in chats]
+    items, outputs = [], []
+    for t in range(max(len(c) for c in chats)):
+        active = [i for i, c in enumerate(chats) if t < len(c)]
+        for i in active:
+            histories[i].append({"role": "user", "content": chats[i][t]["question"]})
+        answers = greedy(model, tokenizer, [render(histories[i], True) for i in active], device, eos, pad)
+        for i, answer in zip(active, answers):
+            histories[i].append({"role": "assistant", "content": answer})
+            items.append(dict(chats[i][t], split=t + 1))
+            outputs.append(answer)
+    by_turn = score(items, outputs)
+    by_form = score([dict(it, split=it["form"]) for it in items], outputs)
+    samples = [{"questions": [m["content"] for m in h if m["role"] == "user"],
+                "answers": [m["content"] for m in h if m["role"] == "assistant"]} for h in histories[:2]]
+    return by_turn, by_form, samples
+
+
 def save(model, tokenizer_dir, out, eos, pad):
     from safetensors.torch import save_file
     out.mkdir(parents=True, exist_ok=True)
@@ -293,8 +374,12 @@ def main():
     parser.add_argument("--minutes", type=float, default=5.0)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--tokens-per-batch", type=int, default=65536)
-    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--lr", type=float, help="peak learning rate (3e-3 from scratch, 1e-3 with --init)")
+    parser.add_argument("--init", type=Path, help="fine-tune: start from this model folder's weights")
+    parser.add_argument("--single-fraction", type=float, default=0.5,
+                        help="with --init: the share of single-turn conversations in each epoch")
     parser.add_argument("--eval-limit", type=int, default=0, help="evaluate only this many items (0: all)")
+    parser.add_argument("--eval-multiturn", type=int, default=100, help="chats of eval_multiturn.jsonl to evaluate")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     from tokenizers import Tokenizer
@@ -305,35 +390,57 @@ def main():
     tokenizer = Tokenizer.from_file(str(args.data / "tokenizer.json"))
     eos, pad = tokenizer.token_to_id("<|im_end|>"), tokenizer.token_to_id("<|endoftext|>")
     assert tokenizer.get_vocab_size() <= CONFIG["vocab_size"]
-    examples = [encode_conversation(tokenizer, json.loads(line)["messages"]) for line in open(args.data / "train.jsonl")]
-    total_tokens = sum(len(e[0]) for e in examples)
-    print(f"{len(examples)} conversations, {total_tokens / 1e6:.2f} M tokens per epoch", flush=True)
+    load_start = time.time()
+    single = encode_conversations(tokenizer, load_conversations(args.data / "train.jsonl"))
+    multi_path = args.data / "multiturn.jsonl.gz"
+    multi = encode_conversations(tokenizer, load_conversations(multi_path)) if multi_path.exists() else []
+    examples = single + multi
+    print(f"{len(single)} single-turn conversations ({sum(len(e[0]) for e in single) / 1e6:.2f} M tokens), "
+          f"{len(multi)} multi-turn ({sum(len(e[0]) for e in multi) / 1e6:.2f} M tokens), "
+          f"longest {max(len(e[0]) for e in examples)} tokens; encoded in {time.time() - load_start:.0f} s", flush=True)
 
-    model = Model(CONFIG).to(device)
+    model = Model(CONFIG)
+    if args.init:
+        init_tokenizer = Tokenizer.from_file(str(args.init / "tokenizer.json"))
+        assert init_tokenizer.get_vocab() == tokenizer.get_vocab(), "--init's tokenizer differs from the data's"
+        load_init(model, args.init)
+        print(f"initialised from {args.init}", flush=True)
+    model = model.to(device)
     params = sum(p.numel() for p in model.parameters())
     print(f"{params / 1e6:.2f} M parameters", flush=True)
+    if args.lr is None:
+        args.lr = 1e-3 if args.init else 3e-3
+
+    def epoch_examples():
+        """From scratch every conversation; fine-tuning all multi-turn ones and a share of the rest."""
+        if not args.init:
+            return examples
+        return multi + rng.sample(single, int(len(single) * args.single_fraction))
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "embed" not in n]
     no_decay = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "embed" not in n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=args.lr, betas=(0.9, 0.95), fused=device.type == "cuda")
     budget = args.minutes * 60
     start = time.time()
-    step, epoch, warmup = 0, 0, 200
+    step, epoch, warmup = 0, 0, 30 if args.init else 200
     seen_tokens = 0
     estimated_steps = None
     while time.time() - start < budget:
         epoch += 1
-        for index in batches(examples, args.tokens_per_batch, rng):
+        epoch_data = epoch_examples()
+        for index in batches(epoch_data, args.tokens_per_batch, rng):
             elapsed = time.time() - start
             if elapsed >= budget:
                 break
             if step == 200:
                 estimated_steps = int(budget / (elapsed / 200))
             progress = min(1.0, step / estimated_steps) if estimated_steps else 0.0
+            if args.init:
+                progress = elapsed / budget  # a short run: follow the clock from the first step
             lr = args.lr * min(1.0, (step + 1) / warmup) * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * progress)))
             for group in opt.param_groups:
                 group["lr"] = lr
-            ids, keep, target_mask = collate(examples, index, device, pad)
+            ids, keep, target_mask = collate(epoch_data, index, device, pad)
             with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
                 logits, aux = model(ids, keep)
             targets = ids[:, 1:].masked_fill(~target_mask[:, 1:], -100)
@@ -360,12 +467,27 @@ def main():
     outputs = greedy(model, tokenizer, prompts, device, eos, pad)
     table = score(items, outputs)
     samples = [{"question": it["question"], "split": it["split"], "answer": out} for it, out in zip(items, outputs)][::50]
+    print("single-turn accuracy: " + json.dumps(table), flush=True)
     report = {"parameters": params, "steps": step, "epochs": epoch, "train_tokens": seen_tokens,
               "train_seconds": round(train_seconds), "final_loss": round(loss.item(), 4), "accuracy": table,
               "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu", "samples": samples}
+    if args.init:
+        report.update(init=str(args.init), lr=args.lr, single_fraction=args.single_fraction)
+    multi_eval = args.data / "eval_multiturn.jsonl"
+    if multi_eval.exists() and args.eval_multiturn:
+        eval_start = time.time()
+        chats = [json.loads(line)["turns"] for line in open(multi_eval)][:args.eval_multiturn]
+        by_turn, by_form, chat_samples = multiturn_accuracy(model, tokenizer, chats, device, eos, pad)
+        report["multiturn_chats"] = len(chats)
+        report["multiturn_accuracy_by_turn"] = {str(t): v for t, v in sorted(by_turn.items())}
+        report["multiturn_accuracy_by_kind"] = by_form
+        report["multiturn_samples"] = chat_samples
+        print(f"multi-turn ({len(chats)} chats, {time.time() - eval_start:.0f} s): turn " +
+              " ".join(f"{t}: {v['definition']:.1%}/{v['exact']:.1%}" for t, v in sorted(by_turn.items())) +
+              " (definition/exact)", flush=True)
     report["transformers_rel_err"] = check_with_transformers(model, args.out, device, tokenizer)
     (args.out / "training_report.json").write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in report.items() if k != "samples"}, indent=2))
+    print(json.dumps({k: v for k, v in report.items() if k not in ("samples", "multiturn_samples")}, indent=2))
 
 
 if __name__ == "__main__":
