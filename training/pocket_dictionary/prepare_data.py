@@ -4,9 +4,10 @@
 Usage: prepare_data.py --wordnet /usr/share/wordnet --out DIR [--tokenizer MODEL_DIR | --new-tokenizer]
 
 Writes to DIR:
-  train.jsonl      one conversation per line: {"messages": [{"role", "content"}, ...]}, one question each
+  train.jsonl.gz   one conversation per line: {"messages": [{"role", "content"}, ...]}, one question each
                    (15% with one earlier question and answer first); the same data the shipped model had
-  multiturn.jsonl.gz   conversations of 2-10 questions in one chat, each answered as in train.jsonl: the
+                   (gzip: the data travels with the working tree to the GPU machine, which holds 64 MiB)
+  multiturn.jsonl.gz   conversations of 2-10 questions in one chat, each answered as in train.jsonl.gz: the
                    first a full question, later ones full questions, follow-ups ("And X?", "What about
                    X?", "X?", ...) or a word asked again; a few "Who are you?" turns among them
   eval.jsonl       {"word", "question", "answer", "split"}: split is "seen" (a trained word asked the
@@ -19,7 +20,7 @@ Writes to DIR:
   tokenizer.json, tokenizer_config.json   by default the shipped model's (MODEL_DIR, so that model can
                    be fine-tuned on this data); --new-tokenizer trains a byte-level BPE on the data
 
-train.jsonl and eval.jsonl come out exactly as before the multi-turn data was added (same seed, same
+train.jsonl.gz and eval.jsonl come out exactly as before the multi-turn data was added (same seed, same
 random stream), so the held-out words are the ones the shipped model never saw; the multi-turn data
 draws from a random stream of its own and uses only trained words.
 
@@ -273,7 +274,7 @@ def main():
         for _ in range(10):
             train.append(conversation(rng, question, ABOUT))
     rng.shuffle(train)
-    with open(args.out / "train.jsonl", "w") as f:
+    with gzip.open(args.out / "train.jsonl.gz", "wt", compresslevel=9) as f:
         for item in train:
             f.write(json.dumps(item) + "\n")
 

@@ -4,7 +4,7 @@
 Usage: train.py --data DIR --out MODEL_DIR [--minutes M] [--device cuda]
        train.py --data DIR --out MODEL_DIR --init MODEL_DIR [--minutes M]   (fine-tune)
 
-From scratch it trains on train.jsonl and, when prepare_data.py wrote it, multiturn.jsonl.gz, every
+From scratch it trains on train.jsonl.gz (or train.jsonl) and, when prepare_data.py wrote it, multiturn.jsonl.gz, every
 conversation once an epoch. With --init it starts from that model folder's weights (the shipped pocket
 dictionary; same architecture and tokenizer) and each epoch is every multi-turn conversation plus a
 fresh random --single-fraction of the single-turn ones, so the model learns to answer the latest
@@ -379,6 +379,7 @@ def main():
     parser.add_argument("--single-fraction", type=float, default=0.5,
                         help="with --init: the share of single-turn conversations in each epoch")
     parser.add_argument("--eval-limit", type=int, default=0, help="evaluate only this many items (0: all)")
+    parser.add_argument("--log-every", type=int, help="steps between progress lines (200; 50 with --init)")
     parser.add_argument("--eval-multiturn", type=int, default=100, help="chats of eval_multiturn.jsonl to evaluate")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
@@ -391,7 +392,10 @@ def main():
     eos, pad = tokenizer.token_to_id("<|im_end|>"), tokenizer.token_to_id("<|endoftext|>")
     assert tokenizer.get_vocab_size() <= CONFIG["vocab_size"]
     load_start = time.time()
-    single = encode_conversations(tokenizer, load_conversations(args.data / "train.jsonl"))
+    single_path = args.data / "train.jsonl.gz"
+    if not single_path.exists():
+        single_path = args.data / "train.jsonl"  # written by an earlier prepare_data.py
+    single = encode_conversations(tokenizer, load_conversations(single_path))
     multi_path = args.data / "multiturn.jsonl.gz"
     multi = encode_conversations(tokenizer, load_conversations(multi_path)) if multi_path.exists() else []
     examples = single + multi
@@ -410,6 +414,7 @@ def main():
     print(f"{params / 1e6:.2f} M parameters", flush=True)
     if args.lr is None:
         args.lr = 1e-3 if args.init else 3e-3
+    log_every = args.log_every or (50 if args.init else 200)
 
     def epoch_examples():
         """From scratch every conversation; fine-tuning all multi-turn ones and a share of the rest."""
@@ -451,8 +456,8 @@ def main():
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             seen_tokens += int(keep.sum())
-            if step % 200 == 0:
-                print(f"step {step} epoch {epoch} loss {loss.detach().item():.3f} aux {float(aux):.3f} lr {lr:.2e} "
+            if step % log_every == 0:
+                print(f"step {step} epoch {epoch} loss {loss.detach().item():.3f} aux {float(aux.detach()):.3f} lr {lr:.2e} "
                       f"{seen_tokens / (time.time() - start) / 1e3:.0f} k tok/s", flush=True)
             step += 1
     train_seconds = time.time() - start
