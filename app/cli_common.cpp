@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tandem/byte_size.h"
 #include "tandem/error.h"
 
 std::vector<int> parseIds(const std::string& text, const std::string& where) {
@@ -79,9 +80,16 @@ tandem::ExpertPrecision parseExperts(const std::string& name) {
     throw tandem::Error("--experts must be auto, bf16, int8, int4 or reference, not '" + name + "'");
 }
 
+std::int64_t parseGpuMemory(const CliArgs& args) {
+    const auto text = args.optional("--gpu-memory");
+    if (!text || *text == "auto") return -1;
+    return static_cast<std::int64_t>(tandem::parseByteSize(*text, "--gpu-memory"));
+}
+
 void reportDevice(const tandem::ModelInfo& info) {
     if (!info.deviceNotice.empty()) std::fprintf(stderr, "note: %s\n", info.deviceNotice.c_str());
     if (!info.expertsNotice.empty()) std::fprintf(stderr, "note: %s\n", info.expertsNotice.c_str());
+    if (info.device != "CPU" && !info.placement.empty()) std::fprintf(stderr, "routed experts: %s\n", info.placement.c_str());
 }
 
 void applyDeferral(const CliArgs& args, tandem::Session& session) {

@@ -1,5 +1,6 @@
 #pragma once
 // Helpers shared by the tandem-cli commands.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@ void printIds(const std::vector<int>& ids);
 tandem::Device parseDevice(const std::string& name);
 // "auto", "bf16", "int8", "int4" or "reference".
 tandem::ExpertPrecision parseExperts(const std::string& name);
+// --gpu-memory SIZE|auto: GPU memory for routed experts (EngineOptions::gpuExpertMemory); absent: auto.
+std::int64_t parseGpuMemory(const CliArgs& args);
 // Prints why the CPU runs what the GPU would have, if so.
 void reportDevice(const tandem::ModelInfo& info);
 // --defer D (Expert Deferral) or --skip D (drop the D lowest-weighted experts instead).

@@ -42,6 +42,7 @@ void report(const std::string& shape, const tandem::Engine& engine, const tandem
     const double cpuGbps = cpu > 0 ? static_cast<double>(info.routedBytesPerToken) / (cpu * 1e-3) / 1e9 : 0.0;
     std::printf("%s, %s experts (%s kernels), %d threads, on %s, deferral %d\n", shape.c_str(), info.experts.c_str(),
                 info.cpuKernels.c_str(), engine.threads(), info.device.c_str(), session.deferral());
+    if (info.device != "CPU" && !info.placement.empty()) std::printf("  routed experts: %s\n", info.placement.c_str());
     std::printf("  prefill   %8.1f tok/s   (%d tokens, time to first token %.2f s)\n", stats.prefillTokensPerSecond(),
                 promptTokens, stats.timeToFirstTokenSeconds);
     std::printf("  decode    %8.1f tok/s   (%ld steps, %ld graph launches)\n", decode, d.steps, d.graphLaunches);
@@ -60,11 +61,12 @@ void report(const std::string& shape, const tandem::Engine& engine, const tandem
                 "\"bandwidth_after_gbps\": %.3f, \"routed_bytes_per_token\": %llu, "
                 "\"time_to_first_token_seconds\": %.4f, \"step_ms\": %.4f, \"gpu_busy\": %.4f, \"expert_pool_busy\": %.4f, "
                 "\"gpu_alone_ms\": %.4f, \"waiting_ms\": %.4f, \"between_steps_ms\": %.4f, \"cpu_experts_ms\": %.6f, "
-                "\"cpu_experts_gbps\": %.3f, \"graph_launches\": %ld, \"steps\": %ld}\n",
+                "\"cpu_experts_gbps\": %.3f, \"graph_launches\": %ld, \"steps\": %ld, \"placement\": \"%s\", \"prompt_tokens\": %d}\n",
                 shape.c_str(), info.experts.c_str(), info.cpuKernels.c_str(), info.device.c_str(), engine.threads(),
                 session.deferral(), stats.prefillTokensPerSecond(), decode, m.ceiling, m.bandwidthGbps, m.beforeGbps,
                 m.afterGbps, static_cast<unsigned long long>(info.routedBytesPerToken), stats.timeToFirstTokenSeconds, d.stepMs,
-                d.gpuBusyFraction, d.expertPoolBusyFraction, gpu, wait, d.betweenStepsMs, cpu, cpuGbps, d.graphLaunches, d.steps);
+                d.gpuBusyFraction, d.expertPoolBusyFraction, gpu, wait, d.betweenStepsMs, cpu, cpuGbps, d.graphLaunches, d.steps,
+                info.device == "CPU" ? "CPU" : info.placement.c_str(), promptTokens);
 }
 
 // "512,2048" -> {512, 2048}.
@@ -83,9 +85,9 @@ struct Row {
 
 void printTable(const std::string& model, const tandem::Engine& engine, const std::vector<Row>& rows) {
     const auto& info = engine.info();
-    // Where the routed experts run: the CPU on both paths today (the GPU holds attention, the dense
-    // layers and the shared experts).
-    const std::string placement = info.numExperts ? "CPU" : "-";
+    // Where the routed experts run: the CPU, or on the GPU path as the placement plan put them
+    // (--gpu-memory; "12 of 48 MoE layers wholly on the GPU (4.08 GB)").
+    const std::string placement = !info.numExperts ? "-" : info.device == "CPU" ? "CPU" : info.placement;
     std::printf("\n| model | experts | device | threads | routed experts on | deferral | test | t/s |\n");
     std::printf("|---|---|---|---:|---|---:|---|---:|\n");
     for (const Row& r : rows)
@@ -96,7 +98,7 @@ void printTable(const std::string& model, const tandem::Engine& engine, const st
 }  // namespace
 
 int runBench(const CommandArgs& argv) {
-    const CliArgs args(argv, {"--synthetic", "--model", "--experts", "--prompt", "--gen", "--defer", "--threads", "--device",
+    const CliArgs args(argv, {"--synthetic", "--model", "--experts", "--prompt", "--gen", "--defer", "--threads", "--device", "--gpu-memory",
                               "--seed", "--context"},
                        {"--json"});
     const auto synthetic = args.optional("--synthetic");
@@ -114,6 +116,7 @@ int runBench(const CommandArgs& argv) {
     tandem::EngineOptions options;
     options.threads = args.integer("--threads", 0);
     options.device = parseDevice(args.optional("--device").value_or("auto"));
+    options.gpuExpertMemory = parseGpuMemory(args);
     options.experts = parseExperts(args.optional("--experts").value_or(synthetic ? "int4" : "auto"));
     options.contextLength = *std::max_element(prompts.begin(), prompts.end()) + genTokens + 1;
     std::unique_ptr<tandem::Engine> engine;

@@ -37,13 +37,14 @@ struct Style {
 
 int runChat(const CommandArgs& argv) {
     const CliArgs args(argv,
-                       {"--model", "--threads", "--context", "--device", "--temperature", "--top-p", "--top-k", "--min-p",
+                       {"--model", "--threads", "--context", "--device", "--gpu-memory", "--temperature", "--top-p", "--top-k", "--min-p",
                         "--repetition-penalty", "--seed", "--max-tokens", "--system", "--experts", "--defer"},
                        {"--no-think", "--defer-prefill"}, {"--stop"});
     tandem::EngineOptions options;
     options.threads = args.integer("--threads", 0);
     options.contextLength = args.integer("--context", options.contextLength);
     options.device = parseDevice(args.optional("--device").value_or("auto"));
+    options.gpuExpertMemory = parseGpuMemory(args);
     options.experts = parseExperts(args.optional("--experts").value_or("auto"));
     const std::string modelDir = args.required("--model");
     std::fprintf(stderr, "loading %s ...\n", modelDir.c_str());

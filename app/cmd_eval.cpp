@@ -122,7 +122,7 @@ private:
 }  // namespace
 
 int runEval(const CommandArgs& argv) {
-    const CliArgs args(argv, {"--model", "--ids-file", "--new-tokens", "--logits-out", "--threads", "--device", "--experts", "--defer",
+    const CliArgs args(argv, {"--model", "--ids-file", "--new-tokens", "--logits-out", "--threads", "--device", "--gpu-memory", "--experts", "--defer",
                               "--skip", "--forced-ids", "--router-out"},
                        {"--defer-prefill"});
     const auto prompt = readIdsFile(args.required("--ids-file"));
@@ -143,6 +143,7 @@ int runEval(const CommandArgs& argv) {
     const long long positions = static_cast<long long>(prompt.size()) + std::max(newTokens - 1, 0);
     options.contextLength = static_cast<int>(std::min<long long>(positions, std::numeric_limits<int>::max()));
     options.device = parseDevice(args.optional("--device").value_or("auto"));
+    options.gpuExpertMemory = parseGpuMemory(args);
     options.experts = parseExperts(args.optional("--experts").value_or("auto"));
     auto engine = tandem::Engine::load(args.required("--model"), options);
     reportDevice(engine->info());

@@ -9,7 +9,7 @@
 int runGenerate(const CommandArgs& argv) {
     const CliArgs args(argv, {"--model", "--ids", "--ids-file", "--new-tokens", "--temperature", "--top-p", "--top-k",
                               "--seed", "--threads", "--context", "--min-p", "--repetition-penalty",
-                              "--presence-penalty", "--frequency-penalty", "--device", "--experts", "--defer", "--skip",
+                              "--presence-penalty", "--frequency-penalty", "--device", "--gpu-memory", "--experts", "--defer", "--skip",
                               "--prompts-file"},
                        {"--defer-prefill"});
     // --prompts-file: one prompt of ids per line, each answered in a fresh session on one line of output,
@@ -25,6 +25,7 @@ int runGenerate(const CommandArgs& argv) {
     options.threads = args.integer("--threads", 0);
     options.contextLength = args.integer("--context", options.contextLength);
     options.device = parseDevice(args.optional("--device").value_or("auto"));
+    options.gpuExpertMemory = parseGpuMemory(args);
     options.experts = parseExperts(args.optional("--experts").value_or("auto"));
     std::fprintf(stderr, "loading %s ...\n", args.required("--model").c_str());
     auto engine = tandem::Engine::load(args.required("--model"), options);

@@ -179,6 +179,7 @@ def main():
                    help='CPU kernel sets to run the cpu device with (TANDEM_CPU_ISA), e.g. --isa scalar --isa avx512; '
                         'default: the machine\'s best')
     p.add_argument('--experts', help='eval --experts (default: auto)')
+    p.add_argument('--gpu-memory', help='eval --gpu-memory: GPU memory for routed experts (default: auto; 0: all on the CPU)')
     p.add_argument('--prompts', default='chat,long')
     p.add_argument('--defer', type=int, default=0)
     p.add_argument('--tolerance', type=float, default=2e-2, help='GPU rows')
@@ -199,6 +200,8 @@ def main():
     extra = ['--defer', str(args.defer), '--defer-prefill'] if args.defer else []
     if args.experts:
         extra += ['--experts', args.experts]
+    if args.gpu_memory:
+        extra += ['--gpu-memory', args.gpu_memory]
     failures, checked, records = 0, 0, []
     print(f'{"fixture":24} {"prompt":6} {"run":10} {"worst rel L2":>12} {"at":>8} {"median":>9} {"rows>tol":>9} '
           f'{"greedy":>7} {"explained":>9} {"vs cpu":>9} {"flips":>5}')

@@ -8,6 +8,11 @@
 #   (the fixture models are tests/fixtures, tracked in the repository)
 # Steps: CHECKS=0 skips the fixture checks, BENCH=0 the benchmarks; BENCH_SHAPES, BENCH_EXPERTS,
 # BENCH_DEFER narrow them; BENCH_ROUNDS=2 repeats the lot, alternating, to show the machine's noise.
+# BENCH_GPU_MEMORY is bench's --gpu-memory (default 0: every routed expert on the CPU, the hybrid path
+# these tables follow; auto or a size puts whole MoE layers on the GPU), BENCH_PROMPT its --prompt.
+# PLACEMENT=1 adds issue 23's checks: the fixtures on the GPU with their experts there (auto), as bf16,
+# int8 and int4 against the same experts on the CPU, and bench of qwen3-30b-a3b int4 with
+# PLACEMENT_MEMORY (default "auto 8G 0") at prompts 512 and 2048.
 # BENCH_VARIANTS and MOE_VARIANTS run each benchmark once per variant, alternating: a variant is
 # "default" or comma-separated environment settings, e.g. BENCH_VARIANTS="default TANDEM_GPU_CHAIN=0"
 # or MOE_VARIANTS="default TANDEM_AMX_SLICE_KIB=384"; the tables name the variant of each row. A bench
@@ -85,6 +90,30 @@ if [[ ${REALWIDTH:-0} == 1 ]]; then
   echo "real-width checks: $(( $(date +%s) - t0 )) s"
 fi
 
+if [[ ${PLACEMENT:-0} == 1 ]]; then
+  for experts in auto int8 int4; do
+    echo "== fixtures on the GPU, experts $experts there (auto placement), against the CPU" | tee -a "$out/placement.txt"
+    python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device cpu --device gpu --experts "$experts" \
+      2>&1 | grep -v '^    ' | tee -a "$out/placement.txt"
+  done
+  : >"$out/placement.jsonl"
+  for gm in ${PLACEMENT_MEMORY:-auto 8G 0}; do
+    t0=$(date +%s)
+    "$cli" bench --synthetic qwen3-30b-a3b --experts int4 --prompt 512,2048 --gen 128 --defer 0 --device gpu \
+      --gpu-memory "$gm" --json 2>>"$out/placement.log" | tee -a "$out/placement-bench.txt" | grep '^{' |
+      sed "s|^{|{\"gpu_memory\": \"$gm\", |" >>"$out/placement.jsonl"
+    echo "(qwen3-30b-a3b int4 --gpu-memory $gm: $(( $(date +%s) - t0 )) s)"
+  done
+  python3 - "$out/placement.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print(f'{"--gpu-memory":12} {"prompt":>6} {"prefill":>8} {"decode":>7} {"step ms":>7}  placement')
+for r in rows:
+    print(f'{r["gpu_memory"]:12} {r.get("prompt_tokens", "")!s:>6} {r["prefill_tokens_per_second"]:8.1f} '
+          f'{r["decode_tokens_per_second"]:7.1f} {r["step_ms"]:7.2f}  {r["placement"]}')
+PY
+fi
+
 if [[ ${BENCH:-1} == 1 ]]; then
   : >"$out/bench.jsonl"
   for round in $(seq "${BENCH_ROUNDS:-1}"); do
@@ -95,7 +124,8 @@ if [[ ${BENCH:-1} == 1 ]]; then
         t0=$(date +%s)
         echo "== $shape $experts $bridge $variant" >>"$out/bench.log"
         env $(variant_env "$variant") "$(variant_cli "$variant")" bench --synthetic "$shape" --experts "$experts" \
-          --prompt 512 --gen 128 --defer "${BENCH_DEFER:-0,2}" --device gpu --json 2>>"$out/bench.log" |
+          --prompt "${BENCH_PROMPT:-512}" --gen 128 --defer "${BENCH_DEFER:-0,2}" --device gpu \
+          --gpu-memory "${BENCH_GPU_MEMORY:-0}" --json 2>>"$out/bench.log" |
           tee -a "$out/bench.txt" | grep '^{' |
           sed "s|^{|{\"bridge\": \"$bridge\", \"variant\": \"$variant\", |" >>"$out/bench.jsonl"
         echo "($shape $experts $bridge $variant, round $round: $(( $(date +%s) - t0 )) s)"

@@ -12,6 +12,7 @@
 // to its own (docs/ARCHITECTURE.md, "Expert Deferral").
 // Head: final norm and lm_head for the rows whose logits are wanted.
 #include <algorithm>
+#include <vector>
 
 #include "model/config.h"
 
@@ -32,13 +33,17 @@ public:
     virtual void head() = 0;
 };
 
-inline void runForward(const ModelConfig& config, ForwardPass& pass) {
+// `layers`: the model's plan, or a back end's version of it (the GPU path's with experts placed on the GPU,
+// runtime/placement.h, which changes only who defers).
+inline void runForward(const std::vector<LayerPlan>& layers, ForwardPass& pass) {
     pass.embed();
-    for (const LayerPlan& layer : config.layers) {
+    for (const LayerPlan& layer : layers) {
         pass.attentionBlock(layer);
         pass.feedForwardBlock(layer);
     }
     pass.head();
 }
+
+inline void runForward(const ModelConfig& config, ForwardPass& pass) { runForward(config.layers, pass); }
 
 }  // namespace tandem::model

@@ -96,13 +96,13 @@ struct Engine::Impl {
         info.defaultSampling.repetitionPenalty = config.generation.repetitionPenalty;
         info.cpuKernels = std::string(cpu::isaName(cpu::selectedIsa()));
         experts = makeExperts(options.experts);
-        if (packed) {
-            info.weightBytes += packed->ownedBytes();
-            info.routedBytesPerToken =
-                static_cast<std::uint64_t>(config.moeLayerCount()) * config.router.topK * packed->expertDataBytes();
-        }
+        if (packed) info.weightBytes += packed->ownedBytes();
         transformer = std::make_unique<model::Transformer>(config, weights, *experts, pool);
-        chooseDevice(options.device);
+        chooseDevice(options.device, options.gpuExpertMemory);
+        if (packed) {  // the layers whose experts stay in system memory
+            const int cpuLayers = config.moeLayerCount() - (gpu ? gpu->expertLayersOnGpu() : 0);
+            info.routedBytesPerToken = static_cast<std::uint64_t>(cpuLayers) * config.router.topK * packed->expertDataBytes();
+        }
     }
 
     // The routed experts for the CPU: packed for the expert kernels, or the float32 reference.
@@ -169,19 +169,28 @@ struct Engine::Impl {
         return [this] { return model::computeOnSubmit(model::makeReferenceExperts(weights, pool)); };
     }
 
-    void chooseDevice(Device device) {
+    void chooseDevice(Device device, std::int64_t gpuExpertMemory) {
         info.device = "CPU";
+        info.placement = config.numExperts ? "all routed experts on the CPU" : "";
         if (device == Device::Cpu) return;
         std::string reason;
+        runtime::GpuExpertsRequest gpuExperts;
+        if (packed) {
+            gpuExperts.layout = &packed->layout();
+            gpuExperts.layerBytes = [this](int layer) { return packed->layerBytes(layer); };
+        }
+        gpuExperts.budgetBytes = gpuExpertMemory;
         try {
-            gpu = gpuBackendForTests() ? gpuBackendForTests()(config, weights, pool, info.contextLength, expertsFactory())
-                                       : runtime::createGpuBackend(config, weights, pool, info.contextLength, expertsFactory(), reason);
+            gpu = gpuBackendForTests()
+                      ? gpuBackendForTests()(config, weights, pool, info.contextLength, expertsFactory())
+                      : runtime::createGpuBackend(config, weights, pool, info.contextLength, expertsFactory(), gpuExperts, reason);
         } catch (const Error& e) {
             if (device == Device::Gpu) throw;
             reason = e.what();
         }
         if (gpu) {
             info.device = gpu->deviceName();
+            if (config.numExperts) info.placement = gpu->placement();
         } else if (device == Device::Gpu) {
             throw Error("cannot run on the GPU: " + reason);
         } else {

@@ -2,11 +2,14 @@
 // The hybrid GPU path as the runtime sees it: the model's dense weights on the GPU, shared by the
 // sessions, each of which gets a runner with its own GPU KV cache. Implemented in engine/cuda when
 // built with CUDA; otherwise createGpuBackend says why there is no GPU.
+#include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
 
 #include "cpu/pool/thread_pool.h"
+#include "io/expert_layout.h"
 #include "model/config.h"
 #include "model/routed_experts.h"
 #include "model/weights.h"
@@ -19,16 +22,31 @@ public:
     virtual ~GpuBackend() = default;
     virtual std::unique_ptr<ModelRunner> newRunner(int capacity) = 0;
     virtual std::string deviceName() const = 0;
+    // Where the routed experts run ("all routed experts on the CPU", "48 of 48 MoE layers wholly on the
+    // GPU (16.3 GB)"; runtime/placement.h).
+    virtual std::string placement() const { return "all routed experts on the CPU"; }
+    virtual int expertLayersOnGpu() const { return 0; }
 };
 
 // Gives each runner its own view of the routed experts (the GPU path's expert bridge calls them).
 using ExpertsFactory = std::function<std::unique_ptr<model::QueuedRoutedExperts>()>;
 
+// The routed experts the GPU may hold some of (runtime/placement.h): their packed layout and each MoE
+// layer's bytes (runtime::PackedExperts); no layout for experts that are not packed (the reference path),
+// which stay on the CPU.
+struct GpuExpertsRequest {
+    const io::ExpertLayout* layout = nullptr;
+    std::function<const std::byte*(int layer)> layerBytes;
+    // VRAM for routed experts: < 0 what is free once the rest of the model, a session's KV cache and
+    // activations and a margin are counted (the default); 0 none (every routed expert on the CPU).
+    std::int64_t budgetBytes = -1;
+};
+
 // nullptr, with `reason` set, when there is no usable GPU. Throws tandem::Error when there is one but
 // the model does not fit, saying what would.
 std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, const model::ModelWeights& weights,
                                              cpu::ThreadPool& pool, int capacity, ExpertsFactory experts,
-                                             std::string& reason);
+                                             const GpuExpertsRequest& gpuExperts, std::string& reason);
 
 // Tests: while set, engines loaded from then on take their GPU backend from `factory` instead of
 // createGpuBackend, so the runtime's side of a GPU (choosing it, a failure in the middle of a

@@ -4,7 +4,8 @@
 namespace tandem::runtime {
 
 std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig&, const model::ModelWeights&, cpu::ThreadPool&, int,
-                                             ExpertsFactory, std::string& reason) {
+                                             ExpertsFactory, const GpuExpertsRequest&,
+                                             std::string& reason) {
     reason = "this build of Tandem has no GPU support (built without CUDA)";
     return nullptr;
 }

@@ -97,11 +97,12 @@ private:
 PackedExperts::PackedExperts(const model::ModelConfig& c, io::ExpertType type, cpu::ThreadPool& pool,
                              const std::function<cpu::ExpertRows(int, int)>& rowsOf)
     : config_(c), pool_(pool), layout_(io::ExpertLayout::make(type, c.hiddenSize, c.moeIntermediateSize)),
-      layers_(static_cast<std::size_t>(c.numLayers)) {
+      layers_(static_cast<std::size_t>(c.numLayers)), bytes_(static_cast<std::size_t>(c.numLayers), nullptr) {
     for (int l = 0; l < c.numLayers; ++l) {
         if (!c.isMoeLayer(l)) continue;
         auto& memory = memory_.emplace_back(static_cast<std::size_t>(c.numExperts) * layout_.expertBytes, -1);
         std::byte* base = memory.data();
+        bytes_[static_cast<std::size_t>(l)] = base;
         pool.parallelFor(static_cast<std::size_t>(c.numExperts), 1, [&](std::size_t e0, std::size_t e1) {
             for (std::size_t e = e0; e < e1; ++e)
                 cpu::packExpert(layout_, rowsOf(l, static_cast<int>(e)), base + e * layout_.expertBytes);
@@ -125,11 +126,15 @@ PackedExperts::PackedExperts(const model::ModelConfig& c, const model::ModelWeig
 
 PackedExperts::PackedExperts(const model::ModelConfig& c, const io::ExpertLayout& layout,
                              const std::function<const std::byte*(int)>& bytesOf, cpu::ThreadPool& pool)
-    : config_(c), pool_(pool), layout_(layout), layers_(static_cast<std::size_t>(c.numLayers)) {
+    : config_(c), pool_(pool), layout_(layout), layers_(static_cast<std::size_t>(c.numLayers)),
+      bytes_(static_cast<std::size_t>(c.numLayers), nullptr) {
     for (int l = 0; l < c.numLayers; ++l)
-        if (c.isMoeLayer(l))
+        if (c.isMoeLayer(l)) {
+            bytes_[static_cast<std::size_t>(l)] = bytesOf(l);
             layers_[static_cast<std::size_t>(l)] =
-                std::make_unique<cpu::PackedMoeLayer>(layout_, c.numExperts, bytesOf(l), pool.experts().topology());
+                std::make_unique<cpu::PackedMoeLayer>(layout_, c.numExperts, bytes_[static_cast<std::size_t>(l)],
+                                                      pool.experts().topology());
+        }
 }
 
 std::uint64_t PackedExperts::ownedBytes() const {

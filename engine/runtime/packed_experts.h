@@ -30,6 +30,10 @@ public:
                   const std::function<const std::byte*(int layer)>& bytesOf, cpu::ThreadPool& pool);
 
     io::ExpertType type() const { return layout_.type; }
+    const io::ExpertLayout& layout() const { return layout_; }
+    // A MoE layer's experts back to back as packed (expert e at e * layout().expertBytes), where the CPU
+    // kernels were given them: what the GPU copies for the experts it holds (runtime/gpu/gpu_experts.h).
+    const std::byte* layerBytes(int layer) const { return bytes_[static_cast<std::size_t>(layer)]; }
     // Bytes the kernels read for one expert.
     std::uint64_t expertDataBytes() const { return layout_.dataBytes; }
     // Bytes of packed experts in memory (0 when they are read from mapped files).
@@ -44,6 +48,7 @@ private:
     io::ExpertLayout layout_;
     std::vector<std::unique_ptr<cpu::PackedMoeLayer>> layers_;  // per layer; null for dense ones
     std::vector<cpu::NodeMemory> memory_;
+    std::vector<const std::byte*> bytes_;  // per layer; null for dense ones
 };
 
 }  // namespace tandem::runtime

@@ -93,6 +93,20 @@ std::string ExpertPlacement::describe(const model::ModelConfig& config) const {
     return text + " (" + formatBytes(gpuBytes) + ")";
 }
 
+std::vector<model::LayerPlan> placedLayers(const std::vector<model::LayerPlan>& layers, const ExpertPlacement& placement) {
+    std::vector<model::LayerPlan> out = layers;
+    const auto onGpu = [&](int l) { return static_cast<std::size_t>(l) < placement.gpu.size() && placement.wholeLayer(l); };
+    for (model::LayerPlan& layer : out) {
+        if (!layer.moe) continue;
+        if (onGpu(layer.index)) {
+            layer.mayDefer = false;
+            if (layer.deferredFrom >= 0) out[static_cast<std::size_t>(layer.deferredFrom)].mayDefer = false;
+            layer.deferredFrom = -1;
+        }
+    }
+    return out;
+}
+
 ExpertPlacement planPlacement(const model::ModelConfig& config, const PlacementRequest& request) {
     ExpertPlacement p;
     p.gpu.resize(static_cast<std::size_t>(config.numLayers));
@@ -122,7 +136,7 @@ ExpertPlacement planPlacement(const model::ModelConfig& config, const PlacementR
             cpuLayers.push_back(*it);  // from the last CPU layer backwards
         }
     }
-    if (left < request.expertBytes || cpuLayers.empty()) return p;
+    if (request.wholeLayersOnly || left < request.expertBytes || cpuLayers.empty()) return p;
 
     // 2. Single experts: the most used first; without counts, the next layer's in order.
     struct Candidate {

@@ -36,6 +36,9 @@ struct PlacementRequest {
     std::uint64_t expertBytes = 0;  // one routed expert as the GPU holds it
     std::uint64_t budgetBytes = 0;  // VRAM for routed experts
     ExpertUsage usage;              // may be empty
+    // Whole layers only (step 1 below): for runners that cannot yet split a layer between the GPU and the
+    // CPU.
+    bool wholeLayersOnly = false;
 };
 
 struct ExpertPlacement {
@@ -55,5 +58,11 @@ struct ExpertPlacement {
 };
 
 ExpertPlacement planPlacement(const model::ModelConfig& config, const PlacementRequest& request);
+
+// The layer plan a runner follows with this placement: Expert Deferral hands a layer's deferred experts
+// to the CPU's next MoE layer, so a layer wholly on the GPU neither defers nor takes a deferred part, and
+// a layer whose next MoE layer is wholly on the GPU does not defer (its deferred part would have nowhere
+// to join).
+std::vector<model::LayerPlan> placedLayers(const std::vector<model::LayerPlan>& layers, const ExpertPlacement& placement);
 
 }  // namespace tandem::runtime

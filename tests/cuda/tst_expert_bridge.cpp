@@ -84,7 +84,7 @@ private slots:
         slot.deferredOut = deferred.data();
         slot.control = &control;
         slot.tokens = T;
-        cuda::ExpertBridge bridge(f.config, std::move(runner), {&slot});
+        cuda::ExpertBridge bridge(f.config, f.config.layers, std::move(runner), {&slot});
         // Host-node style: a second thread serves the bridge while this one waits in waitFromHost.
         std::optional<cuda::ExpertBridge::ServeMeanwhile> server(std::in_place, bridge);
 
@@ -135,7 +135,7 @@ private slots:
         std::vector<float> weights(ids.size(), 0.25f);
         cuda::SlotControl control{};
         cuda::ExpertSlot slot{x.data(), ids.data(), weights.data(), out.data(), deferred.data(), &control, 1, 0};
-        cuda::ExpertBridge bridge(f.config, f.experts(experts), {&slot});
+        cuda::ExpertBridge bridge(f.config, f.config.layers, f.experts(experts), {&slot});
         bridge.setDeferral(1, false);
         cuda::ExpertBridge::submitFromHost(slot, 1);
         serve(bridge, slot);
@@ -168,7 +168,7 @@ private slots:
             s.weights.resize(s.ids.size());
             s.slot = {s.x.data(), s.ids.data(), s.weights.data(), s.immediate.data(), s.deferred.data(), &s.control, 1, 0};
         }
-        cuda::ExpertBridge bridge(f.config, f.experts(experts), {&d[0].slot, &d[1].slot});
+        cuda::ExpertBridge bridge(f.config, f.config.layers, f.experts(experts), {&d[0].slot, &d[1].slot});
         bridge.setDeferral(k / 2, false);
         std::vector<float> exact(static_cast<std::size_t>(H));
         const int layers = f.config.numLayers;

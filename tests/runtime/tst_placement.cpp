@@ -4,6 +4,8 @@
 
 #include "model/config.h"
 #include "runtime/placement.h"
+#include "tandem/byte_size.h"
+#include "tandem/error.h"
 #include "test_support.h"
 
 using namespace tandem;
@@ -68,6 +70,54 @@ private slots:
         QCOMPARE(p.gpuExperts, 19);
         QVERIFY(p.splitLayer(0) && p.splitLayer(1));
         QVERIFY2(QString::fromStdString(p.describe(qwen_)).contains("3 experts of 2 more"), p.describe(qwen_).c_str());
+    }
+
+    void wholeLayersOnlyLeavesTheRestOnTheCpu() {
+        runtime::PlacementRequest request{kExpert, 16 * kExpert + 5 * kExpert, {}};
+        request.wholeLayersOnly = true;
+        const auto p = planPlacement(qwen_, request);
+        QVERIFY(p.wholeLayer(2));
+        QCOMPARE(p.gpuExperts, 16);
+        QVERIFY(!p.splitLayer(1) && !p.splitLayer(0));
+    }
+
+    // Deferral hands a layer's deferred experts to the next MoE layer on the CPU: with layer 2 on the GPU,
+    // layer 1 may not defer into it, and layer 2 takes nothing; layer 0 still defers into layer 1.
+    void layersOnTheGpuNeitherDeferNorTakeDeferredExperts() {
+        QVERIFY(qwen_.layers[1].mayDefer && qwen_.layers[2].deferredFrom == 1);
+        runtime::PlacementRequest request{kExpert, 16 * kExpert, {}};
+        request.wholeLayersOnly = true;
+        const auto placed = runtime::placedLayers(qwen_.layers, planPlacement(qwen_, request));
+        QCOMPARE(placed.size(), qwen_.layers.size());
+        QVERIFY(placed[0].mayDefer);
+        QCOMPARE(placed[1].deferredFrom, 0);
+        QVERIFY(!placed[1].mayDefer);
+        QVERIFY(!placed[2].mayDefer);
+        QCOMPARE(placed[2].deferredFrom, -1);
+        // Everything on the CPU: the model's own plan.
+        const auto none = runtime::placedLayers(qwen_.layers, planPlacement(qwen_, {kExpert, 0, {}}));
+        for (std::size_t l = 0; l < none.size(); ++l) {
+            QCOMPARE(none[l].mayDefer, qwen_.layers[l].mayDefer);
+            QCOMPARE(none[l].deferredFrom, qwen_.layers[l].deferredFrom);
+        }
+    }
+
+    // --gpu-memory's sizes.
+    void gpuMemorySizesParse() {
+        QCOMPARE(parseByteSize("0", "--gpu-memory"), std::uint64_t{0});
+        QCOMPARE(parseByteSize("16G", "--gpu-memory"), std::uint64_t{16'000'000'000});
+        QCOMPARE(parseByteSize("16 gb", "--gpu-memory"), std::uint64_t{16'000'000'000});
+        QCOMPARE(parseByteSize("800M", "--gpu-memory"), std::uint64_t{800'000'000});
+        QCOMPARE(parseByteSize("1.5GiB", "--gpu-memory"), std::uint64_t{1610612736});
+        QCOMPARE(parseByteSize("4096", "--gpu-memory"), std::uint64_t{4096});
+        for (const char* bad : {"", "lots", "-1G", "16X", "G", "1e30"}) {
+            try {
+                parseByteSize(bad, "--gpu-memory");
+                QFAIL(qPrintable(QString("accepted '%1'").arg(bad)));
+            } catch (const Error& e) {
+                QVERIFY2(QString(e.what()).startsWith("--gpu-memory takes a size"), e.what());
+            }
+        }
     }
 
     void withoutCountsTheNextLayerFillsInOrder() {

@@ -39,6 +39,9 @@ struct EngineOptions {
     int contextLength = 4096;    // tokens a session can hold; capped by the model's own limit
     Device device = Device::Auto;
     ExpertPrecision experts = ExpertPrecision::Auto;
+    // GPU memory for routed experts (whole MoE layers, the last first): < 0 what is free once the rest of
+    // the model and the context are counted; 0 none (every routed expert on the CPU); > 0 that many bytes.
+    std::int64_t gpuExpertMemory = -1;
 };
 
 struct SamplingOptions {
@@ -83,6 +86,8 @@ struct ModelInfo {
     std::string deviceNotice;    // why the CPU runs what the GPU would have, if so
     std::string experts;         // how the routed experts run: "bf16", "int4", "reference", ...
     std::string expertsNotice;   // why Auto chose the slow reference path, and what to do about it
+    std::string placement;       // where the routed experts run: "all routed experts on the CPU", "48 of 48 MoE
+                                 // layers wholly on the GPU (16.3 GB)"; empty for a model without experts
     std::uint64_t routedBytesPerToken = 0;  // expert bytes a decode step reads from RAM (packed experts)
     std::string cpuKernels;      // the instruction set of the expert kernels: "avx512", "amx", ...
     StoreState store = StoreState::NotAStore;  // NotAStore for a Hugging Face folder

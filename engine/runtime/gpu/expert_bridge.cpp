@@ -9,9 +9,9 @@
 
 namespace tandem::cuda {
 
-ExpertBridge::ExpertBridge(const model::ModelConfig& config, std::unique_ptr<model::QueuedRoutedExperts> experts,
-                           std::vector<ExpertSlot*> slots)
-    : config_(config), experts_(std::move(experts)), slots_(std::move(slots)),
+ExpertBridge::ExpertBridge(const model::ModelConfig& config, std::vector<model::LayerPlan> layers,
+                           std::unique_ptr<model::QueuedRoutedExperts> experts, std::vector<ExpertSlot*> slots)
+    : config_(config), layers_(std::move(layers)), experts_(std::move(experts)), slots_(std::move(slots)),
       cpuSeconds_(static_cast<std::size_t>(config.numLayers)), finishedAt_(2 * slots_.size()) {
     inFlight_.reserve(2 * slots_.size());  // two parts per slot at most: pushing never allocates
 }
@@ -81,7 +81,7 @@ void ExpertBridge::queue(ExpertSlot& s, int slotIndex, std::uint64_t submission)
     const int layer = s.control->layer;
     const int k = config_.router.topK;
     const int deferred =
-        model::deferredExperts(config_.layers[static_cast<std::size_t>(layer)], k, deferred_.load(std::memory_order_relaxed));
+        model::deferredExperts(layers_[static_cast<std::size_t>(layer)], k, deferred_.load(std::memory_order_relaxed));
     const bool runDeferred = deferred > 0 && !skip_.load(std::memory_order_relaxed);
     const auto tokens = static_cast<std::size_t>(s.tokens);
     const int lane = 2 * slotIndex;

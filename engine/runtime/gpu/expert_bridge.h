@@ -51,8 +51,9 @@ struct ExpertSlot {
 
 class ExpertBridge {
 public:
-    ExpertBridge(const model::ModelConfig& config, std::unique_ptr<model::QueuedRoutedExperts> experts,
-                 std::vector<ExpertSlot*> slots);
+    // `layers`: the runner's layer plan (who defers to whom; runtime::placedLayers).
+    ExpertBridge(const model::ModelConfig& config, std::vector<model::LayerPlan> layers,
+                 std::unique_ptr<model::QueuedRoutedExperts> experts, std::vector<ExpertSlot*> slots);
     ~ExpertBridge();  // waits for parts still on the pool
     ExpertBridge(const ExpertBridge&) = delete;
     ExpertBridge& operator=(const ExpertBridge&) = delete;
@@ -113,6 +114,7 @@ private:
     void recordFailure();
 
     const model::ModelConfig& config_;
+    std::vector<model::LayerPlan> layers_;
     std::unique_ptr<model::QueuedRoutedExperts> experts_;
     std::vector<ExpertSlot*> slots_;
     std::atomic<int> deferred_{0};

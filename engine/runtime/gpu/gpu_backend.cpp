@@ -2,9 +2,11 @@
 // uploads the dense weights and hands out per-session runners.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
 
 #include "cuda/cublas_loader.h"
+#include "runtime/gpu/gpu_experts.h"
 #include "runtime/gpu/gpu_runner.h"
 #include "runtime/gpu/gpu_weights.h"
 #include "tandem/byte_size.h"
@@ -17,18 +19,25 @@ namespace {
 
 constexpr int kPrefillChunk = 512;
 constexpr std::uint64_t kHeadroomBytes = 512ull << 20;  // the CUDA context, cuBLAS, fragmentation
+// What the automatic expert budget leaves free besides: a tenth of the free memory, at most this.
+constexpr std::uint64_t kExpertMarginBytes = 2ull << 30;
 
 class CudaBackend : public GpuBackend {
 public:
     CudaBackend(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ThreadPool& pool,
-                ExpertsFactory experts, std::string name)
+                ExpertsFactory experts, std::string name, const GpuExpertsRequest& request, ExpertPlacement placement)
         : config_(config), experts_(std::move(experts)), rope_(config), name_(std::move(name)),
-          gpuWeights_(cuda::uploadWeights(config, weights, rope_.inverseFrequencies(), pool)) {}
+          gpuWeights_(cuda::uploadWeights(config, weights, rope_.inverseFrequencies(), pool)),
+          gpuExperts_(placement.gpuExperts > 0
+                          ? cuda::uploadExperts(config, *request.layout, request.layerBytes, std::move(placement))
+                          : cuda::noGpuExperts(config)) {}
 
     std::unique_ptr<ModelRunner> newRunner(int capacity) override {
-        return std::make_unique<cuda::GpuRunner>(config_, experts_(), gpuWeights_, rope_, capacity, kPrefillChunk);
+        return std::make_unique<cuda::GpuRunner>(config_, experts_(), gpuWeights_, gpuExperts_, rope_, capacity, kPrefillChunk);
     }
     std::string deviceName() const override { return name_; }
+    std::string placement() const override { return gpuExperts_.placement.describe(config_); }
+    int expertLayersOnGpu() const override { return gpuExperts_.placement.wholeLayers; }
 
 private:
     const model::ModelConfig& config_;
@@ -36,13 +45,14 @@ private:
     model::Rope rope_;
     std::string name_;
     cuda::GpuWeights gpuWeights_;
+    cuda::GpuExperts gpuExperts_;
 };
 
 }  // namespace
 
 std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, const model::ModelWeights& weights,
                                              cpu::ThreadPool& pool, int capacity, ExpertsFactory experts,
-                                             std::string& reason) {
+                                             const GpuExpertsRequest& gpuExperts, std::string& reason) {
     int count = 0;
     const cudaError_t probe = cudaGetDeviceCount(&count);
     if (probe != cudaSuccess || count == 0) {
@@ -89,7 +99,32 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
         }
         throw Error(message);
     }
-    return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), prop.name);
+
+    // The routed experts' share (runtime/placement.h): whole MoE layers, from the last, within the budget.
+    ExpertPlacement placement = planPlacement(config, {});
+    if (gpuExperts.layout && gpuExperts.layerBytes && gpuExperts.budgetBytes != 0 && config.numExperts > 0) {
+        const cuda::GpuExpertLayout layout = cuda::gpuExpertLayout(*gpuExperts.layout);
+        const std::uint64_t withExperts = cuda::GpuRunner::deviceBytes(config, capacity, kPrefillChunk, &layout);
+        const std::uint64_t used = weightBytes + withExperts + kHeadroomBytes;
+        std::uint64_t budget = 0;
+        if (gpuExperts.budgetBytes > 0) {
+            budget = static_cast<std::uint64_t>(gpuExperts.budgetBytes);
+        } else if (used < freeBytes) {
+            const std::uint64_t margin = std::min<std::uint64_t>(freeBytes / 10, kExpertMarginBytes);
+            budget = freeBytes - used > margin ? freeBytes - used - margin : 0;
+        }
+        if (budget > 0 && used + budget > freeBytes)
+            throw Error("the routed experts were given " + tandem::formatBytes(budget) + " of GPU memory, but only " +
+                        tandem::formatBytes(used < freeBytes ? freeBytes - used : 0) +
+                        " is free besides the rest of the model and the context; give them less (--gpu-memory)");
+        PlacementRequest request;
+        request.expertBytes = cuda::gpuExpertBytes(*gpuExperts.layout);
+        request.budgetBytes = budget;
+        request.wholeLayersOnly = true;  // GpuRunner does not split a layer between the GPU and the CPU yet
+        placement = planPlacement(config, request);
+    }
+    return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), prop.name, gpuExperts,
+                                         std::move(placement));
 }
 
 }  // namespace tandem::runtime

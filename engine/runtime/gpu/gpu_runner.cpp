@@ -21,6 +21,11 @@ constexpr std::size_t kBlasWorkspaceBytes = 32u << 20;
 constexpr std::size_t kFp8RowsBytes = 64u << 20;
 constexpr int kFp8MaxChunkRows = 4096;
 constexpr double kCpuTimeoutSeconds = 120.0;  // a GPU wait kernel gives up after this
+// Routed experts on the GPU (expert_kernels.h): the decode kernels up to this many tokens, the tensor-core
+// prefill kernels above, with activations split into this many bf16 terms (2: ~6.8e-6 per expert output,
+// docs/GPU_EXPERTS.md; the rest of the GPU path measures ~5e-6).
+constexpr int kDecodeExpertTokens = 4;
+constexpr int kPrefillExpertSplits = 2;
 
 // Stages of a layer for TANDEM_GPU_PROFILE: a timestamp is taken at the start of each.
 enum Stage { kAttnBegin, kAttnProjected, kAttnPrepared, kAttnScored, kAttnDone, kRouted, kCopiedOut, kSharedDone,
@@ -111,7 +116,18 @@ long pairsWidth(const model::ModelConfig& c) {
 
 }  // namespace
 
-std::uint64_t GpuRunner::deviceBytes(const model::ModelConfig& c, int capacity, int maxChunk) {
+namespace {
+
+// The scratch of the routed-expert kernels for `tokens` tokens: the grouped routing and the larger of
+// the decode and prefill kernels' own.
+std::size_t expertScratchBytes(const model::ModelConfig& c, const GpuExpertLayout& l, int tokens) {
+    const int pairs = tokens * c.router.topK;
+    return std::max(decodeScratchBytes(l, pairs), prefillScratchBytes(l, tokens, pairs, c.numExperts, kPrefillExpertSplits));
+}
+
+}  // namespace
+
+std::uint64_t GpuRunner::deviceBytes(const model::ModelConfig& c, int capacity, int maxChunk, const GpuExpertLayout* experts) {
     const Widths w = widthsOf(c);
     const std::uint64_t T = static_cast<std::uint64_t>(maxChunk);
     const std::uint64_t rows = splitPrecision() ? 2 : 1;
@@ -123,12 +139,17 @@ std::uint64_t GpuRunner::deviceBytes(const model::ModelConfig& c, int capacity, 
                                (static_cast<std::uint64_t>(c.hiddenSize) + c.qLoraRank +
                                 static_cast<std::uint64_t>(c.numHeads) * c.qkNopeHeadDim + w.qLatent + w.attn + w.inner);
     const std::uint64_t fp8 = c.fp8 && tuning().gpuFp8 ? kFp8RowsBytes + rows * T * 2 * kFp8MaxChunkRows * 4 : 0;
-    return cache + f32 * 4 + half * 2 + fp8 + kBlasWorkspaceBytes;
+    const std::uint64_t routed = experts ? expertScratchBytes(c, *experts, maxChunk) +
+                                               (static_cast<std::uint64_t>(c.numExperts) + 1 + 4 * T * c.router.topK) * 4
+                                         : 0;
+    return cache + f32 * 4 + half * 2 + fp8 + routed + kBlasWorkspaceBytes;
 }
 
 GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::QueuedRoutedExperts> experts,
-                     const GpuWeights& weights, const model::Rope& rope, int capacity, int maxChunk)
-    : config_(config), weights_(weights),
+                     const GpuWeights& weights, const GpuExperts& gpuExperts, const model::Rope& rope, int capacity,
+                     int maxChunk)
+    : config_(config), weights_(weights), gpuExperts_(gpuExperts),
+      layers_(gpuExperts.layers.empty() ? config.layers : gpuExperts.layers),
       rope_{weights.ropeInvFreq.get(), rope.dim(), config.ropeInterleaved, rope.attentionFactor()},
       split_(splitPrecision()), capacity_(capacity), maxChunk_(maxChunk) {
     const model::ModelConfig& c = config;
@@ -192,6 +213,14 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
         routeWeights_ = DeviceBuffer<float>(T * k);
         routerCounter_ = DeviceBuffer<unsigned>(1);
         TANDEM_CUDA_CHECK(cudaMemset(routerCounter_.get(), 0, sizeof(unsigned)));
+        if (gpuExperts.any()) {
+            groupStart_ = DeviceBuffer<int>(static_cast<std::size_t>(c.numExperts) + 1);
+            pairToken_ = DeviceBuffer<int>(T * k);
+            pairGroup_ = DeviceBuffer<int>(T * k);
+            slotPair_ = DeviceBuffer<int>(T * k);
+            pairWeight_ = DeviceBuffer<float>(T * k);
+            expertScratch_ = DeviceBuffer<char>(expertScratchBytes(c, gpuExperts.layout, maxChunk));
+        }
     }
     controls_ = PinnedBuffer<SlotControl>(2, true);
     clocks_ = PinnedBuffer<LayerClock>(static_cast<std::size_t>(c.numLayers) + 1, true);
@@ -217,13 +246,14 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
     layerGpuSeconds_.assign(links_.size(), 0.0);
     layerOverlapSeconds_.assign(links_.size(), 0.0);
     layerWaitSeconds_.assign(links_.size(), 0.0);
+    // Layers whose experts the GPU holds use no slot.
     int moeIndex = 0;
-    for (const model::LayerPlan& layer : c.layers) {
-        if (!layer.moe) continue;
+    for (const model::LayerPlan& layer : layers_) {
+        if (!layer.moe || gpuExperts.onGpu(layer.index)) continue;
         const int previous = layer.deferredFrom >= 0 ? links_[static_cast<std::size_t>(layer.deferredFrom)].slot : -1;
         links_[static_cast<std::size_t>(layer.index)] = {moeIndex++ % 2, previous};
     }
-    bridge_ = std::make_unique<ExpertBridge>(c, std::move(experts), std::vector<ExpertSlot*>{&slots_[0], &slots_[1]});
+    bridge_ = std::make_unique<ExpertBridge>(c, layers_, std::move(experts), std::vector<ExpertSlot*>{&slots_[0], &slots_[1]});
     profileStages_ = tuning().gpuProfile;
     if (profileStages_) {
         stageClock_ = PinnedBuffer<std::uint64_t>(static_cast<std::size_t>(c.numLayers) * kStages, true);
@@ -340,7 +370,7 @@ DecodeProfile GpuRunner::takeProfile() {
     double wait = 0, experts = 0;
     const auto cpu = bridge_->takeCpuSeconds();
     for (std::size_t l = 0; l < cpu.size(); ++l) {
-        if (!config_.isMoeLayer(static_cast<int>(l))) continue;
+        if (!config_.isMoeLayer(static_cast<int>(l)) || gpuExperts_.onGpu(static_cast<int>(l))) continue;
         p.layers.push_back({static_cast<int>(l), layerGpuSeconds_[l], layerOverlapSeconds_[l], layerWaitSeconds_[l], cpu[l]});
         wait += layerWaitSeconds_[l];
         experts += cpu[l];
@@ -398,7 +428,7 @@ void GpuRunner::enqueueWait(int layer) {
 void GpuRunner::enqueueStep(int tokens, int rows) {
     stepTokens_ = tokens;
     stepRows_ = rows;
-    model::runForward(config_, *this);
+    model::runForward(layers_, *this);
 }
 
 void GpuRunner::embed() {
@@ -644,6 +674,10 @@ void GpuRunner::feedForwardBlock(const model::LayerPlan& layer) {
         enqueueMlp(*w.dense, tokens);
         return;
     }
+    if (gpuExperts_.onGpu(l)) {
+        enqueueGpuMoe(layer);
+        return;
+    }
     const auto n = static_cast<std::size_t>(tokens);
     const MoeLayerLink& link = links_[static_cast<std::size_t>(l)];
     ExpertSlot& slot = slots_[link.slot];
@@ -724,6 +758,31 @@ void GpuRunner::feedForwardBlock(const model::LayerPlan& layer) {
         launchAddFromHost(immediate, previous, x_.get(), static_cast<long>(n) * H, stream_);
     }
     stamp(l, kResultAdded);
+}
+
+void GpuRunner::enqueueGpuMoe(const model::LayerPlan& layer) {
+    const int l = layer.index, tokens = stepTokens_;
+    const model::ModelConfig& c = config_;
+    const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
+    const int H = c.hiddenSize, k = c.router.topK;
+    launchRmsNorm(x_.get(), H, w.postAttentionNorm.get(), c.rmsNormEps, tokens, H, hF32_.get(), H, hBf16_.get(), H, split_,
+                  stream_);
+    gemmF32(blas_, w.router.get(), c.numExperts, H, hF32_.get(), H, tokens, routerLogits_.get(), c.numExperts);
+    launchRouter(routerLogits_.get(), tokens, c.numExperts, w.correctionBias ? w.correctionBias.get() : nullptr, c.router,
+                 routeIds_.get(), routeWeights_.get(), stream_);
+    stamp(l, kRouted);
+    const ExpertPairs batch =
+        launchGroupRoutes(routeIds_.get(), routeWeights_.get(), tokens, k, gpuExperts_.table[static_cast<std::size_t>(l)].get(),
+                          c.numExperts, groupStart_.get(), pairToken_.get(), pairGroup_.get(), pairWeight_.get(),
+                          slotPair_.get(), stream_);
+    // x += the routed experts' weighted sum, straight into the residual.
+    if (tokens <= kDecodeExpertTokens)
+        launchExpertsDecode(gpuExperts_.layout, batch, hF32_.get(), H, x_.get(), H, true, expertScratch_.get(), stream_);
+    else
+        launchExpertsPrefill(gpuExperts_.layout, batch, hF32_.get(), H, x_.get(), H, true, kPrefillExpertSplits,
+                             expertScratch_.get(), stream_);
+    stamp(l, kResultAdded);
+    if (w.shared) enqueueMlp(*w.shared, tokens);
 }
 
 }  // namespace tandem::cuda

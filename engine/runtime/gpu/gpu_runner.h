@@ -8,6 +8,7 @@
 
 #include "cuda/device_buffer.h"
 #include "runtime/gpu/expert_bridge.h"
+#include "runtime/gpu/gpu_experts.h"
 #include "runtime/gpu/gpu_weights.h"
 #include "cuda/host_sync.h"
 #include "model/forward.h"
@@ -20,8 +21,10 @@ namespace tandem::cuda {
 class GpuRunner : public runtime::ModelRunner, private model::ForwardPass {
 public:
     // Prompts longer than `maxChunk` tokens are prefilled in chunks of that size.
+    // `gpuExperts`: the MoE layers whose routed experts the GPU holds (computed here, no hand-over to the
+    // CPU); `experts` computes the others on the CPU.
     GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::QueuedRoutedExperts> experts, const GpuWeights& weights,
-              const model::Rope& rope, int capacity, int maxChunk);
+              const GpuExperts& gpuExperts, const model::Rope& rope, int capacity, int maxChunk);
     ~GpuRunner() override;
 
     void forward(std::span<const int> tokens, int start, const model::ForwardOptions& options,
@@ -29,8 +32,10 @@ public:
 
     DecodeProfile takeProfile() override;
 
-    // Device bytes a runner allocates for this capacity and chunk size.
-    static std::uint64_t deviceBytes(const model::ModelConfig& config, int capacity, int maxChunk);
+    // Device bytes a runner allocates for this capacity and chunk size (`experts`: the layout of routed
+    // experts on the GPU, whose kernels need scratch, or null).
+    static std::uint64_t deviceBytes(const model::ModelConfig& config, int capacity, int maxChunk,
+                                     const GpuExpertLayout* experts = nullptr);
     static bool splitPrecision();
 
 private:
@@ -60,11 +65,15 @@ private:
     void enqueueGqa(const model::LayerPlan& layer, int tokens);
     void enqueueMla(const model::LayerPlan& layer, int tokens);
     void enqueueMlp(const GpuMlp& mlp, int tokens);  // from hBf16, accumulated into x
+    // A MoE layer wholly on the GPU: norm, router, routed experts (expert_kernels.h) and shared experts.
+    void enqueueGpuMoe(const model::LayerPlan& layer);
     // y (=, or += with accumulate) W x for `tokens` rows of a bf16 GEMM input (and its lo rows when split).
     void project(const MatrixRef& w, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy, bool accumulate);
 
     const model::ModelConfig& config_;
     const GpuWeights& weights_;
+    const GpuExperts& gpuExperts_;
+    std::vector<model::LayerPlan> layers_;  // gpuExperts_.layers: who defers with this placement
     RopeParams rope_;
     bool split_;  // split-precision GEMM inputs (kernels.h); Tuning::gpuSplitPrecision
     int stepTokens_ = 0, stepRows_ = 0;  // the step being enqueued
@@ -109,6 +118,10 @@ private:
     DeviceBuffer<float> attnPartials_;
     DeviceBuffer<unsigned> attnPartsDone_;  // decode's attention: parts finished per head (kernels.h)
     DeviceBuffer<float> routeWeights_;
+    // Routed experts on the GPU: the grouped routing (launchGroupRoutes) and the kernels' scratch.
+    DeviceBuffer<int> groupStart_, pairToken_, pairGroup_, slotPair_;
+    DeviceBuffer<float> pairWeight_;
+    DeviceBuffer<char> expertScratch_;
 
     // Routed experts: two pinned slots, used by alternate MoE layers, and their signals.
     std::vector<PinnedBuffer<float>> slotFloats_;
