@@ -618,7 +618,14 @@ private slots:
             QSettings ini(dir.filePath("settings.ini"), QSettings::IniFormat);
             ini.setValue("engine/modelDir", broken.path());
         }
-        auto app = startApp(dir);
+        // Nothing shipped to fall back to (tst_model_fallback has that), and no wizard over the window.
+        auto options = test::appOptions(dir);
+        options.embeddedModelDir = QString();
+        options.offerModelWizard = false;
+        auto app = std::make_unique<TandemApp>(std::move(options));
+        test::limitAnswers(*app);
+        app->start();
+        app->window()->show();
         QVERIFY(!test::waitForModel(*app));
         NotificationBanner* banner = app->window()->banner();
         QVERIFY(banner->isVisible());

@@ -2,8 +2,29 @@
 
 #include <QDir>
 #include <QFileInfo>
+#include <algorithm>
+#include <utility>
 
 namespace tandem::ui {
+namespace {
+
+bool sameDir(const QString& a, const QString& b) {
+    if (a.isEmpty() || b.isEmpty()) return false;
+    const QString ca = QDir(a).canonicalPath();
+    const QString cb = QDir(b).canonicalPath();
+    return ca.isEmpty() || cb.isEmpty() ? QDir::cleanPath(a) == QDir::cleanPath(b) : ca == cb;
+}
+
+// `text` as a sentence that another may follow.
+QString sentence(QString text) {
+    text = text.trimmed();
+    if (!text.isEmpty() && !text.endsWith(QLatin1Char('.')) && !text.endsWith(QLatin1Char('!')) &&
+        !text.endsWith(QLatin1Char('?')))
+        text += QLatin1Char('.');
+    return text;
+}
+
+}  // namespace
 
 ModelController::ModelController(EngineWorker* worker, AppSettings* settings, QString embeddedModelDir, QObject* parent,
                                  StoreVerifyFunction verify)
@@ -42,7 +63,64 @@ QString ModelController::configuredModelDir() const {
     return dir.isEmpty() ? embeddedModelDir_ : dir;
 }
 
+bool ModelController::isEmbedded(const QString& dir) const { return sameDir(dir, embeddedModelDir_); }
+
+QString ModelController::checkModelFolder(const QString& dir) {
+    const QString shown = QDir::toNativeSeparators(dir);
+    if (dir.trimmed().isEmpty()) return tr("No model folder was chosen.");
+    const QFileInfo info(dir);
+    if (!info.exists()) return tr("The model folder %1 is gone (moved or deleted).").arg(shown);
+    if (!info.isDir())
+        return info.suffix().compare(QLatin1String("gguf"), Qt::CaseInsensitive) == 0
+                   ? tr("%1 is a GGUF file, which Tandem converts before it can load it: use Get a Model… and "
+                        "choose it as a local model.").arg(shown)
+                   : tr("%1 is a file, not a model folder.").arg(shown);
+    if (dir.endsWith(QLatin1String(".partial")))
+        return tr("%1 is a conversion that has not finished: carry it on with Get a Model….").arg(shown);
+    const QDir d(dir);
+    if (d.exists(QStringLiteral("tandem-store.json"))) return {};
+    if (!d.exists(QStringLiteral("config.json")))
+        return tr("%1 is not a model folder: it has no config.json (a Hugging Face model) and no tandem-store.json "
+                  "(a model Tandem converted).").arg(shown);
+    if (d.entryList({QStringLiteral("*.safetensors")}, QDir::Files).isEmpty())
+        return tr("%1 has a config.json but no *.safetensors weights: a download that has not finished, or a model "
+                  "that needs converting first (Get a Model…).").arg(shown);
+    return {};
+}
+
+QList<ModelChoice> ModelController::modelChoices() const {
+    QList<ModelChoice> choices;
+    const auto listed = [&](const QString& dir) {
+        return std::any_of(choices.begin(), choices.end(), [&](const ModelChoice& c) { return sameDir(c.dir, dir); });
+    };
+    if (!embeddedModelDir_.isEmpty() && checkModelFolder(embeddedModelDir_).isEmpty())
+        choices.append({QFileInfo(embeddedModelDir_).fileName(), embeddedModelDir_, ModelChoice::Source::Shipped});
+    const QDir models(settings_->modelsFolder());
+    QStringList names = models.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name | QDir::IgnoreCase);
+    for (const QString& name : names) {
+        const QString dir = models.filePath(name);
+        if (!listed(dir) && checkModelFolder(dir).isEmpty()) choices.append({name, dir, ModelChoice::Source::ModelsFolder});
+    }
+    for (const QString& dir : settings_->recentModelFolders())
+        if (!listed(dir) && checkModelFolder(dir).isEmpty())
+            choices.append({QFileInfo(dir).fileName(), QDir::cleanPath(dir), ModelChoice::Source::Recent});
+    return choices;
+}
+
 void ModelController::loadConfigured() {
+    const bool first = !std::exchange(started_, true);
+    const QString saved = settings_->engine().modelDir;
+    if (first && !saved.isEmpty() && !embeddedModelDir_.isEmpty() && !isEmbedded(saved)) {
+        // The start: a saved model that is gone or fails gives way to the shipped one.
+        startupLoad_ = true;
+        remember_.clear();
+        if (const QString problem = checkModelFolder(saved); !problem.isEmpty()) {
+            fallBack(problem, saved, embeddedModelDir_);
+            return;
+        }
+        load(saved, embeddedModelDir_);
+        return;
+    }
     const QString dir = configuredModelDir();
     if (dir.isEmpty() || !QFileInfo::exists(dir)) {
         // Nothing to load is not a failure: the window offers to get a model instead of an error.
@@ -53,6 +131,39 @@ void ModelController::loadConfigured() {
         emit modelMissing(dir);
         return;
     }
+    startupLoad_ = first;
+    if (isReady() && !sameDir(dir, summary_.dir)) {
+        // Settings name another model than the one in use: a switch, checked first.
+        const QString previous = summary_.dir;
+        if (const QString problem = checkModelFolder(dir); !problem.isEmpty()) {
+            rememberAsConfigured(previous);
+            emit switchFailed(tr("%1 %2 is still in use.").arg(sentence(problem), summary_.name));
+            return;
+        }
+        remember_ = dir;
+        load(dir, previous);
+        return;
+    }
+    remember_.clear();
+    load(dir, QString());
+}
+
+QString ModelController::loadModelFolder(const QString& dir) {
+    const QString clean = QDir::cleanPath(QDir::fromNativeSeparators(dir));
+    if (const QString problem = checkModelFolder(clean); !problem.isEmpty()) {
+        const QString message = isReady() ? tr("%1 %2 is still in use.").arg(sentence(problem), summary_.name) : problem;
+        emit switchFailed(message);
+        return message;
+    }
+    started_ = true;  // chosen before the start-up load (by the wizard): it is the start's model
+    startupLoad_ = false;
+    remember_ = clean;
+    load(clean, isReady() ? summary_.dir : QString());
+    return {};
+}
+
+void ModelController::load(const QString& dir, const QString& fallback) {
+    fallbackDir_ = fallback;
     const EngineSettings e = settings_->engine();
     LoadRequest request;
     request.modelDir = dir;
@@ -67,11 +178,25 @@ void ModelController::loadConfigured() {
     emit loadRequested(request);
 }
 
-void ModelController::loadModelFolder(const QString& dir) {
+void ModelController::rememberAsConfigured(const QString& dir) {
     EngineSettings e = settings_->engine();
-    e.modelDir = QDir::cleanPath(dir);
+    e.modelDir = isEmbedded(dir) ? QString() : QDir::cleanPath(dir);
+    if (e == settings_->engine()) return;
     settings_->setEngine(e);
-    loadConfigured();
+}
+
+void ModelController::fallBack(const QString& problem, const QString& failedDir, QString fallback) {
+    QString message = sentence(problem) + QLatin1Char(' ');
+    message += isEmbedded(fallback) && startupLoad_
+                   ? tr("Tandem uses %1, the model that ships with Tandem, meanwhile.").arg(QFileInfo(fallback).fileName())
+                   : tr("Tandem went back to %1.").arg(QFileInfo(fallback).fileName());
+    // A folder that failed is not the model of the next start, unless it was saved before (a disk that is
+    // not there today may be tomorrow).
+    if (!startupLoad_ && sameDir(settings_->engine().modelDir, failedDir)) rememberAsConfigured(fallback);
+    remember_.clear();
+    lastError_ = message;
+    load(fallback, QString());
+    emit switchFailed(message);
 }
 
 void ModelController::setDeferral(int experts) {
@@ -90,6 +215,15 @@ void ModelController::onLoading(const QString& dir) {
 void ModelController::onLoaded(const ModelSummary& summary) {
     summary_ = summary;
     lastError_.clear();
+    // (A load asked for earlier may finish after another was asked for: that one is remembered when it
+    // loads.)
+    if (!remember_.isEmpty() && sameDir(remember_, summary.dir)) {
+        rememberAsConfigured(summary.dir);
+        remember_.clear();
+    }
+    if (!isEmbedded(summary.dir)) settings_->addRecentModelFolder(QDir::cleanPath(summary.dir));
+    fallbackDir_.clear();
+    startupLoad_ = false;
     setState(State::Ready);
     emit modelReady(summary_);
     if (summary_.store == tandem::StoreState::Unverified) {
@@ -124,10 +258,19 @@ void ModelController::onVerified(const QString& dir, const tandem::StoreCheck& r
 }
 
 void ModelController::onLoadFailed(const QString& dir, const QString& message) {
+    const QString failed = tr("Could not load the model in %1: %2").arg(QDir::toNativeSeparators(dir), message);
+    if (!fallbackDir_.isEmpty() && !sameDir(fallbackDir_, dir) && QFileInfo::exists(fallbackDir_)) {
+        fallBack(failed, dir, fallbackDir_);
+        return;
+    }
+    remember_.clear();
+    fallbackDir_.clear();
     summary_ = {};
-    lastError_ = QStringLiteral("Could not load the model in %1: %2").arg(QDir::toNativeSeparators(dir), message);
+    lastError_ = failed;
     setState(State::Failed);
     emit loadFailed(lastError_);
+    // Nothing loaded at start and nothing to fall back to: time to get a model.
+    if (std::exchange(startupLoad_, false)) emit modelMissing(dir);
 }
 
 void ModelController::setState(State state) {

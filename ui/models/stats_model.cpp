@@ -67,16 +67,29 @@ void StatsModel::addSample(const SystemSample& sample) {
 
 void StatsModel::setLiveEngineStats(const LiveEngineStats& stats) {
     decodeRate_ = stats.decodeTokensPerSecond;
+    hasDecodeRate_ = true;
     latestPool_ = stats.expertPoolBusy;
 }
 
 void StatsModel::setAnswerStats(const AnswerStats& stats) {
     decodeRate_ = stats.decodeTokensPerSecond;
+    hasDecodeRate_ = true;
     holdRateForOneSample_ = true;
     layerSplit_ = stats.layerSplit;
     emit layerSplitChanged();
 }
 
 void StatsModel::setGenerating(bool generating) { generating_ = generating; }
+
+void StatsModel::forgetEngine() {
+    decodeRate_ = 0;
+    hasDecodeRate_ = false;
+    holdRateForOneSample_ = false;
+    latestPool_.reset();
+    if (!layerSplit_.isEmpty()) {
+        layerSplit_.clear();
+        emit layerSplitChanged();
+    }
+}
 
 }  // namespace tandem::ui

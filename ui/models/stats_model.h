@@ -26,8 +26,10 @@ public:
 
     bool expertPoolAvailable() const { return latestPool_.has_value(); }
     const SystemSample& latestSample() const { return latest_; }
-    // The last speed the engine measured, kept after the answer ends.
+    // The last speed the engine measured, kept after the answer ends, until the model goes.
     double latestDecodeRate() const { return decodeRate_; }
+    // Whether the loaded model has answered since it loaded (latestDecodeRate is its speed).
+    bool hasDecodeRate() const { return hasDecodeRate_; }
     double firstSeconds() const;
     double lastSeconds() const;
     const QList<LayerSplit>& layerSplit() const { return layerSplit_; }
@@ -37,6 +39,9 @@ public slots:
     void setLiveEngineStats(const tandem::ui::LiveEngineStats& stats);
     void setAnswerStats(const tandem::ui::AnswerStats& stats);
     void setGenerating(bool generating);
+    // The model was unloaded or is being replaced: its speed, expert-pool reading and layer split are no
+    // longer what the engine does.
+    void forgetEngine();
 
 signals:
     void sampleAdded();
@@ -55,6 +60,7 @@ private:
     QList<Row> rows_;
     SystemSample latest_;
     double decodeRate_ = 0;
+    bool hasDecodeRate_ = false;
     std::optional<double> latestPool_;
     bool generating_ = false;
     // An answer shorter than one reading still shows its speed once.

@@ -70,6 +70,10 @@ TandemApp::TandemApp(TandemAppOptions options)
     connect(host_->worker(), &EngineWorker::liveStatsMeasured, stats_.get(), &StatsModel::setLiveEngineStats);
     connect(chat_.get(), &ChatController::generatingChanged, stats_.get(), &StatsModel::setGenerating);
     connect(chat_.get(), &ChatController::answerCompleted, stats_.get(), &StatsModel::setAnswerStats);
+    // A speed measured on a model that is gone (or being replaced) is not this model's.
+    connect(model_.get(), &ModelController::stateChanged, stats_.get(), [s = stats_.get()](ModelController::State state) {
+        if (state != ModelController::State::Ready) s->forgetEngine();
+    });
 
     window_ = std::make_unique<MainWindow>(MainWindowParts{chat_.get(), model_.get(), conversations_.get(), messages_.get(),
                                                            stats_.get(), settings_.get(), monitor_.get(),

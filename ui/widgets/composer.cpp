@@ -81,8 +81,14 @@ void Composer::onButton() {
 }
 
 void Composer::updateButton() {
-    edit_->setPlaceholderText(unavailableReason_.isEmpty() ? tr("Message the model — Enter sends, Shift+Enter adds a line")
-                                                           : unavailableReason_);
+    const QString placeholder = unavailableReason_.isEmpty() ? tr("Message the model — Enter sends, Shift+Enter adds a line")
+                                                             : unavailableReason_;
+    if (placeholder != edit_->placeholderText()) {
+        edit_->setPlaceholderText(placeholder);
+        // Qt 6.4 repaints the text area only when the placeholder appears or goes, not when it changes:
+        // the old one ("The model is loading…") would stay on screen until something else repainted it.
+        edit_->viewport()->update();
+    }
     if (generating_) {
         button_->setText(tr("Stop"));
         button_->setAccessibleName(tr("Stop generating"));

@@ -161,7 +161,7 @@ void Dashboard::setModel(const ModelSummary* summary, int deferral) {
     modelName_->setText(summary->name);
     QStringList details{summary->modelType, tr("%1 layers").arg(summary->layers)};
     if (summary->experts > 0) details << tr("%1 experts, %2 per token").arg(summary->experts).arg(summary->expertsPerToken);
-    details << tr("%1 threads").arg(summary->threads)
+    details << (summary->threads == 1 ? tr("1 thread") : tr("%1 threads").arg(summary->threads))
             << tr("%1 of weights").arg(bytes(summary->weightBytes))
             << tr("context %1").arg(QLocale().toString(summary->contextLength));
     modelDetails_->setText(details.join(QStringLiteral(" · ")));
@@ -182,7 +182,9 @@ void Dashboard::onSample() {
         fastest = std::max(fastest, stats_->index(row, StatsModel::DecodeTokensPerSecond).data().toDouble());
     const double step = fastest > 1000 ? 1000 : fastest > 100 ? 100 : 10;
     decode_.y->setRange(0, std::max(10.0, std::ceil(fastest * 1.15 / step) * step));
-    decode_.reading->setText(tr("Decode speed: %1 tokens/s").arg(locale.toString(stats_->latestDecodeRate(), 'f', 1)));
+    decode_.reading->setText(stats_->hasDecodeRate()
+                                 ? tr("Decode speed: %1 tokens/s").arg(locale.toString(stats_->latestDecodeRate(), 'f', 1))
+                                 : tr("Decode speed: none yet (measured while the model answers)"));
 
     const QString machine = s.cpuBusy ? percent(*s.cpuBusy) : tr("measuring…");
     const bool pool = stats_->expertPoolAvailable();

@@ -26,7 +26,14 @@ EmptyStatePage::EmptyStatePage(QWidget* parent)
     busy_->setTextVisible(false);
     busy_->setAccessibleName(tr("Loading the model"));
     layout->addWidget(title_);
-    layout->addWidget(detail_, 0, Qt::AlignHCenter);
+    // Centred between stretches rather than by the layout's alignment, which would size the wrapped text
+    // to its one-line hint and cut it off ("tiny-qwen3moe-bf16 is"); this way it gets the height its
+    // width needs.
+    auto* detailRow = new QHBoxLayout;
+    detailRow->addStretch(1);
+    detailRow->addWidget(detail_, 100);
+    detailRow->addStretch(1);
+    layout->addLayout(detailRow);
     layout->addWidget(busy_, 0, Qt::AlignHCenter);
     auto* buttons = new QHBoxLayout;
     buttons->addStretch();

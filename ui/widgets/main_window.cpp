@@ -112,6 +112,11 @@ MainWindow::MainWindow(const MainWindowParts& parts, QWidget* parent)
     connect(model, &ModelController::loadFailed, this, [this](const QString& message) {
         banner_->showMessage(NotificationBanner::Kind::Error, message, tr("Open Model Folder…"), QStringLiteral("model"));
     });
+    connect(model, &ModelController::switchFailed, this, [this](const QString& message) {
+        // When the model used before is loading again, the message outlives its Ready.
+        keepSwitchProblem_ = parts_.model->state() == ModelController::State::Loading;
+        banner_->showMessage(NotificationBanner::Kind::Error, message, tr("Open Model Folder…"), QStringLiteral("model-switch"));
+    });
     connect(model, &ModelController::verificationStarted, this, [this](const QString& name) {
         shownVerificationPercent_ = -1;
         showVerification(name, 0);
@@ -300,7 +305,10 @@ void MainWindow::updateModelState() {
         modelStatus_->setToolTip(tr("%1 (%2), %3").arg(s.name, s.modelType, s.textHandling));
         composer_->setUnavailableReason({});
         dashboard_->setModel(&s, m->deferral());
-        if (banner_->topic() != QLatin1String("store") && banner_->topic() != QLatin1String("verify")) banner_->hide();
+        const bool keep = banner_->topic() == QLatin1String("store") || banner_->topic() == QLatin1String("verify") ||
+                          (banner_->topic() == QLatin1String("model-switch") && keepSwitchProblem_);
+        keepSwitchProblem_ = false;
+        if (!keep) banner_->hide();
         // The shipped model is a pocket dictionary, not an assistant: say so before anyone asks it more.
         if (m->isEmbeddedModelReady() && banner_->isHidden())
             banner_->showMessage(NotificationBanner::Kind::Information,
@@ -399,6 +407,7 @@ bool MainWindow::applySettings(const SettingsValues& values) {
 
 void MainWindow::openSettings() {
     SettingsDialog dialog(SettingsValues::read(*parts_.settings), parts_.monitor->gpuNames(), this);
+    dialog.setInEffect(parts_.model->isReady() ? &parts_.model->summary() : nullptr);
     if (dialog.exec() != QDialog::Accepted) return;
     if (!applySettings(dialog.values())) return;
     if (parts_.model->state() != ModelController::State::Ready) {

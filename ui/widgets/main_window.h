@@ -115,6 +115,8 @@ private:
     QAction* regenerateAction_ = nullptr;
     QPointer<ModelWizard> wizard_;
     int shownVerificationPercent_ = -1;
+    // A failed switch's message stays up when the model used before comes back.
+    bool keepSwitchProblem_ = false;
 };
 
 }  // namespace tandem::ui

@@ -8,12 +8,16 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLocale>
 #include <QPushButton>
+#include <QStandardItemModel>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QThread>
 #include <QVBoxLayout>
+#include <algorithm>
 
+#include "tandem/build_info.h"
 #include "ui/widgets/sampling_editor.h"
 
 namespace tandem::ui {
@@ -27,6 +31,34 @@ QLabel* hint(const QString& text, QWidget* parent) {
     label->setWordWrap(true);
     label->setObjectName(QStringLiteral("hint"));
     return label;
+}
+
+// The kernels of the list after Automatic, as the engine names them, strongest first.
+const char* const kKernelEngineNames[] = {"amx", "avx512", "avx2"};
+const char* const kKernelShownNames[] = {"AMX", "AVX-512", "AVX2"};
+
+int kernelLevel(const std::string& name) {
+    const std::string names[] = {"scalar", "avx2", "avx512", "amx"};
+    for (int i = 0; i < 4; ++i)
+        if (name == names[i]) return i;
+    return -1;
+}
+
+QString shownKernel(const std::string& name) {
+    for (int i = 0; i < 3; ++i)
+        if (name == kKernelEngineNames[i]) return QString::fromLatin1(kKernelShownNames[i]);
+    return QString::fromStdString(name);
+}
+
+// Whether this machine runs the kernel (row 1..3 of the list): compiled in and, when the engine chose
+// by CPUID, no stronger than its choice (with TANDEM_CPU_ISA set the CPU's best is not known here).
+bool kernelRuns(int row) {
+    const tandem::BuildInfo& build = tandem::buildInfo();
+    const std::string name = kKernelEngineNames[row - 1];
+    if (std::find(build.cpuKernels.begin(), build.cpuKernels.end(), name) == build.cpuKernels.end()) return false;
+    if (build.cpuKernelSource != "best for this CPU") return true;
+    const int best = kernelLevel(build.cpuKernel);
+    return best >= 0 && kernelLevel(name) <= best;
 }
 
 }  // namespace
@@ -50,6 +82,8 @@ SettingsDialog::SettingsDialog(const SettingsValues& values, const QStringList& 
     setAccessibleName(tr("Settings"));
     auto* layout = new QVBoxLayout(this);
     auto* tabs = new QTabWidget(this);
+    // Every tab shows whole: the dialog is at least as wide as the tab bar.
+    tabs->setUsesScrollButtons(false);
     tabs->addTab(engineTab(gpuNames), tr("&Model and engine"));
     tabs->addTab(generationTab(), tr("&Generation"));
     tabs->addTab(appearanceTab(), tr("&Appearance"));
@@ -94,16 +128,40 @@ QWidget* SettingsDialog::engineTab(const QStringList& gpuNames) {
     numa_->setToolTip(tr("On machines with several memory nodes, where the experts' weights live."));
     form->addRow(tr("&NUMA policy:") + kReload, numa_);
 
+    // Only the kernels this CPU runs can be chosen; Automatic names the one it runs.
     kernel_ = new QComboBox(page);
-    kernel_->addItems({tr("Automatic (best for this CPU)"), QStringLiteral("AMX"), QStringLiteral("AVX-512"), QStringLiteral("AVX2")});
+    const tandem::BuildInfo& build = tandem::buildInfo();
+    kernel_->addItem(build.cpuKernelSource == "best for this CPU"
+                         ? tr("Automatic (%1, the best for this CPU)").arg(shownKernel(build.cpuKernel))
+                         : tr("Automatic (%1, from TANDEM_CPU_ISA)").arg(shownKernel(build.cpuKernel)));
+    auto* kernels = qobject_cast<QStandardItemModel*>(kernel_->model());
+    for (int row = 1; row <= 3; ++row) {
+        const QString name = QString::fromLatin1(kKernelShownNames[row - 1]);
+        const bool runs = kernelRuns(row);
+        kernel_->addItem(runs ? name : tr("%1 (not on this CPU)").arg(name));
+        if (!runs && kernels) kernels->item(row)->setEnabled(false);
+    }
     kernel_->setAccessibleName(tr("CPU kernel"));
-    form->addRow(tr("CPU &kernel:") + kReload, kernel_);
+    kernelNote_ = hint(QString(), page);
+    kernelNote_->setVisible(false);
+    connect(kernel_, &QComboBox::currentIndexChanged, this, &SettingsDialog::updateKernelNote);
+    auto* kernelBox = new QVBoxLayout;
+    kernelBox->addWidget(kernel_);
+    kernelBox->addWidget(kernelNote_);
+    form->addRow(tr("CPU &kernel:") + kReload, kernelBox);
 
     device_ = new QComboBox(page);
     device_->setAccessibleName(tr("Device"));
-    device_->addItem(tr("CPU only"), -1);
-    for (int i = 0; i < gpuNames.size(); ++i) device_->addItem(tr("GPU %1: %2").arg(i).arg(gpuNames[i]), i);
-    if (gpuNames.isEmpty()) device_->addItem(tr("GPU 0 (none found: runs on the CPU)"), 0);
+    if (gpuNames.isEmpty()) {
+        // Nothing to choose: the one entry says where the model runs (its value, kept as saved, is set
+        // by setValues, so a GPU added later is used as before).
+        device_->addItem(tr("CPU (no GPU found)"), 0);
+        device_->setEnabled(false);
+        device_->setToolTip(tr("No NVIDIA GPU was found (or its driver is not loaded): the model runs on the CPU."));
+    } else {
+        device_->addItem(tr("CPU only"), -1);
+        for (int i = 0; i < gpuNames.size(); ++i) device_->addItem(tr("GPU %1: %2").arg(i).arg(gpuNames[i]), i);
+    }
     form->addRow(tr("&Device:") + kReload, device_);
 
     contextLength_ = new QSpinBox(page);
@@ -112,7 +170,13 @@ QWidget* SettingsDialog::engineTab(const QStringList& gpuNames) {
     contextLength_->setSuffix(tr(" tokens"));
     contextLength_->setAccessibleName(tr("Context length"));
     contextLength_->setToolTip(tr("How much conversation the model can see. Longer needs more memory."));
-    form->addRow(tr("&Context length:") + kReload, contextLength_);
+    contextNote_ = hint(QString(), page);
+    contextNote_->setVisible(false);
+    connect(contextLength_, &QSpinBox::valueChanged, this, &SettingsDialog::updateContextNote);
+    auto* contextBox = new QVBoxLayout;
+    contextBox->addWidget(contextLength_);
+    contextBox->addWidget(contextNote_);
+    form->addRow(tr("&Context length:") + kReload, contextBox);
     form->addRow(hint(tr("⟳ These take effect when the model is loaded again; Tandem offers to do it when you press OK."), page));
     return page;
 }
@@ -177,8 +241,16 @@ void SettingsDialog::setValues(const SettingsValues& v) {
     threads_->setValue(v.engine.threads);
     numa_->setCurrentIndex(static_cast<int>(v.engine.numaPolicy));
     kernel_->setCurrentIndex(static_cast<int>(v.engine.cpuKernel));
-    const int device = device_->findData(v.engine.gpuDevice);
-    device_->setCurrentIndex(device >= 0 ? device : 0);
+    if (!device_->isEnabled()) {
+        device_->setItemData(0, v.engine.gpuDevice);  // no GPU here: the saved choice is kept as it is
+    } else {
+        // A GPU saved that is not here now is shown as such, not taken for another.
+        for (int row = device_->count() - 1; row > 0; --row)
+            if (device_->itemData(row).toInt() >= 0 && device_->itemText(row).contains(tr("not found"))) device_->removeItem(row);
+        if (device_->findData(v.engine.gpuDevice) < 0)
+            device_->addItem(tr("GPU %1 (not found: runs on the CPU)").arg(v.engine.gpuDevice), v.engine.gpuDevice);
+        device_->setCurrentIndex(device_->findData(v.engine.gpuDevice));
+    }
     contextLength_->setValue(v.engine.contextLength);
     defaultDeferral_->setValue(v.defaultDeferral);
     useModelSampling_->setChecked(v.sampling.useModelRecommendation);
@@ -188,6 +260,35 @@ void SettingsDialog::setValues(const SettingsValues& v) {
     theme_->setCurrentIndex(static_cast<int>(v.appearance.theme));
     fontSize_->setValue(v.appearance.fontPointSize);
     hubEndpoint_->setText(v.hubEndpoint);
+}
+
+void SettingsDialog::setInEffect(const ModelSummary* model) {
+    modelContext_ = model ? model->contextLength : 0;
+    threads_->setSpecialValueText(model && model->threads > 0 ? tr("Automatic (%1 in use)").arg(model->threads)
+                                                              : tr("Automatic (%1)").arg(QThread::idealThreadCount()));
+    updateContextNote();
+}
+
+void SettingsDialog::updateContextNote() {
+    const QLocale locale;
+    if (modelContext_ <= 0) {
+        contextNote_->setVisible(false);
+        return;
+    }
+    if (modelContext_ < contextLength_->value())
+        contextNote_->setText(tr("In effect: %1 tokens, the most this model holds.").arg(locale.toString(modelContext_)));
+    else
+        contextNote_->setText(tr("In effect: %1 tokens.").arg(locale.toString(modelContext_)));
+    contextNote_->setVisible(true);
+}
+
+void SettingsDialog::updateKernelNote() {
+    const int row = kernel_->currentIndex();
+    const bool runs = row <= 0 || kernelRuns(row);
+    if (!runs)
+        kernelNote_->setText(tr("This CPU cannot run %1: Tandem runs %2 instead.")
+                                 .arg(QString::fromLatin1(kKernelShownNames[row - 1]), shownKernel(tandem::buildInfo().cpuKernel)));
+    kernelNote_->setVisible(!runs);
 }
 
 SettingsValues SettingsDialog::values() const {

@@ -7,6 +7,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QLabel;
 class QLineEdit;
 class QSpinBox;
 
@@ -34,8 +35,15 @@ public:
 
     SettingsValues values() const;
     void setValues(const SettingsValues& values);
+    // What the loaded model runs with, shown beside what is asked for (a context length the model caps,
+    // the threads "Automatic" means); null: no model loaded.
+    void setInEffect(const ModelSummary* model);
 
 private:
+    // The kernel row's note: flags a kernel this CPU cannot run.
+    void updateKernelNote();
+    void updateContextNote();
+
     QWidget* engineTab(const QStringList& gpuNames);
     QWidget* generationTab();
     QWidget* appearanceTab();
@@ -47,6 +55,9 @@ private:
     QComboBox* kernel_;
     QComboBox* device_;
     QSpinBox* contextLength_;
+    QLabel* kernelNote_;
+    QLabel* contextNote_;
+    int modelContext_ = 0;  // the loaded model's context length, 0: none loaded
     QSpinBox* defaultDeferral_;
     QCheckBox* useModelSampling_;
     SamplingEditor* sampling_;

@@ -25,6 +25,8 @@ DonePage::DonePage(ModelWizard* wizard)
     ModelController* model = wizard_->parts().model;
     connect(model, &ModelController::modelReady, this, &DonePage::onReady);
     connect(model, &ModelController::loadFailed, this, &DonePage::onFailed);
+    // It failed and the model used before is back (or it was no model at all).
+    connect(model, &ModelController::switchFailed, this, &DonePage::onFailed);
 }
 
 void DonePage::initializePage() {
@@ -39,7 +41,7 @@ void DonePage::load() {
     status_->setText(tr("Loading %1…").arg(wizard_->plan().name));
     loading_ = true;
     wizard_->parts().chat->stop();  // a load waits for an answer in progress
-    wizard_->parts().model->loadModelFolder(dir_);
+    if (const QString problem = wizard_->parts().model->loadModelFolder(dir_); !problem.isEmpty()) onFailed(problem);
 }
 
 void DonePage::onReady(const ModelSummary& summary) {
