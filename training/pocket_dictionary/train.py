@@ -374,7 +374,7 @@ def main():
     parser.add_argument("--minutes", type=float, default=5.0)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--tokens-per-batch", type=int, default=65536)
-    parser.add_argument("--lr", type=float, help="peak learning rate (3e-3 from scratch, 1e-3 with --init)")
+    parser.add_argument("--lr", type=float, help="peak learning rate (3e-3 from scratch, 5e-4 with --init)")
     parser.add_argument("--init", type=Path, help="fine-tune: start from this model folder's weights")
     parser.add_argument("--single-fraction", type=float, default=0.5,
                         help="with --init: the share of single-turn conversations in each epoch")
@@ -413,7 +413,7 @@ def main():
     params = sum(p.numel() for p in model.parameters())
     print(f"{params / 1e6:.2f} M parameters", flush=True)
     if args.lr is None:
-        args.lr = 1e-3 if args.init else 3e-3
+        args.lr = 5e-4 if args.init else 3e-3
     log_every = args.log_every or (50 if args.init else 200)
 
     def epoch_examples():
