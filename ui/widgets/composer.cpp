@@ -46,6 +46,7 @@ Composer::Composer(QWidget* parent) : QWidget(parent), edit_(new PromptEdit(this
     layout->setContentsMargins(24, 8, 24, 16);
     edit_->setAccessibleName(tr("Message"));
     edit_->setAccessibleDescription(tr("Enter sends the message; Shift+Enter starts a new line."));
+    edit_->setMinimumWidth(200);  // room to write in, however narrow the window
     layout->addWidget(edit_, 1);
     layout->addWidget(button_, 0, Qt::AlignBottom);
     button_->setMinimumWidth(88);

@@ -17,7 +17,10 @@ ContextIndicator::ContextIndicator(QWidget* parent)
     auto* layout = new QHBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     bar_->setTextVisible(false);
-    bar_->setFixedWidth(110);
+    // Shorter in a narrow window (down to 40 pixels), never longer than 110.
+    bar_->setMinimumWidth(40);
+    bar_->setMaximumWidth(110);
+    bar_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
     bar_->setFixedHeight(8);
     bar_->setAccessibleName(tr("Context used"));
     bar_->setObjectName(QStringLiteral("contextBar"));

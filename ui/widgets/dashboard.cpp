@@ -37,6 +37,7 @@ QString percent(double fraction) { return QStringLiteral("%1%").arg(std::lround(
 QLabel* sectionTitle(const QString& text, QWidget* parent) {
     auto* label = new QLabel(text, parent);
     label->setObjectName(QStringLiteral("dashboardTitle"));
+    label->setWordWrap(true);  // a narrow dashboard wraps its readings rather than widen the window
     return label;
 }
 
@@ -52,6 +53,7 @@ Dashboard::Dashboard(StatsModel* stats, QWidget* parent)
     layout->setSpacing(4);
 
     modelName_->setObjectName(QStringLiteral("dashboardModel"));
+    modelName_->setWordWrap(true);
     modelDetails_->setWordWrap(true);
     modelDetails_->setObjectName(QStringLiteral("hint"));
     layout->addWidget(modelName_);

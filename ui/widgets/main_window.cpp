@@ -13,13 +13,19 @@
 #include <QMessageBox>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QPainter>
+#include <QScreen>
 #include <QScrollArea>
+#include <QShowEvent>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QStandardPaths>
 #include <QStatusBar>
+#include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <QWindow>
+#include <functional>
 #include <algorithm>
 
 #include "ui/controllers/chat_controller.h"
@@ -43,6 +49,37 @@
 #include "ui/wizard/model_wizard.h"
 
 namespace tandem::ui {
+namespace {
+
+// The conversation's title, cut short with "…" rather than widen the window ("text()" stays whole).
+// The chat's header: in a narrow window its buttons take their short texts.
+class ChatHeader : public QWidget {
+public:
+    using QWidget::QWidget;
+    std::function<void(int)> onWidth;
+
+protected:
+    void resizeEvent(QResizeEvent* event) override {
+        QWidget::resizeEvent(event);
+        if (onWidth) onWidth(width());
+    }
+};
+
+class ElidingLabel : public QLabel {
+public:
+    using QLabel::QLabel;
+    QSize minimumSizeHint() const override { return {0, QLabel::minimumSizeHint().height()}; }
+
+protected:
+    void paintEvent(QPaintEvent*) override {
+        QPainter painter(this);
+        painter.setPen(palette().color(foregroundRole()));
+        const QRect r = contentsRect();
+        painter.drawText(r, static_cast<int>(alignment()), fontMetrics().elidedText(text(), Qt::ElideRight, r.width()));
+    }
+};
+
+}  // namespace
 
 MainWindow::MainWindow(const MainWindowParts& parts, QWidget* parent)
     : QMainWindow(parent), parts_(parts), sidebar_(new ConversationSidebar(parts.conversations, this)),
@@ -54,8 +91,12 @@ MainWindow::MainWindow(const MainWindowParts& parts, QWidget* parent)
     splitter->addWidget(buildChatPane());
     splitter->setStretchFactor(1, 1);
     splitter->setSizes({260, 800});
-    splitter->setChildrenCollapsible(false);
+    // The conversation list can be dragged shut (View > Conversations brings it back); the chat cannot.
+    splitter->setCollapsible(0, true);
+    splitter->setCollapsible(1, false);
+    sidebar_->setMinimumWidth(150);
     setCentralWidget(splitter);
+    splitter_ = splitter;
 
     auto* dock = new QDockWidget(tr("Dashboard"), this);
     dock->setObjectName(QStringLiteral("dashboardDock"));
@@ -63,7 +104,9 @@ MainWindow::MainWindow(const MainWindowParts& parts, QWidget* parent)
     scroll->setWidget(dashboard_);
     scroll->setWidgetResizable(true);
     scroll->setFrameShape(QFrame::NoFrame);
-    scroll->setMinimumWidth(340);
+    // Narrow enough that the window, with both side panels, fits an 800-pixel-wide screen.
+    scroll->setMinimumWidth(210);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     dock->setWidget(scroll);
     addDockWidget(Qt::RightDockWidgetArea, dock);
 
@@ -158,6 +201,56 @@ MainWindow::MainWindow(const MainWindowParts& parts, QWidget* parent)
     resize(1360, 860);
     if (const QByteArray g = parts_.settings->windowGeometry(); !g.isEmpty()) restoreGeometry(g);
     if (const QByteArray s = parts_.settings->windowState(); !s.isEmpty()) restoreState(s);
+    showConversations_->setChecked(parts_.settings->sidebarVisible());
+    setSidebarShown(parts_.settings->sidebarVisible());
+    // Dragged shut, the list is hidden, and the menu says so.
+    connect(splitter_, &QSplitter::splitterMoved, this, [this] {
+        if (splitter_->sizes().value(0) == 0 && sidebar_->isVisible()) showConversations_->setChecked(false);
+    });
+    fitOnScreen();
+}
+
+void MainWindow::setSidebarShown(bool shown) {
+    if (showConversations_->isChecked() != shown) {
+        showConversations_->setChecked(shown);  // comes back here through toggled
+        return;
+    }
+    parts_.settings->setSidebarVisible(shown);
+    if (shown == sidebar_->isVisibleTo(this) && (!shown || splitter_->sizes().value(0) > 0)) return;
+    sidebar_->setVisible(shown);
+    if (shown && splitter_->sizes().value(0) == 0) {
+        // Dragged shut before: open it at its usual width.
+        const int total = std::max(splitter_->width(), 600);
+        splitter_->setSizes({260, total - 260});
+    }
+}
+
+void MainWindow::fitOnScreen() {
+    // The screen the window is on, or (a screen that went away) the primary one.
+    QScreen* target = QGuiApplication::screenAt(geometry().center());
+    if (!target) target = screen() ? screen() : QGuiApplication::primaryScreen();
+    if (!target) return;
+    const QRect available = target->availableGeometry();
+    // The frame is known once the window manager framed the window; until then, a usual title bar.
+    QMargins frame(geometry().left() - frameGeometry().left(), geometry().top() - frameGeometry().top(),
+                   frameGeometry().right() - geometry().right(), frameGeometry().bottom() - geometry().bottom());
+    if (frame.isNull() && !(windowHandle() && windowHandle()->isExposed())) frame = QMargins(4, 30, 4, 4);
+    const QSize room(available.width() - frame.left() - frame.right(), available.height() - frame.top() - frame.bottom());
+    const QSize least = minimumSizeHint().expandedTo(minimumSize());
+    const QSize size = this->size().boundedTo(room).expandedTo(least.boundedTo(room));
+    const int x = std::clamp(geometry().x(), available.left() + frame.left(),
+                             std::max(available.left() + frame.left(), available.right() + 1 - frame.right() - size.width()));
+    const int y = std::clamp(geometry().y(), available.top() + frame.top(),
+                             std::max(available.top() + frame.top(), available.bottom() + 1 - frame.bottom() - size.height()));
+    const QRect fitted(QPoint(x, y), size);
+    if (fitted != geometry()) setGeometry(fitted);
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+    QMainWindow::showEvent(event);
+    // A saved size or place from another screen (or another scale factor) comes back on this one; once
+    // the window is framed, with its real frame.
+    if (!event->spontaneous()) QTimer::singleShot(0, this, &MainWindow::fitOnScreen);
 }
 
 QWidget* MainWindow::buildChatPane() {
@@ -166,12 +259,13 @@ QWidget* MainWindow::buildChatPane() {
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(0);
 
-    auto* header = new QWidget(pane);
+    auto* header = new ChatHeader(pane);
     header->setObjectName(QStringLiteral("chatHeader"));
     header->setAttribute(Qt::WA_StyledBackground);
     auto* headerLayout = new QHBoxLayout(header);
     headerLayout->setContentsMargins(24, 10, 16, 10);
-    title_ = new QLabel(header);
+    title_ = new ElidingLabel(header);
+    title_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     title_->setObjectName(QStringLiteral("chatHeaderTitle"));
     title_->setAccessibleName(tr("Conversation title"));
     context_ = new ContextIndicator(header);
@@ -185,6 +279,21 @@ QWidget* MainWindow::buildChatPane() {
     headerLayout->addWidget(context_);
     headerLayout->addWidget(conversationSettings_);
     layout->addWidget(header);
+    // Narrow: "Prompt…" instead of "System prompt…" (the tooltip and accessible name say it whole).
+    const QString longText = conversationSettings_->text();
+    const QString shortText = tr("Prompt…");
+    const int longWidth = conversationSettings_->sizeHint().width();
+    conversationSettings_->setText(shortText);
+    conversationSettings_->setMinimumWidth(conversationSettings_->sizeHint().width());
+    conversationSettings_->setText(longText);
+    header->onWidth = [this, header, headerLayout, longText, shortText, longWidth](int width) {
+        // Room for the long text: what the header needs at its narrowest, plus the difference.
+        const int narrowest = headerLayout->minimumSize().width();
+        const bool roomy = width >= narrowest + (longWidth - conversationSettings_->minimumWidth()) + 160;
+        const QString text = roomy ? longText : shortText;
+        if (conversationSettings_->text() != text) conversationSettings_->setText(text);
+        Q_UNUSED(header);
+    };
 
     banner_ = new NotificationBanner(pane);
     auto* bannerBox = new QWidget(pane);
@@ -246,7 +355,16 @@ void MainWindow::buildMenus() {
     conversation->addAction(tr("&Delete…"), this, [this] { confirmDelete(parts_.chat->currentConversationId()); });
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
-    view->addAction(findChild<QDockWidget*>(QStringLiteral("dashboardDock"))->toggleViewAction());
+    showConversations_ = view->addAction(tr("&Conversations"));
+    showConversations_->setObjectName(QStringLiteral("showConversationsAction"));
+    showConversations_->setCheckable(true);
+    showConversations_->setChecked(true);
+    showConversations_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_L));
+    showConversations_->setToolTip(tr("Show or hide the list of conversations"));
+    connect(showConversations_, &QAction::toggled, this, &MainWindow::setSidebarShown);
+    QAction* dashboard = findChild<QDockWidget*>(QStringLiteral("dashboardDock"))->toggleViewAction();
+    dashboard->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
+    view->addAction(dashboard);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     QAction* about = help->addAction(tr("&About Tandem"), this, &MainWindow::openAbout);

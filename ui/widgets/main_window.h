@@ -8,6 +8,7 @@
 
 class QAction;
 class QLabel;
+class QSplitter;
 class QStackedWidget;
 class QToolButton;
 
@@ -82,11 +83,18 @@ public slots:
     void confirmDelete(qint64 conversationId);
     void exportConversation(qint64 conversationId, bool markdown);
 
+    // Shows or hides the conversation list (View > Conversations; remembered).
+    void setSidebarShown(bool shown);
+
 protected:
     void closeEvent(QCloseEvent* event) override;
+    void showEvent(QShowEvent* event) override;
 
 private:
     QWidget* buildChatPane();
+    // Brings the window whole onto a screen: a size saved on a larger screen (or at another scale
+    // factor) shrinks to fit, a place on a screen that went away moves onto this one.
+    void fitOnScreen();
     void buildMenus();
     void updateChatPage();
     void updateModelState();
@@ -100,6 +108,8 @@ private:
 
     MainWindowParts parts_;
     ConversationSidebar* sidebar_;
+    QSplitter* splitter_ = nullptr;
+    QAction* showConversations_ = nullptr;
     QLabel* title_;
     ContextIndicator* context_;
     QToolButton* conversationSettings_;
