@@ -258,19 +258,40 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
     if (profileStages_) {
         stageClock_ = PinnedBuffer<std::uint64_t>(static_cast<std::size_t>(c.numLayers) * kStages, true);
         stageSeconds_.assign(kStages, 0.0);
+        prefillStageSeconds_.assign(kStages, 0.0);
     }
 }
 
 void GpuRunner::stamp(int layer, int stage) {
-    if (profileStages_ && capturingDecode_)
+    if (profileStages_ && (capturingDecode_ || profilingPrefill_))
         launchTimestamp(stageClock_.devicePointer() + static_cast<std::size_t>(layer) * kStages + stage, stream_);
 }
 
 void GpuRunner::printStageProfile() const {
-    if (!profileStages_ || profiledSteps_ == 0) return;
-    std::fprintf(stderr, "GPU stages of a decode step (ms per step, summed over the MoE layers, %ld steps):\n", profiledSteps_);
-    for (int s = 0; s + 1 < kStages; ++s)
-        std::fprintf(stderr, "  %-28s %8.3f\n", kStageNames[s], stageSeconds_[static_cast<std::size_t>(s)] * 1e3 / profiledSteps_);
+    if (!profileStages_) return;
+    if (profiledSteps_ > 0) {
+        std::fprintf(stderr, "GPU stages of a decode step (ms per step, summed over the MoE layers, %ld steps):\n", profiledSteps_);
+        for (int s = 0; s + 1 < kStages; ++s)
+            std::fprintf(stderr, "  %-28s %8.3f\n", kStageNames[s], stageSeconds_[static_cast<std::size_t>(s)] * 1e3 / profiledSteps_);
+    }
+    if (prefillTokens_ > 0) {
+        std::fprintf(stderr, "GPU stages of prefill (ms per 1000 prompt tokens, summed over the MoE layers, %ld tokens):\n",
+                     prefillTokens_);
+        for (int s = 0; s + 1 < kStages; ++s)
+            std::fprintf(stderr, "  %-28s %8.3f\n", kStageNames[s],
+                         prefillStageSeconds_[static_cast<std::size_t>(s)] * 1e6 / static_cast<double>(prefillTokens_));
+    }
+    std::fprintf(stderr, "  (a MoE layer the GPU holds: \"copies\" is the routes' grouping, \"shared experts\" the same, "
+                         "\"wait + add\" its routed experts)\n");
+}
+
+// Adds the time between each stage's stamps of the last pass, over the MoE layers, to `seconds`.
+void GpuRunner::addStageTimes(std::vector<double>& seconds) const {
+    for (int l = 0; l < config_.numLayers; ++l) {
+        if (!config_.isMoeLayer(l)) continue;
+        const std::uint64_t* t = stageClock_.get() + static_cast<std::size_t>(l) * kStages;
+        for (int s = 0; s + 1 < kStages; ++s) seconds[static_cast<std::size_t>(s)] += static_cast<double>(t[s + 1] - t[s]) * 1e-9;
+    }
 }
 
 GpuRunner::~GpuRunner() {
@@ -329,10 +350,13 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
             stepSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             collectStepClocks();
         } else {
+            profilingPrefill_ = profileStages_;
             try {
                 ExpertBridge::ServeMeanwhile serving(*bridge_);
                 enqueueStep(n, rows);
+                profilingPrefill_ = false;
             } catch (...) {
+                profilingPrefill_ = false;
                 // Serve what the GPU already waits for, so the stream drains instead of timing out.
                 try {
                     finishStream();
@@ -342,6 +366,10 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
             }
             finishStream();
             lastStepEndNs_ = 0;
+            if (profileStages_) {
+                addStageTimes(prefillStageSeconds_);
+                prefillTokens_ += n;
+            }
         }
         if (*failed_.get()) throw GpuError("the CPU did not deliver the routed experts in time; the GPU gave up waiting");
         bridge_->rethrowFailure();
@@ -391,12 +419,7 @@ DecodeProfile GpuRunner::takeProfile() {
 void GpuRunner::collectStepClocks() {
     if (profileStages_) {
         ++profiledSteps_;
-        for (std::size_t l = 0; l < links_.size(); ++l) {
-            if (links_[l].slot < 0) continue;
-            const std::uint64_t* t = stageClock_.get() + l * kStages;
-            for (int s = 0; s + 1 < kStages; ++s)
-                stageSeconds_[static_cast<std::size_t>(s)] += static_cast<double>(t[s + 1] - t[s]) * 1e-9;
-        }
+        addStageTimes(stageSeconds_);
     }
     const LayerClock* clock = clocks_.get();
     std::uint64_t mark = clock[config_.numLayers].signalNs;  // the step's start
@@ -775,6 +798,9 @@ void GpuRunner::enqueueGpuMoe(const model::LayerPlan& layer) {
         launchGroupRoutes(routeIds_.get(), routeWeights_.get(), tokens, k, gpuExperts_.table[static_cast<std::size_t>(l)].get(),
                           c.numExperts, groupStart_.get(), pairToken_.get(), pairGroup_.get(), pairWeight_.get(),
                           slotPair_.get(), stream_);
+    stamp(l, kCopiedOut);
+    if (w.shared) enqueueMlp(*w.shared, tokens);
+    stamp(l, kSharedDone);
     // x += the routed experts' weighted sum, straight into the residual.
     if (tokens <= kDecodeExpertTokens)
         launchExpertsDecode(gpuExperts_.layout, batch, hF32_.get(), H, x_.get(), H, true, expertScratch_.get(), stream_);
@@ -782,7 +808,6 @@ void GpuRunner::enqueueGpuMoe(const model::LayerPlan& layer) {
         launchExpertsPrefill(gpuExperts_.layout, batch, hF32_.get(), H, x_.get(), H, true, kPrefillExpertSplits,
                              expertScratch_.get(), stream_);
     stamp(l, kResultAdded);
-    if (w.shared) enqueueMlp(*w.shared, tokens);
 }
 
 }  // namespace tandem::cuda

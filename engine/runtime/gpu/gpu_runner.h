@@ -49,10 +49,12 @@ private:
     // After a decode step: adds the step's per-layer GPU and wait times from the clocks.
     void collectStepClocks();
     void finishStream();
-    // TANDEM_GPU_PROFILE=1: GPU timestamps between the stages of each layer of a decode step, summed per
-    // stage and printed when the runner goes away (a diagnostic for tuning the GPU side).
+    // TANDEM_GPU_PROFILE=1: GPU timestamps between the stages of each MoE layer of a decode step and of a
+    // prefill chunk, summed per stage and printed when the runner goes away (a diagnostic for tuning the
+    // GPU side).
     void stamp(int layer, int stage);
     void printStageProfile() const;
+    void addStageTimes(std::vector<double>& seconds) const;
 
     // Enqueues the whole model for `tokens` tokens whose ids and start are in the pinned inputs;
     // `rows` logits rows (the last ones) end up in the pinned logits.
@@ -142,6 +144,9 @@ private:
     PinnedBuffer<std::uint64_t> stageClock_;  // mapped: [numLayers][kStages]
     std::vector<double> stageSeconds_;
     long profiledSteps_ = 0;
+    bool profilingPrefill_ = false;            // stamps in the prefill chunk being enqueued
+    std::vector<double> prefillStageSeconds_;  // the same for prefill chunks
+    long prefillTokens_ = 0;
 };
 
 }  // namespace tandem::cuda
