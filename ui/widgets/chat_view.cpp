@@ -75,7 +75,13 @@ void ChatView::onRowsInserted(int first, int last) {
 }
 
 void ChatView::onRowsRemoved(int first, int last) {
-    for (int row = last; row >= first; --row) delete views_.takeAt(row);
+    // Later, not now: the removal may come from a button of that very view (its Delete), which is still
+    // inside its click handler; deleting it there crashed now and then.
+    for (int row = last; row >= first; --row) {
+        MessageView* view = views_.takeAt(row);
+        view->hide();
+        view->deleteLater();
+    }
     dirty_.clear();
     for (int row = 0; row < views_.size(); ++row) refreshRow(row);
 }
