@@ -75,9 +75,11 @@ TandemApp::TandemApp(TandemAppOptions options)
         if (state != ModelController::State::Ready) s->forgetEngine();
     });
 
+    conversationModels_ = std::make_unique<ConversationModels>(chat_.get(), model_.get(), settings_.get());
     window_ = std::make_unique<MainWindow>(MainWindowParts{chat_.get(), model_.get(), conversations_.get(), messages_.get(),
                                                            stats_.get(), settings_.get(), monitor_.get(),
-                                                           std::move(options.downloaderFactory), std::move(options.machineFigures)});
+                                                           std::move(options.downloaderFactory), std::move(options.machineFigures),
+                                                           conversationModels_.get()});
     // No model to load is the moment to get one: the wizard opens instead of an error. Queued, so that
     // it opens over the window once that is shown.
     if (offerModelWizard_)
@@ -96,6 +98,9 @@ void TandemApp::start() {
     applyTheme(settings_->appearance());
     chat_->openLastConversation();
     model_->loadConfigured();
+    // From now on opening a conversation switches to its model (the one reopened here goes on with the
+    // model just asked for: the last one used).
+    conversationModels_->follow();
     // A download or conversion that stopped when the app was closed: offer to carry on.
     if (offerModelWizard_ && settings_->modelWizardState().stage != ModelWizardState::Stage::None)
         QMetaObject::invokeMethod(window_.get(), &MainWindow::openModelWizard, Qt::QueuedConnection);

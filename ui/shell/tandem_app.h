@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "ui/controllers/chat_controller.h"
+#include "ui/controllers/conversation_models.h"
 #include "ui/controllers/model_controller.h"
 #include "ui/models/conversation_list_model.h"
 #include "ui/models/message_model.h"
@@ -55,6 +56,7 @@ public:
 
     MainWindow* window() const { return window_.get(); }
     ChatController* chat() const { return chat_.get(); }
+    ConversationModels* conversationModels() const { return conversationModels_.get(); }
     ModelController* model() const { return model_.get(); }
     ConversationStore* store() const { return store_.get(); }
     EngineWorker* worker() const { return host_->worker(); }
@@ -79,6 +81,7 @@ private:
     std::unique_ptr<EngineHost> host_;
     std::unique_ptr<ModelController> model_;
     std::unique_ptr<ChatController> chat_;
+    std::unique_ptr<ConversationModels> conversationModels_;
     std::unique_ptr<MainWindow> window_;
     bool monitorSystem_;
     bool offerModelWizard_;

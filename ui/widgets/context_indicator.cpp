@@ -17,8 +17,8 @@ ContextIndicator::ContextIndicator(QWidget* parent)
     auto* layout = new QHBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     bar_->setTextVisible(false);
-    // Shorter in a narrow window (down to 40 pixels), never longer than 110.
-    bar_->setMinimumWidth(40);
+    // Shorter in a narrow window (down to 24 pixels), never longer than 110.
+    bar_->setMinimumWidth(24);
     bar_->setMaximumWidth(110);
     bar_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
     bar_->setFixedHeight(8);

@@ -29,6 +29,7 @@
 #include <algorithm>
 
 #include "ui/controllers/chat_controller.h"
+#include "ui/controllers/conversation_models.h"
 #include "ui/controllers/generation_options.h"
 #include "ui/controllers/model_controller.h"
 #include "ui/models/conversation_list_model.h"
@@ -43,6 +44,7 @@
 #include "ui/widgets/conversation_sidebar.h"
 #include "ui/widgets/dashboard.h"
 #include "ui/widgets/empty_state_page.h"
+#include "ui/widgets/model_picker.h"
 #include "ui/widgets/notification_banner.h"
 #include "ui/widgets/settings_dialog.h"
 #include "ui/widgets/theme.h"
@@ -94,7 +96,7 @@ MainWindow::MainWindow(const MainWindowParts& parts, QWidget* parent)
     // The conversation list can be dragged shut (View > Conversations brings it back); the chat cannot.
     splitter->setCollapsible(0, true);
     splitter->setCollapsible(1, false);
-    sidebar_->setMinimumWidth(150);
+    sidebar_->setMinimumWidth(140);
     setCentralWidget(splitter);
     splitter_ = splitter;
 
@@ -105,7 +107,7 @@ MainWindow::MainWindow(const MainWindowParts& parts, QWidget* parent)
     scroll->setWidgetResizable(true);
     scroll->setFrameShape(QFrame::NoFrame);
     // Narrow enough that the window, with both side panels, fits an 800-pixel-wide screen.
-    scroll->setMinimumWidth(210);
+    scroll->setMinimumWidth(200);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     dock->setWidget(scroll);
     addDockWidget(Qt::RightDockWidgetArea, dock);
@@ -267,6 +269,10 @@ QWidget* MainWindow::buildChatPane() {
     title_ = new ElidingLabel(header);
     title_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     title_->setObjectName(QStringLiteral("chatHeaderTitle"));
+    picker_ = new ModelPicker(parts_.model, header);
+    connect(picker_, &ModelPicker::modelChosen, this, &MainWindow::chooseModel);
+    connect(picker_, &ModelPicker::openFolderRequested, this, &MainWindow::openModelFolder);
+    connect(picker_, &ModelPicker::getModelRequested, this, &MainWindow::openModelWizard);
     title_->setAccessibleName(tr("Conversation title"));
     context_ = new ContextIndicator(header);
     conversationSettings_ = new QToolButton(header);
@@ -275,6 +281,7 @@ QWidget* MainWindow::buildChatPane() {
     conversationSettings_->setToolTip(tr("This conversation's system prompt, sampling and stop strings"));
     conversationSettings_->setAutoRaise(true);
     connect(conversationSettings_, &QToolButton::clicked, this, &MainWindow::openConversationSettings);
+    headerLayout->addWidget(picker_);
     headerLayout->addWidget(title_, 1);
     headerLayout->addWidget(context_);
     headerLayout->addWidget(conversationSettings_);
@@ -499,9 +506,16 @@ void MainWindow::openModelFolder() {
                                                                        : parts_.settings->engine().modelDir;
     const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Model Folder"), start);
     if (dir.isEmpty()) return;
-    banner_->hide();
-    parts_.chat->stop();
-    parts_.model->loadModelFolder(dir);
+    chooseModel(dir);
+}
+
+void MainWindow::chooseModel(const QString& dir) {
+    if (banner_->topic() == QLatin1String("model") || banner_->topic() == QLatin1String("model-switch")) banner_->hide();
+    parts_.chat->stop();  // a load waits for the answer in progress
+    if (parts_.conversationModels)
+        parts_.conversationModels->choose(dir);
+    else
+        parts_.model->loadModelFolder(dir);
 }
 
 void MainWindow::openModelWizard() {

@@ -22,11 +22,13 @@ class ChatView;
 class Composer;
 class ContextIndicator;
 class ConversationListModel;
+class ConversationModels;
 class ConversationSidebar;
 class Dashboard;
 class EmptyStatePage;
 class MessageModel;
 class ModelController;
+class ModelPicker;
 class ModelWizard;
 class NotificationBanner;
 class StatsModel;
@@ -43,6 +45,8 @@ struct MainWindowParts {
     SystemMonitor* monitor;
     ModelDownloaderFactory downloaderFactory = {};  // null: the Hub client
     MachineFiguresProvider machineFigures = {};     // null: this machine's
+    // Each conversation's model: the model picker's choices go through it. Null: straight to the model.
+    ConversationModels* conversationModels = nullptr;
 };
 
 class MainWindow : public QMainWindow {
@@ -68,6 +72,7 @@ public:
     QString modelStatusText() const;
     EmptyStatePage* emptyState() const { return emptyState_; }
     ContextIndicator* contextIndicator() const { return context_; }
+    ModelPicker* modelPicker() const { return picker_; }
     bool isShowingConversation() const;
     // The model wizard while it is open.
     ModelWizard* modelWizard() const;
@@ -76,6 +81,8 @@ public:
 public slots:
     void openSettings();
     void openModelFolder();
+    // Switches to the model in `dir` for the open conversation (stopping an answer in progress first).
+    void chooseModel(const QString& dir);
     // Opens the model wizard, or brings it to the front when it is open already.
     void openModelWizard();
     void openConversationSettings();
@@ -111,6 +118,7 @@ private:
     QSplitter* splitter_ = nullptr;
     QAction* showConversations_ = nullptr;
     QLabel* title_;
+    ModelPicker* picker_;
     ContextIndicator* context_;
     QToolButton* conversationSettings_;
     NotificationBanner* banner_;
