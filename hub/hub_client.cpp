@@ -204,7 +204,8 @@ void HubClient::requestPage(const QUrl& url) {
     QNetworkRequest request = makeRequest(url, settings_.token);
     // Listing redirects (a renamed repository) stay on the Hub; Qt follows those with the token.
     request.setAttribute(QNetworkRequest::RedirectPolicyAttribute, QNetworkRequest::SameOriginRedirectPolicy);
-    request.setTransferTimeout(settings_.stallTimeoutMs);
+    // Someone waits for a listing: without a network it says so within seconds, not minutes.
+    request.setTransferTimeout(listingTimeoutMs(settings_));
     QNetworkReply* reply = network_->get(request);
     connect(reply, &QNetworkReply::finished, this, [this, reply, generation = generation_] {
         if (generation == generation_) pageArrived(reply);
@@ -216,7 +217,10 @@ void HubClient::pageArrived(QNetworkReply* reply) {
     reply->deleteLater();
     const int status = httpStatus(reply);
     if (reply->error() != QNetworkReply::NoError || status != 200) {
-        if (worthRetrying(reply->error(), status) && attempt_ < settings_.maxRetries) {
+        // A Hub that answers with an error is tried again as a download is; one that cannot be reached
+        // at all (offline, say), once.
+        const int retries = isUnreachable(reply->error(), status) ? std::min(settings_.maxRetries, 1) : settings_.maxRetries;
+        if (worthRetrying(reply->error(), status) && attempt_ < retries) {
             ++attempt_;
             QTimer::singleShot(backoffMs(settings_, attempt_), this, [this, url = reply->request().url(), g = generation_] {
                 if (g == generation_) requestPage(url);

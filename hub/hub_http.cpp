@@ -94,6 +94,27 @@ bool worthRetrying(QNetworkReply::NetworkError error, int status) {
     }
 }
 
+bool isUnreachable(QNetworkReply::NetworkError error, int status) {
+    if (status != 0) return false;
+    switch (error) {
+    case QNetworkReply::ConnectionRefusedError:
+    case QNetworkReply::HostNotFoundError:
+    case QNetworkReply::TimeoutError:
+    case QNetworkReply::OperationCanceledError:
+    case QNetworkReply::TemporaryNetworkFailureError:
+    case QNetworkReply::NetworkSessionFailedError:
+    case QNetworkReply::UnknownNetworkError:
+    case QNetworkReply::ProxyConnectionRefusedError:
+    case QNetworkReply::ProxyNotFoundError:
+    case QNetworkReply::ProxyTimeoutError:
+        return true;
+    default:
+        return false;
+    }
+}
+
+int listingTimeoutMs(const HubSettings& settings) { return std::min(settings.stallTimeoutMs, 15000); }
+
 int backoffMs(const HubSettings& settings, int attempt) {
     const qint64 delay = static_cast<qint64>(settings.retryDelayMs) << std::min(attempt - 1, 20);
     return static_cast<int>(std::min<qint64>(delay, 60000));

@@ -35,6 +35,11 @@ int httpStatus(const QNetworkReply* reply);
 bool worthRetrying(QNetworkReply::NetworkError error, int status);
 // The wait before retry ATTEMPT (1, 2, ...): retryDelayMs doubled per attempt, at most a minute.
 int backoffMs(const HubSettings& settings, int attempt);
+// The error says the Hub cannot be reached at all (no network, a refused connection, a name that does
+// not resolve, nothing heard back): a listing, which someone waits for, tries such a one again once only.
+bool isUnreachable(QNetworkReply::NetworkError error, int status);
+// How long a listing waits for an answer: the stall timeout, at most 15 s.
+int listingTimeoutMs(const HubSettings& settings);
 
 // A sentence for the user about a reply that failed for good: for 401/403/404 what it means on the
 // Hub and what to do; WHAT names the file, or is empty for the listing.

@@ -2,13 +2,20 @@
 // (tests/hub), with a connection dropped mid-file, a corrupted byte on the way and a stale file in the
 // download folder, is listed, downloaded, verified, converted, loaded and chatted with, as a user clicks
 // through it.
+#include <QAbstractButton>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
+#include <QLabel>
 #include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
 #include <QRadioButton>
 #include <QSignalSpy>
+#include <QTcpServer>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTreeWidget>
 
 #include "fake_hub_server.h"
 #include "test_support.h"
@@ -30,6 +37,22 @@ constexpr quint64 kGB = 1000ull * 1000 * 1000;
 QByteArray contents(const QString& path) {
     QFile f(path);
     return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+// An address on this machine where nothing listens: every connection is refused, as with no network.
+QString unreachableEndpoint() {
+    QTcpServer probe;
+    if (!probe.listen(QHostAddress::LocalHost)) return {};
+    const quint16 port = probe.serverPort();
+    probe.close();
+    return QStringLiteral("http://127.0.0.1:%1").arg(port);
+}
+
+// A visible activity indicator on `page`: a busy (indeterminate) progress bar.
+bool showsActivity(QWidget* page) {
+    for (QProgressBar* bar : page->findChildren<QProgressBar*>())
+        if (bar->isVisible() && bar->minimum() == 0 && bar->maximum() == 0) return true;
+    return false;
 }
 
 }  // namespace
@@ -109,6 +132,48 @@ private slots:
         QVERIFY(test::waitForIdle(*app));
         QCOMPARE(app->messages()->rowCount(), 2);
         QVERIFY(!app->messages()->message(1).content.isEmpty());
+    }
+
+    // Offline (issue 24, item 6): the lookup shows activity at once, the disabled Download button says
+    // why, and a Hub that cannot be reached is reported within seconds, with Try Again.
+    void withoutANetworkTheWizardSaysSoQuickly() {
+        const QString endpoint = unreachableEndpoint();
+        QVERIFY(!endpoint.isEmpty());
+        QTemporaryDir dir;
+        TandemAppOptions options = test::appOptions(dir);
+        options.machineFigures = [](int, const QString& folder) {
+            return MachineFigures{512 * kGB, 80 * kGB, QStringLiteral("a test GPU"), 1000 * kGB, folder};
+        };
+        options.offerModelWizard = false;
+        auto app = std::make_unique<TandemApp>(std::move(options));
+        app->settings()->setHubEndpoint(endpoint);
+        app->settings()->setModelsFolder(dir.filePath("models"));
+        app->start();
+        app->window()->show();
+        app->window()->openModelWizard();
+        ModelWizard* w = app->window()->modelWizard();
+        QVERIFY(w);
+        auto* choose = qobject_cast<ChoosePage*>(w->page(ModelWizard::ChooseId));
+        choose->curatedList()->setCurrentItem(choose->curatedList()->topLevelItem(4));  // Qwen3-30B-A3B
+        QElapsedTimer clock;
+        clock.start();
+        w->next();
+        QCOMPARE(w->currentId(), static_cast<int>(ModelWizard::QuantizationId));
+        auto* quantization = qobject_cast<QuantizationPage*>(w->page(ModelWizard::QuantizationId));
+        QAbstractButton* download = w->button(QWizard::CommitButton);
+        // At once: something moves, and the button that waits says what it waits for.
+        QVERIFY(showsActivity(quantization));
+        QVERIFY(!download->isEnabled());
+        QVERIFY2(download->toolTip().contains("Qwen/Qwen3-30B-A3B"), qPrintable(download->toolTip()));
+
+        QVERIFY(QTest::qWaitFor([&] { return quantization->errorLabel()->isVisible(); }, 30000));
+        const qint64 ms = clock.elapsed();
+        QVERIFY2(ms < 6000, qPrintable(QStringLiteral("the failure took %1 ms to show").arg(ms)));
+        QVERIFY2(quantization->errorLabel()->text().contains("127.0.0.1"), qPrintable(quantization->errorLabel()->text()));
+        QVERIFY(!showsActivity(quantization));
+        QVERIFY(quantization->retryButton()->isVisible());
+        QVERIFY(!download->isEnabled());
+        QVERIFY2(download->toolTip().contains("Try Again"), qPrintable(download->toolTip()));
     }
 
     void restartingADownloadEndsTheOldJobFirst() {

@@ -7,6 +7,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QRadioButton>
 #include <QTableWidget>
@@ -23,7 +24,7 @@ QString fitMark(bool fits) { return fits ? QStringLiteral("✓") : QStringLitera
 
 QuantizationPage::QuantizationPage(ModelWizard* wizard)
     : QWizardPage(wizard), wizard_(wizard), machine_(new QLabel(this)), table_(new QTableWidget(3, 5, this)),
-      choices_(new QButtonGroup(this)), explanation_(new QLabel(this)), status_(new QLabel(this)), error_(new QLabel(this)),
+      choices_(new QButtonGroup(this)), explanation_(new QLabel(this)), status_(new QLabel(this)), busy_(new QProgressBar(this)), error_(new QLabel(this)),
       retry_(new QPushButton(tr("Try Again"), this)) {
     setTitle(tr("How Precise Should the Experts Be?"));
     setSubTitle(tr("The routed experts are most of a model's weights; they live in RAM. Fewer bits per weight take "
@@ -54,6 +55,13 @@ QuantizationPage::QuantizationPage(ModelWizard* wizard)
     layout->addWidget(table_);
     layout->addWidget(explanation_);
     layout->addWidget(status_);
+    // Moves from the moment Hugging Face is asked: an indeterminate bar.
+    busy_->setRange(0, 0);
+    busy_->setTextVisible(false);
+    busy_->setMaximumHeight(8);
+    busy_->setAccessibleName(tr("Looking up the model"));
+    busy_->setVisible(false);
+    layout->addWidget(busy_);
     layout->addStretch();
     auto* errorRow = new QHBoxLayout;
     errorRow->addWidget(error_, 1);
@@ -62,6 +70,7 @@ QuantizationPage::QuantizationPage(ModelWizard* wizard)
     setCommitPage(true);
 
     connect(choices_, &QButtonGroup::idToggled, this, [this] { emit completeChanged(); });
+    connect(this, &QWizardPage::completeChanged, this, &QuantizationPage::showActivity);
     connect(retry_, &QPushButton::clicked, this, &QuantizationPage::lookUp);
     ModelDownloader* downloader = wizard_->downloader();
     connect(downloader, &ModelDownloader::filesListed, this, [this](const QList<hub::RepoFile>& files) {
@@ -84,7 +93,35 @@ void QuantizationPage::initializePage() {
     lookUp();
 }
 
-void QuantizationPage::cleanupPage() { lookup_ = Lookup::Idle; }
+void QuantizationPage::cleanupPage() {
+    lookup_ = Lookup::Idle;
+    showActivity();
+}
+
+void QuantizationPage::showActivity() {
+    const bool asking = lookup_ == Lookup::Listing || lookup_ == Lookup::FetchingConfig;
+    busy_->setVisible(asking);
+    // The wizard's commit button, shared with the other commit pages: its tooltip is cleared when this
+    // page is left (validatePage, cleanupPage).
+    QAbstractButton* commit = wizard_->button(QWizard::CommitButton);
+    if (!commit) return;
+    if (lookup_ == Lookup::Idle) {
+        commit->setToolTip({});
+        return;
+    }
+    const WizardPlan& plan = wizard_->plan();
+    QString reason;
+    if (lookup_ == Lookup::Listing)
+        reason = tr("Waiting for Hugging Face to list the files of %1.").arg(plan.repo);
+    else if (lookup_ == Lookup::FetchingConfig)
+        reason = tr("Waiting for %1's config.json from Hugging Face.").arg(plan.repo);
+    else if (lookup_ == Lookup::Failed)
+        reason = plan.fromHub() ? tr("%1 could not be looked up: press Try Again, or go Back and choose another model.").arg(plan.repo)
+                                : tr("This model cannot be converted: go Back and choose another.");
+    else if (chosen() < 0)
+        reason = tr("Choose how precise the experts should be first.");
+    commit->setToolTip(reason);
+}
 
 void QuantizationPage::lookUp() {
     error_->setVisible(false);
@@ -96,8 +133,9 @@ void QuantizationPage::lookUp() {
         return;
     }
     lookup_ = Lookup::Listing;
-    status_->setText(tr("Looking up the files of %1 on Hugging Face…").arg(plan.repo));
+    status_->setText(tr("Looking up the files of %1 on Hugging Face… Download starts once they are listed.").arg(plan.repo));
     showAdvice();
+    showActivity();
     wizard_->downloader()->listFiles(plan.repo, plan.revision);
 }
 
@@ -124,6 +162,7 @@ void QuantizationPage::onFilesListed(const QList<hub::RepoFile>& files) {
     // the download goes, and counts as downloaded there.
     lookup_ = Lookup::FetchingConfig;
     status_->setText(tr("Reading %1's config.json…").arg(plan.repo));
+    showActivity();
     wizard_->downloader()->start(plan.repo, plan.revision, {*config}, plan.downloadFolder);
 }
 
@@ -214,6 +253,7 @@ bool QuantizationPage::isComplete() const {
 }
 
 bool QuantizationPage::validatePage() {
+    if (QAbstractButton* commit = wizard_->button(QWizard::CommitButton)) commit->setToolTip({});
     WizardPlan& plan = wizard_->plan();
     plan.experts = kWizardPrecisions[chosen()];
     plan.storeFolder = plan.modelsFolder + QLatin1Char('/') + plan.folderName() + QLatin1Char('-') + precisionName(plan.experts);

@@ -9,6 +9,7 @@
 #include "ui/wizard/quantization_advice.h"
 
 class QLabel;
+class QProgressBar;
 class QPushButton;
 class QTableWidget;
 
@@ -45,6 +46,8 @@ private:
     void onConfigFetched();
     void fail(const QString& message);
     void showAdvice();
+    // The busy bar while Hugging Face is asked, and why the Download/Convert button waits.
+    void showActivity();
 
     ModelWizard* wizard_;
     QLabel* machine_;
@@ -52,6 +55,7 @@ private:
     QButtonGroup* choices_;
     QLabel* explanation_;
     QLabel* status_;
+    QProgressBar* busy_;
     QLabel* error_;
     QPushButton* retry_;
     QuantizationAdvice advice_;
