@@ -134,6 +134,7 @@ int renderScreenshot(const QString& path, ThemeChoice theme) {
     addDemoReadings(*app.stats());
 
     MainWindow* window = app.window();
+    window->setFitToScreen(false);  // 1440x900 whatever the (offscreen) screen
     window->resize(1440, 900);
     window->show();
     for (int i = 0; i < 5; ++i) {

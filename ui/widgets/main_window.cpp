@@ -228,6 +228,7 @@ void MainWindow::setSidebarShown(bool shown) {
 }
 
 void MainWindow::fitOnScreen() {
+    if (!fitToScreen_) return;
     // The screen the window is on, or (a screen that went away) the primary one.
     QScreen* target = QGuiApplication::screenAt(geometry().center());
     if (!target) target = screen() ? screen() : QGuiApplication::primaryScreen();
@@ -331,6 +332,12 @@ void MainWindow::buildMenus() {
     });
     file->addAction(tr("&Get a Model…"), this, &MainWindow::openModelWizard)->setObjectName(QStringLiteral("getModelAction"));
     file->addAction(tr("&Open Model Folder…"), QKeySequence::Open, this, &MainWindow::openModelFolder);
+    QAction* chooseModel = file->addAction(tr("&Choose Model…"), this, [this] {
+        picker_->setFocus();
+        picker_->showPopup();
+    });
+    chooseModel->setObjectName(QStringLiteral("chooseModelAction"));
+    chooseModel->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_M));
     file->addAction(tr("&Reload Model"), this, [this] {
         parts_.chat->stop();  // a load waits for the answer in progress; stop it first
         parts_.model->loadConfigured();

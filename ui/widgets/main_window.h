@@ -90,6 +90,9 @@ public slots:
     void confirmDelete(qint64 conversationId);
     void exportConversation(qint64 conversationId, bool markdown);
 
+    // Whether the window is kept whole on its screen (on by default); the screenshot renderer turns it
+    // off to draw a window of its own size, larger than the offscreen platform's screen.
+    void setFitToScreen(bool fit) { fitToScreen_ = fit; }
     // Shows or hides the conversation list (View > Conversations; remembered).
     void setSidebarShown(bool shown);
 
@@ -135,6 +138,7 @@ private:
     int shownVerificationPercent_ = -1;
     // A failed switch's message stays up when the model used before comes back.
     bool keepSwitchProblem_ = false;
+    bool fitToScreen_ = true;
 };
 
 }  // namespace tandem::ui
