@@ -11,8 +11,9 @@
 # BENCH_GPU_MEMORY is bench's --gpu-memory (default 0: every routed expert on the CPU, the hybrid path
 # these tables follow; auto or a size puts whole MoE layers on the GPU), BENCH_PROMPT its --prompt.
 # PLACEMENT=1 adds issue 23's checks: the fixtures on the GPU with their experts there (auto), as bf16,
-# int8 and int4 against the same experts on the CPU, and bench of qwen3-30b-a3b int4 with
-# PLACEMENT_MEMORY (default "auto 8G 0") at prompts 512 and 2048.
+# int8 and int4 (PLACEMENT_TYPES) against the same experts on the CPU, the fixtures with every prompt
+# streamed through the GPU (STREAM_BUDGET), and bench of qwen3-30b-a3b int4 with PLACEMENT_MEMORY (default
+# "auto 8G 0") at prompts 512 and 2048.
 # BENCH_VARIANTS and MOE_VARIANTS run each benchmark once per variant, alternating: a variant is
 # "default" or comma-separated environment settings, e.g. BENCH_VARIANTS="default TANDEM_GPU_CHAIN=0"
 # or MOE_VARIANTS="default TANDEM_AMX_SLICE_KIB=384"; the tables name the variant of each row. A bench
@@ -91,10 +92,23 @@ if [[ ${REALWIDTH:-0} == 1 ]]; then
 fi
 
 if [[ ${PLACEMENT:-0} == 1 ]]; then
-  for experts in auto int8 int4; do
+  for experts in ${PLACEMENT_TYPES:-auto int8 int4}; do
     echo "== fixtures on the GPU, experts $experts there (auto placement), against the CPU" | tee -a "$out/placement.txt"
     python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device cpu --device gpu --experts "$experts" \
       2>&1 | grep -v '^    ' | tee -a "$out/placement.txt"
+  done
+  # Prefill streaming: a budget of two staging layers and no whole layer, so every prompt of a fixture with
+  # three MoE layers or more is streamed (bf16 experts: 2.2 x a layer's weights).
+  echo "== fixtures on the GPU, prompts streamed (TANDEM_GPU_STREAM_MIN_TOKENS=1, --gpu-memory 2.2 layers)" |
+    tee -a "$out/placement.txt"
+  for f in tests/fixtures/tiny-*; do
+    budget=$(python3 -c "import json; c = json.load(open('$f/config.json')); h = c['hidden_size']; \
+i = c.get('moe_intermediate_size') or c['intermediate_size']; \
+e = c.get('num_experts') or c.get('n_routed_experts') or c.get('num_local_experts'); print(int(2.2 * e * 6 * h * i))")
+    echo "$(basename "$f"): $(TANDEM_GPU_STREAM_MIN_TOKENS=1 "$cli" generate --model "$f" --ids "1 2 3" --new-tokens 1 \
+      --device gpu --gpu-memory "$budget" 2>&1 | grep 'routed experts')" | tee -a "$out/placement.txt"
+    TANDEM_GPU_STREAM_MIN_TOKENS=1 python3 scripts/check_golden.py --cli "$cli" "$f" --device cpu --device gpu \
+      --gpu-memory "$budget" 2>&1 | grep -v '^    ' | grep -v '^fixture' | tee -a "$out/placement.txt"
   done
   : >"$out/placement.jsonl"
   for gm in ${PLACEMENT_MEMORY:-auto 8G 0}; do

@@ -69,6 +69,7 @@ Tuning Tuning::fromEnvironment() {
     t.gpuChain = flag("TANDEM_GPU_CHAIN", t.gpuChain);
     t.gpuPrefetchMb = integer("TANDEM_GPU_PREFETCH_MB", t.gpuPrefetchMb, 0, 1 << 20);
     t.gpuProfile = flag("TANDEM_GPU_PROFILE", t.gpuProfile);
+    t.gpuStreamMinTokens = integer("TANDEM_GPU_STREAM_MIN_TOKENS", t.gpuStreamMinTokens, 0, 1 << 20);
     return t;
 }
 
@@ -90,6 +91,7 @@ std::string Tuning::differences() const {
     differs(out, "TANDEM_GPU_CHAIN", gpuChain, d.gpuChain);
     differs(out, "TANDEM_GPU_PREFETCH_MB", gpuPrefetchMb, d.gpuPrefetchMb);
     differs(out, "TANDEM_GPU_PROFILE", gpuProfile, d.gpuProfile);
+    differs(out, "TANDEM_GPU_STREAM_MIN_TOKENS", gpuStreamMinTokens, d.gpuStreamMinTokens);
     return out;
 }
 

@@ -27,6 +27,9 @@ struct Tuning {
     bool gpuChain = true;           // TANDEM_GPU_CHAIN=0: no programmatic dependent launches
     int gpuPrefetchMb = -1;         // TANDEM_GPU_PREFETCH_MB: next layer's weights into L2; -1 = half of L2
     bool gpuProfile = false;        // TANDEM_GPU_PROFILE=1: per-stage GPU times of decode steps, printed at exit
+    // Prefill chunks of at least this many tokens copy the routed experts of the layers the CPU holds to
+    // the GPU from pinned memory and compute them there (ARCHITECTURE, "Placement"); 0 = never.
+    int gpuStreamMinTokens = 256;   // TANDEM_GPU_STREAM_MIN_TOKENS
 
     // From the environment; throws tandem::Error naming the variable for a value out of its range.
     static Tuning fromEnvironment();

@@ -10,6 +10,7 @@
 #include "runtime/gpu/gpu_runner.h"
 #include "runtime/gpu/gpu_weights.h"
 #include "tandem/byte_size.h"
+#include "tandem/tuning.h"
 #include "model/rope.h"
 #include "runtime/gpu_backend.h"
 
@@ -25,18 +26,29 @@ constexpr std::uint64_t kExpertMarginBytes = 2ull << 30;
 class CudaBackend : public GpuBackend {
 public:
     CudaBackend(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ThreadPool& pool,
-                ExpertsFactory experts, std::string name, const GpuExpertsRequest& request, ExpertPlacement placement)
+                ExpertsFactory experts, std::string name, const GpuExpertsRequest& request, ExpertPlacement placement,
+                bool stream)
         : config_(config), experts_(std::move(experts)), rope_(config), name_(std::move(name)),
           gpuWeights_(cuda::uploadWeights(config, weights, rope_.inverseFrequencies(), pool)),
-          gpuExperts_(placement.gpuExperts > 0
+          gpuExperts_(placement.gpuExperts > 0 || stream
                           ? cuda::uploadExperts(config, *request.layout, request.layerBytes, std::move(placement))
-                          : cuda::noGpuExperts(config)) {}
+                          : cuda::noGpuExperts(config)) {
+        if (stream) cuda::enableStreaming(gpuExperts_, config, *request.layout, request.layerBytes);
+    }
 
     std::unique_ptr<ModelRunner> newRunner(int capacity) override {
         return std::make_unique<cuda::GpuRunner>(config_, experts_(), gpuWeights_, gpuExperts_, rope_, capacity, kPrefillChunk);
     }
     std::string deviceName() const override { return name_; }
-    std::string placement() const override { return gpuExperts_.placement.describe(config_); }
+    std::string placement() const override {
+        std::string text = gpuExperts_.placement.describe(config_);
+        if (gpuExperts_.streamLayerBytes > 0)
+            text += "; prompts of " + std::to_string(tuning().gpuStreamMinTokens) +
+                    "+ tokens stream the others through the GPU";
+        else if (!gpuExperts_.streamNote.empty())
+            text += "; " + gpuExperts_.streamNote;
+        return text;
+    }
     int expertLayersOnGpu() const override { return gpuExperts_.placement.wholeLayers; }
 
 private:
@@ -102,6 +114,7 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
 
     // The routed experts' share (runtime/placement.h): whole MoE layers, from the last, within the budget.
     ExpertPlacement placement = planPlacement(config, {});
+    bool stream = false;
     if (gpuExperts.layout && gpuExperts.layerBytes && gpuExperts.budgetBytes != 0 && config.numExperts > 0) {
         const cuda::GpuExpertLayout layout = cuda::gpuExpertLayout(*gpuExperts.layout);
         const std::uint64_t withExperts = cuda::GpuRunner::deviceBytes(config, capacity, kPrefillChunk, &layout);
@@ -117,6 +130,14 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
             throw Error("the routed experts were given " + tandem::formatBytes(budget) + " of GPU memory, but only " +
                         tandem::formatBytes(used < freeBytes ? freeBytes - used : 0) +
                         " is free besides the rest of the model and the context; give them less (--gpu-memory)");
+        // Prefill streaming (gpu_experts.h) needs two staging buffers of one layer each; worth it when not
+        // every layer fits.
+        const std::uint64_t layerSize = cuda::gpuExpertBytes(*gpuExperts.layout) * static_cast<std::uint64_t>(config.numExperts);
+        if (tuning().gpuStreamMinTokens > 0 && budget < layerSize * static_cast<std::uint64_t>(config.moeLayerCount()) &&
+            budget >= 2 * layerSize) {
+            stream = true;
+            budget -= 2 * layerSize;
+        }
         PlacementRequest request;
         request.expertBytes = cuda::gpuExpertBytes(*gpuExperts.layout);
         request.budgetBytes = budget;
@@ -124,7 +145,7 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
         placement = planPlacement(config, request);
     }
     return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), prop.name, gpuExperts,
-                                         std::move(placement));
+                                         std::move(placement), stream);
 }
 
 }  // namespace tandem::runtime

@@ -11,6 +11,36 @@ namespace tandem::cuda {
 
 std::uint64_t gpuExpertBytes(const io::ExpertLayout& layout) { return layout.expertBytes; }
 
+HostRegistration::~HostRegistration() {
+    if (p_) cudaHostUnregister(p_);
+}
+
+void enableStreaming(GpuExperts& g, const model::ModelConfig& config, const io::ExpertLayout& layout,
+                     const std::function<const std::byte*(int layer)>& layerBytes) {
+    const std::size_t layerSize = static_cast<std::size_t>(config.numExperts) * layout.expertBytes;
+    std::vector<const std::uint8_t*> host(static_cast<std::size_t>(config.numLayers), nullptr);
+    std::vector<HostRegistration> pinned;
+    for (const model::LayerPlan& layer : config.layers) {
+        if (!layer.moe || g.onGpu(layer.index)) continue;
+        const auto* bytes = reinterpret_cast<const std::uint8_t*>(layerBytes(layer.index));
+        // The layer's experts are their own allocation or mapping (a store's experts-LLL.bin, or memory
+        // packed at load), so registering whole pages touches no other layer's.
+        void* first = const_cast<std::uint8_t*>(bytes);
+        const cudaError_t e = cudaHostRegister(first, layerSize, cudaHostRegisterPortable | cudaHostRegisterReadOnly);
+        if (e != cudaSuccess && e != cudaErrorHostMemoryAlreadyRegistered) {
+            cudaGetLastError();
+            g.streamNote = std::string("prefill computes the CPU's experts there: their memory could not be pinned for "
+                                       "copies to the GPU (") + cudaGetErrorString(e) + ")";
+            return;  // `pinned` unregisters what was registered
+        }
+        if (e == cudaSuccess) pinned.emplace_back(first);
+        host[static_cast<std::size_t>(layer.index)] = bytes;
+    }
+    g.hostLayers = std::move(host);
+    g.pinned = std::move(pinned);
+    g.streamLayerBytes = layerSize;
+}
+
 GpuExperts noGpuExperts(const model::ModelConfig& config) {
     GpuExperts g;
     g.placement = runtime::planPlacement(config, {});

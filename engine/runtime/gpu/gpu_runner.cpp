@@ -221,6 +221,23 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
             pairWeight_ = DeviceBuffer<float>(T * k);
             expertScratch_ = DeviceBuffer<char>(expertScratchBytes(c, gpuExperts.layout, maxChunk));
         }
+        if (gpuExperts.streamLayerBytes > 0) {
+            for (const model::LayerPlan& layer : c.layers)
+                if (layer.moe && gpuExperts.streams(layer.index)) streamOrder_.push_back(layer.index);
+            const auto E = static_cast<std::size_t>(c.numExperts);
+            const std::size_t expertBytes = gpuExperts.streamLayerBytes / E;
+            TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&copyStream_, cudaStreamNonBlocking));
+            for (int b = 0; b < 2; ++b) {
+                stage_[b] = DeviceBuffer<std::uint8_t>(gpuExperts.streamLayerBytes);
+                std::vector<const std::uint8_t*> addresses(E);
+                for (std::size_t e = 0; e < E; ++e) addresses[e] = stage_[b].get() + e * expertBytes;
+                stageTable_[b] = DeviceBuffer<const std::uint8_t*>(E);
+                TANDEM_CUDA_CHECK(cudaMemcpy(stageTable_[b].get(), addresses.data(), E * sizeof(addresses[0]),
+                                             cudaMemcpyHostToDevice));
+                TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&copied_[b], cudaEventDisableTiming));
+                TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&used_[b], cudaEventDisableTiming));
+            }
+        }
     }
     controls_ = PinnedBuffer<SlotControl>(2, true);
     clocks_ = PinnedBuffer<LayerClock>(static_cast<std::size_t>(c.numLayers) + 1, true);
@@ -304,6 +321,14 @@ GpuRunner::~GpuRunner() {
     }
     printStageProfile();
     if (decodeGraph_) cudaGraphExecDestroy(decodeGraph_);
+    if (copyStream_) {
+        cudaStreamSynchronize(copyStream_);
+        cudaStreamDestroy(copyStream_);
+    }
+    for (int b = 0; b < 2; ++b) {
+        if (copied_[b]) cudaEventDestroy(copied_[b]);
+        if (used_[b]) cudaEventDestroy(used_[b]);
+    }
     if (blas_) cublasDestroy(blas_);
     if (stream_) cudaStreamDestroy(stream_);
 }
@@ -351,12 +376,18 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
             collectStepClocks();
         } else {
             profilingPrefill_ = profileStages_;
+            // A chunk this large computes the CPU's layers on the GPU from copies of their experts (no
+            // deferral in such a pass: that is the CPU's; prompts defer only when asked).
+            streamingChunk_ = !streamOrder_.empty() && tuning().gpuStreamMinTokens > 0 &&
+                              n >= tuning().gpuStreamMinTokens && options.deferral.deferred == 0;
             try {
                 ExpertBridge::ServeMeanwhile serving(*bridge_);
                 enqueueStep(n, rows);
                 profilingPrefill_ = false;
+                streamingChunk_ = false;
             } catch (...) {
                 profilingPrefill_ = false;
+                streamingChunk_ = false;
                 // Serve what the GPU already waits for, so the stream drains instead of timing out.
                 try {
                     finishStream();
@@ -462,6 +493,10 @@ void GpuRunner::embed() {
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(start_.get(), inStart_.get(), sizeof(int), cudaMemcpyHostToDevice, stream_));
     launchEmbed(ids_.get(), tokens, weights_.embed.get(), c.hiddenSize, x_.get(), stream_);
     normalizedAhead_ = false;
+    if (streamingChunk_) {
+        streamCount_ = 0;
+        issueStreamCopy(0);
+    }
 }
 
 void GpuRunner::head() {
@@ -698,7 +733,17 @@ void GpuRunner::feedForwardBlock(const model::LayerPlan& layer) {
         return;
     }
     if (gpuExperts_.onGpu(l)) {
-        enqueueGpuMoe(layer);
+        enqueueGpuMoe(layer, gpuExperts_.table[static_cast<std::size_t>(l)].get());
+        return;
+    }
+    if (streamingChunk_ && gpuExperts_.streams(l)) {
+        const int b = streamCount_ % 2;
+        if (streamOrder_[static_cast<std::size_t>(streamCount_)] != l) throw GpuError("prefill streaming lost its order");
+        if (static_cast<std::size_t>(streamCount_) + 1 < streamOrder_.size()) issueStreamCopy(streamCount_ + 1);
+        TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream_, copied_[b], 0));
+        enqueueGpuMoe(layer, stageTable_[b].get());
+        TANDEM_CUDA_CHECK(cudaEventRecord(used_[b], stream_));
+        ++streamCount_;
         return;
     }
     const auto n = static_cast<std::size_t>(tokens);
@@ -783,7 +828,17 @@ void GpuRunner::feedForwardBlock(const model::LayerPlan& layer) {
     stamp(l, kResultAdded);
 }
 
-void GpuRunner::enqueueGpuMoe(const model::LayerPlan& layer) {
+void GpuRunner::issueStreamCopy(int i) {
+    const int b = i % 2;
+    const int layer = streamOrder_[static_cast<std::size_t>(i)];
+    // The buffer's previous layer must be done before it is overwritten.
+    TANDEM_CUDA_CHECK(cudaStreamWaitEvent(copyStream_, used_[b], 0));
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(stage_[b].get(), gpuExperts_.hostLayers[static_cast<std::size_t>(layer)],
+                                      gpuExperts_.streamLayerBytes, cudaMemcpyHostToDevice, copyStream_));
+    TANDEM_CUDA_CHECK(cudaEventRecord(copied_[b], copyStream_));
+}
+
+void GpuRunner::enqueueGpuMoe(const model::LayerPlan& layer, const std::uint8_t* const* table) {
     const int l = layer.index, tokens = stepTokens_;
     const model::ModelConfig& c = config_;
     const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
@@ -795,8 +850,7 @@ void GpuRunner::enqueueGpuMoe(const model::LayerPlan& layer) {
                  routeIds_.get(), routeWeights_.get(), stream_);
     stamp(l, kRouted);
     const ExpertPairs batch =
-        launchGroupRoutes(routeIds_.get(), routeWeights_.get(), tokens, k, gpuExperts_.table[static_cast<std::size_t>(l)].get(),
-                          c.numExperts, groupStart_.get(), pairToken_.get(), pairGroup_.get(), pairWeight_.get(),
+        launchGroupRoutes(routeIds_.get(), routeWeights_.get(), tokens, k, table, c.numExperts, groupStart_.get(), pairToken_.get(), pairGroup_.get(), pairWeight_.get(),
                           slotPair_.get(), stream_);
     stamp(l, kCopiedOut);
     if (w.shared) enqueueMlp(*w.shared, tokens);

@@ -67,8 +67,11 @@ private:
     void enqueueGqa(const model::LayerPlan& layer, int tokens);
     void enqueueMla(const model::LayerPlan& layer, int tokens);
     void enqueueMlp(const GpuMlp& mlp, int tokens);  // from hBf16, accumulated into x
-    // A MoE layer wholly on the GPU: norm, router, routed experts (expert_kernels.h) and shared experts.
-    void enqueueGpuMoe(const model::LayerPlan& layer);
+    // A MoE layer computed on the GPU: norm, router, routed experts (expert_kernels.h; `table`: each
+    // expert's device address) and shared experts.
+    void enqueueGpuMoe(const model::LayerPlan& layer, const std::uint8_t* const* table);
+    // Prefill streaming: copies the i-th layer of streamOrder_ into staging buffer i % 2 on copyStream_.
+    void issueStreamCopy(int i);
     // y (=, or += with accumulate) W x for `tokens` rows of a bf16 GEMM input (and its lo rows when split).
     void project(const MatrixRef& w, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy, bool accumulate);
 
@@ -124,6 +127,15 @@ private:
     DeviceBuffer<int> groupStart_, pairToken_, pairGroup_, slotPair_;
     DeviceBuffer<float> pairWeight_;
     DeviceBuffer<char> expertScratch_;
+    // Prefill streaming (gpu_experts.h): the CPU's layers in order, two staging buffers with their
+    // expert tables, the copy stream and its events.
+    std::vector<int> streamOrder_;
+    DeviceBuffer<std::uint8_t> stage_[2];
+    DeviceBuffer<const std::uint8_t*> stageTable_[2];
+    cudaStream_t copyStream_ = nullptr;
+    cudaEvent_t copied_[2] = {}, used_[2] = {};
+    bool streamingChunk_ = false;  // the prefill chunk being enqueued streams
+    int streamCount_ = 0;          // layers of streamOrder_ enqueued in this chunk
 
     // Routed experts: two pinned slots, used by alternate MoE layers, and their signals.
     std::vector<PinnedBuffer<float>> slotFloats_;
