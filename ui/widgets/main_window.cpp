@@ -274,6 +274,8 @@ QWidget* MainWindow::buildChatPane() {
     connect(picker_, &ModelPicker::modelChosen, this, &MainWindow::chooseModel);
     connect(picker_, &ModelPicker::openFolderRequested, this, &MainWindow::openModelFolder);
     connect(picker_, &ModelPicker::getModelRequested, this, &MainWindow::openModelWizard);
+    // Chosen: back to writing (typing on would go to the picker's type-ahead).
+    connect(picker_, &ModelPicker::modelChosen, this, [this] { composer_->focusInput(); });
     title_->setAccessibleName(tr("Conversation title"));
     context_ = new ContextIndicator(header);
     conversationSettings_ = new QToolButton(header);
