@@ -1,4 +1,5 @@
 #include "runtime/gpu/gpu_runner.h"
+#include "runtime/gpu/gpu_runner_stages.h"
 
 #include <algorithm>
 #include <chrono>
@@ -20,20 +21,6 @@ constexpr std::size_t kBlasWorkspaceBytes = 32u << 20;
 // FP8 prefill (projectFp8): bytes of widened weight rows per chunk, and at most this many rows a chunk.
 constexpr std::size_t kFp8RowsBytes = 64u << 20;
 constexpr int kFp8MaxChunkRows = 4096;
-constexpr double kCpuTimeoutSeconds = 120.0;  // a GPU wait kernel gives up after this
-// Routed experts on the GPU (expert_kernels.h): the decode kernels up to this many tokens, the tensor-core
-// prefill kernels above, with activations split into this many bf16 terms (2: ~6.8e-6 per expert output,
-// docs/GPU_EXPERTS.md; the rest of the GPU path measures ~5e-6).
-constexpr int kDecodeExpertTokens = 4;
-constexpr int kPrefillExpertSplits = 2;
-
-// Stages of a layer for TANDEM_GPU_PROFILE: a timestamp is taken at the start of each.
-enum Stage { kAttnBegin, kAttnProjected, kAttnPrepared, kAttnScored, kAttnDone, kRouted, kCopiedOut, kSharedDone,
-             kResultAdded, kStages };
-// In decode the input norm runs in the previous layer's wait, and the hand-over in the router's kernel.
-constexpr const char* kStageNames[kStages] = {"(norm +) q/kv projections", "rope, cache writes", "absorb (MLA) + attention",
-                                              "values + o_proj", "norm + router (+ hand-over)", "copies to the CPU + signal",
-                                              "(signal +) shared experts", "wait + add (+ next norm)", "(end)"};
 
 struct Widths {
     long qkv = 0, q = 0, comb = 0, qLatent = 0, gateUp = 0, inner = 0, attn = 0, cacheA = 0, cacheB = 0;
@@ -465,20 +452,6 @@ void GpuRunner::collectStepClocks() {
     }
 }
 
-void GpuRunner::enqueueSignal(int layer) {
-    const MoeLayerLink& link = links_[static_cast<std::size_t>(layer)];
-    launchSignal(controls_.devicePointer() + link.slot, counters_.get() + link.slot, layer, clocks_.devicePointer(), stream_);
-}
-
-void GpuRunner::enqueueWait(int layer) {
-    const MoeLayerLink& link = links_[static_cast<std::size_t>(layer)];
-    const SlotControl* controls = controls_.devicePointer();
-    const bool previous = link.previous >= 0;
-    launchWait(controls + link.slot, counters_.get() + link.slot, previous ? controls + link.previous : nullptr,
-               previous ? counters_.get() + link.previous : nullptr, layer, clocks_.devicePointer(),
-               failed_.devicePointer(), kCpuTimeoutSeconds, stream_);
-}
-
 void GpuRunner::enqueueStep(int tokens, int rows) {
     stepTokens_ = tokens;
     stepRows_ = rows;
@@ -719,149 +692,6 @@ void GpuRunner::enqueueMlp(const GpuMlp& mlp, int tokens) {
     project(mlp.gateUp.ref(), 2 * mlp.inner, H, hBf16_.get(), H, tokens, gateUp_.get(), 2 * mlp.inner, false);
     launchSiluMul(gateUp_.get(), tokens, mlp.inner, act_.get(), split_, stream_);
     project(mlp.down.ref(), H, mlp.inner, act_.get(), mlp.inner, tokens, x_.get(), H, true);
-}
-
-void GpuRunner::feedForwardBlock(const model::LayerPlan& layer) {
-    const int l = layer.index, tokens = stepTokens_;
-    const model::ModelConfig& c = config_;
-    const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
-    const int H = c.hiddenSize, k = c.router.topK;
-    if (!layer.moe) {
-        launchRmsNorm(x_.get(), H, w.postAttentionNorm.get(), c.rmsNormEps, tokens, H, nullptr, 0, hBf16_.get(), H, split_,
-                      stream_);
-        enqueueMlp(*w.dense, tokens);
-        return;
-    }
-    if (gpuExperts_.onGpu(l)) {
-        enqueueGpuMoe(layer, gpuExperts_.table[static_cast<std::size_t>(l)].get());
-        return;
-    }
-    if (streamingChunk_ && gpuExperts_.streams(l)) {
-        const int b = streamCount_ % 2;
-        if (streamOrder_[static_cast<std::size_t>(streamCount_)] != l) throw GpuError("prefill streaming lost its order");
-        if (static_cast<std::size_t>(streamCount_) + 1 < streamOrder_.size()) issueStreamCopy(streamCount_ + 1);
-        TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream_, copied_[b], 0));
-        enqueueGpuMoe(layer, stageTable_[b].get());
-        TANDEM_CUDA_CHECK(cudaEventRecord(used_[b], stream_));
-        ++streamCount_;
-        return;
-    }
-    const auto n = static_cast<std::size_t>(tokens);
-    const MoeLayerLink& link = links_[static_cast<std::size_t>(l)];
-    ExpertSlot& slot = slots_[link.slot];
-
-    const std::size_t slotIndex = static_cast<std::size_t>(link.slot);
-    auto onDevice = [](const auto* host, const auto& buffer) { return buffer.devicePointer() + (host - buffer.get()); };
-    float* hostX = onDevice(slot.x, slotFloats_[slotIndex]);
-    int* hostIds = onDevice(slot.ids, slotInts_[slotIndex]);
-    float* hostWeights = onDevice(slot.weights, slotFloats_[slotIndex]);
-    const float* bias = w.correctionBias ? w.correctionBias.get() : nullptr;
-    // Decode: the norm, the router and the routing in one kernel (kernels.h), which also hands the layer
-    // over to the CPU; and the wait and the add in one kernel (host_sync.h).
-    // Its row and scores live in shared memory, next to ~1 KB of the kernel's own, within the 48 KB a
-    // launch gets without opting in: any model up to a hidden size of ~10k.
-    const bool decode = tokens == 1 &&
-                        (H + 2 * static_cast<std::size_t>(c.numExperts)) * sizeof(float) <= 44 * 1024;
-    if (decode) {
-        RouteDecodeArgs r{};
-        r.x = x_.get();
-        r.normWeight = w.postAttentionNorm.get();
-        r.eps = c.rmsNormEps;
-        r.hF32 = nullptr;
-        r.hBf16 = w.shared ? hBf16_.get() : nullptr;
-        r.split = split_;
-        r.w = w.router.get();
-        r.experts = c.numExperts;
-        r.hidden = H;
-        r.bias = bias;
-        r.spec = c.router;
-        r.logits = routerLogits_.get();
-        r.blocksDone = routerCounter_.get();
-        r.ids = hostIds;
-        r.weights = hostWeights;
-        r.hostHidden = hostX;
-        r.control = controls_.devicePointer() + link.slot;
-        r.counter = counters_.get() + link.slot;
-        r.layer = l;
-        r.clock = clocks_.devicePointer();
-        launchRouterDecode(r, stream_);
-    } else {
-        launchRmsNorm(x_.get(), H, w.postAttentionNorm.get(), c.rmsNormEps, tokens, H, hF32_.get(), H, hBf16_.get(), H,
-                      split_, stream_);
-        gemmF32(blas_, w.router.get(), c.numExperts, H, hF32_.get(), H, tokens, routerLogits_.get(), c.numExperts);
-        launchRouter(routerLogits_.get(), tokens, c.numExperts, bias, c.router, routeIds_.get(), routeWeights_.get(), stream_);
-    }
-    stamp(l, kRouted);
-    if (!decode) {
-        launchExportToHost(hF32_.get(), tokens, H, routeIds_.get(), routeWeights_.get(), k, hostX, hostIds, hostWeights,
-                           stream_);
-        enqueueSignal(l);
-    }
-    stamp(l, kCopiedOut);
-
-    // The shared experts run on the GPU while the CPU computes the routed ones.
-    if (w.shared) enqueueMlp(*w.shared, tokens);
-    stamp(l, kSharedDone);
-
-    const float* previous = nullptr;
-    if (link.previous >= 0) {
-        const std::size_t p = static_cast<std::size_t>(link.previous);
-        previous = onDevice(slots_[p].deferredOut, slotFloats_[p]);
-    }
-    const float* immediate = onDevice(slot.immediateOut, slotFloats_[slotIndex]);
-    if (decode) {
-        const SlotControl* controls = controls_.devicePointer();
-        const bool chained = link.previous >= 0;
-        // The wait kernel also applies the norm that comes next: the next layer's input norm or the final one.
-        const bool last = l + 1 == c.numLayers;
-        FollowingNorm norm{last ? weights_.finalNorm.get() : weights_.layers[static_cast<std::size_t>(l) + 1].inputNorm.get(),
-                           c.rmsNormEps, hBf16_.get(), split_};
-        launchWaitAdd(controls + link.slot, counters_.get() + link.slot, chained ? controls + link.previous : nullptr,
-                      chained ? counters_.get() + link.previous : nullptr, l, clocks_.devicePointer(),
-                      failed_.devicePointer(), kCpuTimeoutSeconds, immediate, previous, x_.get(), H, norm,
-                      prefetch_[static_cast<std::size_t>(l)], stream_);
-        normalizedAhead_ = true;
-    } else {
-        enqueueWait(l);
-        launchAddFromHost(immediate, previous, x_.get(), static_cast<long>(n) * H, stream_);
-    }
-    stamp(l, kResultAdded);
-}
-
-void GpuRunner::issueStreamCopy(int i) {
-    const int b = i % 2;
-    const int layer = streamOrder_[static_cast<std::size_t>(i)];
-    // The buffer's previous layer must be done before it is overwritten.
-    TANDEM_CUDA_CHECK(cudaStreamWaitEvent(copyStream_, used_[b], 0));
-    TANDEM_CUDA_CHECK(cudaMemcpyAsync(stage_[b].get(), gpuExperts_.hostLayers[static_cast<std::size_t>(layer)],
-                                      gpuExperts_.streamLayerBytes, cudaMemcpyHostToDevice, copyStream_));
-    TANDEM_CUDA_CHECK(cudaEventRecord(copied_[b], copyStream_));
-}
-
-void GpuRunner::enqueueGpuMoe(const model::LayerPlan& layer, const std::uint8_t* const* table) {
-    const int l = layer.index, tokens = stepTokens_;
-    const model::ModelConfig& c = config_;
-    const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
-    const int H = c.hiddenSize, k = c.router.topK;
-    launchRmsNorm(x_.get(), H, w.postAttentionNorm.get(), c.rmsNormEps, tokens, H, hF32_.get(), H, hBf16_.get(), H, split_,
-                  stream_);
-    gemmF32(blas_, w.router.get(), c.numExperts, H, hF32_.get(), H, tokens, routerLogits_.get(), c.numExperts);
-    launchRouter(routerLogits_.get(), tokens, c.numExperts, w.correctionBias ? w.correctionBias.get() : nullptr, c.router,
-                 routeIds_.get(), routeWeights_.get(), stream_);
-    stamp(l, kRouted);
-    const ExpertPairs batch =
-        launchGroupRoutes(routeIds_.get(), routeWeights_.get(), tokens, k, table, c.numExperts, groupStart_.get(), pairToken_.get(), pairGroup_.get(), pairWeight_.get(),
-                          slotPair_.get(), stream_);
-    stamp(l, kCopiedOut);
-    if (w.shared) enqueueMlp(*w.shared, tokens);
-    stamp(l, kSharedDone);
-    // x += the routed experts' weighted sum, straight into the residual.
-    if (tokens <= kDecodeExpertTokens)
-        launchExpertsDecode(gpuExperts_.layout, batch, hF32_.get(), H, x_.get(), H, true, expertScratch_.get(), stream_);
-    else
-        launchExpertsPrefill(gpuExperts_.layout, batch, hF32_.get(), H, x_.get(), H, true, kPrefillExpertSplits,
-                             expertScratch_.get(), stream_);
-    stamp(l, kResultAdded);
 }
 
 }  // namespace tandem::cuda
