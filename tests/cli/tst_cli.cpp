@@ -155,6 +155,21 @@ private slots:
         }
     }
 
+    // --gpu-memory (the routed experts' VRAM budget): a size, auto, or 0; anything else is refused before
+    // the model loads. Without a GPU the CPU path runs whatever the budget.
+    void gpuMemoryTakesASize() {
+        const QString model = fixturePath("tiny-qwen3moe");
+        const auto bad = runCli({"generate", "--model", model, "--ids", "1 2", "--gpu-memory", "lots"});
+        QCOMPARE(bad.exitCode, 1);
+        QVERIFY2(bad.err.contains("--gpu-memory takes a size such as 16G, 800M or 12.5GiB (or 0), not 'lots'"),
+                 qPrintable(bad.err));
+        for (const char* size : {"8G", "auto", "0", "1.5GiB"}) {
+            const auto r = runCli({"generate", "--model", model, "--ids", "1 2", "--new-tokens", "2", "--device", "cpu",
+                                   QStringLiteral("--gpu-memory=%1").arg(size)});
+            QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        }
+    }
+
     void threadsTheSystemRefusesAreAnError() {
         // Under a 4 GB address-space limit a few hundred 8 MB thread stacks fit, not 2000: a clear error,
         // not std::terminate from a half-started pool. (prlimit is util-linux's, which every Debian has.)
