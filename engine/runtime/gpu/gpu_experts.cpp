@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include <unistd.h>
+
 #include "tandem/byte_size.h"
 #include "tandem/error.h"
 
@@ -18,6 +20,17 @@ HostRegistration::~HostRegistration() {
 void enableStreaming(GpuExperts& g, const model::ModelConfig& config, const io::ExpertLayout& layout,
                      const std::function<const std::byte*(int layer)>& layerBytes) {
     const std::size_t layerSize = static_cast<std::size_t>(config.numExperts) * layout.expertBytes;
+    // Pinned pages cannot be swapped or dropped from the page cache: pin at most 3/4 of the machine's RAM.
+    std::uint64_t cpuBytes = 0;
+    for (const model::LayerPlan& layer : config.layers)
+        if (layer.moe && !g.onGpu(layer.index)) cpuBytes += layerSize;
+    const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+    const std::uint64_t ram = pages > 0 && pageSize > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(pageSize) : 0;
+    if (ram == 0 || cpuBytes > ram / 4 * 3) {
+        g.streamNote = "prefill computes the CPU's experts there: pinning their " + formatBytes(cpuBytes) +
+                       " for copies to the GPU would lock more than 3/4 of the " + formatBytes(ram) + " of RAM";
+        return;
+    }
     std::vector<const std::uint8_t*> host(static_cast<std::size_t>(config.numLayers), nullptr);
     std::vector<HostRegistration> pinned;
     for (const model::LayerPlan& layer : config.layers) {
