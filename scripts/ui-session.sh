@@ -171,10 +171,13 @@ if [[ $EDIT_X -gt 0 ]]; then
     click "${SEND_X:-1084}" "${SEND_Y:-374}"  # the editor's Send (Enter adds a line there)
     sleep 4
     shot 12-edited
-    PREV_X=${PREV_X:-913} PREV_Y=${PREV_Y:-149} NEXT_X=${NEXT_X:-967} NEXT_Y=${NEXT_Y:-149}
+    PREV_X=${PREV_X:-913} PREV_Y=${PREV_Y:-149} NEXT_X=${NEXT_X:-953} NEXT_Y=${NEXT_Y:-149}
     if [[ $PREV_X -gt 0 ]]; then
         click "$PREV_X" "$PREV_Y"
         shot 13-previous-version
+        # The other version's messages follow at the bottom: back to the top for its ›.
+        xdotool mousemove --sync 800 400 click --repeat 60 --delay 20 4
+        sleep 1
         click "$NEXT_X" "$NEXT_Y"
         shot 14-next-version
     fi
