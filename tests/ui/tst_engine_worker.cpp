@@ -13,6 +13,7 @@
 #include "tandem/error.h"
 #include "test_support.h"
 #include "ui/worker/engine_host.h"
+#include "ui/worker/loaded_model.h"
 #include "ui_test_support.h"
 
 using namespace tandem;
@@ -92,6 +93,20 @@ class EngineWorkerTest : public QObject {
     Q_OBJECT
 
 private slots:
+    // The load request's settings as the engine takes them: the experts' GPU memory in GB, automatic
+    // below 0; CPU only as the CPU device.
+    void loadRequestsBecomeEngineOptions() {
+        LoadRequest request;
+        QCOMPARE(engineOptionsFor(request).gpuExpertMemory, std::int64_t{-1});
+        QVERIFY(engineOptionsFor(request).device == tandem::Device::Auto);
+        request.gpuExpertMemoryGb = 24;
+        QCOMPARE(engineOptionsFor(request).gpuExpertMemory, std::int64_t{24'000'000'000});
+        request.gpuExpertMemoryGb = 0;
+        QCOMPARE(engineOptionsFor(request).gpuExpertMemory, std::int64_t{0});
+        request.gpuDevice = -1;
+        QVERIFY(engineOptionsFor(request).device == tandem::Device::Cpu);
+    }
+
     void runsOnItsOwnThread() {
         EngineHost host;
         QVERIFY(host.worker()->thread() != QThread::currentThread());

@@ -25,6 +25,7 @@ SettingsValues changedValues() {
     v.engine.cpuKernel = CpuKernel::Avx512;
     v.engine.gpuDevice = -1;
     v.engine.contextLength = 16384;
+    v.engine.gpuExpertMemoryGb = 24;
     v.sampling.useModelRecommendation = false;
     v.sampling.sampling.temperature = 0.7f;
     v.sampling.sampling.topP = 0.9f;
@@ -57,6 +58,7 @@ private slots:
         QVERIFY(e.modelDir.isEmpty());  // the model that ships with Tandem
         QCOMPARE(e.threads, 0);         // all hardware threads
         QCOMPARE(e.contextLength, 4096);
+        QCOMPARE(e.gpuExpertMemoryGb, -1);  // automatic: what the GPU has free
         QVERIFY(settings.sampling().useModelRecommendation);
         QCOMPARE(settings.appearance().theme, ThemeChoice::System);
         QCOMPARE(settings.defaultDeferral(), 0);  // exact
@@ -90,12 +92,14 @@ private slots:
             raw.setValue("engine/threads", -4);
             raw.setValue("engine/numaPolicy", 17);
             raw.setValue("engine/contextLength", 3);
+            raw.setValue("engine/gpuExpertMemoryGb", -7);
             raw.setValue("appearance/theme", "purple");
         }
         const AppSettings settings(iniIn(dir));
         QCOMPARE(settings.engine().threads, 0);
         QCOMPARE(settings.engine().numaPolicy, NumaPolicy::Auto);
         QCOMPARE(settings.engine().contextLength, 256);
+        QCOMPARE(settings.engine().gpuExpertMemoryGb, -1);
         QCOMPARE(settings.appearance().theme, ThemeChoice::System);
     }
 
@@ -112,6 +116,9 @@ private slots:
         SettingsValues device = before;
         device.engine.gpuDevice = -1;
         QVERIFY(device.needsReloadComparedTo(before));
+        SettingsValues experts = before;
+        experts.engine.gpuExpertMemoryGb = 8;
+        QVERIFY(experts.needsReloadComparedTo(before));
     }
 
     // The mirror address is kept without a trailing slash and with a scheme, and clearing it goes back
@@ -143,6 +150,15 @@ private slots:
         QVERIFY(byName("Context length"));
         byName("Context length")->setValue(2048);
         QCOMPARE(dialog.values().engine.contextLength, 2048);
+        // The experts' GPU memory: automatic at its lowest value, a size in GB, 0 for none.
+        QSpinBox* experts = byName("GPU memory for experts");
+        QVERIFY(experts && experts->isEnabled());
+        QCOMPARE(experts->value(), 24);
+        experts->setValue(-1);
+        QCOMPARE(experts->text(), QStringLiteral("Automatic (what the GPU has free)"));
+        QCOMPARE(dialog.values().engine.gpuExpertMemoryGb, -1);
+        experts->setValue(0);
+        QCOMPARE(dialog.values().engine.gpuExpertMemoryGb, 0);
         // Every GPU found is offered, and CPU only.
         QComboBox* device = nullptr;
         for (QComboBox* c : dialog.findChildren<QComboBox*>())

@@ -172,6 +172,7 @@ void ModelController::load(const QString& dir, const QString& fallback) {
     request.cpuKernel = e.cpuKernel;
     request.gpuDevice = e.gpuDevice;
     request.contextLength = e.contextLength;
+    request.gpuExpertMemoryGb = e.gpuExpertMemoryGb;
     request.deferredExperts = settings_->deferralForModel(dir);
     // Shown at once; the worker's own modelLoading confirms it when it starts.
     onLoading(dir);

@@ -44,6 +44,7 @@ EngineSettings AppSettings::engine() const {
     e.cpuKernel = enumValue(*settings_, "engine/cpuKernel", d.cpuKernel, 4);
     e.gpuDevice = std::max(-1, settings_->value("engine/gpuDevice", d.gpuDevice).toInt());
     e.contextLength = std::clamp(settings_->value("engine/contextLength", d.contextLength).toInt(), 256, 1 << 20);
+    e.gpuExpertMemoryGb = std::clamp(settings_->value("engine/gpuExpertMemoryGb", d.gpuExpertMemoryGb).toInt(), -1, 1 << 16);
     return e;
 }
 
@@ -54,6 +55,7 @@ void AppSettings::setEngine(const EngineSettings& e) {
     settings_->setValue("engine/cpuKernel", static_cast<int>(e.cpuKernel));
     settings_->setValue("engine/gpuDevice", e.gpuDevice);
     settings_->setValue("engine/contextLength", e.contextLength);
+    settings_->setValue("engine/gpuExpertMemoryGb", e.gpuExpertMemoryGb);
 }
 
 SamplingDefaults AppSettings::sampling() const {

@@ -18,6 +18,9 @@ struct EngineSettings {
     CpuKernel cpuKernel = CpuKernel::Auto;
     int gpuDevice = 0;  // -1: CPU only
     int contextLength = 4096;
+    // GPU memory for routed experts, in GB (whole MoE layers, the last first): -1 automatic (what is free
+    // once the rest of the model and the context are counted), 0 none (all on the CPU).
+    int gpuExpertMemoryGb = -1;
 
     bool operator==(const EngineSettings&) const = default;
 };

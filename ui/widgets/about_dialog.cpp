@@ -71,6 +71,7 @@ AboutDialog::AboutDialog(const ModelSummary& model, QWidget* parent) : QDialog(p
     row(tr("Compiler:"), QString::fromStdString(build.compiler));
     row(tr("Model:"), modelText);
     if (!model.textHandling.isEmpty()) row(tr("Text handling:"), model.textHandling);
+    if (!model.placement.isEmpty()) row(tr("Routed experts:"), model.placement);
     row(tr("Conversations:"), QDir::toNativeSeparators(paths::databaseFile()));
     row(tr("Settings:"), QDir::toNativeSeparators(paths::settingsFile()));
     row(tr("Your models:"), QDir::toNativeSeparators(paths::modelsDir()));

@@ -436,7 +436,9 @@ void MainWindow::updateModelState() {
     case ModelController::State::Ready: {
         const ModelSummary& s = m->summary();
         modelStatus_->setText(tr("%1 · ready").arg(s.name));
-        modelStatus_->setToolTip(tr("%1 (%2), %3").arg(s.name, s.modelType, s.textHandling));
+        modelStatus_->setToolTip(s.placement.isEmpty() ? tr("%1 (%2), %3").arg(s.name, s.modelType, s.textHandling)
+                                                       : tr("%1 (%2), %3; routed experts: %4")
+                                                             .arg(s.name, s.modelType, s.textHandling, s.placement));
         composer_->setUnavailableReason({});
         dashboard_->setModel(&s, m->deferral());
         const bool keep = banner_->topic() == QLatin1String("store") || banner_->topic() == QLatin1String("verify") ||

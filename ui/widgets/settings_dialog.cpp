@@ -26,6 +26,14 @@ namespace {
 // Marks the settings that need a model reload.
 const QString kReload = QStringLiteral(" ⟳");
 
+// A form row's label whose field is a layout: QFormLayout gives such a row no buddy, and its "&" would
+// show as it is rather than mark the Alt shortcut.
+QLabel* buddyLabel(const QString& text, QWidget* buddy, QWidget* parent) {
+    auto* label = new QLabel(text, parent);
+    label->setBuddy(buddy);
+    return label;
+}
+
 QLabel* hint(const QString& text, QWidget* parent) {
     auto* label = new QLabel(text, parent);
     label->setWordWrap(true);
@@ -114,7 +122,7 @@ QWidget* SettingsDialog::engineTab(const QStringList& gpuNames) {
     auto* row = new QHBoxLayout;
     row->addWidget(modelDir_, 1);
     row->addWidget(browse);
-    form->addRow(tr("Model &folder:") + kReload, row);
+    form->addRow(buddyLabel(tr("Model &folder:") + kReload, modelDir_, page), row);
 
     threads_ = new QSpinBox(page);
     threads_->setRange(0, 1024);
@@ -148,7 +156,7 @@ QWidget* SettingsDialog::engineTab(const QStringList& gpuNames) {
     auto* kernelBox = new QVBoxLayout;
     kernelBox->addWidget(kernel_);
     kernelBox->addWidget(kernelNote_);
-    form->addRow(tr("CPU &kernel:") + kReload, kernelBox);
+    form->addRow(buddyLabel(tr("CPU &kernel:") + kReload, kernel_, page), kernelBox);
 
     device_ = new QComboBox(page);
     device_->setAccessibleName(tr("Device"));
@@ -164,6 +172,17 @@ QWidget* SettingsDialog::engineTab(const QStringList& gpuNames) {
     }
     form->addRow(tr("&Device:") + kReload, device_);
 
+    gpuExpertMemory_ = new QSpinBox(page);
+    gpuExpertMemory_->setRange(-1, 1 << 16);
+    gpuExpertMemory_->setSuffix(tr(" GB"));
+    gpuExpertMemory_->setSpecialValueText(tr("Automatic (what the GPU has free)"));
+    gpuExpertMemory_->setAccessibleName(tr("GPU memory for experts"));
+    gpuExpertMemory_->setToolTip(tr("How much GPU memory holds routed experts: whole layers, the last first; the rest "
+                                    "run on the CPU, and long prompts stream them through the GPU. 0 keeps them all on "
+                                    "the CPU."));
+    gpuExpertMemory_->setEnabled(!gpuNames.isEmpty());
+    form->addRow(tr("GPU &memory for experts:") + kReload, gpuExpertMemory_);
+
     contextLength_ = new QSpinBox(page);
     contextLength_->setRange(256, 1 << 20);
     contextLength_->setSingleStep(1024);
@@ -176,7 +195,7 @@ QWidget* SettingsDialog::engineTab(const QStringList& gpuNames) {
     auto* contextBox = new QVBoxLayout;
     contextBox->addWidget(contextLength_);
     contextBox->addWidget(contextNote_);
-    form->addRow(tr("&Context length:") + kReload, contextBox);
+    form->addRow(buddyLabel(tr("&Context length:") + kReload, contextLength_, page), contextBox);
     form->addRow(hint(tr("⟳ These take effect when the model is loaded again; Tandem offers to do it when you press OK."), page));
     return page;
 }
@@ -252,6 +271,7 @@ void SettingsDialog::setValues(const SettingsValues& v) {
         device_->setCurrentIndex(device_->findData(v.engine.gpuDevice));
     }
     contextLength_->setValue(v.engine.contextLength);
+    gpuExpertMemory_->setValue(v.engine.gpuExpertMemoryGb);
     defaultDeferral_->setValue(v.defaultDeferral);
     useModelSampling_->setChecked(v.sampling.useModelRecommendation);
     sampling_->setEnabled(!v.sampling.useModelRecommendation);
@@ -299,6 +319,7 @@ SettingsValues SettingsDialog::values() const {
     v.engine.cpuKernel = static_cast<CpuKernel>(kernel_->currentIndex());
     v.engine.gpuDevice = device_->currentData().toInt();
     v.engine.contextLength = contextLength_->value();
+    v.engine.gpuExpertMemoryGb = gpuExpertMemory_->value();
     v.defaultDeferral = defaultDeferral_->value();
     v.sampling.useModelRecommendation = useModelSampling_->isChecked();
     v.sampling.sampling = sampling_->sampling();

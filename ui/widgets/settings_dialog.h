@@ -55,6 +55,7 @@ private:
     QComboBox* kernel_;
     QComboBox* device_;
     QSpinBox* contextLength_;
+    QSpinBox* gpuExpertMemory_;
     QLabel* kernelNote_;
     QLabel* contextNote_;
     int modelContext_ = 0;  // the loaded model's context length, 0: none loaded

@@ -23,6 +23,7 @@ struct LoadRequest {
     CpuKernel cpuKernel = CpuKernel::Auto;
     int gpuDevice = 0;  // -1 = CPU only
     int contextLength = 4096;
+    int gpuExpertMemoryGb = -1;  // EngineSettings::gpuExpertMemoryGb
     int deferredExperts = 0;
 };
 
@@ -42,6 +43,7 @@ struct ModelSummary {
     // be read in full, which the model controller does in the background.
     tandem::StoreState store = tandem::StoreState::NotAStore;
     QString storeNotice;
+    QString placement;  // where the routed experts run (tandem::ModelInfo::placement)
 };
 
 struct GenerationRequest {

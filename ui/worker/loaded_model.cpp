@@ -55,6 +55,8 @@ tandem::EngineOptions engineOptionsFor(const LoadRequest& request) {
     options.threads = request.threads;
     options.contextLength = request.contextLength;
     options.device = request.gpuDevice < 0 ? tandem::Device::Cpu : tandem::Device::Auto;
+    options.gpuExpertMemory =
+        request.gpuExpertMemoryGb < 0 ? -1 : static_cast<std::int64_t>(request.gpuExpertMemoryGb) * 1'000'000'000;
     return options;
 }
 
