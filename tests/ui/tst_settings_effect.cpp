@@ -155,6 +155,14 @@ private slots:
                                     .arg(bar->tabRect(i).right()).arg(bar->width())));
     }
 
+    // A label with an Alt shortcut ("CPU &kernel:") names its field, so the "&" is no literal character.
+    void everyShortcutLabelHasItsField() {
+        SettingsDialog dialog(SettingsValues{}, QStringList{"NVIDIA H200"});
+        for (QLabel* label : dialog.findChildren<QLabel*>())
+            if (label->text().contains(QLatin1Char('&')))
+                QVERIFY2(label->buddy() != nullptr, qPrintable(label->text() + " shows its & as it is"));
+    }
+
     void theDashboardCountsThreadsInEnglish() {
         StatsModel stats;
         Dashboard dashboard(&stats);
