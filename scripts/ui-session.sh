@@ -44,36 +44,57 @@ openbox >"$OUT/openbox.log" 2>&1 &
 PIDS+=($!)
 sleep 1
 
-# XWD (what xwd writes) to PNG with the standard library alone.
+# A screenshot: the screen (xwd -root), with the app's windows captured one by one and laid over it,
+# oldest first (Xvfb's root capture shows dialogs and popups such as the model picker's list black); XWD
+# to PNG with the standard library alone.
 shot() {
-    local name=$1
+    local name=$1 overlays=()
     xwd -root -silent >"$OUT/$name.xwd"
-    python3 - "$OUT/$name.xwd" "$OUT/$name.png" <<'PY'
+    for id in $(xdotool search --onlyvisible --class tandem 2>/dev/null | sort -n); do
+        local info x y
+        info=$(xwininfo -id "$id" 2>/dev/null) || continue
+        x=$(sed -n 's/^ *Absolute upper-left X: *//p' <<<"$info")
+        y=$(sed -n 's/^ *Absolute upper-left Y: *//p' <<<"$info")
+        xwd -id "$id" -silent >"$OUT/$name.$id.xwd" 2>/dev/null || continue
+        overlays+=("$OUT/$name.$id.xwd:$x:$y")
+    done
+    python3 - "$OUT/$name.xwd" "$OUT/$name.png" "${overlays[@]}" <<'PY'
 import struct, sys, zlib
-data = open(sys.argv[1], 'rb').read()
-h = struct.unpack('>25I', data[:100])
-header_size, width, height, bpp, bytes_per_line, ncolors = h[0], h[4], h[5], h[11], h[12], h[19]
-byte_order = h[7]  # 0: LSBFirst
-pixels = data[header_size + 12 * ncolors:]
-if bpp not in (24, 32): sys.exit(f'{bpp} bits per pixel: only 24 and 32 are handled')
-step = bpp // 8
-rows = []
-for y in range(height):
-    line = pixels[y * bytes_per_line:y * bytes_per_line + step * width]
-    rgb = bytearray(3 * width)
-    if byte_order == 0:   # B G R (X)
-        rgb[0::3], rgb[1::3], rgb[2::3] = line[2::step], line[1::step], line[0::step]
-    else:                 # (X) R G B
-        o = step - 3
-        rgb[0::3], rgb[1::3], rgb[2::3] = line[o::step], line[o + 1::step], line[o + 2::step]
-    rows.append(b'\0' + bytes(rgb))
+
+def read(path):
+    data = open(path, 'rb').read()
+    h = struct.unpack('>25I', data[:100])
+    header_size, width, height, bpp, bytes_per_line, ncolors, byte_order = h[0], h[4], h[5], h[11], h[12], h[19], h[7]
+    if bpp not in (24, 32): sys.exit(f'{path}: {bpp} bits per pixel, only 24 and 32 are handled')
+    pixels, step, rows = data[header_size + 12 * ncolors:], bpp // 8, []
+    for y in range(height):
+        line = pixels[y * bytes_per_line:y * bytes_per_line + step * width]
+        rgb = bytearray(3 * width)
+        o = 0 if byte_order == 0 else step - 3   # B G R (X) or (X) R G B
+        if byte_order == 0:
+            rgb[0::3], rgb[1::3], rgb[2::3] = line[2::step], line[1::step], line[0::step]
+        else:
+            rgb[0::3], rgb[1::3], rgb[2::3] = line[o::step], line[o + 1::step], line[o + 2::step]
+        rows.append(rgb)
+    return width, height, rows
+
+width, height, rows = read(sys.argv[1])
+for overlay in sys.argv[3:]:
+    path, x, y = overlay.rsplit(':', 2)
+    w, h, over = read(path)
+    x, y = int(x), int(y)
+    for dy in range(h):
+        if 0 <= y + dy < height:
+            left, right = max(0, x), min(width, x + w)
+            if left < right:
+                rows[y + dy][3 * left:3 * right] = over[dy][3 * (left - x):3 * (right - x)]
 def chunk(kind, body):
     return struct.pack('>I', len(body)) + kind + body + struct.pack('>I', zlib.crc32(kind + body) & 0xffffffff)
 png = b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', width, height, 8, 2, 0, 0, 0))
-png += chunk(b'IDAT', zlib.compress(b''.join(rows), 6)) + chunk(b'IEND', b'')
+png += chunk(b'IDAT', zlib.compress(b''.join(b'\0' + bytes(r) for r in rows), 6)) + chunk(b'IEND', b'')
 open(sys.argv[2], 'wb').write(png)
 PY
-    rm -f "$OUT/$name.xwd"
+    rm -f "$OUT/$name".*xwd
     echo "  $OUT/$name.png"
 }
 
