@@ -49,6 +49,28 @@ FittedPrompt fitPrompt(const ChatFormatter& formatter, const QList<PromptMessage
             low = mid + 1;
         }
     }
+
+    // Earlier turns that still fit beside what is kept, the latest first: the turn in the way (a long
+    // paste, say) is left out, not everything before it. A turn is [its start, the next start).
+    QList<qsizetype> turnStarts{first};
+    for (const qsizetype s : starts)
+        if (s > first && s < starts[high]) turnStarts.append(s);
+    QList<QList<PromptMessage>> earlier;  // the turns added back, oldest first
+    int tried = 0;
+    for (qsizetype t = turnStarts.size() - 1; t >= 0 && tried < kMaxEarlierTurnsTried; --t, ++tried) {
+        const qsizetype end = t + 1 < turnStarts.size() ? turnStarts[t + 1] : starts[high];
+        QList<QList<PromptMessage>> withIt = earlier;
+        withIt.prepend(messages.mid(turnStarts[t], end - turnStarts[t]));
+        FittedPrompt candidate;
+        if (hasSystem) candidate.messages.append(messages.first());
+        for (const auto& turn : withIt) candidate.messages.append(turn);
+        candidate.messages.append(messages.mid(starts[high]));
+        candidate.tokens = countTokens(formatter, candidate.messages);
+        if (candidate.tokens > budget) continue;
+        earlier = std::move(withIt);
+        candidate.omitted = static_cast<int>(messages.size() - candidate.messages.size());
+        best = std::move(candidate);
+    }
     return best;
 }
 

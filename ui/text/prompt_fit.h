@@ -1,6 +1,7 @@
 #pragma once
 // The context policy's arithmetic (issue 24): a conversation longer than the model's context is sent
-// as its system prompt and its latest turns; the turns in between are left out.
+// as its system prompt, its latest turns, and the earlier turns that still fit; what is left out is the
+// middle (typically a long paste) or, when nothing else fits, everything before the latest turns.
 #include <QList>
 
 #include "ui/text/chat_formatter.h"
@@ -14,10 +15,12 @@ struct FittedPrompt {
     bool fits = true;               // false: even the last turn alone takes more than the budget
 };
 
-// Leaves out the oldest messages after the system prompt, whole turns at a time (what is left starts
-// with a question, or is the last message), until the prompt takes at most `budget` tokens. The system
-// prompt and the last message are always kept. A budget of 0 or less sends everything. Exceptions of
-// the formatter (a template's error, a cancelled render) pass through.
+// Keeps the system prompt and the longest run of latest turns that fits `budget` tokens (a turn starts
+// with a question; the last message is always kept), then, going back from there, every earlier turn
+// that still fits beside them, skipping those that do not (up to kMaxEarlierTurnsTried of them). A
+// budget of 0 or less sends everything. Exceptions of the formatter (a template's error, a cancelled
+// render) pass through.
+inline constexpr int kMaxEarlierTurnsTried = 32;
 FittedPrompt fitPrompt(const ChatFormatter& formatter, const QList<PromptMessage>& messages, int budget);
 
 }  // namespace tandem::ui
