@@ -10,6 +10,8 @@
 #include <mutex>
 #include <set>
 
+#include <sched.h>
+
 #include "cpu/pool/worker_pool.h"
 #include "tandem/error.h"
 #include "tandem/tuning.h"
@@ -245,6 +247,27 @@ private slots:
         for (const auto& n : all.nodes) cpus.insert(n.cpus.begin(), n.cpus.end());
         QCOMPARE(static_cast<int>(cpus.size()), all.threads());  // one CPU per physical core, none twice
         QCOMPARE(planTopology(5, 0).threads(), 5);               // more threads than cores share them
+    }
+
+    // A pool pins its caller to one CPU; a pool planned later on that thread (the app loading the model
+    // it switches to) still gets every CPU the process has.
+    void aPinnedCallerStillPlansEveryCpu() {
+        const int before = planTopology(0, 0).threads();
+        cpu_set_t saved;
+        QCOMPARE(sched_getaffinity(0, sizeof saved, &saved), 0);
+        {
+            ExpertPool pool({.threads = 0});
+            RecordJob job;
+            pool.run(job);  // pins this thread
+        }
+        cpu_set_t now;
+        QCOMPARE(sched_getaffinity(0, sizeof now, &now), 0);
+        const bool pinned = CPU_COUNT(&now) < CPU_COUNT(&saved);
+        QCOMPARE(planTopology(0, 0).threads(), before);
+        ExpertPool again({.threads = 0});
+        QCOMPARE(again.threads(), before);
+        QVERIFY(sched_setaffinity(0, sizeof saved, &saved) == 0);
+        if (!pinned) qInfo("this machine's pool did not pin its caller (one CPU, or pinning refused)");
     }
 
     void numaSimulationSplitsNodes() {

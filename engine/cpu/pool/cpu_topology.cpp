@@ -35,14 +35,25 @@ struct LogicalCpu {
     int cpu, node, package, core;
 };
 
+// The CPUs the process may use, as the first call saw them. Not the calling thread's affinity at the
+// time: an expert pool pins its caller to one CPU (ExpertPool::pinCaller), and the app loads a model it
+// switches to on that same thread, which would then get a pool of one thread.
+cpu_set_t processCpus() {
+    static const cpu_set_t initial = [] {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        if (sched_getaffinity(0, sizeof set, &set) != 0) {
+            const long n = sysconf(_SC_NPROCESSORS_ONLN);
+            for (int c = 0; c < n && c < CPU_SETSIZE; ++c) CPU_SET(c, &set);
+        }
+        return set;
+    }();
+    return initial;
+}
+
 std::vector<LogicalCpu> allowedCpus() {
-    cpu_set_t set;
-    CPU_ZERO(&set);
+    const cpu_set_t set = processCpus();
     std::vector<LogicalCpu> cpus;
-    if (sched_getaffinity(0, sizeof set, &set) != 0) {
-        const long n = sysconf(_SC_NPROCESSORS_ONLN);
-        for (int c = 0; c < n; ++c) CPU_SET(c, &set);
-    }
     for (int c = 0; c < CPU_SETSIZE; ++c) {
         if (!CPU_ISSET(c, &set)) continue;
         const std::string base = "/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/";
