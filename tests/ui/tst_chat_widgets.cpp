@@ -5,6 +5,7 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QScrollBar>
 #include <QTest>
 #include <QTextBlock>
 #include <QTextBrowser>
@@ -267,6 +268,49 @@ private slots:
         QTest::mouseClick(buttonNamed(&view, "Delete message"), Qt::LeftButton);
         QCOMPARE(deleted.count(), 1);
         QCOMPARE(deleted.first().first().toLongLong(), qint64(2));
+    }
+
+    // Issue 24, item 5: flipping an earlier message to another version keeps that place in view; the
+    // chat does not jump to its bottom.
+    void anotherVersionKeepsItsPlaceInView() {
+        MessageModel model;
+        ChatView view(&model);
+        view.resize(500, 300);
+        view.show();
+        QList<ChatMessage> messages;
+        for (int i = 0; i < 20; ++i) {
+            ChatMessage m = i % 2 ? answer(QString("An answer of some length, line %1.\n\nAnd a second paragraph.").arg(i))
+                                  : ChatMessage{};
+            if (i % 2 == 0) {
+                m.role = "user";
+                m.content = QString("Question %1").arg(i);
+            }
+            m.id = i + 1;
+            messages.append(m);
+        }
+        model.setMessages(messages);
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        view.renderPending();
+        QScrollBar* bar = view.verticalScrollBar();
+        QTRY_VERIFY(bar->maximum() > 0);
+        // The reader scrolls back to the second question (message 3) and flips its version.
+        bar->setValue(view.messageView(2)->y() - 10);
+        QApplication::processEvents();
+        QVERIFY(bar->value() > 0 && bar->value() < bar->maximum());
+        emit view.messageView(2)->versionRequested(3, 1);
+        // The store answers with the other version of message 3 (a new id) and what follows it.
+        QList<ChatMessage> flipped = messages.mid(0, 2);
+        for (int i = 2; i < 20; ++i) {
+            ChatMessage m = messages[i];
+            m.id = 100 + i;
+            flipped.append(m);
+        }
+        model.updateMessages(flipped);
+        view.renderPending();
+        QTest::qWait(100);
+        QVERIFY2(bar->value() < bar->maximum(), qPrintable(QString("at %1 of %2").arg(bar->value()).arg(bar->maximum())));
+        const QRect shown = view.messageView(2)->geometry().translated(0, -bar->value());
+        QVERIFY2(shown.top() >= 0 && shown.top() < view.viewport()->height(), qPrintable(QString::number(shown.top())));
     }
 
     void chatViewFollowsTheModel() {

@@ -1,7 +1,9 @@
 #include "ui/widgets/chat_view.h"
 
 #include <QScrollBar>
+#include <QTimer>
 #include <QVBoxLayout>
+#include <utility>
 
 #include "ui/models/message_model.h"
 #include "ui/widgets/message_view.h"
@@ -48,7 +50,10 @@ MessageView* ChatView::createView() {
     connect(view, &MessageView::copyRequested, this, &ChatView::copyRequested);
     connect(view, &MessageView::editSubmitted, this, &ChatView::editSubmitted);
     connect(view, &MessageView::regenerateRequested, this, &ChatView::regenerateRequested);
-    connect(view, &MessageView::versionRequested, this, &ChatView::versionRequested);
+    connect(view, &MessageView::versionRequested, this, [this](qint64 messageId, int version) {
+        keepRow_ = model_->rowOfId(messageId);
+        emit versionRequested(messageId, version);
+    });
     connect(view, &MessageView::deleteRequested, this, &ChatView::deleteRequested);
     return view;
 }
@@ -69,9 +74,22 @@ void ChatView::onRowsInserted(int first, int last) {
     }
     // Neighbours change too: the previous last answer can no longer be regenerated.
     for (int row = std::max(0, first - 1); row < views_.size(); ++row) refreshRow(row);
-    // A new message brings the view to the bottom; another version of an earlier place (several rows
-    // at once) leaves the reader where they are.
-    if (last == first) followBottom_ = true;
+    // A new message brings the view to the bottom; another version of an earlier place leaves the
+    // reader at that place.
+    if (keepRow_ >= 0 && keepRow_ >= first && keepRow_ <= last) {
+        followBottom_ = false;
+        QTimer::singleShot(0, this, &ChatView::keepPlaceInView);
+    } else if (last == first) {
+        followBottom_ = true;
+    }
+}
+
+void ChatView::keepPlaceInView() {
+    const int row = std::exchange(keepRow_, -1);
+    if (row < 0 || row >= views_.size()) return;
+    content_->layout()->activate();
+    followBottom_ = false;
+    ensureWidgetVisible(views_[row], 0, 24);
 }
 
 void ChatView::onRowsRemoved(int first, int last) {

@@ -40,6 +40,8 @@ private:
     void markDirty(int row);
     void refreshRow(int row);
     MessageView* createView();
+    // After another version of a message is shown, that place stays in view (not the bottom).
+    void keepPlaceInView();
 
     MessageModel* model_;
     QWidget* content_;
@@ -49,6 +51,7 @@ private:
     QTimer renderTimer_;
     bool busy_ = false;
     bool followBottom_ = true;
+    int keepRow_ = -1;  // the row whose version was flipped, until the model has the new version
 };
 
 }  // namespace tandem::ui
