@@ -63,7 +63,8 @@ def chat_answers(cli, model, chats, device, new_tokens, threads):
     return answers
 
 
-def multiturn(args, tokenizer, eos):
+def single_turn_prompts(args, tokenizer):
+    """The first --limit "seen" and "paraphrase" questions of --eval, and a prompts file of their ids."""
     items, per_split = [], {}
     for line in open(args.eval):
         item = json.loads(line)
@@ -74,10 +75,18 @@ def multiturn(args, tokenizer, eos):
         for item in items:
             prompt = f"<|im_start|>user\n{item['question']}<|im_end|>\n<|im_start|>assistant\n"
             f.write(" ".join(map(str, tokenizer.encode(prompt).ids)) + "\n")
-        prompts_file = f.name
+        return items, f.name
+
+
+def decode_answers(tokenizer, eos, rows):
+    return [tokenizer.decode(r[:r.index(eos)] if eos in r else r) for r in rows]
+
+
+def multiturn(args, tokenizer, eos):
+    items, prompts_file = single_turn_prompts(args, tokenizer)
     rows = run(args.cli, args.model, prompts_file, args.device, "--defer", 0, args.new_tokens)
     Path(prompts_file).unlink()
-    outputs = [tokenizer.decode(r[:r.index(eos)] if eos in r else r) for r in rows]
+    outputs = decode_answers(tokenizer, eos, rows)
     single = score(items, outputs)
     print("| single-turn questions | n | definition | exact |\n|---|---|---|---|")
     for split in ("seen", "paraphrase"):
@@ -130,24 +139,14 @@ def main():
     k = config["num_experts_per_tok"]
     if args.multiturn:
         return multiturn(args, tokenizer, eos)
-    items, per_split = [], {}
-    for line in open(args.eval):
-        item = json.loads(line)
-        if item["split"] in ("seen", "paraphrase") and per_split.get(item["split"], 0) < args.limit:
-            per_split[item["split"]] = per_split.get(item["split"], 0) + 1
-            items.append(item)
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-        for item in items:
-            prompt = f"<|im_start|>user\n{item['question']}<|im_end|>\n<|im_start|>assistant\n"
-            f.write(" ".join(map(str, tokenizer.encode(prompt).ids)) + "\n")
-        prompts_file = f.name
+    items, prompts_file = single_turn_prompts(args, tokenizer)
 
     print(f"| experts | seen: definition | seen: exact | paraphrase: definition | paraphrase: exact |")
     print("|---|---|---|---|---|")
     for d in range(k):
         for flag in (("--defer", "--skip") if d else ("--defer",)):
             rows = run(args.cli, args.model, prompts_file, args.device, flag, d, args.new_tokens)
-            outputs = [tokenizer.decode(r[:r.index(eos)] if eos in r else r) for r in rows]
+            outputs = decode_answers(tokenizer, eos, rows)
             table = score(items, outputs)
             label = f"all {k} immediate (d=0)" if d == 0 else f"{flag[2:]} {d}"
             s, p = table["seen"], table["paraphrase"]

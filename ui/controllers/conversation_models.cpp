@@ -5,26 +5,16 @@
 
 #include "ui/controllers/chat_controller.h"
 #include "ui/controllers/model_controller.h"
+#include "ui/settings/app_paths.h"
 #include "ui/settings/app_settings.h"
 
 namespace tandem::ui {
-namespace {
-
-bool sameDir(const QString& a, const QString& b) {
-    if (a.isEmpty() || b.isEmpty()) return false;
-    const QString ca = QDir(a).canonicalPath();
-    const QString cb = QDir(b).canonicalPath();
-    return ca.isEmpty() || cb.isEmpty() ? QDir::cleanPath(a) == QDir::cleanPath(b) : ca == cb;
-}
-
-}  // namespace
-
 ConversationModels::ConversationModels(ChatController* chat, ModelController* model, AppSettings* settings, QObject* parent)
     : QObject(parent), chat_(chat), model_(model), settings_(settings) {
     connect(chat_, &ChatController::currentConversationChanged, this, &ConversationModels::onConversationChanged);
     connect(chat_, &ChatController::generatingChanged, this, &ConversationModels::onGeneratingChanged);
     connect(model_, &ModelController::modelReady, this, [this](const ModelSummary& summary) {
-        if (chosen_.isEmpty() || !sameDir(summary.dir, chosen_)) return;
+        if (chosen_.isEmpty() || !paths::sameFolder(summary.dir, chosen_)) return;
         chosen_.clear();
         if (const qint64 id = chat_->currentConversationId(); id != 0) settings_->setModelForConversation(id, summary.dir);
     });
@@ -69,8 +59,8 @@ void ConversationModels::onGeneratingChanged(bool generating) {
 void ConversationModels::switchToCurrent() {
     const QString dir = modelOf(chat_->currentConversationId());
     if (dir.isEmpty()) return;
-    const bool inUse = model_->state() == ModelController::State::Loading ? sameDir(dir, model_->loadingDir())
-                                                                          : model_->isReady() && sameDir(dir, model_->summary().dir);
+    const bool inUse = model_->state() == ModelController::State::Loading ? paths::sameFolder(dir, model_->loadingDir())
+                                                                          : model_->isReady() && paths::sameFolder(dir, model_->summary().dir);
     if (inUse) return;
     model_->loadModelFolder(dir);
 }

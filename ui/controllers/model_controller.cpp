@@ -5,15 +5,10 @@
 #include <algorithm>
 #include <utility>
 
+#include "ui/settings/app_paths.h"
+
 namespace tandem::ui {
 namespace {
-
-bool sameDir(const QString& a, const QString& b) {
-    if (a.isEmpty() || b.isEmpty()) return false;
-    const QString ca = QDir(a).canonicalPath();
-    const QString cb = QDir(b).canonicalPath();
-    return ca.isEmpty() || cb.isEmpty() ? QDir::cleanPath(a) == QDir::cleanPath(b) : ca == cb;
-}
 
 // `text` as a sentence that another may follow.
 QString sentence(QString text) {
@@ -63,7 +58,7 @@ QString ModelController::configuredModelDir() const {
     return dir.isEmpty() ? embeddedModelDir_ : dir;
 }
 
-bool ModelController::isEmbedded(const QString& dir) const { return sameDir(dir, embeddedModelDir_); }
+bool ModelController::isEmbedded(const QString& dir) const { return paths::sameFolder(dir, embeddedModelDir_); }
 
 QString ModelController::checkModelFolder(const QString& dir) {
     const QString shown = QDir::toNativeSeparators(dir);
@@ -91,7 +86,7 @@ QString ModelController::checkModelFolder(const QString& dir) {
 QList<ModelChoice> ModelController::modelChoices() const {
     QList<ModelChoice> choices;
     const auto listed = [&](const QString& dir) {
-        return std::any_of(choices.begin(), choices.end(), [&](const ModelChoice& c) { return sameDir(c.dir, dir); });
+        return std::any_of(choices.begin(), choices.end(), [&](const ModelChoice& c) { return paths::sameFolder(c.dir, dir); });
     };
     if (!embeddedModelDir_.isEmpty() && checkModelFolder(embeddedModelDir_).isEmpty())
         choices.append({QFileInfo(embeddedModelDir_).fileName(), embeddedModelDir_, ModelChoice::Source::Shipped});
@@ -132,7 +127,7 @@ void ModelController::loadConfigured() {
         return;
     }
     startupLoad_ = first;
-    if (isReady() && !sameDir(dir, summary_.dir)) {
+    if (isReady() && !paths::sameFolder(dir, summary_.dir)) {
         // Settings name another model than the one in use: a switch, checked first.
         const QString previous = summary_.dir;
         if (const QString problem = checkModelFolder(dir); !problem.isEmpty()) {
@@ -193,7 +188,7 @@ void ModelController::fallBack(const QString& problem, const QString& failedDir,
                    : tr("Tandem went back to %1.").arg(QFileInfo(fallback).fileName());
     // A folder that failed is not the model of the next start, unless it was saved before (a disk that is
     // not there today may be tomorrow).
-    if (!startupLoad_ && sameDir(settings_->engine().modelDir, failedDir)) rememberAsConfigured(fallback);
+    if (!startupLoad_ && paths::sameFolder(settings_->engine().modelDir, failedDir)) rememberAsConfigured(fallback);
     remember_.clear();
     lastError_ = message;
     load(fallback, QString());
@@ -218,7 +213,7 @@ void ModelController::onLoaded(const ModelSummary& summary) {
     lastError_.clear();
     // (A load asked for earlier may finish after another was asked for: that one is remembered when it
     // loads.)
-    if (!remember_.isEmpty() && sameDir(remember_, summary.dir)) {
+    if (!remember_.isEmpty() && paths::sameFolder(remember_, summary.dir)) {
         rememberAsConfigured(summary.dir);
         remember_.clear();
     }
@@ -260,7 +255,7 @@ void ModelController::onVerified(const QString& dir, const tandem::StoreCheck& r
 
 void ModelController::onLoadFailed(const QString& dir, const QString& message) {
     const QString failed = tr("Could not load the model in %1: %2").arg(QDir::toNativeSeparators(dir), message);
-    if (!fallbackDir_.isEmpty() && !sameDir(fallbackDir_, dir) && QFileInfo::exists(fallbackDir_)) {
+    if (!fallbackDir_.isEmpty() && !paths::sameFolder(fallbackDir_, dir) && QFileInfo::exists(fallbackDir_)) {
         fallBack(failed, dir, fallbackDir_);
         return;
     }

@@ -37,4 +37,11 @@ QString shippedModelDir() {
                            defaultModelName());
 }
 
+bool sameFolder(const QString& a, const QString& b) {
+    if (a.isEmpty() || b.isEmpty()) return false;
+    const QString ca = QDir(a).canonicalPath();
+    const QString cb = QDir(b).canonicalPath();
+    return ca.isEmpty() || cb.isEmpty() ? QDir::cleanPath(a) == QDir::cleanPath(b) : ca == cb;
+}
+
 }  // namespace tandem::ui::paths

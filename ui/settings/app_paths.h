@@ -25,4 +25,8 @@ QString defaultModelName();
 // exists: the installed layout, which the build folder repeats.
 QString shippedModelDir();
 
+// Whether two folder names are the same folder (through links and "..", when both exist); an empty
+// name is no folder.
+bool sameFolder(const QString& a, const QString& b);
+
 }  // namespace tandem::ui::paths

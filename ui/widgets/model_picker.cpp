@@ -6,19 +6,13 @@
 #include <QStandardItemModel>
 
 #include "ui/controllers/model_controller.h"
+#include "ui/settings/app_paths.h"
 
 namespace tandem::ui {
 namespace {
 
 constexpr int kDirRole = Qt::UserRole;
 constexpr int kKindRole = Qt::UserRole + 1;
-
-bool sameDir(const QString& a, const QString& b) {
-    if (a.isEmpty() || b.isEmpty()) return false;
-    const QString ca = QDir(a).canonicalPath();
-    const QString cb = QDir(b).canonicalPath();
-    return ca.isEmpty() || cb.isEmpty() ? QDir::cleanPath(a) == QDir::cleanPath(b) : ca == cb;
-}
 
 }  // namespace
 
@@ -84,7 +78,7 @@ void ModelPicker::refresh() {
                                                                       : tr("Opened before"));
         }
         addModel(c.name, c.dir, QDir::toNativeSeparators(c.dir));
-        currentListed |= sameDir(c.dir, current);
+        currentListed |= paths::sameFolder(c.dir, current);
     }
     // A model in use that the list does not offer (a folder opened once, not loadable any more): shown
     // all the same, so the picker never names another model than the one in use.
@@ -102,7 +96,7 @@ void ModelPicker::refresh() {
 int ModelPicker::rowOf(const QString& dir) const {
     if (dir.isEmpty()) return -1;
     for (int row = 0; row < count(); ++row)
-        if (kindAt(row) == RowKind::Model && sameDir(itemData(row, kDirRole).toString(), dir)) return row;
+        if (kindAt(row) == RowKind::Model && paths::sameFolder(itemData(row, kDirRole).toString(), dir)) return row;
     return -1;
 }
 
@@ -135,7 +129,7 @@ void ModelPicker::onActivated(int row) {
     refresh();
     switch (kind) {
     case RowKind::Model:
-        if (!sameDir(dir, current)) emit modelChosen(dir);
+        if (!paths::sameFolder(dir, current)) emit modelChosen(dir);
         break;
     case RowKind::OpenFolder: emit openFolderRequested(); break;
     case RowKind::GetModel: emit getModelRequested(); break;
