@@ -30,6 +30,7 @@
 
 #include "cpu/expert_pack.h"
 #include "cuda/expert_kernels.cu"
+#include "cuda/expert_prefill.cu"
 
 using namespace tandem;
 using io::ExpertType;

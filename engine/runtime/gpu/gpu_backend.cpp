@@ -30,9 +30,8 @@ public:
                 bool stream)
         : config_(config), experts_(std::move(experts)), rope_(config), name_(std::move(name)),
           gpuWeights_(cuda::uploadWeights(config, weights, rope_.inverseFrequencies(), pool)),
-          gpuExperts_(placement.gpuExperts > 0 || stream
-                          ? cuda::uploadExperts(config, *request.layout, request.layerBytes, std::move(placement))
-                          : cuda::noGpuExperts(config)) {
+          gpuExperts_(request.layout ? cuda::uploadExperts(config, *request.layout, request.layerBytes, std::move(placement))
+                                     : cuda::noGpuExperts(config)) {
         if (stream) cuda::enableStreaming(gpuExperts_, config, *request.layout, request.layerBytes);
     }
 

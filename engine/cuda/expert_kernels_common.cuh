@@ -1,0 +1,111 @@
+#pragma once
+// What the routed-expert kernels share (expert_kernels.cu: decode, the routes' grouping and the layout;
+// expert_prefill.cu: prefill): the packed layout's constants, weight loads and conversions, the block
+// scan and the batch check. Internal to those two files; the description of the layout is at the top of
+// expert_kernels.cu.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <string>
+
+#include "cuda/expert_kernels.h"
+#include "tandem/error.h"
+
+namespace tandem::cuda {
+namespace {
+
+using io::ExpertType;
+using bf16 = __nv_bfloat16;
+
+constexpr int kPanelRows = 16;
+constexpr int kChunkCols = 128;
+static_assert(kPanelRows == io::kPanelRows && kChunkCols == io::kChunkCols);
+
+constexpr int kMaxTopK = 32;
+
+std::size_t roundUp(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+// ---------------------------------------------------------------------------------------------------
+// Shared helpers
+
+// 16 (8) weight bytes that are read once: not kept in L1, where the activations live.
+__device__ __forceinline__ uint4 streamLoad16(const void* p) {
+    uint4 v;
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ uint2 streamLoad8(const void* p) {
+    uint2 v;
+    asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ float silu(float v) { return v / (1.0f + expf(-v)); }
+
+// u - 128 for byte `byte` of an int8 word: 0x4B0000uu is the float 2^23 + u.
+__device__ __forceinline__ float int8Weight(std::uint32_t word, int byte) {
+    return __uint_as_float(__byte_perm(word, 0x4B000000u, 0x7440 + byte)) - 8388736.0f;
+}
+
+// n - 8 for byte `byte` of a word of nibbles (already masked to 0x0F0F0F0F).
+__device__ __forceinline__ float int4Weight(std::uint32_t nibbles, int byte) {
+    return __uint_as_float(__byte_perm(nibbles, 0x4B000000u, 0x7440 + byte)) - 8388616.0f;
+}
+
+__device__ __forceinline__ float halfBits(unsigned short bits) { return __half2float(__ushort_as_half(bits)); }
+
+// Down's block (row panel q, K block kb): chunk c = kb / blocksPerChunk holds every row panel over
+// its columns, panel after panel; every chunk but the last is full.
+template <int BlockInputs>
+__device__ __forceinline__ const std::uint8_t* downBlock(const GpuExpertLayout& l, const std::uint8_t* expert, int q,
+                                                         int kb) {
+    constexpr int kPerChunk = kChunkCols / BlockInputs;
+    const int c = kb / kPerChunk;
+    const int chunkBlocks = c + 1 < l.chunks ? kPerChunk : (l.interPad - kChunkCols * c) / BlockInputs;
+    return expert + l.downOffset + c * l.fullChunkBytes +
+           static_cast<std::int64_t>(q * chunkBlocks + kb % kPerChunk) * l.blockBytes;
+}
+
+
+// Exclusive prefix sum over the block (at most 1024 threads); every thread gets its prefix and the total.
+__device__ int blockExclusiveScan(int v, int& total) {
+    __shared__ int warpSums[32];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
+    int inclusive = v;
+    for (int o = 1; o < 32; o <<= 1) {
+        const int n = __shfl_up_sync(0xffffffffu, inclusive, o);
+        if (lane >= o) inclusive += n;
+    }
+    if (lane == 31) warpSums[warp] = inclusive;
+    __syncthreads();
+    if (warp == 0) {
+        int w = lane < warps ? warpSums[lane] : 0;
+        for (int o = 1; o < 32; o <<= 1) {
+            const int n = __shfl_up_sync(0xffffffffu, w, o);
+            if (lane >= o) w += n;
+        }
+        warpSums[lane] = w;
+    }
+    __syncthreads();
+    total = warpSums[warps - 1];
+    const int result = inclusive - v + (warp > 0 ? warpSums[warp - 1] : 0);
+    __syncthreads();  // warpSums may be reused by a later call
+    return result;
+}
+
+inline void requireBatch(const GpuExpertLayout& l, const ExpertPairs& b, const float* x, int ldx, const char* what) {
+    if (b.topK < 1 || b.topK > kMaxTopK || b.groups < 1 || b.tokens < 1 || b.maxPairs < 1)
+        throw Error(std::string(what) + ": a batch needs 1-" + std::to_string(kMaxTopK) + " slots per token and groups, tokens, pairs");
+    if (ldx % 4 != 0 || reinterpret_cast<std::uintptr_t>(x) % 16 != 0)
+        throw Error(std::string(what) + ": activation rows must be 16-byte aligned (ldx a multiple of 4)");
+    if (l.hidden < 1 || l.inter < 1) throw Error(std::string(what) + ": empty expert layout");
+    if (!b.weights || !b.groupStart || !b.pairToken || !b.pairGroup || !b.pairWeight || !b.slotPair)
+        throw Error(std::string(what) + ": a batch needs every one of its device arrays");
+}
+
+}  // namespace
+}  // namespace tandem::cuda
