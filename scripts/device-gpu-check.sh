@@ -30,6 +30,14 @@
 # runs them teacher-forced on the CPU with each of REALWIDTH_ISAS (default "avx512 amx") and on the GPU
 # (REALWIDTH=1 CHECKS=0 BENCH=0 for these alone; docs/FIDELITY.md). Logs go to $OUT; the last lines
 # printed are the summary tables.
+# PEER=1: llama.cpp side by side on the same weights (../shared/peer copied into .peer and carried). A call
+# starts what is missing in PEER_DIR (/tmp/peer, kept while the machine stays warm): llama-bench's build,
+# detached (setsid, ~7 min, going on between back-to-back calls), the GGUF (gen_gguf.py qwen3-30b-a3b, Q4_0
+# experts) and its Tandem store (convert --experts int4). Once llama-bench is built (waiting up to PEER_WAIT
+# seconds, default 0), it runs llama.cpp's configurations (experts in system memory at pp512/tg128 and
+# pp2048 with -ub 2048, half the layers' experts on the GPU with -ncmoe 24, everything on the GPU) and
+# Tandem's bench on the same store with the matching --gpu-memory (0, PEER_HALF default 9G: 24 layers and
+# the two staging layers, auto), and prints both with the ratios (PEER_REPS repetitions, default 3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tandem-out}
@@ -50,6 +58,27 @@ build_tree() {
 build_tree . "$build" ""
 echo "build: $(( $(date +%s) - start )) s"
 cli="$build/app/tandem-cli"
+
+pd=${PEER_DIR:-/tmp/peer}
+lb=/tmp/lcpp/build/bin/llama-bench
+if [[ ${PEER:-0} == 1 ]]; then
+  mkdir -p "$pd"
+  if [[ ! -x $lb ]] && ! pgrep -f build-llama-cpp.sh >/dev/null; then
+    setsid bash .peer/build-llama-cpp.sh cuda >"$pd/lcpp-build.log" 2>&1 </dev/null &
+    echo "peer: llama.cpp build started"
+  fi
+  if [[ ! -d $pd/q30-int4 ]]; then
+    (set -e
+     [[ -d $pd/src/lcpp/gguf-py ]] || { mkdir -p "$pd/src"; tar xJf .peer/llama.cpp-src.tar.xz -C "$pd/src" lcpp/gguf-py; }
+     t0=$(date +%s)
+     [[ -s $pd/q30.gguf ]] || { PYTHONPATH=$pd/src/lcpp/gguf-py python3 .peer/gen_gguf.py qwen3-30b-a3b "$pd/q30.part.gguf" \
+                                  --experts q4_0 && mv "$pd/q30.part.gguf" "$pd/q30.gguf"; }
+     "$cli" convert --model "$pd/q30.gguf" --out "$pd/q30-int4" --experts int4 >"$pd/convert.log" 2>&1
+     echo "peer: GGUF and store made in $(( $(date +%s) - t0 )) s") >"$pd/make.log" 2>&1 &
+    peer_make=$!
+    echo "peer: making the GGUF and its store in the background ($pd/make.log)"
+  fi
+fi
 # BASELINE=TARBALL (e.g. .baseline/src.tar.gz, made here by `git archive --format=tar.gz -o
 # .baseline/src.tar.gz COMMIT` and carried): builds that tree too, for BENCH_VARIANTS="default
 # cli=/tmp/tandem-build-baseline/app/tandem-cli" in the same call.
@@ -68,6 +97,12 @@ if [[ ${CHECKS:-1} == 1 ]]; then
   nvcc -std=c++20 -arch=sm_90 -O3 -Iengine -Iengine/include scripts/check_fp8.cu -lcublas -o "$build/check-fp8" \
     >"$out/check-fp8-build.log" 2>&1 && "$build/check-fp8" | tee "$out/check-fp8.txt" | tail -3 ||
     { echo "check_fp8 FAILED"; tail -20 "$out/check-fp8-build.log" "$out/check-fp8.txt"; }
+  # The prompt's attention kernels against float64 (scripts/check_attention.cu); when they fail, the rest of
+  # the call runs the scalar kernel (TANDEM_GPU_FLASH=0) and says so.
+  nvcc -std=c++20 -arch=sm_90 -O3 -Iengine -Iengine/include scripts/check_attention.cu -o "$build/check-attention" \
+    >"$out/check-attention-build.log" 2>&1 && "$build/check-attention" | tee "$out/check-attention.txt" ||
+    { echo "check_attention FAILED: the rest runs TANDEM_GPU_FLASH=0"; tail -20 "$out/check-attention-build.log"
+      export TANDEM_GPU_FLASH=0; }
   python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device cpu --device gpu 2>&1 | tee "$out/golden.txt"
 fi
 
@@ -194,3 +229,52 @@ if [[ ${MOE:-0} == 1 ]]; then
   python3 scripts/moe_table.py "$out/moe.jsonl"
 fi
 
+if [[ ${PEER:-0} == 1 ]]; then
+  [[ -n ${peer_make:-} ]] && wait "$peer_make"  # the GGUF and the store, when this call made them
+  cat "$pd/make.log" 2>/dev/null
+  for _ in $(seq "${PEER_WAIT:-0}"); do [[ -x $lb ]] && break; sleep 1; done
+  if [[ ! -x $lb ]]; then
+    echo "peer: llama-bench not built yet ($(tail -c 300 "$pd/lcpp-build.log" 2>/dev/null | tr '\n' ' '))"
+  elif [[ ! -d $pd/q30-int4 ]]; then
+    echo "peer: no store yet"; tail -5 "$pd/convert.log" 2>/dev/null
+  else
+    reps=${PEER_REPS:-3}
+    : >"$out/peer.jsonl"
+    # name | llama-bench arguments | Tandem's --gpu-memory (-: none) | prompt sizes; rows of one name are compared
+    while IFS='|' read -r name largs gm prompts; do
+      t0=$(date +%s)
+      $lb -m "$pd/q30.gguf" $largs -t "$(nproc)" -fa 1 -r "$reps" -o jsonl 2>>"$out/peer-llama.log" |
+        sed "s|^{|{\"config\": \"$name\", \"who\": \"llama.cpp\", |" >>"$out/peer.jsonl"
+      [[ $gm == - ]] || "$cli" bench --model "$pd/q30-int4" --prompt "$prompts" --gen 128 --defer 0,2 --device gpu --gpu-memory "$gm" --no-verify \
+        --json 2>>"$out/peer-tandem.log" | grep '^{' |
+        sed "s|^{|{\"config\": \"$name\", \"who\": \"tandem\", |" >>"$out/peer.jsonl"
+      echo "($name: $(( $(date +%s) - t0 )) s)"
+    done <<EOF2
+experts in RAM|-ngl 99 -ot exps=CPU -p 512 -n 128|-|
+experts in RAM|-ngl 99 -ot exps=CPU -p 2048 -ub 2048 -b 2048 -n 0|0|512,2048
+half on GPU|-ngl 99 -ncmoe 24 -p 512 -n 128|${PEER_HALF:-9G}|512
+all on GPU|-ngl 99 -p 512,2048 -ub 2048 -b 2048 -n 128|auto|512,2048
+EOF2
+    python3 - "$out/peer.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print(f'{"configuration":24} {"test":8} {"llama.cpp":>9} {"tandem":>8} {"ratio":>6}  tandem placement')
+for config in dict.fromkeys(r["config"] for r in rows):
+    ll = [r for r in rows if r["config"] == config and r["who"] == "llama.cpp"]
+    tt = [r for r in rows if r["config"] == config and r["who"] == "tandem"]
+    tests = []
+    for r in ll:
+        if r.get("n_prompt", 0) > 0 and r.get("n_gen", 0) == 0: tests.append((f'pp{r["n_prompt"]}', r["avg_ts"], r["n_prompt"], None))
+        if r.get("n_gen", 0) > 0 and r.get("n_prompt", 0) == 0: tests.append((f'tg{r["n_gen"]}', r["avg_ts"], None, r["n_gen"]))
+    for test, theirs, pp, tg in tests:
+        for t in tt:
+            if pp and t.get("prompt_tokens") == pp and t["deferral"] == 0:
+                ours, d = t["prefill_tokens_per_second"], ""
+            elif tg and t.get("prompt_tokens") == min(x.get("prompt_tokens", 0) for x in tt):
+                ours, d = t["decode_tokens_per_second"], f' d={t["deferral"]}'
+            else:
+                continue
+            print(f'{config:24} {test + d:8} {theirs:9.1f} {ours:8.1f} {ours / theirs:6.2f}  {t["placement"][:60]}')
+PY
+  fi
+fi

@@ -302,6 +302,7 @@ void launchAttention(const AttentionArgs& a, cudaStream_t s) {
             launchChained(attentionDecodeKernel<kMaxValuePerThread>, grid, kThreads, shared, s, a);
         return;
     }
+    if (!a.noFlash && launchFlashPrefill(a, s)) return;
     launchChained(attentionKernel, dim3(a.heads, a.tokens, std::max(1, a.splits)), kThreads, shared, s, a);
     if (a.splits > 1) {
         launchChained(combineKernel, dim3(a.heads, a.tokens), kThreads, 0, s, a);

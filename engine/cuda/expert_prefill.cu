@@ -6,6 +6,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/expert_kernels.h"
 #include "cuda/expert_kernels_common.cuh"
+#include "cuda/mma.cuh"
 #include "tandem/error.h"
 
 namespace tandem::cuda {
@@ -52,20 +53,6 @@ __device__ __forceinline__ void cpAsyncWait() {
 
 __device__ __forceinline__ std::uint32_t lds32(const std::uint8_t* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
 __device__ __forceinline__ uint2 lds64(const std::uint8_t* p) { return *reinterpret_cast<const uint2*>(p); }
-
-__device__ __forceinline__ std::uint32_t bf16Pair(float a, float b) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
-    return *reinterpret_cast<const std::uint32_t*>(&v);
-}
-
-// c += A (16 x 16, row) * B (16 x 8, col), bf16 in, float32 sums.
-__device__ __forceinline__ void mma(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 // Fragments (lane = 4 g + q). A's registers hold rows g and g + 8 at k-slots (2q, 2q+1) and (2q+8,
 // 2q+9); B's hold column (output) g at the same k-slots; C's rows g, g + 8 and columns 2q, 2q + 1.

@@ -123,10 +123,14 @@ struct AttentionArgs {
     const float* qNorm; const float* kNorm; float eps; RopeParams rope;
     const float* kNew; const float* vNew;  // raw key and value heads of the step's qkv row
     float* keyCache; float* valueCache;    // keyA and value, written
+    bool noFlash;  // prefill: the scalar kernel even where launchFlashPrefill serves (Tuning::gpuFlashPrefill)
 };
 // Whether launchAttention runs the decode kernel for these arguments.
 inline bool usesDecodeKernel(const AttentionArgs& a) { return a.tokens == 1 && a.splits > 1 && a.decodeKernel; }
 void launchAttention(const AttentionArgs& a, cudaStream_t s);
+// Prefill (tokens > 1) on tensor cores for GQA heads of 32, 64 or 128 (attention_prefill.cu); false,
+// launching nothing, for arguments it does not serve. launchAttention tries it first unless noFlash.
+bool launchFlashPrefill(const AttentionArgs& a, cudaStream_t s);
 
 // Routing of every token: logits [tokens, experts] -> ids / weights [tokens, topK], heaviest first,
 // exactly as model::routeToken does on the CPU.

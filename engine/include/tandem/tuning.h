@@ -26,10 +26,14 @@ struct Tuning {
     bool gpuFp8 = true;             // TANDEM_GPU_FP8=0: FP8 weights rounded to bf16 on the GPU (see ARCHITECTURE)
     bool gpuChain = true;           // TANDEM_GPU_CHAIN=0: no programmatic dependent launches
     int gpuPrefetchMb = -1;         // TANDEM_GPU_PREFETCH_MB: next layer's weights into L2; -1 = half of L2
+    bool gpuFlashPrefill = true;    // TANDEM_GPU_FLASH=0: prompts' GQA attention on the scalar kernel (attention.cu)
     bool gpuProfile = false;        // TANDEM_GPU_PROFILE=1: per-stage GPU times of decode steps, printed at exit
     // Prefill chunks of at least this many tokens copy the routed experts of the layers the CPU holds to
     // the GPU from pinned memory and compute them there (ARCHITECTURE, "Placement"); 0 = never.
     int gpuStreamMinTokens = 256;   // TANDEM_GPU_STREAM_MIN_TOKENS
+    // Prompt tokens per GPU prefill chunk; 0 = chosen at load (2048 where the activations fit easily, else
+    // down to 512; runtime/gpu/gpu_backend.cpp).
+    int gpuPrefillChunk = 0;        // TANDEM_GPU_CHUNK
 
     // From the environment; throws tandem::Error naming the variable for a value out of its range.
     static Tuning fromEnvironment();

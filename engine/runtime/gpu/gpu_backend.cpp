@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "cuda/cublas_loader.h"
@@ -18,7 +19,9 @@ namespace tandem::runtime {
 
 namespace {
 
+// Prompt tokens a chunk takes at least; larger chunks (up to kMaxPrefillChunk) when memory allows.
 constexpr int kPrefillChunk = 512;
+constexpr int kMaxPrefillChunk = 2048;
 constexpr std::uint64_t kHeadroomBytes = 512ull << 20;  // the CUDA context, cuBLAS, fragmentation
 // What the automatic expert budget leaves free besides: a tenth of the free memory, at most this.
 constexpr std::uint64_t kExpertMarginBytes = 2ull << 30;
@@ -27,8 +30,8 @@ class CudaBackend : public GpuBackend {
 public:
     CudaBackend(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ThreadPool& pool,
                 ExpertsFactory experts, std::string name, const GpuExpertsRequest& request, ExpertPlacement placement,
-                bool stream)
-        : config_(config), experts_(std::move(experts)), rope_(config), name_(std::move(name)),
+                bool stream, int prefillChunk)
+        : config_(config), experts_(std::move(experts)), rope_(config), name_(std::move(name)), prefillChunk_(prefillChunk),
           gpuWeights_(cuda::uploadWeights(config, weights, rope_.inverseFrequencies(), pool)),
           gpuExperts_(request.layout ? cuda::uploadExperts(config, *request.layout, request.layerBytes, std::move(placement))
                                      : cuda::noGpuExperts(config)) {
@@ -36,7 +39,7 @@ public:
     }
 
     std::unique_ptr<ModelRunner> newRunner(int capacity) override {
-        return std::make_unique<cuda::GpuRunner>(config_, experts_(), gpuWeights_, gpuExperts_, rope_, capacity, kPrefillChunk);
+        return std::make_unique<cuda::GpuRunner>(config_, experts_(), gpuWeights_, gpuExperts_, rope_, capacity, prefillChunk_);
     }
     std::string deviceName() const override { return name_; }
     std::string placement() const override {
@@ -55,6 +58,7 @@ private:
     ExpertsFactory experts_;
     model::Rope rope_;
     std::string name_;
+    int prefillChunk_;
     cuda::GpuWeights gpuWeights_;
     cuda::GpuExperts gpuExperts_;
 };
@@ -114,6 +118,7 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
     // The routed experts' share (runtime/placement.h): whole MoE layers, from the last, within the budget.
     ExpertPlacement placement = planPlacement(config, {});
     bool stream = false;
+    std::uint64_t stagingBytes = 0;  // streaming's two staging layers
     if (gpuExperts.layout && gpuExperts.layerBytes && gpuExperts.budgetBytes != 0 && config.numExperts > 0) {
         const cuda::GpuExpertLayout layout = cuda::gpuExpertLayout(*gpuExperts.layout);
         const std::uint64_t withExperts = cuda::GpuRunner::deviceBytes(config, capacity, kPrefillChunk, &layout);
@@ -135,7 +140,8 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
         if (tuning().gpuStreamMinTokens > 0 && budget < layerSize * static_cast<std::uint64_t>(config.moeLayerCount()) &&
             budget >= 2 * layerSize) {
             stream = true;
-            budget -= 2 * layerSize;
+            stagingBytes = 2 * layerSize;
+            budget -= stagingBytes;
         }
         PlacementRequest request;
         request.expertBytes = cuda::gpuExpertBytes(*gpuExperts.layout);
@@ -143,8 +149,26 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
         request.wholeLayersOnly = true;  // GpuRunner does not split a layer between the GPU and the CPU yet
         placement = planPlacement(config, request);
     }
+    // The prompt's chunk: larger chunks read the weights (and, streaming, copy the CPU's experts) fewer
+    // times per token; each costs activation memory, which may take at most a sixteenth of what is free
+    // beside the weights, experts and context.
+    int chunk = kPrefillChunk;
+    if (tuning().gpuPrefillChunk > 0) {
+        chunk = tuning().gpuPrefillChunk;
+    } else {
+        std::optional<cuda::GpuExpertLayout> layout;
+        if (gpuExperts.layout && (placement.gpuExperts > 0 || stream)) layout = cuda::gpuExpertLayout(*gpuExperts.layout);
+        const auto bytesAt = [&](int c) {
+            return cuda::GpuRunner::deviceBytes(config, capacity, c, layout ? &*layout : nullptr);
+        };
+        const std::uint64_t used = weightBytes + placement.gpuBytes + stagingBytes + bytesAt(kPrefillChunk) + kHeadroomBytes;
+        for (int c = kMaxPrefillChunk; c > kPrefillChunk && chunk == kPrefillChunk; c /= 2) {
+            const std::uint64_t extra = bytesAt(c) - bytesAt(kPrefillChunk);
+            if (used + extra <= freeBytes && extra * 16 <= freeBytes - std::min(freeBytes, used)) chunk = c;
+        }
+    }
     return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), prop.name, gpuExperts,
-                                         std::move(placement), stream);
+                                         std::move(placement), stream, chunk);
 }
 
 }  // namespace tandem::runtime

@@ -21,6 +21,9 @@ constexpr std::size_t kBlasWorkspaceBytes = 32u << 20;
 // FP8 prefill (projectFp8): bytes of widened weight rows per chunk, and at most this many rows a chunk.
 constexpr std::size_t kFp8RowsBytes = 64u << 20;
 constexpr int kFp8MaxChunkRows = 4096;
+// Logits rows a chunk computes at most (the vocabulary is wide: 0.6 MB a row for Qwen3): a pass that
+// wants every token's logits (eval) runs in chunks of at most this many tokens.
+constexpr std::size_t kHeadRows = 512;
 
 struct Widths {
     long qkv = 0, q = 0, comb = 0, qLatent = 0, gateUp = 0, inner = 0, attn = 0, cacheA = 0, cacheB = 0;
@@ -96,9 +99,13 @@ L2Prefetch attentionWeights(const GpuLayer& layer, std::size_t budget) {
     return p;
 }
 
-long pairsWidth(const model::ModelConfig& c) {
+// Floats of pairs_, the split GEMMs' products before their pair sums (and MLA's value expansion): 2
+// rows a token of the widest projection, or 2 rows a head row of the output head's.
+std::size_t pairsFloats(const model::ModelConfig& c, std::size_t tokens) {
     const Widths w = widthsOf(c);
-    return std::max({w.qkv, w.q, w.comb, w.gateUp, w.attn, static_cast<long>(c.hiddenSize), static_cast<long>(c.vocabSize)});
+    const long width = std::max({w.qkv, w.q, w.comb, w.gateUp, w.attn, static_cast<long>(c.hiddenSize)});
+    return std::max(2 * tokens * static_cast<std::size_t>(width),
+                    2 * std::min<std::size_t>(tokens, kHeadRows) * static_cast<std::size_t>(c.vocabSize));
 }
 
 }  // namespace
@@ -120,8 +127,8 @@ std::uint64_t GpuRunner::deviceBytes(const model::ModelConfig& c, int capacity, 
     const std::uint64_t rows = splitPrecision() ? 2 : 1;
     const std::uint64_t cache = static_cast<std::uint64_t>(c.numLayers) * capacity * (w.cacheA + w.cacheB) * 4;
     const std::uint64_t f32 = T * (2ull * c.hiddenSize + w.qkv + w.q + w.comb + rows * w.qLatent + w.gateUp +
-                                   static_cast<std::uint64_t>(c.numExperts) + 2ull * c.router.topK + c.vocabSize +
-                                   rows * static_cast<std::uint64_t>(pairsWidth(c)));
+                                   static_cast<std::uint64_t>(c.numExperts) + 2ull * c.router.topK) +
+                              std::min<std::uint64_t>(T, kHeadRows) * c.vocabSize + pairsFloats(c, T);
     const std::uint64_t half = rows * T *
                                (static_cast<std::uint64_t>(c.hiddenSize) + c.qLoraRank +
                                 static_cast<std::uint64_t>(c.numHeads) * c.qkNopeHeadDim + w.qLatent + w.attn + w.inner);
@@ -152,7 +159,7 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
 
     inIds_ = PinnedBuffer<int>(T);
     inStart_ = PinnedBuffer<int>(1);
-    outLogits_ = PinnedBuffer<float>(T * static_cast<std::size_t>(c.vocabSize));
+    outLogits_ = PinnedBuffer<float>(std::min(T, kHeadRows) * static_cast<std::size_t>(c.vocabSize));
     ids_ = DeviceBuffer<int>(T);
     start_ = DeviceBuffer<int>(1);
     for (int l = 0; l < c.numLayers; ++l) {
@@ -172,7 +179,7 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
     attnOut_ = DeviceBuffer<bf16>(T2 * static_cast<std::size_t>(w.attn));
     gateUp_ = DeviceBuffer<float>(T * static_cast<std::size_t>(w.gateUp));
     act_ = DeviceBuffer<bf16>(T2 * static_cast<std::size_t>(w.inner));
-    pairs_ = DeviceBuffer<float>(T2 * static_cast<std::size_t>(pairsWidth(c)));
+    pairs_ = DeviceBuffer<float>(pairsFloats(c, T));
     if (weights.hasFp8) {
         fp8Rows_ = DeviceBuffer<bf16>(kFp8RowsBytes / sizeof(bf16));
         fp8Products_ = DeviceBuffer<float>(T2 * 2 * kFp8MaxChunkRows);
@@ -192,7 +199,7 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
     attnPartials_ = DeviceBuffer<float>(static_cast<std::size_t>(c.numHeads) * decodeSplits_ * (valueWidth + 2));
     attnPartsDone_ = DeviceBuffer<unsigned>(static_cast<std::size_t>(c.numHeads));
     TANDEM_CUDA_CHECK(cudaMemset(attnPartsDone_.get(), 0, attnPartsDone_.size() * sizeof(unsigned)));
-    logits_ = DeviceBuffer<float>(T * static_cast<std::size_t>(c.vocabSize));
+    logits_ = DeviceBuffer<float>(std::min(T, kHeadRows) * static_cast<std::size_t>(c.vocabSize));
     if (c.numExperts > 0) {
         const std::size_t k = static_cast<std::size_t>(c.router.topK);
         routerLogits_ = DeviceBuffer<float>(T * static_cast<std::size_t>(c.numExperts));
@@ -328,7 +335,9 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
     logits.resize((all ? tokens.size() : 1) * V);
 
     for (std::size_t done = 0; done < tokens.size();) {
-        const int n = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(maxChunk_), tokens.size() - done));
+        const std::size_t chunk = all ? std::min<std::size_t>(static_cast<std::size_t>(maxChunk_), kHeadRows)
+                                      : static_cast<std::size_t>(maxChunk_);
+        const int n = static_cast<int>(std::min(chunk, tokens.size() - done));
         const bool lastChunk = done + static_cast<std::size_t>(n) == tokens.size();
         const int rows = all ? n : (lastChunk ? 1 : 0);
         std::copy_n(tokens.data() + done, n, inIds_.get());
@@ -542,6 +551,7 @@ void GpuRunner::enqueueGqa(const model::LayerPlan& layer, int tokens) {
     a.decodeKernel = true;
     a.partials = attnPartials_.get();
     a.partsDone = attnPartsDone_.get();
+    a.noFlash = !tuning().gpuFlashPrefill;
     // Decode: the attention kernel normalizes, rotates and caches the step's q/k/v itself (a kernel
     // fewer a layer); otherwise the prepare kernel does, in place.
     const float* qNorm = c.qkNorm ? w.qNorm.get() : nullptr;
