@@ -100,7 +100,7 @@ void printTable(const std::string& model, const tandem::Engine& engine, const st
 int runBench(const CommandArgs& argv) {
     const CliArgs args(argv, {"--synthetic", "--model", "--experts", "--prompt", "--gen", "--defer", "--threads", "--device", "--gpu-memory",
                               "--seed", "--context"},
-                       {"--json"});
+                       {"--json", "--no-warmup"});
     const auto synthetic = args.optional("--synthetic");
     const auto modelDir = args.optional("--model");
     if (synthetic.has_value() == modelDir.has_value())
@@ -147,6 +147,16 @@ int runBench(const CommandArgs& argv) {
     for (const int promptTokens : prompts) {
         std::vector<int> prompt(static_cast<std::size_t>(promptTokens));
         for (int& t : prompt) t = token(rng);
+        if (!args.flag("--no-warmup")) {
+            // As llama-bench does: the same prompt once, untimed, so that what a first pass pays once (the
+            // GPU's kernels loaded, cuBLAS's choices, the store's pages read in) is not counted.
+            std::fprintf(stderr, "warm-up: prefill %d tokens, decode 2 ...\n", promptTokens);
+            tandem::GenerateOptions warm = gen;
+            warm.maxNewTokens = 2;
+            auto session = engine->newSession();
+            session->setDeferral(deferrals.front());
+            session->generate(prompt, warm, [](int) { return true; });
+        }
         for (const int defer : deferrals) {
             auto session = engine->newSession();
             session->setDeferral(defer);

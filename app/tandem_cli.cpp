@@ -69,10 +69,11 @@ commands:
             (reasoning dimmed), then the speed; /reset, /system TEXT and /quit.
   bench     --model DIR|STORE | --synthetic deepseek-v2-lite|qwen3-30b-a3b|deepseek-v3-4l|tiny
             [--experts TYPE] [--prompt 512[,2048...]] [--gen 128] [--defer D[,D...]] [--threads N]
-            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--json] [--no-verify]
+            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--json] [--no-verify] [--no-warmup]
             A model (or random weights of a real model's shapes): prefill, then decode, with the time
             split and the decode ceiling (measured bandwidth / routed-expert bytes per token), then a
-            table of pp N and tg N rows as llama-bench prints them.
+            table of pp N and tg N rows as llama-bench prints them. Each prompt size is first run once
+            untimed, as llama-bench's warm-up (--no-warmup: not).
   tokenize  --model DIR [--add-special]
             Read UTF-8 text from standard input and print its token ids on one line; with
             --add-special the ids the model expects around a text (e.g. BOS) are included.

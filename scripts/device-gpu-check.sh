@@ -36,8 +36,9 @@
 # experts) and its Tandem store (convert --experts int4). Once llama-bench is built (waiting up to PEER_WAIT
 # seconds, default 0), it runs llama.cpp's configurations (experts in system memory at pp512/tg128 and
 # pp2048 with -ub 2048, half the layers' experts on the GPU with -ncmoe 24, everything on the GPU) and
-# Tandem's bench on the same store with the matching --gpu-memory (0, PEER_HALF default 9G: 24 layers and
-# the two staging layers, auto), and prints both with the ratios (PEER_REPS repetitions, default 3).
+# Tandem's bench on the same store with the matching --gpu-memory (0 and PEER_STREAM, default 1G: only the two
+# staging layers of prefill streaming; PEER_HALF, default 9G: 24 layers and the staging layers; auto), and
+# prints both with the ratios (PEER_REPS repetitions, default 3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tandem-out}
@@ -240,10 +241,11 @@ if [[ ${PEER:-0} == 1 ]]; then
   else
     reps=${PEER_REPS:-3}
     : >"$out/peer.jsonl"
-    # name | llama-bench arguments | Tandem's --gpu-memory (-: none) | prompt sizes; rows of one name are compared
+    # name | llama-bench arguments (-: none) | Tandem's --gpu-memory (-: none) | prompt sizes; rows of one
+    # name are compared
     while IFS='|' read -r name largs gm prompts; do
       t0=$(date +%s)
-      $lb -m "$pd/q30.gguf" $largs -t "$(nproc)" -fa 1 -r "$reps" -o jsonl 2>>"$out/peer-llama.log" |
+      [[ $largs == - ]] || $lb -m "$pd/q30.gguf" $largs -t "$(nproc)" -fa 1 -r "$reps" -o jsonl 2>>"$out/peer-llama.log" |
         sed "s|^{|{\"config\": \"$name\", \"who\": \"llama.cpp\", |" >>"$out/peer.jsonl"
       [[ $gm == - ]] || "$cli" bench --model "$pd/q30-int4" --prompt "$prompts" --gen 128 --defer 0,2 --device gpu --gpu-memory "$gm" --no-verify \
         --json 2>>"$out/peer-tandem.log" | grep '^{' |
@@ -252,6 +254,7 @@ if [[ ${PEER:-0} == 1 ]]; then
     done <<EOF2
 experts in RAM|-ngl 99 -ot exps=CPU -p 512 -n 128|-|
 experts in RAM|-ngl 99 -ot exps=CPU -p 2048 -ub 2048 -b 2048 -n 0|0|512,2048
+experts in RAM|-|${PEER_STREAM:-1G}|512,2048
 half on GPU|-ngl 99 -ncmoe 24 -p 512 -n 128|${PEER_HALF:-9G}|512
 all on GPU|-ngl 99 -p 512,2048 -ub 2048 -b 2048 -n 128|auto|512,2048
 EOF2

@@ -37,7 +37,7 @@ void gemmFp8(cublasHandle_t h, cudaStream_t s, const std::uint8_t* w, const floa
 void gemmF32(cublasHandle_t h, const float* w, int n, int k, const float* x, int ldx, int tokens, float* y, int ldy) {
     const float alpha = 1.0f, beta = 0.0f;
     TANDEM_CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, tokens, k, &alpha, w, CUDA_R_32F, k, x, CUDA_R_32F,
-                                     ldx, &beta, y, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT));
+                                     ldx, &beta, y, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 template <class Out>

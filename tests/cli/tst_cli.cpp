@@ -304,6 +304,12 @@ private slots:
                  qPrintable(r.out));
         for (const char* test : {"| pp8 |", "| pp16 |", "| tg3 |"})
             QVERIFY2(r.out.contains(QString("| tiny-qwen3moe | bf16 | CPU | 2 | CPU | 0 ") + test), qPrintable(r.out));
+        // Each prompt size is run once untimed first (llama-bench's warm-up), unless --no-warmup.
+        QVERIFY2(r.err.contains("warm-up: prefill 8 tokens") && r.err.contains("warm-up: prefill 16 tokens"), qPrintable(r.err));
+        const auto cold = runCli({"bench", "--model", fixturePath("tiny-qwen3moe"), "--prompt", "8", "--gen", "2", "--device",
+                                  "cpu", "--threads", "2", "--no-warmup"});
+        QCOMPARE(cold.exitCode, 0);
+        QVERIFY2(!cold.err.contains("warm-up") && cold.out.contains("| pp8 |"), qPrintable(cold.err + cold.out));
         const auto neither = runCli({"bench", "--prompt", "8"});
         QVERIFY(neither.exitCode != 0);
         QVERIFY2(neither.err.contains("either --model DIR|STORE or --synthetic SHAPE"), qPrintable(neither.err));

@@ -70,6 +70,11 @@ private:
     // A MoE layer computed on the GPU: norm, router, routed experts (expert_kernels.h; `table`: each
     // expert's device address) and shared experts.
     void enqueueGpuMoe(const model::LayerPlan& layer, const std::uint8_t* const* table);
+    // Decode's norm + router + routing kernel (launchRouterDecode) fits this model.
+    bool routesInOneKernel() const;
+    // Its arguments for MoE layer l, routing into routeIds_ / routeWeights_ with no hand-over; the
+    // normalized row also to hF32 when not null, and to hBf16 for the shared experts.
+    RouteDecodeArgs routeDecodeArgs(int l, float* hF32);
     // Prefill streaming: copies the i-th layer of streamOrder_ into staging buffer i % 2 on copyStream_.
     void issueStreamCopy(int i);
     // y (=, or += with accumulate) W x for `tokens` rows of a bf16 GEMM input (and its lo rows when split).

@@ -24,6 +24,35 @@ void GpuRunner::enqueueWait(int layer) {
                failed_.devicePointer(), kCpuTimeoutSeconds, stream_);
 }
 
+bool GpuRunner::routesInOneKernel() const {
+    // The row and the scores live in shared memory, next to ~1 KB of the kernel's own, within the 48 KB a
+    // launch gets without opting in: any model up to a hidden size of ~10k.
+    return (static_cast<std::size_t>(config_.hiddenSize) + 2 * static_cast<std::size_t>(config_.numExperts)) * sizeof(float) <=
+           44 * 1024;
+}
+
+RouteDecodeArgs GpuRunner::routeDecodeArgs(int l, float* hF32) {
+    const model::ModelConfig& c = config_;
+    const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
+    RouteDecodeArgs r{};
+    r.x = x_.get();
+    r.normWeight = w.postAttentionNorm.get();
+    r.eps = c.rmsNormEps;
+    r.hF32 = hF32;
+    r.hBf16 = w.shared ? hBf16_.get() : nullptr;
+    r.split = split_;
+    r.w = w.router.get();
+    r.experts = c.numExperts;
+    r.hidden = c.hiddenSize;
+    r.bias = w.correctionBias ? w.correctionBias.get() : nullptr;
+    r.spec = c.router;
+    r.logits = routerLogits_.get();
+    r.blocksDone = routerCounter_.get();
+    r.ids = routeIds_.get();
+    r.weights = routeWeights_.get();
+    return r;
+}
+
 void GpuRunner::feedForwardBlock(const model::LayerPlan& layer) {
     const int l = layer.index, tokens = stepTokens_;
     const model::ModelConfig& c = config_;
@@ -61,25 +90,9 @@ void GpuRunner::feedForwardBlock(const model::LayerPlan& layer) {
     const float* bias = w.correctionBias ? w.correctionBias.get() : nullptr;
     // Decode: the norm, the router and the routing in one kernel (kernels.h), which also hands the layer
     // over to the CPU; and the wait and the add in one kernel (host_sync.h).
-    // Its row and scores live in shared memory, next to ~1 KB of the kernel's own, within the 48 KB a
-    // launch gets without opting in: any model up to a hidden size of ~10k.
-    const bool decode = tokens == 1 &&
-                        (H + 2 * static_cast<std::size_t>(c.numExperts)) * sizeof(float) <= 44 * 1024;
+    const bool decode = tokens == 1 && routesInOneKernel();
     if (decode) {
-        RouteDecodeArgs r{};
-        r.x = x_.get();
-        r.normWeight = w.postAttentionNorm.get();
-        r.eps = c.rmsNormEps;
-        r.hF32 = nullptr;
-        r.hBf16 = w.shared ? hBf16_.get() : nullptr;
-        r.split = split_;
-        r.w = w.router.get();
-        r.experts = c.numExperts;
-        r.hidden = H;
-        r.bias = bias;
-        r.spec = c.router;
-        r.logits = routerLogits_.get();
-        r.blocksDone = routerCounter_.get();
+        RouteDecodeArgs r = routeDecodeArgs(l, nullptr);
         r.ids = hostIds;
         r.weights = hostWeights;
         r.hostHidden = hostX;
@@ -146,11 +159,16 @@ void GpuRunner::enqueueGpuMoe(const model::LayerPlan& layer, const std::uint8_t*
     const model::ModelConfig& c = config_;
     const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
     const int H = c.hiddenSize, k = c.router.topK;
-    launchRmsNorm(x_.get(), H, w.postAttentionNorm.get(), c.rmsNormEps, tokens, H, hF32_.get(), H, hBf16_.get(), H, split_,
-                  stream_);
-    gemmF32(blas_, w.router.get(), c.numExperts, H, hF32_.get(), H, tokens, routerLogits_.get(), c.numExperts);
-    launchRouter(routerLogits_.get(), tokens, c.numExperts, w.correctionBias ? w.correctionBias.get() : nullptr, c.router,
-                 routeIds_.get(), routeWeights_.get(), stream_);
+    if (tokens == 1 && routesInOneKernel()) {
+        // Decode: the norm, the router's product and the routing in one kernel, with no hand-over.
+        launchRouterDecode(routeDecodeArgs(l, hF32_.get()), stream_);
+    } else {
+        launchRmsNorm(x_.get(), H, w.postAttentionNorm.get(), c.rmsNormEps, tokens, H, hF32_.get(), H, hBf16_.get(), H,
+                      split_, stream_);
+        gemmF32(blas_, w.router.get(), c.numExperts, H, hF32_.get(), H, tokens, routerLogits_.get(), c.numExperts);
+        launchRouter(routerLogits_.get(), tokens, c.numExperts, w.correctionBias ? w.correctionBias.get() : nullptr,
+                     c.router, routeIds_.get(), routeWeights_.get(), stream_);
+    }
     stamp(l, kRouted);
     const ExpertPairs batch =
         launchGroupRoutes(routeIds_.get(), routeWeights_.get(), tokens, k, table, c.numExperts, groupStart_.get(), pairToken_.get(), pairGroup_.get(), pairWeight_.get(),
