@@ -172,6 +172,7 @@ struct Engine::Impl {
     void chooseDevice(Device device, std::int64_t gpuExpertMemory) {
         info.device = "CPU";
         info.placement = config.numExperts ? "all routed experts on the CPU" : "";
+        info.expertLayers = runtime::cpuExpertLayerMap(config);
         if (device == Device::Cpu) return;
         std::string reason;
         runtime::GpuExpertsRequest gpuExperts;
@@ -190,7 +191,10 @@ struct Engine::Impl {
         }
         if (gpu) {
             info.device = gpu->deviceName();
-            if (config.numExperts) info.placement = gpu->placement();
+            if (config.numExperts) {
+                info.placement = gpu->placement();
+                info.expertLayers = gpu->expertLayerMap(config);
+            }
         } else if (device == Device::Gpu) {
             throw Error("cannot run on the GPU: " + reason);
         } else {

@@ -14,6 +14,7 @@
 #include "model/routed_experts.h"
 #include "model/weights.h"
 #include "runtime/model_runner.h"
+#include "runtime/placement.h"
 
 namespace tandem::runtime {
 
@@ -26,6 +27,8 @@ public:
     // GPU (16.3 GB)"; runtime/placement.h).
     virtual std::string placement() const { return "all routed experts on the CPU"; }
     virtual int expertLayersOnGpu() const { return 0; }
+    // Per layer (ModelInfo::expertLayers): where its routed experts run.
+    virtual std::string expertLayerMap(const model::ModelConfig& config) const { return cpuExpertLayerMap(config); }
 };
 
 // Gives each runner its own view of the routed experts (the GPU path's expert bridge calls them).

@@ -93,6 +93,14 @@ std::string ExpertPlacement::describe(const model::ModelConfig& config) const {
     return text + " (" + formatBytes(gpuBytes) + ")";
 }
 
+std::string cpuExpertLayerMap(const model::ModelConfig& config) {
+    if (config.numExperts == 0) return {};
+    std::string map(static_cast<std::size_t>(config.numLayers), '-');
+    for (int l = 0; l < config.numLayers; ++l)
+        if (config.isMoeLayer(l)) map[static_cast<std::size_t>(l)] = 'C';
+    return map;
+}
+
 std::vector<model::LayerPlan> placedLayers(const std::vector<model::LayerPlan>& layers, const ExpertPlacement& placement) {
     std::vector<model::LayerPlan> out = layers;
     const auto onGpu = [&](int l) { return static_cast<std::size_t>(l) < placement.gpu.size() && placement.wholeLayer(l); };

@@ -63,6 +63,10 @@ ExpertPlacement planPlacement(const model::ModelConfig& config, const PlacementR
 // to the CPU's next MoE layer, so a layer wholly on the GPU neither defers nor takes a deferred part, and
 // a layer whose next MoE layer is wholly on the GPU does not defer (its deferred part would have nowhere
 // to join).
+// ModelInfo::expertLayers with every routed expert on the CPU ("" for a model without experts): 'C' for
+// each MoE layer, '-' for the others.
+std::string cpuExpertLayerMap(const model::ModelConfig& config);
+
 std::vector<model::LayerPlan> placedLayers(const std::vector<model::LayerPlan>& layers, const ExpertPlacement& placement);
 
 }  // namespace tandem::runtime

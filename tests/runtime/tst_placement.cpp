@@ -4,6 +4,7 @@
 
 #include "model/config.h"
 #include "runtime/placement.h"
+#include "tandem/engine.h"
 #include "tandem/byte_size.h"
 #include "tandem/error.h"
 #include "test_support.h"
@@ -126,6 +127,17 @@ private slots:
         QCOMPARE(onGpu(p, 1), 5);
         for (int e = 0; e < 5; ++e) QVERIFY(p.onGpu(1, e));
         QCOMPARE(onGpu(p, 0), 0);
+    }
+
+    // ModelInfo::expertLayers on the CPU: 'C' for each MoE layer, '-' for the dense ones; and what a loaded
+    // model reports (the fixture on the CPU).
+    void theLayerMapMarksEachLayer() {
+        QCOMPARE(QString::fromStdString(runtime::cpuExpertLayerMap(qwen_)), QString("CCC"));
+        QCOMPARE(QString::fromStdString(runtime::cpuExpertLayerMap(deepseek_)), QString("-CC"));
+        tandem::EngineOptions options;
+        options.device = tandem::Device::Cpu;
+        const auto engine = tandem::Engine::load(test::fixturePath("tiny-deepseekv2").toStdString(), options);
+        QCOMPARE(QString::fromStdString(engine->info().expertLayers), QString("-CC"));
     }
 
     void usageIsCountedSavedAndLoaded() {

@@ -9,6 +9,7 @@
 #include "ui/monitor/system_monitor.h"
 #include "ui/widgets/dashboard.h"
 #include "ui/widgets/deferral_panel.h"
+#include "ui/widgets/placement_strip.h"
 
 #include <QSlider>
 
@@ -130,6 +131,31 @@ private slots:
         answer.layerSplit = {{0.5, 0.3, 0.2}, {0.4, 0.4, 0.2}};
         stats.setAnswerStats(answer);
         QCOMPARE(dashboard.layerSplitReading(), QStringLiteral("2 layers"));
+    }
+
+    // Where each layer's routed experts run (ModelSummary::expertLayers): a strip and a reading.
+    void dashboardShowsWhereTheExpertsRun() {
+        StatsModel stats;
+        Dashboard dashboard(&stats);
+        QCOMPARE(dashboard.placementReading(), QString());  // no model
+        ModelSummary model;
+        model.name = "moe";
+        model.expertsPerToken = 8;
+        model.expertLayers = "-CCCGGG";
+        dashboard.setModel(&model, 0);
+        QCOMPARE(dashboard.placementReading(), QStringLiteral("3 of 6 MoE layers on the GPU (layers 4-6), 3 on the CPU (1-3)"));
+        model.expertLayers = "SSSS";
+        dashboard.setModel(&model, 0);
+        QCOMPARE(dashboard.placementReading(),
+                 QStringLiteral("all 4 MoE layers on the CPU, streamed through the GPU for long prompts (0-3)"));
+        model.expertLayers = "CCC";
+        dashboard.setModel(&model, 0);
+        QCOMPARE(dashboard.placementReading(), QStringLiteral("all 3 MoE layers on the CPU"));
+        model.expertLayers.clear();  // a model without routed experts
+        dashboard.setModel(&model, 0);
+        QCOMPARE(dashboard.placementReading(), QString());
+        QCOMPARE(layerRanges("GGCGGGC", QLatin1Char('G')), QStringLiteral("0-1, 3-5"));
+        QCOMPARE(layerRanges("GGCGGGC", QLatin1Char('C')), QStringLiteral("2, 6"));
     }
 
     void deferralSliderCoversZeroToKMinusOne() {

@@ -19,6 +19,7 @@
 
 #include "ui/models/stats_model.h"
 #include "ui/widgets/deferral_panel.h"
+#include "ui/widgets/placement_strip.h"
 
 namespace tandem::ui {
 namespace {
@@ -45,6 +46,8 @@ QLabel* sectionTitle(const QString& text, QWidget* parent) {
 
 Dashboard::Dashboard(StatsModel* stats, QWidget* parent)
     : QWidget(parent), stats_(stats), modelName_(new QLabel(this)), modelDetails_(new QLabel(this)),
+      placementTitle_(sectionTitle(tr("Where the experts run"), this)), placementReading_(new QLabel(this)),
+      placement_(new PlacementStrip(this)),
       gpuMissing_(new QLabel(this)), splitMissing_(new QLabel(this)), splitView_(new QChartView(this)), deferral_(new DeferralPanel(this)) {
     setObjectName(QStringLiteral("dashboard"));
     setAccessibleName(tr("Dashboard"));
@@ -58,6 +61,11 @@ Dashboard::Dashboard(StatsModel* stats, QWidget* parent)
     modelDetails_->setObjectName(QStringLiteral("hint"));
     layout->addWidget(modelName_);
     layout->addWidget(modelDetails_);
+    placementReading_->setWordWrap(true);
+    placementReading_->setObjectName(QStringLiteral("hint"));
+    layout->addWidget(placementTitle_);
+    layout->addWidget(placement_);
+    layout->addWidget(placementReading_);
 
     decode_ = makeChart(tr("Decode speed"), tr("tokens/s"), 10);
     // Qt Charts sizes the label column once; room for five digits keeps 10,000 tokens/s readable.
@@ -157,9 +165,11 @@ void Dashboard::setModel(const ModelSummary* summary, int deferral) {
     if (!summary) {
         modelName_->setText(tr("No model loaded"));
         modelDetails_->clear();
+        showPlacement({});
         deferral_->setModel(0, 0);
         return;
     }
+    showPlacement(summary->expertLayers);
     modelName_->setText(summary->name);
     QStringList details{summary->modelType, tr("%1 layers").arg(summary->layers)};
     if (summary->experts > 0) details << tr("%1 experts, %2 per token").arg(summary->experts).arg(summary->expertsPerToken);
@@ -171,6 +181,13 @@ void Dashboard::setModel(const ModelSummary* summary, int deferral) {
 }
 
 void Dashboard::setDeferral(int experts) { deferral_->setDeferral(experts); }
+
+void Dashboard::showPlacement(const QString& map) {
+    placement_->setMap(map);
+    placementReading_->setText(placement_->reading());
+    for (QWidget* w : {static_cast<QWidget*>(placementTitle_), static_cast<QWidget*>(placementReading_)})
+        w->setVisible(!map.isEmpty());
+}
 
 void Dashboard::onSample() {
     const double last = stats_->lastSeconds();
@@ -285,6 +302,7 @@ QString Dashboard::decodeReading() const { return decode_.reading->text(); }
 QString Dashboard::cpuReading() const { return cpu_.reading->text(); }
 QString Dashboard::gpuReading() const { return gpu_.reading->text() + QLatin1Char(' ') + (gpuMissing_->isVisibleTo(this) ? gpuMissing_->text() : QString()); }
 QString Dashboard::memoryReading() const { return memory_.reading->text(); }
+QString Dashboard::placementReading() const { return placement_->isVisibleTo(this) ? placement_->reading() : QString(); }
 QString Dashboard::layerSplitReading() const {
     return splitMissing_->isVisibleTo(this) ? splitMissing_->text()
                                                          : tr("%1 layers").arg(stats_->layerSplit().size());

@@ -15,6 +15,7 @@ class QValueAxis;
 namespace tandem::ui {
 
 class DeferralPanel;
+class PlacementStrip;
 class StatsModel;
 
 class Dashboard : public QWidget {
@@ -31,6 +32,7 @@ public:
     QString gpuReading() const;
     QString memoryReading() const;
     QString layerSplitReading() const;
+    QString placementReading() const;
 
 signals:
     void deferralChosen(int experts);
@@ -51,11 +53,15 @@ private:
     QLineSeries* addSeries(Chart& chart, const QString& name, int column, const QColor& color);
     void onSample();
     void showLayerSplit();
+    void showPlacement(const QString& map);  // ModelSummary::expertLayers; empty hides the section
     void applyPalette();
 
     StatsModel* stats_;
     QLabel* modelName_;
     QLabel* modelDetails_;
+    QLabel* placementTitle_;
+    QLabel* placementReading_;
+    PlacementStrip* placement_;
     Chart decode_;
     Chart cpu_;
     Chart gpu_;

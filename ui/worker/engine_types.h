@@ -44,6 +44,7 @@ struct ModelSummary {
     tandem::StoreState store = tandem::StoreState::NotAStore;
     QString storeNotice;
     QString placement;  // where the routed experts run (tandem::ModelInfo::placement)
+    QString expertLayers;  // the same per layer (tandem::ModelInfo::expertLayers)
 };
 
 struct GenerationRequest {

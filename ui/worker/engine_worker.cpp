@@ -59,6 +59,7 @@ void EngineWorker::loadModel(const LoadRequest& request) {
         summary_.store = info.store;
         summary_.storeNotice = QString::fromStdString(info.storeNotice);
         if (info.device != "CPU") summary_.placement = QString::fromStdString(info.placement);
+        summary_.expertLayers = QString::fromStdString(info.expertLayers);
         model_ = std::move(model);
         formatter_ = std::move(formatter);
     } catch (const std::exception& e) {

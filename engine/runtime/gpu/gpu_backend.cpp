@@ -52,6 +52,16 @@ public:
         return text;
     }
     int expertLayersOnGpu() const override { return gpuExperts_.placement.wholeLayers; }
+    std::string expertLayerMap(const model::ModelConfig& config) const override {
+        std::string map = cpuExpertLayerMap(config);
+        for (int l = 0; l < static_cast<int>(map.size()); ++l) {
+            if (gpuExperts_.onGpu(l))
+                map[static_cast<std::size_t>(l)] = 'G';
+            else if (gpuExperts_.streams(l))
+                map[static_cast<std::size_t>(l)] = 'S';
+        }
+        return map;
+    }
 
 private:
     const model::ModelConfig& config_;
