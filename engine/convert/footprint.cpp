@@ -6,6 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/expert_budget.h"
+#include "cpu/pool/memory_bandwidth.h"
+#include "cpu/pool/worker_pool.h"
 #include "io/expert_layout.h"
 #include "io/text_file.h"
 #include "model/config.h"
@@ -200,7 +203,44 @@ Footprint estimateFootprintFromJson(const std::string& configJson, ExpertPrecisi
     published += mtp;
     f.downloadBytes = published.fileBytes();
     f.storeBytes = dense.fileBytes() + f.routedExpertBytes;
+    f.moeLayers = moeLayers;
+    f.expertsPerLayer = moeLayers > 0 ? c.numExperts : 0;
+    f.expertsPerToken = moeLayers > 0 ? c.router.topK : 0;
     return f;
+}
+
+// The activations of a 2048-token prompt chunk, which the engine measures at load; a round figure
+// for models of 2-7k hidden size.
+namespace {
+constexpr std::uint64_t kChunkActivationBytes = 1ull << 30;
+
+}  // namespace
+
+ExpertFit estimateExpertFit(const Footprint& need, std::uint64_t vramBytes) {
+    ExpertFit fit;
+    fit.moeLayers = need.moeLayers;
+    const std::uint64_t layerBytes = need.moeLayers > 0 ? need.routedExpertBytes / static_cast<std::uint64_t>(need.moeLayers) : 0;
+    const std::uint64_t chosenPerLayer =
+        need.expertsPerLayer > 0 ? layerBytes / static_cast<std::uint64_t>(need.expertsPerLayer) * static_cast<std::uint64_t>(need.expertsPerToken)
+                                 : 0;
+    if (vramBytes == 0) {
+        fit.ramBytesPerToken = need.denseBytes + chosenPerLayer * static_cast<std::uint64_t>(need.moeLayers);
+        return fit;
+    }
+    // A GPU's free memory when nothing else runs: what the driver keeps aside is in the headroom.
+    const std::uint64_t used = need.denseBytes + need.kvCacheBytes + kChunkActivationBytes + kGpuHeadroomBytes;
+    const ExpertBudget budget = splitExpertBudget(automaticExpertBudget(vramBytes, used), layerBytes, need.moeLayers, true);
+    fit.layersOnGpu = layerBytes > 0 ? static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(need.moeLayers),
+                                                                                budget.layersBytes / layerBytes))
+                                     : 0;
+    fit.promptsStream = budget.stagingBytes > 0;
+    fit.ramBytesPerToken = chosenPerLayer * static_cast<std::uint64_t>(need.moeLayers - fit.layersOnGpu);
+    return fit;
+}
+
+double measureMemoryBandwidthGbps() {
+    cpu::ExpertPool pool;
+    return cpu::measureMemoryBandwidth(pool, 3);
 }
 
 Footprint estimateFootprint(const fs::path& modelDirOrConfigJson, ExpertPrecision experts, int contextLength) {

@@ -124,6 +124,34 @@ private slots:
         QVERIFY2(std::abs(active - activeBillions) / activeBillions < 0.06, qPrintable(QString("active %1 B").arg(active)));
     }
 
+    // The wizard's fit check (estimateExpertFit): the engine's placement rule for a GPU of a given size.
+    void theFitPlacesWholeLayersByTheGpusMemory() {
+        const Footprint qwen = curatedFootprint("Qwen3-30B-A3B", ExpertPrecision::INT4);
+        QCOMPARE(qwen.moeLayers, 48);
+        QCOMPARE(qwen.expertsPerLayer, 128);
+        QCOMPARE(qwen.expertsPerToken, 8);
+        // An H200: every layer; nothing read from RAM per token.
+        const ExpertFit big = estimateExpertFit(qwen, 141'000'000'000ull);
+        QCOMPARE(big.layersOnGpu, 48);
+        QVERIFY(!big.promptsStream);
+        QCOMPARE(big.ramBytesPerToken, std::uint64_t{0});
+        // 16 GB: about half the layers, the others streamed for prompts and read from RAM in decode (8 of
+        // 128 experts of each, ~21 MB a layer).
+        const ExpertFit mid = estimateExpertFit(qwen, 16'000'000'000ull);
+        QVERIFY2(mid.layersOnGpu > 15 && mid.layersOnGpu < 30, qPrintable(QString::number(mid.layersOnGpu)));
+        QVERIFY(mid.promptsStream);
+        const std::uint64_t perLayer = qwen.routedExpertBytes / 48 / 128 * 8;
+        QCOMPARE(mid.ramBytesPerToken, perLayer * static_cast<std::uint64_t>(48 - mid.layersOnGpu));
+        // No GPU: every token reads the dense part and the chosen experts from RAM.
+        const ExpertFit none = estimateExpertFit(qwen, 0);
+        QCOMPARE(none.layersOnGpu, 0);
+        QCOMPARE(none.ramBytesPerToken, qwen.denseBytes + perLayer * 48);
+        // DeepSeek-V3's dense part (~34 GB) does not leave a 24 GB GPU room for any expert.
+        const ExpertFit v3 = estimateExpertFit(curatedFootprint("DeepSeek-V3", ExpertPrecision::INT4), 24'000'000'000ull);
+        QCOMPARE(v3.layersOnGpu, 0);
+        QVERIFY(!v3.promptsStream);
+    }
+
     void deepSeekV3NeedsWhatItsReleaseSays() {
         const Footprint int4 = curatedFootprint("DeepSeek-V3", ExpertPrecision::INT4);
         const Footprint bf16 = curatedFootprint("DeepSeek-V3", ExpertPrecision::BF16);

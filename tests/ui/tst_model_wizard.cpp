@@ -314,6 +314,24 @@ private slots:
         QCOMPARE(a.choices[1].ramBytes, a.choices[1].need.routedExpertBytes + a.choices[1].need.denseBytes +
                                             a.choices[1].need.kvCacheBytes);
         QVERIFY2(a.explanation.contains("No NVIDIA GPU"), qPrintable(a.explanation));
+        QCOMPARE(placementSummary(a.choices[1], false), QStringLiteral("CPU only"));  // speed not measured
+        QCOMPARE(a.choices[1].decodeCeiling, 0.0);
+
+        // What runs where (the engine's placement rule) and the decode speed the memory allows: Qwen3-30B-A3B
+        // int4 with a 16 GB GPU keeps about half its layers' experts there, and the CPU reads the rest.
+        MachineFigures gamer{64 * kGB, 16 * kGB, "RTX", 5000 * kGB, "/models"};
+        gamer.ramGbps = 80;
+        a = adviceFor("Qwen3-30B-A3B", gamer);
+        const QuantizationChoice& int4 = a.choices[2];
+        QVERIFY(int4.fit.layersOnGpu > 0 && int4.fit.layersOnGpu < 48 && int4.fit.promptsStream);
+        QCOMPARE(int4.decodeCeiling, 80e9 / static_cast<double>(int4.fit.ramBytesPerToken));
+        const QString summary = placementSummary(int4, true);
+        QVERIFY2(summary.startsWith(QString::number(int4.fit.layersOnGpu) + " of 48 layers on GPU · ≤ "),
+                 qPrintable(summary));
+        QVERIFY2(placementDetails(int4, gamer).contains("long prompts"), qPrintable(placementDetails(int4, gamer)));
+        // On an H200 every layer fits: nothing read from RAM per token, no RAM-bound ceiling.
+        a = adviceFor("Qwen3-30B-A3B", workstation);
+        QCOMPARE(placementSummary(a.choices[2], true), QStringLiteral("all 48 layers on GPU"));
 
         // A GGUF file's sizes are unknown until it is imported: no table, no recommendation.
         a = adviseQuantization({}, false, workstation);
@@ -338,6 +356,8 @@ private slots:
         QCOMPARE(q->chosen(), 0);
         QCOMPARE(q->table()->item(0, 4)->text(), QStringLiteral("✓ recommended"));
         QVERIFY(q->table()->item(0, 1)->text().endsWith("TB"));
+        // Where bf16's experts would run there: a few of the 58 layers fit beside the rest.
+        QVERIFY2(q->table()->item(0, 5)->text().contains(" of 58 layers on GPU"), qPrintable(q->table()->item(0, 5)->text()));
     }
 
     void aRepositoryDownloadsConvertsLoadsAndOpensAChat() {

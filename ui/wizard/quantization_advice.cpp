@@ -6,6 +6,7 @@
 #include <QFileInfo>
 #include <QLocale>
 #include <QStorageInfo>
+#include <cmath>
 
 #include "ui/monitor/nvml_gpu.h"
 #include "ui/monitor/proc_readers.h"
@@ -67,7 +68,49 @@ MachineFigures readMachineFigures(int gpuDevice, const QString& folder) {
         existing = QFileInfo(existing).dir().path();
     m.diskFolder = existing;
     m.freeDiskBytes = static_cast<quint64>(std::max<qint64>(0, QStorageInfo(existing).bytesAvailable()));
+    static const double gbps = [] {
+        try {
+            return tandem::measureMemoryBandwidthGbps();
+        } catch (const std::exception&) {
+            return 0.0;  // not enough memory for the probe: the speed stays unknown
+        }
+    }();
+    m.ramGbps = gbps;
     return m;
+}
+
+QString placementSummary(const QuantizationChoice& c, bool gpu) {
+    QString where;
+    if (!gpu)
+        where = tr("CPU only");
+    else if (c.fit.layersOnGpu == c.fit.moeLayers)
+        where = tr("all %1 layers on GPU").arg(c.fit.moeLayers);
+    else
+        where = tr("%1 of %2 layers on GPU").arg(c.fit.layersOnGpu).arg(c.fit.moeLayers);
+    if (c.decodeCeiling > 0) where += tr(" · ≤ %1 tok/s").arg(std::lround(c.decodeCeiling));
+    return where;
+}
+
+QString placementDetails(const QuantizationChoice& c, const MachineFigures& machine) {
+    QString text;
+    if (machine.vramBytes == 0)
+        text = tr("Everything runs on the CPU: each token reads %1 from RAM.").arg(formatBytes(c.fit.ramBytesPerToken));
+    else if (c.fit.layersOnGpu == c.fit.moeLayers)
+        text = tr("The routed experts of every layer fit in the GPU's memory beside the rest of the model: nothing "
+                  "is read from RAM per token.");
+    else
+        text = tr("The routed experts of %1 of %2 layers fit in the GPU's memory beside the rest of the model; the "
+                  "CPU computes the others, reading %3 from RAM per token%4.")
+                   .arg(c.fit.layersOnGpu)
+                   .arg(c.fit.moeLayers)
+                   .arg(formatBytes(c.fit.ramBytesPerToken),
+                        c.fit.promptsStream ? tr(", and long prompts pass them through the GPU") : QString());
+    if (c.decodeCeiling > 0)
+        text += QLatin1Char(' ') + tr("At this computer's %1 GB/s that allows up to ~%2 tokens/s; the GPU's own work "
+                                      "and the conversation's length take some of it.")
+                                       .arg(std::lround(machine.ramGbps))
+                                       .arg(std::lround(c.decodeCeiling));
+    return text;
 }
 
 QuantizationAdvice adviseQuantization(const QList<tandem::Footprint>& needs, bool download, const MachineFigures& machine) {
@@ -89,6 +132,9 @@ QuantizationAdvice adviseQuantization(const QList<tandem::Footprint>& needs, boo
         c.ramFits = c.ramBytes <= usable(machine.ramBytes);
         c.vramFits = !gpu || c.vramBytes <= usable(machine.vramBytes);
         c.diskFits = c.diskBytes <= machine.freeDiskBytes;
+        c.fit = tandem::estimateExpertFit(c.need, machine.vramBytes);
+        if (machine.ramGbps > 0 && c.fit.ramBytesPerToken > 0)
+            c.decodeCeiling = machine.ramGbps * 1e9 / static_cast<double>(c.fit.ramBytesPerToken);
         advice.choices.append(c);
     }
     for (qsizetype i = 0; i < advice.choices.size() && advice.recommended < 0; ++i)

@@ -22,10 +22,12 @@ struct MachineFigures {
     QString gpuName;
     quint64 freeDiskBytes = 0;
     QString diskFolder;     // where the free space was measured
+    double ramGbps = 0;     // memory read speed with every core reading; 0: not measured
 };
 
 // What this machine has: total RAM (/proc/meminfo), the GPU's memory (NVML, as the dashboard reads it;
-// gpuDevice -1: none) and the free space at `folder` or the nearest existing folder above it.
+// gpuDevice -1: none), the free space at `folder` or the nearest existing folder above it, and the memory
+// read speed (tandem::measureMemoryBandwidthGbps, measured once per process: under a second).
 MachineFigures readMachineFigures(int gpuDevice, const QString& folder);
 
 struct QuantizationChoice {
@@ -36,7 +38,16 @@ struct QuantizationChoice {
     quint64 diskBytes = 0;  // the download (when there is one) plus the converted store
     bool ramFits = false, vramFits = false, diskFits = false;
     bool fits() const { return ramFits && vramFits && diskFits; }
+    // Where the engine would run the experts on this machine, and the decode speed that its memory speed
+    // allows (0: unknown, or nothing read from RAM per token).
+    tandem::ExpertFit fit;
+    double decodeCeiling = 0;
 };
+
+// "30 of 48 layers on GPU", "all 48 layers on GPU", "CPU only"; with the decode ceiling, " · ≤ 45 tok/s".
+QString placementSummary(const QuantizationChoice& c, bool gpu);
+// The sentence behind it (a tooltip): what runs where and what each token reads from RAM.
+QString placementDetails(const QuantizationChoice& c, const MachineFigures& machine);
 
 struct QuantizationAdvice {
     QList<QuantizationChoice> choices;  // in kWizardPrecisions' order; empty when the sizes are unknown

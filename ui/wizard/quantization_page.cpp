@@ -23,17 +23,18 @@ QString fitMark(bool fits) { return fits ? QStringLiteral("✓") : QStringLitera
 }  // namespace
 
 QuantizationPage::QuantizationPage(ModelWizard* wizard)
-    : QWizardPage(wizard), wizard_(wizard), machine_(new QLabel(this)), table_(new QTableWidget(3, 5, this)),
+    : QWizardPage(wizard), wizard_(wizard), machine_(new QLabel(this)), table_(new QTableWidget(3, 6, this)),
       choices_(new QButtonGroup(this)), explanation_(new QLabel(this)), status_(new QLabel(this)), busy_(new QProgressBar(this)), error_(new QLabel(this)),
       retry_(new QPushButton(tr("Try Again"), this)) {
     setTitle(tr("How Precise Should the Experts Be?"));
     setSubTitle(tr("The routed experts are most of a model's weights; they live in RAM. Fewer bits per weight take "
                    "less memory and answer faster, at a small cost in quality."));
-    table_->setHorizontalHeaderLabels({tr("Experts"), tr("RAM"), tr("GPU memory"), tr("Disk"), tr("Fits")});
+    table_->setHorizontalHeaderLabels({tr("Experts"), tr("RAM"), tr("GPU memory"), tr("Disk"), tr("Fits"), tr("Runs")});
     table_->verticalHeader()->setVisible(false);
     table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     table_->setSelectionMode(QAbstractItemView::NoSelection);
     table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    table_->horizontalHeader()->setSectionResizeMode(5, QHeaderView::ResizeToContents);  // where the experts run
     table_->setAccessibleName(tr("What each choice needs"));
     table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
     table_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
@@ -223,6 +224,8 @@ void QuantizationPage::showAdvice() {
         table_->setItem(row, 3, new QTableWidgetItem(known ? formatBytes(c.diskBytes) : unknown));
         table_->setItem(row, 4, new QTableWidgetItem(known ? (row == advice_.recommended ? tr("✓ recommended") : fitMark(c.fits()))
                                                            : unknown));
+        table_->setItem(row, 5, new QTableWidgetItem(known ? placementSummary(c, machine.vramBytes > 0) : unknown));
+        if (known) table_->item(row, 5)->setToolTip(placementDetails(c, machine));
         if (known) {
             table_->item(row, 1)->setToolTip(tr("Routed experts %1 + KV cache for %2 tokens %3")
                                                   .arg(formatBytes(c.need.routedExpertBytes))

@@ -28,7 +28,28 @@ struct Footprint {
     std::uint64_t downloadBytes = 0;     // the safetensors shards as published (FP8 with its scales, MTP)
     std::uint64_t storeBytes = 0;        // the converted store's model.safetensors and expert files
     int contextLength = 0;               // what the KV cache was counted for (capped by the model's limit)
+    int moeLayers = 0;                   // layers with routed experts
+    int expertsPerLayer = 0;             // routed experts in each
+    int expertsPerToken = 0;             // chosen for each token in each layer
 };
+
+// Where the engine would put the routed experts on a GPU with `vramBytes` of memory (0: no GPU), by the
+// rule it applies at load (core/expert_budget.h: whole MoE layers from the last, within what is left
+// beside the dense part, the KV cache, a prompt chunk's activations and a margin; two staging layers for
+// long prompts when not every layer fits), and what a decode step then reads from RAM. An estimate: the
+// engine measures the free memory and the activations when it loads.
+struct ExpertFit {
+    int moeLayers = 0;
+    int layersOnGpu = 0;                 // MoE layers whose routed experts the GPU holds
+    bool promptsStream = false;          // the others pass through the GPU for long prompts
+    std::uint64_t ramBytesPerToken = 0;  // a decode step's reads from RAM: the CPU's chosen experts (and,
+                                         // with no GPU, the dense part)
+};
+ExpertFit estimateExpertFit(const Footprint& need, std::uint64_t vramBytes);
+
+// This machine's memory read speed in GB/s with every core reading (best of a few passes over ~1 GB,
+// under a second); what bounds decode when the CPU reads the experts.
+double measureMemoryBandwidthGbps();
 
 // From DIR/config.json, or from a config.json file given directly. `experts` is BF16, INT8 or INT4
 // (Auto counts as BF16). Throws tandem::Error for a missing, malformed or unsupported config.

@@ -3,9 +3,9 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <optional>
 #include <string>
 
+#include "core/expert_budget.h"
 #include "cuda/cublas_loader.h"
 #include "runtime/gpu/gpu_experts.h"
 #include "runtime/gpu/gpu_runner.h"
@@ -22,9 +22,6 @@ namespace {
 // Prompt tokens a chunk takes at least; larger chunks (up to kMaxPrefillChunk) when memory allows.
 constexpr int kPrefillChunk = 512;
 constexpr int kMaxPrefillChunk = 2048;
-constexpr std::uint64_t kHeadroomBytes = 512ull << 20;  // the CUDA context, cuBLAS, fragmentation
-// What the automatic expert budget leaves free besides: a tenth of the free memory, at most this.
-constexpr std::uint64_t kExpertMarginBytes = 2ull << 30;
 
 class CudaBackend : public GpuBackend {
 public:
@@ -108,16 +105,30 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
     TANDEM_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
 
     const std::uint64_t weightBytes = cuda::gpuWeightBytes(config, weights);
-    const std::uint64_t sessionBytes = cuda::GpuRunner::deviceBytes(config, capacity, kPrefillChunk);
-    if (weightBytes + sessionBytes + kHeadroomBytes > freeBytes) {
+    // The prompt's chunk, before the experts' budget: larger chunks read the weights (and, streaming, copy
+    // the CPU's experts) fewer times per token; each costs activation memory, which may take at most a
+    // sixteenth of what is free beside the weights and a 512-token session.
+    int chunk = kPrefillChunk;
+    if (tuning().gpuPrefillChunk > 0) {
+        chunk = tuning().gpuPrefillChunk;
+    } else {
+        const std::uint64_t base = cuda::GpuRunner::deviceBytes(config, capacity, kPrefillChunk);
+        const std::uint64_t used = weightBytes + base + kGpuHeadroomBytes;
+        for (int c = kMaxPrefillChunk; c > kPrefillChunk && chunk == kPrefillChunk; c /= 2)
+            if (used < freeBytes && (cuda::GpuRunner::deviceBytes(config, capacity, c) - base) * 16 <= freeBytes - used)
+                chunk = c;
+    }
+    const std::uint64_t sessionBytes = cuda::GpuRunner::deviceBytes(config, capacity, chunk);
+    if (weightBytes + sessionBytes + kGpuHeadroomBytes > freeBytes) {
         std::string message = "the model's GPU part needs " + tandem::formatBytes(weightBytes) + " for weights and " +
                               tandem::formatBytes(sessionBytes) + " for a " + std::to_string(capacity) +
                               "-token context, but the GPU has " + tandem::formatBytes(freeBytes) + " free.";
-        if (weightBytes + kHeadroomBytes < freeBytes) {
-            const std::uint64_t perToken = cuda::GpuRunner::deviceBytes(config, 2, kPrefillChunk) -
-                                           cuda::GpuRunner::deviceBytes(config, 1, kPrefillChunk);
-            const std::uint64_t spare = freeBytes - weightBytes - kHeadroomBytes -
-                                        cuda::GpuRunner::deviceBytes(config, 0, kPrefillChunk);
+        if (weightBytes + kGpuHeadroomBytes < freeBytes) {
+            const std::uint64_t perToken = cuda::GpuRunner::deviceBytes(config, 2, chunk) -
+                                           cuda::GpuRunner::deviceBytes(config, 1, chunk);
+            const std::uint64_t spare = freeBytes - weightBytes - kGpuHeadroomBytes -
+                                        std::min(freeBytes - weightBytes - kGpuHeadroomBytes,
+                                                 cuda::GpuRunner::deviceBytes(config, 0, chunk));
             message += " A context of up to " + std::to_string(perToken ? spare / perToken : 0) + " tokens would fit.";
         } else {
             message += " Run on the CPU only, or use a GPU with more memory.";
@@ -128,54 +139,25 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
     // The routed experts' share (runtime/placement.h): whole MoE layers, from the last, within the budget.
     ExpertPlacement placement = planPlacement(config, {});
     bool stream = false;
-    std::uint64_t stagingBytes = 0;  // streaming's two staging layers
     if (gpuExperts.layout && gpuExperts.layerBytes && gpuExperts.budgetBytes != 0 && config.numExperts > 0) {
         const cuda::GpuExpertLayout layout = cuda::gpuExpertLayout(*gpuExperts.layout);
-        const std::uint64_t withExperts = cuda::GpuRunner::deviceBytes(config, capacity, kPrefillChunk, &layout);
-        const std::uint64_t used = weightBytes + withExperts + kHeadroomBytes;
-        std::uint64_t budget = 0;
-        if (gpuExperts.budgetBytes > 0) {
-            budget = static_cast<std::uint64_t>(gpuExperts.budgetBytes);
-        } else if (used < freeBytes) {
-            const std::uint64_t margin = std::min<std::uint64_t>(freeBytes / 10, kExpertMarginBytes);
-            budget = freeBytes - used > margin ? freeBytes - used - margin : 0;
-        }
+        const std::uint64_t withExperts = cuda::GpuRunner::deviceBytes(config, capacity, chunk, &layout);
+        const std::uint64_t used = weightBytes + withExperts + kGpuHeadroomBytes;
+        const std::uint64_t budget = gpuExperts.budgetBytes > 0 ? static_cast<std::uint64_t>(gpuExperts.budgetBytes)
+                                                                : automaticExpertBudget(freeBytes, used);
         if (budget > 0 && used + budget > freeBytes)
             throw Error("the routed experts were given " + tandem::formatBytes(budget) + " of GPU memory, but only " +
                         tandem::formatBytes(used < freeBytes ? freeBytes - used : 0) +
                         " is free besides the rest of the model and the context; give them less (--gpu-memory)");
-        // Prefill streaming (gpu_experts.h) needs two staging buffers of one layer each; worth it when not
-        // every layer fits.
+        // Prefill streaming (gpu_experts.h): two staging layers out of the budget, when not every layer fits.
         const std::uint64_t layerSize = cuda::gpuExpertBytes(*gpuExperts.layout) * static_cast<std::uint64_t>(config.numExperts);
-        if (tuning().gpuStreamMinTokens > 0 && budget < layerSize * static_cast<std::uint64_t>(config.moeLayerCount()) &&
-            budget >= 2 * layerSize) {
-            stream = true;
-            stagingBytes = 2 * layerSize;
-            budget -= stagingBytes;
-        }
+        const ExpertBudget split = splitExpertBudget(budget, layerSize, config.moeLayerCount(), tuning().gpuStreamMinTokens > 0);
+        stream = split.stagingBytes > 0;
         PlacementRequest request;
         request.expertBytes = cuda::gpuExpertBytes(*gpuExperts.layout);
-        request.budgetBytes = budget;
+        request.budgetBytes = split.layersBytes;
         request.wholeLayersOnly = true;  // GpuRunner does not split a layer between the GPU and the CPU yet
         placement = planPlacement(config, request);
-    }
-    // The prompt's chunk: larger chunks read the weights (and, streaming, copy the CPU's experts) fewer
-    // times per token; each costs activation memory, which may take at most a sixteenth of what is free
-    // beside the weights, experts and context.
-    int chunk = kPrefillChunk;
-    if (tuning().gpuPrefillChunk > 0) {
-        chunk = tuning().gpuPrefillChunk;
-    } else {
-        std::optional<cuda::GpuExpertLayout> layout;
-        if (gpuExperts.layout && (placement.gpuExperts > 0 || stream)) layout = cuda::gpuExpertLayout(*gpuExperts.layout);
-        const auto bytesAt = [&](int c) {
-            return cuda::GpuRunner::deviceBytes(config, capacity, c, layout ? &*layout : nullptr);
-        };
-        const std::uint64_t used = weightBytes + placement.gpuBytes + stagingBytes + bytesAt(kPrefillChunk) + kHeadroomBytes;
-        for (int c = kMaxPrefillChunk; c > kPrefillChunk && chunk == kPrefillChunk; c /= 2) {
-            const std::uint64_t extra = bytesAt(c) - bytesAt(kPrefillChunk);
-            if (used + extra <= freeBytes && extra * 16 <= freeBytes - std::min(freeBytes, used)) chunk = c;
-        }
     }
     return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), prop.name, gpuExperts,
                                          std::move(placement), stream, chunk);
