@@ -86,6 +86,13 @@ std::int64_t parseGpuMemory(const CliArgs& args) {
     return static_cast<std::int64_t>(tandem::parseByteSize(*text, "--gpu-memory"));
 }
 
+tandem::DensePrecision parseDense(const CliArgs& args) {
+    const std::string name = args.optional("--dense").value_or("checkpoint");
+    if (name == "checkpoint") return tandem::DensePrecision::Checkpoint;
+    if (name == "int8") return tandem::DensePrecision::Int8;
+    throw tandem::Error("--dense must be checkpoint or int8, not '" + name + "'");
+}
+
 void reportDevice(const tandem::ModelInfo& info) {
     if (!info.deviceNotice.empty()) std::fprintf(stderr, "note: %s\n", info.deviceNotice.c_str());
     if (!info.expertsNotice.empty()) std::fprintf(stderr, "note: %s\n", info.expertsNotice.c_str());

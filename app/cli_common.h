@@ -23,6 +23,8 @@ tandem::Device parseDevice(const std::string& name);
 tandem::ExpertPrecision parseExperts(const std::string& name);
 // --gpu-memory SIZE|auto: GPU memory for routed experts (EngineOptions::gpuExpertMemory); absent: auto.
 std::int64_t parseGpuMemory(const CliArgs& args);
+// --dense checkpoint|int8 (default checkpoint): the CPU path's dense weights.
+tandem::DensePrecision parseDense(const CliArgs& args);
 // Prints why the CPU runs what the GPU would have, if so.
 void reportDevice(const tandem::ModelInfo& info);
 // --defer D (Expert Deferral) or --skip D (drop the D lowest-weighted experts instead).

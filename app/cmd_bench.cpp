@@ -40,8 +40,9 @@ void report(const std::string& shape, const tandem::Engine& engine, const tandem
     // The rate the CPU read the routed experts at while it ran them: the kernels' own figure, next to
     // the probe's (which the ceiling uses).
     const double cpuGbps = cpu > 0 ? static_cast<double>(info.routedBytesPerToken) / (cpu * 1e-3) / 1e9 : 0.0;
-    std::printf("%s, %s experts (%s kernels), %d threads, on %s, deferral %d\n", shape.c_str(), info.experts.c_str(),
-                info.cpuKernels.c_str(), engine.threads(), info.device.c_str(), session.deferral());
+    std::printf("%s, %s experts (%s kernels), %d threads, on %s, deferral %d%s\n", shape.c_str(), info.experts.c_str(),
+                info.cpuKernels.c_str(), engine.threads(), info.device.c_str(), session.deferral(),
+                info.dense == "int8" ? ", dense weights int8" : "");
     if (info.device != "CPU" && !info.placement.empty()) std::printf("  routed experts: %s\n", info.placement.c_str());
     std::printf("  prefill   %8.1f tok/s   (%d tokens, time to first token %.2f s)\n", stats.prefillTokensPerSecond(),
                 promptTokens, stats.timeToFirstTokenSeconds);
@@ -98,7 +99,7 @@ void printTable(const std::string& model, const tandem::Engine& engine, const st
 }  // namespace
 
 int runBench(const CommandArgs& argv) {
-    const CliArgs args(argv, {"--synthetic", "--model", "--experts", "--prompt", "--gen", "--defer", "--threads", "--device", "--gpu-memory",
+    const CliArgs args(argv, {"--dense", "--synthetic", "--model", "--experts", "--prompt", "--gen", "--defer", "--threads", "--device", "--gpu-memory",
                               "--seed", "--context"},
                        {"--json", "--no-warmup"});
     const auto synthetic = args.optional("--synthetic");
@@ -118,6 +119,7 @@ int runBench(const CommandArgs& argv) {
     options.device = parseDevice(args.optional("--device").value_or("auto"));
     options.gpuExpertMemory = parseGpuMemory(args);
     options.experts = parseExperts(args.optional("--experts").value_or(synthetic ? "int4" : "auto"));
+    options.dense = parseDense(args);
     options.contextLength = *std::max_element(prompts.begin(), prompts.end()) + genTokens + 1;
     std::unique_ptr<tandem::Engine> engine;
     std::string model;

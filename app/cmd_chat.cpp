@@ -37,7 +37,7 @@ struct Style {
 
 int runChat(const CommandArgs& argv) {
     const CliArgs args(argv,
-                       {"--model", "--threads", "--context", "--device", "--gpu-memory", "--temperature", "--top-p", "--top-k", "--min-p",
+                       {"--dense", "--model", "--threads", "--context", "--device", "--gpu-memory", "--temperature", "--top-p", "--top-k", "--min-p",
                         "--repetition-penalty", "--seed", "--max-tokens", "--system", "--experts", "--defer"},
                        {"--no-think", "--defer-prefill"}, {"--stop"});
     tandem::EngineOptions options;
@@ -46,6 +46,7 @@ int runChat(const CommandArgs& argv) {
     options.device = parseDevice(args.optional("--device").value_or("auto"));
     options.gpuExpertMemory = parseGpuMemory(args);
     options.experts = parseExperts(args.optional("--experts").value_or("auto"));
+    options.dense = parseDense(args);
     const std::string modelDir = args.required("--model");
     std::fprintf(stderr, "loading %s ...\n", modelDir.c_str());
     auto engine = tandem::Engine::load(modelDir, options);

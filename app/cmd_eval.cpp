@@ -122,7 +122,7 @@ private:
 }  // namespace
 
 int runEval(const CommandArgs& argv) {
-    const CliArgs args(argv, {"--model", "--ids-file", "--new-tokens", "--logits-out", "--threads", "--device", "--gpu-memory", "--experts", "--defer",
+    const CliArgs args(argv, {"--dense", "--model", "--ids-file", "--new-tokens", "--logits-out", "--threads", "--device", "--gpu-memory", "--experts", "--defer",
                               "--skip", "--forced-ids", "--router-out"},
                        {"--defer-prefill"});
     const auto prompt = readIdsFile(args.required("--ids-file"));
@@ -145,6 +145,7 @@ int runEval(const CommandArgs& argv) {
     options.device = parseDevice(args.optional("--device").value_or("auto"));
     options.gpuExpertMemory = parseGpuMemory(args);
     options.experts = parseExperts(args.optional("--experts").value_or("auto"));
+    options.dense = parseDense(args);
     auto engine = tandem::Engine::load(args.required("--model"), options);
     reportDevice(engine->info());
     if (positions > engine->info().contextLength)

@@ -7,7 +7,7 @@
 #include "tandem/engine.h"
 
 int runGenerate(const CommandArgs& argv) {
-    const CliArgs args(argv, {"--model", "--ids", "--ids-file", "--new-tokens", "--temperature", "--top-p", "--top-k",
+    const CliArgs args(argv, {"--dense", "--model", "--ids", "--ids-file", "--new-tokens", "--temperature", "--top-p", "--top-k",
                               "--seed", "--threads", "--context", "--min-p", "--repetition-penalty",
                               "--presence-penalty", "--frequency-penalty", "--device", "--gpu-memory", "--experts", "--defer", "--skip",
                               "--prompts-file"},
@@ -27,6 +27,7 @@ int runGenerate(const CommandArgs& argv) {
     options.device = parseDevice(args.optional("--device").value_or("auto"));
     options.gpuExpertMemory = parseGpuMemory(args);
     options.experts = parseExperts(args.optional("--experts").value_or("auto"));
+    options.dense = parseDense(args);
     std::fprintf(stderr, "loading %s ...\n", args.required("--model").c_str());
     auto engine = tandem::Engine::load(args.required("--model"), options);
     const auto& info = engine->info();

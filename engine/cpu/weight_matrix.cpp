@@ -25,6 +25,12 @@ void WeightMatrix::dequantRow(std::int64_t r, float* out) const {
             out[c] = io::f16ToFloat(b);
         }
         return;
+    case io::DType::I8: {
+        const auto* values = reinterpret_cast<const std::int8_t*>(src);
+        const float s = rowScales[row];
+        for (std::int64_t c = 0; c < cols; ++c) out[c] = static_cast<float>(values[c]) * s;
+        return;
+    }
     case io::DType::F8_E4M3: {
         const float* scales = blockScales + (row / blockRows) * scaleCols;
         const auto* bytes = reinterpret_cast<const std::uint8_t*>(src);

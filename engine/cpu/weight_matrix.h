@@ -1,7 +1,8 @@
 #pragma once
 // A 2-D weight as it lies in the checkpoint (row-major, [rows, cols] = [out, in]), read in place from
 // the memory mapping. FP8 weights carry one float32 scale per block of blockRows x blockCols values
-// (DeepSeek-V3's weight_scale_inv); blocks at the right and bottom edges may be partial.
+// (DeepSeek-V3's weight_scale_inv); blocks at the right and bottom edges may be partial. I8 weights
+// (cpu/dense/quantize_dense.h) carry one float32 scale per row.
 #include <cstddef>
 #include <cstdint>
 
@@ -20,6 +21,8 @@ struct WeightMatrix {
     std::int64_t scaleCols = 0;
     int blockRows = 128;
     int blockCols = 128;
+
+    const float* rowScales = nullptr;  // I8 only (dense weights quantized at load): one per row of the tensor
 
     // Writes row r (of this view) as float32 into out[0, cols).
     void dequantRow(std::int64_t r, float* out) const;

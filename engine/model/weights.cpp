@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "cpu/dense/quantize_dense.h"
 #include "model/family.h"
 #include "tandem/error.h"
 
@@ -182,6 +183,25 @@ ModelWeights loadWeights(const io::TensorLookup& ckpt, const ModelConfig& c, boo
         loadFeedForward(l, c, i, p, lw, routedExperts);
     }
     return w;
+}
+
+void quantizeDenseInt8(ModelWeights& w, cpu::ThreadPool& pool) {
+    const auto quantize = [&](WeightMatrix& m) {
+        if (!m.data || m.dtype == io::DType::I8) return;
+        m = cpu::quantizeRowsInt8(m, w.int8Store.emplace_back(), w.scaleStore.emplace_back(), pool);
+    };
+    const auto mlp = [&](MlpWeights& m) {
+        quantize(m.gate);
+        quantize(m.up);
+        quantize(m.down);
+    };
+    for (LayerWeights& l : w.layers) {
+        for (WeightMatrix* m : {&l.gqa.q, &l.gqa.k, &l.gqa.v, &l.gqa.o, &l.mla.q, &l.mla.kvA, &l.mla.o}) quantize(*m);
+        if (l.mla.qA) quantize(*l.mla.qA);
+        if (l.dense) mlp(*l.dense);
+        if (l.moe && l.moe->shared) mlp(*l.moe->shared);
+    }
+    quantize(w.lmHead);
 }
 
 }  // namespace tandem::model

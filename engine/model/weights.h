@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "cpu/pool/thread_pool.h"
 #include "cpu/weight_matrix.h"
 #include "io/tensor_lookup.h"
 #include "model/config.h"
@@ -54,8 +55,14 @@ struct ModelWeights {
     WeightMatrix lmHead;  // [vocab, hidden]
     std::vector<float> finalNorm;
     std::vector<LayerWeights> layers;
-    std::deque<std::vector<float>> scaleStore;  // owns the FP8 block scales the matrices point to
+    std::deque<std::vector<float>> scaleStore;  // owns the FP8 block scales (and int8 row scales) the matrices point to
+    std::deque<std::vector<std::int8_t>> int8Store;  // owns the int8 dense weights (quantizeDenseInt8)
 };
+
+// The CPU path's dense products in int8 with a scale per row (cpu/dense/quantize_dense.h): attention's
+// projections (not MLA's kv_b, which attention reads row by row), dense and shared MLPs and the output
+// head; the embedding, norms, routers and routed experts stay as they are. Replaces those matrices in place.
+void quantizeDenseInt8(ModelWeights& weights, cpu::ThreadPool& pool);
 
 // Throws tandem::Error naming the tensor, its shard and the problem (missing, wrong shape, wrong type).
 // Without routedExperts the routed experts are left out (a packed store holds them elsewhere).

@@ -99,6 +99,11 @@ struct Engine::Impl {
         if (packed) info.weightBytes += packed->ownedBytes();
         transformer = std::make_unique<model::Transformer>(config, weights, *experts, pool);
         chooseDevice(options.device, options.gpuExpertMemory);
+        info.dense = "checkpoint";
+        if (options.dense == DensePrecision::Int8 && !gpu) {
+            model::quantizeDenseInt8(weights, pool);
+            info.dense = "int8";
+        }
         if (packed) {  // the layers whose experts stay in system memory
             const int cpuLayers = config.moeLayerCount() - (gpu ? gpu->expertLayersOnGpu() : 0);
             info.routedBytesPerToken = static_cast<std::uint64_t>(cpuLayers) * config.router.topK * packed->expertDataBytes();

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "cpu/dense/matmul.h"
+#include "cpu/dense/quantize_dense.h"
 #include "cpu/dense/ops.h"
 #include "cpu/pool/thread_pool.h"
 #include "tandem/error.h"
@@ -50,22 +51,28 @@ private slots:
         std::vector<std::uint16_t> bf16(rows * cols);
         std::vector<float> f32(rows * cols);
         std::vector<std::uint8_t> f8(rows * cols);
+        std::vector<std::int8_t> i8(rows * cols);
+        std::vector<float> rowScales(rows);
         for (int i = 0; i < rows * cols; ++i) {
             bf16[i] = static_cast<std::uint16_t>(rng() & 0x3fff) | 0x3c00;  // values in [2^-7, 2)
             f32[i] = u(rng);
             f8[i] = static_cast<std::uint8_t>(rng() % 0x7e);
+            i8[i] = static_cast<std::int8_t>(static_cast<int>(rng() % 255) - 127);
         }
+        for (int r = 0; r < rows; ++r) rowScales[r] = 0.001f * static_cast<float>(r + 1);
         const float scales[2] = {0.5f, 3.0f};  // one column block of 32 per row block of 32, then the rest
 
         ThreadPool pool(2);
-        for (const auto type : {io::DType::F32, io::DType::BF16, io::DType::F8_E4M3}) {
+        for (const auto type : {io::DType::F32, io::DType::BF16, io::DType::F8_E4M3, io::DType::I8}) {
             WeightMatrix w;
             w.dtype = type;
             w.rows = rows;
             w.cols = cols;
             w.data = type == io::DType::F32 ? reinterpret_cast<const std::byte*>(f32.data())
                      : type == io::DType::BF16 ? reinterpret_cast<const std::byte*>(bf16.data())
+                     : type == io::DType::I8   ? reinterpret_cast<const std::byte*>(i8.data())
                                                : reinterpret_cast<const std::byte*>(f8.data());
+            if (type == io::DType::I8) w.rowScales = rowScales.data();
             if (type == io::DType::F8_E4M3) {
                 w.blockRows = 32;
                 w.blockCols = 64;
@@ -81,6 +88,7 @@ private slots:
                         const int i = r * cols + c;
                         const double wv = type == io::DType::F32    ? f32[i]
                                           : type == io::DType::BF16 ? io::bf16ToFloat(bf16[i])
+                                          : type == io::DType::I8   ? static_cast<double>(i8[i]) * rowScales[r]
                                                                     : io::f8e4m3ToFloat(f8[i]) * scales[r / 32];
                         expected += wv * x[t * cols + c];
                     }
@@ -94,6 +102,38 @@ private slots:
             matmul(slice, x.data(), cols, tokens, ys.data(), 19, pool);
             for (int r = 0; r < 19; ++r)
                 for (int t = 0; t < tokens; ++t) QCOMPARE(ys[t * 19 + r], y[t * rows + r + 5]);
+        }
+    }
+
+    // Dense weights quantized at load (quantize_dense.h): each value within half a step of its row's scale,
+    // the row's largest magnitude exactly 127 steps, an all-zero row scale 0; read back through dequantRow.
+    void int8RowsRoundTrip() {
+        const int rows = 5, cols = 70;
+        std::vector<std::uint16_t> bf16(rows * cols, 0);
+        std::mt19937 rng(3);
+        std::normal_distribution<float> n(0, 0.02f);
+        for (int i = cols; i < rows * cols; ++i) bf16[i] = io::floatToBf16(n(rng));  // row 0 stays zero
+        WeightMatrix w;
+        w.dtype = io::DType::BF16;
+        w.rows = rows;
+        w.cols = cols;
+        w.data = reinterpret_cast<const std::byte*>(bf16.data());
+        ThreadPool pool(2);
+        std::vector<std::int8_t> values;
+        std::vector<float> scales;
+        const WeightMatrix q = quantizeRowsInt8(w.rowSlice(0, rows), values, scales, pool);
+        QCOMPARE(q.dtype, io::DType::I8);
+        QCOMPARE(scales[0], 0.0f);
+        std::vector<float> back(cols);
+        for (int r = 0; r < rows; ++r) {
+            q.dequantRow(r, back.data());
+            float largest = 0;
+            for (int c = 0; c < cols; ++c) {
+                const float v = io::bf16ToFloat(bf16[r * cols + c]);
+                largest = std::max(largest, std::abs(v));
+                QVERIFY(std::abs(back[c] - v) <= scales[r] * 0.5f + 1e-9f);
+            }
+            QCOMPARE(scales[r], largest / 127.0f);
         }
     }
 

@@ -135,6 +135,9 @@ private slots:
         app->window()->show();
         QVERIFY(test::waitForModel(*app));
         test::typeAndSend(*app, "How fast?");
+        // The answer's speed arrives with its end (an idle check alone can come before the answer starts,
+        // as CI once saw on a loaded machine).
+        QTRY_VERIFY_WITH_TIMEOUT(app->stats()->latestDecodeRate() > 0, 60000);
         QVERIFY(test::waitForIdle(*app));
         app->stats()->addSample(SystemSample{});
         const double speed = app->stats()->latestDecodeRate();

@@ -12,5 +12,8 @@ namespace tandem::cpu {
 // W is bf16, row-major with `cols` columns.
 void denseBf16Avx512(const std::uint16_t* w, std::size_t cols, std::size_t r0, std::size_t r1, const float* x,
                      std::size_t ldx, std::size_t tokens, float* y, std::size_t ldy);
+// The same for int8 weights with one scale per row (rowScales[r] for row r; cpu/dense/quantize_dense.h).
+void denseInt8Avx512(const std::int8_t* w, const float* rowScales, std::size_t cols, std::size_t r0, std::size_t r1,
+                     const float* x, std::size_t ldx, std::size_t tokens, float* y, std::size_t ldy);
 
 }  // namespace tandem::cpu

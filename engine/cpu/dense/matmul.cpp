@@ -31,6 +31,14 @@ void matmul(const WeightMatrix& w, const float* x, std::size_t ldx, std::size_t 
         });
         return;
     }
+    if (w.dtype == io::DType::I8 && selectedIsa() >= Isa::Avx512) {
+        const auto* rows = reinterpret_cast<const std::int8_t*>(w.data) + static_cast<std::size_t>(w.firstRow) * cols;
+        const float* scales = w.rowScales + w.firstRow;
+        pool.parallelFor(static_cast<std::size_t>(w.rows), grain, [&](std::size_t begin, std::size_t end) {
+            denseInt8Avx512(rows, scales, cols, begin, end, x, ldx, tokens, y, ldy);
+        });
+        return;
+    }
     const std::size_t blockRows = tokens >= kBlockFromTokens ? kBlockRows : 1;
     pool.parallelFor(static_cast<std::size_t>(w.rows), grain, [&](std::size_t begin, std::size_t end) {
         thread_local std::vector<float> block;

@@ -34,6 +34,14 @@ enum class ExpertPrecision {
     Reference,  // the checkpoint's matrices as they are, float32 arithmetic: exact but slow
 };
 
+// How the CPU path holds the dense weights: attention's projections, dense and shared MLPs, the output
+// head (not the embedding, routers or routed experts).
+enum class DensePrecision {
+    Checkpoint,  // as the checkpoint or store has them (bf16 mostly)
+    Int8,        // int8 with a scale per row, quantized at load: half of bf16's bytes per decode step, with
+                 // an error of ~0.5% of each row's largest weight (not yet the default: issue 25)
+};
+
 struct EngineOptions {
     int threads = 0;             // CPU threads; 0 = one per physical core
     int contextLength = 4096;    // tokens a session can hold; capped by the model's own limit
@@ -42,6 +50,8 @@ struct EngineOptions {
     // GPU memory for routed experts (whole MoE layers, the last first): < 0 what is free once the rest of
     // the model and the context are counted; 0 none (every routed expert on the CPU); > 0 that many bytes.
     std::int64_t gpuExpertMemory = -1;
+    // The CPU path's dense weights; applies when the model runs on the CPU (the GPU path keeps its own).
+    DensePrecision dense = DensePrecision::Checkpoint;
 };
 
 struct SamplingOptions {
@@ -94,6 +104,7 @@ struct ModelInfo {
     std::string expertLayers;
     std::uint64_t routedBytesPerToken = 0;  // expert bytes a decode step reads from RAM (packed experts)
     std::string cpuKernels;      // the instruction set of the expert kernels: "avx512", "amx", ...
+    std::string dense;           // how the CPU path holds the dense weights: "checkpoint" or "int8"
     StoreState store = StoreState::NotAStore;  // NotAStore for a Hugging Face folder
     std::string storeNotice;     // Verified: when; Unverified: why (tandem::verifyStore reads it in full)
 };

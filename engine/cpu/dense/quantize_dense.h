@@ -1,0 +1,17 @@
+#pragma once
+// Dense weights quantized for the CPU path (issue 25): int8 with one float32 scale per output row
+// (absmax / 127, round to nearest), so a decode step reads a byte per weight instead of bf16's two.
+#include <cstdint>
+#include <vector>
+
+#include "cpu/pool/thread_pool.h"
+#include "cpu/weight_matrix.h"
+
+namespace tandem::cpu {
+
+// The int8 values and row scales of `m` (any type dequantRow reads), and a WeightMatrix of type I8 that
+// views them; the vectors must outlive it.
+WeightMatrix quantizeRowsInt8(const WeightMatrix& m, std::vector<std::int8_t>& values, std::vector<float>& scales,
+                              ThreadPool& pool);
+
+}  // namespace tandem::cpu
