@@ -6,6 +6,8 @@ Usage: evaluate.py --model DIR --cli build/app/tandem-cli --eval eval.jsonl [--l
        evaluate.py --model DIR --cli build/app/tandem-cli --eval eval.jsonl \
                    --multiturn eval_multiturn.jsonl [--conversations N] [--limit N]
 
+With --dense-compare: the single-turn questions with --dense checkpoint and --dense int8, both scores
+and the share of answers that stay identical (issue 25's quality check of int8 dense weights).
 Without --multiturn: for d = 0 .. k-1 it runs `tandem-cli generate --prompts-file` (greedy) once with
 --defer d and once with --skip d over the "seen" and "paraphrase" questions of eval.jsonl and prints a
 Markdown table.
@@ -28,9 +30,9 @@ from tokenizers import Tokenizer
 from scoring import score
 
 
-def run(cli, model, prompts_file, device, flag, d, new_tokens):
+def run(cli, model, prompts_file, device, flag, d, new_tokens, extra=()):
     command = [cli, "generate", "--model", str(model), "--prompts-file", prompts_file, "--new-tokens",
-               str(new_tokens), "--temperature", "0", "--device", device]
+               str(new_tokens), "--temperature", "0", "--device", device, *extra]
     if d:
         command += [flag, str(d)]
     out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
@@ -131,6 +133,9 @@ def main():
     parser.add_argument("--conversations", type=int, default=100, help="chats of --multiturn to run")
     parser.add_argument("--threads", type=int, default=0, help="tandem-cli chat's threads (0: all)")
     parser.add_argument("--json", help="with --multiturn: also write the figures to this file")
+    parser.add_argument("--dense-compare", action="store_true",
+                        help="single-turn questions with the dense weights as the checkpoint has them and in int8 "
+                             "(tandem-cli --dense int8): both scores and the share of identical greedy answers")
     args = parser.parse_args()
 
     tokenizer = Tokenizer.from_file(str(args.model / "tokenizer.json"))
@@ -140,6 +145,20 @@ def main():
     if args.multiturn:
         return multiturn(args, tokenizer, eos)
     items, prompts_file = single_turn_prompts(args, tokenizer)
+    if args.dense_compare:
+        rows = {dense: run(args.cli, args.model, prompts_file, args.device, "--defer", 0, args.new_tokens,
+                           ["--dense", dense]) for dense in ("checkpoint", "int8")}
+        Path(prompts_file).unlink()
+        print("| dense weights | seen: definition | seen: exact | paraphrase: definition | paraphrase: exact |")
+        print("|---|---|---|---|---|")
+        for dense, r in rows.items():
+            table = score(items, decode_answers(tokenizer, eos, r))
+            s, p = table["seen"], table["paraphrase"]
+            print(f"| {dense} | {s['definition']:.1%} | {s['exact']:.1%} | {p['definition']:.1%} | {p['exact']:.1%} |")
+        cut = [[r[:r.index(eos)] if eos in r else r for r in rows[d]] for d in ("checkpoint", "int8")]
+        same = sum(a == b for a, b in zip(*cut))
+        print(f"\nidentical greedy answers: {same} of {len(items)} ({same / len(items):.1%})")
+        return
 
     print(f"| experts | seen: definition | seen: exact | paraphrase: definition | paraphrase: exact |")
     print("|---|---|---|---|---|")

@@ -11,9 +11,6 @@ namespace {
 inline __m512 loadWeights(const std::uint16_t* w, __mmask16 m) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, w)), 16));
 }
-inline __m512 loadWeights(const std::int8_t* w, __mmask16 m) {
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, w)));
-}
 
 // Up to 4 rows x 4 tokens in 16 accumulators: per 16 columns, one load of each row's weights and of
 // each token's activations, then NR * NT fused multiply-adds. With row scales (int8) each row's sums are
@@ -71,9 +68,61 @@ void denseBf16Avx512(const std::uint16_t* w, std::size_t cols, std::size_t r0, s
     dense(w, nullptr, cols, r0, r1, x, ldx, tokens, y, ldy);
 }
 
+namespace {
+
+// Int8 weights x int8 activations with VNNI: 64 products a vpdpbusd per row and token. vpdpbusd takes
+// unsigned bytes on one side, so the weights are shifted into 0..254 (w + 128, an XOR with 0x80) and
+// 128 x the activations' sum is taken off again: Σ (w + 128) q = Σ w q + 128 Σ q.
+template <int NR, int NT>
+void blockVnni(const std::int8_t* w, const float* rowScales, std::size_t cols, std::size_t r0, const Int8Rows& x,
+               std::size_t t0, float* y, std::size_t ldy) {
+    __m512i acc[NR][NT];
+    for (int r = 0; r < NR; ++r)
+        for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_setzero_si512();
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (std::size_t c = 0; c < cols; c += 64) {
+        const __mmask64 m = c + 64 <= cols ? ~__mmask64(0) : (__mmask64(1) << (cols - c)) - 1;
+        __m512i xv[NT];
+        for (int t = 0; t < NT; ++t) xv[t] = _mm512_loadu_si512(x.q + (t0 + t) * x.ld + c);  // padded with zeros
+        for (int r = 0; r < NR; ++r) {
+            // Past the row's end the masked load gives 0 (not 128), against the activations' zeros.
+            const __m512i wv = _mm512_maskz_xor_epi64(__mmask8(0xff), _mm512_maskz_loadu_epi8(m, w + (r0 + r) * cols + c),
+                                                       _mm512_maskz_mov_epi8(m, flip));
+            for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_dpbusd_epi32(acc[r][t], wv, xv[t]);
+        }
+    }
+    for (int r = 0; r < NR; ++r)
+        for (int t = 0; t < NT; ++t) {
+            const std::int64_t sum = static_cast<std::int64_t>(_mm512_reduce_add_epi32(acc[r][t])) - 128 * static_cast<std::int64_t>(x.sums[t0 + t]);
+            y[(t0 + t) * ldy + r0 + r] = static_cast<float>(sum) * rowScales[r0 + r] * x.scales[t0 + t];
+        }
+}
+
+template <int NT>
+void rowsVnni(const std::int8_t* w, const float* rowScales, std::size_t cols, std::size_t r0, std::size_t r1, const Int8Rows& x,
+              std::size_t t0, float* y, std::size_t ldy) {
+    std::size_t r = r0;
+    for (; r + 4 <= r1; r += 4) blockVnni<4, NT>(w, rowScales, cols, r, x, t0, y, ldy);
+    for (; r < r1; ++r) blockVnni<1, NT>(w, rowScales, cols, r, x, t0, y, ldy);
+}
+
+}  // namespace
+
 void denseInt8Avx512(const std::int8_t* w, const float* rowScales, std::size_t cols, std::size_t r0, std::size_t r1,
-                     const float* x, std::size_t ldx, std::size_t tokens, float* y, std::size_t ldy) {
-    dense(w, rowScales, cols, r0, r1, x, ldx, tokens, y, ldy);
+                     const Int8Rows& x, std::size_t tokens, float* y, std::size_t ldy) {
+    // Rows in slices whose weights stay in L2 (256 KB) while every token block passes over them.
+    const std::size_t slice = std::max<std::size_t>(4, (256 * 1024 / std::max<std::size_t>(cols, 1)) / 4 * 4);
+    for (std::size_t s0 = r0; s0 < r1; s0 += slice) {
+        const std::size_t s1 = std::min(r1, s0 + slice);
+        std::size_t t = 0;
+        for (; t + 4 <= tokens; t += 4) rowsVnni<4>(w, rowScales, cols, s0, s1, x, t, y, ldy);
+        switch (tokens - t) {
+        case 3: rowsVnni<3>(w, rowScales, cols, s0, s1, x, t, y, ldy); break;
+        case 2: rowsVnni<2>(w, rowScales, cols, s0, s1, x, t, y, ldy); break;
+        case 1: rowsVnni<1>(w, rowScales, cols, s0, s1, x, t, y, ldy); break;
+        default: break;
+        }
+    }
 }
 
 }  // namespace tandem::cpu

@@ -12,8 +12,18 @@ namespace tandem::cpu {
 // W is bf16, row-major with `cols` columns.
 void denseBf16Avx512(const std::uint16_t* w, std::size_t cols, std::size_t r0, std::size_t r1, const float* x,
                      std::size_t ldx, std::size_t tokens, float* y, std::size_t ldy);
-// The same for int8 weights with one scale per row (rowScales[r] for row r; cpu/dense/quantize_dense.h).
+// Activations quantized for the int8 products: per token, int8 values (symmetric, x ~ q * scale) over
+// the columns padded with zeros to a multiple of 64, `ld` bytes apart, and the sum of each token's q.
+struct Int8Rows {
+    const std::int8_t* q = nullptr;
+    std::size_t ld = 0;
+    const float* scales = nullptr;
+    const std::int32_t* sums = nullptr;
+};
+
+// y[t * ldy + r] = rowScales[r] · scales[t] · Σ_c W[r, c] · q[t, c] for int8 weights with one scale per row
+// (cpu/dense/quantize_dense.h) and int8 activations, with VNNI's integer products.
 void denseInt8Avx512(const std::int8_t* w, const float* rowScales, std::size_t cols, std::size_t r0, std::size_t r1,
-                     const float* x, std::size_t ldx, std::size_t tokens, float* y, std::size_t ldy);
+                     const Int8Rows& x, std::size_t tokens, float* y, std::size_t ldy);
 
 }  // namespace tandem::cpu

@@ -6,6 +6,7 @@
 #include "cpu/cpu_features.h"
 #include "cpu/dense/dense_avx512.h"
 #include "cpu/dense/ops.h"
+#include "cpu/kernels/activation_quant.h"
 
 namespace tandem::cpu {
 namespace {
@@ -32,10 +33,27 @@ void matmul(const WeightMatrix& w, const float* x, std::size_t ldx, std::size_t 
         return;
     }
     if (w.dtype == io::DType::I8 && selectedIsa() >= Isa::Avx512) {
+        // The activations in int8 too (as the int8 experts take them), for VNNI's integer products.
+        const std::size_t padded = (cols + 63) / 64 * 64;
+        thread_local std::vector<std::int8_t> q;
+        thread_local std::vector<float> scales;
+        thread_local std::vector<std::int32_t> sums, groupSums;
+        q.resize(tokens * padded);
+        scales.resize(tokens);
+        sums.resize(tokens);
+        groupSums.resize(padded / 32);
+        for (std::size_t t = 0; t < tokens; ++t) {
+            activationToInt8(x + t * ldx, static_cast<int>(cols), static_cast<int>(padded), q.data() + t * padded, &scales[t],
+                             groupSums.data());
+            std::int32_t total = 0;
+            for (const std::int32_t g : groupSums) total += g;
+            sums[t] = total;
+        }
+        const Int8Rows xq{q.data(), padded, scales.data(), sums.data()};
         const auto* rows = reinterpret_cast<const std::int8_t*>(w.data) + static_cast<std::size_t>(w.firstRow) * cols;
-        const float* scales = w.rowScales + w.firstRow;
+        const float* rowScales = w.rowScales + w.firstRow;
         pool.parallelFor(static_cast<std::size_t>(w.rows), grain, [&](std::size_t begin, std::size_t end) {
-            denseInt8Avx512(rows, scales, cols, begin, end, x, ldx, tokens, y, ldy);
+            denseInt8Avx512(rows, rowScales, cols, begin, end, xq, tokens, y, ldy);
         });
         return;
     }
