@@ -98,6 +98,9 @@ private slots:
     void loadRequestsBecomeEngineOptions() {
         LoadRequest request;
         QCOMPARE(engineOptionsFor(request).gpuExpertMemory, std::int64_t{-1});
+        QVERIFY(engineOptionsFor(request).dense == tandem::DensePrecision::Int8);  // the default
+        request.int8Dense = false;
+        QVERIFY(engineOptionsFor(request).dense == tandem::DensePrecision::Checkpoint);
         QVERIFY(engineOptionsFor(request).device == tandem::Device::Auto);
         request.gpuExpertMemoryGb = 24;
         QCOMPARE(engineOptionsFor(request).gpuExpertMemory, std::int64_t{24'000'000'000});
@@ -156,7 +159,9 @@ private slots:
         const std::vector<int> prompt = formatter->encodeConversation(question(7).messages);
         QCOMPARE(events.promptTokens, QList<int>{static_cast<int>(prompt.size())});
         QCOMPARE(stats.promptTokens, static_cast<int>(prompt.size()));
-        auto engine = tandem::Engine::load(test::fixturePath("tiny-qwen3moe").toStdString(), {1, 4096});
+        tandem::EngineOptions engineOptions = engineOptionsFor(fixtureRequest());  // the worker's, int8 dense included
+        engineOptions.threads = 1;
+        auto engine = tandem::Engine::load(test::fixturePath("tiny-qwen3moe").toStdString(), engineOptions);
         auto session = engine->newSession();
         const tandem::Chat chat(*engine, test::fixturePath("tiny-qwen3moe").toStdString());
         tandem::ChatOptions options;
@@ -340,6 +345,7 @@ private slots:
             EngineHost host;
             LoadRequest cpuOnly = fixtureRequest();
             cpuOnly.gpuDevice = -1;
+            cpuOnly.int8Dense = false;  // a model loaded for the GPU keeps its dense weights as they are
             QVERIFY(load(host.worker(), cpuOnly));
             EngineEvents events(host.worker());
             generate(host.worker(), question(3));

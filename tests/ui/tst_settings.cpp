@@ -26,6 +26,7 @@ SettingsValues changedValues() {
     v.engine.gpuDevice = -1;
     v.engine.contextLength = 16384;
     v.engine.gpuExpertMemoryGb = 24;
+    v.engine.int8Dense = false;
     v.sampling.useModelRecommendation = false;
     v.sampling.sampling.temperature = 0.7f;
     v.sampling.sampling.topP = 0.9f;
@@ -59,6 +60,7 @@ private slots:
         QCOMPARE(e.threads, 0);         // all hardware threads
         QCOMPARE(e.contextLength, 4096);
         QCOMPARE(e.gpuExpertMemoryGb, -1);  // automatic: what the GPU has free
+        QVERIFY(e.int8Dense);               // the CPU path's dense weights in int8
         QVERIFY(settings.sampling().useModelRecommendation);
         QCOMPARE(settings.appearance().theme, ThemeChoice::System);
         QCOMPARE(settings.defaultDeferral(), 0);  // exact

@@ -168,6 +168,7 @@ void ModelController::load(const QString& dir, const QString& fallback) {
     request.gpuDevice = e.gpuDevice;
     request.contextLength = e.contextLength;
     request.gpuExpertMemoryGb = e.gpuExpertMemoryGb;
+    request.int8Dense = e.int8Dense;
     request.deferredExperts = settings_->deferralForModel(dir);
     // Shown at once; the worker's own modelLoading confirms it when it starts.
     onLoading(dir);

@@ -45,6 +45,7 @@ EngineSettings AppSettings::engine() const {
     e.gpuDevice = std::max(-1, settings_->value("engine/gpuDevice", d.gpuDevice).toInt());
     e.contextLength = std::clamp(settings_->value("engine/contextLength", d.contextLength).toInt(), 256, 1 << 20);
     e.gpuExpertMemoryGb = std::clamp(settings_->value("engine/gpuExpertMemoryGb", d.gpuExpertMemoryGb).toInt(), -1, 1 << 16);
+    e.int8Dense = settings_->value("engine/int8Dense", d.int8Dense).toBool();
     return e;
 }
 
@@ -56,6 +57,7 @@ void AppSettings::setEngine(const EngineSettings& e) {
     settings_->setValue("engine/gpuDevice", e.gpuDevice);
     settings_->setValue("engine/contextLength", e.contextLength);
     settings_->setValue("engine/gpuExpertMemoryGb", e.gpuExpertMemoryGb);
+    settings_->setValue("engine/int8Dense", e.int8Dense);
 }
 
 SamplingDefaults AppSettings::sampling() const {

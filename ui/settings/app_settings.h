@@ -21,6 +21,9 @@ struct EngineSettings {
     // GPU memory for routed experts, in GB (whole MoE layers, the last first): -1 automatic (what is free
     // once the rest of the model and the context are counted), 0 none (all on the CPU).
     int gpuExpertMemoryGb = -1;
+    // The dense weights in int8 when the model runs on the CPU (tandem::DensePrecision::Int8): about twice
+    // the decode speed, nearly the same answers (docs/BENCHMARKS.md).
+    bool int8Dense = true;
 
     bool operator==(const EngineSettings&) const = default;
 };

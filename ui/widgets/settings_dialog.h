@@ -56,6 +56,7 @@ private:
     QComboBox* device_;
     QSpinBox* contextLength_;
     QSpinBox* gpuExpertMemory_;
+    QCheckBox* int8Dense_;
     QLabel* kernelNote_;
     QLabel* contextNote_;
     int modelContext_ = 0;  // the loaded model's context length, 0: none loaded

@@ -24,6 +24,7 @@ struct LoadRequest {
     int gpuDevice = 0;  // -1 = CPU only
     int contextLength = 4096;
     int gpuExpertMemoryGb = -1;  // EngineSettings::gpuExpertMemoryGb
+    bool int8Dense = true;       // EngineSettings::int8Dense
     int deferredExperts = 0;
 };
 

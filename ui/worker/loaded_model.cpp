@@ -57,6 +57,7 @@ tandem::EngineOptions engineOptionsFor(const LoadRequest& request) {
     options.device = request.gpuDevice < 0 ? tandem::Device::Cpu : tandem::Device::Auto;
     options.gpuExpertMemory =
         request.gpuExpertMemoryGb < 0 ? -1 : static_cast<std::int64_t>(request.gpuExpertMemoryGb) * 1'000'000'000;
+    options.dense = request.int8Dense ? tandem::DensePrecision::Int8 : tandem::DensePrecision::Checkpoint;
     return options;
 }
 
