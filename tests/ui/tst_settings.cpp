@@ -1,5 +1,6 @@
 // Settings: defaults that work, values that persist, deferral remembered per model, and the dialog
 // showing and returning exactly what it was given.
+#include <QCheckBox>
 #include <QComboBox>
 #include <QSettings>
 #include <QSpinBox>
@@ -161,6 +162,13 @@ private slots:
         QCOMPARE(dialog.values().engine.gpuExpertMemoryGb, -1);
         experts->setValue(0);
         QCOMPARE(dialog.values().engine.gpuExpertMemoryGb, 0);
+        // The CPU path's dense weights in int8: a checkbox that the values follow.
+        QCheckBox* int8 = nullptr;
+        for (QCheckBox* c : dialog.findChildren<QCheckBox*>())
+            if (c->accessibleName() == "Dense weights in int8 on the CPU") int8 = c;
+        QVERIFY(int8 && !int8->isChecked());
+        int8->setChecked(true);
+        QVERIFY(dialog.values().engine.int8Dense);
         // Every GPU found is offered, and CPU only.
         QComboBox* device = nullptr;
         for (QComboBox* c : dialog.findChildren<QComboBox*>())
