@@ -146,6 +146,23 @@ int runBench(const CommandArgs& argv) {
     gen.maxNewTokens = genTokens;
     gen.stopAtEos = false;
     std::vector<Row> rows;
+    // One measured run: a fresh session, the prompt, then genTokens of decode after it.
+    const auto measure = [&](const std::vector<int>& prompt, int defer) {
+        auto session = engine->newSession();
+        session->setDeferral(defer);
+        std::fprintf(stderr, "measuring memory bandwidth ...\n");
+        Machine machine;
+        machine.beforeGbps = engine->measureMemoryBandwidth();
+        std::fprintf(stderr, "prefill %zu tokens, decode %d, deferral %d ...\n", prompt.size(), genTokens, defer);
+        const auto stats = session->generate(prompt, gen, [](int) { return true; });
+        std::fprintf(stderr, "measuring memory bandwidth again ...\n");
+        machine.afterGbps = engine->measureMemoryBandwidth();
+        machine.bandwidthGbps = std::max(machine.beforeGbps, machine.afterGbps);
+        if (const auto bytes = engine->info().routedBytesPerToken)
+            machine.ceiling = machine.bandwidthGbps * 1e9 / static_cast<double>(bytes);
+        report(shape, *engine, *session, machine, stats, static_cast<int>(prompt.size()), args.flag("--json"));
+        return stats;
+    };
     for (const int promptTokens : prompts) {
         std::vector<int> prompt(static_cast<std::size_t>(promptTokens));
         for (int& t : prompt) t = token(rng);
@@ -160,22 +177,17 @@ int runBench(const CommandArgs& argv) {
             session->generate(prompt, warm, [](int) { return true; });
         }
         for (const int defer : deferrals) {
-            auto session = engine->newSession();
-            session->setDeferral(defer);
-            std::fprintf(stderr, "measuring memory bandwidth ...\n");
-            Machine machine;
-            machine.beforeGbps = engine->measureMemoryBandwidth();
-            std::fprintf(stderr, "prefill %d tokens, decode %d, deferral %d ...\n", promptTokens, genTokens, defer);
-            const auto stats = session->generate(prompt, gen, [](int) { return true; });
-            std::fprintf(stderr, "measuring memory bandwidth again ...\n");
-            machine.afterGbps = engine->measureMemoryBandwidth();
-            machine.bandwidthGbps = std::max(machine.beforeGbps, machine.afterGbps);
-            if (const auto bytes = engine->info().routedBytesPerToken)
-                machine.ceiling = machine.bandwidthGbps * 1e9 / static_cast<double>(bytes);
-            report(shape, *engine, *session, machine, stats, promptTokens, args.flag("--json"));
+            const auto stats = measure(prompt, defer);
             rows.push_back({defer, "pp" + std::to_string(promptTokens), stats.prefillTokensPerSecond()});
-            rows.push_back({defer, "tg" + std::to_string(genTokens), stats.decodeTokensPerSecond()});
+            // Decode after the prompt: llama-bench calls this depth "tg N @ dP".
+            rows.push_back({defer, "tg" + std::to_string(genTokens) + " @ d" + std::to_string(promptTokens),
+                            stats.decodeTokensPerSecond()});
         }
+    }
+    // Decode from an empty context (one token), as llama-bench's "tg N" runs it.
+    for (const int defer : deferrals) {
+        const auto stats = measure({token(rng)}, defer);
+        rows.push_back({defer, "tg" + std::to_string(genTokens), stats.decodeTokensPerSecond()});
     }
     printTable(model, *engine, rows);
     return 0;

@@ -72,8 +72,9 @@ commands:
             [--device cpu|gpu|auto] [--gpu-memory SIZE] [--json] [--no-verify] [--no-warmup]
             A model (or random weights of a real model's shapes): prefill, then decode, with the time
             split and the decode ceiling (measured bandwidth / routed-expert bytes per token), then a
-            table of pp N and tg N rows as llama-bench prints them. Each prompt size is first run once
-            untimed, as llama-bench's warm-up (--no-warmup: not).
+            table of pp N and tg N rows as llama-bench prints them: "tg N @ dP" decodes after the P-token
+            prompt, "tg N" from an empty context (as llama-bench's tg test). Each prompt size is first run
+            once untimed, as llama-bench's warm-up (--no-warmup: not).
   tokenize  --model DIR [--add-special]
             Read UTF-8 text from standard input and print its token ids on one line; with
             --add-special the ids the model expects around a text (e.g. BOS) are included.

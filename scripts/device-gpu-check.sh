@@ -38,7 +38,8 @@
 # pp2048 with -ub 2048, half the layers' experts on the GPU with -ncmoe 24, everything on the GPU) and
 # Tandem's bench on the same store with the matching --gpu-memory (0 and PEER_STREAM, default 1G: only the two
 # staging layers of prefill streaming; PEER_HALF, default 9G: 24 layers and the staging layers; auto), and
-# prints both with the ratios (PEER_REPS repetitions, default 3).
+# prints both with the ratios (PEER_REPS repetitions, default 3). Decode is compared from an empty context on
+# both sides (llama-bench's tg, bench's one-token-prompt run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tandem-out}

@@ -267,8 +267,9 @@ private slots:
         QVERIFY2(empty.err.contains("no prompts"), qPrintable(empty.err));
     }
 
-    // bench --synthetic: one JSON line per deferral, each with its own bandwidth probes around the run
-    // and a ceiling from the higher of the two.
+    // bench --synthetic: one JSON line per deferral and run (after the prompt, then from an empty context:
+    // a one-token prompt), each with its own bandwidth probes around the run and a ceiling from the higher
+    // of the two.
     void benchReportsEachDeferralWithItsCeiling() {
         const auto r = runCli({"bench", "--synthetic", "tiny", "--experts", "int4", "--prompt", "8", "--gen", "4", "--defer",
                                "0,1", "--device", "cpu", "--threads", "2", "--json"});
@@ -276,10 +277,11 @@ private slots:
         QList<QJsonObject> rows;
         for (const QString& line : r.out.split('\n'))
             if (line.startsWith('{')) rows.append(QJsonDocument::fromJson(line.toUtf8()).object());
-        QCOMPARE(rows.size(), 2);
-        for (int i = 0; i < 2; ++i) {
+        QCOMPARE(rows.size(), 4);
+        for (int i = 0; i < 4; ++i) {
             const QJsonObject& j = rows[i];
-            QCOMPARE(j["deferral"].toInt(), i);
+            QCOMPARE(j["deferral"].toInt(), i % 2);
+            QCOMPARE(j["prompt_tokens"].toInt(), i < 2 ? 8 : 1);
             QCOMPARE(j["steps"].toInt(), 3);  // the first new token comes from the prefill
             const double before = j["bandwidth_before_gbps"].toDouble(), after = j["bandwidth_after_gbps"].toDouble();
             QVERIFY(before > 0 && after > 0);
@@ -302,7 +304,8 @@ private slots:
         QCOMPARE(r.exitCode, 0);
         QVERIFY2(r.out.contains("| model | experts | device | threads | routed experts on | deferral | test | t/s |"),
                  qPrintable(r.out));
-        for (const char* test : {"| pp8 |", "| pp16 |", "| tg3 |"})
+        // Decode after each prompt ("tg3 @ d8", llama-bench's depth) and from an empty context ("tg3").
+        for (const char* test : {"| pp8 |", "| pp16 |", "| tg3 @ d8 |", "| tg3 @ d16 |", "| tg3 |"})
             QVERIFY2(r.out.contains(QString("| tiny-qwen3moe | bf16 | CPU | 2 | CPU | 0 ") + test), qPrintable(r.out));
         // Each prompt size is run once untimed first (llama-bench's warm-up), unless --no-warmup.
         QVERIFY2(r.err.contains("warm-up: prefill 8 tokens") && r.err.contains("warm-up: prefill 16 tokens"), qPrintable(r.err));
