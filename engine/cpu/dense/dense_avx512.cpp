@@ -7,16 +7,15 @@
 namespace tandem::cpu {
 namespace {
 
-// 16 weights of a row as float32: bf16 is the top half of a float32; int8 is scaled per row afterwards.
+// 16 bf16 weights of a row as float32: bf16 is the top half of a float32.
 inline __m512 loadWeights(const std::uint16_t* w, __mmask16 m) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, w)), 16));
 }
 
 // Up to 4 rows x 4 tokens in 16 accumulators: per 16 columns, one load of each row's weights and of
-// each token's activations, then NR * NT fused multiply-adds. With row scales (int8) each row's sums are
-// scaled at the end.
+// each token's activations, then NR * NT fused multiply-adds.
 template <int NR, int NT, class W>
-void block(const W* w, const float* scales, std::size_t cols, std::size_t r0, const float* x, std::size_t ldx, std::size_t t0,
+void block(const W* w, std::size_t cols, std::size_t r0, const float* x, std::size_t ldx, std::size_t t0,
            float* y, std::size_t ldy) {
     __m512 acc[NR][NT];
     for (int r = 0; r < NR; ++r)
@@ -32,30 +31,30 @@ void block(const W* w, const float* scales, std::size_t cols, std::size_t r0, co
     }
     for (int r = 0; r < NR; ++r)
         for (int t = 0; t < NT; ++t)
-            y[(t0 + t) * ldy + r0 + r] = _mm512_reduce_add_ps(acc[r][t]) * (scales ? scales[r0 + r] : 1.0f);
+            y[(t0 + t) * ldy + r0 + r] = _mm512_reduce_add_ps(acc[r][t]);
 }
 
 template <int NT, class W>
-void rowsFor(const W* w, const float* scales, std::size_t cols, std::size_t r0, std::size_t r1, const float* x, std::size_t ldx,
+void rowsFor(const W* w, std::size_t cols, std::size_t r0, std::size_t r1, const float* x, std::size_t ldx,
              std::size_t t0, float* y, std::size_t ldy) {
     std::size_t r = r0;
-    for (; r + 4 <= r1; r += 4) block<4, NT>(w, scales, cols, r, x, ldx, t0, y, ldy);
-    for (; r < r1; ++r) block<1, NT>(w, scales, cols, r, x, ldx, t0, y, ldy);
+    for (; r + 4 <= r1; r += 4) block<4, NT>(w, cols, r, x, ldx, t0, y, ldy);
+    for (; r < r1; ++r) block<1, NT>(w, cols, r, x, ldx, t0, y, ldy);
 }
 
 template <class W>
-void dense(const W* w, const float* scales, std::size_t cols, std::size_t r0, std::size_t r1, const float* x,
+void dense(const W* w, std::size_t cols, std::size_t r0, std::size_t r1, const float* x,
            std::size_t ldx, std::size_t tokens, float* y, std::size_t ldy) {
     // Rows in slices whose weights stay in L2 (256 KB) while every token block passes over them.
     const std::size_t slice = std::max<std::size_t>(4, (256 * 1024 / sizeof(W) / std::max<std::size_t>(cols, 1)) / 4 * 4);
     for (std::size_t s0 = r0; s0 < r1; s0 += slice) {
         const std::size_t s1 = std::min(r1, s0 + slice);
         std::size_t t = 0;
-        for (; t + 4 <= tokens; t += 4) rowsFor<4>(w, scales, cols, s0, s1, x, ldx, t, y, ldy);
+        for (; t + 4 <= tokens; t += 4) rowsFor<4>(w, cols, s0, s1, x, ldx, t, y, ldy);
         switch (tokens - t) {
-        case 3: rowsFor<3>(w, scales, cols, s0, s1, x, ldx, t, y, ldy); break;
-        case 2: rowsFor<2>(w, scales, cols, s0, s1, x, ldx, t, y, ldy); break;
-        case 1: rowsFor<1>(w, scales, cols, s0, s1, x, ldx, t, y, ldy); break;
+        case 3: rowsFor<3>(w, cols, s0, s1, x, ldx, t, y, ldy); break;
+        case 2: rowsFor<2>(w, cols, s0, s1, x, ldx, t, y, ldy); break;
+        case 1: rowsFor<1>(w, cols, s0, s1, x, ldx, t, y, ldy); break;
         default: break;
         }
     }
@@ -65,7 +64,7 @@ void dense(const W* w, const float* scales, std::size_t cols, std::size_t r0, st
 
 void denseBf16Avx512(const std::uint16_t* w, std::size_t cols, std::size_t r0, std::size_t r1, const float* x,
                      std::size_t ldx, std::size_t tokens, float* y, std::size_t ldy) {
-    dense(w, nullptr, cols, r0, r1, x, ldx, tokens, y, ldy);
+    dense(w, cols, r0, r1, x, ldx, tokens, y, ldy);
 }
 
 namespace {
