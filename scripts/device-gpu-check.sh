@@ -13,7 +13,8 @@
 # PLACEMENT=1 adds issue 23's checks: the fixtures on the GPU with their experts there (auto), as bf16,
 # int8 and int4 (PLACEMENT_TYPES) against the same experts on the CPU, the fixtures with every prompt
 # streamed through the GPU (STREAM_BUDGET), and bench of qwen3-30b-a3b int4 with PLACEMENT_MEMORY (default
-# "auto 8G 0") at prompts 512 and 2048.
+# "auto 8G 0"; "none" for no bench) at prompts 512 and 2048. It also checks the fixtures with split layers
+# (1.5 layers' budget) and with the CPU computing half of each streamed layer (TANDEM_GPU_STREAM_CPU=50).
 # BENCH_VARIANTS and MOE_VARIANTS run each benchmark once per variant, alternating: a variant is
 # "default" or comma-separated environment settings, e.g. BENCH_VARIANTS="default TANDEM_GPU_CHAIN=0"
 # or MOE_VARIANTS="default TANDEM_AMX_SLICE_KIB=384"; the tables name the variant of each row. A bench
@@ -147,8 +148,30 @@ e = c.get('num_experts') or c.get('n_routed_experts') or c.get('num_local_expert
     TANDEM_GPU_STREAM_MIN_TOKENS=1 python3 scripts/check_golden.py --cli "$cli" "$f" --device cpu --device gpu \
       --gpu-memory "$budget" 2>&1 | grep -v '^    ' | grep -v '^fixture' | tee -a "$out/placement.txt"
   done
+  # Split layers: 1.5 layers' experts and no streaming, so one layer is wholly on the GPU and the next
+  # split (its first experts on the GPU, the rest on the CPU). Then streaming with the CPU computing half
+  # of each streamed layer's experts while the rest are copied (TANDEM_GPU_STREAM_CPU=50; the 2.2-layer
+  # budget above also splits a layer: 0.2 of a layer beside the two staging layers).
+  layer_bytes() { python3 -c "import json; c = json.load(open('$1/config.json')); h = c['hidden_size']; \
+i = c.get('moe_intermediate_size') or c['intermediate_size']; \
+e = c.get('num_experts') or c.get('n_routed_experts') or c.get('num_local_experts'); print(int($2 * e * 6 * h * i))"; }
+  for mode in split stream-cpu; do
+    echo "== fixtures on the GPU, $mode" | tee -a "$out/placement.txt"
+    for f in tests/fixtures/tiny-*; do
+      if [[ $mode == split ]]; then
+        budget=$(layer_bytes "$f" 1.5); env=(TANDEM_GPU_STREAM_MIN_TOKENS=0)
+      else
+        budget=$(layer_bytes "$f" 2.2); env=(TANDEM_GPU_STREAM_MIN_TOKENS=1 TANDEM_GPU_STREAM_CPU=50)
+      fi
+      echo "$(basename "$f"): $(env "${env[@]}" "$cli" generate --model "$f" --ids "1 2 3" --new-tokens 1 \
+        --device gpu --gpu-memory "$budget" 2>&1 | grep 'routed experts')" | tee -a "$out/placement.txt"
+      env "${env[@]}" python3 scripts/check_golden.py --cli "$cli" "$f" --device cpu --device gpu \
+        --gpu-memory "$budget" 2>&1 | grep -v '^    ' | grep -v '^fixture' | tee -a "$out/placement.txt"
+    done
+  done
   : >"$out/placement.jsonl"
   for gm in ${PLACEMENT_MEMORY:-auto 8G 0}; do
+    [[ $gm == none ]] && continue
     t0=$(date +%s)
     "$cli" bench --synthetic qwen3-30b-a3b --experts int4 --prompt 512,2048 --gen 128 --defer 0 --device gpu \
       --gpu-memory "$gm" --json 2>>"$out/placement.log" | tee -a "$out/placement-bench.txt" | grep '^{' |
@@ -242,20 +265,21 @@ if [[ ${PEER:-0} == 1 ]]; then
   else
     reps=${PEER_REPS:-3}
     : >"$out/peer.jsonl"
-    # name | llama-bench arguments (-: none) | Tandem's --gpu-memory (-: none) | prompt sizes; rows of one
-    # name are compared
-    while IFS='|' read -r name largs gm prompts; do
+    # name | llama-bench arguments (-: none) | Tandem's --gpu-memory (-: none) | prompt sizes [| Tandem's
+    # environment]; rows of one name are compared
+    while IFS='|' read -r name largs gm prompts tenv; do
       t0=$(date +%s)
       [[ $largs == - ]] || $lb -m "$pd/q30.gguf" $largs -t "$(nproc)" -fa 1 -r "$reps" -o jsonl 2>>"$out/peer-llama.log" |
         sed "s|^{|{\"config\": \"$name\", \"who\": \"llama.cpp\", |" >>"$out/peer.jsonl"
-      [[ $gm == - ]] || "$cli" bench --model "$pd/q30-int4" --prompt "$prompts" --gen 128 --defer 0,2 --device gpu --gpu-memory "$gm" --no-verify \
+      [[ $gm == - ]] || env ${tenv:-} "$cli" bench --model "$pd/q30-int4" --prompt "$prompts" --gen 128 --defer 0,2 --device gpu --gpu-memory "$gm" --no-verify \
         --json 2>>"$out/peer-tandem.log" | grep '^{' |
-        sed "s|^{|{\"config\": \"$name\", \"who\": \"tandem\", |" >>"$out/peer.jsonl"
+        sed "s|^{|{\"config\": \"$name\", \"who\": \"tandem\", \"env\": \"${tenv:-}\", |" >>"$out/peer.jsonl"
       echo "($name: $(( $(date +%s) - t0 )) s)"
     done <<EOF2
 experts in RAM|-ngl 99 -ot exps=CPU -p 512 -n 128|-|
 experts in RAM|-ngl 99 -ot exps=CPU -p 2048 -ub 2048 -b 2048 -n 0|0|512,2048
 experts in RAM|-|${PEER_STREAM:-1G}|512,2048
+experts in RAM|-|${PEER_STREAM:-1G}|512,2048|TANDEM_GPU_STREAM_CPU=0
 half on GPU|-ngl 99 -ncmoe 24 -p 512 -n 128|${PEER_HALF:-9G}|512
 all on GPU|-ngl 99 -p 512,2048 -ub 2048 -b 2048 -n 128|auto|512,2048
 EOF2
@@ -278,7 +302,9 @@ for config in dict.fromkeys(r["config"] for r in rows):
                 ours, d = t["decode_tokens_per_second"], f' d={t["deferral"]}'
             else:
                 continue
-            print(f'{config:24} {test + d:8} {theirs:9.1f} {ours:8.1f} {ours / theirs:6.2f}  {t["placement"][:60]}')
+            print(f'{config:24} {test + d:8} {theirs:9.1f} {ours:8.1f} {ours / theirs:6.2f}  {t.get("env", "")} {t["placement"][:50]}')
+placements = dict.fromkeys(r["placement"] for r in rows if r["who"] == "tandem")
+for p in placements: print("placement:", p)
 PY
   fi
 fi

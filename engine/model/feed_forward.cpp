@@ -7,6 +7,7 @@
 
 #include "cpu/dense/matmul.h"
 #include "cpu/dense/ops.h"
+#include "cpu/moe/moe_layer.h"
 #include "model/routed_experts.h"
 #include "model/router.h"
 
@@ -46,6 +47,7 @@ void routedExperts(const MoeWeights& w, const float* x, std::size_t tokens, cons
     for (std::size_t t = 0; t < tokens; ++t)
         for (int s = firstSlot; s < lastSlot; ++s) {
             const std::size_t slot = t * k + static_cast<std::size_t>(s);
+            if (ids[slot] == cpu::kComputedElsewhere) continue;
             if (ids[slot] < 0 || static_cast<std::size_t>(ids[slot]) >= slotsOf.size())
                 throw Error("expert id " + std::to_string(ids[slot]) + " is out of range (the layer has " +
                             std::to_string(slotsOf.size()) + " experts)");

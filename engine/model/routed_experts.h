@@ -18,7 +18,9 @@ public:
     virtual ~RoutedExperts() = default;
     // out[t] = Σ weight · expert(x[t]) over the routing slots [firstSlot, lastSlot) of every token
     // (ids and weights are [tokens, topK], heaviest first): all slots for exact inference, the heaviest
-    // for Expert Deferral's immediate part, the rest for its deferred part. Not for concurrent calls.
+    // for Expert Deferral's immediate part, the rest for its deferred part. An id of
+    // cpu::kComputedElsewhere (-1) is a slot another device computes (the GPU's experts of a layer split
+    // between the GPU and the CPU): it adds nothing here. Not for concurrent calls.
     virtual void run(int layer, const float* x, std::size_t tokens, const int* ids, const float* weights, int topK,
                      int firstSlot, int lastSlot, float* out) = 0;
 };

@@ -105,8 +105,9 @@ struct Engine::Impl {
             info.dense = "int8";
         }
         if (packed) {  // the layers whose experts stay in system memory
-            const int cpuLayers = config.moeLayerCount() - (gpu ? gpu->expertLayersOnGpu() : 0);
-            info.routedBytesPerToken = static_cast<std::uint64_t>(cpuLayers) * config.router.topK * packed->expertDataBytes();
+            const double cpuLayers = config.moeLayerCount() - (gpu ? gpu->expertLayersOnGpu() : 0.0);
+            info.routedBytesPerToken =
+                static_cast<std::uint64_t>(cpuLayers * config.router.topK * static_cast<double>(packed->expertDataBytes()));
         }
     }
 

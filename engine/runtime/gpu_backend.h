@@ -26,7 +26,8 @@ public:
     // Where the routed experts run ("all routed experts on the CPU", "48 of 48 MoE layers wholly on the
     // GPU (16.3 GB)"; runtime/placement.h).
     virtual std::string placement() const { return "all routed experts on the CPU"; }
-    virtual int expertLayersOnGpu() const { return 0; }
+    // The routed experts on the GPU, in layers' worth (a split layer's share counts as its fraction).
+    virtual double expertLayersOnGpu() const { return 0; }
     // Per layer (ModelInfo::expertLayers): where its routed experts run.
     virtual std::string expertLayerMap(const model::ModelConfig& config) const { return cpuExpertLayerMap(config); }
 };

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 
 #include "io/output_file.h"
@@ -115,6 +116,40 @@ std::vector<model::LayerPlan> placedLayers(const std::vector<model::LayerPlan>& 
     return out;
 }
 
+double StreamCost::cpuSecondsPerTokenExpert(int tokens) const {
+    if (cpu.empty()) return 0;
+    if (tokens <= cpu.front().first) return cpu.front().second;
+    for (std::size_t i = 1; i < cpu.size(); ++i)
+        if (tokens <= cpu[i].first) {
+            const auto [t0, s0] = cpu[i - 1];
+            const auto [t1, s1] = cpu[i];
+            return s0 + (s1 - s0) * static_cast<double>(tokens - t0) / static_cast<double>(t1 - t0);
+        }
+    return cpu.back().second;
+}
+
+std::string StreamCost::describe() const {
+    char text[160];
+    std::string out;
+    std::snprintf(text, sizeof text, "link %.1f GB/s", linkBytesPerSecond * 1e-9);
+    out = text;
+    for (const auto& [tokens, seconds] : cpu) {
+        std::snprintf(text, sizeof text, ", CPU %.2f us per token-expert at %d tokens", seconds * 1e6, tokens);
+        out += text;
+    }
+    return out;
+}
+
+int streamCpuExperts(const StreamCost& cost, int experts, int tokens) {
+    const double perTokenExpert = cost.cpuSecondsPerTokenExpert(tokens);
+    if (cost.linkBytesPerSecond <= 0 || perTokenExpert <= 0 || cost.expertBytes == 0 || experts <= 0 || tokens <= 0)
+        return 0;
+    const double copy = static_cast<double>(cost.expertBytes) / cost.linkBytesPerSecond;  // per expert
+    const double cpu = static_cast<double>(tokens) * perTokenExpert;                     // per expert
+    const double share = 0.9 * static_cast<double>(experts) * copy / (copy + cpu);
+    return std::clamp(static_cast<int>(share), 0, experts - 1);
+}
+
 ExpertPlacement planPlacement(const model::ModelConfig& config, const PlacementRequest& request) {
     ExpertPlacement p;
     p.gpu.resize(static_cast<std::size_t>(config.numLayers));
@@ -144,7 +179,7 @@ ExpertPlacement planPlacement(const model::ModelConfig& config, const PlacementR
             cpuLayers.push_back(*it);  // from the last CPU layer backwards
         }
     }
-    if (request.wholeLayersOnly || left < request.expertBytes || cpuLayers.empty()) return p;
+    if (left < request.expertBytes || cpuLayers.empty()) return p;
 
     // 2. Single experts: the most used first; without counts, the next layer's in order.
     struct Candidate {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/config.h"
@@ -36,9 +37,6 @@ struct PlacementRequest {
     std::uint64_t expertBytes = 0;  // one routed expert as the GPU holds it
     std::uint64_t budgetBytes = 0;  // VRAM for routed experts
     ExpertUsage usage;              // may be empty
-    // Whole layers only (step 1 below): for runners that cannot yet split a layer between the GPU and the
-    // CPU.
-    bool wholeLayersOnly = false;
 };
 
 struct ExpertPlacement {
@@ -66,6 +64,29 @@ ExpertPlacement planPlacement(const model::ModelConfig& config, const PlacementR
 // ModelInfo::expertLayers with every routed expert on the CPU ("" for a model without experts): 'C' for
 // each MoE layer, '-' for the others.
 std::string cpuExpertLayerMap(const model::ModelConfig& config);
+
+// Prefill streaming's cost model, measured at load (runtime/gpu/gpu_experts.h): while a prompt chunk
+// copies a streamed layer's experts over the host link, the CPU computes a share of them in place, so the
+// copy is shorter. Both zero: not measured (the whole layer is copied).
+struct StreamCost {
+    double linkBytesPerSecond = 0;  // host-to-device copies from pinned memory
+    std::uint64_t expertBytes = 0;  // one routed expert
+    // The CPU's routed experts: (tokens, seconds per token and expert) of a whole layer run at a few
+    // chunk sizes, smallest first (the kernels do more per second with more tokens per expert).
+    std::vector<std::pair<int, double>> cpu;
+
+    // Seconds per token and expert at `tokens`: linear between the measured sizes, the nearest outside.
+    double cpuSecondsPerTokenExpert(int tokens) const;
+    // "link 52.1 GB/s, CPU 1.9 us per token-expert at 512 tokens"
+    std::string describe() const;
+};
+
+// How many of a streamed layer's experts (the first ones) the CPU computes for a chunk of `tokens`
+// tokens, the rest being copied to the GPU: the share at which the CPU's time (share x tokens x
+// seconds per token-expert) equals the copy's ((experts - share) x expertBytes / linkBytesPerSecond),
+// taken down by a tenth for what the model leaves out (the layer's attention before the CPU starts).
+// 0 without a measured cost.
+int streamCpuExperts(const StreamCost& cost, int experts, int tokens);
 
 std::vector<model::LayerPlan> placedLayers(const std::vector<model::LayerPlan>& layers, const ExpertPlacement& placement);
 

@@ -72,6 +72,7 @@ Tuning Tuning::fromEnvironment() {
     t.gpuProfile = flag("TANDEM_GPU_PROFILE", t.gpuProfile);
     t.gpuStreamMinTokens = integer("TANDEM_GPU_STREAM_MIN_TOKENS", t.gpuStreamMinTokens, 0, 1 << 20);
     t.gpuPrefillChunk = integer("TANDEM_GPU_CHUNK", t.gpuPrefillChunk, 0, 1 << 16);
+    t.gpuStreamCpuPercent = integer("TANDEM_GPU_STREAM_CPU", t.gpuStreamCpuPercent, 0, 99);
     return t;
 }
 
@@ -96,6 +97,7 @@ std::string Tuning::differences() const {
     differs(out, "TANDEM_GPU_PROFILE", gpuProfile, d.gpuProfile);
     differs(out, "TANDEM_GPU_STREAM_MIN_TOKENS", gpuStreamMinTokens, d.gpuStreamMinTokens);
     differs(out, "TANDEM_GPU_CHUNK", gpuPrefillChunk, d.gpuPrefillChunk);
+    differs(out, "TANDEM_GPU_STREAM_CPU", gpuStreamCpuPercent, d.gpuStreamCpuPercent);
     return out;
 }
 

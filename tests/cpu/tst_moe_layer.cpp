@@ -251,6 +251,32 @@ private slots:
         QVERIFY(relativeError(b, syncB) < 1e-6);
     }
 
+    // A layer split between the GPU and the CPU: slots marked kComputedElsewhere are no work here, so the
+    // CPU's part plus the other part is the whole layer, and a part with nothing left adds nothing.
+    void slotsComputedElsewhereAreSkipped() {
+        for (const int tokens : {1, 40}) {
+            const Layer layer(ExpertType::INT8, 200, 136, 8, 12);
+            const Batch batch(tokens, 200, 8, 3, 13);
+            ExpertPool pool({.threads = 2});
+            const PackedMoeLayer packed(layer.layout, layer.experts, layer.bytes, pool.topology());
+            MoeRunner runner(pool);
+            std::vector<float> whole(batch.x.size(), 0.0f), split(batch.x.size(), 0.0f);
+            runner.run(packed, batch.input(whole.data(), 200));
+            Batch low = batch, high = batch;  // experts 0-3 here, 4-7 "elsewhere", and the other way round
+            for (std::size_t i = 0; i < batch.ids.size(); ++i) (batch.ids[i] < 4 ? high : low).ids[i] = kComputedElsewhere;
+            runner.run(packed, low.input(split.data(), 200));
+            QVERIFY(runner.lastStats().rows < tokens * 3);
+            runner.run(packed, high.input(split.data(), 200));
+            QVERIFY2(relativeError(split, whole) < 1e-6, qPrintable(QString::number(relativeError(split, whole))));
+            Batch none = batch;
+            std::fill(none.ids.begin(), none.ids.end(), kComputedElsewhere);
+            std::vector<float> untouched(batch.x.size(), 0.5f);
+            runner.run(packed, none.input(untouched.data(), 200));
+            QCOMPARE(runner.lastStats().rows, 0);
+            QCOMPARE(untouched, std::vector<float>(batch.x.size(), 0.5f));
+        }
+    }
+
     // Decode runs without a barrier between gate/up and down: a worker starts an expert's share of
     // down once that expert's row is converted. With more workers than cores (so they are preempted at
     // any point) the result must still be the same bits every time: each output row adds its experts

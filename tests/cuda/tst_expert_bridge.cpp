@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "cpu/moe/moe_layer.h"
 #include "cpu/pool/thread_pool.h"
 #include "runtime/gpu/expert_bridge.h"
 #include "io/checkpoint.h"
@@ -141,6 +142,54 @@ private slots:
         serve(bridge, slot);
         serveDeferred(bridge, slot);
         QVERIFY_THROWS_EXCEPTION(std::exception, bridge.rethrowFailure());
+    }
+
+    // A layer split between the GPU and the CPU: the CPU computes neither the experts the placement
+    // holds on the GPU nor, in a streamed prompt chunk, the copied ones (setGpuFrom), and computes all
+    // of them again once those are lifted.
+    void theGpusExpertsAreLeftOut_data() { addRows(); }
+    void theGpusExpertsAreLeftOut() {
+        QFETCH(QString, experts);
+        Fixture f;
+        auto whole = f.experts(experts);
+        const int H = f.config.hiddenSize, k = f.config.router.topK, T = 5, E = f.config.numExperts;
+        std::vector<float> x(static_cast<std::size_t>(T * H));
+        for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.29f * static_cast<float>(i));
+        std::vector<int> ids(static_cast<std::size_t>(T * k));
+        std::vector<float> weights(ids.size());
+        model::routeTokens(f.config, *f.weights.layers[1].moe, x.data(), T, ids.data(), weights.data(), f.pool);
+        std::vector<std::vector<bool>> held(static_cast<std::size_t>(f.config.numLayers));
+        held[1].assign(static_cast<std::size_t>(E), false);
+        held[1][static_cast<std::size_t>(ids[0])] = true;  // the first token's top expert
+        const int gpuFrom = E - 2;
+        std::vector<int> cpuIds = ids, allIds = ids;
+        for (int& e : cpuIds)
+            if (e >= gpuFrom || held[1][static_cast<std::size_t>(e)]) e = cpu::kComputedElsewhere;
+        QVERIFY(cpuIds != ids);
+        std::vector<float> expected(x.size()), all(x.size());
+        whole->run(1, x.data(), T, cpuIds.data(), weights.data(), k, 0, k, expected.data());
+        whole->run(1, x.data(), T, allIds.data(), weights.data(), k, 0, k, all.data());
+
+        std::vector<float> immediate(x.size()), deferred(x.size());
+        cuda::SlotControl control{};
+        cuda::ExpertSlot slot{x.data(), ids.data(), weights.data(), immediate.data(), deferred.data(), &control, T, 0};
+        cuda::ExpertBridge bridge(f.config, f.config.layers, f.experts(experts), {&slot});
+        bridge.setDeferral(1, false);  // the masked slots may fall in either part
+        auto check = [&](const std::vector<float>& want) {
+            cuda::ExpertBridge::submitFromHost(slot, 1);
+            serve(bridge, slot);
+            serveDeferred(bridge, slot);
+            bridge.rethrowFailure();
+            for (std::size_t i = 0; i < x.size(); ++i)
+                QVERIFY2(std::abs(immediate[i] + deferred[i] - want[i]) < 1e-5f * (1 + std::abs(want[i])), qPrintable(QString::number(i)));
+        };
+        bridge.computeOnGpu(held);
+        bridge.setGpuFrom(1, gpuFrom);
+        check(expected);
+        QVERIFY(ids == allIds);  // the slot's routing itself is left as the GPU wrote it
+        bridge.computeOnGpu({});
+        bridge.setGpuFrom(1, E);
+        check(all);
     }
 
     // The decode pattern: MoE layers alternate between two slots, and each layer waits for its own

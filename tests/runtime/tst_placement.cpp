@@ -1,6 +1,7 @@
 // The placement plan (runtime/placement.h): for given VRAM budgets, which routed experts go to the GPU.
 #include <QTemporaryDir>
 #include <QTest>
+#include <cmath>
 
 #include "model/config.h"
 #include "runtime/placement.h"
@@ -73,21 +74,22 @@ private slots:
         QVERIFY2(QString::fromStdString(p.describe(qwen_)).contains("3 experts of 2 more"), p.describe(qwen_).c_str());
     }
 
-    void wholeLayersOnlyLeavesTheRestOnTheCpu() {
-        runtime::PlacementRequest request{kExpert, 16 * kExpert + 5 * kExpert, {}};
-        request.wholeLayersOnly = true;
-        const auto p = planPlacement(qwen_, request);
-        QVERIFY(p.wholeLayer(2));
-        QCOMPARE(p.gpuExperts, 16);
-        QVERIFY(!p.splitLayer(1) && !p.splitLayer(0));
+    // A split layer keeps the CPU's hand-over, so it defers and takes deferred experts as a CPU layer does.
+    void aSplitLayerDefersAsACpuLayer() {
+        const auto p = planPlacement(qwen_, {kExpert, 5 * kExpert, {}});
+        QVERIFY(p.splitLayer(2) && p.wholeLayers == 0);
+        const auto placed = runtime::placedLayers(qwen_.layers, p);
+        for (std::size_t l = 0; l < placed.size(); ++l) {
+            QCOMPARE(placed[l].mayDefer, qwen_.layers[l].mayDefer);
+            QCOMPARE(placed[l].deferredFrom, qwen_.layers[l].deferredFrom);
+        }
     }
 
     // Deferral hands a layer's deferred experts to the next MoE layer on the CPU: with layer 2 on the GPU,
     // layer 1 may not defer into it, and layer 2 takes nothing; layer 0 still defers into layer 1.
     void layersOnTheGpuNeitherDeferNorTakeDeferredExperts() {
         QVERIFY(qwen_.layers[1].mayDefer && qwen_.layers[2].deferredFrom == 1);
-        runtime::PlacementRequest request{kExpert, 16 * kExpert, {}};
-        request.wholeLayersOnly = true;
+        const runtime::PlacementRequest request{kExpert, 16 * kExpert, {}};
         const auto placed = runtime::placedLayers(qwen_.layers, planPlacement(qwen_, request));
         QCOMPARE(placed.size(), qwen_.layers.size());
         QVERIFY(placed[0].mayDefer);
@@ -104,6 +106,26 @@ private slots:
     }
 
     // --gpu-memory's sizes.
+    // Prefill streaming's CPU share: the CPU's time for its experts equals the link's for the rest, less
+    // a tenth; more tokens per chunk make the CPU's share smaller.
+    void theCpuShareOfAStreamedLayerBalancesTheLink() {
+        runtime::StreamCost cost;
+        QCOMPARE(runtime::streamCpuExperts(cost, 128, 512), 0);  // not measured
+        cost.linkBytesPerSecond = 50e9;
+        cost.expertBytes = 2'500'000;                           // 50 us a copy
+        cost.cpu = {{256, 0.2e-6}, {2048, 0.1e-6}};
+        QCOMPARE(cost.cpuSecondsPerTokenExpert(100), 0.2e-6);   // below the first size: the first
+        QCOMPARE(cost.cpuSecondsPerTokenExpert(4096), 0.1e-6);  // above the last: the last
+        QVERIFY(std::abs(cost.cpuSecondsPerTokenExpert(1152) - 0.15e-6) < 1e-12);
+        // 256 tokens: 51.2 us a CPU expert against 50 us a copy: 0.9 x 128 x 50 / 101.2 = 56.9.
+        QCOMPARE(runtime::streamCpuExperts(cost, 128, 256), 56);
+        // 2048 tokens: 204.8 us against 50: 0.9 x 128 x 50 / 254.8 = 22.6.
+        QCOMPARE(runtime::streamCpuExperts(cost, 128, 2048), 22);
+        cost.cpu = {{256, 1e-12}};  // a CPU far faster than the link still leaves the GPU one expert
+        QCOMPARE(runtime::streamCpuExperts(cost, 128, 256), 115);
+        QVERIFY(QString::fromStdString(cost.describe()).startsWith("link 50.0 GB/s, CPU "));
+    }
+
     void gpuMemorySizesParse() {
         QCOMPARE(parseByteSize("0", "--gpu-memory"), std::uint64_t{0});
         QCOMPARE(parseByteSize("16G", "--gpu-memory"), std::uint64_t{16'000'000'000});

@@ -144,6 +144,11 @@ private slots:
         model.expertLayers = "-CCCGGG";
         dashboard.setModel(&model, 0);
         QCOMPARE(dashboard.placementReading(), QStringLiteral("3 of 6 MoE layers on the GPU (layers 4-6), 3 on the CPU (1-3)"));
+        model.expertLayers = "-CCPGG";
+        dashboard.setModel(&model, 0);
+        QCOMPARE(dashboard.placementReading(),
+                 QStringLiteral("2 of 5 MoE layers on the GPU (layers 4-5), 1 split between the GPU and the CPU (3), 2 on "
+                                "the CPU (1-2)"));
         model.expertLayers = "SSSS";
         dashboard.setModel(&model, 0);
         QCOMPARE(dashboard.placementReading(),

@@ -8,6 +8,7 @@ namespace {
 const QColor kGpu(0x10, 0xb9, 0x81);       // the dashboard's GPU green
 const QColor kStreamed(0x3b, 0x82, 0xf6);  // blue: CPU, and the GPU for long prompts
 const QColor kCpu(0xf5, 0x9e, 0x0b);       // the dashboard's CPU orange
+// A split layer ('P') is drawn half green over half orange.
 
 constexpr int kHeight = 14;
 
@@ -36,10 +37,11 @@ PlacementStrip::PlacementStrip(QWidget* parent) : QWidget(parent) {
 void PlacementStrip::setMap(const QString& map) {
     map_ = map;
     setVisible(!map.isEmpty());
-    const QString gpu = layerRanges(map, QLatin1Char('G')), streamed = layerRanges(map, QLatin1Char('S')),
-                  cpu = layerRanges(map, QLatin1Char('C'));
+    const QString gpu = layerRanges(map, QLatin1Char('G')), split = layerRanges(map, QLatin1Char('P')),
+                  streamed = layerRanges(map, QLatin1Char('S')), cpu = layerRanges(map, QLatin1Char('C'));
     QStringList tip;
     if (!gpu.isEmpty()) tip << tr("GPU: layers %1").arg(gpu);
+    if (!split.isEmpty()) tip << tr("The most used experts on the GPU, the rest on the CPU: layers %1").arg(split);
     if (!streamed.isEmpty()) tip << tr("CPU, and the GPU for long prompts: layers %1").arg(streamed);
     if (!cpu.isEmpty()) tip << tr("CPU: layers %1").arg(cpu);
     setToolTip(tip.join(QLatin1Char('\n')));
@@ -50,15 +52,17 @@ void PlacementStrip::setMap(const QString& map) {
 
 QString PlacementStrip::reading() const {
     const auto count = [this](char c) { return static_cast<int>(map_.count(QLatin1Char(c))); };
-    const int gpu = count('G'), streamed = count('S'), cpu = count('C'), moe = gpu + streamed + cpu;
+    const int gpu = count('G'), split = count('P'), streamed = count('S'), cpu = count('C'), moe = gpu + split + streamed + cpu;
     if (moe == 0) return {};
     QStringList parts;
     if (gpu > 0) parts << tr("%1 of %2 MoE layers on the GPU (layers %3)").arg(gpu).arg(moe).arg(layerRanges(map_, QLatin1Char('G')));
-    const QString onCpu = gpu > 0 ? tr("%1 on the CPU").arg(streamed + cpu) : tr("all %1 MoE layers on the CPU").arg(moe);
+    if (split > 0)
+        parts << tr("%1 split between the GPU and the CPU (%2)").arg(split).arg(layerRanges(map_, QLatin1Char('P')));
+    const QString onCpu = gpu + split > 0 ? tr("%1 on the CPU").arg(streamed + cpu) : tr("all %1 MoE layers on the CPU").arg(moe);
     if (streamed > 0)
         parts << tr("%1, streamed through the GPU for long prompts (%2)").arg(onCpu, layerRanges(map_, QLatin1Char('S')));
     else if (cpu > 0)
-        parts << (gpu > 0 ? tr("%1 (%2)").arg(onCpu, layerRanges(map_, QLatin1Char('C'))) : onCpu);
+        parts << (gpu + split > 0 ? tr("%1 (%2)").arg(onCpu, layerRanges(map_, QLatin1Char('C'))) : onCpu);
     return parts.join(QStringLiteral(", "));
 }
 
@@ -73,8 +77,13 @@ void PlacementStrip::paintEvent(QPaintEvent*) {
         const QChar c = map_[l];
         QColor color = c == QLatin1Char('G') ? kGpu : c == QLatin1Char('S') ? kStreamed : c == QLatin1Char('C') ? kCpu
                                                                                                              : palette().mid().color();
-        const QRectF r(l * cell, 0, cell, height());
-        p.fillRect(r.adjusted(0, 0, cell > 3 ? -1 : 0, 0), color);
+        const QRectF r = QRectF(l * cell, 0, cell, height()).adjusted(0, 0, cell > 3 ? -1 : 0, 0);
+        if (c == QLatin1Char('P')) {
+            p.fillRect(QRectF(r.left(), r.top(), r.width(), r.height() / 2), kGpu);
+            p.fillRect(QRectF(r.left(), r.center().y(), r.width(), r.height() / 2), kCpu);
+            continue;
+        }
+        p.fillRect(r, color);
     }
 }
 

@@ -392,18 +392,21 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
     j.kernels = kernels_;
     j.profile = options_.profilePhases;
     j.in = in;
-    j.rows = in.tokens * in.topK;
+    const int entries = in.tokens * in.topK;
 
     // Group the (token, slot) rows by expert: a counting sort, largest experts first so that their
-    // long GEMM jobs start early.
+    // long GEMM jobs start early. Slots computed elsewhere (kComputedElsewhere) are no rows.
     std::vector<int>& count = j.count;
     count.assign(static_cast<std::size_t>(experts), 0);
-    for (int s = 0; s < j.rows; ++s) {
+    j.rows = 0;
+    for (int s = 0; s < entries; ++s) {
         const int e = in.expertIds[s];
+        if (e == kComputedElsewhere) continue;
         if (e < 0 || e >= experts)
             throw Error("token " + std::to_string(s / in.topK) + " is routed to expert " + std::to_string(e) +
                         ", outside 0.." + std::to_string(experts - 1));
         ++count[e];
+        ++j.rows;
     }
     j.active.clear();
     for (int e = 0; e < experts; ++e)
@@ -423,7 +426,8 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
     }
     j.rowToken.resize(static_cast<std::size_t>(j.rows));
     j.rowWeight.resize(static_cast<std::size_t>(j.rows));
-    for (int s = 0; s < j.rows; ++s) {
+    for (int s = 0; s < entries; ++s) {
+        if (in.expertIds[s] == kComputedElsewhere) continue;
         const int r = fill[in.expertIds[s]]++;
         j.rowToken[r] = s / in.topK;
         j.rowWeight[r] = in.weights[s];
@@ -526,19 +530,19 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
 void MoeRunner::run(const PackedMoeLayer& layer, const MoeInput& input) {
     prepare(layer, input, true);
     job_->onFinished = nullptr;
-    if (input.tokens > 0) pool_.run(*job_);
+    if (job_->rows > 0) pool_.run(*job_);
 }
 
 void MoeRunner::submit(const PackedMoeLayer& layer, const MoeInput& input) {
     prepare(layer, input, false);
     job_->onFinished = nullptr;
-    if (input.tokens > 0) ticket_ = pool_.submit(*job_);
+    if (job_->rows > 0) ticket_ = pool_.submit(*job_);
 }
 
 void MoeRunner::enqueueJoined(const PackedMoeLayer& layer, const MoeInput& input, std::function<void()> onFinished) {
     prepare(layer, input, true);  // before the hook changes: a runner still in flight throws here
     job_->onFinished = std::move(onFinished);
-    if (input.tokens > 0) {
+    if (job_->rows > 0) {
         ticket_ = pool_.enqueueJoined(*job_);
     } else if (job_->onFinished) {
         job_->onFinished();

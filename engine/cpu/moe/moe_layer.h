@@ -28,11 +28,15 @@
 
 namespace tandem::cpu {
 
+// An expert id that is no row here: the slot's expert is computed elsewhere (the GPU's share of a layer
+// split between the GPU and the CPU, runtime/placement.h), so the slot adds nothing to `out`.
+inline constexpr int kComputedElsewhere = -1;
+
 struct MoeInput {
     const float* x = nullptr;        // [tokens, hidden], row stride xStride floats
     std::size_t xStride = 0;
     int tokens = 0;
-    const int* expertIds = nullptr;  // [tokens, topK]
+    const int* expertIds = nullptr;  // [tokens, topK]; kComputedElsewhere: a slot another device computes
     const float* weights = nullptr;  // [tokens, topK]
     int topK = 0;
     float* out = nullptr;            // [tokens, hidden], row stride outStride floats; added into

@@ -98,9 +98,9 @@ struct ModelInfo {
     std::string expertsNotice;   // why Auto chose the slow reference path, and what to do about it
     std::string placement;       // where the routed experts run: "all routed experts on the CPU", "48 of 48 MoE
                                  // layers wholly on the GPU (16.3 GB)"; empty for a model without experts
-    // The same per layer, one character each: 'G' routed experts on the GPU, 'S' on the CPU and streamed
-    // through the GPU for long prompts, 'C' on the CPU, '-' a layer without routed experts; empty for a
-    // model without experts.
+    // The same per layer, one character each: 'G' routed experts on the GPU, 'P' split (the most used on
+    // the GPU, the rest on the CPU), 'S' on the CPU and streamed through the GPU for long prompts, 'C' on
+    // the CPU, '-' a layer without routed experts; empty for a model without experts.
     std::string expertLayers;
     std::uint64_t routedBytesPerToken = 0;  // expert bytes a decode step reads from RAM (packed experts)
     std::string cpuKernels;      // the instruction set of the expert kernels: "avx512", "amx", ...

@@ -31,6 +31,9 @@ struct Tuning {
     // Prefill chunks of at least this many tokens copy the routed experts of the layers the CPU holds to
     // the GPU from pinned memory and compute them there (ARCHITECTURE, "Placement"); 0 = never.
     int gpuStreamMinTokens = 256;   // TANDEM_GPU_STREAM_MIN_TOKENS
+    // Percent of a streamed layer's experts the CPU computes while the rest are copied; -1 = the cost
+    // model measured at load (runtime/placement.h, streamCpuExperts).
+    int gpuStreamCpuPercent = -1;   // TANDEM_GPU_STREAM_CPU
     // Prompt tokens per GPU prefill chunk; 0 = chosen at load (2048 where the activations fit easily, else
     // down to 512; runtime/gpu/gpu_backend.cpp).
     int gpuPrefillChunk = 0;        // TANDEM_GPU_CHUNK

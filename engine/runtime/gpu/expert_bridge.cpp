@@ -7,12 +7,16 @@
 #include <immintrin.h>
 #include <string>
 
+#include "cpu/moe/moe_layer.h"
+
 namespace tandem::cuda {
 
 ExpertBridge::ExpertBridge(const model::ModelConfig& config, std::vector<model::LayerPlan> layers,
                            std::unique_ptr<model::QueuedRoutedExperts> experts, std::vector<ExpertSlot*> slots)
     : config_(config), layers_(std::move(layers)), experts_(std::move(experts)), slots_(std::move(slots)),
-      cpuSeconds_(static_cast<std::size_t>(config.numLayers)), finishedAt_(2 * slots_.size()) {
+      cpuSeconds_(static_cast<std::size_t>(config.numLayers)),
+      gpuFrom_(static_cast<std::size_t>(config.numLayers), config.numExperts), masked_(slots_.size()),
+      finishedAt_(2 * slots_.size()) {
     inFlight_.reserve(2 * slots_.size());  // two parts per slot at most: pushing never allocates
 }
 
@@ -55,6 +59,14 @@ void ExpertBridge::waitFromHost(const ExpertSlot& slot, const ExpertSlot* previo
     std::atomic_thread_fence(std::memory_order_acquire);
 }
 
+void ExpertBridge::computeOnGpu(std::vector<std::vector<bool>> held) {
+    for (auto& row : held)
+        if (std::none_of(row.begin(), row.end(), [](bool b) { return b; })) row.clear();  // nothing to mask
+    held_ = std::move(held);
+}
+
+void ExpertBridge::setGpuFrom(int layer, int first) { gpuFrom_[static_cast<std::size_t>(layer)] = first; }
+
 std::vector<double> ExpertBridge::takeCpuSeconds() {
     std::vector<double> s(cpuSeconds_.size(), 0.0);
     std::swap(s, cpuSeconds_);
@@ -85,6 +97,19 @@ void ExpertBridge::queue(ExpertSlot& s, int slotIndex, std::uint64_t submission)
     const bool runDeferred = deferred > 0 && !skip_.load(std::memory_order_relaxed);
     const auto tokens = static_cast<std::size_t>(s.tokens);
     const int lane = 2 * slotIndex;
+    // The GPU's experts of a split or streamed layer are no work here.
+    const int* ids = s.ids;
+    const auto l = static_cast<std::size_t>(layer);
+    const bool held = l < held_.size() && !held_[l].empty();
+    const int gpuFrom = gpuFrom_[l];
+    if (held || gpuFrom < config_.numExperts) {
+        std::vector<int>& m = masked_[static_cast<std::size_t>(slotIndex)];
+        m.assign(s.ids, s.ids + tokens * static_cast<std::size_t>(k));
+        for (int& e : m)
+            if (e >= gpuFrom || (held && e >= 0 && static_cast<std::size_t>(e) < held_[l].size() && held_[l][static_cast<std::size_t>(e)]))
+                e = cpu::kComputedElsewhere;
+        ids = m.data();
+    }
     // The hook of a part: note when it finished (for the profile), then raise its flag.
     auto raise = [submission](volatile std::uint64_t* flag, std::atomic<Clock::rep>* finishedAt) {
         return [flag, submission, finishedAt] {
@@ -99,7 +124,7 @@ void ExpertBridge::queue(ExpertSlot& s, int slotIndex, std::uint64_t submission)
         finishedAt.store(0, std::memory_order_relaxed);
         const auto queued = Clock::now();
         try {
-            experts_->submit(part, layer, s.x, tokens, s.ids, s.weights, k, first, last, out, raise(flag, &finishedAt));
+            experts_->submit(part, layer, s.x, tokens, ids, s.weights, k, first, last, out, raise(flag, &finishedAt));
         } catch (...) {
             recordFailure();  // the GPU must never wait forever: publish an (empty) result
             raise(flag, nullptr)();

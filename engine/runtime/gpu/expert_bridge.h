@@ -91,6 +91,12 @@ public:
     static void submitFromHost(ExpertSlot& slot, int layer);
     static void waitFromHost(const ExpertSlot& slot, const ExpertSlot* previous);
 
+    // The experts of a layer the GPU computes, which the CPU then skips (cpu::kComputedElsewhere): those
+    // the placement keeps there (`held[layer][expert]`, empty rows for none; for the bridge's life) and,
+    // for the submissions from now on, experts `first` and up of `layer` (a streamed layer's copied
+    // share; numExperts for none). Not while a forward pass runs.
+    void computeOnGpu(std::vector<std::vector<bool>> held);
+    void setGpuFrom(int layer, int first);
     // CPU seconds per layer since the last call.
     std::vector<double> takeCpuSeconds();
     // The first CPU failure since the last call, rethrown on the calling (engine) thread.
@@ -123,6 +129,9 @@ private:
     Clock::time_point lastFinish_{};  // when the pool last finished a part
     std::exception_ptr failure_;
     std::vector<double> cpuSeconds_;
+    std::vector<std::vector<bool>> held_;   // per layer: experts the placement keeps on the GPU
+    std::vector<int> gpuFrom_;              // per layer: experts from here on are the GPU's this pass
+    std::vector<std::vector<int>> masked_;  // per slot: its routing with the GPU's slots masked
     std::vector<std::atomic<Clock::rep>> finishedAt_;  // per lane: when its part finished (0: not yet)
 };
 

@@ -33,6 +33,14 @@ public:
           gpuExperts_(request.layout ? cuda::uploadExperts(config, *request.layout, request.layerBytes, std::move(placement))
                                      : cuda::noGpuExperts(config)) {
         if (stream) cuda::enableStreaming(gpuExperts_, config, *request.layout, request.layerBytes);
+        if (gpuExperts_.streamLayerBytes > 0 && tuning().gpuStreamCpuPercent < 0) {
+            // The cost model of the CPU's share of streamed layers, at the chunk sizes prompts use.
+            std::vector<int> sizes{std::max(1, tuning().gpuStreamMinTokens)};
+            for (const int t : {kPrefillChunk, prefillChunk})
+                if (t > sizes.back()) sizes.push_back(t);
+            const auto cpu = experts_();
+            cuda::measureStreamCost(gpuExperts_, config, *cpu, sizes);
+        }
     }
 
     std::unique_ptr<ModelRunner> newRunner(int capacity) override {
@@ -41,19 +49,32 @@ public:
     std::string deviceName() const override { return name_; }
     std::string placement() const override {
         std::string text = gpuExperts_.placement.describe(config_);
-        if (gpuExperts_.streamLayerBytes > 0)
+        if (gpuExperts_.streamLayerBytes > 0) {
             text += "; prompts of " + std::to_string(tuning().gpuStreamMinTokens) +
                     "+ tokens stream the others through the GPU";
+            const int share = tuning().gpuStreamCpuPercent;
+            if (share >= 0)
+                text += ", the CPU computing " + std::to_string(share) + "% of their experts";
+            else if (gpuExperts_.streamCost.linkBytesPerSecond > 0)
+                text += ", the CPU computing " +
+                        std::to_string(streamCpuExperts(gpuExperts_.streamCost, config_.numExperts, prefillChunk_)) +
+                        " of each layer's " + std::to_string(config_.numExperts) + " experts in " +
+                        std::to_string(prefillChunk_) + "-token chunks (" + gpuExperts_.streamCost.describe() + ")";
+        }
         else if (!gpuExperts_.streamNote.empty())
             text += "; " + gpuExperts_.streamNote;
         return text;
     }
-    int expertLayersOnGpu() const override { return gpuExperts_.placement.wholeLayers; }
+    double expertLayersOnGpu() const override {
+        return config_.numExperts > 0 ? static_cast<double>(gpuExperts_.placement.gpuExperts) / config_.numExperts : 0.0;
+    }
     std::string expertLayerMap(const model::ModelConfig& config) const override {
         std::string map = cpuExpertLayerMap(config);
         for (int l = 0; l < static_cast<int>(map.size()); ++l) {
-            if (gpuExperts_.onGpu(l))
+            if (gpuExperts_.wholeLayer(l))
                 map[static_cast<std::size_t>(l)] = 'G';
+            else if (gpuExperts_.holdsSome(l))
+                map[static_cast<std::size_t>(l)] = 'P';
             else if (gpuExperts_.streams(l))
                 map[static_cast<std::size_t>(l)] = 'S';
         }
@@ -156,7 +177,6 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
         PlacementRequest request;
         request.expertBytes = cuda::gpuExpertBytes(*gpuExperts.layout);
         request.budgetBytes = split.layersBytes;
-        request.wholeLayersOnly = true;  // GpuRunner does not split a layer between the GPU and the CPU yet
         placement = planPlacement(config, request);
     }
     return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), prop.name, gpuExperts,

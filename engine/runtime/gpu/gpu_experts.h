@@ -1,9 +1,10 @@
 #pragma once
 // The routed experts the placement plan (runtime/placement.h) puts on the GPU, copied from the packed
 // layout as they are (the store's bytes or the CPU's packed experts) and computed there by
-// cuda/expert_kernels.h; shared by the sessions' runners like GpuWeights. Whole MoE layers for now: a
-// layer is wholly on the GPU (router, routed and shared experts there, no hand-over to the CPU) or
-// wholly on the CPU.
+// cuda/expert_kernels.h; shared by the sessions' runners like GpuWeights. A MoE layer is wholly on the
+// GPU (router, routed and shared experts there, no hand-over to the CPU), split (the GPU computes the
+// tokens routed to its experts while the CPU computes the others, and the two sums are added), or wholly
+// on the CPU.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -14,6 +15,7 @@
 #include "cuda/expert_kernels.h"
 #include "io/expert_layout.h"
 #include "model/config.h"
+#include "model/routed_experts.h"
 #include "runtime/placement.h"
 
 namespace tandem::cuda {
@@ -39,8 +41,11 @@ struct GpuExperts {
     runtime::ExpertPlacement placement;
     // The layer plan with this placement (runtime::placedLayers): what the runner and its bridge follow.
     std::vector<model::LayerPlan> layers;
-    std::vector<DeviceBuffer<std::uint8_t>> memory;        // per layer: its experts back to back, or empty
-    std::vector<DeviceBuffer<const std::uint8_t*>> table;  // per layer: each expert's device address, or empty
+    std::vector<DeviceBuffer<std::uint8_t>> memory;        // per layer: its GPU experts back to back, or empty
+    // Per layer with GPU experts: each expert's device address (null for the CPU's experts), or empty;
+    // hostTable the same addresses in host memory.
+    std::vector<DeviceBuffer<const std::uint8_t*>> table;
+    std::vector<std::vector<const std::uint8_t*>> hostTable;
 
     // Prefill streaming: the layers the CPU holds, pinned, so that a large prefill chunk copies each one
     // to the GPU (two staging buffers of streamLayerBytes per runner, the next layer's copy overlapping
@@ -49,8 +54,17 @@ struct GpuExperts {
     std::vector<const std::uint8_t*> hostLayers;  // per layer: its pinned experts, or null
     std::vector<HostRegistration> pinned;
     std::string streamNote;  // why prefill does not stream, when it was asked to
+    // What a streamed layer costs over the link and on the CPU (measured at load, measureStreamCost): a
+    // chunk's CPU computes the first runtime::streamCpuExperts of each streamed layer's experts while the
+    // rest are copied.
+    runtime::StreamCost streamCost;
 
-    bool onGpu(int layer) const {
+    // Every routed expert of the layer on the GPU: no hand-over to the CPU.
+    bool wholeLayer(int layer) const {
+        return static_cast<std::size_t>(layer) < placement.gpu.size() && placement.wholeLayer(layer);
+    }
+    // Some of the layer's experts on the GPU (all of them, or a split layer's share).
+    bool holdsSome(int layer) const {
         return static_cast<std::size_t>(layer) < table.size() && static_cast<bool>(table[static_cast<std::size_t>(layer)]);
     }
     bool streams(int layer) const {
@@ -63,7 +77,7 @@ struct GpuExperts {
 // One routed expert as the GPU holds it (the packed layout's stride).
 std::uint64_t gpuExpertBytes(const io::ExpertLayout& layout);
 
-// Copies the layers the placement puts wholly on the GPU; layerBytes(l) gives layer l's packed experts
+// Copies the experts the placement puts on the GPU; layerBytes(l) gives layer l's packed experts
 // back to back (runtime::PackedExperts::layerBytes). Throws tandem::Error if the GPU runs out of memory.
 GpuExperts uploadExperts(const model::ModelConfig& config, const io::ExpertLayout& layout,
                          const std::function<const std::byte*(int layer)>& layerBytes, runtime::ExpertPlacement placement);
@@ -72,6 +86,12 @@ GpuExperts uploadExperts(const model::ModelConfig& config, const io::ExpertLayou
 // if the memory cannot be pinned, leaves streaming off and says why in streamNote.
 void enableStreaming(GpuExperts& g, const model::ModelConfig& config, const io::ExpertLayout& layout,
                      const std::function<const std::byte*(int layer)>& layerBytes);
+
+// Measures g.streamCost (streaming enabled): the link copying a streamed layer from pinned memory to
+// the GPU, and `cpu` computing a whole streamed layer at each of `tokens` (random routing, after one
+// untimed run). Leaves the link at 0 (no CPU share) if the GPU has no room for the copy's target.
+void measureStreamCost(GpuExperts& g, const model::ModelConfig& config, model::RoutedExperts& cpu,
+                       const std::vector<int>& tokens);
 
 // No experts on the GPU: the model's own layer plan.
 GpuExperts noGpuExperts(const model::ModelConfig& config);

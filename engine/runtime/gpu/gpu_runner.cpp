@@ -218,16 +218,10 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
         if (gpuExperts.streamLayerBytes > 0) {
             for (const model::LayerPlan& layer : c.layers)
                 if (layer.moe && gpuExperts.streams(layer.index)) streamOrder_.push_back(layer.index);
-            const auto E = static_cast<std::size_t>(c.numExperts);
-            const std::size_t expertBytes = gpuExperts.streamLayerBytes / E;
             TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&copyStream_, cudaStreamNonBlocking));
+            streamTables_ = DeviceBuffer<const std::uint8_t*>(streamOrder_.size() * static_cast<std::size_t>(c.numExperts));
             for (int b = 0; b < 2; ++b) {
                 stage_[b] = DeviceBuffer<std::uint8_t>(gpuExperts.streamLayerBytes);
-                std::vector<const std::uint8_t*> addresses(E);
-                for (std::size_t e = 0; e < E; ++e) addresses[e] = stage_[b].get() + e * expertBytes;
-                stageTable_[b] = DeviceBuffer<const std::uint8_t*>(E);
-                TANDEM_CUDA_CHECK(cudaMemcpy(stageTable_[b].get(), addresses.data(), E * sizeof(addresses[0]),
-                                             cudaMemcpyHostToDevice));
                 TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&copied_[b], cudaEventDisableTiming));
                 TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&used_[b], cudaEventDisableTiming));
             }
@@ -260,11 +254,12 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
     // Layers whose experts the GPU holds use no slot.
     int moeIndex = 0;
     for (const model::LayerPlan& layer : layers_) {
-        if (!layer.moe || gpuExperts.onGpu(layer.index)) continue;
+        if (!layer.moe || gpuExperts.wholeLayer(layer.index)) continue;
         const int previous = layer.deferredFrom >= 0 ? links_[static_cast<std::size_t>(layer.deferredFrom)].slot : -1;
         links_[static_cast<std::size_t>(layer.index)] = {moeIndex++ % 2, previous};
     }
     bridge_ = std::make_unique<ExpertBridge>(c, layers_, std::move(experts), std::vector<ExpertSlot*>{&slots_[0], &slots_[1]});
+    bridge_->computeOnGpu(gpuExperts.placement.gpu);
     profileStages_ = tuning().gpuProfile;
     if (profileStages_) {
         stageClock_ = PinnedBuffer<std::uint64_t>(static_cast<std::size_t>(c.numLayers) * kStages, true);
@@ -346,6 +341,7 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
 
         if (n == 1 && rows == 1) {
             // A decode step: the whole GPU side is one graph, captured once and replayed.
+            prepareStreamShare(n);
             if (!decodeGraph_) {
                 cudaGraph_t graph;
                 TANDEM_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
@@ -376,6 +372,7 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
             // deferral in such a pass: that is the CPU's; prompts defer only when asked).
             streamingChunk_ = !streamOrder_.empty() && tuning().gpuStreamMinTokens > 0 &&
                               n >= tuning().gpuStreamMinTokens && options.deferral.deferred == 0;
+            prepareStreamShare(n);
             try {
                 ExpertBridge::ServeMeanwhile serving(*bridge_);
                 enqueueStep(n, rows);
@@ -425,7 +422,7 @@ DecodeProfile GpuRunner::takeProfile() {
     double wait = 0, experts = 0;
     const auto cpu = bridge_->takeCpuSeconds();
     for (std::size_t l = 0; l < cpu.size(); ++l) {
-        if (!config_.isMoeLayer(static_cast<int>(l)) || gpuExperts_.onGpu(static_cast<int>(l))) continue;
+        if (!config_.isMoeLayer(static_cast<int>(l)) || gpuExperts_.wholeLayer(static_cast<int>(l))) continue;
         p.layers.push_back({static_cast<int>(l), layerGpuSeconds_[l], layerOverlapSeconds_[l], layerWaitSeconds_[l], cpu[l]});
         wait += layerWaitSeconds_[l];
         experts += cpu[l];

@@ -75,8 +75,18 @@ private:
     // Its arguments for MoE layer l, routing into routeIds_ / routeWeights_ with no hand-over; the
     // normalized row also to hF32 when not null, and to hBf16 for the shared experts.
     RouteDecodeArgs routeDecodeArgs(int l, float* hF32);
-    // Prefill streaming: copies the i-th layer of streamOrder_ into staging buffer i % 2 on copyStream_.
+    // A MoE layer handed over to the CPU: norm and router, the slot and its signal, the shared experts,
+    // the GPU's own share of the routed experts when `gpuTable` is not null (a split layer's held experts,
+    // or a streamed layer's copied ones, computed after `copied` when not null), then the wait for the
+    // CPU's sum and the add.
+    void handOverMoe(const model::LayerPlan& layer, const std::uint8_t* const* gpuTable, cudaEvent_t copied);
+    // Prefill streaming: copies the i-th layer of streamOrder_ into staging buffer i % 2 on copyStream_
+    // (all but the CPU's share).
     void issueStreamCopy(int i);
+    // Before a pass of `tokens` tokens (streamingChunk_ set): the CPU's share of each streamed layer
+    // (runtime::streamCpuExperts, or Tuning::gpuStreamCpuPercent), told to the bridge, and the streamed
+    // layers' expert tables for it.
+    void prepareStreamShare(int tokens);
     // y (=, or += with accumulate) W x for `tokens` rows of a bf16 GEMM input (and its lo rows when split).
     void project(const MatrixRef& w, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy, bool accumulate);
 
@@ -136,7 +146,12 @@ private:
     // expert tables, the copy stream and its events.
     std::vector<int> streamOrder_;
     DeviceBuffer<std::uint8_t> stage_[2];
-    DeviceBuffer<const std::uint8_t*> stageTable_[2];
+    // [streamOrder_.size()][numExperts]: each streamed layer's expert addresses for the current share
+    // (prepareStreamShare), built for streamTablesShare_.
+    DeviceBuffer<const std::uint8_t*> streamTables_;
+    int streamTablesShare_ = -1;
+    int streamCpuExperts_ = 0;  // the CPU's share of each streamed layer in this chunk: its first experts
+    int bridgeGpuFrom_ = -1;    // what the bridge was last told (ExpertBridge::setGpuFrom)
     cudaStream_t copyStream_ = nullptr;
     cudaEvent_t copied_[2] = {}, used_[2] = {};
     bool streamingChunk_ = false;  // the prefill chunk being enqueued streams

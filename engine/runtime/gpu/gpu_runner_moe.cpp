@@ -57,27 +57,42 @@ void GpuRunner::feedForwardBlock(const model::LayerPlan& layer) {
     const int l = layer.index, tokens = stepTokens_;
     const model::ModelConfig& c = config_;
     const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
-    const int H = c.hiddenSize, k = c.router.topK;
+    const int H = c.hiddenSize;
     if (!layer.moe) {
         launchRmsNorm(x_.get(), H, w.postAttentionNorm.get(), c.rmsNormEps, tokens, H, nullptr, 0, hBf16_.get(), H, split_,
                       stream_);
         enqueueMlp(*w.dense, tokens);
         return;
     }
-    if (gpuExperts_.onGpu(l)) {
+    if (gpuExperts_.wholeLayer(l)) {
         enqueueGpuMoe(layer, gpuExperts_.table[static_cast<std::size_t>(l)].get());
         return;
     }
     if (streamingChunk_ && gpuExperts_.streams(l)) {
-        const int b = streamCount_ % 2;
-        if (streamOrder_[static_cast<std::size_t>(streamCount_)] != l) throw GpuError("prefill streaming lost its order");
-        if (static_cast<std::size_t>(streamCount_) + 1 < streamOrder_.size()) issueStreamCopy(streamCount_ + 1);
-        TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream_, copied_[b], 0));
-        enqueueGpuMoe(layer, stageTable_[b].get());
+        const int i = streamCount_, b = i % 2;
+        if (streamOrder_[static_cast<std::size_t>(i)] != l) throw GpuError("prefill streaming lost its order");
+        if (static_cast<std::size_t>(i) + 1 < streamOrder_.size()) issueStreamCopy(i + 1);
+        const std::uint8_t* const* table = streamTables_.get() + static_cast<std::size_t>(i) * static_cast<std::size_t>(c.numExperts);
+        if (streamCpuExperts_ == 0) {
+            // Every expert copied (or held): the layer runs as one the GPU holds.
+            TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream_, copied_[b], 0));
+            enqueueGpuMoe(layer, table);
+        } else {
+            // The CPU computes the first experts while the rest arrive.
+            handOverMoe(layer, table, copied_[b]);
+        }
         TANDEM_CUDA_CHECK(cudaEventRecord(used_[b], stream_));
         ++streamCount_;
         return;
     }
+    handOverMoe(layer, gpuExperts_.holdsSome(l) ? gpuExperts_.table[static_cast<std::size_t>(l)].get() : nullptr, nullptr);
+}
+
+void GpuRunner::handOverMoe(const model::LayerPlan& layer, const std::uint8_t* const* gpuTable, cudaEvent_t copied) {
+    const int l = layer.index, tokens = stepTokens_;
+    const model::ModelConfig& c = config_;
+    const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
+    const int H = c.hiddenSize, k = c.router.topK;
     const auto n = static_cast<std::size_t>(tokens);
     const MoeLayerLink& link = links_[static_cast<std::size_t>(l)];
     ExpertSlot& slot = slots_[link.slot];
@@ -92,7 +107,8 @@ void GpuRunner::feedForwardBlock(const model::LayerPlan& layer) {
     // over to the CPU; and the wait and the add in one kernel (host_sync.h).
     const bool decode = tokens == 1 && routesInOneKernel();
     if (decode) {
-        RouteDecodeArgs r = routeDecodeArgs(l, nullptr);
+        // The GPU's own experts (a split layer) read the normalized row from hF32.
+        RouteDecodeArgs r = routeDecodeArgs(l, gpuTable ? hF32_.get() : nullptr);
         r.ids = hostIds;
         r.weights = hostWeights;
         r.hostHidden = hostX;
@@ -118,6 +134,21 @@ void GpuRunner::feedForwardBlock(const model::LayerPlan& layer) {
     // The shared experts run on the GPU while the CPU computes the routed ones.
     if (w.shared) enqueueMlp(*w.shared, tokens);
     stamp(l, kSharedDone);
+
+    // The GPU's share of the routed experts (a split layer, or a streamed layer's copied experts, once
+    // they have arrived), added into the residual while the CPU computes the rest. Decode's routing is
+    // read back from the slot (mapped host memory, topK entries).
+    if (gpuTable) {
+        if (copied) TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream_, copied, 0));
+        const ExpertPairs batch = launchGroupRoutes(decode ? hostIds : routeIds_.get(), decode ? hostWeights : routeWeights_.get(),
+                                                    tokens, k, gpuTable, c.numExperts, groupStart_.get(), pairToken_.get(),
+                                                    pairGroup_.get(), pairWeight_.get(), slotPair_.get(), stream_);
+        if (tokens <= kDecodeExpertTokens)
+            launchExpertsDecode(gpuExperts_.layout, batch, hF32_.get(), H, x_.get(), H, true, expertScratch_.get(), stream_);
+        else
+            launchExpertsPrefill(gpuExperts_.layout, batch, hF32_.get(), H, x_.get(), H, true, kPrefillExpertSplits,
+                                 expertScratch_.get(), stream_);
+    }
 
     const float* previous = nullptr;
     if (link.previous >= 0) {
@@ -147,11 +178,44 @@ void GpuRunner::feedForwardBlock(const model::LayerPlan& layer) {
 void GpuRunner::issueStreamCopy(int i) {
     const int b = i % 2;
     const int layer = streamOrder_[static_cast<std::size_t>(i)];
-    // The buffer's previous layer must be done before it is overwritten.
+    // The buffer's previous layer must be done before it is overwritten. The CPU's share (the first
+    // streamCpuExperts_ experts) is not copied.
+    const std::size_t skip = static_cast<std::size_t>(streamCpuExperts_) *
+                             (gpuExperts_.streamLayerBytes / static_cast<std::size_t>(config_.numExperts));
     TANDEM_CUDA_CHECK(cudaStreamWaitEvent(copyStream_, used_[b], 0));
-    TANDEM_CUDA_CHECK(cudaMemcpyAsync(stage_[b].get(), gpuExperts_.hostLayers[static_cast<std::size_t>(layer)],
-                                      gpuExperts_.streamLayerBytes, cudaMemcpyHostToDevice, copyStream_));
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(stage_[b].get() + skip, gpuExperts_.hostLayers[static_cast<std::size_t>(layer)] + skip,
+                                      gpuExperts_.streamLayerBytes - skip, cudaMemcpyHostToDevice, copyStream_));
     TANDEM_CUDA_CHECK(cudaEventRecord(copied_[b], copyStream_));
+}
+
+void GpuRunner::prepareStreamShare(int tokens) {
+    const model::ModelConfig& c = config_;
+    const int percent = tuning().gpuStreamCpuPercent;
+    const int share = !streamingChunk_ ? 0
+                      : percent >= 0   ? c.numExperts * percent / 100
+                                       : runtime::streamCpuExperts(gpuExperts_.streamCost, c.numExperts, tokens);
+    streamCpuExperts_ = share;
+    const int gpuFrom = streamingChunk_ ? share : c.numExperts;
+    if (gpuFrom != bridgeGpuFrom_) {
+        for (const int l : streamOrder_) bridge_->setGpuFrom(l, gpuFrom);
+        bridgeGpuFrom_ = gpuFrom;
+    }
+    if (!streamingChunk_ || share == streamTablesShare_) return;
+    // Each streamed layer's table: its held experts where they live, the copied ones in its staging
+    // buffer, null for the CPU's.
+    const auto E = static_cast<std::size_t>(c.numExperts);
+    const std::size_t expertBytes = gpuExperts_.streamLayerBytes / E;
+    std::vector<const std::uint8_t*> tables(streamOrder_.size() * E, nullptr);
+    for (std::size_t i = 0; i < streamOrder_.size(); ++i) {
+        const auto l = static_cast<std::size_t>(streamOrder_[i]);
+        const std::uint8_t* stage = stage_[i % 2].get();
+        for (std::size_t e = 0; e < E; ++e) {
+            const std::uint8_t* held = gpuExperts_.holdsSome(static_cast<int>(l)) ? gpuExperts_.hostTable[l][e] : nullptr;
+            tables[i * E + e] = held ? held : e >= static_cast<std::size_t>(share) ? stage + e * expertBytes : nullptr;
+        }
+    }
+    TANDEM_CUDA_CHECK(cudaMemcpy(streamTables_.get(), tables.data(), tables.size() * sizeof(tables[0]), cudaMemcpyHostToDevice));
+    streamTablesShare_ = share;
 }
 
 void GpuRunner::enqueueGpuMoe(const model::LayerPlan& layer, const std::uint8_t* const* table) {
