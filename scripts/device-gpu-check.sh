@@ -40,7 +40,8 @@
 # Tandem's bench on the same store with the matching --gpu-memory (0 and PEER_STREAM, default 1G: only the two
 # staging layers of prefill streaming; PEER_HALF, default 9G: 24 layers and the staging layers; auto), and
 # prints both with the ratios (PEER_REPS repetitions, default 3). Decode is compared from an empty context on
-# both sides (llama-bench's tg, bench's one-token-prompt run).
+# both sides (llama-bench's tg, bench's one-token-prompt run). PEER_VARIANTS: environment settings, each a
+# further run of the streamed row (default TANDEM_GPU_STREAM_CPU=0: the link alone, no CPU share).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tandem-out}
@@ -279,7 +280,7 @@ if [[ ${PEER:-0} == 1 ]]; then
 experts in RAM|-ngl 99 -ot exps=CPU -p 512 -n 128|-|
 experts in RAM|-ngl 99 -ot exps=CPU -p 2048 -ub 2048 -b 2048 -n 0|0|512,2048
 experts in RAM|-|${PEER_STREAM:-1G}|512,2048
-experts in RAM|-|${PEER_STREAM:-1G}|512,2048|TANDEM_GPU_STREAM_CPU=0
+$(for v in ${PEER_VARIANTS:-TANDEM_GPU_STREAM_CPU=0}; do echo "experts in RAM|-|${PEER_STREAM:-1G}|512,2048|$v"; done)
 half on GPU|-ngl 99 -ncmoe 24 -p 512 -n 128|${PEER_HALF:-9G}|512
 all on GPU|-ngl 99 -p 512,2048 -ub 2048 -b 2048 -n 128|auto|512,2048
 EOF2

@@ -60,14 +60,17 @@ private:
         return p;
     }
 
-    // Zeroes out; the kernels' input, or nothing when there is nothing to compute. The kernels take
+    // The kernels' input, which sets out (zeroed by the pool), or nothing (out zeroed here) when there is
+    // nothing to compute. The kernels take
     // [tokens, slots] routing: the requested columns are picked out into idsPart / weightsPart.
     std::optional<cpu::MoeInput> prepare(int layer, const float* x, std::size_t tokens, const int* ids,
                                          const float* weights, int topK, int firstSlot, int lastSlot, float* out,
                                          std::vector<int>& idsPart, std::vector<float>& weightsPart) const {
-        std::fill_n(out, tokens * hidden_, 0.0f);
         const int slots = lastSlot - firstSlot;
-        if (slots <= 0 || tokens == 0) return std::nullopt;
+        if (slots <= 0 || tokens == 0) {
+            std::fill_n(out, tokens * hidden_, 0.0f);
+            return std::nullopt;
+        }
         packed(layer);
         if (slots != topK) {
             idsPart.resize(tokens * static_cast<std::size_t>(slots));
@@ -80,7 +83,9 @@ private:
             ids = idsPart.data();
             weights = weightsPart.data();
         }
-        return cpu::MoeInput{x, hidden_, static_cast<int>(tokens), ids, weights, slots, out, hidden_};
+        // The pool zeroes out (in parallel, beside its first phase): a 2048-token prompt chunk's rows are
+        // 16 MB for Qwen3, milliseconds for one thread before the pool could start.
+        return cpu::MoeInput{x, hidden_, static_cast<int>(tokens), ids, weights, slots, out, hidden_, true};
     }
 
     const std::vector<std::unique_ptr<cpu::PackedMoeLayer>>& layers_;

@@ -82,11 +82,12 @@ struct StreamCost {
 };
 
 // How many of a streamed layer's experts (the first ones) the CPU computes for a chunk of `tokens`
-// tokens, the rest being copied to the GPU: the share at which the CPU's time (share x tokens x
-// seconds per token-expert) equals the copy's ((experts - share) x expertBytes / linkBytesPerSecond),
-// taken down by a tenth for what the model leaves out (the layer's attention before the CPU starts).
-// 0 without a measured cost.
-int streamCpuExperts(const StreamCost& cost, int experts, int tokens);
+// tokens, the rest being copied to the GPU. The copy of a layer starts with the layer before it, the
+// CPU's share once the GPU has done the layer's attention (`gpuFirstSeconds`, as measured on the last
+// chunk, or 0), so the share is the one at which gpuFirstSeconds + share x tokens x seconds per
+// token-expert equals (experts - share) x expertBytes / linkBytesPerSecond, taken down by a tenth for
+// what the model leaves out (the hand-over's own copies). 0 without a measured cost.
+int streamCpuExperts(const StreamCost& cost, int experts, int tokens, double gpuFirstSeconds = 0);
 
 std::vector<model::LayerPlan> placedLayers(const std::vector<model::LayerPlan>& layers, const ExpertPlacement& placement);
 

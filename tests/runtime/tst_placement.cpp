@@ -121,6 +121,9 @@ private slots:
         QCOMPARE(runtime::streamCpuExperts(cost, 128, 256), 56);
         // 2048 tokens: 204.8 us against 50: 0.9 x 128 x 50 / 254.8 = 22.6.
         QCOMPARE(runtime::streamCpuExperts(cost, 128, 2048), 22);
+        // With the GPU's attention taking 2 ms before the CPU starts: 0.9 x (128 x 50 - 2000) / 254.8 = 15.5.
+        QCOMPARE(runtime::streamCpuExperts(cost, 128, 2048, 2e-3), 15);
+        QCOMPARE(runtime::streamCpuExperts(cost, 128, 2048, 7e-3), 0);  // longer than the whole copy
         cost.cpu = {{256, 1e-12}};  // a CPU far faster than the link still leaves the GPU one expert
         QCOMPARE(runtime::streamCpuExperts(cost, 128, 256), 115);
         QVERIFY(QString::fromStdString(cost.describe()).startsWith("link 50.0 GB/s, CPU "));

@@ -158,13 +158,20 @@ public:
     }
 
     void phaseA() {
+        const int outRows = in.zeroOut ? in.tokens : 0;
         const int zeroRows = (layer->nodes() - 1) * in.tokens;
-        forEachItem(nextA, rows + zeroRows, chunkA, [&](int i) {
-            if (i >= rows)
-                zeroPartial(1 + (i - rows) / in.tokens, (i - rows) % in.tokens);
-            else
+        forEachItem(nextA, rows + outRows + zeroRows, chunkA, [&](int i) {
+            if (i < rows)
                 convertX(i);
+            else if (i < rows + outRows)
+                zeroOutRow(i - rows);
+            else
+                zeroPartial(1 + (i - rows - outRows) / in.tokens, (i - rows - outRows) % in.tokens);
         });
+    }
+
+    void zeroOutRow(int token) {
+        std::memset(in.out + static_cast<std::size_t>(token) * in.outStride, 0, layer->layout().hidden * sizeof(float));
     }
 
     void zeroPartial(int node, int token) {
@@ -196,6 +203,7 @@ public:
             std::memcpy(xSums + static_cast<std::size_t>(i) * xGroups, xSums, static_cast<std::size_t>(xGroups) * sizeof(std::int32_t));
         }
         for (int n = 1; n < layer->nodes(); ++n) zeroPartial(n, 0);
+        if (in.zeroOut) zeroOutRow(0);
     }
 
     // Like forEachItem one item at a time, but while more than `reserve` items are left a worker claims
@@ -527,20 +535,29 @@ void MoeRunner::prepare(const PackedMoeLayer& layer, const MoeInput& in, bool ca
     j.barrier.reset(pool_.participants(callerJoins));
 }
 
+void MoeRunner::zeroIfIdle(const MoeInput& in) const {
+    if (job_->rows > 0 || !in.zeroOut) return;
+    for (int t = 0; t < in.tokens; ++t)
+        std::memset(in.out + static_cast<std::size_t>(t) * in.outStride, 0, static_cast<std::size_t>(job_->layer->layout().hidden) * sizeof(float));
+}
+
 void MoeRunner::run(const PackedMoeLayer& layer, const MoeInput& input) {
     prepare(layer, input, true);
+    zeroIfIdle(input);
     job_->onFinished = nullptr;
     if (job_->rows > 0) pool_.run(*job_);
 }
 
 void MoeRunner::submit(const PackedMoeLayer& layer, const MoeInput& input) {
     prepare(layer, input, false);
+    zeroIfIdle(input);
     job_->onFinished = nullptr;
     if (job_->rows > 0) ticket_ = pool_.submit(*job_);
 }
 
 void MoeRunner::enqueueJoined(const PackedMoeLayer& layer, const MoeInput& input, std::function<void()> onFinished) {
     prepare(layer, input, true);  // before the hook changes: a runner still in flight throws here
+    zeroIfIdle(input);
     job_->onFinished = std::move(onFinished);
     if (job_->rows > 0) {
         ticket_ = pool_.enqueueJoined(*job_);

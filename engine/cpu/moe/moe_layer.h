@@ -41,6 +41,9 @@ struct MoeInput {
     int topK = 0;
     float* out = nullptr;            // [tokens, hidden], row stride outStride floats; added into
     std::size_t outStride = 0;
+    // out is set, not added into: the pool zeroes its rows first (in phase A, beside the conversions),
+    // rather than the caller before the job starts.
+    bool zeroOut = false;
 };
 
 enum class KernelChoice { Auto, Gemv, Gemm };
@@ -95,6 +98,8 @@ public:
 private:
     class Job;
     void prepare(const PackedMoeLayer& layer, const MoeInput& input, bool callerJoins);
+    // A prepared job with no rows is not run: a zeroOut input's rows are zeroed here instead.
+    void zeroIfIdle(const MoeInput& input) const;
 
     ExpertPool& pool_;
     MoeOptions options_;

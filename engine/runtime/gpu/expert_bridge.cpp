@@ -136,7 +136,7 @@ void ExpertBridge::queue(ExpertSlot& s, int slotIndex, std::uint64_t submission)
     if (runDeferred) {
         start(lane + 1, k - deferred, k, s.deferredOut, &s.control->deferredDone);
     } else {
-        std::memset(s.deferredOut, 0, tokens * static_cast<std::size_t>(config_.hiddenSize) * sizeof(float));
+        if (s.deferredRead) std::memset(s.deferredOut, 0, tokens * static_cast<std::size_t>(config_.hiddenSize) * sizeof(float));
         raise(&s.control->deferredDone, nullptr)();
     }
     try {

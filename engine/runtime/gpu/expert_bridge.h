@@ -47,6 +47,9 @@ struct ExpertSlot {
     SlotControl* control = nullptr;
     int tokens = 0;            // rows of the current forward pass (set by the host before it runs)
     std::uint64_t handled = 0; // the bridge only
+    // The GPU adds deferredOut in this pass even when nothing was deferred (decode's graph does; a prompt
+    // chunk without deferral does not), so it must then be zeroed (set by the host before the pass).
+    bool deferredRead = true;
 };
 
 class ExpertBridge {

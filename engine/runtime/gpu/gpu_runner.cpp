@@ -224,6 +224,7 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
                 stage_[b] = DeviceBuffer<std::uint8_t>(gpuExperts.streamLayerBytes);
                 TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&copied_[b], cudaEventDisableTiming));
                 TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&used_[b], cudaEventDisableTiming));
+                TANDEM_CUDA_CHECK(cudaEventCreate(&attentionTimed_[b]));
             }
         }
     }
@@ -317,6 +318,7 @@ GpuRunner::~GpuRunner() {
     for (int b = 0; b < 2; ++b) {
         if (copied_[b]) cudaEventDestroy(copied_[b]);
         if (used_[b]) cudaEventDestroy(used_[b]);
+        if (attentionTimed_[b]) cudaEventDestroy(attentionTimed_[b]);
     }
     if (blas_) cublasDestroy(blas_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -337,9 +339,16 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
         const int rows = all ? n : (lastChunk ? 1 : 0);
         std::copy_n(tokens.data() + done, n, inIds_.get());
         *inStart_.get() = start + static_cast<int>(done);
-        for (auto& slot : slots_) slot.tokens = n;
+        // A prompt chunk reads the previous layer's deferred part only when it defers (decode's graph
+        // always adds it).
+        const bool decodeStep = n == 1 && rows == 1;
+        readDeferred_ = decodeStep || options.deferral.deferred > 0;
+        for (auto& slot : slots_) {
+            slot.tokens = n;
+            slot.deferredRead = readDeferred_;
+        }
 
-        if (n == 1 && rows == 1) {
+        if (decodeStep) {
             // A decode step: the whole GPU side is one graph, captured once and replayed.
             prepareStreamShare(n);
             if (!decodeGraph_) {
@@ -373,6 +382,7 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
             streamingChunk_ = !streamOrder_.empty() && tuning().gpuStreamMinTokens > 0 &&
                               n >= tuning().gpuStreamMinTokens && options.deferral.deferred == 0;
             prepareStreamShare(n);
+            const bool streamed = streamingChunk_;
             try {
                 ExpertBridge::ServeMeanwhile serving(*bridge_);
                 enqueueStep(n, rows);
@@ -390,6 +400,13 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
             }
             finishStream();
             lastStepEndNs_ = 0;
+            if (streamed) {
+                // The first streamed layer's attention, for the next chunk's CPU share.
+                float ms = 0;
+                if (cudaEventElapsedTime(&ms, attentionTimed_[0], attentionTimed_[1]) == cudaSuccess && ms > 0)
+                    gpuFirstSecondsPerToken_ = ms * 1e-3 / n;
+                cudaGetLastError();
+            }
             if (profileStages_) {
                 addStageTimes(prefillStageSeconds_);
                 prefillTokens_ += n;
@@ -498,6 +515,7 @@ void GpuRunner::attentionBlock(const model::LayerPlan& layer) {
     const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
     const int H = config_.hiddenSize;
     stamp(l, kAttnBegin);
+    if (streamingChunk_ && l == streamOrder_.front()) TANDEM_CUDA_CHECK(cudaEventRecord(attentionTimed_[0], stream_));
     if (!normalizedAhead_)
         launchRmsNorm(x_.get(), H, w.inputNorm.get(), config_.rmsNormEps, tokens, H, nullptr, 0, hBf16_.get(), H, split_,
                       stream_);

@@ -71,6 +71,7 @@ void GpuRunner::feedForwardBlock(const model::LayerPlan& layer) {
     if (streamingChunk_ && gpuExperts_.streams(l)) {
         const int i = streamCount_, b = i % 2;
         if (streamOrder_[static_cast<std::size_t>(i)] != l) throw GpuError("prefill streaming lost its order");
+        if (i == 0) TANDEM_CUDA_CHECK(cudaEventRecord(attentionTimed_[1], stream_));
         if (static_cast<std::size_t>(i) + 1 < streamOrder_.size()) issueStreamCopy(i + 1);
         const std::uint8_t* const* table = streamTables_.get() + static_cast<std::size_t>(i) * static_cast<std::size_t>(c.numExperts);
         if (streamCpuExperts_ == 0) {
@@ -151,7 +152,7 @@ void GpuRunner::handOverMoe(const model::LayerPlan& layer, const std::uint8_t* c
     }
 
     const float* previous = nullptr;
-    if (link.previous >= 0) {
+    if (link.previous >= 0 && readDeferred_) {
         const std::size_t p = static_cast<std::size_t>(link.previous);
         previous = onDevice(slots_[p].deferredOut, slotFloats_[p]);
     }
@@ -193,7 +194,8 @@ void GpuRunner::prepareStreamShare(int tokens) {
     const int percent = tuning().gpuStreamCpuPercent;
     const int share = !streamingChunk_ ? 0
                       : percent >= 0   ? c.numExperts * percent / 100
-                                       : runtime::streamCpuExperts(gpuExperts_.streamCost, c.numExperts, tokens);
+                                       : runtime::streamCpuExperts(gpuExperts_.streamCost, c.numExperts, tokens,
+                                                                   gpuFirstSecondsPerToken_ * tokens);
     streamCpuExperts_ = share;
     const int gpuFrom = streamingChunk_ ? share : c.numExperts;
     if (gpuFrom != bridgeGpuFrom_) {
