@@ -50,6 +50,26 @@ std::unique_ptr<io::PackedStore> openStore(const std::filesystem::path& dir) {
     return store;
 }
 
+// The CPU path's routed experts, counting each routing slot they compute (runtime::UsageCounter); the
+// GPU path counts in its expert bridge.
+class CountingExperts : public model::RoutedExperts {
+public:
+    CountingExperts(model::RoutedExperts& inner, runtime::UsageCounter& counter) : inner_(inner), counter_(counter) {}
+    void run(int layer, const float* x, std::size_t tokens, const int* ids, const float* weights, int topK, int firstSlot,
+             int lastSlot, float* out) override {
+        if (firstSlot == 0 && lastSlot == topK)
+            counter_.add(layer, ids, tokens * static_cast<std::size_t>(topK));
+        else
+            for (std::size_t t = 0; t < tokens; ++t)
+                counter_.add(layer, ids + t * static_cast<std::size_t>(topK) + firstSlot, static_cast<std::size_t>(lastSlot - firstSlot));
+        inner_.run(layer, x, tokens, ids, weights, topK, firstSlot, lastSlot, out);
+    }
+
+private:
+    model::RoutedExperts& inner_;
+    runtime::UsageCounter& counter_;
+};
+
 }  // namespace
 
 struct Engine::Impl {
@@ -97,7 +117,12 @@ struct Engine::Impl {
         info.cpuKernels = std::string(cpu::isaName(cpu::selectedIsa()));
         experts = makeExperts(options.experts);
         if (packed) info.weightBytes += packed->ownedBytes();
-        transformer = std::make_unique<model::Transformer>(config, weights, *experts, pool);
+        if (config.numExperts > 0) {
+            // How often each expert is chosen: counted on both paths, kept beside a store (placement.h).
+            usage.emplace(store ? runtime::ExpertUsage::load(store->dir(), config) : runtime::ExpertUsage::empty(config));
+            countingExperts = std::make_unique<CountingExperts>(*experts, *usage);
+        }
+        transformer = std::make_unique<model::Transformer>(config, weights, countingExperts ? *countingExperts : *experts, pool);
         chooseDevice(options.device, options.gpuExpertMemory);
         info.dense = "checkpoint";
         if (options.dense == DensePrecision::Int8 && !gpu) {
@@ -187,6 +212,10 @@ struct Engine::Impl {
             gpuExperts.layerBytes = [this](int layer) { return packed->layerBytes(layer); };
         }
         gpuExperts.budgetBytes = gpuExpertMemory;
+        if (usage) {
+            gpuExperts.usage = usage->snapshot();
+            gpuExperts.counter = &*usage;
+        }
         try {
             gpu = gpuBackendForTests()
                       ? gpuBackendForTests()(config, weights, pool, info.contextLength, expertsFactory())
@@ -222,8 +251,18 @@ struct Engine::Impl {
     ModelInfo info;
     std::unique_ptr<runtime::PackedExperts> packed;
     std::unique_ptr<model::RoutedExperts> experts;  // the engine thread's (CPU path)
+    std::optional<runtime::UsageCounter> usage;     // MoE models
+    std::unique_ptr<model::RoutedExperts> countingExperts;  // `experts`, counted into `usage`
     std::unique_ptr<model::Transformer> transformer;
     std::unique_ptr<runtime::GpuBackend> gpu;
+
+    ~Impl() {
+        // The counts go beside the store, for the next load's placement; a store in a folder that cannot
+        // be written keeps its old counts (they are a hint, not data).
+        if (!store || !usage || usage->added() == 0) return;
+        std::string problem;
+        usage->snapshot().save(store->dir(), problem);
+    }
 };
 
 struct Session::Impl {

@@ -44,6 +44,11 @@ struct GpuExpertsRequest {
     // VRAM for routed experts: < 0 what is free once the rest of the model, a session's KV cache and
     // activations and a margin are counted (the default); 0 none (every routed expert on the CPU).
     std::int64_t budgetBytes = -1;
+    // How often each expert was chosen so far (kept beside the store): the most used of a layer that is
+    // not wholly on the GPU go there first. May be empty.
+    ExpertUsage usage;
+    // Where the runners count the choices they see (the layers handed to the CPU), or null.
+    UsageCounter* counter = nullptr;
 };
 
 // nullptr, with `reason` set, when there is no usable GPU. Throws tandem::Error when there is one but

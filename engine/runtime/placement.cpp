@@ -26,10 +26,15 @@ ExpertUsage ExpertUsage::empty(const model::ModelConfig& config) {
     return u;
 }
 
-void ExpertUsage::add(int layer, const int* ids, std::size_t count) {
+std::size_t ExpertUsage::add(int layer, const int* ids, std::size_t count) {
     auto& row = counts[static_cast<std::size_t>(layer)];
+    std::size_t counted = 0;
     for (std::size_t i = 0; i < count; ++i)
-        if (ids[i] >= 0 && static_cast<std::size_t>(ids[i]) < row.size()) ++row[static_cast<std::size_t>(ids[i])];
+        if (ids[i] >= 0 && static_cast<std::size_t>(ids[i]) < row.size()) {
+            ++row[static_cast<std::size_t>(ids[i])];
+            ++counted;
+        }
+    return counted;
 }
 
 std::uint64_t ExpertUsage::total() const {
@@ -70,6 +75,22 @@ bool ExpertUsage::save(const std::filesystem::path& storeDir, std::string& probl
         problem = e.what();
         return false;
     }
+}
+
+void UsageCounter::add(int layer, const int* ids, std::size_t count) {
+    const std::lock_guard lock(mutex_);
+    if (layer < 0 || static_cast<std::size_t>(layer) >= usage_.counts.size()) return;
+    added_ += usage_.add(layer, ids, count);
+}
+
+ExpertUsage UsageCounter::snapshot() const {
+    const std::lock_guard lock(mutex_);
+    return usage_;
+}
+
+std::uint64_t UsageCounter::added() const {
+    const std::lock_guard lock(mutex_);
+    return added_;
 }
 
 bool ExpertPlacement::wholeLayer(int layer) const {

@@ -9,6 +9,7 @@
 //      layer's experts in order (with no counts every expert is as likely as another).
 #include <cstdint>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,8 +23,9 @@ struct ExpertUsage {
     std::vector<std::vector<std::uint64_t>> counts;
 
     static ExpertUsage empty(const model::ModelConfig& config);
-    // Adds one forward pass's choices of MoE layer `layer`: ids [tokens, topK].
-    void add(int layer, const int* ids, std::size_t count);
+    // Adds one forward pass's choices of MoE layer `layer`: ids [tokens, topK]; returns how many it
+    // counted (negative ids and ids out of range are not).
+    std::size_t add(int layer, const int* ids, std::size_t count);
     std::uint64_t total() const;
 
     // STORE/tandem-expert-usage.json: read (missing or unreadable: empty counts, nothing thrown; a file of
@@ -31,6 +33,23 @@ struct ExpertUsage {
     // cannot be written).
     static ExpertUsage load(const std::filesystem::path& storeDir, const model::ModelConfig& config);
     bool save(const std::filesystem::path& storeDir, std::string& problem) const;
+};
+
+// ExpertUsage counted while a model runs, from whichever threads route tokens (the CPU path's forward
+// pass, the GPU path's expert bridge), and saved beside the store when the model is unloaded.
+class UsageCounter {
+public:
+    explicit UsageCounter(ExpertUsage start) : usage_(std::move(start)) {}
+    // Layer `layer`'s routing ids [count] (negative ids and ids out of range are not counted).
+    void add(int layer, const int* ids, std::size_t count);
+    ExpertUsage snapshot() const;
+    // Choices counted since construction.
+    std::uint64_t added() const;
+
+private:
+    mutable std::mutex mutex_;
+    ExpertUsage usage_;
+    std::uint64_t added_ = 0;
 };
 
 struct PlacementRequest {

@@ -183,10 +183,15 @@ private slots:
             for (std::size_t i = 0; i < x.size(); ++i)
                 QVERIFY2(std::abs(immediate[i] + deferred[i] - want[i]) < 1e-5f * (1 + std::abs(want[i])), qPrintable(QString::number(i)));
         };
+        runtime::UsageCounter usage(runtime::ExpertUsage::empty(f.config));
+        bridge.countUsage(&usage);
         bridge.computeOnGpu(held);
         bridge.setGpuFrom(1, gpuFrom);
         check(expected);
         QVERIFY(ids == allIds);  // the slot's routing itself is left as the GPU wrote it
+        // Every choice is counted, the GPU's experts' too: the next placement ranks them all.
+        QCOMPARE(usage.added(), static_cast<std::uint64_t>(T * k));
+        QVERIFY(usage.snapshot().counts[1][static_cast<std::size_t>(ids[0])] >= 1);
         bridge.computeOnGpu({});
         bridge.setGpuFrom(1, E);
         check(all);

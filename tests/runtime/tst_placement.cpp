@@ -2,9 +2,12 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <cmath>
+#include <numeric>
+#include <thread>
 
 #include "model/config.h"
 #include "runtime/placement.h"
+#include "tandem/convert.h"
 #include "tandem/engine.h"
 #include "tandem/byte_size.h"
 #include "tandem/error.h"
@@ -163,6 +166,43 @@ private slots:
         options.device = tandem::Device::Cpu;
         const auto engine = tandem::Engine::load(test::fixturePath("tiny-deepseekv2").toStdString(), options);
         QCOMPARE(QString::fromStdString(engine->info().expertLayers), QString("-CC"));
+    }
+
+    // A store's model counts every routing choice it computes and saves the counts beside the store when
+    // it is unloaded; the next load starts from them.
+    void aStoreKeepsItsExpertUsage() {
+        QTemporaryDir dir;
+        const std::string store = dir.filePath("store").toStdString();
+        QVERIFY(!tandem::convertModel({test::fixturePath("tiny-qwen3moe").toStdString(), store, tandem::ExpertPrecision::INT8, 2}).cancelled);
+        const std::uint64_t perToken = static_cast<std::uint64_t>(qwen_.router.topK * qwen_.moeLayerCount());
+        tandem::EngineOptions options;
+        options.device = tandem::Device::Cpu;
+        for (const int tokens : {5, 2}) {
+            auto engine = tandem::Engine::load(store, options);
+            auto session = engine->newSession();
+            std::vector<int> ids(static_cast<std::size_t>(tokens));
+            std::iota(ids.begin(), ids.end(), 7);
+            session->append(ids);
+        }
+        const ExpertUsage saved = ExpertUsage::load(store, qwen_);
+        QCOMPARE(saved.total(), 7 * perToken);
+        for (const auto& row : saved.counts)
+            if (!row.empty()) QCOMPARE(std::accumulate(row.begin(), row.end(), std::uint64_t{0}), 7 * static_cast<std::uint64_t>(qwen_.router.topK));
+    }
+
+    void usageCountersAddFromManyThreads() {
+        runtime::UsageCounter counter(ExpertUsage::empty(qwen_));
+        const int ids[] = {0, 1, 2, 3};
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 4; ++t)
+            threads.emplace_back([&] {
+                for (int i = 0; i < 1000; ++i) counter.add(1, ids, 4);
+            });
+        for (auto& t : threads) t.join();
+        QCOMPARE(counter.added(), std::uint64_t{16000});
+        QCOMPARE(counter.snapshot().counts[1][3], std::uint64_t{4000});
+        counter.add(99, ids, 4);  // no such layer: nothing
+        QCOMPARE(counter.added(), std::uint64_t{16000});
     }
 
     void usageIsCountedSavedAndLoaded() {

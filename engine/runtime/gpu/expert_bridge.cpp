@@ -97,6 +97,7 @@ void ExpertBridge::queue(ExpertSlot& s, int slotIndex, std::uint64_t submission)
     const bool runDeferred = deferred > 0 && !skip_.load(std::memory_order_relaxed);
     const auto tokens = static_cast<std::size_t>(s.tokens);
     const int lane = 2 * slotIndex;
+    if (usage_) usage_->add(layer, s.ids, tokens * static_cast<std::size_t>(k));
     // The GPU's experts of a split or streamed layer are no work here.
     const int* ids = s.ids;
     const auto l = static_cast<std::size_t>(layer);

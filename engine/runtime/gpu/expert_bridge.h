@@ -35,6 +35,7 @@
 #include "model/config.h"
 #include "model/forward.h"
 #include "model/routed_experts.h"
+#include "runtime/placement.h"
 
 namespace tandem::cuda {
 
@@ -100,6 +101,8 @@ public:
     // share; numExperts for none). Not while a forward pass runs.
     void computeOnGpu(std::vector<std::vector<bool>> held);
     void setGpuFrom(int layer, int first);
+    // Every submission's routing is counted there (all of it, the GPU's experts too), when not null.
+    void countUsage(runtime::UsageCounter* usage) { usage_ = usage; }
     // CPU seconds per layer since the last call.
     std::vector<double> takeCpuSeconds();
     // The first CPU failure since the last call, rethrown on the calling (engine) thread.
@@ -135,6 +138,7 @@ private:
     std::vector<std::vector<bool>> held_;   // per layer: experts the placement keeps on the GPU
     std::vector<int> gpuFrom_;              // per layer: experts from here on are the GPU's this pass
     std::vector<std::vector<int>> masked_;  // per slot: its routing with the GPU's slots masked
+    runtime::UsageCounter* usage_ = nullptr;
     std::vector<std::atomic<Clock::rep>> finishedAt_;  // per lane: when its part finished (0: not yet)
 };
 

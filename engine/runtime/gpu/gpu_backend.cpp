@@ -29,6 +29,7 @@ public:
                 ExpertsFactory experts, std::string name, const GpuExpertsRequest& request, ExpertPlacement placement,
                 bool stream, int prefillChunk)
         : config_(config), experts_(std::move(experts)), rope_(config), name_(std::move(name)), prefillChunk_(prefillChunk),
+          usage_(request.counter),
           gpuWeights_(cuda::uploadWeights(config, weights, rope_.inverseFrequencies(), pool)),
           gpuExperts_(request.layout ? cuda::uploadExperts(config, *request.layout, request.layerBytes, std::move(placement))
                                      : cuda::noGpuExperts(config)) {
@@ -44,7 +45,8 @@ public:
     }
 
     std::unique_ptr<ModelRunner> newRunner(int capacity) override {
-        return std::make_unique<cuda::GpuRunner>(config_, experts_(), gpuWeights_, gpuExperts_, rope_, capacity, prefillChunk_);
+        return std::make_unique<cuda::GpuRunner>(config_, experts_(), gpuWeights_, gpuExperts_, rope_, capacity, prefillChunk_,
+                                                 usage_);
     }
     std::string deviceName() const override { return name_; }
     std::string placement() const override {
@@ -87,6 +89,7 @@ private:
     model::Rope rope_;
     std::string name_;
     int prefillChunk_;
+    UsageCounter* usage_;
     cuda::GpuWeights gpuWeights_;
     cuda::GpuExperts gpuExperts_;
 };
@@ -177,6 +180,7 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
         PlacementRequest request;
         request.expertBytes = cuda::gpuExpertBytes(*gpuExperts.layout);
         request.budgetBytes = split.layersBytes;
+        request.usage = gpuExperts.usage;
         placement = planPlacement(config, request);
     }
     return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), prop.name, gpuExperts,

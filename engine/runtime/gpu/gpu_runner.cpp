@@ -141,7 +141,7 @@ std::uint64_t GpuRunner::deviceBytes(const model::ModelConfig& c, int capacity, 
 
 GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::QueuedRoutedExperts> experts,
                      const GpuWeights& weights, const GpuExperts& gpuExperts, const model::Rope& rope, int capacity,
-                     int maxChunk)
+                     int maxChunk, runtime::UsageCounter* usage)
     : config_(config), weights_(weights), gpuExperts_(gpuExperts),
       layers_(gpuExperts.layers.empty() ? config.layers : gpuExperts.layers),
       rope_{weights.ropeInvFreq.get(), rope.dim(), config.ropeInterleaved, rope.attentionFactor()},
@@ -261,6 +261,7 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
     }
     bridge_ = std::make_unique<ExpertBridge>(c, layers_, std::move(experts), std::vector<ExpertSlot*>{&slots_[0], &slots_[1]});
     bridge_->computeOnGpu(gpuExperts.placement.gpu);
+    bridge_->countUsage(usage);
     profileStages_ = tuning().gpuProfile;
     if (profileStages_) {
         stageClock_ = PinnedBuffer<std::uint64_t>(static_cast<std::size_t>(c.numLayers) * kStages, true);

@@ -23,8 +23,10 @@ public:
     // Prompts longer than `maxChunk` tokens are prefilled in chunks of that size.
     // `gpuExperts`: the MoE layers whose routed experts the GPU holds (computed here, no hand-over to the
     // CPU); `experts` computes the others on the CPU.
+    // `usage`, when not null, counts the routing of the layers handed to the CPU.
     GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::QueuedRoutedExperts> experts, const GpuWeights& weights,
-              const GpuExperts& gpuExperts, const model::Rope& rope, int capacity, int maxChunk);
+              const GpuExperts& gpuExperts, const model::Rope& rope, int capacity, int maxChunk,
+              runtime::UsageCounter* usage = nullptr);
     ~GpuRunner() override;
 
     void forward(std::span<const int> tokens, int start, const model::ForwardOptions& options,
