@@ -234,7 +234,13 @@ ExpertFit estimateExpertFit(const Footprint& need, std::uint64_t vramBytes) {
                                                                                 budget.layersBytes / layerBytes))
                                      : 0;
     fit.promptsStream = budget.stagingBytes > 0;
-    fit.ramBytesPerToken = chosenPerLayer * static_cast<std::uint64_t>(need.moeLayers - fit.layersOnGpu);
+    // What is left beyond whole layers holds single experts of the next layer (a split layer, whose
+    // experts the GPU computes): a fraction of that layer's reads.
+    const double gpuLayers = layerBytes > 0 ? std::min(static_cast<double>(need.moeLayers),
+                                                       static_cast<double>(budget.layersBytes) / static_cast<double>(layerBytes))
+                                            : 0.0;
+    fit.ramBytesPerToken =
+        static_cast<std::uint64_t>(static_cast<double>(chosenPerLayer) * (static_cast<double>(need.moeLayers) - gpuLayers));
     return fit;
 }
 

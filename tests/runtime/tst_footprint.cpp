@@ -141,7 +141,9 @@ private slots:
         QVERIFY2(mid.layersOnGpu > 15 && mid.layersOnGpu < 30, qPrintable(QString::number(mid.layersOnGpu)));
         QVERIFY(mid.promptsStream);
         const std::uint64_t perLayer = qwen.routedExpertBytes / 48 / 128 * 8;
-        QCOMPARE(mid.ramBytesPerToken, perLayer * static_cast<std::uint64_t>(48 - mid.layersOnGpu));
+        // The budget beyond whole layers holds single experts of the next one: less than a layer more.
+        QVERIFY(mid.ramBytesPerToken <= perLayer * static_cast<std::uint64_t>(48 - mid.layersOnGpu));
+        QVERIFY(mid.ramBytesPerToken > perLayer * static_cast<std::uint64_t>(47 - mid.layersOnGpu));
         // No GPU: every token reads the dense part and the chosen experts from RAM.
         const ExpertFit none = estimateExpertFit(qwen, 0);
         QCOMPARE(none.layersOnGpu, 0);

@@ -40,7 +40,8 @@ struct Footprint {
 // engine measures the free memory and the activations when it loads.
 struct ExpertFit {
     int moeLayers = 0;
-    int layersOnGpu = 0;                 // MoE layers whose routed experts the GPU holds
+    int layersOnGpu = 0;                 // MoE layers whose routed experts the GPU holds wholly (the rest of
+                                         // the budget holds single experts of one more layer)
     bool promptsStream = false;          // the others pass through the GPU for long prompts
     std::uint64_t ramBytesPerToken = 0;  // a decode step's reads from RAM: the CPU's chosen experts (and,
                                          // with no GPU, the dense part)
