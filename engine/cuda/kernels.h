@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "cuda/expert_kernels.h"
 #include "cuda/slot_control.h"
 #include "core/router_spec.h"
 
@@ -162,8 +163,21 @@ struct RouteDecodeArgs {
     std::uint64_t* counter;
     int layer;
     LayerClock* clock;
+    // A layer the GPU holds wholly (expert_kernels.h), when `table` (each expert's device address) is not
+    // null: the kernel also writes launchExpertsDecode's batch of the chosen experts, one group per
+    // routing slot (slotExperts[j] = table[ids[j]], groupStart topK + 1 ints, the pair arrays topK
+    // each), so no grouping kernel runs (decodeSlotBatch gives the batch).
+    const std::uint8_t* const* table;
+    const std::uint8_t** slotExperts;
+    int* groupStart;
+    int* pairToken;
+    int* pairGroup;
+    float* pairWeight;
+    int* slotPair;
 };
 void launchRouterDecode(const RouteDecodeArgs& args, cudaStream_t s);
+// The batch launchRouterDecode writes with a table: one token, topK groups of one pair each.
+ExpertPairs decodeSlotBatch(const RouteDecodeArgs& args);
 
 // MLA decode (one token), per head h of `heads`, with kvb the per-head [nope + vDim, latent] blocks
 // `headStride` elements apart (W_k rows first, then W_v): qLatent[h] = W_k[h]ᵀ qNope[h] in float32

@@ -192,6 +192,18 @@ __global__ void routerDecodeKernel(RouteDecodeArgs a) {
     for (int i = threadIdx.x; i < a.experts; i += blockDim.x) scores[i] = __ldcg(a.logits + i);
     routeLogits(scores, a.experts, a.bias, a.spec, a.ids, a.weights);
     if (threadIdx.x != 0) return;
+    if (a.table) {
+        // Thread 0 wrote the routing: the batch of the chosen experts, one group per slot.
+        for (int j = 0; j < a.spec.topK; ++j) {
+            a.slotExperts[j] = a.table[a.ids[j]];
+            a.groupStart[j] = j;
+            a.pairToken[j] = 0;
+            a.pairGroup[j] = j;
+            a.pairWeight[j] = a.weights[j];
+            a.slotPair[j] = j;
+        }
+        a.groupStart[a.spec.topK] = a.spec.topK;
+    }
     // Thread 0 wrote the routing; the signal's own system fence orders it, and the row block 0 wrote
     // before its count, before `ready`.
     if (a.control) signalSlot(a.control, a.counter, a.layer, a.clock);
@@ -206,6 +218,21 @@ void launchRouter(const float* logits, int tokens, int experts, const float* bia
         throw GpuError("the GPU router supports at most 32 active experts and 64 groups");
     routerKernel<<<tokens, kThreads, 2 * experts * sizeof(float), s>>>(logits, experts, bias, spec, ids, weights);
     TANDEM_CUDA_CHECK(cudaGetLastError());
+}
+
+ExpertPairs decodeSlotBatch(const RouteDecodeArgs& a) {
+    ExpertPairs b;
+    b.groups = a.spec.topK;
+    b.weights = a.slotExperts;
+    b.groupStart = a.groupStart;
+    b.pairToken = a.pairToken;
+    b.pairGroup = a.pairGroup;
+    b.pairWeight = a.pairWeight;
+    b.maxPairs = a.spec.topK;
+    b.slotPair = a.slotPair;
+    b.tokens = 1;
+    b.topK = a.spec.topK;
+    return b;
 }
 
 void launchRouterDecode(const RouteDecodeArgs& a, cudaStream_t s) {

@@ -213,6 +213,7 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
             pairGroup_ = DeviceBuffer<int>(T * k);
             slotPair_ = DeviceBuffer<int>(T * k);
             pairWeight_ = DeviceBuffer<float>(T * k);
+            slotExperts_ = DeviceBuffer<const std::uint8_t*>(k);
             expertScratch_ = DeviceBuffer<char>(expertScratchBytes(c, gpuExperts.layout, maxChunk));
         }
         if (gpuExperts.streamLayerBytes > 0) {

@@ -143,6 +143,7 @@ private:
     // Routed experts on the GPU: the grouped routing (launchGroupRoutes) and the kernels' scratch.
     DeviceBuffer<int> groupStart_, pairToken_, pairGroup_, slotPair_;
     DeviceBuffer<float> pairWeight_;
+    DeviceBuffer<const std::uint8_t*> slotExperts_;  // decode of a GPU-held layer: each slot's expert
     DeviceBuffer<char> expertScratch_;
     // Prefill streaming (gpu_experts.h): the CPU's layers in order, two staging buffers with their
     // expert tables, the copy stream and its events.

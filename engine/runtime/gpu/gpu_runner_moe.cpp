@@ -1,6 +1,7 @@
 // GpuRunner's MoE layers (gpu_runner.h): the hand-over of routed experts to the CPU and back, routed
 // experts the GPU holds, and prefill streaming of the CPU's layers (docs/ARCHITECTURE.md, "Placement").
 #include <cstddef>
+#include <optional>
 
 #include "cuda/gemm.h"
 #include "cuda/host_sync.h"
@@ -225,9 +226,20 @@ void GpuRunner::enqueueGpuMoe(const model::LayerPlan& layer, const std::uint8_t*
     const model::ModelConfig& c = config_;
     const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
     const int H = c.hiddenSize, k = c.router.topK;
+    std::optional<ExpertPairs> batch;
     if (tokens == 1 && routesInOneKernel()) {
-        // Decode: the norm, the router's product and the routing in one kernel, with no hand-over.
-        launchRouterDecode(routeDecodeArgs(l, hF32_.get()), stream_);
+        // Decode: the norm, the router's product, the routing and the batch of the chosen experts in one
+        // kernel, with no hand-over.
+        RouteDecodeArgs r = routeDecodeArgs(l, hF32_.get());
+        r.table = table;
+        r.slotExperts = slotExperts_.get();
+        r.groupStart = groupStart_.get();
+        r.pairToken = pairToken_.get();
+        r.pairGroup = pairGroup_.get();
+        r.pairWeight = pairWeight_.get();
+        r.slotPair = slotPair_.get();
+        launchRouterDecode(r, stream_);
+        batch = decodeSlotBatch(r);
     } else {
         launchRmsNorm(x_.get(), H, w.postAttentionNorm.get(), c.rmsNormEps, tokens, H, hF32_.get(), H, hBf16_.get(), H,
                       split_, stream_);
@@ -236,17 +248,17 @@ void GpuRunner::enqueueGpuMoe(const model::LayerPlan& layer, const std::uint8_t*
                      c.router, routeIds_.get(), routeWeights_.get(), stream_);
     }
     stamp(l, kRouted);
-    const ExpertPairs batch =
-        launchGroupRoutes(routeIds_.get(), routeWeights_.get(), tokens, k, table, c.numExperts, groupStart_.get(), pairToken_.get(), pairGroup_.get(), pairWeight_.get(),
-                          slotPair_.get(), stream_);
+    if (!batch)
+        batch = launchGroupRoutes(routeIds_.get(), routeWeights_.get(), tokens, k, table, c.numExperts, groupStart_.get(),
+                                  pairToken_.get(), pairGroup_.get(), pairWeight_.get(), slotPair_.get(), stream_);
     stamp(l, kCopiedOut);
     if (w.shared) enqueueMlp(*w.shared, tokens);
     stamp(l, kSharedDone);
     // x += the routed experts' weighted sum, straight into the residual.
     if (tokens <= kDecodeExpertTokens)
-        launchExpertsDecode(gpuExperts_.layout, batch, hF32_.get(), H, x_.get(), H, true, expertScratch_.get(), stream_);
+        launchExpertsDecode(gpuExperts_.layout, *batch, hF32_.get(), H, x_.get(), H, true, expertScratch_.get(), stream_);
     else
-        launchExpertsPrefill(gpuExperts_.layout, batch, hF32_.get(), H, x_.get(), H, true, kPrefillExpertSplits,
+        launchExpertsPrefill(gpuExperts_.layout, *batch, hF32_.get(), H, x_.get(), H, true, kPrefillExpertSplits,
                              expertScratch_.get(), stream_);
     stamp(l, kResultAdded);
 }
