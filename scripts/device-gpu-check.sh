@@ -41,7 +41,8 @@
 # staging layers of prefill streaming; PEER_HALF, default 9G: 24 layers and the staging layers; auto), and
 # prints both with the ratios (PEER_REPS repetitions, default 3). Decode is compared from an empty context on
 # both sides (llama-bench's tg, bench's one-token-prompt run). PEER_VARIANTS: environment settings, each a
-# further run of the streamed row (default TANDEM_GPU_STREAM_CPU=0: the link alone, no CPU share).
+# further run of the streamed row (default TANDEM_GPU_STREAM_CPU=0: the link alone, no CPU share);
+# PEER_GPU_VARIANTS the same for the all-on-the-GPU row (default none).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tandem-out}
@@ -283,6 +284,7 @@ experts in RAM|-|${PEER_STREAM:-1G}|512,2048
 $(for v in ${PEER_VARIANTS:-TANDEM_GPU_STREAM_CPU=0}; do echo "experts in RAM|-|${PEER_STREAM:-1G}|512,2048|$v"; done)
 half on GPU|-ngl 99 -ncmoe 24 -p 512 -n 128|${PEER_HALF:-9G}|512
 all on GPU|-ngl 99 -p 512,2048 -ub 2048 -b 2048 -n 128|auto|512,2048
+$(for v in ${PEER_GPU_VARIANTS:-}; do echo "all on GPU|-|auto|512,2048|$v"; done)
 EOF2
     python3 - "$out/peer.jsonl" <<'PY'
 import json, sys

@@ -81,7 +81,8 @@ std::size_t decodeScratchBytes(const GpuExpertLayout& l, int maxPairs);
 void launchExpertsDecode(const GpuExpertLayout& l, const ExpertPairs& batch, const float* x, int ldx, float* out,
                          int ldOut, bool accumulate, void* scratch, cudaStream_t s);
 
-// Prefill: the same for many tokens, with `splits` (2 or 3) bf16 terms per activation. Every 32 tokens
+// Prefill: the same for many tokens, with `splits` (2 or 3; 1 for int8 and int4 experts) bf16 terms per
+// activation. Every 32 tokens
 // of a group read the group's expert once. Needs prefillScratchBytes.
 std::size_t prefillScratchBytes(const GpuExpertLayout& l, int tokens, int maxPairs, int groups, int splits);
 void launchExpertsPrefill(const GpuExpertLayout& l, const ExpertPairs& batch, const float* x, int ldx, float* out,

@@ -442,7 +442,8 @@ std::size_t prefillScratchBytes(const GpuExpertLayout& l, int tokens, int maxPai
 void launchExpertsPrefill(const GpuExpertLayout& l, const ExpertPairs& b, const float* x, int ldx, float* out, int ldOut,
                           bool accumulate, int splits, void* scratch, cudaStream_t s) {
     requireBatch(l, b, x, ldx, "prefill experts");
-    if (splits != 2 && splits != 3) throw Error("prefill experts: activations split into 2 or 3 bf16 terms, not " + std::to_string(splits));
+    if (splits < 1 || splits > 3 || (splits == 1 && l.type == ExpertType::BF16))
+        throw Error("prefill experts: activations in 2 or 3 bf16 terms (1 for int8 and int4 experts), not " + std::to_string(splits));
     if (b.groups > 1024) throw Error("prefill experts: at most 1024 groups");
     const PrefillBuffers buf = carvePrefill(l, b.tokens, b.maxPairs, b.groups, splits, scratch);
     if (buf.maxTiles > 65535) throw Error("prefill experts: too many pairs for one launch; split the tokens");
@@ -453,12 +454,14 @@ void launchExpertsPrefill(const GpuExpertLayout& l, const ExpertPairs& b, const 
               : prefill<ExpertType::BF16, 2>(l, b, x, ldx, out, ldOut, accumulate, buf, s);
         return;
     case ExpertType::INT8:
-        three ? prefill<ExpertType::INT8, 3>(l, b, x, ldx, out, ldOut, accumulate, buf, s)
-              : prefill<ExpertType::INT8, 2>(l, b, x, ldx, out, ldOut, accumulate, buf, s);
+        three           ? prefill<ExpertType::INT8, 3>(l, b, x, ldx, out, ldOut, accumulate, buf, s)
+        : splits == 1   ? prefill<ExpertType::INT8, 1>(l, b, x, ldx, out, ldOut, accumulate, buf, s)
+                        : prefill<ExpertType::INT8, 2>(l, b, x, ldx, out, ldOut, accumulate, buf, s);
         return;
     case ExpertType::INT4:
-        three ? prefill<ExpertType::INT4, 3>(l, b, x, ldx, out, ldOut, accumulate, buf, s)
-              : prefill<ExpertType::INT4, 2>(l, b, x, ldx, out, ldOut, accumulate, buf, s);
+        three           ? prefill<ExpertType::INT4, 3>(l, b, x, ldx, out, ldOut, accumulate, buf, s)
+        : splits == 1   ? prefill<ExpertType::INT4, 1>(l, b, x, ldx, out, ldOut, accumulate, buf, s)
+                        : prefill<ExpertType::INT4, 2>(l, b, x, ldx, out, ldOut, accumulate, buf, s);
         return;
     }
 }

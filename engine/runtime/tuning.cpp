@@ -73,6 +73,7 @@ Tuning Tuning::fromEnvironment() {
     t.gpuStreamMinTokens = integer("TANDEM_GPU_STREAM_MIN_TOKENS", t.gpuStreamMinTokens, 0, 1 << 20);
     t.gpuPrefillChunk = integer("TANDEM_GPU_CHUNK", t.gpuPrefillChunk, 0, 1 << 16);
     t.gpuStreamCpuPercent = integer("TANDEM_GPU_STREAM_CPU", t.gpuStreamCpuPercent, 0, 99);
+    t.gpuExpertSplits = integer("TANDEM_GPU_EXPERT_SPLITS", t.gpuExpertSplits, 1, 3);
     return t;
 }
 
@@ -98,6 +99,7 @@ std::string Tuning::differences() const {
     differs(out, "TANDEM_GPU_STREAM_MIN_TOKENS", gpuStreamMinTokens, d.gpuStreamMinTokens);
     differs(out, "TANDEM_GPU_CHUNK", gpuPrefillChunk, d.gpuPrefillChunk);
     differs(out, "TANDEM_GPU_STREAM_CPU", gpuStreamCpuPercent, d.gpuStreamCpuPercent);
+    differs(out, "TANDEM_GPU_EXPERT_SPLITS", gpuExpertSplits, d.gpuExpertSplits);
     return out;
 }
 

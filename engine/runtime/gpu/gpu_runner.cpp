@@ -114,9 +114,15 @@ namespace {
 
 // The scratch of the routed-expert kernels for `tokens` tokens: the grouped routing and the larger of
 // the decode and prefill kernels' own.
+// Tuning::gpuExpertSplits, where the experts' type allows it (bf16 experts keep at least 2 terms).
+int prefillExpertSplits(const GpuExpertLayout& l) {
+    const int splits = tuning().gpuExpertSplits;
+    return l.type == io::ExpertType::BF16 ? std::max(2, splits) : splits;
+}
+
 std::size_t expertScratchBytes(const model::ModelConfig& c, const GpuExpertLayout& l, int tokens) {
     const int pairs = tokens * c.router.topK;
-    return std::max(decodeScratchBytes(l, pairs), prefillScratchBytes(l, tokens, pairs, c.numExperts, kPrefillExpertSplits));
+    return std::max(decodeScratchBytes(l, pairs), prefillScratchBytes(l, tokens, pairs, c.numExperts, prefillExpertSplits(l)));
 }
 
 }  // namespace
@@ -263,6 +269,7 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
     bridge_ = std::make_unique<ExpertBridge>(c, layers_, std::move(experts), std::vector<ExpertSlot*>{&slots_[0], &slots_[1]});
     bridge_->computeOnGpu(gpuExperts.placement.gpu);
     bridge_->countUsage(usage);
+    prefillSplits_ = prefillExpertSplits(gpuExperts.layout);
     profileStages_ = tuning().gpuProfile;
     if (profileStages_) {
         stageClock_ = PinnedBuffer<std::uint64_t>(static_cast<std::size_t>(c.numLayers) * kStages, true);

@@ -148,7 +148,7 @@ void GpuRunner::handOverMoe(const model::LayerPlan& layer, const std::uint8_t* c
         if (tokens <= kDecodeExpertTokens)
             launchExpertsDecode(gpuExperts_.layout, batch, hF32_.get(), H, x_.get(), H, true, expertScratch_.get(), stream_);
         else
-            launchExpertsPrefill(gpuExperts_.layout, batch, hF32_.get(), H, x_.get(), H, true, kPrefillExpertSplits,
+            launchExpertsPrefill(gpuExperts_.layout, batch, hF32_.get(), H, x_.get(), H, true, prefillSplits_,
                                  expertScratch_.get(), stream_);
     }
 
@@ -258,7 +258,7 @@ void GpuRunner::enqueueGpuMoe(const model::LayerPlan& layer, const std::uint8_t*
     if (tokens <= kDecodeExpertTokens)
         launchExpertsDecode(gpuExperts_.layout, *batch, hF32_.get(), H, x_.get(), H, true, expertScratch_.get(), stream_);
     else
-        launchExpertsPrefill(gpuExperts_.layout, *batch, hF32_.get(), H, x_.get(), H, true, kPrefillExpertSplits,
+        launchExpertsPrefill(gpuExperts_.layout, *batch, hF32_.get(), H, x_.get(), H, true, prefillSplits_,
                              expertScratch_.get(), stream_);
     stamp(l, kResultAdded);
 }

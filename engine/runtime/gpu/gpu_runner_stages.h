@@ -5,10 +5,9 @@ namespace tandem::cuda {
 
 inline constexpr double kCpuTimeoutSeconds = 120.0;  // a GPU wait kernel gives up after this
 // Routed experts on the GPU (expert_kernels.h): the decode kernels up to this many tokens, the tensor-core
-// prefill kernels above, with activations split into this many bf16 terms (2: ~6.8e-6 per expert output,
-// docs/GPU_EXPERTS.md; the rest of the GPU path measures ~5e-6).
+// prefill kernels above, with activations split into Tuning::gpuExpertSplits bf16 terms (2: ~6.8e-6 per
+// expert output, docs/GPU_EXPERTS.md; the rest of the GPU path measures ~5e-6).
 inline constexpr int kDecodeExpertTokens = 4;
-inline constexpr int kPrefillExpertSplits = 2;
 
 // Stages of a layer for TANDEM_GPU_PROFILE: a timestamp is taken at the start of each.
 enum Stage { kAttnBegin, kAttnProjected, kAttnPrepared, kAttnScored, kAttnDone, kRouted, kCopiedOut, kSharedDone,
