@@ -161,13 +161,14 @@ std::string StreamCost::describe() const {
     return out;
 }
 
-int streamCpuExperts(const StreamCost& cost, int experts, int tokens, double gpuFirstSeconds) {
+int streamCpuExperts(const StreamCost& cost, int experts, int tokens, double gpuFirstSeconds, double handOverSeconds) {
     const double perTokenExpert = cost.cpuSecondsPerTokenExpert(tokens);
     if (cost.linkBytesPerSecond <= 0 || perTokenExpert <= 0 || cost.expertBytes == 0 || experts <= 0 || tokens <= 0)
         return 0;
     const double copy = static_cast<double>(cost.expertBytes) / cost.linkBytesPerSecond;  // per expert
     const double cpu = static_cast<double>(tokens) * perTokenExpert;                     // per expert
-    const double share = 0.9 * (static_cast<double>(experts) * copy - std::max(0.0, gpuFirstSeconds)) / (copy + cpu);
+    const double share =
+        0.9 * (static_cast<double>(experts) * copy - std::max(0.0, gpuFirstSeconds) - std::max(0.0, handOverSeconds)) / (copy + cpu);
     return std::clamp(static_cast<int>(share), 0, experts - 1);
 }
 

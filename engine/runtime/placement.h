@@ -103,10 +103,12 @@ struct StreamCost {
 // How many of a streamed layer's experts (the first ones) the CPU computes for a chunk of `tokens`
 // tokens, the rest being copied to the GPU. The copy of a layer starts with the layer before it, the
 // CPU's share once the GPU has done the layer's attention (`gpuFirstSeconds`, as measured on the last
-// chunk, or 0), so the share is the one at which gpuFirstSeconds + share x tokens x seconds per
-// token-expert equals (experts - share) x expertBytes / linkBytesPerSecond, taken down by a tenth for
-// what the model leaves out (the hand-over's own copies). 0 without a measured cost.
-int streamCpuExperts(const StreamCost& cost, int experts, int tokens, double gpuFirstSeconds = 0);
+// chunk, or 0), and a share costs the hand-over's copies of the chunk's rows there and back
+// (`handOverSeconds`, which a layer computed wholly on the GPU does not pay). So the share is the one at
+// which gpuFirstSeconds + handOverSeconds + share x tokens x seconds per token-expert equals
+// (experts - share) x expertBytes / linkBytesPerSecond, taken down by a tenth. 0 without a measured
+// cost, or when the hand-over would cost more than it saves.
+int streamCpuExperts(const StreamCost& cost, int experts, int tokens, double gpuFirstSeconds = 0, double handOverSeconds = 0);
 
 std::vector<model::LayerPlan> placedLayers(const std::vector<model::LayerPlan>& layers, const ExpertPlacement& placement);
 

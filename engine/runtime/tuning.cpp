@@ -73,7 +73,7 @@ Tuning Tuning::fromEnvironment() {
     t.gpuStreamMinTokens = integer("TANDEM_GPU_STREAM_MIN_TOKENS", t.gpuStreamMinTokens, 0, 1 << 20);
     t.gpuPrefillChunk = integer("TANDEM_GPU_CHUNK", t.gpuPrefillChunk, 0, 1 << 16);
     t.gpuStreamCpuPercent = integer("TANDEM_GPU_STREAM_CPU", t.gpuStreamCpuPercent, 0, 99);
-    t.gpuExpertSplits = integer("TANDEM_GPU_EXPERT_SPLITS", t.gpuExpertSplits, 1, 3);
+    t.gpuExpertSplits = integer("TANDEM_GPU_EXPERT_SPLITS", t.gpuExpertSplits, 0, 3);
     return t;
 }
 

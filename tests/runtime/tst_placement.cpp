@@ -127,6 +127,8 @@ private slots:
         // With the GPU's attention taking 2 ms before the CPU starts: 0.9 x (128 x 50 - 2000) / 254.8 = 15.5.
         QCOMPARE(runtime::streamCpuExperts(cost, 128, 2048, 2e-3), 15);
         QCOMPARE(runtime::streamCpuExperts(cost, 128, 2048, 7e-3), 0);  // longer than the whole copy
+        // The hand-over's copies count as the attention does: 0.9 x (6400 - 2000 - 3000) / 254.8 = 4.9.
+        QCOMPARE(runtime::streamCpuExperts(cost, 128, 2048, 2e-3, 3e-3), 4);
         cost.cpu = {{256, 1e-12}};  // a CPU far faster than the link still leaves the GPU one expert
         QCOMPARE(runtime::streamCpuExperts(cost, 128, 256), 115);
         QVERIFY(QString::fromStdString(cost.describe()).startsWith("link 50.0 GB/s, CPU "));

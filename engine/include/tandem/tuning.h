@@ -34,9 +34,10 @@ struct Tuning {
     // Percent of a streamed layer's experts the CPU computes while the rest are copied; -1 = the cost
     // model measured at load (runtime/placement.h, streamCpuExperts).
     int gpuStreamCpuPercent = -1;   // TANDEM_GPU_STREAM_CPU
-    // bf16 terms of each activation in the GPU's prefill expert kernels: 2 (hi + lo, ~16 bits), 3, or 1
-    // (plain bf16; int8 and int4 experts only, bf16 experts keep 2).
-    int gpuExpertSplits = 2;        // TANDEM_GPU_EXPERT_SPLITS
+    // bf16 terms of each activation in the GPU's prefill expert kernels: 0 = by the experts' type (1,
+    // plain bf16, for int8 and int4 experts, whose CPU kernels round activations to 8 bits; 2, hi + lo,
+    // for bf16 experts), or 1-3 (bf16 experts keep at least 2).
+    int gpuExpertSplits = 0;        // TANDEM_GPU_EXPERT_SPLITS
     // Prompt tokens per GPU prefill chunk; 0 = chosen at load (2048 where the activations fit easily, else
     // down to 512; runtime/gpu/gpu_backend.cpp).
     int gpuPrefillChunk = 0;        // TANDEM_GPU_CHUNK

@@ -114,10 +114,13 @@ namespace {
 
 // The scratch of the routed-expert kernels for `tokens` tokens: the grouped routing and the larger of
 // the decode and prefill kernels' own.
-// Tuning::gpuExpertSplits, where the experts' type allows it (bf16 experts keep at least 2 terms).
+// Tuning::gpuExpertSplits: by default plain bf16 activations for int8 and int4 experts (the 0.2% of a
+// bf16 rounding is far below their weights' own error, and the CPU's kernels round the same activations
+// to 8 bits) and hi + lo for bf16 experts, which keep at least 2 terms.
 int prefillExpertSplits(const GpuExpertLayout& l) {
     const int splits = tuning().gpuExpertSplits;
-    return l.type == io::ExpertType::BF16 ? std::max(2, splits) : splits;
+    if (l.type == io::ExpertType::BF16) return std::max(2, splits);
+    return splits > 0 ? splits : 1;
 }
 
 std::size_t expertScratchBytes(const model::ModelConfig& c, const GpuExpertLayout& l, int tokens) {
@@ -232,6 +235,7 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
                 TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&copied_[b], cudaEventDisableTiming));
                 TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&used_[b], cudaEventDisableTiming));
                 TANDEM_CUDA_CHECK(cudaEventCreate(&attentionTimed_[b]));
+                if (b == 0) TANDEM_CUDA_CHECK(cudaEventCreate(&attentionTimed_[2]));
             }
         }
     }
@@ -252,6 +256,24 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
         slot.weights = floats.get() + 3 * T * H;
         slot.ids = ints.get();
         slot.control = controls_.get() + i;
+    }
+    if (!streamOrder_.empty()) {
+        // The hand-over's copies of a full chunk (its rows to the slot through mapped memory, and the
+        // CPU's sum back), which a streamed layer with a CPU share pays and one without does not:
+        // the export timed once (the second run), the way back taken as long.
+        auto device = [](const auto* host, const auto& buffer) { return buffer.devicePointer() + (host - buffer.get()); };
+        const int k = c.router.topK;
+        for (int run = 0; run < 2; ++run) {
+            TANDEM_CUDA_CHECK(cudaEventRecord(attentionTimed_[0], stream_));
+            launchExportToHost(hF32_.get(), maxChunk, H, routeIds_.get(), routeWeights_.get(), k,
+                               device(slots_[0].x, slotFloats_[0]), device(slots_[0].ids, slotInts_[0]),
+                               device(slots_[0].weights, slotFloats_[0]), stream_);
+            TANDEM_CUDA_CHECK(cudaEventRecord(attentionTimed_[1], stream_));
+        }
+        TANDEM_CUDA_CHECK(cudaEventSynchronize(attentionTimed_[1]));
+        float ms = 0;
+        TANDEM_CUDA_CHECK(cudaEventElapsedTime(&ms, attentionTimed_[0], attentionTimed_[1]));
+        handOverSecondsPerToken_ = 2.0 * ms * 1e-3 / maxChunk;
     }
     // Which slot each MoE layer uses: consecutive MoE layers alternate, so a layer's deferred part
     // (in its slot) is still there when the layer it joins (in the other) waits for it.
@@ -328,6 +350,7 @@ GpuRunner::~GpuRunner() {
         if (copied_[b]) cudaEventDestroy(copied_[b]);
         if (used_[b]) cudaEventDestroy(used_[b]);
         if (attentionTimed_[b]) cudaEventDestroy(attentionTimed_[b]);
+        if (b == 0 && attentionTimed_[2]) cudaEventDestroy(attentionTimed_[2]);
     }
     if (blas_) cublasDestroy(blas_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -410,10 +433,13 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
             finishStream();
             lastStepEndNs_ = 0;
             if (streamed) {
-                // The first streamed layer's attention, for the next chunk's CPU share.
+                // The first streamed layer's attention and, when it handed a share to the CPU, its
+                // hand-over: the next chunk's share waits for the one and pays the other twice.
                 float ms = 0;
                 if (cudaEventElapsedTime(&ms, attentionTimed_[0], attentionTimed_[1]) == cudaSuccess && ms > 0)
                     gpuFirstSecondsPerToken_ = ms * 1e-3 / n;
+                if (streamCpuExperts_ > 0 && cudaEventElapsedTime(&ms, attentionTimed_[1], attentionTimed_[2]) == cudaSuccess && ms > 0)
+                    handOverSecondsPerToken_ = 2.0 * ms * 1e-3 / n;
                 cudaGetLastError();
             }
             if (profileStages_) {

@@ -157,10 +157,13 @@ private:
     int streamCpuExperts_ = 0;  // the CPU's share of each streamed layer in this chunk: its first experts
     int bridgeGpuFrom_ = -1;    // what the bridge was last told (ExpertBridge::setGpuFrom)
     bool readDeferred_ = true;  // the pass being enqueued adds each layer's deferred part (ExpertSlot)
-    // The first streamed layer's attention in the last streamed chunk (events around it), per token: the
-    // time the CPU's share waits for (runtime::streamCpuExperts).
-    cudaEvent_t attentionTimed_[2] = {};
+    // Events on the first streamed layer of a streamed chunk: its attention's start, the MoE block's start
+    // and (with a CPU share) the signal. Per token: the time the CPU's share waits for, and the
+    // hand-over's copies there and back, which a share pays (runtime::streamCpuExperts; the latter
+    // first measured in the constructor).
+    cudaEvent_t attentionTimed_[3] = {};
     double gpuFirstSecondsPerToken_ = 0;
+    double handOverSecondsPerToken_ = 0;
     cudaStream_t copyStream_ = nullptr;
     cudaEvent_t copied_[2] = {}, used_[2] = {};
     bool streamingChunk_ = false;  // the prefill chunk being enqueued streams

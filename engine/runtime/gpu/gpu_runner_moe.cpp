@@ -130,6 +130,7 @@ void GpuRunner::handOverMoe(const model::LayerPlan& layer, const std::uint8_t* c
         launchExportToHost(hF32_.get(), tokens, H, routeIds_.get(), routeWeights_.get(), k, hostX, hostIds, hostWeights,
                            stream_);
         enqueueSignal(l);
+        if (copied && l == streamOrder_.front()) TANDEM_CUDA_CHECK(cudaEventRecord(attentionTimed_[2], stream_));
     }
     stamp(l, kCopiedOut);
 
@@ -196,7 +197,8 @@ void GpuRunner::prepareStreamShare(int tokens) {
     const int share = !streamingChunk_ ? 0
                       : percent >= 0   ? c.numExperts * percent / 100
                                        : runtime::streamCpuExperts(gpuExperts_.streamCost, c.numExperts, tokens,
-                                                                   gpuFirstSecondsPerToken_ * tokens);
+                                                                   gpuFirstSecondsPerToken_ * tokens,
+                                                                   handOverSecondsPerToken_ * tokens);
     streamCpuExperts_ = share;
     const int gpuFrom = streamingChunk_ ? share : c.numExperts;
     if (gpuFrom != bridgeGpuFrom_) {
