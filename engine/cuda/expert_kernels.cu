@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <string>
 
+#include "cuda/block_reduce.cuh"
 #include "cuda/chained_launch.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/expert_kernels_common.cuh"
@@ -222,7 +223,8 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
 // act.
 template <ExpertType T>
 __global__ void __launch_bounds__(kDecodeWarps * 32)
-    downDecodeKernel(GpuExpertLayout l, ExpertPairs b, const float* act, float* out, int ldOut, bool accumulate) {
+    downDecodeKernel(GpuExpertLayout l, ExpertPairs b, const float* act, float* out, int ldOut, bool accumulate,
+                     DecodeNorm norm) {
     using F = DecodeFormat<T>;
     constexpr int kBlocksPerChunk = kChunkCols / (F::kPieceInputs * F::kPiecesPerBlock);
     constexpr int kPiecesPerChunk = kBlocksPerChunk * F::kPiecesPerBlock;
@@ -290,6 +292,26 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
         }
         *o = sum;
     }
+    if (!norm.weight) return;
+    // The norm that comes next, by the block that finishes last (one token): its row is whole once every
+    // block's writes are visible, which the fence before each block's count and after the last one's see to.
+    __shared__ bool last;
+    __shared__ float scratch[32];
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(norm.blocksDone, 1u) == gridDim.x * gridDim.y - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    float squares = 0.0f;
+    for (int i = threadIdx.x; i < l.hidden; i += blockDim.x) {
+        const float v = __ldcg(out + i);
+        squares += v * v;
+    }
+    const float inv = 1.0f / sqrtf(blockSum(squares, scratch) / static_cast<float>(l.hidden) + norm.eps);
+    for (int i = threadIdx.x; i < l.hidden; i += blockDim.x)
+        storeBf16(__ldcg(out + i) * inv * norm.weight[i], norm.out + i, norm.out + l.hidden + i, norm.split);
+    if (threadIdx.x == 0) *norm.blocksDone = 0;
 }
 
 // Routing to groups: one block of 16 warps; warp w owns entries [w N / 16, (w + 1) N / 16) of the
@@ -357,12 +379,12 @@ __global__ void __launch_bounds__(kRouteWarps * 32)
 
 template <ExpertType T>
 void decode(const GpuExpertLayout& l, const ExpertPairs& b, const float* x, int ldx, float* out, int ldOut,
-            bool accumulate, float* act, cudaStream_t s) {
+            bool accumulate, float* act, cudaStream_t s, const DecodeNorm& norm) {
     const std::size_t shared = static_cast<std::size_t>(b.topK) * l.chunks * kPanelRows * sizeof(float);
     if (shared > 48 * 1024) throw Error("decode experts: topK x chunks too large for one block's partial sums");
     launchChained(gateUpDecodeKernel<T>, dim3(l.gateUpPanels, b.maxPairs), dim3(kDecodeWarps * 32), 0, s, l, b, x, ldx, act);
     launchChained(downDecodeKernel<T>, dim3(l.downPanels, b.tokens), dim3(kDecodeWarps * 32), shared, s, l, b,
-                  static_cast<const float*>(act), out, ldOut, accumulate);
+                  static_cast<const float*>(act), out, ldOut, accumulate, norm);
 }
 
 }  // namespace
@@ -417,13 +439,15 @@ std::size_t decodeScratchBytes(const GpuExpertLayout& l, int maxPairs) {
 }
 
 void launchExpertsDecode(const GpuExpertLayout& l, const ExpertPairs& b, const float* x, int ldx, float* out, int ldOut,
-                         bool accumulate, void* scratch, cudaStream_t s) {
+                         bool accumulate, void* scratch, cudaStream_t s, const DecodeNorm& norm) {
     requireBatch(l, b, x, ldx, "decode experts");
+    if (norm.weight && (b.tokens != 1 || !norm.blocksDone || !norm.out))
+        throw Error("decode experts: the following norm needs one token, its output and a counter");
     auto* act = static_cast<float*>(scratch);
     switch (l.type) {
-    case ExpertType::BF16: decode<ExpertType::BF16>(l, b, x, ldx, out, ldOut, accumulate, act, s); return;
-    case ExpertType::INT8: decode<ExpertType::INT8>(l, b, x, ldx, out, ldOut, accumulate, act, s); return;
-    case ExpertType::INT4: decode<ExpertType::INT4>(l, b, x, ldx, out, ldOut, accumulate, act, s); return;
+    case ExpertType::BF16: decode<ExpertType::BF16>(l, b, x, ldx, out, ldOut, accumulate, act, s, norm); return;
+    case ExpertType::INT8: decode<ExpertType::INT8>(l, b, x, ldx, out, ldOut, accumulate, act, s, norm); return;
+    case ExpertType::INT4: decode<ExpertType::INT4>(l, b, x, ldx, out, ldOut, accumulate, act, s, norm); return;
     }
 }
 

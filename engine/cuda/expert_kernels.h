@@ -13,6 +13,7 @@
 //   prefill  many tokens per expert: tensor cores (mma.sync bf16) over tiles of 32 tokens, so each
 //            weight block read from memory serves the whole tile; the activations are split into 2 or
 //            3 bf16 terms (hi + lo [+ lo2]) so the products keep ~16 or ~24 bits of them.
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -78,8 +79,19 @@ ExpertPairs launchGroupRoutes(const int* ids, const float* routeWeights, int tok
 // kernels before it, the second loads weights before it waits for the first; what follows may start
 // early and must wait (waitForPrevious) before it reads out.
 std::size_t decodeScratchBytes(const GpuExpertLayout& l, int maxPairs);
+// One token: after adding into out, the kernel's last block may also apply the RMSNorm that comes next
+// (the next layer's input norm, or the final one) to the whole row: out * rsqrt(mean(out^2) + eps) *
+// weight, as a bf16 GEMM input (hi, and lo after `hidden` values when split). blocksDone is one zeroed
+// unsigned the kernel leaves zeroed.
+struct DecodeNorm {
+    const float* weight = nullptr;  // null: no norm
+    float eps = 0;
+    __nv_bfloat16* out = nullptr;
+    bool split = false;
+    unsigned* blocksDone = nullptr;
+};
 void launchExpertsDecode(const GpuExpertLayout& l, const ExpertPairs& batch, const float* x, int ldx, float* out,
-                         int ldOut, bool accumulate, void* scratch, cudaStream_t s);
+                         int ldOut, bool accumulate, void* scratch, cudaStream_t s, const DecodeNorm& norm = {});
 
 // Prefill: the same for many tokens, with `splits` (2 or 3; 1 for int8 and int4 experts) bf16 terms per
 // activation. Every 32 tokens

@@ -223,6 +223,8 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
             slotPair_ = DeviceBuffer<int>(T * k);
             pairWeight_ = DeviceBuffer<float>(T * k);
             slotExperts_ = DeviceBuffer<const std::uint8_t*>(k);
+            expertsDone_ = DeviceBuffer<unsigned>(1);
+            TANDEM_CUDA_CHECK(cudaMemset(expertsDone_.get(), 0, sizeof(unsigned)));
             expertScratch_ = DeviceBuffer<char>(expertScratchBytes(c, gpuExperts.layout, maxChunk));
         }
         if (gpuExperts.streamLayerBytes > 0) {

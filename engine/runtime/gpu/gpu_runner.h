@@ -144,6 +144,7 @@ private:
     DeviceBuffer<int> groupStart_, pairToken_, pairGroup_, slotPair_;
     DeviceBuffer<float> pairWeight_;
     DeviceBuffer<const std::uint8_t*> slotExperts_;  // decode of a GPU-held layer: each slot's expert
+    DeviceBuffer<unsigned> expertsDone_;             // ... and its down kernel's blocks done (DecodeNorm)
     int prefillSplits_ = 2;  // bf16 terms of the prefill expert kernels' activations (Tuning::gpuExpertSplits)
     DeviceBuffer<char> expertScratch_;
     // Prefill streaming (gpu_experts.h): the CPU's layers in order, two staging buffers with their

@@ -257,7 +257,15 @@ void GpuRunner::enqueueGpuMoe(const model::LayerPlan& layer, const std::uint8_t*
     if (w.shared) enqueueMlp(*w.shared, tokens);
     stamp(l, kSharedDone);
     // x += the routed experts' weighted sum, straight into the residual.
-    if (tokens <= kDecodeExpertTokens)
+    if (tokens == 1) {
+        // The kernel's last block also applies the norm that comes next (the next layer's input norm or the
+        // final one), as the wait kernel does for a layer handed to the CPU.
+        const bool lastLayer = l + 1 == c.numLayers;
+        DecodeNorm norm{lastLayer ? weights_.finalNorm.get() : weights_.layers[static_cast<std::size_t>(l) + 1].inputNorm.get(),
+                        c.rmsNormEps, hBf16_.get(), split_, expertsDone_.get()};
+        launchExpertsDecode(gpuExperts_.layout, *batch, hF32_.get(), H, x_.get(), H, true, expertScratch_.get(), stream_, norm);
+        normalizedAhead_ = true;
+    } else if (tokens <= kDecodeExpertTokens)
         launchExpertsDecode(gpuExperts_.layout, *batch, hF32_.get(), H, x_.get(), H, true, expertScratch_.get(), stream_);
     else
         launchExpertsPrefill(gpuExperts_.layout, *batch, hF32_.get(), H, x_.get(), H, true, prefillSplits_,
