@@ -161,15 +161,21 @@ std::string StreamCost::describe() const {
     return out;
 }
 
+// A CPU share must make a streamed layer at least this much faster than the link alone (predicted).
+constexpr double kStreamShareMinGain = 0.95;
+
 int streamCpuExperts(const StreamCost& cost, int experts, int tokens, double gpuFirstSeconds, double handOverSeconds) {
     const double perTokenExpert = cost.cpuSecondsPerTokenExpert(tokens);
     if (cost.linkBytesPerSecond <= 0 || perTokenExpert <= 0 || cost.expertBytes == 0 || experts <= 0 || tokens <= 0)
         return 0;
     const double copy = static_cast<double>(cost.expertBytes) / cost.linkBytesPerSecond;  // per expert
     const double cpu = static_cast<double>(tokens) * perTokenExpert;                     // per expert
-    const double share =
-        0.9 * (static_cast<double>(experts) * copy - std::max(0.0, gpuFirstSeconds) - std::max(0.0, handOverSeconds)) / (copy + cpu);
-    return std::clamp(static_cast<int>(share), 0, experts - 1);
+    const double before = std::max(0.0, gpuFirstSeconds) + std::max(0.0, handOverSeconds);
+    const double share = 0.9 * (static_cast<double>(experts) * copy - before) / (copy + cpu);
+    const int k = std::clamp(static_cast<int>(share), 0, experts - 1);
+    // A share pays the hand-over whatever its size: worth it only for a clear gain over the link alone.
+    const double withShare = std::max(static_cast<double>(experts - k) * copy, before + static_cast<double>(k) * cpu);
+    return withShare <= kStreamShareMinGain * static_cast<double>(experts) * copy ? k : 0;
 }
 
 ExpertPlacement planPlacement(const model::ModelConfig& config, const PlacementRequest& request) {

@@ -106,8 +106,8 @@ struct StreamCost {
 // chunk, or 0), and a share costs the hand-over's copies of the chunk's rows there and back
 // (`handOverSeconds`, which a layer computed wholly on the GPU does not pay). So the share is the one at
 // which gpuFirstSeconds + handOverSeconds + share x tokens x seconds per token-expert equals
-// (experts - share) x expertBytes / linkBytesPerSecond, taken down by a tenth. 0 without a measured
-// cost, or when the hand-over would cost more than it saves.
+// (experts - share) x expertBytes / linkBytesPerSecond, taken down by a tenth; 0 without a measured
+// cost, or when the layer would not be at least 5% faster than with the link alone.
 int streamCpuExperts(const StreamCost& cost, int experts, int tokens, double gpuFirstSeconds = 0, double handOverSeconds = 0);
 
 std::vector<model::LayerPlan> placedLayers(const std::vector<model::LayerPlan>& layers, const ExpertPlacement& placement);

@@ -127,8 +127,14 @@ private slots:
         // With the GPU's attention taking 2 ms before the CPU starts: 0.9 x (128 x 50 - 2000) / 254.8 = 15.5.
         QCOMPARE(runtime::streamCpuExperts(cost, 128, 2048, 2e-3), 15);
         QCOMPARE(runtime::streamCpuExperts(cost, 128, 2048, 7e-3), 0);  // longer than the whole copy
-        // The hand-over's copies count as the attention does: 0.9 x (6400 - 2000 - 3000) / 254.8 = 4.9.
-        QCOMPARE(runtime::streamCpuExperts(cost, 128, 2048, 2e-3, 3e-3), 4);
+        // The hand-over's copies count as the attention does: 0.9 x (6400 - 2000 - 3000) / 254.8 = 4.9,
+        // but 4 experts would make the layer max(124 x 50, 5000 + 4 x 204.8) = 6200 us against 6400: under
+        // the 5% a share must gain, so none.
+        QCOMPARE(runtime::streamCpuExperts(cost, 128, 2048, 2e-3, 3e-3), 0);
+        // 512 tokens with the same costs per token (the CPU's 0.186 us per token-expert there, 95.1 us an
+        // expert): 0.9 x (6400 - 500 - 750) / 145.1 = 31.9; the layer max(97 x 50, 1250 + 31 x 95.1) =
+        // 4850 us, 24% faster.
+        QCOMPARE(runtime::streamCpuExperts(cost, 128, 512, 0.5e-3, 0.75e-3), 31);
         cost.cpu = {{256, 1e-12}};  // a CPU far faster than the link still leaves the GPU one expert
         QCOMPARE(runtime::streamCpuExperts(cost, 128, 256), 115);
         QVERIFY(QString::fromStdString(cost.describe()).startsWith("link 50.0 GB/s, CPU "));

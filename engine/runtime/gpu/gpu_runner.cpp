@@ -114,6 +114,11 @@ namespace {
 
 // The scratch of the routed-expert kernels for `tokens` tokens: the grouped routing and the larger of
 // the decode and prefill kernels' own.
+// The hand-over's cost in prefill streaming, in exports of the chunk's rows: on the H200 machine the
+// layers with a CPU share took ~2.4 us per token beyond the copy, attention included, at 2048 tokens, of
+// which the export is ~0.4 and the attention ~1 (docs/BENCHMARKS.md).
+constexpr double kHandOverPerExport = 3.0;
+
 // Tuning::gpuExpertSplits: by default plain bf16 activations for int8 and int4 experts (the 0.2% of a
 // bf16 rounding is far below their weights' own error, and the CPU's kernels round the same activations
 // to 8 bits) and hi + lo for bf16 experts, which keep at least 2 terms.
@@ -260,9 +265,10 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
         slot.control = controls_.get() + i;
     }
     if (!streamOrder_.empty()) {
-        // The hand-over's copies of a full chunk (its rows to the slot through mapped memory, and the
-        // CPU's sum back), which a streamed layer with a CPU share pays and one without does not:
-        // the export timed once (the second run), the way back taken as long.
+        // The hand-over of a full chunk, which a streamed layer with a CPU share pays and one without
+        // does not: the export of its rows to the slot timed (the second run), the whole taken as
+        // kHandOverPerExport exports (the CPU's sum back the same way, and the CPU's conversions and
+        // zeroing of every row).
         auto device = [](const auto* host, const auto& buffer) { return buffer.devicePointer() + (host - buffer.get()); };
         const int k = c.router.topK;
         for (int run = 0; run < 2; ++run) {
@@ -275,7 +281,7 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
         TANDEM_CUDA_CHECK(cudaEventSynchronize(attentionTimed_[1]));
         float ms = 0;
         TANDEM_CUDA_CHECK(cudaEventElapsedTime(&ms, attentionTimed_[0], attentionTimed_[1]));
-        handOverSecondsPerToken_ = 2.0 * ms * 1e-3 / maxChunk;
+        handOverSecondsPerToken_ = kHandOverPerExport * ms * 1e-3 / maxChunk;
     }
     // Which slot each MoE layer uses: consecutive MoE layers alternate, so a layer's deferred part
     // (in its slot) is still there when the layer it joins (in the other) waits for it.
@@ -441,7 +447,7 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
                 if (cudaEventElapsedTime(&ms, attentionTimed_[0], attentionTimed_[1]) == cudaSuccess && ms > 0)
                     gpuFirstSecondsPerToken_ = ms * 1e-3 / n;
                 if (streamCpuExperts_ > 0 && cudaEventElapsedTime(&ms, attentionTimed_[1], attentionTimed_[2]) == cudaSuccess && ms > 0)
-                    handOverSecondsPerToken_ = 2.0 * ms * 1e-3 / n;
+                    handOverSecondsPerToken_ = kHandOverPerExport * ms * 1e-3 / n;
                 cudaGetLastError();
             }
             if (profileStages_) {
