@@ -111,7 +111,8 @@ std::string ExpertPlacement::describe(const model::ModelConfig& config) const {
                        " MoE layers wholly on the GPU";
     const int partial = gpuExperts - wholeLayers * config.numExperts;
     if (split > 0)
-        text += ", " + std::to_string(partial) + " experts of " + std::to_string(split) + " more";
+        text += ", " + std::to_string(partial) + " single experts in " + std::to_string(split) + " more" +
+                (split == 1 ? " layer" : " layers");
     return text + " (" + formatBytes(gpuBytes) + ")";
 }
 

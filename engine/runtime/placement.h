@@ -70,7 +70,8 @@ struct ExpertPlacement {
     bool wholeLayer(int layer) const;
     // Some but not all of the layer's experts on the GPU.
     bool splitLayer(int layer) const;
-    // "12 of 48 MoE layers wholly on the GPU, 300 experts of 2 more (1.23 GB)", or "all on the CPU".
+    // "12 of 48 MoE layers wholly on the GPU, 300 single experts in 2 more layers (1.23 GB)", or "all on
+    // the CPU".
     std::string describe(const model::ModelConfig& config) const;
 };
 

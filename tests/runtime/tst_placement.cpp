@@ -74,7 +74,7 @@ private slots:
         QVERIFY(p.onGpu(0, 7));
         QCOMPARE(p.gpuExperts, 19);
         QVERIFY(p.splitLayer(0) && p.splitLayer(1));
-        QVERIFY2(QString::fromStdString(p.describe(qwen_)).contains("3 experts of 2 more"), p.describe(qwen_).c_str());
+        QVERIFY2(QString::fromStdString(p.describe(qwen_)).contains("3 single experts in 2 more layers"), p.describe(qwen_).c_str());
     }
 
     // A split layer keeps the CPU's hand-over, so it defers and takes deferred experts as a CPU layer does.

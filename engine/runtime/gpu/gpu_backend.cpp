@@ -58,10 +58,8 @@ public:
             if (share >= 0)
                 text += ", the CPU computing " + std::to_string(share) + "% of their experts";
             else if (gpuExperts_.streamCost.linkBytesPerSecond > 0)
-                text += ", the CPU computing " +
-                        std::to_string(streamCpuExperts(gpuExperts_.streamCost, config_.numExperts, prefillChunk_)) +
-                        " of each layer's " + std::to_string(config_.numExperts) + " experts in " +
-                        std::to_string(prefillChunk_) + "-token chunks (" + gpuExperts_.streamCost.describe() + ")";
+                text += ", the CPU computing a share of their experts where that is faster (" +
+                        gpuExperts_.streamCost.describe() + ")";
         }
         else if (!gpuExperts_.streamNote.empty())
             text += "; " + gpuExperts_.streamNote;
