@@ -6,6 +6,7 @@
 
 #include "cpu/cpu_features.h"
 #include "cpu/pool/cpu_topology.h"
+#include "io/dtype.h"
 #include "io/expert_layout.h"
 #include "cpu/pool/memory_bandwidth.h"
 #include "cpu/pool/thread_pool.h"
@@ -48,6 +49,27 @@ std::unique_ptr<io::PackedStore> openStore(const std::filesystem::path& dir) {
     auto store = std::make_unique<io::PackedStore>(dir);
     if (store->verification().state == io::VerificationState::Damaged) throw Error(store->verification().message);
     return store;
+}
+
+// The bytes a CPU decode step reads from the dense weights as they are held: attention, dense and
+// shared MLPs, routers and the output head (the embedding is one row a token).
+std::uint64_t denseBytesPerToken(const model::ModelWeights& w) {
+    const auto bytes = [](const cpu::WeightMatrix& m) {
+        return m.data ? static_cast<std::uint64_t>(m.rows) * io::dtypeRowBytes(m.dtype, m.cols) : std::uint64_t{0};
+    };
+    const auto mlp = [&](const model::MlpWeights& m) { return bytes(m.gate) + bytes(m.up) + bytes(m.down); };
+    std::uint64_t n = bytes(w.lmHead);
+    for (const model::LayerWeights& l : w.layers) {
+        n += bytes(l.gqa.q) + bytes(l.gqa.k) + bytes(l.gqa.v) + bytes(l.gqa.o);
+        if (l.mla.qA) n += bytes(*l.mla.qA);
+        n += bytes(l.mla.q) + bytes(l.mla.kvA) + bytes(l.mla.kvB) + bytes(l.mla.o);
+        if (l.dense) n += mlp(*l.dense);
+        if (l.moe) {
+            n += bytes(l.moe->router);
+            if (l.moe->shared) n += mlp(*l.moe->shared);
+        }
+    }
+    return n;
 }
 
 // The CPU path's routed experts, counting each routing slot they compute (runtime::UsageCounter); the
@@ -134,6 +156,7 @@ struct Engine::Impl {
             info.routedBytesPerToken =
                 static_cast<std::uint64_t>(cpuLayers * config.router.topK * static_cast<double>(packed->expertDataBytes()));
         }
+        if (!gpu) info.cpuBytesPerToken = denseBytesPerToken(weights) + info.routedBytesPerToken;
     }
 
     // The routed experts for the CPU: packed for the expert kernels, or the float32 reference.

@@ -172,8 +172,17 @@ private slots:
         QCOMPARE(QString::fromStdString(runtime::cpuExpertLayerMap(deepseek_)), QString("-CC"));
         tandem::EngineOptions options;
         options.device = tandem::Device::Cpu;
+        options.dense = tandem::DensePrecision::Int8;
         const auto engine = tandem::Engine::load(test::fixturePath("tiny-deepseekv2").toStdString(), options);
         QCOMPARE(QString::fromStdString(engine->info().expertLayers), QString("-CC"));
+        // On the CPU a decode step reads the dense weights as held and the chosen experts: int8 dense
+        // weights read less than the checkpoint's.
+        const tandem::ModelInfo& info = engine->info();
+        QVERIFY(info.routedBytesPerToken > 0 && info.cpuBytesPerToken > info.routedBytesPerToken);
+        options.dense = tandem::DensePrecision::Checkpoint;
+        const auto full = tandem::Engine::load(test::fixturePath("tiny-deepseekv2").toStdString(), options);
+        QVERIFY2(full->info().cpuBytesPerToken - full->info().routedBytesPerToken > info.cpuBytesPerToken - info.routedBytesPerToken,
+                 qPrintable(QString("%1 / %2").arg(full->info().cpuBytesPerToken).arg(info.cpuBytesPerToken)));
     }
 
     // A store's model counts every routing choice it computes and saves the counts beside the store when

@@ -3,6 +3,8 @@
 #include <QSignalSpy>
 #include <QTest>
 
+#include "ui/worker/engine_worker.h"
+
 #include "ui/models/stats_model.h"
 #include "ui/monitor/nvml_gpu.h"
 #include "ui/monitor/proc_readers.h"
@@ -161,6 +163,26 @@ private slots:
         QCOMPARE(dashboard.placementReading(), QString());
         QCOMPARE(layerRanges("GGCGGGC", QLatin1Char('G')), QStringLiteral("0-1, 3-5"));
         QCOMPARE(layerRanges("GGCGGGC", QLatin1Char('C')), QStringLiteral("2, 6"));
+    }
+
+    // On the CPU only, the dashboard says what to expect: the bytes a token reads over the memory speed.
+    void aCpuOnlyModelSaysWhatToExpect() {
+        QCOMPARE(cpuExpectation(0, 40), QString());  // on the GPU: nothing to say
+        QCOMPARE(cpuExpectation(2'100'000'000, 0), QString());  // the speed unknown
+        const QString text = cpuExpectation(2'100'000'000, 42);
+        QVERIFY2(text.contains("2.10 GB") && text.contains("42 GB/s") && text.contains("about 20 times"), qPrintable(text));
+        QVERIFY2(cpuExpectation(9'000'000'000, 40).contains("about 4.4 times"), qPrintable(cpuExpectation(9'000'000'000, 40)));
+        StatsModel stats;
+        Dashboard dashboard(&stats);
+        ModelSummary model;
+        model.name = "moe";
+        dashboard.setModel(&model, 0);
+        QCOMPARE(dashboard.expectationReading(), QString());
+        model.cpuExpectation = text;
+        dashboard.setModel(&model, 0);
+        QCOMPARE(dashboard.expectationReading(), text);
+        dashboard.setModel(nullptr, 0);
+        QCOMPARE(dashboard.expectationReading(), QString());
     }
 
     void deferralSliderCoversZeroToKMinusOne() {

@@ -45,7 +45,7 @@ QLabel* sectionTitle(const QString& text, QWidget* parent) {
 }  // namespace
 
 Dashboard::Dashboard(StatsModel* stats, QWidget* parent)
-    : QWidget(parent), stats_(stats), modelName_(new QLabel(this)), modelDetails_(new QLabel(this)),
+    : QWidget(parent), stats_(stats), modelName_(new QLabel(this)), modelDetails_(new QLabel(this)), expectation_(new QLabel(this)),
       placementTitle_(sectionTitle(tr("Where the experts run"), this)), placementReading_(new QLabel(this)),
       placement_(new PlacementStrip(this)),
       gpuMissing_(new QLabel(this)), splitMissing_(new QLabel(this)), splitView_(new QChartView(this)), deferral_(new DeferralPanel(this)) {
@@ -61,6 +61,10 @@ Dashboard::Dashboard(StatsModel* stats, QWidget* parent)
     modelDetails_->setObjectName(QStringLiteral("hint"));
     layout->addWidget(modelName_);
     layout->addWidget(modelDetails_);
+    expectation_->setWordWrap(true);
+    expectation_->setObjectName(QStringLiteral("hint"));
+    expectation_->hide();
+    layout->addWidget(expectation_);
     placementReading_->setWordWrap(true);
     placementReading_->setObjectName(QStringLiteral("hint"));
     layout->addWidget(placementTitle_);
@@ -165,6 +169,8 @@ void Dashboard::setModel(const ModelSummary* summary, int deferral) {
     if (!summary) {
         modelName_->setText(tr("No model loaded"));
         modelDetails_->clear();
+        expectation_->clear();
+        expectation_->hide();
         showPlacement({});
         deferral_->setModel(0, 0);
         return;
@@ -177,6 +183,8 @@ void Dashboard::setModel(const ModelSummary* summary, int deferral) {
             << tr("%1 of weights").arg(bytes(summary->weightBytes))
             << tr("context %1").arg(QLocale().toString(summary->contextLength));
     modelDetails_->setText(details.join(QStringLiteral(" · ")));
+    expectation_->setText(summary->cpuExpectation);
+    expectation_->setVisible(!summary->cpuExpectation.isEmpty());
     deferral_->setModel(summary->expertsPerToken, deferral);
 }
 
@@ -302,6 +310,8 @@ QString Dashboard::decodeReading() const { return decode_.reading->text(); }
 QString Dashboard::cpuReading() const { return cpu_.reading->text(); }
 QString Dashboard::gpuReading() const { return gpu_.reading->text() + QLatin1Char(' ') + (gpuMissing_->isVisibleTo(this) ? gpuMissing_->text() : QString()); }
 QString Dashboard::memoryReading() const { return memory_.reading->text(); }
+QString Dashboard::expectationReading() const { return expectation_->isVisibleTo(this) ? expectation_->text() : QString(); }
+
 QString Dashboard::placementReading() const { return placement_->isVisibleTo(this) ? placement_->reading() : QString(); }
 QString Dashboard::layerSplitReading() const {
     return splitMissing_->isVisibleTo(this) ? splitMissing_->text()

@@ -33,6 +33,8 @@ public:
     QString memoryReading() const;
     QString layerSplitReading() const;
     QString placementReading() const;
+    // What a model on the CPU only can be expected to do (ModelSummary::cpuExpectation), or empty.
+    QString expectationReading() const;
 
 signals:
     void deferralChosen(int experts);
@@ -59,6 +61,7 @@ private:
     StatsModel* stats_;
     QLabel* modelName_;
     QLabel* modelDetails_;
+    QLabel* expectation_;
     QLabel* placementTitle_;
     QLabel* placementReading_;
     PlacementStrip* placement_;

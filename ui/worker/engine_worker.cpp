@@ -1,14 +1,49 @@
 #include "ui/worker/engine_worker.h"
 
+#include <QCoreApplication>
 #include <QDir>
+#include <QLocale>
 #include <QFileInfo>
 #include <algorithm>
+#include <cmath>
 #include <new>
 
+#include "tandem/convert.h"
 #include "tandem/error.h"
 #include "ui/text/prompt_fit.h"
 
 namespace tandem::ui {
+
+namespace {
+
+// This computer's memory read speed, measured once (tandem::measureMemoryBandwidthGbps); 0 if it could
+// not be.
+double memoryGbps() {
+    static const double gbps = [] {
+        try {
+            return tandem::measureMemoryBandwidthGbps();
+        } catch (const std::exception&) {
+            return 0.0;
+        }
+    }();
+    return gbps;
+}
+
+}  // namespace
+
+QString cpuExpectation(std::uint64_t bytesPerToken, double gbps) {
+    if (bytesPerToken == 0) return {};
+    if (gbps < 0) gbps = memoryGbps();
+    if (gbps <= 0) return {};
+    const double ceiling = gbps * 1e9 / static_cast<double>(bytesPerToken);
+    const QLocale locale;
+    return QCoreApplication::translate("Dashboard",
+                                       "On the CPU: each token reads %1 GB of weights, which this computer's %2 GB/s "
+                                       "allows about %3 times a second at best; answers run at about that speed, "
+                                       "and long conversations slower.")
+        .arg(locale.toString(static_cast<double>(bytesPerToken) / 1e9, 'f', 2), locale.toString(std::lround(gbps)),
+             locale.toString(ceiling, 'f', ceiling < 10 ? 1 : 0));
+}
 namespace {
 
 // The first text is shown at once; later text is gathered for this long, which is smooth to the eye
@@ -60,6 +95,7 @@ void EngineWorker::loadModel(const LoadRequest& request) {
         summary_.storeNotice = QString::fromStdString(info.storeNotice);
         if (info.device != "CPU") summary_.placement = QString::fromStdString(info.placement);
         summary_.expertLayers = QString::fromStdString(info.expertLayers);
+        summary_.cpuExpectation = cpuExpectation(info.cpuBytesPerToken);
         model_ = std::move(model);
         formatter_ = std::move(formatter);
     } catch (const std::exception& e) {

@@ -103,6 +103,9 @@ struct ModelInfo {
     // the CPU, '-' a layer without routed experts; empty for a model without experts.
     std::string expertLayers;
     std::uint64_t routedBytesPerToken = 0;  // expert bytes a decode step reads from RAM (packed experts)
+    // On the CPU path: the bytes a decode step reads, the dense weights as held (int8 or the checkpoint's
+    // form; the embedding's one row left out) and routedBytesPerToken; 0 on the GPU path.
+    std::uint64_t cpuBytesPerToken = 0;
     std::string cpuKernels;      // the instruction set of the expert kernels: "avx512", "amx", ...
     std::string dense;           // how the CPU path holds the dense weights: "checkpoint" or "int8"
     StoreState store = StoreState::NotAStore;  // NotAStore for a Hugging Face folder
