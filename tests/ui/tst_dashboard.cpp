@@ -170,8 +170,9 @@ private slots:
         QCOMPARE(cpuExpectation(0, 40), QString());  // on the GPU: nothing to say
         QCOMPARE(cpuExpectation(2'100'000'000, 0), QString());  // the speed unknown
         const QString text = cpuExpectation(2'100'000'000, 42);
-        QVERIFY2(text.contains("2.10 GB") && text.contains("42 GB/s") && text.contains("about 20 times"), qPrintable(text));
-        QVERIFY2(cpuExpectation(9'000'000'000, 40).contains("about 4.4 times"), qPrintable(cpuExpectation(9'000'000'000, 40)));
+        QVERIFY2(text.contains("2.10 GB") && text.contains("42 GB/s") && text.contains("about 20 tokens/s"), qPrintable(text));
+        QVERIFY2(cpuExpectation(9'000'000'000, 40).contains("about 4.4 tokens/s"), qPrintable(cpuExpectation(9'000'000'000, 40)));
+        QVERIFY2(cpuExpectation(7'000'000, 56).contains("reads 7.0 MB"), qPrintable(cpuExpectation(7'000'000, 56)));
         StatsModel stats;
         Dashboard dashboard(&stats);
         ModelSummary model;

@@ -37,12 +37,14 @@ QString cpuExpectation(std::uint64_t bytesPerToken, double gbps) {
     if (gbps <= 0) return {};
     const double ceiling = gbps * 1e9 / static_cast<double>(bytesPerToken);
     const QLocale locale;
+    const double bytes = static_cast<double>(bytesPerToken);
+    const QString size = bytes >= 1e9   ? QCoreApplication::translate("Dashboard", "%1 GB").arg(locale.toString(bytes / 1e9, 'f', 2))
+                         : bytes >= 1e7 ? QCoreApplication::translate("Dashboard", "%1 MB").arg(locale.toString(bytes / 1e6, 'f', 0))
+                                        : QCoreApplication::translate("Dashboard", "%1 MB").arg(locale.toString(bytes / 1e6, 'f', 1));
     return QCoreApplication::translate("Dashboard",
-                                       "On the CPU: each token reads %1 GB of weights, which this computer's %2 GB/s "
-                                       "allows about %3 times a second at best; answers run at about that speed, "
-                                       "and long conversations slower.")
-        .arg(locale.toString(static_cast<double>(bytesPerToken) / 1e9, 'f', 2), locale.toString(std::lround(gbps)),
-             locale.toString(ceiling, 'f', ceiling < 10 ? 1 : 0));
+                                       "On the CPU: each token reads %1 of weights, so this computer's memory (%2 GB/s) "
+                                       "allows at most about %3 tokens/s; expect less in long conversations.")
+        .arg(size, locale.toString(std::lround(gbps)), locale.toString(ceiling, 'f', ceiling < 10 ? 1 : 0));
 }
 namespace {
 

@@ -12,8 +12,8 @@
 
 namespace tandem::ui {
 
-// What a model on the CPU only can be expected to do: "On the CPU: each token reads 2.10 GB of weights,
-// which this computer's 40 GB/s allows about 19 times a second at best; ...", from the bytes a decode step
+// What a model on the CPU only can be expected to do: "On the CPU: each token reads 2.10 GB of weights, so
+// this computer's memory (40 GB/s) allows at most about 19 tokens/s; ...", from the bytes a decode step
 // reads (tandem::ModelInfo::cpuBytesPerToken) and the memory speed in GB/s (< 0: measured here, once).
 // Empty when there is nothing to say (bytesPerToken 0: the model runs on the GPU).
 QString cpuExpectation(std::uint64_t bytesPerToken, double gbps = -1);
