@@ -245,8 +245,15 @@ ExpertFit estimateExpertFit(const Footprint& need, std::uint64_t vramBytes) {
 }
 
 double measureMemoryBandwidthGbps() {
-    cpu::ExpertPool pool;
-    return cpu::measureMemoryBandwidth(pool, 3);
+    static const double gbps = [] {
+        try {
+            cpu::ExpertPool pool;
+            return cpu::measureMemoryBandwidth(pool, 3);
+        } catch (const std::exception&) {
+            return 0.0;
+        }
+    }();
+    return gbps;
 }
 
 Footprint estimateFootprint(const fs::path& modelDirOrConfigJson, ExpertPrecision experts, int contextLength) {

@@ -68,14 +68,7 @@ MachineFigures readMachineFigures(int gpuDevice, const QString& folder) {
         existing = QFileInfo(existing).dir().path();
     m.diskFolder = existing;
     m.freeDiskBytes = static_cast<quint64>(std::max<qint64>(0, QStorageInfo(existing).bytesAvailable()));
-    static const double gbps = [] {
-        try {
-            return tandem::measureMemoryBandwidthGbps();
-        } catch (const std::exception&) {
-            return 0.0;  // not enough memory for the probe: the speed stays unknown
-        }
-    }();
-    m.ramGbps = gbps;
+    m.ramGbps = tandem::measureMemoryBandwidthGbps();  // 0: unknown
     return m;
 }
 

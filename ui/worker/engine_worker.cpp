@@ -14,26 +14,9 @@
 
 namespace tandem::ui {
 
-namespace {
-
-// This computer's memory read speed, measured once (tandem::measureMemoryBandwidthGbps); 0 if it could
-// not be.
-double memoryGbps() {
-    static const double gbps = [] {
-        try {
-            return tandem::measureMemoryBandwidthGbps();
-        } catch (const std::exception&) {
-            return 0.0;
-        }
-    }();
-    return gbps;
-}
-
-}  // namespace
-
 QString cpuExpectation(std::uint64_t bytesPerToken, double gbps) {
     if (bytesPerToken == 0) return {};
-    if (gbps < 0) gbps = memoryGbps();
+    if (gbps < 0) gbps = tandem::measureMemoryBandwidthGbps();
     if (gbps <= 0) return {};
     const double ceiling = gbps * 1e9 / static_cast<double>(bytesPerToken);
     const QLocale locale;

@@ -49,7 +49,8 @@ struct ExpertFit {
 ExpertFit estimateExpertFit(const Footprint& need, std::uint64_t vramBytes);
 
 // This machine's memory read speed in GB/s with every core reading (best of a few passes over ~1 GB,
-// under a second); what bounds decode when the CPU reads the experts.
+// under a second, the first call of a process; later calls return that figure); what bounds decode when
+// the CPU reads the experts. 0 when it could not be measured (not enough memory for the probe).
 double measureMemoryBandwidthGbps();
 
 // From DIR/config.json, or from a config.json file given directly. `experts` is BF16, INT8 or INT4

@@ -112,8 +112,6 @@ std::size_t pairsFloats(const model::ModelConfig& c, std::size_t tokens) {
 
 namespace {
 
-// The scratch of the routed-expert kernels for `tokens` tokens: the grouped routing and the larger of
-// the decode and prefill kernels' own.
 // The hand-over's cost in prefill streaming, in exports of the chunk's rows: on the H200 machine the
 // layers with a CPU share took ~2.4 us per token beyond the copy, attention included, at 2048 tokens, of
 // which the export is ~0.4 and the attention ~1 (docs/BENCHMARKS.md).
@@ -128,6 +126,8 @@ int prefillExpertSplits(const GpuExpertLayout& l) {
     return splits > 0 ? splits : 1;
 }
 
+// The scratch of the routed-expert kernels for `tokens` tokens: the grouped routing and the larger of
+// the decode and prefill kernels' own.
 std::size_t expertScratchBytes(const model::ModelConfig& c, const GpuExpertLayout& l, int tokens) {
     const int pairs = tokens * c.router.topK;
     return std::max(decodeScratchBytes(l, pairs), prefillScratchBytes(l, tokens, pairs, c.numExperts, prefillExpertSplits(l)));
