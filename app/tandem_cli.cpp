@@ -95,9 +95,10 @@ commands:
             once the rest of the model and the context are counted; 0 keeps every expert on the CPU
   --experts how the routed experts run on the CPU: auto (a store's type; bf16 for a Hugging Face
             folder), bf16, int8, int4 (packed at load), or reference (float32, exact, slow)
-  --dense   how the CPU path holds the dense weights (attention, dense and shared MLPs, output head):
-            checkpoint (default: as the model has them) or int8 (a scale per row, quantized at load:
-            half of bf16's bytes per token, slightly less exact); the GPU path keeps its own
+  --dense   how the dense weights are held (attention, dense and shared MLPs, output head), on the
+            CPU and the GPU: checkpoint (default: as the model has them) or int8 (a scale per row,
+            quantized at load: half of bf16's bytes per token, slightly less exact; FP8 stays FP8
+            on the GPU)
   --defer   Expert Deferral: the D lowest-weighted routed experts of a layer overlap the next layer
   --skip    drop the D lowest-weighted routed experts instead (for comparison with --defer)
   --defer-prefill  apply --defer or --skip to the prompt too (by default only decode defers, so the

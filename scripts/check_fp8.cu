@@ -1,8 +1,9 @@
-// The FP8 weight kernels (engine/cuda/fp8.cu and gemmFp8 in gemm.cu) against a float64 reference on the
-// GPU machine: random e4m3 weights (no NaN codes) with random 128x128 block scales at awkward shapes
-// (partial blocks, few and many rows, columns no multiple of 32 or of 16), random split inputs, the
-// outputs poisoned with NaN before each run. Decode's GEMV and prefill's chunked GEMM (with a scratch
-// small enough to need several chunks), with and without the split input's lo rows, = and +=.
+// The 8-bit weight kernels (engine/cuda/fp8.cu and gemm8 in gemm.cu) against a float64 reference on the
+// GPU machine: random e4m3 weights (no NaN codes) with random 128x128 block scales, and random int8
+// weights with a scale per row (--dense int8), at awkward shapes (partial blocks, few and many rows,
+// columns no multiple of 32 or of 16), random split inputs, the outputs poisoned with NaN before each run.
+// Decode's GEMV and prefill's chunked GEMM (with a scratch small enough to need several chunks), with and
+// without the split input's lo rows, = and +=.
 // Prints one line per case and exits 1 when any relative L2 error is above its bound. Built and run by
 // CHECKS=1 scripts/device-gpu-check.sh:
 //   nvcc -std=c++20 -arch=sm_90 -O3 -Iengine -Iengine/include scripts/check_fp8.cu -lcublas -o /tmp/check-fp8
@@ -82,18 +83,23 @@ int main() {
     TANDEM_CUDA_CHECK(cudaMalloc(&products, 2 * 64 * 2 * maxChunkRows * sizeof(float)));
 
     const Case cases[] = {{96, 192, 1},    {300, 272, 1},   {5000, 7168, 1}, {2112, 7168, 1}, {7168, 2048, 1},
-                          {513, 1536, 1},  {40, 200, 1},    {96, 192, 7},    {300, 272, 33},  {2112, 7168, 64},
-                          {513, 1536, 17}, {7168, 2048, 5}};
+                          {513, 1536, 1},  {40, 200, 1},    {16500, 1024, 1}, {96, 192, 7},   {300, 272, 33},
+                          {2112, 7168, 64}, {513, 1536, 17}, {7168, 2048, 5}};
+    using tandem::cuda::Weight8;
     bool failed = false;
-    std::printf("%-24s %-6s %-10s %10s %8s\n", "case", "split", "op", "rel. L2", "bound");
+    std::printf("%-30s %-6s %-10s %10s %8s\n", "case", "split", "op", "rel. L2", "bound");
+    for (const Weight8 format : {Weight8::E4M3, Weight8::Int8})
     for (const Case& c : cases) {
-        const int blockCols = 128, blockRows = 128;
+        const bool int8 = format == Weight8::Int8;
+        // Int8: one scale per row (a block of every column).
+        const int blockCols = int8 ? c.k : 128, blockRows = int8 ? 1 : 128;
         const int scaleCols = (c.k + blockCols - 1) / blockCols, scaleRows = (c.n + blockRows - 1) / blockRows;
         std::vector<std::uint8_t> w(static_cast<std::size_t>(c.n) * c.k);
         for (auto& b : w) {
             do b = static_cast<std::uint8_t>(rng());
-            while ((b & 0x7f) == 0x7f);
+            while (int8 ? b == 0x80 : (b & 0x7f) == 0x7f);  // int8 weights lie in [-127, 127]
         }
+        const auto weight = [&](std::uint8_t b) { return int8 ? static_cast<double>(static_cast<std::int8_t>(b)) : e4m3(b); };
         std::vector<float> blockScales(static_cast<std::size_t>(scaleRows) * scaleCols);
         for (auto& v : blockScales) v = scaleDraw(rng);
         std::vector<float> rowScales(static_cast<std::size_t>(c.n) * scaleCols);
@@ -124,7 +130,7 @@ int main() {
                     for (int r = 0; r < c.n; ++r) {
                         double sum = accumulate ? prior[static_cast<std::size_t>(t) * c.n + r] : 0.0;
                         for (int k = 0; k < c.k; ++k)
-                            sum += e4m3(w[static_cast<std::size_t>(r) * c.k + k]) *
+                            sum += weight(w[static_cast<std::size_t>(r) * c.k + k]) *
                                    blockScales[(r / blockRows) * scaleCols + k / blockCols] * in[static_cast<std::size_t>(t) * c.k + k];
                         want[static_cast<std::size_t>(t) * c.n + r] = sum;
                     }
@@ -134,24 +140,26 @@ int main() {
                 const char* op;
                 if (c.tokens == 1) {
                     op = "gemv";
-                    tandem::cuda::launchGemvFp8(dw, dScales, scaleCols, blockCols, c.n, c.k, dx, c.k, split, dy, accumulate, s);
+                    tandem::cuda::launchGemv8(format, dw, dScales, scaleCols, blockCols, c.n, c.k, dx, c.k, split, dy, accumulate,
+                                              s);
                 } else {
                     op = "gemm";
                     const tandem::cuda::Fp8Scratch scratch{scratchRows, scratchBytes, products, maxChunkRows};
-                    tandem::cuda::gemmFp8(blas, s, dw, dScales, scaleCols, blockCols, c.n, c.k, dx, c.k, c.tokens, split, dy,
-                                          c.n, accumulate, scratch);
+                    tandem::cuda::gemm8(blas, s, format, dw, dScales, scaleCols, blockCols, c.n, c.k, dx, c.k, c.tokens, split,
+                                        dy, c.n, accumulate, scratch);
                 }
                 TANDEM_CUDA_CHECK(cudaStreamSynchronize(s));
                 std::vector<float> got(prior.size());
                 TANDEM_CUDA_CHECK(cudaMemcpy(got.data(), dy, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
                 const double error = relativeError(got, want);
-                // float32 sums over k products: ~1e-6. The GEMM's widened weights hold ~16 bits with split
-                // (hi + lo), ~8 without (bf16 alone, as before FP8 stayed FP8).
-                const double bound = c.tokens == 1 ? 1e-5 : (split ? 2e-5 : 1e-2);
+                // float32 sums over k products: ~1e-6. The GEMM's widened FP8 weights hold ~16 bits with split
+                // (hi + lo), ~8 without (bf16 alone, as before FP8 stayed FP8); int8 weights are exact in bf16.
+                const double bound = c.tokens == 1 || int8 ? 1e-5 : (split ? 2e-5 : 1e-2);
                 failed |= !(error <= bound);
                 char name[64];
-                std::snprintf(name, sizeof name, "%dx%d tokens %d%s", c.n, c.k, c.tokens, accumulate ? " +=" : "");
-                std::printf("%-24s %-6s %-10s %10.2e %8.0e%s\n", name, split ? "yes" : "no", op, error, bound,
+                std::snprintf(name, sizeof name, "%s %dx%d tokens %d%s", int8 ? "int8" : "e4m3", c.n, c.k, c.tokens,
+                              accumulate ? " +=" : "");
+                std::printf("%-30s %-6s %-10s %10.2e %8.0e%s\n", name, split ? "yes" : "no", op, error, bound,
                             error <= bound ? "" : "  FAILED");
             }
         }
@@ -160,6 +168,6 @@ int main() {
         cudaFree(const_cast<bf16*>(dx));
         cudaFree(dy);
     }
-    std::printf(failed ? "check_fp8: FAILED\n" : "check_fp8: all within bounds\n");
+    std::printf(failed ? "check_fp8: FAILED\n" : "check_fp8: all within bounds (e4m3 and int8)\n");
     return failed ? 1 : 0;
 }

@@ -4,7 +4,7 @@ reference in golden.safetensors (and the devices with each other). Used on the G
 test suites are not built, and for the real-width checkpoints (docs/FIDELITY.md); needs only numpy.
 
 usage: check_golden.py --cli PATH (--fixtures DIR | FIXTURE ...) [--device cpu --device gpu] [--isa avx512 ...]
-                       [--experts TYPE] [--defer D] [--tolerance T] [--cpu-tolerance T] [--json FILE]
+                       [--experts TYPE] [--dense int8] [--defer D] [--tolerance T] [--cpu-tolerance T] [--json FILE]
 
 Fixtures: the folders given, and every folder directly under --fixtures that holds a golden.safetensors.
 Finding none is a failure, as is a fixture without a golden: a check that checked nothing says so.
@@ -179,6 +179,7 @@ def main():
                    help='CPU kernel sets to run the cpu device with (TANDEM_CPU_ISA), e.g. --isa scalar --isa avx512; '
                         'default: the machine\'s best')
     p.add_argument('--experts', help='eval --experts (default: auto)')
+    p.add_argument('--dense', help='eval --dense: int8 dense weights on both devices (default: the checkpoint\'s)')
     p.add_argument('--gpu-memory', help='eval --gpu-memory: GPU memory for routed experts (default: auto; 0: all on the CPU)')
     p.add_argument('--prompts', default='chat,long')
     p.add_argument('--defer', type=int, default=0)
@@ -200,6 +201,8 @@ def main():
     extra = ['--defer', str(args.defer), '--defer-prefill'] if args.defer else []
     if args.experts:
         extra += ['--experts', args.experts]
+    if args.dense:
+        extra += ['--dense', args.dense]
     if args.gpu_memory:
         extra += ['--gpu-memory', args.gpu_memory]
     failures, checked, records = 0, 0, []

@@ -18,7 +18,8 @@
 # BENCH_VARIANTS and MOE_VARIANTS run each benchmark once per variant, alternating: a variant is
 # "default" or comma-separated environment settings, e.g. BENCH_VARIANTS="default TANDEM_GPU_CHAIN=0"
 # or MOE_VARIANTS="default TANDEM_AMX_SLICE_KIB=384"; the tables name the variant of each row. A bench
-# variant "cli=/tmp/old/app/tandem-cli" runs another build (BASELINE=COMMIT builds one, below).
+# variant "cli=/tmp/old/app/tandem-cli" runs another build (BASELINE=COMMIT builds one, below), and
+# "dense=int8" runs bench with --dense int8 (BENCH_DENSE: every variant's default, else checkpoint).
 # A MOE_VARIANTS variant may name another build the same way (cli=PATH).
 # MOE=1 adds the CPU expert engine alone: bench-moe --verify of the AMX kernels against the scalar ones,
 # the GEMV/GEMM sweep for MOE_SWEEP types, bench-moe for MOE_SHAPES x MOE_TYPES at MOE_TOKENS and the
@@ -42,7 +43,9 @@
 # prints both with the ratios (PEER_REPS repetitions, default 3). Decode is compared from an empty context on
 # both sides (llama-bench's tg, bench's one-token-prompt run). PEER_VARIANTS: environment settings, each a
 # further run of the streamed row (default TANDEM_GPU_STREAM_CPU=0: the link alone, no CPU share);
-# PEER_GPU_VARIANTS the same for the all-on-the-GPU row (default none).
+# PEER_GPU_VARIANTS the same for the all-on-the-GPU row (default none). Tandem runs with --dense PEER_DENSE
+# (default int8: llama.cpp's GGUF holds attention and the output head in Q8_0); a variant word
+# dense=checkpoint runs its row with the store's bf16 dense weights.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tandem-out}
@@ -94,7 +97,9 @@ if [[ -n ${BASELINE:-} ]]; then
 fi
 # A variant's environment settings, one word each ("default": none); a cli=PATH part picks another
 # tandem-cli (e.g. one built from an older commit) instead.
-variant_env() { [[ $1 == default ]] || echo "${1//,/ }" | tr ' ' '\n' | grep -v '^cli=' | tr '\n' ' '; }
+variant_env() { [[ $1 == default ]] || echo "${1//,/ }" | tr ' ' '\n' | grep -v '^cli=\|^dense=' | tr '\n' ' '; }
+# A variant's dense=X part: bench's --dense X (int8 or checkpoint; default BENCH_DENSE, else checkpoint).
+variant_dense() { local d; d=$(echo "${1//,/ }" | tr ' ' '\n' | sed -n 's/^dense=//p'); echo "${d:-${BENCH_DENSE:-checkpoint}}"; }
 variant_cli() { local c; c=$(echo "${1//,/ }" | tr ' ' '\n' | sed -n 's/^cli=//p'); echo "${c:-$cli}"; }
 
 if [[ ${CHECKS:-1} == 1 ]]; then
@@ -109,6 +114,12 @@ if [[ ${CHECKS:-1} == 1 ]]; then
     { echo "check_attention FAILED: the rest runs TANDEM_GPU_FLASH=0"; tail -20 "$out/check-attention-build.log"
       export TANDEM_GPU_FLASH=0; }
   python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device cpu --device gpu 2>&1 | tee "$out/golden.txt"
+  # Int8 dense weights (--dense int8) on both devices: the same int8 weights, so the GPU's rows against the
+  # CPU's ("vs cpu"); both differ from the reference by the quantization, which the tiny random fixtures
+  # amplify, so their rows above the float tolerance are printed for comparison, not as failures.
+  echo "== fixtures with --dense int8 (rows above tolerance expected: the weights' own error)"
+  python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device cpu --device gpu --dense int8 2>&1 |
+    grep -v '^    ' | tee "$out/golden-dense-int8.txt"
 fi
 
 if [[ ${REALWIDTH:-0} == 1 ]]; then
@@ -201,7 +212,7 @@ if [[ ${BENCH:-1} == 1 ]]; then
         echo "== $shape $experts $bridge $variant" >>"$out/bench.log"
         env $(variant_env "$variant") "$(variant_cli "$variant")" bench --synthetic "$shape" --experts "$experts" \
           --prompt "${BENCH_PROMPT:-512}" --gen 128 --defer "${BENCH_DEFER:-0,2}" --device gpu \
-          --gpu-memory "${BENCH_GPU_MEMORY:-0}" --json 2>>"$out/bench.log" |
+          --gpu-memory "${BENCH_GPU_MEMORY:-0}" --dense "$(variant_dense "$variant")" --json 2>>"$out/bench.log" |
           tee -a "$out/bench.txt" | grep '^{' |
           sed "s|^{|{\"bridge\": \"$bridge\", \"variant\": \"$variant\", |" >>"$out/bench.jsonl"
         echo "($shape $experts $bridge $variant, round $round: $(( $(date +%s) - t0 )) s)"
@@ -273,8 +284,12 @@ if [[ ${PEER:-0} == 1 ]]; then
       t0=$(date +%s)
       [[ $largs == - ]] || $lb -m "$pd/q30.gguf" $largs -t "$(nproc)" -fa 1 -r "$reps" -o jsonl 2>>"$out/peer-llama.log" |
         sed "s|^{|{\"config\": \"$name\", \"who\": \"llama.cpp\", |" >>"$out/peer.jsonl"
-      [[ $gm == - ]] || env ${tenv:-} "$cli" bench --model "$pd/q30-int4" --prompt "$prompts" --gen 128 --defer 0,2 --device gpu --gpu-memory "$gm" --no-verify \
-        --json 2>>"$out/peer-tandem.log" | grep '^{' |
+      # Tandem's dense weights: int8 (PEER_DENSE, default) as llama.cpp's GGUF holds them in Q8_0; a variant
+      # word dense=checkpoint runs that row with the store's bf16 instead.
+      dense=${PEER_DENSE:-int8}; envs=()
+      for word in ${tenv:-}; do [[ $word == dense=* ]] && dense=${word#dense=} || envs+=("$word"); done
+      [[ $gm == - ]] || env "${envs[@]}" "$cli" bench --model "$pd/q30-int4" --prompt "$prompts" --gen 128 --defer 0,2 --device gpu --gpu-memory "$gm" --no-verify \
+        --dense "$dense" --json 2>>"$out/peer-tandem.log" | grep '^{' |
         sed "s|^{|{\"config\": \"$name\", \"who\": \"tandem\", \"env\": \"${tenv:-}\", |" >>"$out/peer.jsonl"
       echo "($name: $(( $(date +%s) - t0 )) s)"
     done <<EOF2

@@ -1,8 +1,8 @@
 #pragma once
 // What the routed-expert kernels share (expert_kernels.cu: decode, the routes' grouping and the layout;
 // expert_prefill.cu: prefill): the packed layout's constants, weight loads and conversions, the block
-// scan and the batch check. Internal to those two files; the description of the layout is at the top of
-// expert_kernels.cu.
+// scan and the batch check. Internal to those two files (and fp8.cu, which widens int8 dense weights with
+// int8Weight); the description of the layout is at the top of expert_kernels.cu.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

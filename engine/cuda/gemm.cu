@@ -18,19 +18,24 @@ void gemmBf16(cublasHandle_t h, const bf16* w, int n, int k, const bf16* x, int 
                                      ldx, &beta, y, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-void gemmFp8(cublasHandle_t h, cudaStream_t s, const std::uint8_t* w, const float* scales, int scaleCols, int blockCols,
-             int n, int k, const bf16* x, int ldx, int tokens, bool split, float* y, int ldy, bool accumulate,
-             const Fp8Scratch& scratch) {
-    const int halves = split ? 2 : 1;  // weight rows widened to hi (and lo); inputs hi (and lo)
-    const std::size_t perRow = sizeof(bf16) * static_cast<std::size_t>(halves) * static_cast<std::size_t>(k);
+void gemm8(cublasHandle_t h, cudaStream_t s, Weight8 format, const std::uint8_t* w, const float* scales, int scaleCols,
+           int blockCols, int n, int k, const bf16* x, int ldx, int tokens, bool split, float* y, int ldy, bool accumulate,
+           const Fp8Scratch& scratch) {
+    // Weight rows widened to hi (and lo: FP8 x scale does not fit bf16; an int8 weight does, its row scale
+    // multiplying the sums); inputs hi (and lo).
+    const bool int8 = format == Weight8::Int8;
+    const int xHalves = split ? 2 : 1, wHalves = split && !int8 ? 2 : 1;
+    const std::size_t perRow = sizeof(bf16) * static_cast<std::size_t>(wHalves) * static_cast<std::size_t>(k);
     const int chunk = static_cast<int>(std::min<std::size_t>(scratch.rowsBytes / perRow, scratch.maxChunkRows));
-    if (chunk < 1) throw GpuError("the FP8 scratch buffer cannot hold one row of " + std::to_string(k) + " columns");
+    if (chunk < 1) throw GpuError("the 8-bit weights' scratch buffer cannot hold one row of " + std::to_string(k) + " columns");
     for (int r0 = 0; r0 < n; r0 += chunk) {
         const int rows = std::min(chunk, n - r0);
-        launchDequantFp8(w + static_cast<long>(r0) * k, scales + static_cast<long>(r0) * scaleCols, scaleCols, blockCols,
-                         rows, k, scratch.rows, split ? scratch.rows + static_cast<long>(rows) * k : nullptr, s);
-        gemmBf16(h, scratch.rows, halves * rows, k, x, ldx, halves * tokens, scratch.products, halves * rows);
-        launchSumQuadrants(scratch.products, halves * rows, tokens, rows, halves, halves, y + r0, ldy, accumulate, s);
+        const float* chunkScales = scales + static_cast<long>(r0) * scaleCols;
+        launchDequant8(format, w + static_cast<long>(r0) * k, int8 ? nullptr : chunkScales, scaleCols, blockCols, rows, k,
+                       scratch.rows, wHalves == 2 ? scratch.rows + static_cast<long>(rows) * k : nullptr, s);
+        gemmBf16(h, scratch.rows, wHalves * rows, k, x, ldx, xHalves * tokens, scratch.products, wHalves * rows);
+        launchSumQuadrants(scratch.products, wHalves * rows, tokens, rows, wHalves, xHalves, int8 ? chunkScales : nullptr,
+                           y + r0, ldy, accumulate, s);
     }
 }
 

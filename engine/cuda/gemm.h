@@ -11,19 +11,20 @@ namespace tandem::cuda {
 void gemmBf16(cublasHandle_t h, const bf16* w, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy,
               float beta = 0.0f);
 
-// The same for FP8 weights W [n, k] (e4m3, scales [n, scaleCols] per row and block of blockCols
-// columns) and a split input of `tokens` rows (hi rows, then with split the lo rows ldx * tokens
-// further): a chunk of W's rows at a time is widened to bf16 hi (and lo) rows in scratch.rows, multiplied
-// by cuBLAS into scratch.products and the products summed into y (fp8.cu). y = W x, or += with accumulate.
+// The same for 8-bit weights W [n, k] (kernels.h's launchGemv8: FP8 e4m3 with scales [n, scaleCols] per
+// row and block of blockCols columns, or int8 with a scale per row) and a split input of `tokens` rows
+// (hi rows, then with split the lo rows ldx * tokens further): a chunk of W's rows at a time is widened to
+// bf16 hi (and, for FP8 with split, lo) rows in scratch.rows, multiplied by cuBLAS into
+// scratch.products and the products summed into y (fp8.cu). y = W x, or += with accumulate.
 struct Fp8Scratch {
     bf16* rows = nullptr;
     std::size_t rowsBytes = 0;
     float* products = nullptr;  // [2 * tokens, 2 * maxChunkRows]
     int maxChunkRows = 0;
 };
-void gemmFp8(cublasHandle_t h, cudaStream_t s, const std::uint8_t* w, const float* scales, int scaleCols, int blockCols,
-             int n, int k, const bf16* x, int ldx, int tokens, bool split, float* y, int ldy, bool accumulate,
-             const Fp8Scratch& scratch);
+void gemm8(cublasHandle_t h, cudaStream_t s, Weight8 format, const std::uint8_t* w, const float* scales, int scaleCols,
+           int blockCols, int n, int k, const bf16* x, int ldx, int tokens, bool split, float* y, int ldy, bool accumulate,
+           const Fp8Scratch& scratch);
 
 // The same in float32 (the router, whose choice must not depend on bf16 rounding): float32 products and
 // sums (CUBLAS_COMPUTE_32F, no TF32), not the pedantic mode, whose kernels took ~0.9 ms a layer for the

@@ -48,17 +48,20 @@ void launchAddFromHost(const float* hostA, const float* hostB, float* x, long co
 void launchGemv(const bf16* w, int n, int k, const bf16* x, int ldx, bool split, float* y, bool accumulate,
                 cudaStream_t s);
 
-// The same for FP8 weights (fp8.cu): w e4m3 [n, k] with scales [n, scaleCols], one per row and block of
-// blockCols columns, multiplied in float32.
-void launchGemvFp8(const std::uint8_t* w, const float* scales, int scaleCols, int blockCols, int n, int k, const bf16* x,
-                   int ldx, bool split, float* y, bool accumulate, cudaStream_t s);
-// Prefill's FP8 products: rows of w (scaled as above) widened to bf16 hi rows and, when lo is not null,
-// the bf16 of what hi lost; then, after a GEMM of [hi; lo] by the split input, launchSumQuadrants adds
-// its products: y[t, j] (+)= sum over a < wHalves, b < xHalves of p[b * tokens + t, a * n + j].
-void launchDequantFp8(const std::uint8_t* w, const float* scales, int scaleCols, int blockCols, int rows, int k, bf16* hi,
-                      bf16* lo, cudaStream_t s);
-void launchSumQuadrants(const float* p, int ldp, int tokens, int n, int wHalves, int xHalves, float* y, int ldy,
-                        bool accumulate, cudaStream_t s);
+// The same for 8-bit weights (fp8.cu): w [n, k] of `format` with scales [n, scaleCols], one per row and
+// block of blockCols columns, multiplied in float32. FP8 e4m3 keeps a checkpoint's block scales; int8
+// (dense weights quantized at load) has one scale per row (scaleCols 1, blockCols k).
+enum class Weight8 { E4M3, Int8 };
+void launchGemv8(Weight8 format, const std::uint8_t* w, const float* scales, int scaleCols, int blockCols, int n, int k,
+                 const bf16* x, int ldx, bool split, float* y, bool accumulate, cudaStream_t s);
+// Prefill's 8-bit products: rows of w widened to bf16 hi rows, scaled as above, and, when lo is not null,
+// the bf16 of what hi lost; int8 rows without their scales (scales null: integers, exact in bf16). Then,
+// after a GEMM of [hi; lo] by the split input, launchSumQuadrants adds its products:
+// y[t, j] (+)= rowScales[j] (when not null) x sum over a < wHalves, b < xHalves of p[b * tokens + t, a * n + j].
+void launchDequant8(Weight8 format, const std::uint8_t* w, const float* scales, int scaleCols, int blockCols, int rows, int k,
+                    bf16* hi, bf16* lo, cudaStream_t s);
+void launchSumQuadrants(const float* p, int ldp, int tokens, int n, int wHalves, int xHalves, const float* rowScales, float* y,
+                        int ldy, bool accumulate, cudaStream_t s);
 
 // out[t] = y[t] + y[tokens + t] (or +=, with accumulate): the two halves of a split GEMM.
 // out may be y itself.

@@ -185,9 +185,9 @@ ModelWeights loadWeights(const io::TensorLookup& ckpt, const ModelConfig& c, boo
     return w;
 }
 
-void quantizeDenseInt8(ModelWeights& w, cpu::ThreadPool& pool) {
+void quantizeDenseInt8(ModelWeights& w, cpu::ThreadPool& pool, bool keepFp8) {
     const auto quantize = [&](WeightMatrix& m) {
-        if (!m.data || m.dtype == io::DType::I8) return;
+        if (!m.data || m.dtype == io::DType::I8 || (keepFp8 && m.dtype == io::DType::F8_E4M3)) return;
         m = cpu::quantizeRowsInt8(m, w.int8Store.emplace_back(), w.scaleStore.emplace_back(), pool);
     };
     const auto mlp = [&](MlpWeights& m) {

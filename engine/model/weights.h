@@ -59,10 +59,11 @@ struct ModelWeights {
     std::deque<std::vector<std::int8_t>> int8Store;  // owns the int8 dense weights (quantizeDenseInt8)
 };
 
-// The CPU path's dense products in int8 with a scale per row (cpu/dense/quantize_dense.h): attention's
-// projections (not MLA's kv_b, which attention reads row by row), dense and shared MLPs and the output
-// head; the embedding, norms, routers and routed experts stay as they are. Replaces those matrices in place.
-void quantizeDenseInt8(ModelWeights& weights, cpu::ThreadPool& pool);
+// Dense products in int8 with a scale per row (cpu/dense/quantize_dense.h), for the CPU path and the GPU's
+// upload: attention's projections (not MLA's kv_b, which attention reads row by row), dense and shared
+// MLPs and the output head; the embedding, norms, routers and routed experts stay as they are. Replaces
+// those matrices in place; keepFp8 leaves FP8 matrices as they are (the GPU reads them as bytes already).
+void quantizeDenseInt8(ModelWeights& weights, cpu::ThreadPool& pool, bool keepFp8 = false);
 
 // Throws tandem::Error naming the tensor, its shard and the problem (missing, wrong shape, wrong type).
 // Without routedExperts the routed experts are left out (a packed store holds them elsewhere).

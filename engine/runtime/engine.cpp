@@ -145,10 +145,14 @@ struct Engine::Impl {
             countingExperts = std::make_unique<CountingExperts>(*experts, *usage);
         }
         transformer = std::make_unique<model::Transformer>(config, weights, countingExperts ? *countingExperts : *experts, pool);
-        chooseDevice(options.device, options.gpuExpertMemory);
+        // Int8 dense weights serve both paths: quantized before the GPU's upload, which keeps them int8 (its
+        // FP8 stays FP8, already a byte a weight), and the CPU path (and a GPU fallback) reads the same.
         info.dense = "checkpoint";
-        if (options.dense == DensePrecision::Int8 && !gpu) {
-            model::quantizeDenseInt8(weights, pool);
+        const bool int8Dense = options.dense == DensePrecision::Int8;
+        if (int8Dense) model::quantizeDenseInt8(weights, pool, /*keepFp8=*/options.device != Device::Cpu);
+        chooseDevice(options.device, options.gpuExpertMemory);
+        if (int8Dense) {
+            if (!gpu) model::quantizeDenseInt8(weights, pool, false);  // FP8 too, for the CPU's int8 kernels
             info.dense = "int8";
         }
         if (packed) {  // the layers whose experts stay in system memory

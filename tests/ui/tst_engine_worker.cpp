@@ -345,7 +345,8 @@ private slots:
             EngineHost host;
             LoadRequest cpuOnly = fixtureRequest();
             cpuOnly.gpuDevice = -1;
-            cpuOnly.int8Dense = false;  // a model loaded for the GPU keeps its dense weights as they are
+            // The default int8 dense weights, as the model loaded for the GPU holds them too (and its
+            // CPU fallback reads).
             QVERIFY(load(host.worker(), cpuOnly));
             EngineEvents events(host.worker());
             generate(host.worker(), question(3));

@@ -61,7 +61,7 @@ private slots:
         QCOMPARE(e.threads, 0);         // all hardware threads
         QCOMPARE(e.contextLength, 4096);
         QCOMPARE(e.gpuExpertMemoryGb, -1);  // automatic: what the GPU has free
-        QVERIFY(e.int8Dense);               // the CPU path's dense weights in int8
+        QVERIFY(e.int8Dense);               // the dense weights in int8
         QVERIFY(settings.sampling().useModelRecommendation);
         QCOMPARE(settings.appearance().theme, ThemeChoice::System);
         QCOMPARE(settings.defaultDeferral(), 0);  // exact
@@ -162,10 +162,10 @@ private slots:
         QCOMPARE(dialog.values().engine.gpuExpertMemoryGb, -1);
         experts->setValue(0);
         QCOMPARE(dialog.values().engine.gpuExpertMemoryGb, 0);
-        // The CPU path's dense weights in int8: a checkbox that the values follow.
+        // The dense weights in int8: a checkbox that the values follow.
         QCheckBox* int8 = nullptr;
         for (QCheckBox* c : dialog.findChildren<QCheckBox*>())
-            if (c->accessibleName() == "Dense weights in int8 on the CPU") int8 = c;
+            if (c->accessibleName() == "Dense weights in int8") int8 = c;
         QVERIFY(int8 && !int8->isChecked());
         int8->setChecked(true);
         QVERIFY(dialog.values().engine.int8Dense);

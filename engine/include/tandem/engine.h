@@ -34,8 +34,8 @@ enum class ExpertPrecision {
     Reference,  // the checkpoint's matrices as they are, float32 arithmetic: exact but slow
 };
 
-// How the CPU path holds the dense weights: attention's projections, dense and shared MLPs, the output
-// head (not the embedding, routers or routed experts).
+// How the dense weights are held, on the CPU path and the GPU: attention's projections, dense and shared
+// MLPs, the output head (not the embedding, routers or routed experts).
 enum class DensePrecision {
     Checkpoint,  // as the checkpoint or store has them (bf16 mostly)
     Int8,        // int8 with a scale per row, quantized at load: half of bf16's bytes per decode step, with
@@ -50,7 +50,7 @@ struct EngineOptions {
     // GPU memory for routed experts (whole MoE layers, the last first): < 0 what is free once the rest of
     // the model and the context are counted; 0 none (every routed expert on the CPU); > 0 that many bytes.
     std::int64_t gpuExpertMemory = -1;
-    // The CPU path's dense weights; applies when the model runs on the CPU (the GPU path keeps its own).
+    // The dense weights, on both paths (an FP8 checkpoint's stay FP8 on the GPU).
     DensePrecision dense = DensePrecision::Checkpoint;
 };
 

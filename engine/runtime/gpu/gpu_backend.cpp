@@ -127,6 +127,10 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
     TANDEM_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
 
     const std::uint64_t weightBytes = cuda::gpuWeightBytes(config, weights);
+    const bool eightBit = cuda::hasEightBitWeights(config, weights);
+    const auto deviceBytes = [&](int contextTokens, int chunkTokens, const cuda::GpuExpertLayout* layout = nullptr) {
+        return cuda::GpuRunner::deviceBytes(config, eightBit, contextTokens, chunkTokens, layout);
+    };
     // The prompt's chunk, before the experts' budget: larger chunks read the weights (and, streaming, copy
     // the CPU's experts) fewer times per token; each costs activation memory, which may take at most a
     // sixteenth of what is free beside the weights and a 512-token session.
@@ -134,23 +138,23 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
     if (tuning().gpuPrefillChunk > 0) {
         chunk = tuning().gpuPrefillChunk;
     } else {
-        const std::uint64_t base = cuda::GpuRunner::deviceBytes(config, capacity, kPrefillChunk);
+        const std::uint64_t base = deviceBytes(capacity, kPrefillChunk);
         const std::uint64_t used = weightBytes + base + kGpuHeadroomBytes;
         for (int c = kMaxPrefillChunk; c > kPrefillChunk && chunk == kPrefillChunk; c /= 2)
-            if (used < freeBytes && (cuda::GpuRunner::deviceBytes(config, capacity, c) - base) * 16 <= freeBytes - used)
+            if (used < freeBytes && (deviceBytes(capacity, c) - base) * 16 <= freeBytes - used)
                 chunk = c;
     }
-    const std::uint64_t sessionBytes = cuda::GpuRunner::deviceBytes(config, capacity, chunk);
+    const std::uint64_t sessionBytes = deviceBytes(capacity, chunk);
     if (weightBytes + sessionBytes + kGpuHeadroomBytes > freeBytes) {
         std::string message = "the model's GPU part needs " + tandem::formatBytes(weightBytes) + " for weights and " +
                               tandem::formatBytes(sessionBytes) + " for a " + std::to_string(capacity) +
                               "-token context, but the GPU has " + tandem::formatBytes(freeBytes) + " free.";
         if (weightBytes + kGpuHeadroomBytes < freeBytes) {
-            const std::uint64_t perToken = cuda::GpuRunner::deviceBytes(config, 2, chunk) -
-                                           cuda::GpuRunner::deviceBytes(config, 1, chunk);
+            const std::uint64_t perToken = deviceBytes(2, chunk) -
+                                           deviceBytes(1, chunk);
             const std::uint64_t spare = freeBytes - weightBytes - kGpuHeadroomBytes -
                                         std::min(freeBytes - weightBytes - kGpuHeadroomBytes,
-                                                 cuda::GpuRunner::deviceBytes(config, 0, chunk));
+                                                 deviceBytes(0, chunk));
             message += " A context of up to " + std::to_string(perToken ? spare / perToken : 0) + " tokens would fit.";
         } else {
             message += " Run on the CPU only, or use a GPU with more memory.";
@@ -163,7 +167,7 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
     bool stream = false;
     if (gpuExperts.layout && gpuExperts.layerBytes && gpuExperts.budgetBytes != 0 && config.numExperts > 0) {
         const cuda::GpuExpertLayout layout = cuda::gpuExpertLayout(*gpuExperts.layout);
-        const std::uint64_t withExperts = cuda::GpuRunner::deviceBytes(config, capacity, chunk, &layout);
+        const std::uint64_t withExperts = deviceBytes(capacity, chunk, &layout);
         const std::uint64_t used = weightBytes + withExperts + kGpuHeadroomBytes;
         const std::uint64_t budget = gpuExperts.budgetBytes > 0 ? static_cast<std::uint64_t>(gpuExperts.budgetBytes)
                                                                 : automaticExpertBudget(freeBytes, used);

@@ -78,9 +78,9 @@ L2Prefetch attentionWeights(const GpuLayer& layer, std::size_t budget) {
     };
     const auto add = [&](const auto& weights) {
         if constexpr (std::is_same_v<std::decay_t<decltype(weights)>, GpuMatrix>) {
-            if (weights.isFp8()) {
+            if (weights.isEightBit()) {
                 addBuffer(weights.scales);
-                addBuffer(weights.fp8);
+                addBuffer(weights.eight);
             } else {
                 addBuffer(weights.values);
             }
@@ -135,7 +135,8 @@ std::size_t expertScratchBytes(const model::ModelConfig& c, const GpuExpertLayou
 
 }  // namespace
 
-std::uint64_t GpuRunner::deviceBytes(const model::ModelConfig& c, int capacity, int maxChunk, const GpuExpertLayout* experts) {
+std::uint64_t GpuRunner::deviceBytes(const model::ModelConfig& c, bool eightBitWeights, int capacity, int maxChunk,
+                                     const GpuExpertLayout* experts) {
     const Widths w = widthsOf(c);
     const std::uint64_t T = static_cast<std::uint64_t>(maxChunk);
     const std::uint64_t rows = splitPrecision() ? 2 : 1;
@@ -146,7 +147,7 @@ std::uint64_t GpuRunner::deviceBytes(const model::ModelConfig& c, int capacity, 
     const std::uint64_t half = rows * T *
                                (static_cast<std::uint64_t>(c.hiddenSize) + c.qLoraRank +
                                 static_cast<std::uint64_t>(c.numHeads) * c.qkNopeHeadDim + w.qLatent + w.attn + w.inner);
-    const std::uint64_t fp8 = c.fp8 && tuning().gpuFp8 ? kFp8RowsBytes + rows * T * 2 * kFp8MaxChunkRows * 4 : 0;
+    const std::uint64_t fp8 = eightBitWeights ? kFp8RowsBytes + rows * T * 2 * kFp8MaxChunkRows * 4 : 0;
     const std::uint64_t routed = experts ? expertScratchBytes(c, *experts, maxChunk) +
                                                (static_cast<std::uint64_t>(c.numExperts) + 1 + 4 * T * c.router.topK) * 4
                                          : 0;
@@ -194,7 +195,7 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
     gateUp_ = DeviceBuffer<float>(T * static_cast<std::size_t>(w.gateUp));
     act_ = DeviceBuffer<bf16>(T2 * static_cast<std::size_t>(w.inner));
     pairs_ = DeviceBuffer<float>(pairsFloats(c, T));
-    if (weights.hasFp8) {
+    if (weights.hasEightBit) {
         fp8Rows_ = DeviceBuffer<bf16>(kFp8RowsBytes / sizeof(bf16));
         fp8Products_ = DeviceBuffer<float>(T2 * 2 * kFp8MaxChunkRows);
     }
@@ -734,12 +735,12 @@ void GpuRunner::enqueueMla(const model::LayerPlan& layer, int tokens) {
 
 void GpuRunner::project(const MatrixRef& m, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy,
                         bool accumulate) {
-    if (m.fp8) {
+    if (m.eight) {
         if (tokens == 1)
-            launchGemvFp8(m.fp8, m.scales, m.scaleCols, m.blockCols, n, k, x, ldx, split_, y, accumulate, stream_);
+            launchGemv8(m.format, m.eight, m.scales, m.scaleCols, m.blockCols, n, k, x, ldx, split_, y, accumulate, stream_);
         else
-            gemmFp8(blas_, stream_, m.fp8, m.scales, m.scaleCols, m.blockCols, n, k, x, ldx, tokens, split_, y, ldy, accumulate,
-                    {fp8Rows_.get(), fp8Rows_.size() * sizeof(bf16), fp8Products_.get(), kFp8MaxChunkRows});
+            gemm8(blas_, stream_, m.format, m.eight, m.scales, m.scaleCols, m.blockCols, n, k, x, ldx, tokens, split_, y, ldy,
+                  accumulate, {fp8Rows_.get(), fp8Rows_.size() * sizeof(bf16), fp8Products_.get(), kFp8MaxChunkRows});
         return;
     }
     const bf16* w = m.values;

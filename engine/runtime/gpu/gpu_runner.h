@@ -34,9 +34,10 @@ public:
 
     DecodeProfile takeProfile() override;
 
-    // Device bytes a runner allocates for this capacity and chunk size (`experts`: the layout of routed
-    // experts on the GPU, whose kernels need scratch, or null).
-    static std::uint64_t deviceBytes(const model::ModelConfig& config, int capacity, int maxChunk,
+    // Device bytes a runner allocates for this capacity and chunk size (eightBitWeights: some projection is
+    // FP8 or int8, GpuWeights::hasEightBit, whose prefill needs a widening buffer; `experts`: the layout of
+    // routed experts on the GPU, whose kernels need scratch, or null).
+    static std::uint64_t deviceBytes(const model::ModelConfig& config, bool eightBitWeights, int capacity, int maxChunk,
                                      const GpuExpertLayout* experts = nullptr);
     static bool splitPrecision();
 

@@ -25,6 +25,16 @@ bool keepsFp8(const Parts& parts) {
     return true;
 }
 
+// Whether `parts` stay int8 (dense weights quantized at load, a scale per row): all int8, which the
+// kernels read 16 weights at a time.
+bool keepsInt8(const Parts& parts) {
+    for (const auto* p : parts)
+        if (p->dtype != io::DType::I8 || !p->rowScales || p->cols % 16 != 0) return false;
+    return true;
+}
+
+bool keepsEightBit(const Parts& parts) { return keepsFp8(parts) || keepsInt8(parts); }
+
 std::int64_t rowsOf(const Parts& parts) {
     std::int64_t rows = 0;
     for (const auto* p : parts) rows += p->rows;
@@ -33,6 +43,7 @@ std::int64_t rowsOf(const Parts& parts) {
 
 std::uint64_t stackedBytes(const Parts& parts) {
     const auto rows = static_cast<std::uint64_t>(rowsOf(parts)), cols = static_cast<std::uint64_t>(parts.front()->cols);
+    if (keepsInt8(parts)) return rows * cols + rows * 4;
     if (!keepsFp8(parts)) return rows * cols * 2;
     const auto blockCols = static_cast<std::uint64_t>(parts.front()->blockCols);
     return rows * cols + rows * ((cols + blockCols - 1) / blockCols) * 4;
@@ -64,9 +75,9 @@ GpuMatrix uploadFp8(const Parts& parts) {
     m.cols = static_cast<int>(parts.front()->cols);
     m.blockCols = parts.front()->blockCols;
     m.scaleCols = (m.cols + m.blockCols - 1) / m.blockCols;
-    m.fp8 = DeviceBuffer<std::uint8_t>(static_cast<std::size_t>(m.rows) * static_cast<std::size_t>(m.cols));
+    m.eight = DeviceBuffer<std::uint8_t>(static_cast<std::size_t>(m.rows) * static_cast<std::size_t>(m.cols));
     std::vector<float> scales(static_cast<std::size_t>(m.rows) * static_cast<std::size_t>(m.scaleCols));
-    std::uint8_t* dst = m.fp8.get();
+    std::uint8_t* dst = m.eight.get();
     std::size_t row = 0;
     for (const auto* p : parts) {
         const std::size_t bytes = static_cast<std::size_t>(p->rows * p->cols);
@@ -83,10 +94,32 @@ GpuMatrix uploadFp8(const Parts& parts) {
     return m;
 }
 
-// Stacks the rows of `parts` into one device matrix: FP8 stays FP8 (keepsFp8), BF16 rows are copied as
-// they are, other types are converted to bf16 on the CPU.
+// Int8 parts: their bytes and row scales as they are.
+GpuMatrix uploadInt8(const Parts& parts) {
+    GpuMatrix m;
+    m.format = Weight8::Int8;
+    m.rows = static_cast<int>(rowsOf(parts));
+    m.cols = static_cast<int>(parts.front()->cols);
+    m.blockCols = m.cols;
+    m.scaleCols = 1;
+    m.eight = DeviceBuffer<std::uint8_t>(static_cast<std::size_t>(m.rows) * static_cast<std::size_t>(m.cols));
+    m.scales = DeviceBuffer<float>(static_cast<std::size_t>(m.rows));
+    std::size_t row = 0;
+    for (const auto* p : parts) {
+        const auto rows = static_cast<std::size_t>(p->rows), cols = static_cast<std::size_t>(p->cols);
+        const auto first = static_cast<std::size_t>(p->firstRow);
+        TANDEM_CUDA_CHECK(cudaMemcpy(m.eight.get() + row * cols, p->data + first * cols, rows * cols, cudaMemcpyHostToDevice));
+        TANDEM_CUDA_CHECK(cudaMemcpy(m.scales.get() + row, p->rowScales + first, rows * 4, cudaMemcpyHostToDevice));
+        row += rows;
+    }
+    return m;
+}
+
+// Stacks the rows of `parts` into one device matrix: FP8 stays FP8 (keepsFp8), int8 stays int8
+// (keepsInt8), BF16 rows are copied as they are, other types are converted to bf16 on the CPU.
 GpuMatrix uploadStacked(const Parts& parts, cpu::ThreadPool& pool) {
     if (keepsFp8(parts)) return uploadFp8(parts);
+    if (keepsInt8(parts)) return uploadInt8(parts);
     GpuMatrix m;
     m.rows = static_cast<int>(rowsOf(parts));
     m.cols = static_cast<int>(parts.front()->cols);
@@ -164,7 +197,7 @@ LayerParts layerParts(const model::ModelConfig& c, const model::LayerWeights& w)
         const model::MlaWeights& m = w.mla;
         // q_a and kv_a are one matrix when both stay FP8 or both become bf16; a checkpoint with only one
         // of them FP8 keeps them apart, so the FP8 one is not rounded to bf16 for the other's sake.
-        if (m.qA && keepsFp8({&*m.qA}) == keepsFp8({&m.kvA})) {
+        if (m.qA && keepsFp8({&*m.qA}) == keepsFp8({&m.kvA}) && keepsInt8({&*m.qA}) == keepsInt8({&m.kvA})) {
             p.qaKva = {&*m.qA, &m.kvA};
         } else {
             if (m.qA) p.qaKva = {&*m.qA};
@@ -207,6 +240,16 @@ std::uint64_t gpuWeightBytes(const model::ModelConfig& c, const model::ModelWeig
     return bytes;
 }
 
+bool hasEightBitWeights(const model::ModelConfig& c, const model::ModelWeights& w) {
+    if (!c.tieWordEmbeddings && keepsEightBit({&w.lmHead})) return true;
+    for (const model::LayerWeights& layer : w.layers) {
+        const LayerParts p = layerParts(c, layer);
+        for (const Parts* parts : {&p.qkv, &p.qaKva, &p.q, &p.kva, &p.o, &p.gateUp, &p.down})
+            if (!parts->empty() && keepsEightBit(*parts)) return true;
+    }
+    return false;
+}
+
 GpuWeights uploadWeights(const model::ModelConfig& c, const model::ModelWeights& w, const std::vector<float>& ropeInvFreq,
                          cpu::ThreadPool& pool) {
     GpuWeights g;
@@ -216,9 +259,9 @@ GpuWeights uploadWeights(const model::ModelConfig& c, const model::ModelWeights&
     g.ropeInvFreq = uploadF32(ropeInvFreq);
     g.layers.resize(w.layers.size());
     const auto note = [&](const GpuMatrix& m) {
-        if (!m.isFp8()) return;
-        g.hasFp8 = true;
-        g.largestFp8Cols = std::max(g.largestFp8Cols, m.cols);
+        if (!m.isEightBit()) return;
+        g.hasEightBit = true;
+        g.largestEightBitCols = std::max(g.largestEightBitCols, m.cols);
     };
     note(g.lmHead);
     for (std::size_t l = 0; l < w.layers.size(); ++l) {

@@ -7,7 +7,8 @@
 // FP8 with their scales (Tuning::gpuFp8, on by default), which the kernels multiply in float32 -- the
 // same products the CPU path computes, at half the bytes of bf16 (rounding FP8 x scale to bf16, which
 // TANDEM_GPU_FP8=0 still does, cost 1.6e-3 of the logits at real widths against 5e-6 kept: FIDELITY.md)
-// -- and MLA's kv_b_proj, read by kernels of its own, becomes bf16 hi + lo pairs.
+// -- and MLA's kv_b_proj, read by kernels of its own, becomes bf16 hi + lo pairs. Dense weights quantized
+// to int8 at load (--dense int8: a scale per row) stay int8, read by the same 8-bit kernels.
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -20,27 +21,30 @@
 
 namespace tandem::cuda {
 
-// A weight matrix [rows, cols] as kernels see it: bf16, or FP8 e4m3 with one float32 scale per row and
-// block of blockCols columns (the checkpoint's block scales repeated for each row of a block, so
-// stacked and sliced matrices need no alignment to the 128-row blocks).
+// A weight matrix [rows, cols] as kernels see it: bf16, or 8 bits a weight (FP8 e4m3 or int8) with one
+// float32 scale per row and block of blockCols columns (FP8: the checkpoint's block scales repeated for
+// each row of a block, so stacked and sliced matrices need no alignment to the 128-row blocks; int8: one
+// block of all columns).
 struct MatrixRef {
-    const bf16* values = nullptr;  // bf16 [rows, cols], or null for FP8
-    const std::uint8_t* fp8 = nullptr;
+    const bf16* values = nullptr;  // bf16 [rows, cols], or null for 8-bit weights
+    const std::uint8_t* eight = nullptr;
     const float* scales = nullptr;  // [rows, scaleCols]
     int scaleCols = 0;
     int blockCols = 0;
+    Weight8 format = Weight8::E4M3;
 };
 
 struct GpuMatrix {
-    DeviceBuffer<bf16> values;  // bf16 [rows, cols], or empty for FP8
-    DeviceBuffer<std::uint8_t> fp8;
+    DeviceBuffer<bf16> values;  // bf16 [rows, cols], or empty for 8-bit weights
+    DeviceBuffer<std::uint8_t> eight;
     DeviceBuffer<float> scales;
     int rows = 0, cols = 0, scaleCols = 0, blockCols = 0;
+    Weight8 format = Weight8::E4M3;
 
-    MatrixRef ref() const { return {values.get(), fp8.get(), scales.get(), scaleCols, blockCols}; }
-    bool isFp8() const { return static_cast<bool>(fp8); }
+    MatrixRef ref() const { return {values.get(), eight.get(), scales.get(), scaleCols, blockCols, format}; }
+    bool isEightBit() const { return static_cast<bool>(eight); }
     explicit operator bool() const { return rows > 0; }
-    std::size_t bytes() const { return values.size() * 2 + fp8.size() + scales.size() * 4; }
+    std::size_t bytes() const { return values.size() * 2 + eight.size() + scales.size() * 4; }
 };
 
 struct GpuMlp {
@@ -76,16 +80,18 @@ struct GpuWeights {
     DeviceBuffer<float> finalNorm;
     DeviceBuffer<float> ropeInvFreq;
     std::vector<GpuLayer> layers;
-    bool hasFp8 = false;        // some projection is FP8 (the runner then keeps a dequantization buffer)
-    int largestFp8Cols = 0;
+    bool hasEightBit = false;   // some projection is 8-bit (the runner then keeps a dequantization buffer)
+    int largestEightBitCols = 0;
 
     MatrixRef lmHeadRef() const { return lmHead ? lmHead.ref() : MatrixRef{embed.get()}; }
 };
 
 // Bytes the GPU copy of the dense weights takes.
 std::uint64_t gpuWeightBytes(const model::ModelConfig& config, const model::ModelWeights& weights);
+// Whether some projection stays 8-bit on the GPU (FP8 or int8): GpuWeights::hasEightBit before the upload.
+bool hasEightBitWeights(const model::ModelConfig& config, const model::ModelWeights& weights);
 
-// Uploads, converting F16 and F32 to bf16 on the CPU in parallel; FP8 stays FP8.
+// Uploads, converting F16 and F32 to bf16 on the CPU in parallel; FP8 stays FP8, int8 stays int8.
 GpuWeights uploadWeights(const model::ModelConfig& config, const model::ModelWeights& weights,
                          const std::vector<float>& ropeInvFreq, cpu::ThreadPool& pool);
 
