@@ -45,7 +45,8 @@
 # further run of the streamed row (default TANDEM_GPU_STREAM_CPU=0: the link alone, no CPU share);
 # PEER_GPU_VARIANTS the same for the all-on-the-GPU row (default none). Tandem runs with --dense PEER_DENSE
 # (default int8: llama.cpp's GGUF holds attention and the output head in Q8_0); a variant word
-# dense=checkpoint runs its row with the store's bf16 dense weights.
+# dense=checkpoint runs its row with the store's bf16 dense weights, and cli=PATH another build (BASELINE).
+# PEER_CPU_ROW=0 leaves out Tandem's row with every expert on the CPU and no streaming (--gpu-memory 0).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tandem-out}
@@ -286,15 +287,17 @@ if [[ ${PEER:-0} == 1 ]]; then
         sed "s|^{|{\"config\": \"$name\", \"who\": \"llama.cpp\", |" >>"$out/peer.jsonl"
       # Tandem's dense weights: int8 (PEER_DENSE, default) as llama.cpp's GGUF holds them in Q8_0; a variant
       # word dense=checkpoint runs that row with the store's bf16 instead.
-      dense=${PEER_DENSE:-int8}; envs=()
-      for word in ${tenv:-}; do [[ $word == dense=* ]] && dense=${word#dense=} || envs+=("$word"); done
-      [[ $gm == - ]] || env "${envs[@]}" "$cli" bench --model "$pd/q30-int4" --prompt "$prompts" --gen 128 --defer 0,2 --device gpu --gpu-memory "$gm" --no-verify \
+      dense=${PEER_DENSE:-int8}; envs=(); tcli=$cli
+      for word in ${tenv:-}; do
+        case $word in dense=*) dense=${word#dense=} ;; cli=*) tcli=${word#cli=} ;; *) envs+=("$word") ;; esac
+      done
+      [[ $gm == - ]] || env "${envs[@]}" "$tcli" bench --model "$pd/q30-int4" --prompt "$prompts" --gen 128 --defer 0,2 --device gpu --gpu-memory "$gm" --no-verify \
         --dense "$dense" --json 2>>"$out/peer-tandem.log" | grep '^{' |
         sed "s|^{|{\"config\": \"$name\", \"who\": \"tandem\", \"env\": \"${tenv:-}\", |" >>"$out/peer.jsonl"
       echo "($name: $(( $(date +%s) - t0 )) s)"
     done <<EOF2
 experts in RAM|-ngl 99 -ot exps=CPU -p 512 -n 128|-|
-experts in RAM|-ngl 99 -ot exps=CPU -p 2048 -ub 2048 -b 2048 -n 0|0|512,2048
+experts in RAM|-ngl 99 -ot exps=CPU -p 2048 -ub 2048 -b 2048 -n 0|$([[ ${PEER_CPU_ROW:-1} == 1 ]] && echo 0 || echo -)|512,2048
 experts in RAM|-|${PEER_STREAM:-1G}|512,2048
 $(for v in ${PEER_VARIANTS:-TANDEM_GPU_STREAM_CPU=0}; do echo "experts in RAM|-|${PEER_STREAM:-1G}|512,2048|$v"; done)
 half on GPU|-ngl 99 -ncmoe 24 -p 512 -n 128|${PEER_HALF:-9G}|512

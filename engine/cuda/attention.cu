@@ -262,6 +262,19 @@ __global__ void __launch_bounds__(kThreads, 3) attentionDecodeKernel(AttentionAr
                 if (threadIdx.x + r * kThreads < a.dimV) acc[r] += p[jj] * rows[static_cast<long>(jj) * a.ldValue + r * kThreads];
         __syncthreads();
     }
+    if (parts == 1) {
+        // The whole context in one part (short contexts): normalized here, as combineHead would do with
+        // one part (the same products), without the round trip through the partials.
+        const float inv = 1.0f / l;
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const int d = threadIdx.x + r * kThreads;
+            if (d >= a.dimV) break;
+            bf16* hi = a.out + h * a.outHeadStride + d;
+            storeBf16(acc[r] * inv, hi, hi + static_cast<long>(a.tokens) * a.ldOut, a.split);
+        }
+        return;
+    }
     float* out = a.partials + (static_cast<long>(h) * a.splits + part) * (a.dimV + 2);
     if (threadIdx.x == 0) {
         out[0] = m;

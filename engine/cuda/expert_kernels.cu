@@ -220,15 +220,23 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
 // lane), sums each over lanes and writes it to partial[s][c]; then 16 threads add the chunks of each
 // slot and the slots in slot order. Launched chained after gate/up: the routing is older than that
 // kernel, so the slots' experts are looked up and the first pass's weights loaded before it waits for
-// act.
+// act. Pass items a warp at a time: 8 loads' worth (defaultDownPass), or for int4 as many as make every
+// item one pass (Qwen3-30B-A3B: 8 slots x 6 chunks = 48 items, 6 a warp), so that all of the kernel's
+// weight loads are in flight before it waits.
 template <ExpertType T>
+constexpr int defaultDownPass() {
+    using F = DecodeFormat<T>;
+    return 8 / (kChunkCols / (F::kPieceInputs * F::kPiecesPerBlock) * F::kPiecesPerBlock);
+}
+
+template <ExpertType T, int Pass>
 __global__ void __launch_bounds__(kDecodeWarps * 32)
     downDecodeKernel(GpuExpertLayout l, ExpertPairs b, const float* act, float* out, int ldOut, bool accumulate,
                      DecodeNorm norm) {
     using F = DecodeFormat<T>;
     constexpr int kBlocksPerChunk = kChunkCols / (F::kPieceInputs * F::kPiecesPerBlock);
     constexpr int kPiecesPerChunk = kBlocksPerChunk * F::kPiecesPerBlock;
-    constexpr int kPass = 8 / kPiecesPerChunk;
+    constexpr int kPass = Pass;
     extern __shared__ float partial[];  // [topK][chunks][16]
     __shared__ const std::uint8_t* slotExpert[kMaxTopK];
     __shared__ int slotPair[kMaxTopK];
@@ -383,8 +391,18 @@ void decode(const GpuExpertLayout& l, const ExpertPairs& b, const float* x, int 
     const std::size_t shared = static_cast<std::size_t>(b.topK) * l.chunks * kPanelRows * sizeof(float);
     if (shared > 48 * 1024) throw Error("decode experts: topK x chunks too large for one block's partial sums");
     launchChained(gateUpDecodeKernel<T>, dim3(l.gateUpPanels, b.maxPairs), dim3(kDecodeWarps * 32), 0, s, l, b, x, ldx, act);
-    launchChained(downDecodeKernel<T>, dim3(l.downPanels, b.tokens), dim3(kDecodeWarps * 32), shared, s, l, b,
-                  static_cast<const float*>(act), out, ldOut, accumulate, norm);
+    const dim3 grid(l.downPanels, b.tokens);
+    const auto launchDown = [&](auto kernel) {
+        launchChained(kernel, grid, dim3(kDecodeWarps * 32), shared, s, l, b, static_cast<const float*>(act), out, ldOut,
+                      accumulate, norm);
+    };
+    const int items = b.topK * l.chunks;
+    constexpr int kDefault = defaultDownPass<T>();
+    if constexpr (T == ExpertType::INT4) {
+        if (items > kDecodeWarps * kDefault && items <= kDecodeWarps * 6) return launchDown(downDecodeKernel<T, 6>);
+        if (items > kDecodeWarps * 6 && items <= kDecodeWarps * 8) return launchDown(downDecodeKernel<T, 8>);
+    }
+    launchDown(downDecodeKernel<T, kDefault>);
 }
 
 }  // namespace

@@ -140,6 +140,19 @@ __global__ void routerDecodeKernel(RouteDecodeArgs a) {
     __shared__ float scratch[32];
     __shared__ bool last;
     __shared__ float part[kThreads / 32];
+    // The router's weights are no kernel's output: each lane's first loads are issued before waiting for
+    // the kernel before, so their latency hides behind its tail (chained_launch.cuh).
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int e = blockIdx.x * (kThreads / 32 / kSlices) + warp / kSlices, slice = warp % kSlices;
+    const bool vectorized = a.hidden % (4 * kSlices) == 0;
+    const int per = vectorized ? a.hidden / 4 / kSlices : 0;
+    const float4* r4 = e < a.experts && vectorized ? reinterpret_cast<const float4*>(a.w + static_cast<long>(e) * a.hidden) + slice * per
+                                                   : nullptr;
+    constexpr int kAhead = 4;
+    float4 ahead[kAhead];
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u)
+        if (r4 && lane + 32 * u < per) ahead[u] = r4[lane + 32 * u];
     waitForPrevious();
     startNext();
     float squares = 0.0f;
@@ -157,19 +170,22 @@ __global__ void routerDecodeKernel(RouteDecodeArgs a) {
     // below, and the last block's system fence before `ready`, order the row before the signal.
     __syncthreads();
 
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int e = blockIdx.x * (kThreads / 32 / kSlices) + warp / kSlices, slice = warp % kSlices;
     float sum = 0.0f;
     if (e < a.experts) {
         const float* weights = a.w + static_cast<long>(e) * a.hidden;
-        if (a.hidden % (4 * kSlices) == 0) {
-            const int per = a.hidden / 4 / kSlices;
-            const auto* r4 = reinterpret_cast<const float4*>(weights) + slice * per;
+        if (r4) {
             const auto* x4 = reinterpret_cast<const float4*>(row) + slice * per;
+#pragma unroll
+            for (int u = 0; u < kAhead; ++u) {
+                const int i = lane + 32 * u;
+                if (i >= per) continue;
+                const float4 w = ahead[u], v = x4[i];
+                sum += w.x * v.x + w.y * v.y + w.z * v.z + w.w * v.w;
+            }
 #pragma unroll 4
-            for (int i = lane; i < per; i += 32) {
-                const float4 u = r4[i], v = x4[i];
-                sum += u.x * v.x + u.y * v.y + u.z * v.z + u.w * v.w;
+            for (int i = lane + 32 * kAhead; i < per; i += 32) {
+                const float4 w = r4[i], v = x4[i];
+                sum += w.x * v.x + w.y * v.y + w.z * v.z + w.w * v.w;
             }
         } else {
             for (int i = slice * 32 + lane; i < a.hidden; i += 32 * kSlices) sum += weights[i] * row[i];

@@ -245,6 +245,7 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
                 TANDEM_CUDA_CHECK(cudaEventCreate(&attentionTimed_[b]));
                 if (b == 0) TANDEM_CUDA_CHECK(cudaEventCreate(&attentionTimed_[2]));
             }
+            TANDEM_CUDA_CHECK(cudaEventCreate(&streamEnd_));
         }
     }
     controls_ = PinnedBuffer<SlotControl>(2, true);
@@ -358,6 +359,7 @@ GpuRunner::~GpuRunner() {
     for (int b = 0; b < 2; ++b) {
         if (copied_[b]) cudaEventDestroy(copied_[b]);
         if (used_[b]) cudaEventDestroy(used_[b]);
+        if (b == 0 && streamEnd_) cudaEventDestroy(streamEnd_);
         if (attentionTimed_[b]) cudaEventDestroy(attentionTimed_[b]);
         if (b == 0 && attentionTimed_[2]) cudaEventDestroy(attentionTimed_[2]);
     }
@@ -450,6 +452,7 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
                 if (streamCpuExperts_ > 0 && cudaEventElapsedTime(&ms, attentionTimed_[1], attentionTimed_[2]) == cudaSuccess && ms > 0)
                     handOverSecondsPerToken_ = kHandOverPerExport * ms * 1e-3 / n;
                 cudaGetLastError();
+                judgeStreamShare(n);
             }
             if (profileStages_) {
                 addStageTimes(prefillStageSeconds_);
