@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <numeric>
 
@@ -177,6 +178,25 @@ int streamCpuExperts(const StreamCost& cost, int experts, int tokens, double gpu
     // A share pays the hand-over whatever its size: worth it only for a clear gain over the link alone.
     const double withShare = std::max(static_cast<double>(experts - k) * copy, before + static_cast<double>(k) * cpu);
     return withShare <= kStreamShareMinGain * static_cast<double>(experts) * copy ? k : 0;
+}
+
+int StreamShareVerdicts::bucket(int tokens) { return static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(tokens, 1)))); }
+
+bool StreamShareVerdicts::vetoed(int tokens) const {
+    return std::find(vetoed_.begin(), vetoed_.end(), bucket(tokens)) != vetoed_.end();
+}
+
+void StreamShareVerdicts::record(int tokens, int share, double secondsPerLayer, double predictedLinkAlone) {
+    if (!(secondsPerLayer > 0)) return;
+    const int b = bucket(tokens);
+    auto timed = std::find_if(linkAlone_.begin(), linkAlone_.end(), [&](const auto& m) { return m.first == b; });
+    if (share == 0) {
+        if (timed == linkAlone_.end()) linkAlone_.emplace_back(b, secondsPerLayer);
+        else timed->second = secondsPerLayer;
+        return;
+    }
+    const double linkAlone = timed != linkAlone_.end() ? timed->second : predictedLinkAlone;
+    if (linkAlone > 0 && secondsPerLayer >= kVetoRatio * linkAlone && !vetoed(tokens)) vetoed_.push_back(b);
 }
 
 ExpertPlacement planPlacement(const model::ModelConfig& config, const PlacementRequest& request) {

@@ -111,6 +111,26 @@ struct StreamCost {
 // cost, or when the layer would not be at least 5% faster than with the link alone.
 int streamCpuExperts(const StreamCost& cost, int experts, int tokens, double gpuFirstSeconds = 0, double handOverSeconds = 0);
 
+// What streamed chunks showed about the CPU's share, kept for the model's life (every session's runner
+// reads and adds to it; the engine thread only): the streamed layers of a chunk timed as a whole. A share
+// that made them slower than the link alone (as measured for chunks of that size, else predicted) is not
+// used again for chunks of that size, since the model leaves out costs that grow with the chunk (the
+// CPU's sum read back over the link beside the copy). Sizes are taken by power-of-two bucket.
+class StreamShareVerdicts {
+public:
+    // A chunk of `tokens` with `share` experts a layer on the CPU took `secondsPerLayer` per streamed layer;
+    // `predictedLinkAlone`: a layer's copy at the link's speed, used until the link alone was timed.
+    void record(int tokens, int share, double secondsPerLayer, double predictedLinkAlone);
+    bool vetoed(int tokens) const;
+
+    static constexpr double kVetoRatio = 0.98;  // slower than this share of the link alone: dropped
+
+private:
+    static int bucket(int tokens);
+    std::vector<int> vetoed_;
+    std::vector<std::pair<int, double>> linkAlone_;  // (bucket, seconds per streamed layer)
+};
+
 std::vector<model::LayerPlan> placedLayers(const std::vector<model::LayerPlan>& layers, const ExpertPlacement& placement);
 
 }  // namespace tandem::runtime

@@ -140,6 +140,28 @@ private slots:
         QVERIFY(QString::fromStdString(cost.describe()).startsWith("link 50.0 GB/s, CPU "));
     }
 
+    // A share the model chose is dropped for chunks of a size where it made the streamed layers slower
+    // than the link alone: as timed for that size when known, else as predicted.
+    void aShareSlowerThanTheLinkAloneIsDropped() {
+        runtime::StreamShareVerdicts v;
+        QVERIFY(!v.vetoed(2048));
+        v.record(512, 31, 4.4e-3, 6.2e-3);  // faster than the predicted 6.2 ms: kept
+        QVERIFY(!v.vetoed(512));
+        v.record(2048, 10, 7.1e-3, 6.2e-3);  // slower than predicted: dropped for 1025-2048 tokens
+        QVERIFY(v.vetoed(2048));
+        QVERIFY(v.vetoed(1500));
+        QVERIFY(!v.vetoed(512));
+        QVERIFY(!v.vetoed(4096));
+        // The link alone timed at 1024 tokens (a share of 0) is what a share is held against there.
+        v.record(1024, 0, 8.0e-3, 6.2e-3);
+        v.record(1024, 12, 7.0e-3, 6.2e-3);  // slower than predicted, faster than the link alone timed
+        QVERIFY(!v.vetoed(1024));
+        v.record(1024, 12, 7.9e-3, 6.2e-3);  // within 2% of the link alone: no gain worth the hand-over
+        QVERIFY(v.vetoed(1000));
+        v.record(256, 20, 0.0, 6.2e-3);  // not timed: no verdict
+        QVERIFY(!v.vetoed(256));
+    }
+
     void gpuMemorySizesParse() {
         QCOMPARE(parseByteSize("0", "--gpu-memory"), std::uint64_t{0});
         QCOMPARE(parseByteSize("16G", "--gpu-memory"), std::uint64_t{16'000'000'000});

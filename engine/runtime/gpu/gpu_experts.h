@@ -58,6 +58,8 @@ struct GpuExperts {
     // chunk's CPU computes the first runtime::streamCpuExperts of each streamed layer's experts while the
     // rest are copied.
     runtime::StreamCost streamCost;
+    // What streamed chunks showed of the CPU's share (every runner of the model adds to it).
+    mutable runtime::StreamShareVerdicts shareVerdicts;
 
     // Every routed expert of the layer on the GPU: no hand-over to the CPU.
     bool wholeLayer(int layer) const {

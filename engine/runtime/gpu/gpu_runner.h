@@ -166,14 +166,9 @@ private:
     cudaEvent_t attentionTimed_[3] = {};
     double gpuFirstSecondsPerToken_ = 0;
     double handOverSecondsPerToken_ = 0;
-    // The streamed layers of a chunk timed as a whole (attentionTimed_[0] to streamEnd_): a CPU share that
-    // the model chose but that made them slower than the link alone is not used again for chunks of that
-    // size (shareVetoed_, by power-of-two bucket of tokens). The model leaves out costs that grow with
-    // the chunk (the CPU's sum read back over the link beside the copy); this catches what it misses.
+    // The streamed layers of a chunk timed as a whole (attentionTimed_[0] to streamEnd_), for
+    // GpuExperts::shareVerdicts (runtime::StreamShareVerdicts).
     cudaEvent_t streamEnd_ = nullptr;
-    std::vector<int> shareVetoed_;
-    std::vector<std::pair<int, double>> linkAloneSeconds_;  // per streamed layer, measured, by bucket
-    static int chunkBucket(int tokens);
     void judgeStreamShare(int tokens);
     cudaStream_t copyStream_ = nullptr;
     cudaEvent_t copied_[2] = {}, used_[2] = {};

@@ -1,7 +1,5 @@
 // GpuRunner's MoE layers (gpu_runner.h): the hand-over of routed experts to the CPU and back, routed
 // experts the GPU holds, and prefill streaming of the CPU's layers (docs/ARCHITECTURE.md, "Placement").
-#include <algorithm>
-#include <bit>
 #include <cstddef>
 #include <optional>
 
@@ -12,12 +10,6 @@
 #include "tandem/tuning.h"
 
 namespace tandem::cuda {
-
-namespace {
-// A CPU share whose streamed layers took at least this share of the link alone's time is dropped for
-// chunks of that size (judgeStreamShare).
-constexpr double kShareVetoRatio = 0.98;
-}  // namespace
 
 void GpuRunner::enqueueSignal(int layer) {
     const MoeLayerLink& link = links_[static_cast<std::size_t>(layer)];
@@ -203,7 +195,7 @@ void GpuRunner::issueStreamCopy(int i) {
 void GpuRunner::prepareStreamShare(int tokens) {
     const model::ModelConfig& c = config_;
     const int percent = tuning().gpuStreamCpuPercent;
-    const bool vetoed = std::find(shareVetoed_.begin(), shareVetoed_.end(), chunkBucket(tokens)) != shareVetoed_.end();
+    const bool vetoed = gpuExperts_.shareVerdicts.vetoed(tokens);
     const int share = !streamingChunk_ ? 0
                       : percent >= 0   ? c.numExperts * percent / 100
                       : vetoed         ? 0
@@ -234,31 +226,16 @@ void GpuRunner::prepareStreamShare(int tokens) {
     streamTablesShare_ = share;
 }
 
-int GpuRunner::chunkBucket(int tokens) { return std::bit_ceil(static_cast<unsigned>(std::max(tokens, 1))); }
-
 void GpuRunner::judgeStreamShare(int tokens) {
     float ms = 0;
     if (streamOrder_.empty() || cudaEventElapsedTime(&ms, attentionTimed_[0], streamEnd_) != cudaSuccess || ms <= 0) {
         cudaGetLastError();
         return;
     }
-    const double perLayer = ms * 1e-3 / static_cast<double>(streamOrder_.size());
-    const int bucket = chunkBucket(tokens);
-    auto measured = std::find_if(linkAloneSeconds_.begin(), linkAloneSeconds_.end(), [&](const auto& m) { return m.first == bucket; });
-    if (streamCpuExperts_ == 0) {
-        if (measured == linkAloneSeconds_.end()) linkAloneSeconds_.emplace_back(bucket, perLayer);
-        else measured->second = perLayer;
-        return;
-    }
-    // The link alone: as measured for chunks of this size, else the copy of a whole layer at the link's speed.
     const runtime::StreamCost& cost = gpuExperts_.streamCost;
-    const double linkAlone = measured != linkAloneSeconds_.end() ? measured->second
-                             : cost.linkBytesPerSecond > 0
-                                 ? static_cast<double>(gpuExperts_.streamLayerBytes) / cost.linkBytesPerSecond
-                                 : 0.0;
-    if (perLayer >= kShareVetoRatio * linkAlone &&
-        std::find(shareVetoed_.begin(), shareVetoed_.end(), bucket) == shareVetoed_.end())
-        shareVetoed_.push_back(bucket);
+    const double predicted =
+        cost.linkBytesPerSecond > 0 ? static_cast<double>(gpuExperts_.streamLayerBytes) / cost.linkBytesPerSecond : 0.0;
+    gpuExperts_.shareVerdicts.record(tokens, streamCpuExperts_, ms * 1e-3 / static_cast<double>(streamOrder_.size()), predicted);
 }
 
 void GpuRunner::enqueueGpuMoe(const model::LayerPlan& layer, const std::uint8_t* const* table) {
