@@ -188,6 +188,10 @@ bool StreamShareVerdicts::vetoed(int tokens) const {
 
 void StreamShareVerdicts::record(int tokens, int share, double secondsPerLayer, double predictedLinkAlone) {
     if (!(secondsPerLayer > 0)) return;
+    if (!warm_) {
+        warm_ = true;
+        return;
+    }
     const int b = bucket(tokens);
     auto timed = std::find_if(linkAlone_.begin(), linkAlone_.end(), [&](const auto& m) { return m.first == b; });
     if (share == 0) {

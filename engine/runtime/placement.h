@@ -115,7 +115,10 @@ int streamCpuExperts(const StreamCost& cost, int experts, int tokens, double gpu
 // reads and adds to it; the engine thread only): the streamed layers of a chunk timed as a whole. A share
 // that made them slower than the link alone (as measured for chunks of that size, else predicted) is not
 // used again for chunks of that size, since the model leaves out costs that grow with the chunk (the
-// CPU's sum read back over the link beside the copy). Sizes are taken by power-of-two bucket.
+// CPU's sum read back over the link beside the copy). Sizes are taken by power-of-two bucket. The
+// model's first streamed chunk is not judged: it touches the CPU's expert pages and the GPU's kernels for
+// the first time (measured on the H200: a 512-token share that gains 39% when warm looked slower than
+// the link alone on the first chunk).
 class StreamShareVerdicts {
 public:
     // A chunk of `tokens` with `share` experts a layer on the CPU took `secondsPerLayer` per streamed layer;
@@ -127,6 +130,7 @@ public:
 
 private:
     static int bucket(int tokens);
+    bool warm_ = false;  // a chunk was recorded (and not judged) before
     std::vector<int> vetoed_;
     std::vector<std::pair<int, double>> linkAlone_;  // (bucket, seconds per streamed layer)
 };
