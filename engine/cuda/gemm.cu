@@ -26,7 +26,10 @@ void gemm8(cublasHandle_t h, cudaStream_t s, Weight8 format, const std::uint8_t*
     const bool int8 = format == Weight8::Int8;
     const int xHalves = split ? 2 : 1, wHalves = split && !int8 ? 2 : 1;
     const std::size_t perRow = sizeof(bf16) * static_cast<std::size_t>(wHalves) * static_cast<std::size_t>(k);
-    const int chunk = static_cast<int>(std::min<std::size_t>(scratch.rowsBytes / perRow, scratch.maxChunkRows));
+    // The products hold 2 x maxChunkRows columns for FP8's two weight halves; int8's one half takes twice
+    // the rows a chunk (a Qwen3 qkv of 5120 rows in one chunk instead of two).
+    const int maxRows = wHalves == 1 ? 2 * scratch.maxChunkRows : scratch.maxChunkRows;
+    const int chunk = static_cast<int>(std::min<std::size_t>(scratch.rowsBytes / perRow, maxRows));
     if (chunk < 1) throw GpuError("the 8-bit weights' scratch buffer cannot hold one row of " + std::to_string(k) + " columns");
     for (int r0 = 0; r0 < n; r0 += chunk) {
         const int rows = std::min(chunk, n - r0);
