@@ -69,9 +69,15 @@ void denseBf16Avx512(const std::uint16_t* w, std::size_t cols, std::size_t r0, s
 
 namespace {
 
+// How far ahead decode prefetches: 8 rows (16 KB of a 2048-column matrix) read the output head
+// (151936 x 2048 int8) at 41.4 GB/s on two Zen 4 cores against 33.7 without (4 rows: 39.4, 16: 41.0,
+// 32: 39.7), the machine streaming ~50.
+constexpr std::size_t kPrefetchRows = 8;
+
 // Int8 weights x int8 activations with VNNI: 64 products a vpdpbusd per row and token. vpdpbusd takes
 // unsigned bytes on one side, so the weights are shifted into 0..254 (w + 128, an XOR with 0x80) and
 // 128 x the activations' sum is taken off again: Σ (w + 128) q = Σ w q + 128 Σ q.
+
 template <int NR, int NT>
 void blockVnni(const std::int8_t* w, const float* rowScales, std::size_t cols, std::size_t r0, const Int8Rows& x,
                std::size_t t0, float* y, std::size_t ldy) {
@@ -83,6 +89,13 @@ void blockVnni(const std::int8_t* w, const float* rowScales, std::size_t cols, s
         const __mmask64 m = c + 64 <= cols ? ~__mmask64(0) : (__mmask64(1) << (cols - c)) - 1;
         __m512i xv[NT];
         for (int t = 0; t < NT; ++t) xv[t] = _mm512_loadu_si512(x.q + (t0 + t) * x.ld + c);  // padded with zeros
+        if constexpr (NT == 1) {
+            // Decode reads each weight once: ask for the bytes kPrefetchRows rows further while these are
+            // used (rows lie back to back; one line per row and step), so more misses are in flight than the
+            // hardware prefetcher keeps.
+            for (int r = 0; r < NR; ++r)
+                _mm_prefetch(reinterpret_cast<const char*>(w + (r0 + r + kPrefetchRows) * cols + c), _MM_HINT_T0);
+        }
         for (int r = 0; r < NR; ++r) {
             // Past the row's end the masked load gives 0 (not 128), against the activations' zeros.
             const __m512i wv = _mm512_maskz_xor_epi64(__mmask8(0xff), _mm512_maskz_loadu_epi8(m, w + (r0 + r) * cols + c),
