@@ -25,7 +25,8 @@
 # the GEMV/GEMM sweep for MOE_SWEEP types, bench-moe for MOE_SHAPES x MOE_TYPES at MOE_TOKENS and the
 # PyTorch baseline (scripts/bench_moe_torch.py) at the same prefill sizes; MOE_FLAGS adds bench-moe
 # flags (--phases: the gate/up and down shares of the threads' time). GEMV=1 adds the decode
-# GEMV's variants alone (scripts/bench_gemv.cu). REALWIDTH=1 adds issue 21's real-width checks:
+# GEMV's variants alone (scripts/bench_gemv.cu). H2D=1 adds the host-to-device copy speed from each kind
+# of host memory (scripts/bench_h2d.cu). REALWIDTH=1 adds issue 21's real-width checks:
 # scripts/make_fixture.py makes the presets REALWIDTH_PRESETS (default all three: Qwen3-30B-A3B,
 # DeepSeek-V3 FP8 and DeepSeek-V2-Lite widths, transformers on the GPU in float32 without TF32) in
 # REALWIDTH_DIR (/tmp/realwidth; kept between calls of one warm machine), then scripts/check_golden.py
@@ -235,6 +236,12 @@ for r in rows:
           f'{r.get("cpu_experts_gbps", 0):5.0f} '
           f'{r["step_ms"]:7.2f} {r["graph_launches"]:>5}/{r["steps"]:<5}')
 PY
+fi
+
+if [[ ${H2D:-0} == 1 ]]; then
+  # The link's speed from each kind of host memory streaming could read (scripts/bench_h2d.cu).
+  nvcc -std=c++20 -arch=sm_90 -O2 scripts/bench_h2d.cu -o "$build/bench-h2d" >"$out/bench-h2d-build.log" 2>&1 &&
+    "$build/bench-h2d" /tmp | tee "$out/h2d.txt" || { echo "bench_h2d FAILED"; tail -20 "$out/bench-h2d-build.log"; }
 fi
 
 if [[ ${GEMV:-0} == 1 ]]; then

@@ -2,6 +2,8 @@
 #include <cmath>
 #include <vector>
 
+#include "cpu/cpu_features.h"
+#include "cpu/dense/attention_avx512.h"
 #include "cpu/dense/matmul.h"
 #include "cpu/dense/ops.h"
 #include "model/attention.h"
@@ -39,6 +41,24 @@ void gqaAttention(const AttentionStep& s, const GqaWeights& w, const float* x, f
     const float scale = attentionSoftmaxScale(c);
     const int group = c.numHeads / c.numKvHeads;
     std::vector<float> ctx(T * qDim);
+    if (cpu::selectedIsa() >= cpu::Isa::Avx512 && cpu::gqaAttentionFits(c.numHeads, c.numKvHeads, c.headDim)) {
+        // Split by key head and chunk of positions, each key and value row read once per group.
+        cpu::GqaAttentionArgs a;
+        a.q = q.data();
+        a.keys = s.cache.row(s.layer.index, 0, 0);
+        a.values = s.cache.row(s.layer.index, 1, 0);
+        a.tokens = static_cast<int>(T);
+        a.start = s.start;
+        a.window = s.layer.window ? *s.layer.window : 0;
+        a.heads = c.numHeads;
+        a.kvHeads = c.numKvHeads;
+        a.headDim = c.headDim;
+        a.scale = scale;
+        a.out = ctx.data();
+        cpu::gqaAttentionAvx512(a, s.pool);
+        cpu::matmul(w.o, ctx.data(), qDim, T, out, H, s.pool);
+        return;
+    }
     s.pool.parallelFor(T * static_cast<std::size_t>(c.numHeads), 1, [&](std::size_t begin, std::size_t end) {
         std::vector<float> scores;
         for (std::size_t i = begin; i < end; ++i) {

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <random>
 
+#include "cpu/cpu_features.h"
+#include "cpu/dense/attention_avx512.h"
 #include "cpu/dense/matmul.h"
 #include "cpu/dense/quantize_dense.h"
 #include "cpu/dense/ops.h"
@@ -111,6 +113,66 @@ private slots:
 
     // Dense weights quantized at load (quantize_dense.h): each value within half a step of its row's scale,
     // the row's largest magnitude exactly 127 steps, an all-zero row scale 0; read back through dequantRow.
+    // The AVX-512 attention (chunks of 256 positions combined per head, each key row read once per group)
+    // against the plain softmax over every position: long contexts (several chunks), a sliding window, a
+    // prompt of several tokens, head groups of 1, 4 and 8.
+    void gqaAttentionMatchesTheDirectSoftmax() {
+        QVERIFY(gqaAttentionFits(32, 4, 128));
+        QVERIFY(!gqaAttentionFits(32, 4, 72));   // head size no multiple of 16
+        QVERIFY(!gqaAttentionFits(64, 2, 128));  // 32 heads a group
+        if (!isaSupported(Isa::Avx512)) return;  // the kernel needs the instructions; its portable twin is model/
+        ThreadPool pool(3);
+        std::mt19937 rng(11);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        struct Case { int heads, kvHeads, headDim, tokens, start, window; };
+        for (const Case c : {Case{32, 4, 128, 1, 1300, 0}, Case{8, 8, 64, 5, 700, 0}, Case{16, 4, 32, 3, 600, 300},
+                             Case{8, 2, 16, 1, 0, 0}}) {
+            const int positions = c.start + c.tokens;
+            const std::size_t qDim = static_cast<std::size_t>(c.heads) * c.headDim;
+            const std::size_t kvDim = static_cast<std::size_t>(c.kvHeads) * c.headDim;
+            std::vector<float> q(c.tokens * qDim), keys(positions * kvDim), values(positions * kvDim), out(c.tokens * qDim);
+            for (auto* v : {&q, &keys, &values})
+                for (float& x : *v) x = normal(rng);
+            GqaAttentionArgs a;
+            a.q = q.data();
+            a.keys = keys.data();
+            a.values = values.data();
+            a.tokens = c.tokens;
+            a.start = c.start;
+            a.window = c.window;
+            a.heads = c.heads;
+            a.kvHeads = c.kvHeads;
+            a.headDim = c.headDim;
+            a.scale = 1.0f / std::sqrt(static_cast<float>(c.headDim));
+            a.out = out.data();
+            gqaAttentionAvx512(a, pool);
+            double worst = 0;
+            for (int t = 0; t < c.tokens; ++t)
+                for (int h = 0; h < c.heads; ++h) {
+                    const int pos = c.start + t, first = c.window ? std::max(0, pos - c.window + 1) : 0;
+                    const int g = h / (c.heads / c.kvHeads);
+                    std::vector<double> w;
+                    double m = -1e300;
+                    for (int j = first; j <= pos; ++j) {
+                        double s = 0;
+                        for (int d = 0; d < c.headDim; ++d)
+                            s += double(q[t * qDim + h * c.headDim + d]) * keys[j * kvDim + g * c.headDim + d];
+                        w.push_back(s * a.scale);
+                        m = std::max(m, w.back());
+                    }
+                    double l = 0;
+                    for (double& x : w) l += (x = std::exp(x - m));
+                    for (int d = 0; d < c.headDim; ++d) {
+                        double want = 0;
+                        for (int j = first; j <= pos; ++j) want += w[j - first] / l * values[j * kvDim + g * c.headDim + d];
+                        worst = std::max(worst, std::abs(want - out[t * qDim + h * c.headDim + d]));
+                    }
+                }
+            QVERIFY2(worst < 2e-5, qPrintable(QString("heads %1/%2, dim %3, %4 tokens after %5: worst %6")
+                                                  .arg(c.heads).arg(c.kvHeads).arg(c.headDim).arg(c.tokens).arg(c.start).arg(worst)));
+        }
+    }
+
     void int8RowsRoundTrip() {
         const int rows = 5, cols = 70;
         std::vector<std::uint16_t> bf16(rows * cols, 0);
