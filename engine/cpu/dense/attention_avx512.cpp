@@ -12,7 +12,8 @@ namespace {
 
 constexpr int kChunk = 256;  // cached positions a work item takes
 constexpr int kMaxGroup = 16;
-constexpr int kMaxHeadDim = 256;  // the partials' rows, and gqaAttentionFits
+constexpr int kMaxHeadDim = 256;
+constexpr std::size_t kPartialBytes = 32u << 20;  // the chunks' partial results held at once
 
 // exp(x) for x <= 0 (and -inf), 16 at a time: 2^n by the exponent bits and 2^f, |f| <= 1/2, by its Taylor
 // series to degree 7, relative error under 1e-7; below e^-87 it gives 0 (as the sampler's expNonPositive).
@@ -136,47 +137,56 @@ bool gqaAttentionFits(int heads, int kvHeads, int headDim) {
 void gqaAttentionAvx512(const GqaAttentionArgs& a, ThreadPool& pool) {
     const int group = a.heads / a.kvHeads, hd = a.headDim;
     const std::size_t stride = static_cast<std::size_t>(hd) + 2, qDim = static_cast<std::size_t>(a.heads) * hd;
-    // Work items (token, key head, chunk), token by token; partials in the same order.
-    std::vector<std::size_t> firstItem(static_cast<std::size_t>(a.tokens) + 1, 0);
-    for (int t = 0; t < a.tokens; ++t)
-        firstItem[t + 1] = firstItem[t] + static_cast<std::size_t>(a.kvHeads) * static_cast<std::size_t>(chunksOf(a, t));
-    const std::size_t items = firstItem.back();
+    const std::size_t partFloats = static_cast<std::size_t>(group) * stride;  // one work item's partials
+    const auto itemsOf = [&](int t) { return static_cast<std::size_t>(a.kvHeads) * static_cast<std::size_t>(chunksOf(a, t)); };
+    // Tokens in runs whose partials fit kPartialBytes (a long prompt's would take gigabytes at once); work
+    // items (token, key head, chunk) token by token, partials in the same order.
     thread_local std::vector<float> partials;
-    partials.resize(items * static_cast<std::size_t>(group) * stride);
-    float* parts = partials.data();
-    pool.parallelFor(items, 1, [&](std::size_t begin, std::size_t end) {
-        int t = static_cast<int>(std::upper_bound(firstItem.begin(), firstItem.end(), begin) - firstItem.begin()) - 1;
-        for (std::size_t item = begin; item < end; ++item) {
-            while (item >= firstItem[t + 1]) ++t;
-            const std::size_t local = item - firstItem[t];
-            const int chunks = chunksOf(a, t);
-            attendChunk(a, t, static_cast<int>(local / chunks), static_cast<int>(local % chunks),
-                        parts + item * static_cast<std::size_t>(group) * stride);
+    std::vector<std::size_t> firstItem;
+    for (int t0 = 0; t0 < a.tokens;) {
+        firstItem.assign(1, 0);
+        int t1 = t0;
+        while (t1 < a.tokens && (t1 == t0 || (firstItem.back() + itemsOf(t1)) * partFloats * sizeof(float) <= kPartialBytes)) {
+            firstItem.push_back(firstItem.back() + itemsOf(t1));
+            ++t1;
         }
-    });
-    // Each (token, head): its chunks rescaled to their common maximum and summed.
-    pool.parallelFor(static_cast<std::size_t>(a.tokens) * a.heads, 4, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t th = begin; th < end; ++th) {
-            const int t = static_cast<int>(th / a.heads), h = static_cast<int>(th % a.heads);
-            const int g = h / group, i = h % group, chunks = chunksOf(a, t);
-            const auto partOf = [&](int c) {
-                return parts + ((firstItem[t] + static_cast<std::size_t>(g) * chunks + c) * group + i) * stride;
-            };
-            float m = -INFINITY;
-            for (int c = 0; c < chunks; ++c) m = std::max(m, partOf(c)[0]);
-            float l = 0.0f;
-            float* out = a.out + static_cast<std::size_t>(t) * qDim + static_cast<std::size_t>(h) * hd;
-            std::fill_n(out, hd, 0.0f);
-            for (int c = 0; c < chunks; ++c) {
-                const float* p = partOf(c);
-                const float w = std::exp(p[0] - m);
-                l += p[1] * w;
-                for (int d = 0; d < hd; ++d) out[d] += p[2 + d] * w;
+        const std::size_t items = firstItem.back();
+        partials.resize(items * partFloats);
+        float* parts = partials.data();
+        pool.parallelFor(items, 1, [&](std::size_t begin, std::size_t end) {
+            int r = static_cast<int>(std::upper_bound(firstItem.begin(), firstItem.end(), begin) - firstItem.begin()) - 1;
+            for (std::size_t item = begin; item < end; ++item) {
+                while (item >= firstItem[r + 1]) ++r;
+                const std::size_t local = item - firstItem[r];
+                const int chunks = chunksOf(a, t0 + r);
+                attendChunk(a, t0 + r, static_cast<int>(local / chunks), static_cast<int>(local % chunks), parts + item * partFloats);
             }
-            const float inv = 1.0f / l;
-            for (int d = 0; d < hd; ++d) out[d] *= inv;
-        }
-    });
+        });
+        // Each (token, head): its chunks rescaled to their common maximum and summed.
+        pool.parallelFor(static_cast<std::size_t>(t1 - t0) * a.heads, 4, [&](std::size_t begin, std::size_t end) {
+            for (std::size_t th = begin; th < end; ++th) {
+                const int r = static_cast<int>(th / a.heads), h = static_cast<int>(th % a.heads), t = t0 + r;
+                const int g = h / group, i = h % group, chunks = chunksOf(a, t);
+                const auto partOf = [&](int c) {
+                    return parts + (firstItem[r] + static_cast<std::size_t>(g) * chunks + c) * partFloats + i * stride;
+                };
+                float m = -INFINITY;
+                for (int c = 0; c < chunks; ++c) m = std::max(m, partOf(c)[0]);
+                float l = 0.0f;
+                float* out = a.out + static_cast<std::size_t>(t) * qDim + static_cast<std::size_t>(h) * hd;
+                std::fill_n(out, hd, 0.0f);
+                for (int c = 0; c < chunks; ++c) {
+                    const float* p = partOf(c);
+                    const float w = std::exp(p[0] - m);
+                    l += p[1] * w;
+                    for (int d = 0; d < hd; ++d) out[d] += p[2 + d] * w;
+                }
+                const float inv = 1.0f / l;
+                for (int d = 0; d < hd; ++d) out[d] *= inv;
+            }
+        });
+        t0 = t1;
+    }
 }
 
 }  // namespace tandem::cpu
