@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "cpu/cpu_features.h"
-#include "cpu/dense/attention_avx512.h"
+#include "cpu/dense/gqa_attention.h"
 #include "cpu/dense/matmul.h"
 #include "cpu/dense/ops.h"
 #include "model/attention.h"
@@ -41,7 +41,7 @@ void gqaAttention(const AttentionStep& s, const GqaWeights& w, const float* x, f
     const float scale = attentionSoftmaxScale(c);
     const int group = c.numHeads / c.numKvHeads;
     std::vector<float> ctx(T * qDim);
-    if (cpu::selectedIsa() >= cpu::Isa::Avx512 && cpu::gqaAttentionFits(c.numHeads, c.numKvHeads, c.headDim)) {
+    if (cpu::selectedIsa() >= cpu::Isa::Avx2 && cpu::gqaAttentionFits(c.numHeads, c.numKvHeads, c.headDim)) {
         // Split by key head and chunk of positions, each key and value row read once per group.
         cpu::GqaAttentionArgs a;
         a.q = q.data();
@@ -55,7 +55,8 @@ void gqaAttention(const AttentionStep& s, const GqaWeights& w, const float* x, f
         a.headDim = c.headDim;
         a.scale = scale;
         a.out = ctx.data();
-        cpu::gqaAttentionAvx512(a, s.pool);
+        if (cpu::selectedIsa() >= cpu::Isa::Avx512) cpu::gqaAttentionAvx512(a, s.pool);
+        else cpu::gqaAttentionAvx2(a, s.pool);
         cpu::matmul(w.o, ctx.data(), qDim, T, out, H, s.pool);
         return;
     }

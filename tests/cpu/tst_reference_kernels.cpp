@@ -6,7 +6,7 @@
 #include <random>
 
 #include "cpu/cpu_features.h"
-#include "cpu/dense/attention_avx512.h"
+#include "cpu/dense/gqa_attention.h"
 #include "cpu/dense/matmul.h"
 #include "cpu/dense/quantize_dense.h"
 #include "cpu/dense/ops.h"
@@ -113,22 +113,25 @@ private slots:
 
     // Dense weights quantized at load (quantize_dense.h): each value within half a step of its row's scale,
     // the row's largest magnitude exactly 127 steps, an all-zero row scale 0; read back through dequantRow.
-    // The AVX-512 attention (chunks of 256 positions combined per head, each key row read once per group)
+    // The AVX-512 and AVX2 attention (chunks of 256 positions combined per head, each key row read once per group)
     // against the plain softmax over every position: long contexts (several chunks), a sliding window, a
     // prompt of several tokens, head groups of 1, 4 and 8.
     void gqaAttentionMatchesTheDirectSoftmax() {
         QVERIFY(gqaAttentionFits(32, 4, 128));
         QVERIFY(!gqaAttentionFits(32, 4, 72));   // head size no multiple of 16
         QVERIFY(!gqaAttentionFits(64, 2, 128));  // 32 heads a group
-        if (!isaSupported(Isa::Avx512)) return;  // the kernel needs the instructions; its portable twin is model/
+        // Each instruction set's kernel this CPU runs (the plain loop, model/attention_gqa.cpp, is the
+        // fixtures' to check).
         ThreadPool pool(3);
         std::mt19937 rng(11);
         std::normal_distribution<float> normal(0.0f, 1.0f);
         // `every`: the reference checks every every-th token and head (the last case's partials pass the
         // kernel's 32 MB, so its tokens run in two batches).
         struct Case { int heads, kvHeads, headDim, tokens, start, window, every; };
+        for (const Isa isa : {Isa::Avx512, Isa::Avx2})
         for (const Case c : {Case{32, 4, 128, 1, 1300, 0, 1}, Case{8, 8, 64, 5, 700, 0, 1}, Case{16, 4, 32, 3, 600, 300, 1},
                              Case{8, 2, 16, 1, 0, 0, 1}, Case{32, 4, 128, 64, 8000, 0, 9}}) {
+            if (!isaSupported(isa)) continue;
             const int positions = c.start + c.tokens;
             const std::size_t qDim = static_cast<std::size_t>(c.heads) * c.headDim;
             const std::size_t kvDim = static_cast<std::size_t>(c.kvHeads) * c.headDim;
@@ -147,7 +150,8 @@ private slots:
             a.headDim = c.headDim;
             a.scale = 1.0f / std::sqrt(static_cast<float>(c.headDim));
             a.out = out.data();
-            gqaAttentionAvx512(a, pool);
+            if (isa == Isa::Avx512) gqaAttentionAvx512(a, pool);
+            else gqaAttentionAvx2(a, pool);
             double worst = 0;
             for (int t = 0; t < c.tokens; t += c.every)
                 for (int h = 0; h < c.heads; h += c.every) {
@@ -170,8 +174,9 @@ private slots:
                         worst = std::max(worst, std::abs(want - out[t * qDim + h * c.headDim + d]));
                     }
                 }
-            QVERIFY2(worst < 2e-5, qPrintable(QString("heads %1/%2, dim %3, %4 tokens after %5: worst %6")
-                                                  .arg(c.heads).arg(c.kvHeads).arg(c.headDim).arg(c.tokens).arg(c.start).arg(worst)));
+            QVERIFY2(worst < 2e-5, qPrintable(QString("%1: heads %2/%3, dim %4, %5 tokens after %6: worst %7")
+                                                  .arg(QString::fromUtf8(isaName(isa))).arg(c.heads).arg(c.kvHeads)
+                                                  .arg(c.headDim).arg(c.tokens).arg(c.start).arg(worst)));
         }
     }
 

@@ -1,11 +1,13 @@
 #pragma once
-// Causal grouped-query attention over the CPU path's float32 KV cache, on AVX-512 (issue 25: attention
+// Causal grouped-query attention over the CPU path's float32 KV cache, on AVX-512 and AVX2 (issue 25: attention
 // that stays fast at long contexts). The work is split by query token, key head and chunk of cached
 // positions (flash-decoding), so a decode step's few heads still use every thread at 8k positions; each
 // chunk reads a key or value row once for all the query heads of its group, takes the scores' softmax in
 // its own running maximum (exp by a polynomial, 1e-7 relative), and the chunks are combined per head.
-// Only call when selectedIsa() is Avx512 or Amx and headDim is a multiple of 16 (at most 256) with at most
-// 16 query heads per key head (gqaAttentionFits); model/attention_gqa.cpp decides.
+// One kernel (gqa_attention_kernel.h) built for each instruction set. Only call gqaAttentionAvx512 when
+// selectedIsa() is Avx512 or Amx, gqaAttentionAvx2 when it is at least Avx2, and only for shapes
+// gqaAttentionFits takes (headDim a multiple of 16, at most 256; at most 16 query heads per key head);
+// model/attention_gqa.cpp decides.
 #include <cstddef>
 
 #include "cpu/pool/thread_pool.h"
@@ -26,5 +28,6 @@ struct GqaAttentionArgs {
 
 bool gqaAttentionFits(int heads, int kvHeads, int headDim);
 void gqaAttentionAvx512(const GqaAttentionArgs& a, ThreadPool& pool);
+void gqaAttentionAvx2(const GqaAttentionArgs& a, ThreadPool& pool);
 
 }  // namespace tandem::cpu
