@@ -26,7 +26,13 @@ struct GqaAttentionArgs {
     float* out = nullptr;  // [tokens, heads * headDim]
 };
 
-bool gqaAttentionFits(int heads, int kvHeads, int headDim);
+// The shapes the kernels take. Inline, so it runs in the caller's instruction set, before one is chosen.
+inline constexpr int kGqaMaxGroup = 16;     // query heads per key head
+inline constexpr int kGqaMaxHeadDim = 256;
+inline bool gqaAttentionFits(int heads, int kvHeads, int headDim) {
+    return kvHeads > 0 && heads % kvHeads == 0 && heads / kvHeads <= kGqaMaxGroup && headDim % 16 == 0 && headDim > 0 &&
+           headDim <= kGqaMaxHeadDim;
+}
 void gqaAttentionAvx512(const GqaAttentionArgs& a, ThreadPool& pool);
 void gqaAttentionAvx2(const GqaAttentionArgs& a, ThreadPool& pool);
 

@@ -57,11 +57,6 @@ struct Avx512 {
 
 }  // namespace
 
-bool gqaAttentionFits(int heads, int kvHeads, int headDim) {
-    return kvHeads > 0 && heads % kvHeads == 0 && heads / kvHeads <= gqa_detail::kMaxGroup && headDim % 16 == 0 &&
-           headDim > 0 && headDim <= gqa_detail::kMaxHeadDim;
-}
-
 void gqaAttentionAvx512(const GqaAttentionArgs& a, ThreadPool& pool) { gqa_detail::attention<Avx512>(a, pool); }
 
 }  // namespace tandem::cpu

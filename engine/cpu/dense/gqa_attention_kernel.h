@@ -11,8 +11,7 @@
 namespace tandem::cpu::gqa_detail {
 
 constexpr int kChunk = 256;  // cached positions a work item takes
-constexpr int kMaxGroup = 16;
-constexpr int kMaxHeadDim = 256;
+constexpr int kMaxGroup = kGqaMaxGroup;
 constexpr std::size_t kPartialBytes = 32u << 20;  // the chunks' partial results held at once
 
 inline int firstPosition(const GqaAttentionArgs& a, int position) { return a.window > 0 ? std::max(0, position - a.window + 1) : 0; }
