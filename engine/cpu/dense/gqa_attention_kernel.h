@@ -11,7 +11,6 @@
 namespace tandem::cpu::gqa_detail {
 
 constexpr int kChunk = 256;  // cached positions a work item takes
-constexpr int kMaxGroup = kGqaMaxGroup;
 constexpr std::size_t kPartialBytes = 32u << 20;  // the chunks' partial results held at once
 
 inline int firstPosition(const GqaAttentionArgs& a, int position) { return a.window > 0 ? std::max(0, position - a.window + 1) : 0; }
@@ -32,7 +31,7 @@ void attendChunk(const GqaAttentionArgs& a, int t, int g, int chunk, float* part
     const int position = a.start + t;
     const int p0 = firstPosition(a, position) + chunk * kChunk, p1 = std::min(p0 + kChunk, position + 1);
     const int n = p1 - p0, padded = (n + N - 1) / N * N;
-    alignas(64) float scores[kMaxGroup][kChunk];
+    alignas(64) float scores[kGqaMaxGroup][kChunk];
     const float* q = a.q + t * qDim + static_cast<std::size_t>(g) * group * hd;
     const V scale = S::set1(a.scale);
 

@@ -195,13 +195,13 @@ void GpuRunner::issueStreamCopy(int i) {
 void GpuRunner::prepareStreamShare(int tokens) {
     const model::ModelConfig& c = config_;
     const int percent = tuning().gpuStreamCpuPercent;
-    const bool vetoed = gpuExperts_.shareVerdicts.vetoed(tokens);
-    const int share = !streamingChunk_ ? 0
-                      : percent >= 0   ? c.numExperts * percent / 100
-                      : vetoed         ? 0
-                                       : runtime::streamCpuExperts(gpuExperts_.streamCost, c.numExperts, tokens,
-                                                                   gpuFirstSecondsPerToken_ * tokens,
-                                                                   handOverSecondsPerToken_ * tokens);
+    // The verdicts are read only for a streamed chunk the model decides (not on every decode step).
+    int share = 0;
+    if (streamingChunk_ && percent >= 0)
+        share = c.numExperts * percent / 100;
+    else if (streamingChunk_ && !gpuExperts_.shareVerdicts.vetoed(tokens))
+        share = runtime::streamCpuExperts(gpuExperts_.streamCost, c.numExperts, tokens, gpuFirstSecondsPerToken_ * tokens,
+                                          handOverSecondsPerToken_ * tokens);
     streamCpuExperts_ = share;
     const int gpuFrom = streamingChunk_ ? share : c.numExperts;
     if (gpuFrom != bridgeGpuFrom_) {
