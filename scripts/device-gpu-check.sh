@@ -48,6 +48,8 @@
 # (default int8: llama.cpp's GGUF holds attention and the output head in Q8_0); a variant word
 # dense=checkpoint runs its row with the store's bf16 dense weights, and cli=PATH another build (BASELINE).
 # PEER_CPU_ROW=0 leaves out Tandem's row with every expert on the CPU and no streaming (--gpu-memory 0).
+# PEER_ONLY=REGEX runs only the configurations whose name matches. A variant's settings are separated by
+# commas (TANDEM_GPU_STREAM_ROUTED=1,TANDEM_GPU_STREAM_CPU=0).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tandem-out}
@@ -146,6 +148,7 @@ fi
 
 if [[ ${PLACEMENT:-0} == 1 ]]; then
   for experts in ${PLACEMENT_TYPES:-auto int8 int4}; do
+    [[ $experts == none ]] && continue
     echo "== fixtures on the GPU, experts $experts there (auto placement), against the CPU" | tee -a "$out/placement.txt"
     python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device cpu --device gpu --experts "$experts" \
       2>&1 | grep -v '^    ' | tee -a "$out/placement.txt"
@@ -170,14 +173,18 @@ e = c.get('num_experts') or c.get('n_routed_experts') or c.get('num_local_expert
   layer_bytes() { python3 -c "import json; c = json.load(open('$1/config.json')); h = c['hidden_size']; \
 i = c.get('moe_intermediate_size') or c['intermediate_size']; \
 e = c.get('num_experts') or c.get('n_routed_experts') or c.get('num_local_experts'); print(int($2 * e * 6 * h * i))"; }
-  for mode in split stream-cpu; do
+  # stream-routed: every prompt streamed copying only the experts its tokens chose, alone and with the
+  # CPU computing half of each layer's experts.
+  for mode in split stream-cpu stream-routed stream-routed-cpu; do
     echo "== fixtures on the GPU, $mode" | tee -a "$out/placement.txt"
     for f in tests/fixtures/tiny-*; do
-      if [[ $mode == split ]]; then
-        budget=$(layer_bytes "$f" 1.5); env=(TANDEM_GPU_STREAM_MIN_TOKENS=0)
-      else
-        budget=$(layer_bytes "$f" 2.2); env=(TANDEM_GPU_STREAM_MIN_TOKENS=1 TANDEM_GPU_STREAM_CPU=50)
-      fi
+      budget=$(layer_bytes "$f" 2.2)
+      case $mode in
+        split) budget=$(layer_bytes "$f" 1.5); env=(TANDEM_GPU_STREAM_MIN_TOKENS=0) ;;
+        stream-cpu) env=(TANDEM_GPU_STREAM_MIN_TOKENS=1 TANDEM_GPU_STREAM_CPU=50) ;;
+        stream-routed) env=(TANDEM_GPU_STREAM_MIN_TOKENS=1 TANDEM_GPU_STREAM_ROUTED=1) ;;
+        stream-routed-cpu) env=(TANDEM_GPU_STREAM_MIN_TOKENS=1 TANDEM_GPU_STREAM_ROUTED=1 TANDEM_GPU_STREAM_CPU=50) ;;
+      esac
       echo "$(basename "$f"): $(env "${env[@]}" "$cli" generate --model "$f" --ids "1 2 3" --new-tokens 1 \
         --device gpu --gpu-memory "$budget" 2>&1 | grep 'routed experts')" | tee -a "$out/placement.txt"
       env "${env[@]}" python3 scripts/check_golden.py --cli "$cli" "$f" --device cpu --device gpu \
@@ -289,13 +296,14 @@ if [[ ${PEER:-0} == 1 ]]; then
     # name | llama-bench arguments (-: none) | Tandem's --gpu-memory (-: none) | prompt sizes [| Tandem's
     # environment]; rows of one name are compared
     while IFS='|' read -r name largs gm prompts tenv; do
+      [[ -n ${PEER_ONLY:-} && ! $name =~ ${PEER_ONLY} ]] && continue
       t0=$(date +%s)
       [[ $largs == - ]] || $lb -m "$pd/q30.gguf" $largs -t "$(nproc)" -fa 1 -r "$reps" -o jsonl 2>>"$out/peer-llama.log" |
         sed "s|^{|{\"config\": \"$name\", \"who\": \"llama.cpp\", |" >>"$out/peer.jsonl"
       # Tandem's dense weights: int8 (PEER_DENSE, default) as llama.cpp's GGUF holds them in Q8_0; a variant
       # word dense=checkpoint runs that row with the store's bf16 instead.
       dense=${PEER_DENSE:-int8}; envs=(); tcli=$cli
-      for word in ${tenv:-}; do
+      for word in ${tenv//,/ }; do
         case $word in dense=*) dense=${word#dense=} ;; cli=*) tcli=${word#cli=} ;; *) envs+=("$word") ;; esac
       done
       [[ $gm == - ]] || env "${envs[@]}" "$tcli" bench --model "$pd/q30-int4" --prompt "$prompts" --gen 128 --defer 0,2 --device gpu --gpu-memory "$gm" --no-verify \

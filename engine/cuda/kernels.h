@@ -140,6 +140,9 @@ bool launchFlashPrefill(const AttentionArgs& a, cudaStream_t s);
 // exactly as model::routeToken does on the CPU.
 void launchRouter(const float* logits, int tokens, int experts, const float* bias, const RouterSpec& spec,
                   int* ids, float* weights, cudaStream_t s);
+// routed[e] = 1 if one of the `count` ids is e, else 0, for e < experts (prefill streaming's copy of
+// only the routed experts; `routed` may be mapped host memory).
+void launchMarkRouted(const int* ids, int count, int experts, int* routed, cudaStream_t s);
 // Decode's MoE entry in one kernel: the post-attention RMSNorm of the residual row x (written to
 // hF32 and, as a bf16 GEMM input, to hBf16 when they are not null), the router's float32 logits W h
 // (W [experts, hidden]), the routing above into ids / weights and, with a control, the hand-over

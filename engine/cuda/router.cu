@@ -226,6 +226,19 @@ __global__ void routerDecodeKernel(RouteDecodeArgs a) {
     *a.blocksDone = 0;
 }
 
+// One block: which experts `ids` names, counted in shared memory and written out whole.
+__global__ void markRoutedKernel(const int* ids, int count, int experts, int* routed) {
+    extern __shared__ int seen[];
+    for (int e = threadIdx.x; e < experts; e += blockDim.x) seen[e] = 0;
+    __syncthreads();
+    for (int i = threadIdx.x; i < count; i += blockDim.x) {
+        const int id = ids[i];
+        if (id >= 0 && id < experts) seen[id] = 1;
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < experts; e += blockDim.x) routed[e] = seen[e];
+}
+
 }  // namespace
 
 void launchRouter(const float* logits, int tokens, int experts, const float* bias, const RouterSpec& spec,
@@ -233,6 +246,11 @@ void launchRouter(const float* logits, int tokens, int experts, const float* bia
     if (spec.topK > kMaxTopK || spec.numGroups > kMaxGroups)
         throw GpuError("the GPU router supports at most 32 active experts and 64 groups");
     routerKernel<<<tokens, kThreads, 2 * experts * sizeof(float), s>>>(logits, experts, bias, spec, ids, weights);
+    TANDEM_CUDA_CHECK(cudaGetLastError());
+}
+
+void launchMarkRouted(const int* ids, int count, int experts, int* routed, cudaStream_t s) {
+    markRoutedKernel<<<1, 1024, static_cast<std::size_t>(experts) * sizeof(int), s>>>(ids, count, experts, routed);
     TANDEM_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <iterator>
 #include <bit>
 #include <cstdio>
 #include <numeric>
@@ -201,6 +202,40 @@ void StreamShareVerdicts::record(int tokens, int share, double secondsPerLayer, 
     }
     const double linkAlone = timed != linkAlone_.end() ? timed->second : predictedLinkAlone;
     if (linkAlone > 0 && secondsPerLayer >= kVetoRatio * linkAlone && !vetoed(tokens)) vetoed_.push_back(b);
+}
+
+const StreamCopyChoice::Bucket* StreamCopyChoice::find(int tokens) const {
+    const int b = StreamShareVerdicts::bucket(tokens);
+    for (const Bucket& x : buckets_)
+        if (x.size == b) return &x;
+    return nullptr;
+}
+
+double StreamCopyChoice::routedShare(int tokens) const {
+    const Bucket* b = find(tokens);
+    return b ? b->routedShare : 1.0;
+}
+
+bool StreamCopyChoice::routed(int tokens) const {
+    const Bucket* b = find(tokens);
+    if (!b || b->routedShare >= kMaxRouted) return false;
+    // Untried, or faster when both were timed (the whole layer ahead untimed: the routed share is small).
+    return b->seconds[1] == 0 || b->seconds[0] == 0 || b->seconds[1] < b->seconds[0];
+}
+
+void StreamCopyChoice::record(int tokens, bool routedCopies, double share, double secondsPerLayer) {
+    const int size = StreamShareVerdicts::bucket(tokens);
+    auto it = std::find_if(buckets_.begin(), buckets_.end(), [&](const Bucket& x) { return x.size == size; });
+    if (it == buckets_.end()) {
+        buckets_.push_back(Bucket{size});
+        it = std::prev(buckets_.end());
+    }
+    if (share >= 0 && share <= 1) it->routedShare = share;
+    if (!warm_) {
+        warm_ = true;
+        return;
+    }
+    if (secondsPerLayer > 0) it->seconds[routedCopies ? 1 : 0] = secondsPerLayer;
 }
 
 ExpertPlacement planPlacement(const model::ModelConfig& config, const PlacementRequest& request) {

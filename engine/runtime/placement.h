@@ -127,12 +127,41 @@ public:
     bool vetoed(int tokens) const;
 
     static constexpr double kVetoRatio = 0.98;  // slower than this share of the link alone: dropped
+    static int bucket(int tokens);  // the power of two at or above
 
 private:
-    static int bucket(int tokens);
     bool warm_ = false;  // a chunk was recorded (and not judged) before
     std::vector<int> vetoed_;
     std::vector<std::pair<int, double>> linkAlone_;  // (bucket, seconds per streamed layer)
+};
+
+// How prefill streaming copies a streamed layer's experts for a chunk of `tokens`: ahead (the whole
+// layer, during the layer before it, so the copy overlaps the GPU's work) or routed (only the experts the
+// chunk's tokens chose, after the layer's router: fewer bytes, but the link waits for the router and the
+// GPU for the copy). Every streamed chunk counts the experts its tokens chose; routed copies are tried for
+// a chunk size whose tokens chose fewer than kMaxRouted of the experts, and kept while they are the
+// faster, timed as the streamed layers of a chunk. By power-of-two bucket of chunk sizes; the model's
+// first chunk (cold) is counted but not timed. The engine thread only.
+class StreamCopyChoice {
+public:
+    bool routed(int tokens) const;
+    // The share of the streamed layers' experts the last chunk of this size chose (1 before any).
+    double routedShare(int tokens) const;
+    // A chunk of `tokens` chose `routedShare` of the streamed layers' experts; its streamed layers took
+    // `secondsPerLayer` with routed copies or not.
+    void record(int tokens, bool routedCopies, double routedShare, double secondsPerLayer);
+
+    static constexpr double kMaxRouted = 0.9;
+
+private:
+    struct Bucket {
+        int size = 0;
+        double routedShare = 1;
+        double seconds[2] = {0, 0};  // per streamed layer: ahead, routed (0: not timed)
+    };
+    const Bucket* find(int tokens) const;
+    bool warm_ = false;
+    std::vector<Bucket> buckets_;
 };
 
 std::vector<model::LayerPlan> placedLayers(const std::vector<model::LayerPlan>& layers, const ExpertPlacement& placement);

@@ -164,6 +164,25 @@ private slots:
         QVERIFY(!v.vetoed(256));
     }
 
+    void streamCopiesRoutedExpertsWhereThatIsFaster() {
+        runtime::StreamCopyChoice c;
+        QVERIFY(!c.routed(512));  // nothing counted yet: whole layers
+        QCOMPARE(c.routedShare(512), 1.0);
+        c.record(512, false, 0.62, 9.0e-3);  // the first chunk: counted, not timed
+        QCOMPARE(c.routedShare(512), 0.62);
+        QVERIFY(c.routed(512));  // routed copies untried: tried
+        QVERIFY(!c.routed(2048));
+        c.record(2048, false, 0.97, 6.3e-3);  // nearly every expert chosen: whole layers
+        QVERIFY(!c.routed(2048));
+        c.record(512, true, 0.61, 4.8e-3);
+        c.record(512, false, 0.63, 6.2e-3);
+        QVERIFY(c.routed(512));  // timed the faster
+        c.record(512, true, 0.60, 6.5e-3);
+        QVERIFY(!c.routed(400));  // now the slower (same bucket)
+        c.record(512, false, 0.95, 6.2e-3);
+        QVERIFY(!c.routed(512));  // too many chosen to try
+    }
+
     void gpuMemorySizesParse() {
         QCOMPARE(parseByteSize("0", "--gpu-memory"), std::uint64_t{0});
         QCOMPARE(parseByteSize("16G", "--gpu-memory"), std::uint64_t{16'000'000'000});

@@ -34,6 +34,10 @@ struct Tuning {
     // Percent of a streamed layer's experts the CPU computes while the rest are copied; -1 = the cost
     // model measured at load (runtime/placement.h, streamCpuExperts).
     int gpuStreamCpuPercent = -1;   // TANDEM_GPU_STREAM_CPU
+    // Streamed layers copy only the experts a chunk's tokens chose (1), the whole layer ahead (0), or
+    // whichever measured faster (-1; runtime::StreamCopyChoice).
+    int gpuStreamRouted = -1;       // TANDEM_GPU_STREAM_ROUTED
+    bool gpuStreamLog = false;      // TANDEM_GPU_STREAM_LOG=1: a line on stderr per streamed chunk
     // bf16 terms of each activation in the GPU's prefill expert kernels: 0 = by the experts' type (1,
     // plain bf16, for int8 and int4 experts, whose CPU kernels round activations to 8 bits; 2, hi + lo,
     // for bf16 experts), or 1-3 (bf16 experts keep at least 2).

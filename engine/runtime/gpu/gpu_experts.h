@@ -58,8 +58,10 @@ struct GpuExperts {
     // chunk's CPU computes the first runtime::streamCpuExperts of each streamed layer's experts while the
     // rest are copied.
     runtime::StreamCost streamCost;
-    // What streamed chunks showed of the CPU's share (every runner of the model adds to it).
-    mutable runtime::StreamShareVerdicts shareVerdicts;
+    // What streamed chunks showed of the CPU's share, with the whole layers copied ahead [0] and with
+    // routed copies [1], and of the two ways to copy (every runner of the model adds to them).
+    mutable runtime::StreamShareVerdicts shareVerdicts[2];
+    mutable runtime::StreamCopyChoice copyChoice;
 
     // Every routed expert of the layer on the GPU: no hand-over to the CPU.
     bool wholeLayer(int layer) const {

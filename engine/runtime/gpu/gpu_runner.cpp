@@ -246,6 +246,8 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
                 if (b == 0) TANDEM_CUDA_CHECK(cudaEventCreate(&attentionTimed_[2]));
             }
             TANDEM_CUDA_CHECK(cudaEventCreate(&streamEnd_));
+            TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&routed_, cudaEventDisableTiming));
+            routedFlags_ = PinnedBuffer<int>(streamOrder_.size() * static_cast<std::size_t>(c.numExperts), true);
         }
     }
     controls_ = PinnedBuffer<SlotControl>(2, true);
@@ -360,6 +362,7 @@ GpuRunner::~GpuRunner() {
         if (copied_[b]) cudaEventDestroy(copied_[b]);
         if (used_[b]) cudaEventDestroy(used_[b]);
         if (b == 0 && streamEnd_) cudaEventDestroy(streamEnd_);
+        if (b == 0 && routed_) cudaEventDestroy(routed_);
         if (attentionTimed_[b]) cudaEventDestroy(attentionTimed_[b]);
         if (b == 0 && attentionTimed_[2]) cudaEventDestroy(attentionTimed_[2]);
     }
@@ -538,7 +541,8 @@ void GpuRunner::embed() {
     normalizedAhead_ = false;
     if (streamingChunk_) {
         streamCount_ = 0;
-        issueStreamCopy(0);
+        streamCopiedBytes_ = 0;
+        if (!routedCopies_) issueStreamCopy(0);
     }
 }
 

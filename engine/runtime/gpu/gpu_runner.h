@@ -71,8 +71,9 @@ private:
     void enqueueMla(const model::LayerPlan& layer, int tokens);
     void enqueueMlp(const GpuMlp& mlp, int tokens);  // from hBf16, accumulated into x
     // A MoE layer computed on the GPU: norm, router, routed experts (expert_kernels.h; `table`: each
-    // expert's device address) and shared experts.
-    void enqueueGpuMoe(const model::LayerPlan& layer, const std::uint8_t* const* table);
+    // expert's device address) and shared experts; the routed experts after `copied` when not null (a
+    // streamed layer).
+    void enqueueGpuMoe(const model::LayerPlan& layer, const std::uint8_t* const* table, cudaEvent_t copied = nullptr);
     // Decode's norm + router + routing kernel (launchRouterDecode) fits this model.
     bool routesInOneKernel() const;
     // Its arguments for MoE layer l, routing into routeIds_ / routeWeights_ with no hand-over; the
@@ -86,6 +87,12 @@ private:
     // Prefill streaming: copies the i-th layer of streamOrder_ into staging buffer i % 2 on copyStream_
     // (all but the CPU's share).
     void issueStreamCopy(int i);
+    // Routed copies (routedCopies_), streamed layer streamCount_: after its router, which experts the
+    // chunk chose (from the routing `ids`, into routedFlags_; counted whichever way the chunk copies) ...
+    void markRouted(const int* ids);
+    // ... and, once the router is done (the engine thread waits for it), the copy of those the GPU
+    // computes into the staging buffer, consecutive experts in one copy, then copied_.
+    void issueRoutedCopy();
     // Before a pass of `tokens` tokens (streamingChunk_ set): the CPU's share of each streamed layer
     // (runtime::streamCpuExperts, or Tuning::gpuStreamCpuPercent), told to the bridge, and the streamed
     // layers' expert tables for it.
@@ -173,6 +180,12 @@ private:
     cudaStream_t copyStream_ = nullptr;
     cudaEvent_t copied_[2] = {}, used_[2] = {};
     bool streamingChunk_ = false;  // the prefill chunk being enqueued streams
+    bool routedCopies_ = false;    // ... copying only the routed experts (runtime::StreamCopyChoice)
+    PinnedBuffer<int> routedFlags_;  // mapped, [streamOrder_.size()][numExperts]: chosen by the chunk
+    cudaEvent_t routed_ = nullptr;   // the streamed layer's routing done (routed copies)
+    std::uint64_t streamCopiedBytes_ = 0;  // by routed copies in this chunk
+    // The streamed layers of a chunk: the share of their experts the chunk chose, for copyChoice.
+    double chunkRoutedShare() const;
     int streamCount_ = 0;          // layers of streamOrder_ enqueued in this chunk
 
     // Routed experts: two pinned slots, used by alternate MoE layers, and their signals.

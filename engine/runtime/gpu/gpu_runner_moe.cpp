@@ -1,7 +1,10 @@
 // GpuRunner's MoE layers (gpu_runner.h): the hand-over of routed experts to the CPU and back, routed
 // experts the GPU holds, and prefill streaming of the CPU's layers (docs/ARCHITECTURE.md, "Placement").
+#include <algorithm>
 #include <cstddef>
+#include <cstdio>
 #include <optional>
+#include <thread>
 
 #include "cuda/gemm.h"
 #include "cuda/host_sync.h"
@@ -73,12 +76,11 @@ void GpuRunner::feedForwardBlock(const model::LayerPlan& layer) {
         const int i = streamCount_, b = i % 2;
         if (streamOrder_[static_cast<std::size_t>(i)] != l) throw GpuError("prefill streaming lost its order");
         if (i == 0) TANDEM_CUDA_CHECK(cudaEventRecord(attentionTimed_[1], stream_));
-        if (static_cast<std::size_t>(i) + 1 < streamOrder_.size()) issueStreamCopy(i + 1);
+        if (!routedCopies_ && static_cast<std::size_t>(i) + 1 < streamOrder_.size()) issueStreamCopy(i + 1);
         const std::uint8_t* const* table = streamTables_.get() + static_cast<std::size_t>(i) * static_cast<std::size_t>(c.numExperts);
         if (streamCpuExperts_ == 0) {
             // Every expert copied (or held): the layer runs as one the GPU holds.
-            TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream_, copied_[b], 0));
-            enqueueGpuMoe(layer, table);
+            enqueueGpuMoe(layer, table, copied_[b]);
         } else {
             // The CPU computes the first experts while the rest arrive.
             handOverMoe(layer, table, copied_[b]);
@@ -126,6 +128,7 @@ void GpuRunner::handOverMoe(const model::LayerPlan& layer, const std::uint8_t* c
         gemmF32(blas_, w.router.get(), c.numExperts, H, hF32_.get(), H, tokens, routerLogits_.get(), c.numExperts);
         launchRouter(routerLogits_.get(), tokens, c.numExperts, bias, c.router, routeIds_.get(), routeWeights_.get(), stream_);
     }
+    if (copied) markRouted(decode ? hostIds : routeIds_.get());
     stamp(l, kRouted);
     if (!decode) {
         launchExportToHost(hF32_.get(), tokens, H, routeIds_.get(), routeWeights_.get(), k, hostX, hostIds, hostWeights,
@@ -143,6 +146,7 @@ void GpuRunner::handOverMoe(const model::LayerPlan& layer, const std::uint8_t* c
     // they have arrived), added into the residual while the CPU computes the rest. Decode's routing is
     // read back from the slot (mapped host memory, topK entries).
     if (gpuTable) {
+        if (copied && routedCopies_) issueRoutedCopy();
         if (copied) TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream_, copied, 0));
         const ExpertPairs batch = launchGroupRoutes(decode ? hostIds : routeIds_.get(), decode ? hostWeights : routeWeights_.get(),
                                                     tokens, k, gpuTable, c.numExperts, groupStart_.get(), pairToken_.get(),
@@ -192,16 +196,69 @@ void GpuRunner::issueStreamCopy(int i) {
     TANDEM_CUDA_CHECK(cudaEventRecord(copied_[b], copyStream_));
 }
 
+void GpuRunner::markRouted(const int* ids) {
+    const auto E = static_cast<std::size_t>(config_.numExperts);
+    launchMarkRouted(ids, stepTokens_ * config_.router.topK, config_.numExperts,
+                     routedFlags_.devicePointer() + static_cast<std::size_t>(streamCount_) * E, stream_);
+    if (routedCopies_) TANDEM_CUDA_CHECK(cudaEventRecord(routed_, stream_));
+}
+
+void GpuRunner::issueRoutedCopy() {
+    // The router of this layer is a few kernels ahead of the GPU; the CPU's share is served meanwhile by
+    // the bridge's helper thread (ServeMeanwhile), which shares this thread's core: poll and yield.
+    cudaError_t state;
+    while ((state = cudaEventQuery(routed_)) == cudaErrorNotReady) std::this_thread::yield();
+    TANDEM_CUDA_CHECK(state);
+    const int i = streamCount_, b = i % 2, layer = streamOrder_[static_cast<std::size_t>(i)];
+    const auto E = static_cast<std::size_t>(config_.numExperts);
+    const std::size_t expertBytes = gpuExperts_.streamLayerBytes / E;
+    const volatile int* chosen = routedFlags_.get() + static_cast<std::size_t>(i) * E;
+    const bool held = gpuExperts_.holdsSome(layer);
+    auto copies = [&](std::size_t e) {
+        return chosen[e] != 0 && !(held && gpuExperts_.hostTable[static_cast<std::size_t>(layer)][e]);
+    };
+    const std::uint8_t* from = gpuExperts_.hostLayers[static_cast<std::size_t>(layer)];
+    TANDEM_CUDA_CHECK(cudaStreamWaitEvent(copyStream_, used_[b], 0));
+    for (std::size_t e = static_cast<std::size_t>(streamCpuExperts_); e < E;) {
+        if (!copies(e)) {
+            ++e;
+            continue;
+        }
+        std::size_t end = e + 1;
+        while (end < E && copies(end)) ++end;
+        const std::size_t bytes = (end - e) * expertBytes;
+        TANDEM_CUDA_CHECK(cudaMemcpyAsync(stage_[b].get() + e * expertBytes, from + e * expertBytes, bytes,
+                                          cudaMemcpyHostToDevice, copyStream_));
+        streamCopiedBytes_ += bytes;
+        e = end;
+    }
+    TANDEM_CUDA_CHECK(cudaEventRecord(copied_[b], copyStream_));
+}
+
+double GpuRunner::chunkRoutedShare() const {
+    const std::size_t n = streamOrder_.size() * static_cast<std::size_t>(config_.numExperts);
+    if (n == 0) return 1.0;
+    std::size_t chosen = 0;
+    for (std::size_t i = 0; i < n; ++i) chosen += routedFlags_.get()[i] != 0;
+    return static_cast<double>(chosen) / static_cast<double>(n);
+}
+
 void GpuRunner::prepareStreamShare(int tokens) {
     const model::ModelConfig& c = config_;
     const int percent = tuning().gpuStreamCpuPercent;
     // The verdicts are read only for a streamed chunk the model decides (not on every decode step).
+    const int routed = tuning().gpuStreamRouted;
+    routedCopies_ = streamingChunk_ && (routed >= 0 ? routed == 1 : gpuExperts_.copyChoice.routed(tokens));
     int share = 0;
     if (streamingChunk_ && percent >= 0)
         share = c.numExperts * percent / 100;
-    else if (streamingChunk_ && !gpuExperts_.shareVerdicts.vetoed(tokens))
-        share = runtime::streamCpuExperts(gpuExperts_.streamCost, c.numExperts, tokens, gpuFirstSecondsPerToken_ * tokens,
+    else if (streamingChunk_ && !gpuExperts_.shareVerdicts[routedCopies_].vetoed(tokens)) {
+        // Routed copies carry the chosen share of the experts, and start with the CPU's, after the router.
+        runtime::StreamCost cost = gpuExperts_.streamCost;
+        if (routedCopies_) cost.linkBytesPerSecond /= std::max(0.05, gpuExperts_.copyChoice.routedShare(tokens));
+        share = runtime::streamCpuExperts(cost, c.numExperts, tokens, routedCopies_ ? 0.0 : gpuFirstSecondsPerToken_ * tokens,
                                           handOverSecondsPerToken_ * tokens);
+    }
     streamCpuExperts_ = share;
     const int gpuFrom = streamingChunk_ ? share : c.numExperts;
     if (gpuFrom != bridgeGpuFrom_) {
@@ -233,12 +290,22 @@ void GpuRunner::judgeStreamShare(int tokens) {
         return;
     }
     const runtime::StreamCost& cost = gpuExperts_.streamCost;
-    const double predicted =
-        cost.linkBytesPerSecond > 0 ? static_cast<double>(gpuExperts_.streamLayerBytes) / cost.linkBytesPerSecond : 0.0;
-    gpuExperts_.shareVerdicts.record(tokens, streamCpuExperts_, ms * 1e-3 / static_cast<double>(streamOrder_.size()), predicted);
+    const double chosen = chunkRoutedShare();
+    const double seconds = ms * 1e-3 / static_cast<double>(streamOrder_.size());
+    const double predicted = cost.linkBytesPerSecond > 0 ? static_cast<double>(gpuExperts_.streamLayerBytes) *
+                                                               (routedCopies_ ? chosen : 1.0) / cost.linkBytesPerSecond
+                                                         : 0.0;
+    gpuExperts_.shareVerdicts[routedCopies_].record(tokens, streamCpuExperts_, seconds, predicted);
+    gpuExperts_.copyChoice.record(tokens, routedCopies_, chosen, seconds);
+    if (tuning().gpuStreamLog)
+        std::fprintf(stderr, "tandem: streamed chunk of %d tokens: %s copies, %.0f%% of the experts chosen, %.1f MB copied a layer, CPU share %d, %.3f ms a layer\n",
+                     tokens, routedCopies_ ? "routed" : "whole-layer", 100 * chosen,
+                     routedCopies_ ? static_cast<double>(streamCopiedBytes_) / 1e6 / static_cast<double>(streamOrder_.size())
+                                   : static_cast<double>(gpuExperts_.streamLayerBytes) * (1.0 - static_cast<double>(streamCpuExperts_) / config_.numExperts) / 1e6,
+                     streamCpuExperts_, ms / static_cast<double>(streamOrder_.size()));
 }
 
-void GpuRunner::enqueueGpuMoe(const model::LayerPlan& layer, const std::uint8_t* const* table) {
+void GpuRunner::enqueueGpuMoe(const model::LayerPlan& layer, const std::uint8_t* const* table, cudaEvent_t copied) {
     const int l = layer.index, tokens = stepTokens_;
     const model::ModelConfig& c = config_;
     const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
@@ -264,6 +331,7 @@ void GpuRunner::enqueueGpuMoe(const model::LayerPlan& layer, const std::uint8_t*
         launchRouter(routerLogits_.get(), tokens, c.numExperts, w.correctionBias ? w.correctionBias.get() : nullptr,
                      c.router, routeIds_.get(), routeWeights_.get(), stream_);
     }
+    if (copied) markRouted(routeIds_.get());
     stamp(l, kRouted);
     if (!batch)
         batch = launchGroupRoutes(routeIds_.get(), routeWeights_.get(), tokens, k, table, c.numExperts, groupStart_.get(),
@@ -271,6 +339,8 @@ void GpuRunner::enqueueGpuMoe(const model::LayerPlan& layer, const std::uint8_t*
     stamp(l, kCopiedOut);
     if (w.shared) enqueueMlp(*w.shared, tokens);
     stamp(l, kSharedDone);
+    if (copied && routedCopies_) issueRoutedCopy();
+    if (copied) TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream_, copied, 0));
     // x += the routed experts' weighted sum, straight into the residual.
     if (tokens == 1) {
         // The kernel's last block also applies the norm that comes next (the next layer's input norm or the
