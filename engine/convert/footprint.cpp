@@ -43,6 +43,7 @@ struct Tally {
 struct Storage {
     std::uint64_t elementBytes = 2;  // torch_dtype
     bool fp8 = false;
+    bool int8 = false;  // the engine's int8 dense weights: projections and the output head, a float32 scale per row
     int blockRows = 128, blockCols = 128;
 };
 
@@ -53,13 +54,21 @@ public:
     // A projection matrix: FP8 in an FP8 checkpoint.
     void projection(Tally& t, std::uint64_t rows, std::uint64_t cols) const {
         t.parameters += rows * cols;
-        if (s_.fp8) {
+        if (s_.int8) {
+            t.bytes += rows * cols + rows * 4;
+            t.tensors += 1;
+        } else if (s_.fp8) {
             t.bytes += rows * cols + ceilDiv(rows, s_.blockRows) * ceilDiv(cols, s_.blockCols) * 4;
             t.tensors += 2;
         } else {
             t.bytes += rows * cols * s_.elementBytes;
             t.tensors += 1;
         }
+    }
+    // The output head: int8 with the engine's int8 dense weights, else as plain() below.
+    void head(Tally& t, std::uint64_t rows, std::uint64_t cols) const {
+        if (s_.int8) projection(t, rows, cols);
+        else plain(t, rows, cols);
     }
     // Embeddings, lm_head, routers: never FP8.
     void plain(Tally& t, std::uint64_t rows, std::uint64_t cols = 1) const {
@@ -160,14 +169,17 @@ Footprint estimateFootprintFromJson(const std::string& configJson, ExpertPrecisi
     const Storage storage = storageOf(configJson, c);
     const TensorCounter count(storage);
     const TensorCounter asBf16(Storage{});
+    Storage int8;
+    int8.int8 = true;
+    const TensorCounter asInt8(int8);
 
-    Tally dense, denseBf16, routed, mtp;
+    Tally dense, denseBf16, denseInt8, routed, mtp;
     const std::uint64_t H = static_cast<std::uint64_t>(c.hiddenSize);
     const std::uint64_t V = static_cast<std::uint64_t>(c.vocabSize);
-    for (const TensorCounter* counter : {&count, &asBf16}) {
-        Tally& t = counter == &count ? dense : denseBf16;
-        counter->plain(t, V, H);                         // embed_tokens
-        if (!c.tieWordEmbeddings) counter->plain(t, V, H);  // lm_head
+    for (const TensorCounter* counter : {&count, &asBf16, &asInt8}) {
+        Tally& t = counter == &count ? dense : counter == &asBf16 ? denseBf16 : denseInt8;
+        counter->plain(t, V, H);                            // embed_tokens
+        if (!c.tieWordEmbeddings) counter->head(t, V, H);  // lm_head
         counter->plain(t, H);                            // final norm
         for (int l = 0; l < c.numLayers; ++l) t += layerDense(c, *counter, c.isMoeLayer(l));
     }
@@ -194,6 +206,7 @@ Footprint estimateFootprintFromJson(const std::string& configJson, ExpertPrecisi
                                               static_cast<std::uint64_t>(moeLayers)
                                         : 0;
     f.denseBytes = denseBf16.bytes;
+    f.denseInt8Bytes = denseInt8.bytes;
     f.kvCacheBytes = kvValuesPerPosition(c) * 4 * static_cast<std::uint64_t>(c.numLayers) *
                      static_cast<std::uint64_t>(f.contextLength);
     f.ramBytes = f.routedExpertBytes + f.kvCacheBytes;
@@ -215,6 +228,12 @@ namespace {
 constexpr std::uint64_t kChunkActivationBytes = 1ull << 30;
 
 }  // namespace
+
+Footprint withInt8Dense(Footprint f) {
+    f.vramBytes = f.vramBytes - f.denseBytes + f.denseInt8Bytes;
+    f.denseBytes = f.denseInt8Bytes;
+    return f;
+}
 
 ExpertFit estimateExpertFit(const Footprint& need, std::uint64_t vramBytes) {
     ExpertFit fit;

@@ -7,6 +7,7 @@
 #include "cpu/dense/matmul.h"
 #include "cpu/dense/ops.h"
 #include "model/attention.h"
+#include "tandem/tuning.h"
 
 namespace tandem::model {
 
@@ -41,7 +42,7 @@ void gqaAttention(const AttentionStep& s, const GqaWeights& w, const float* x, f
     const float scale = attentionSoftmaxScale(c);
     const int group = c.numHeads / c.numKvHeads;
     std::vector<float> ctx(T * qDim);
-    if (cpu::selectedIsa() >= cpu::Isa::Avx2 && cpu::gqaAttentionFits(c.numHeads, c.numKvHeads, c.headDim)) {
+    if (tuning().cpuAttentionKernels && cpu::selectedIsa() >= cpu::Isa::Avx2 && cpu::gqaAttentionFits(c.numHeads, c.numKvHeads, c.headDim)) {
         // Split by key head and chunk of positions, each key and value row read once per group.
         cpu::GqaAttentionArgs a;
         a.q = q.data();

@@ -1,9 +1,12 @@
 #include <algorithm>
 #include <vector>
 
+#include "cpu/cpu_features.h"
+#include "cpu/dense/gqa_attention.h"
 #include "cpu/dense/matmul.h"
 #include "cpu/dense/ops.h"
 #include "model/attention.h"
+#include "tandem/tuning.h"
 
 namespace tandem::model {
 
@@ -63,7 +66,24 @@ void mlaAttention(const AttentionStep& s, const MlaWeights& w, const float* x, f
     // Attention over the latent context.
     const float scale = attentionSoftmaxScale(c);
     std::vector<float> ctxLatent(T * heads * latent);
-    s.pool.parallelFor(T * heads, 1, [&](std::size_t begin, std::size_t end) {
+    if (tuning().cpuAttentionKernels && cpu::selectedIsa() >= cpu::Isa::Avx2 && cpu::mlaAttentionFits(static_cast<int>(latent), static_cast<int>(ropeDim))) {
+        // Split by chunk of positions and block of heads, each cached row read once per block.
+        cpu::MlaAttentionArgs a;
+        a.qLatent = qLatent.data();
+        a.qRope = q.data() + nope;
+        a.qRopeHead = qHead;
+        a.latentRows = s.cache.row(s.layer.index, 0, 0);
+        a.ropeRows = s.cache.row(s.layer.index, 1, 0);
+        a.tokens = static_cast<int>(T);
+        a.start = s.start;
+        a.heads = static_cast<int>(heads);
+        a.latent = static_cast<int>(latent);
+        a.ropeDim = static_cast<int>(ropeDim);
+        a.scale = scale;
+        a.out = ctxLatent.data();
+        if (cpu::selectedIsa() >= cpu::Isa::Avx512) cpu::mlaAttentionAvx512(a, s.pool);
+        else cpu::mlaAttentionAvx2(a, s.pool);
+    } else s.pool.parallelFor(T * heads, 1, [&](std::size_t begin, std::size_t end) {
         std::vector<float> scores;
         for (std::size_t i = begin; i < end; ++i) {
             const std::size_t t = i / heads, h = i % heads;

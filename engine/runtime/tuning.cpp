@@ -73,6 +73,7 @@ Tuning Tuning::fromEnvironment() {
     t.gpuStreamMinTokens = integer("TANDEM_GPU_STREAM_MIN_TOKENS", t.gpuStreamMinTokens, 0, 1 << 20);
     t.gpuPrefillChunk = integer("TANDEM_GPU_CHUNK", t.gpuPrefillChunk, 0, 1 << 16);
     t.gpuStreamCpuPercent = integer("TANDEM_GPU_STREAM_CPU", t.gpuStreamCpuPercent, 0, 99);
+    t.cpuAttentionKernels = flag("TANDEM_CPU_ATTENTION", t.cpuAttentionKernels);
     t.gpuStreamRouted = integer("TANDEM_GPU_STREAM_ROUTED", t.gpuStreamRouted, 0, 1);
     t.gpuStreamLog = flag("TANDEM_GPU_STREAM_LOG", t.gpuStreamLog);
     t.gpuExpertSplits = integer("TANDEM_GPU_EXPERT_SPLITS", t.gpuExpertSplits, 0, 3);
@@ -101,6 +102,7 @@ std::string Tuning::differences() const {
     differs(out, "TANDEM_GPU_STREAM_MIN_TOKENS", gpuStreamMinTokens, d.gpuStreamMinTokens);
     differs(out, "TANDEM_GPU_CHUNK", gpuPrefillChunk, d.gpuPrefillChunk);
     differs(out, "TANDEM_GPU_STREAM_CPU", gpuStreamCpuPercent, d.gpuStreamCpuPercent);
+    differs(out, "TANDEM_CPU_ATTENTION", cpuAttentionKernels, d.cpuAttentionKernels);
     differs(out, "TANDEM_GPU_STREAM_ROUTED", gpuStreamRouted, d.gpuStreamRouted);
     differs(out, "TANDEM_GPU_STREAM_LOG", gpuStreamLog, d.gpuStreamLog);
     differs(out, "TANDEM_GPU_EXPERT_SPLITS", gpuExpertSplits, d.gpuExpertSplits);

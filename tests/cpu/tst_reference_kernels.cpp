@@ -180,6 +180,66 @@ private slots:
         }
     }
 
+    void mlaAttentionMatchesTheDirectSoftmax() {
+        QVERIFY(mlaAttentionFits(512, 64));
+        QVERIFY(!mlaAttentionFits(500, 64));
+        ThreadPool pool(3);
+        std::mt19937 rng(12);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        // 40 heads: blocks of 16, 16 and 8; the rope queries inside wider rows (as the caller's [nope | rope]).
+        struct Case { int heads, latent, rope, tokens, start; };
+        for (const Isa isa : {Isa::Avx512, Isa::Avx2})
+        for (const Case c : {Case{40, 64, 16, 3, 700}, Case{16, 512, 64, 1, 1300}, Case{4, 32, 16, 5, 0}, Case{4, 32, 0, 2, 300}}) {
+            if (!isaSupported(isa)) continue;
+            const int positions = c.start + c.tokens;
+            const std::size_t H = static_cast<std::size_t>(c.heads), L = static_cast<std::size_t>(c.latent);
+            const std::size_t R = static_cast<std::size_t>(c.rope), qRopeHead = R + 24;
+            std::vector<float> qLatent(c.tokens * H * L), qRope(c.tokens * H * qRopeHead), latentRows(positions * L),
+                ropeRows(positions * R + 1), out(c.tokens * H * L);
+            for (auto* v : {&qLatent, &qRope, &latentRows, &ropeRows})
+                for (float& x : *v) x = normal(rng) * 0.3f;
+            MlaAttentionArgs a;
+            a.qLatent = qLatent.data();
+            a.qRope = qRope.data() + 24;
+            a.qRopeHead = qRopeHead;
+            a.latentRows = latentRows.data();
+            a.ropeRows = ropeRows.data();
+            a.tokens = c.tokens;
+            a.start = c.start;
+            a.heads = c.heads;
+            a.latent = c.latent;
+            a.ropeDim = c.rope;
+            a.scale = 1.0f / std::sqrt(static_cast<float>(c.latent));
+            a.out = out.data();
+            if (isa == Isa::Avx512) mlaAttentionAvx512(a, pool);
+            else mlaAttentionAvx2(a, pool);
+            double worst = 0;
+            for (int t = 0; t < c.tokens; ++t)
+                for (int h = 0; h < c.heads; ++h) {
+                    const int pos = c.start + t;
+                    std::vector<double> w;
+                    double m = -1e300;
+                    for (int j = 0; j <= pos; ++j) {
+                        double s = 0;
+                        for (std::size_t d = 0; d < L; ++d) s += double(qLatent[(t * H + h) * L + d]) * latentRows[j * L + d];
+                        for (std::size_t d = 0; d < R; ++d) s += double(a.qRope[(t * H + h) * qRopeHead + d]) * ropeRows[j * R + d];
+                        w.push_back(s * a.scale);
+                        m = std::max(m, w.back());
+                    }
+                    double l = 0;
+                    for (double& x : w) l += (x = std::exp(x - m));
+                    for (std::size_t d = 0; d < L; ++d) {
+                        double want = 0;
+                        for (int j = 0; j <= pos; ++j) want += w[j] / l * latentRows[j * L + d];
+                        worst = std::max(worst, std::abs(want - out[(t * H + h) * L + d]));
+                    }
+                }
+            QVERIFY2(worst < 2e-5, qPrintable(QString("%1: %2 heads, latent %3 + rope %4, %5 tokens after %6: worst %7")
+                                                  .arg(QString::fromUtf8(isaName(isa))).arg(c.heads).arg(c.latent)
+                                                  .arg(c.rope).arg(c.tokens).arg(c.start).arg(worst)));
+        }
+    }
+
     void int8RowsRoundTrip() {
         const int rows = 5, cols = 70;
         std::vector<std::uint16_t> bf16(rows * cols, 0);

@@ -124,6 +124,22 @@ private slots:
         QVERIFY2(std::abs(active - activeBillions) / activeBillions < 0.06, qPrintable(QString("active %1 B").arg(active)));
     }
 
+    // With int8 dense weights the projections and the output head take a byte per weight (and a float32
+    // scale per row); the embedding, norms and routers stay bf16. Qwen3-30B-A3B: the embedding and the
+    // head are 151936 x 2048 each, the attention 48 x 18.9 M weights.
+    void int8DenseHalvesTheProjections() {
+        const Footprint f = curatedFootprint("Qwen3-30B-A3B");
+        const double bf16 = static_cast<double>(f.denseBytes) / 1e9, int8 = static_cast<double>(f.denseInt8Bytes) / 1e9;
+        QVERIFY2(bf16 > 3.0 && bf16 < 3.15, qPrintable(QString("bf16 dense %1 GB").arg(bf16)));
+        QVERIFY2(int8 > 1.82 && int8 < 1.9, qPrintable(QString("int8 dense %1 GB").arg(int8)));
+        const Footprint g = withInt8Dense(f);
+        QCOMPARE(g.denseBytes, f.denseInt8Bytes);
+        QCOMPARE(g.vramBytes, g.denseBytes + g.kvCacheBytes);
+        QCOMPARE(g.ramBytes, f.ramBytes);
+        // The fit then has more room for experts.
+        QVERIFY(estimateExpertFit(g, 16'000'000'000ull).layersOnGpu >= estimateExpertFit(f, 16'000'000'000ull).layersOnGpu);
+    }
+
     // The wizard's fit check (estimateExpertFit): the engine's placement rule for a GPU of a given size.
     void theFitPlacesWholeLayersByTheGpusMemory() {
         const Footprint qwen = curatedFootprint("Qwen3-30B-A3B", ExpertPrecision::INT4);

@@ -204,6 +204,9 @@ void QuantizationPage::showAdvice() {
             fail(QString::fromStdString(e.what()));
             needs.clear();
         }
+        // The engine's dense weights as Settings has them (int8 by default).
+        if (wizard_->parts().settings->engine().int8Dense)
+            for (auto& need : needs) need = tandem::withInt8Dense(need);
         // Once listed, the download's real size is known: what is not on disk yet.
         if (plan.fromHub() && lookup_ == Lookup::Ready)
             for (auto& need : needs) need.downloadBytes = static_cast<quint64>(totalSize(filesMissingFrom(plan.files, plan.downloadFolder)));

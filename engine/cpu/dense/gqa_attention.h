@@ -7,7 +7,7 @@
 // One kernel (gqa_attention_kernel.h) built for each instruction set. Only call gqaAttentionAvx512 when
 // selectedIsa() is Avx512 or Amx, gqaAttentionAvx2 when it is at least Avx2, and only for shapes
 // gqaAttentionFits takes (headDim a multiple of 16, at most 256; at most 16 query heads per key head);
-// model/attention_gqa.cpp decides.
+// model/attention_gqa.cpp decides. MLA below the same way.
 #include <cstddef>
 
 #include "cpu/pool/thread_pool.h"
@@ -35,5 +35,25 @@ inline bool gqaAttentionFits(int heads, int kvHeads, int headDim) {
 }
 void gqaAttentionAvx512(const GqaAttentionArgs& a, ThreadPool& pool);
 void gqaAttentionAvx2(const GqaAttentionArgs& a, ThreadPool& pool);
+
+// MLA in the absorbed form (model/attention_mla.cpp): every head attends to the same cached rows, a
+// score being its latent query against the latent row plus its rope query against the rope row, and its
+// output the weighted latent rows (expanded to values by the caller). The same kernel, one key head of
+// `heads` query heads taken 16 at a time.
+struct MlaAttentionArgs {
+    const float* qLatent = nullptr;     // [tokens, heads, latent]
+    const float* qRope = nullptr;       // query (t, h)'s rope part at qRope + (t * heads + h) * qRopeHead
+    std::size_t qRopeHead = 0;
+    const float* latentRows = nullptr;  // position p's latent row at latentRows + p * latent
+    const float* ropeRows = nullptr;    // position p's rope keys at ropeRows + p * ropeDim
+    int tokens = 0, start = 0, heads = 0, latent = 0, ropeDim = 0;
+    float scale = 1.0f;
+    float* out = nullptr;  // [tokens, heads, latent]
+};
+inline bool mlaAttentionFits(int latent, int ropeDim) {
+    return latent > 0 && latent % 16 == 0 && ropeDim >= 0 && ropeDim % 16 == 0;
+}
+void mlaAttentionAvx512(const MlaAttentionArgs& a, ThreadPool& pool);
+void mlaAttentionAvx2(const MlaAttentionArgs& a, ThreadPool& pool);
 
 }  // namespace tandem::cpu

@@ -56,6 +56,7 @@ struct Avx2 {
 
 }  // namespace
 
-void gqaAttentionAvx2(const GqaAttentionArgs& a, ThreadPool& pool) { gqa_detail::attention<Avx2>(a, pool); }
+void gqaAttentionAvx2(const GqaAttentionArgs& a, ThreadPool& pool) { gqa_detail::attention<Avx2>(gqa_detail::gqaTerms(a), pool); }
+void mlaAttentionAvx2(const MlaAttentionArgs& a, ThreadPool& pool) { gqa_detail::attention<Avx2>(gqa_detail::mlaTerms(a), pool); }
 
 }  // namespace tandem::cpu

@@ -57,6 +57,7 @@ struct Avx512 {
 
 }  // namespace
 
-void gqaAttentionAvx512(const GqaAttentionArgs& a, ThreadPool& pool) { gqa_detail::attention<Avx512>(a, pool); }
+void gqaAttentionAvx512(const GqaAttentionArgs& a, ThreadPool& pool) { gqa_detail::attention<Avx512>(gqa_detail::gqaTerms(a), pool); }
+void mlaAttentionAvx512(const MlaAttentionArgs& a, ThreadPool& pool) { gqa_detail::attention<Avx512>(gqa_detail::mlaTerms(a), pool); }
 
 }  // namespace tandem::cpu

@@ -1,7 +1,12 @@
 #pragma once
-// The GQA attention kernel of gqa_attention.h, written once over a vector type S (S::V of S::N floats and
-// its operations: gqa_attention_avx512.cpp's 16 lanes, gqa_attention_avx2.cpp's 8). Included only by
-// those two files, each compiled for its instruction set.
+// The attention kernels of gqa_attention.h, written once over a vector type S (S::V of S::N floats and its
+// operations: gqa_attention_avx512.cpp's 16 lanes, gqa_attention_avx2.cpp's 8). Included only by those two
+// files, each compiled for its instruction set.
+//
+// Both forms are mapped onto Terms: a score is the sum of one or two query-key dot products (GQA: the
+// head's query and its key head's keys; MLA in the absorbed form: the latent query against the cached
+// latent rows, plus the rope part against the rope keys), and the values are rows of their own (MLA:
+// the latent rows again), each with its strides.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -11,58 +16,87 @@
 namespace tandem::cpu::gqa_detail {
 
 constexpr int kChunk = 256;  // cached positions a work item takes
+constexpr int kBlock = kGqaMaxGroup;  // query heads a work item takes (a group's heads in blocks of this)
 constexpr std::size_t kPartialBytes = 32u << 20;  // the chunks' partial results held at once
 
-inline int firstPosition(const GqaAttentionArgs& a, int position) { return a.window > 0 ? std::max(0, position - a.window + 1) : 0; }
+struct Segment {
+    const float* q = nullptr;
+    std::size_t qToken = 0, qHead = 0;  // query (t, h) at q + t * qToken + h * qHead
+    const float* k = nullptr;
+    std::size_t kRow = 0, kHead = 0;    // key head g of position p at k + p * kRow + g * kHead
+    int dim = 0;                        // a multiple of S::N
+};
 
-inline int chunksOf(const GqaAttentionArgs& a, int t) {
+struct Terms {
+    Segment seg[2];
+    int segments = 1;
+    const float* v = nullptr;
+    std::size_t vRow = 0, vHead = 0;
+    int vDim = 0;                         // a multiple of S::N
+    float* out = nullptr;
+    std::size_t oToken = 0, oHead = 0;    // [vDim] per (token, head)
+    int tokens = 0, start = 0, window = 0, heads = 0, kvHeads = 0;
+    float scale = 1.0f;
+    int group() const { return heads / kvHeads; }
+    int blocks() const { return (group() + kBlock - 1) / kBlock; }
+};
+
+inline int firstPosition(const Terms& a, int position) { return a.window > 0 ? std::max(0, position - a.window + 1) : 0; }
+
+inline int chunksOf(const Terms& a, int t) {
     const int position = a.start + t;
     return (position - firstPosition(a, position) + kChunk) / kChunk;
 }
 
-// One chunk of one token's positions for the `group` query heads of key head g: each head's running
-// maximum, sum of exponentials and weighted sum of values, written to part[i * (headDim + 2) ...].
+// One chunk of one token's positions for block b of the query heads of key head g: each head's running
+// maximum, sum of exponentials and weighted sum of values, written to part[i * (vDim + 2) ...].
 template <class S>
-void attendChunk(const GqaAttentionArgs& a, int t, int g, int chunk, float* part) {
+void attendChunk(const Terms& a, int t, int g, int b, int chunk, float* part) {
     using V = typename S::V;
     constexpr int N = S::N;
-    const int hd = a.headDim, group = a.heads / a.kvHeads, vectors = hd / N;
-    const std::size_t kvDim = static_cast<std::size_t>(a.kvHeads) * hd, qDim = static_cast<std::size_t>(a.heads) * hd;
+    const int groupFirst = g * a.group() + b * kBlock;
+    const int heads = std::min(kBlock, a.group() - b * kBlock);
     const int position = a.start + t;
     const int p0 = firstPosition(a, position) + chunk * kChunk, p1 = std::min(p0 + kChunk, position + 1);
     const int n = p1 - p0, padded = (n + N - 1) / N * N;
-    alignas(64) float scores[kGqaMaxGroup][kChunk];
-    const float* q = a.q + t * qDim + static_cast<std::size_t>(g) * group * hd;
+    alignas(64) float scores[kBlock][kChunk];
     const V scale = S::set1(a.scale);
+    const auto query = [&](int s, int i) { return a.seg[s].q + t * a.seg[s].qToken + static_cast<std::size_t>(groupFirst + i) * a.seg[s].qHead; };
+    const auto key = [&](int s, int p) { return a.seg[s].k + static_cast<std::size_t>(p) * a.seg[s].kRow + static_cast<std::size_t>(g) * a.seg[s].kHead; };
 
-    // Scores: N key rows at a time (they stay in L1) for every head of the group, each head's query vector
+    // Scores: N key rows at a time (they stay in L1) for every head of the block, each head's query vector
     // loaded once for the N; the rest one row at a time.
     int first = 0;
     for (; first + N <= n; first += N) {
-        const float* k = a.keys + static_cast<std::size_t>(p0 + first) * kvDim + static_cast<std::size_t>(g) * hd;
-        for (int i = 0; i < group; ++i) {
-            const float* qi = q + static_cast<std::size_t>(i) * hd;
+        for (int i = 0; i < heads; ++i) {
             V acc[N];
-            const V q0 = S::loadu(qi);
-            for (int r = 0; r < N; ++r) acc[r] = S::mul(q0, S::loadu(k + r * kvDim));
-            for (int v = 1; v < vectors; ++v) {
-                const V qv = S::loadu(qi + N * v);
-                for (int r = 0; r < N; ++r) acc[r] = S::fmadd(qv, S::loadu(k + r * kvDim + N * v), acc[r]);
+            for (int r = 0; r < N; ++r) acc[r] = S::set1(0.0f);
+            for (int s = 0; s < a.segments; ++s) {
+                const float* qi = query(s, i);
+                const float* k = key(s, p0 + first);
+                const std::size_t row = a.seg[s].kRow;
+                for (int v = 0; v < a.seg[s].dim / N; ++v) {
+                    const V qv = S::loadu(qi + N * v);
+                    for (int r = 0; r < N; ++r) acc[r] = S::fmadd(qv, S::loadu(k + r * row + N * v), acc[r]);
+                }
             }
             S::store(scores[i] + first, S::mul(S::sumEach(acc), scale));
         }
     }
     for (int j = first; j < n; ++j) {
-        const float* k = a.keys + static_cast<std::size_t>(p0 + j) * kvDim + static_cast<std::size_t>(g) * hd;
-        for (int i = 0; i < group; ++i) {
-            const float* qi = q + static_cast<std::size_t>(i) * hd;
-            V acc = S::mul(S::loadu(qi), S::loadu(k));
-            for (int v = 1; v < vectors; ++v) acc = S::fmadd(S::loadu(qi + N * v), S::loadu(k + N * v), acc);
+        for (int i = 0; i < heads; ++i) {
+            V acc = S::set1(0.0f);
+            for (int s = 0; s < a.segments; ++s) {
+                const float* qi = query(s, i);
+                const float* k = key(s, p0 + j);
+                for (int v = 0; v < a.seg[s].dim / N; ++v) acc = S::fmadd(S::loadu(qi + N * v), S::loadu(k + N * v), acc);
+            }
             scores[i][j] = S::sum(acc) * a.scale;
         }
     }
-    const std::size_t stride = static_cast<std::size_t>(hd) + 2;
-    for (int i = 0; i < group; ++i) {
+    const int vd = a.vDim;
+    const std::size_t stride = static_cast<std::size_t>(vd) + 2;
+    for (int i = 0; i < heads; ++i) {
         float* s = scores[i];
         std::fill(s + n, s + padded, -INFINITY);
         V mN = S::set1(-INFINITY);
@@ -80,31 +114,33 @@ void attendChunk(const GqaAttentionArgs& a, int t, int g, int chunk, float* part
         float* out = part + static_cast<std::size_t>(i) * stride;
         out[0] = m;
         out[1] = S::sum(lN);
-        const float* values = a.values + static_cast<std::size_t>(p0) * kvDim + static_cast<std::size_t>(g) * hd;
+        const float* values = a.v + static_cast<std::size_t>(p0) * a.vRow + static_cast<std::size_t>(g) * a.vHead;
         const auto weighted = [&]<int kVectors>(int column) {
             V acc[kVectors];
             for (int v = 0; v < kVectors; ++v) acc[v] = S::set1(0.0f);
             for (int j = 0; j < n; ++j) {
-                const float* vr = values + static_cast<std::size_t>(j) * kvDim + column;
+                const float* vr = values + static_cast<std::size_t>(j) * a.vRow + column;
                 const V w = S::set1(s[j]);
                 for (int v = 0; v < kVectors; ++v) acc[v] = S::fmadd(w, S::loadu(vr + N * v), acc[v]);
             }
             for (int v = 0; v < kVectors; ++v) S::storeu(out + 2 + column + N * v, acc[v]);
         };
         int column = 0;
-        for (; column + 4 * N <= hd; column += 4 * N) weighted.template operator()<4>(column);
-        for (; column < hd; column += N) weighted.template operator()<1>(column);
+        for (; column + 4 * N <= vd; column += 4 * N) weighted.template operator()<4>(column);
+        for (; column < vd; column += N) weighted.template operator()<1>(column);
     }
 }
 
 template <class S>
-void attention(const GqaAttentionArgs& a, ThreadPool& pool) {
-    const int group = a.heads / a.kvHeads, hd = a.headDim;
-    const std::size_t stride = static_cast<std::size_t>(hd) + 2, qDim = static_cast<std::size_t>(a.heads) * hd;
-    const std::size_t partFloats = static_cast<std::size_t>(group) * stride;  // one work item's partials
-    const auto itemsOf = [&](int t) { return static_cast<std::size_t>(a.kvHeads) * static_cast<std::size_t>(chunksOf(a, t)); };
+void attention(const Terms& a, ThreadPool& pool) {
+    const int group = a.group(), blocks = a.blocks(), vd = a.vDim;
+    const std::size_t stride = static_cast<std::size_t>(vd) + 2;
+    // One work item's partials: a block of heads (a whole group when it is no larger).
+    const std::size_t partFloats = static_cast<std::size_t>(std::min(kBlock, group)) * stride;
+    const std::size_t perChunk = static_cast<std::size_t>(a.kvHeads) * static_cast<std::size_t>(blocks);
+    const auto itemsOf = [&](int t) { return perChunk * static_cast<std::size_t>(chunksOf(a, t)); };
     // Tokens in runs whose partials fit kPartialBytes (a long prompt's would take gigabytes at once); work
-    // items (token, key head, chunk) token by token, partials in the same order.
+    // items (token, key head, block of heads, chunk) token by token, partials in the same order.
     thread_local std::vector<float> partials;
     std::vector<std::size_t> firstItem;
     for (int t0 = 0; t0 < a.tokens;) {
@@ -122,36 +158,79 @@ void attention(const GqaAttentionArgs& a, ThreadPool& pool) {
             for (std::size_t item = begin; item < end; ++item) {
                 while (item >= firstItem[r + 1]) ++r;
                 const std::size_t local = item - firstItem[r];
-                const int chunks = chunksOf(a, t0 + r);
-                attendChunk<S>(a, t0 + r, static_cast<int>(local / chunks), static_cast<int>(local % chunks),
-                               parts + item * partFloats);
+                const auto chunks = static_cast<std::size_t>(chunksOf(a, t0 + r));
+                const std::size_t gb = local / chunks;
+                attendChunk<S>(a, t0 + r, static_cast<int>(gb / blocks), static_cast<int>(gb % blocks),
+                               static_cast<int>(local % chunks), parts + item * partFloats);
             }
         });
         // Each (token, head): its chunks rescaled to their common maximum and summed.
         pool.parallelFor(static_cast<std::size_t>(t1 - t0) * a.heads, 4, [&](std::size_t begin, std::size_t end) {
             for (std::size_t th = begin; th < end; ++th) {
                 const int r = static_cast<int>(th / a.heads), h = static_cast<int>(th % a.heads), t = t0 + r;
-                const int g = h / group, i = h % group, chunks = chunksOf(a, t);
+                const int g = h / group, b = (h % group) / kBlock, i = (h % group) % kBlock, chunks = chunksOf(a, t);
                 const auto partOf = [&](int c) {
-                    return parts + (firstItem[r] + static_cast<std::size_t>(g) * chunks + c) * partFloats + i * stride;
+                    return parts + (firstItem[r] + (static_cast<std::size_t>(g) * blocks + b) * chunks + c) * partFloats + i * stride;
                 };
                 float m = -INFINITY;
                 for (int c = 0; c < chunks; ++c) m = std::max(m, partOf(c)[0]);
                 float l = 0.0f;
-                float* out = a.out + static_cast<std::size_t>(t) * qDim + static_cast<std::size_t>(h) * hd;
-                std::fill_n(out, hd, 0.0f);
+                float* out = a.out + static_cast<std::size_t>(t) * a.oToken + static_cast<std::size_t>(h) * a.oHead;
+                std::fill_n(out, vd, 0.0f);
                 for (int c = 0; c < chunks; ++c) {
                     const float* p = partOf(c);
                     const float w = std::exp(p[0] - m);
                     l += p[1] * w;
-                    for (int d = 0; d < hd; ++d) out[d] += p[2 + d] * w;
+                    for (int d = 0; d < vd; ++d) out[d] += p[2 + d] * w;
                 }
                 const float inv = 1.0f / l;
-                for (int d = 0; d < hd; ++d) out[d] *= inv;
+                for (int d = 0; d < vd; ++d) out[d] *= inv;
             }
         });
         t0 = t1;
     }
+}
+
+inline Terms gqaTerms(const GqaAttentionArgs& a) {
+    Terms x;
+    const auto hd = static_cast<std::size_t>(a.headDim);
+    const std::size_t kvDim = static_cast<std::size_t>(a.kvHeads) * hd, qDim = static_cast<std::size_t>(a.heads) * hd;
+    x.seg[0] = Segment{a.q, qDim, hd, a.keys, kvDim, hd, a.headDim};
+    x.v = a.values;
+    x.vRow = kvDim;
+    x.vHead = hd;
+    x.vDim = a.headDim;
+    x.out = a.out;
+    x.oToken = qDim;
+    x.oHead = hd;
+    x.tokens = a.tokens;
+    x.start = a.start;
+    x.window = a.window;
+    x.heads = a.heads;
+    x.kvHeads = a.kvHeads;
+    x.scale = a.scale;
+    return x;
+}
+
+inline Terms mlaTerms(const MlaAttentionArgs& a) {
+    Terms x;
+    const auto latent = static_cast<std::size_t>(a.latent), rope = static_cast<std::size_t>(a.ropeDim);
+    const auto heads = static_cast<std::size_t>(a.heads);
+    x.seg[0] = Segment{a.qLatent, heads * latent, latent, a.latentRows, latent, 0, a.latent};
+    x.seg[1] = Segment{a.qRope, heads * a.qRopeHead, a.qRopeHead, a.ropeRows, rope, 0, a.ropeDim};
+    x.segments = 2;
+    x.v = a.latentRows;
+    x.vRow = latent;
+    x.vDim = a.latent;
+    x.out = a.out;
+    x.oToken = heads * latent;
+    x.oHead = latent;
+    x.tokens = a.tokens;
+    x.start = a.start;
+    x.heads = a.heads;
+    x.kvHeads = 1;
+    x.scale = a.scale;
+    return x;
 }
 
 }  // namespace tandem::cpu::gqa_detail

@@ -22,6 +22,8 @@ struct Footprint {
     std::uint64_t activeParameters = 0;  // used per token: all but the routed experts, plus k of them
     std::uint64_t routedExpertBytes = 0; // the routed experts packed in the chosen type
     std::uint64_t denseBytes = 0;        // everything else, in bf16 (FP8 is widened on upload)
+    std::uint64_t denseInt8Bytes = 0;    // the same with int8 dense weights (DensePrecision::Int8; embeddings,
+                                         // norms and routers as they are)
     std::uint64_t kvCacheBytes = 0;      // one conversation's KV cache at the context length (float32)
     std::uint64_t ramBytes = 0;          // routedExpertBytes + kvCacheBytes
     std::uint64_t vramBytes = 0;         // denseBytes + kvCacheBytes
@@ -47,6 +49,8 @@ struct ExpertFit {
                                          // with no GPU, the dense part)
 };
 ExpertFit estimateExpertFit(const Footprint& need, std::uint64_t vramBytes);
+// The footprint with the dense part in int8 (denseBytes and vramBytes from denseInt8Bytes).
+Footprint withInt8Dense(Footprint f);
 
 // This machine's memory read speed in GB/s with every core reading (best of a few passes over ~1 GB,
 // under a second, the first call of a process; later calls return that figure); what bounds decode when

@@ -21,6 +21,7 @@ struct Tuning {
     int amxPrefetchBlocks = 2;      // TANDEM_AMX_PREFETCH: B tiles asked for this many K blocks ahead; 0 = none
     int amxInt4Lag = 1;             // TANDEM_AMX_INT4_LAG: INT4 group sums this many groups behind (0..3)
     bool amxStream = true;          // TANDEM_AMX_STREAM: INT4 panels asked for in L2 ahead of unpacking
+    bool cpuAttentionKernels = true; // TANDEM_CPU_ATTENTION=0: the CPU's attention on its plain loops (model/attention_*.cpp)
     // GPU path
     bool gpuSplitPrecision = true;  // TANDEM_GPU_PRECISION=bf16 turns off split (hi + lo) GEMM inputs
     bool gpuFp8 = true;             // TANDEM_GPU_FP8=0: FP8 weights rounded to bf16 on the GPU (see ARCHITECTURE)
