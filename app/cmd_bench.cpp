@@ -100,7 +100,7 @@ void printTable(const std::string& model, const tandem::Engine& engine, const st
 
 int runBench(const CommandArgs& argv) {
     const CliArgs args(argv, {"--dense", "--synthetic", "--model", "--experts", "--prompt", "--gen", "--defer", "--threads", "--device", "--gpu-memory",
-                              "--seed", "--context"},
+                              "--seed", "--context", "--depth"},
                        {"--json", "--no-warmup"});
     const auto synthetic = args.optional("--synthetic");
     const auto modelDir = args.optional("--model");
@@ -111,6 +111,11 @@ int runBench(const CommandArgs& argv) {
     for (const int p : prompts)
         if (p < 1) throw tandem::Error("--prompt sizes must be at least 1");
     if (genTokens < 2) throw tandem::Error("--gen must be at least 2");
+    // --depth 8192,16384: decode after that many tokens of context (a random prompt whose prefill is not
+    // reported), as llama-bench's -d.
+    const std::vector<int> depths = args.optional("--depth") ? commaList(*args.optional("--depth"), "--depth") : std::vector<int>{};
+    for (const int d : depths)
+        if (d < 1) throw tandem::Error("--depth sizes must be at least 1");
     // --defer 0,2 runs the same model with each deferral: it is a per-session setting.
     const std::vector<int> deferrals = commaList(args.optional("--defer").value_or("0"), "--defer");
 
@@ -120,7 +125,9 @@ int runBench(const CommandArgs& argv) {
     options.gpuExpertMemory = parseGpuMemory(args);
     options.experts = parseExperts(args.optional("--experts").value_or(synthetic ? "int4" : "auto"));
     options.dense = parseDense(args);
-    options.contextLength = *std::max_element(prompts.begin(), prompts.end()) + genTokens + 1;
+    int longest = *std::max_element(prompts.begin(), prompts.end());
+    for (const int d : depths) longest = std::max(longest, d);
+    options.contextLength = longest + genTokens + 1;
     std::unique_ptr<tandem::Engine> engine;
     std::string model;
     if (synthetic) {
@@ -133,7 +140,7 @@ int runBench(const CommandArgs& argv) {
         if (model.empty()) model = std::filesystem::path(*modelDir).parent_path().filename().string();
     }
     if (options.contextLength > engine->info().contextLength)
-        throw tandem::Error("the largest --prompt and --gen need " + std::to_string(options.contextLength) +
+        throw tandem::Error("the largest --prompt (or --depth) and --gen need " + std::to_string(options.contextLength) +
                             " positions, but this model holds at most " + std::to_string(engine->info().contextLength));
     const std::string& shape = synthetic ? *synthetic : model;
     reportDevice(engine->info());
@@ -183,6 +190,13 @@ int runBench(const CommandArgs& argv) {
             rows.push_back({defer, "tg" + std::to_string(genTokens) + " @ d" + std::to_string(promptTokens),
                             stats.decodeTokensPerSecond()});
         }
+    }
+    for (const int depth : depths) {
+        std::vector<int> context(static_cast<std::size_t>(depth));
+        for (int& t : context) t = token(rng);
+        for (const int defer : deferrals)
+            rows.push_back({defer, "tg" + std::to_string(genTokens) + " @ d" + std::to_string(depth),
+                            measure(context, defer).decodeTokensPerSecond()});
     }
     // Decode from an empty context (one token), as llama-bench's "tg N" runs it.
     for (const int defer : deferrals) {

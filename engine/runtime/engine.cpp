@@ -145,6 +145,10 @@ struct Engine::Impl {
         info.numExperts = config.numExperts;
         info.expertsPerToken = config.numExperts ? config.router.topK : 0;
         info.contextLength = std::max(1, std::min(options.contextLength, config.maxPositionEmbeddings));
+        info.maxContextLength = config.maxPositionEmbeddings;
+        const int perLayer = config.attention == model::AttentionKind::Mla ? config.kvLoraRank + config.qkRopeHeadDim
+                                                                           : 2 * config.numKvHeads * config.headDim;
+        info.kvBytesPerPosition = static_cast<std::uint64_t>(perLayer) * sizeof(float) * static_cast<std::uint64_t>(config.numLayers);
         info.eosTokenIds = config.eosTokenIds;
         if (config.generation.doSample) {
             info.defaultSampling.temperature = config.generation.temperature;

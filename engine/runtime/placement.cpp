@@ -219,11 +219,13 @@ double StreamCopyChoice::routedShare(int tokens) const {
 bool StreamCopyChoice::routed(int tokens) const {
     const Bucket* b = find(tokens);
     if (!b || b->routedShare >= kMaxRouted) return false;
-    // Untried, or faster when both were timed (the whole layer ahead untimed: the routed share is small).
-    return b->seconds[1] == 0 || b->seconds[0] == 0 || b->seconds[1] < b->seconds[0];
+    // Untried, or faster: than whole layers as timed, else as the link would copy them.
+    if (b->seconds[1] == 0) return true;
+    const double whole = b->seconds[0] > 0 ? b->seconds[0] : b->predictedWhole;
+    return whole <= 0 || b->seconds[1] < whole;
 }
 
-void StreamCopyChoice::record(int tokens, bool routedCopies, double share, double secondsPerLayer) {
+void StreamCopyChoice::record(int tokens, bool routedCopies, double share, double secondsPerLayer, double wholeLayerSeconds) {
     const int size = StreamShareVerdicts::bucket(tokens);
     auto it = std::find_if(buckets_.begin(), buckets_.end(), [&](const Bucket& x) { return x.size == size; });
     if (it == buckets_.end()) {
@@ -231,6 +233,7 @@ void StreamCopyChoice::record(int tokens, bool routedCopies, double share, doubl
         it = std::prev(buckets_.end());
     }
     if (share >= 0 && share <= 1) it->routedShare = share;
+    if (wholeLayerSeconds > 0) it->predictedWhole = wholeLayerSeconds;
     if (!warm_) {
         warm_ = true;
         return;

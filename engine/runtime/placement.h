@@ -148,8 +148,9 @@ public:
     // The share of the streamed layers' experts the last chunk of this size chose (1 before any).
     double routedShare(int tokens) const;
     // A chunk of `tokens` chose `routedShare` of the streamed layers' experts; its streamed layers took
-    // `secondsPerLayer` with routed copies or not.
-    void record(int tokens, bool routedCopies, double routedShare, double secondsPerLayer);
+    // `secondsPerLayer` with routed copies or not. `wholeLayerSeconds`: a whole layer's copy at the
+    // link's speed, what routed copies are held against while whole layers were not timed.
+    void record(int tokens, bool routedCopies, double routedShare, double secondsPerLayer, double wholeLayerSeconds = 0);
 
     static constexpr double kMaxRouted = 0.9;
 
@@ -158,6 +159,7 @@ private:
         int size = 0;
         double routedShare = 1;
         double seconds[2] = {0, 0};  // per streamed layer: ahead, routed (0: not timed)
+        double predictedWhole = 0;   // whole layers' copy at the link's speed
     };
     const Bucket* find(int tokens) const;
     bool warm_ = false;

@@ -313,6 +313,14 @@ private slots:
                                   "cpu", "--threads", "2", "--no-warmup"});
         QCOMPARE(cold.exitCode, 0);
         QVERIFY2(!cold.err.contains("warm-up") && cold.out.contains("| pp8 |"), qPrintable(cold.err + cold.out));
+        // --depth: decode after that much context, with no prefill row of its own.
+        const auto deep = runCli({"bench", "--model", fixturePath("tiny-qwen3moe"), "--prompt", "8", "--gen", "2", "--depth",
+                                  "24", "--device", "cpu", "--threads", "2", "--no-warmup"});
+        QCOMPARE(deep.exitCode, 0);
+        QVERIFY2(deep.out.contains("| tg2 @ d24 |") && !deep.out.contains("| pp24 |"), qPrintable(deep.out));
+        const auto shallow = runCli({"bench", "--model", fixturePath("tiny-qwen3moe"), "--depth", "0"});
+        QVERIFY(shallow.exitCode != 0);
+        QVERIFY2(shallow.err.contains("--depth sizes must be at least 1"), qPrintable(shallow.err));
         const auto neither = runCli({"bench", "--prompt", "8"});
         QVERIFY(neither.exitCode != 0);
         QVERIFY2(neither.err.contains("either --model DIR|STORE or --synthetic SHAPE"), qPrintable(neither.err));

@@ -181,6 +181,12 @@ private slots:
         QVERIFY(!c.routed(400));  // now the slower (same bucket)
         c.record(512, false, 0.95, 6.2e-3);
         QVERIFY(!c.routed(512));  // too many chosen to try
+        // Whole layers never timed warm: routed copies are held against the link's copy of a whole layer.
+        runtime::StreamCopyChoice d;
+        d.record(2048, false, 0.8, 9e-3, 6.2e-3);  // the first chunk: counted
+        QVERIFY(d.routed(2048));
+        d.record(2048, true, 0.8, 8.0e-3, 6.2e-3);  // slower than the link would copy whole layers
+        QVERIFY(!d.routed(2048));
     }
 
     void gpuMemorySizesParse() {

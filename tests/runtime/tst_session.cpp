@@ -180,6 +180,11 @@ private slots:
     void contextCapacityIsEnforced() {
         auto engine = load(fixturePath("tiny-qwen3moe"), 8);
         QCOMPARE(engine->info().contextLength, 8);
+        // Its KV cache: 3 layers x (keys + values of 2 heads x 32) float32 per position; the model holds 40960.
+        QCOMPARE(engine->info().kvBytesPerPosition, std::uint64_t{3} * 2 * 2 * 32 * 4);
+        QCOMPARE(engine->info().maxContextLength, 40960);
+        // MLA caches the latent and the rotary key: 3 layers x (32 + 16).
+        QCOMPARE(load(fixturePath("tiny-deepseekv2"), 8)->info().kvBytesPerPosition, std::uint64_t{3} * (32 + 16) * 4);
         auto session = engine->newSession();
         session->append(std::vector<int>{1, 2, 3, 4, 5, 6});
         try {

@@ -97,6 +97,14 @@ private slots:
         app.window()->openSettings();
         const QString all = texts.join(QLatin1Char('\n'));
         QVERIFY2(all.contains("2,048") || all.contains("2048"), qPrintable(all));
+        // What the length costs: the KV cache at the length in effect (the setting's 4096 capped at the
+        // model's 2048).
+        const ModelSummary& summary = app.model()->summary();
+        QCOMPARE(summary.maxContextLength, 2048);
+        QVERIFY(summary.kvBytesPerPosition > 0);
+        const QString size = QLocale().formattedDataSize(static_cast<qint64>(summary.kvBytesPerPosition * 2048), 1,
+                                                         QLocale::DataSizeSIFormat);
+        QVERIFY2(all.contains("(the KV cache) takes up to " + size), qPrintable(all + "\n" + size));
         QVERIFY2(threadsShown.contains(QString::number(threadsInUse)), qPrintable(threadsShown));
     }
 

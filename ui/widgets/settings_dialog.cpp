@@ -292,6 +292,8 @@ void SettingsDialog::setValues(const SettingsValues& v) {
 
 void SettingsDialog::setInEffect(const ModelSummary* model) {
     modelContext_ = model ? model->contextLength : 0;
+    modelMaxContext_ = model ? model->maxContextLength : 0;
+    kvBytesPerPosition_ = model ? model->kvBytesPerPosition : 0;
     threads_->setSpecialValueText(model && model->threads > 0 ? tr("Automatic (%1 in use)").arg(model->threads)
                                                               : tr("Automatic (%1)").arg(QThread::idealThreadCount()));
     updateContextNote();
@@ -303,10 +305,22 @@ void SettingsDialog::updateContextNote() {
         contextNote_->setVisible(false);
         return;
     }
-    if (modelContext_ < contextLength_->value())
-        contextNote_->setText(tr("In effect: %1 tokens, the most this model holds.").arg(locale.toString(modelContext_)));
-    else
-        contextNote_->setText(tr("In effect: %1 tokens.").arg(locale.toString(modelContext_)));
+    QString note = modelContext_ < contextLength_->value()
+                       ? tr("In effect: %1 tokens, the most this model holds.").arg(locale.toString(modelContext_))
+                       : tr("In effect: %1 tokens.").arg(locale.toString(modelContext_));
+    // What the length set here costs: each conversation's KV cache grows to it (in the GPU's memory when
+    // the GPU runs the model, else in RAM).
+    if (kvBytesPerPosition_ > 0) {
+        const int length = modelMaxContext_ > 0 ? std::min(contextLength_->value(), modelMaxContext_) : contextLength_->value();
+        note += QLatin1Char(' ') +
+                tr("At %1 tokens a conversation's memory of its context (the KV cache) takes up to %2.")
+                    .arg(locale.toString(length),
+                         locale.formattedDataSize(static_cast<qint64>(kvBytesPerPosition_ * static_cast<quint64>(length)), 1,
+                                                  QLocale::DataSizeSIFormat));
+        if (modelMaxContext_ > 0)
+            note += QLatin1Char(' ') + tr("This model holds up to %1 tokens.").arg(locale.toString(modelMaxContext_));
+    }
+    contextNote_->setText(note);
     contextNote_->setVisible(true);
 }
 

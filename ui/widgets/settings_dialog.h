@@ -60,6 +60,8 @@ private:
     QLabel* kernelNote_;
     QLabel* contextNote_;
     int modelContext_ = 0;  // the loaded model's context length, 0: none loaded
+    int modelMaxContext_ = 0;         // the most it holds
+    quint64 kvBytesPerPosition_ = 0;  // its KV cache per position of one conversation
     QSpinBox* defaultDeferral_;
     QCheckBox* useModelSampling_;
     SamplingEditor* sampling_;

@@ -36,6 +36,8 @@ struct ModelSummary {
     int experts = 0;
     int expertsPerToken = 0;
     int contextLength = 0;
+    int maxContextLength = 0;       // the most the model holds (tandem::ModelInfo)
+    quint64 kvBytesPerPosition = 0;  // one conversation's KV cache per position
     int threads = 0;
     quint64 weightBytes = 0;
     tandem::SamplingOptions recommendedSampling;

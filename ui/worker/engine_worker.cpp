@@ -72,6 +72,8 @@ void EngineWorker::loadModel(const LoadRequest& request) {
         summary_.experts = info.numExperts;
         summary_.expertsPerToken = info.expertsPerToken;
         summary_.contextLength = info.contextLength;
+        summary_.maxContextLength = info.maxContextLength;
+        summary_.kvBytesPerPosition = info.kvBytesPerPosition;
         summary_.threads = model->threads();
         summary_.weightBytes = info.weightBytes;
         summary_.recommendedSampling = info.defaultSampling;

@@ -89,6 +89,10 @@ struct ModelInfo {
     int numExperts = 0;
     int expertsPerToken = 0;
     int contextLength = 0;       // what a session can hold
+    int maxContextLength = 0;    // the most the model was made for (max_position_embeddings)
+    // One session's KV cache per position of context, every layer (float32 on either path): at
+    // contextLength it is what each conversation may take.
+    std::uint64_t kvBytesPerPosition = 0;
     std::vector<int> eosTokenIds;
     SamplingOptions defaultSampling;  // from generation_config.json
     std::uint64_t weightBytes = 0;

@@ -296,7 +296,8 @@ void GpuRunner::judgeStreamShare(int tokens) {
                                                                (routedCopies_ ? chosen : 1.0) / cost.linkBytesPerSecond
                                                          : 0.0;
     gpuExperts_.shareVerdicts[routedCopies_].record(tokens, streamCpuExperts_, seconds, predicted);
-    gpuExperts_.copyChoice.record(tokens, routedCopies_, chosen, seconds);
+    gpuExperts_.copyChoice.record(tokens, routedCopies_, chosen, seconds,
+                                  cost.linkBytesPerSecond > 0 ? static_cast<double>(gpuExperts_.streamLayerBytes) / cost.linkBytesPerSecond : 0.0);
     if (tuning().gpuStreamLog)
         std::fprintf(stderr, "tandem: streamed chunk of %d tokens: %s copies, %.0f%% of the experts chosen, %.1f MB copied a layer, CPU share %d, %.3f ms a layer\n",
                      tokens, routedCopies_ ? "routed" : "whole-layer", 100 * chosen,
