@@ -87,10 +87,14 @@ private slots:
         QStringList texts;
         int threadsInUse = app.model()->summary().threads;
         QString threadsShown;
+        bool noteFits = false;
         QTimer::singleShot(0, [&] {
             QTRY_VERIFY(QApplication::activeModalWidget() != nullptr);
             QWidget* dialog = QApplication::activeModalWidget();
             texts = labelTexts(dialog);
+            // The context note wraps over lines and is given their height (not clipped to one line).
+            for (auto* label : dialog->findChildren<QLabel*>())
+                if (label->text().contains("KV cache")) noteFits = label->height() >= label->heightForWidth(label->width());
             if (auto* threads = childNamed<QSpinBox>(dialog, "CPU threads")) threadsShown = threads->specialValueText();
             qobject_cast<QDialog*>(dialog)->reject();
         });
@@ -104,7 +108,8 @@ private slots:
         QVERIFY(summary.kvBytesPerPosition > 0);
         const QString size = QLocale().formattedDataSize(static_cast<qint64>(summary.kvBytesPerPosition * 2048), 1,
                                                          QLocale::DataSizeSIFormat);
-        QVERIFY2(all.contains("(the KV cache) takes up to " + size), qPrintable(all + "\n" + size));
+        QVERIFY2(all.contains("Each conversation's KV cache: up to " + size), qPrintable(all + "\n" + size));
+        QVERIFY(noteFits);
         QVERIFY2(threadsShown.contains(QString::number(threadsInUse)), qPrintable(threadsShown));
     }
 

@@ -11,6 +11,7 @@
 #include <QLocale>
 #include <QPushButton>
 #include <QStandardItemModel>
+#include <QShowEvent>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QThread>
@@ -311,17 +312,31 @@ void SettingsDialog::updateContextNote() {
     // What the length set here costs: each conversation's KV cache grows to it (in the GPU's memory when
     // the GPU runs the model, else in RAM).
     if (kvBytesPerPosition_ > 0) {
-        const int length = modelMaxContext_ > 0 ? std::min(contextLength_->value(), modelMaxContext_) : contextLength_->value();
-        note += QLatin1Char(' ') +
-                tr("At %1 tokens a conversation's memory of its context (the KV cache) takes up to %2.")
-                    .arg(locale.toString(length),
-                         locale.formattedDataSize(static_cast<qint64>(kvBytesPerPosition_ * static_cast<quint64>(length)), 1,
-                                                  QLocale::DataSizeSIFormat));
-        if (modelMaxContext_ > 0)
-            note += QLatin1Char(' ') + tr("This model holds up to %1 tokens.").arg(locale.toString(modelMaxContext_));
+        const bool capped = modelMaxContext_ > 0 && contextLength_->value() >= modelMaxContext_;
+        const int length = capped ? modelMaxContext_ : contextLength_->value();
+        const QString size =
+            locale.formattedDataSize(static_cast<qint64>(kvBytesPerPosition_ * static_cast<quint64>(length)), 1, QLocale::DataSizeSIFormat);
+        note += QLatin1Char(' ') + (capped || modelMaxContext_ <= 0
+                                        ? tr("Each conversation's KV cache: up to %1 at %2 tokens.").arg(size, locale.toString(length))
+                                        : tr("Each conversation's KV cache: up to %1 at %2 tokens; the model holds up to %3.")
+                                              .arg(size, locale.toString(length), locale.toString(modelMaxContext_)));
     }
     contextNote_->setText(note);
     contextNote_->setVisible(true);
+    fitContextNote();
+}
+
+void SettingsDialog::showEvent(QShowEvent* event) {
+    QDialog::showEvent(event);
+    fitContextNote();
+}
+
+void SettingsDialog::fitContextNote() {
+    const int fieldWidth = contextLength_->width();
+    if (!isVisible() || fieldWidth <= 0 || contextNote_->isHidden()) return;
+    contextNote_->setMinimumHeight(contextNote_->heightForWidth(fieldWidth));
+    if (layout()) layout()->activate();
+    if (height() < minimumSizeHint().height()) resize(width(), minimumSizeHint().height());
 }
 
 void SettingsDialog::updateKernelNote() {

@@ -39,10 +39,16 @@ public:
     // the threads "Automatic" means); null: no model loaded.
     void setInEffect(const ModelSummary* model);
 
+protected:
+    void showEvent(QShowEvent* event) override;
+
 private:
     // The kernel row's note: flags a kernel this CPU cannot run.
     void updateKernelNote();
     void updateContextNote();
+    // The context note's height for its text at the field's width (a wrapped label in a form is given
+    // one line otherwise); the dialog grows to it.
+    void fitContextNote();
 
     QWidget* engineTab(const QStringList& gpuNames);
     QWidget* generationTab();
