@@ -25,5 +25,9 @@ struct Int8Rows {
 // (cpu/dense/quantize_dense.h) and int8 activations, with VNNI's integer products.
 void denseInt8Avx512(const std::int8_t* w, const float* rowScales, std::size_t cols, std::size_t r0, std::size_t r1,
                      const Int8Rows& x, std::size_t tokens, float* y, std::size_t ldy);
+// The same on AVX2 (dense_int8_avx2.cpp; selectedIsa() at least Avx2), without x.sums: the activations
+// must lie in [-127, 127], as activationToInt8 makes them.
+void denseInt8Avx2(const std::int8_t* w, const float* rowScales, std::size_t cols, std::size_t r0, std::size_t r1,
+                   const Int8Rows& x, std::size_t tokens, float* y, std::size_t ldy);
 
 }  // namespace tandem::cpu

@@ -32,8 +32,8 @@ void matmul(const WeightMatrix& w, const float* x, std::size_t ldx, std::size_t 
         });
         return;
     }
-    if (w.dtype == io::DType::I8 && selectedIsa() >= Isa::Avx512) {
-        // The activations in int8 too (as the int8 experts take them), for VNNI's integer products.
+    if (w.dtype == io::DType::I8 && selectedIsa() >= Isa::Avx2) {
+        // The activations in int8 too (as the int8 experts take them), for VNNI's (or AVX2's) integer products.
         const std::size_t padded = (cols + 63) / 64 * 64;
         thread_local std::vector<std::int8_t> q;
         thread_local std::vector<float> scales;
@@ -53,7 +53,8 @@ void matmul(const WeightMatrix& w, const float* x, std::size_t ldx, std::size_t 
         const auto* rows = reinterpret_cast<const std::int8_t*>(w.data) + static_cast<std::size_t>(w.firstRow) * cols;
         const float* rowScales = w.rowScales + w.firstRow;
         pool.parallelFor(static_cast<std::size_t>(w.rows), grain, [&](std::size_t begin, std::size_t end) {
-            denseInt8Avx512(rows, rowScales, cols, begin, end, xq, tokens, y, ldy);
+            if (selectedIsa() >= Isa::Avx512) denseInt8Avx512(rows, rowScales, cols, begin, end, xq, tokens, y, ldy);
+            else denseInt8Avx2(rows, rowScales, cols, begin, end, xq, tokens, y, ldy);
         });
         return;
     }
