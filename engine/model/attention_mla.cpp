@@ -50,17 +50,26 @@ void mlaAttention(const AttentionStep& s, const MlaWeights& w, const float* x, f
         for (std::size_t h = 0; h < heads; ++h) s.rope.rotate(&q[(t * heads + h) * qHead + nope], s.cos + t * half, s.sin + t * half);
     }
 
-    // Absorb W_k into the queries: qLatent[t, h] = W_kᵀ q_nope[t, h].
+    // Absorb W_k into the queries: qLatent[t, h] = W_kᵀ q_nope[t, h]. The head's nope rows are widened once
+    // (nope x latent floats, in L2) and each token's latent row summed in L1, so a long prompt's rows are
+    // written once instead of once per nope row.
     std::vector<float> qLatent(T * heads * latent, 0.0f);
     const std::size_t kvbHead = nope + vDim;
-    s.pool.parallelFor(heads, 1, [&](std::size_t h0, std::size_t h1) {
-        std::vector<float> row(latent);
-        for (std::size_t h = h0; h < h1; ++h)
-            for (std::size_t d = 0; d < nope; ++d) {
-                w.kvB.dequantRow(static_cast<std::int64_t>(h * kvbHead + d), row.data());
-                for (std::size_t t = 0; t < T; ++t)
-                    cpu::axpy(q[(t * heads + h) * qHead + d], row.data(), &qLatent[(t * heads + h) * latent], latent);
+    s.pool.parallelFor(heads * T, std::max<std::size_t>(1, T / 4), [&](std::size_t begin, std::size_t end) {
+        thread_local std::vector<float> rows;  // the buffer only; its rows are this chunk's
+        rows.resize(nope * latent);
+        std::size_t rowsHead = ~std::size_t{0};
+        for (std::size_t i = begin; i < end; ++i) {
+            const std::size_t h = i / T, t = i % T;
+            if (rowsHead != h) {
+                for (std::size_t d = 0; d < nope; ++d)
+                    w.kvB.dequantRow(static_cast<std::int64_t>(h * kvbHead + d), rows.data() + d * latent);
+                rowsHead = h;
             }
+            float* out = &qLatent[(t * heads + h) * latent];
+            const float* qn = &q[(t * heads + h) * qHead];
+            for (std::size_t d = 0; d < nope; ++d) cpu::axpy(qn[d], rows.data() + d * latent, out, latent);
+        }
     });
 
     // Attention over the latent context.
