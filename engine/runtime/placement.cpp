@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <iterator>
 #include <bit>
 #include <cstdio>
 #include <numeric>
@@ -211,6 +210,13 @@ const StreamCopyChoice::Bucket* StreamCopyChoice::find(int tokens) const {
     return nullptr;
 }
 
+StreamCopyChoice::Bucket& StreamCopyChoice::bucketFor(int tokens) {
+    const int size = StreamShareVerdicts::bucket(tokens);
+    for (Bucket& x : buckets_)
+        if (x.size == size) return x;
+    return buckets_.emplace_back(Bucket{size});
+}
+
 double StreamCopyChoice::routedShare(int tokens) const {
     const Bucket* b = find(tokens);
     return b ? b->routedShare : 1.0;
@@ -226,19 +232,14 @@ bool StreamCopyChoice::routed(int tokens) const {
 }
 
 void StreamCopyChoice::record(int tokens, bool routedCopies, double share, double secondsPerLayer, double wholeLayerSeconds) {
-    const int size = StreamShareVerdicts::bucket(tokens);
-    auto it = std::find_if(buckets_.begin(), buckets_.end(), [&](const Bucket& x) { return x.size == size; });
-    if (it == buckets_.end()) {
-        buckets_.push_back(Bucket{size});
-        it = std::prev(buckets_.end());
-    }
-    if (share >= 0 && share <= 1) it->routedShare = share;
-    if (wholeLayerSeconds > 0) it->predictedWhole = wholeLayerSeconds;
+    Bucket& b = bucketFor(tokens);
+    if (share >= 0 && share <= 1) b.routedShare = share;
+    if (wholeLayerSeconds > 0) b.predictedWhole = wholeLayerSeconds;
     if (!warm_) {
         warm_ = true;
         return;
     }
-    if (secondsPerLayer > 0) it->seconds[routedCopies ? 1 : 0] = secondsPerLayer;
+    if (secondsPerLayer > 0) b.seconds[routedCopies ? 1 : 0] = secondsPerLayer;
 }
 
 ExpertPlacement planPlacement(const model::ModelConfig& config, const PlacementRequest& request) {

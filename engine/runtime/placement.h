@@ -162,6 +162,7 @@ private:
         double predictedWhole = 0;   // whole layers' copy at the link's speed
     };
     const Bucket* find(int tokens) const;
+    Bucket& bucketFor(int tokens);  // found or added
     bool warm_ = false;
     std::vector<Bucket> buckets_;
 };

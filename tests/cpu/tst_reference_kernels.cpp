@@ -18,6 +18,31 @@
 using namespace tandem;
 using namespace tandem::cpu;
 
+namespace {
+
+// The largest difference between out[0, dim) and the softmax over positions [first, last] of score(j)
+// weighting value(j, d), all in double.
+template <class Score, class Value>
+double worstAgainstDirectSoftmax(int first, int last, int dim, Score score, Value value, const float* out) {
+    std::vector<double> w;
+    double m = -1e300;
+    for (int j = first; j <= last; ++j) {
+        w.push_back(score(j));
+        m = std::max(m, w.back());
+    }
+    double l = 0;
+    for (double& x : w) l += (x = std::exp(x - m));
+    double worst = 0;
+    for (int d = 0; d < dim; ++d) {
+        double want = 0;
+        for (int j = first; j <= last; ++j) want += w[j - first] / l * value(j, d);
+        worst = std::max(worst, std::abs(want - out[d]));
+    }
+    return worst;
+}
+
+}  // namespace
+
 class ReferenceKernelsTest : public QObject {
     Q_OBJECT
 private slots:
@@ -159,22 +184,15 @@ private slots:
                 for (int h = 0; h < c.heads; h += c.every) {
                     const int pos = c.start + t, first = c.window ? std::max(0, pos - c.window + 1) : 0;
                     const int g = h / (c.heads / c.kvHeads);
-                    std::vector<double> w;
-                    double m = -1e300;
-                    for (int j = first; j <= pos; ++j) {
+                    const auto score = [&](int j) {
                         double s = 0;
                         for (int d = 0; d < c.headDim; ++d)
                             s += double(q[t * qDim + h * c.headDim + d]) * keys[j * kvDim + g * c.headDim + d];
-                        w.push_back(s * a.scale);
-                        m = std::max(m, w.back());
-                    }
-                    double l = 0;
-                    for (double& x : w) l += (x = std::exp(x - m));
-                    for (int d = 0; d < c.headDim; ++d) {
-                        double want = 0;
-                        for (int j = first; j <= pos; ++j) want += w[j - first] / l * values[j * kvDim + g * c.headDim + d];
-                        worst = std::max(worst, std::abs(want - out[t * qDim + h * c.headDim + d]));
-                    }
+                        return s * a.scale;
+                    };
+                    const auto value = [&](int j, int d) { return double(values[j * kvDim + g * c.headDim + d]); };
+                    worst = std::max(worst, worstAgainstDirectSoftmax(first, pos, c.headDim, score, value,
+                                                                      &out[t * qDim + h * c.headDim]));
                 }
             QVERIFY2(worst < 2e-5, qPrintable(QString("%1: heads %2/%3, dim %4, %5 tokens after %6: worst %7")
                                                   .arg(QString::fromUtf8(isaName(isa))).arg(c.heads).arg(c.kvHeads)
@@ -218,23 +236,14 @@ private slots:
             double worst = 0;
             for (int t = 0; t < c.tokens; ++t)
                 for (int h = 0; h < c.heads; ++h) {
-                    const int pos = c.start + t;
-                    std::vector<double> w;
-                    double m = -1e300;
-                    for (int j = 0; j <= pos; ++j) {
+                    const auto score = [&](int j) {
                         double s = 0;
                         for (std::size_t d = 0; d < L; ++d) s += double(qLatent[(t * H + h) * L + d]) * latentRows[j * L + d];
                         for (std::size_t d = 0; d < R; ++d) s += double(a.qRope[(t * H + h) * qRopeHead + d]) * ropeRows[j * R + d];
-                        w.push_back(s * a.scale);
-                        m = std::max(m, w.back());
-                    }
-                    double l = 0;
-                    for (double& x : w) l += (x = std::exp(x - m));
-                    for (std::size_t d = 0; d < L; ++d) {
-                        double want = 0;
-                        for (int j = 0; j <= pos; ++j) want += w[j] / l * latentRows[j * L + d];
-                        worst = std::max(worst, std::abs(want - out[(t * H + h) * L + d]));
-                    }
+                        return s * a.scale;
+                    };
+                    const auto value = [&](int j, int d) { return double(latentRows[j * L + d]); };
+                    worst = std::max(worst, worstAgainstDirectSoftmax(0, c.start + t, c.latent, score, value, &out[(t * H + h) * L]));
                 }
             QVERIFY2(worst < 2e-5, qPrintable(QString("%1: %2 heads, latent %3 + rope %4, %5 tokens after %6: worst %7")
                                                   .arg(QString::fromUtf8(isaName(isa))).arg(c.heads).arg(c.latent)

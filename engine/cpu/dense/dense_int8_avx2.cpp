@@ -66,19 +66,9 @@ void rows(const std::int8_t* w, const float* rowScales, std::size_t cols, std::s
 
 void denseInt8Avx2(const std::int8_t* w, const float* rowScales, std::size_t cols, std::size_t r0, std::size_t r1,
                    const Int8Rows& x, std::size_t tokens, float* y, std::size_t ldy) {
-    // Rows in slices whose weights stay in L2 (256 KB) while every token block passes over them.
-    const std::size_t slice = std::max<std::size_t>(4, (256 * 1024 / std::max<std::size_t>(cols, 1)) / 4 * 4);
-    for (std::size_t s0 = r0; s0 < r1; s0 += slice) {
-        const std::size_t s1 = std::min(r1, s0 + slice);
-        std::size_t t = 0;
-        for (; t + 4 <= tokens; t += 4) rows<4>(w, rowScales, cols, s0, s1, x, t, y, ldy);
-        switch (tokens - t) {
-        case 3: rows<3>(w, rowScales, cols, s0, s1, x, t, y, ldy); break;
-        case 2: rows<2>(w, rowScales, cols, s0, s1, x, t, y, ldy); break;
-        case 1: rows<1>(w, rowScales, cols, s0, s1, x, t, y, ldy); break;
-        default: break;
-        }
-    }
+    int8SlicesAndTokenBlocks(cols, r0, r1, tokens, [&]<int NT>(std::size_t s0, std::size_t s1, std::size_t t) {
+        rows<NT>(w, rowScales, cols, s0, s1, x, t, y, ldy);
+    });
 }
 
 }  // namespace tandem::cpu

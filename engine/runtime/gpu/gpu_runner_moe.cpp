@@ -292,12 +292,11 @@ void GpuRunner::judgeStreamShare(int tokens) {
     const runtime::StreamCost& cost = gpuExperts_.streamCost;
     const double chosen = chunkRoutedShare();
     const double seconds = ms * 1e-3 / static_cast<double>(streamOrder_.size());
-    const double predicted = cost.linkBytesPerSecond > 0 ? static_cast<double>(gpuExperts_.streamLayerBytes) *
-                                                               (routedCopies_ ? chosen : 1.0) / cost.linkBytesPerSecond
-                                                         : 0.0;
-    gpuExperts_.shareVerdicts[routedCopies_].record(tokens, streamCpuExperts_, seconds, predicted);
-    gpuExperts_.copyChoice.record(tokens, routedCopies_, chosen, seconds,
-                                  cost.linkBytesPerSecond > 0 ? static_cast<double>(gpuExperts_.streamLayerBytes) / cost.linkBytesPerSecond : 0.0);
+    // A whole layer's copy at the link's speed; routed copies carry the chosen share of it.
+    const double wholeLayer =
+        cost.linkBytesPerSecond > 0 ? static_cast<double>(gpuExperts_.streamLayerBytes) / cost.linkBytesPerSecond : 0.0;
+    gpuExperts_.shareVerdicts[routedCopies_].record(tokens, streamCpuExperts_, seconds, wholeLayer * (routedCopies_ ? chosen : 1.0));
+    gpuExperts_.copyChoice.record(tokens, routedCopies_, chosen, seconds, wholeLayer);
     if (tuning().gpuStreamLog)
         std::fprintf(stderr, "tandem: streamed chunk of %d tokens: %s copies, %.0f%% of the experts chosen, %.1f MB copied a layer, CPU share %d, %.3f ms a layer\n",
                      tokens, routedCopies_ ? "routed" : "whole-layer", 100 * chosen,
