@@ -55,7 +55,7 @@ private:
 }  // namespace
 
 int runConvert(const CommandArgs& argv) {
-    const CliArgs args(argv, {"--model", "--out", "--experts", "--threads"}, {"--verify"});
+    const CliArgs args(argv, {"--model", "--out", "--experts", "--dense", "--threads"}, {"--verify"});
     const std::string out = args.required("--out");
     // --verify alone checks a store that exists already.
     if (args.flag("--verify") && !args.optional("--model")) return verifyStoreNow(out);
@@ -66,6 +66,10 @@ int runConvert(const CommandArgs& argv) {
     const std::string experts = args.required("--experts");
     if (experts != "bf16" && experts != "int8" && experts != "int4") throw tandem::Error("--experts must be bf16, int8 or int4");
     request.experts = parseExperts(experts);
+    const std::string dense = args.optional("--dense").value_or("checkpoint");
+    if (dense == "int8") request.dense = tandem::StoreDense::Int8;
+    else if (dense == "bf16") request.dense = tandem::StoreDense::Bf16;
+    else if (dense != "checkpoint") throw tandem::Error("--dense must be checkpoint, int8 or bf16, not '" + dense + "'");
     request.threads = args.integer("--threads", 0);
 
     tandem::ConvertOutcome result;

@@ -31,12 +31,15 @@ commands:
             selected kernels against the scalar ones at the shape's widths instead, every expert where it
             lies in the layer (--experts-in-memory N: the first N): ci runs every expert with 1 row and
             three with 1..64, full every expert with 1..64 rows; both then the layer's decode.
-  convert   --model DIR|FILE.gguf --out STORE --experts bf16|int8|int4 [--threads N] [--verify]
+  convert   --model DIR|FILE.gguf --out STORE --experts bf16|int8|int4 [--dense checkpoint|int8|bf16] [--threads N] [--verify]
             Pack a Hugging Face MoE checkpoint (bf16 or DeepSeek FP8) or a llama.cpp GGUF (qwen3moe,
             deepseek2, Mixtral; F32/F16/BF16/Q8_0/Q4_0/Q4_K/Q5_K/Q6_K/IQ4_XS; any part of a split
             file) into a Tandem store: the routed experts in the CPU kernels' layout, everything else
             unchanged (a GGUF's quantized dense tensors as bf16). Works in STORE.partial and renames
             it at the end; run the same command again to resume an interrupted conversion.
+            --dense int8 writes the dense weights (attention, dense and shared MLPs, output head) as
+            int8 with a scale per row, as --dense int8 would quantize them at load; bf16 rounds or
+            widens them to bf16; checkpoint (default) keeps them as the input has them.
             --verify then reads the whole store back against its checksums; with --out and --verify
             alone it checks an existing store. Either way the result is recorded in
             STORE/tandem-verified.json, which a finished conversion also writes.
@@ -98,7 +101,7 @@ commands:
   --dense   how the dense weights are held (attention, dense and shared MLPs, output head), on the
             CPU and the GPU: checkpoint (default: as the model has them) or int8 (a scale per row,
             quantized at load: half of bf16's bytes per token, slightly less exact; FP8 stays FP8
-            on the GPU)
+            on the GPU). A store converted with --dense int8 holds them in int8 already
   --defer   Expert Deferral: the D lowest-weighted routed experts of a layer overlap the next layer
   --skip    drop the D lowest-weighted routed experts instead (for comparison with --defer)
   --defer-prefill  apply --defer or --skip to the prompt too (by default only decode defers, so the

@@ -21,6 +21,7 @@ ConvertOutcome convertModel(const ConvertRequest& request, const std::function<b
     const auto type = convert::packedType(request.experts == ExpertPrecision::Auto ? ExpertPrecision::BF16 : request.experts);
     if (!type) throw Error("a store holds its routed experts packed: choose bf16, int8 or int4");
     options.experts = *type;
+    options.dense = request.dense == StoreDense::Int8 ? "int8" : request.dense == StoreDense::Bf16 ? "bf16" : "checkpoint";
 
     ConvertOutcome outcome;
     try {

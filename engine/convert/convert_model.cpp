@@ -1,5 +1,7 @@
 #include "convert/convert_model.h"
 
+#include "convert/convert_dense.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -14,6 +16,7 @@
 #include "io/output_file.h"
 #include "io/store_checksum.h"
 #include "io/store_verification.h"
+#include "convert/convert_dense.h"
 #include "convert/convert_output.h"
 #include "convert/convert_plan.h"
 #include "tandem/error.h"
@@ -97,6 +100,7 @@ ConvertResult Converter::run() {
     if (options_.model.empty() || options_.out.empty())
         throw Error("convert needs a model (folder or .gguf file) and an output folder");
     plan_ = planConversion(options_.model, options_.experts);
+    storeDenseAs(plan_, options_.dense);
     const io::StoreManifest wanted = plan_.emptyManifest();
     output_ = inspectOutput(options_.out, wanted);
     result_.store = output_.out;

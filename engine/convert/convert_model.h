@@ -24,6 +24,7 @@ struct ConvertOptions {
     std::filesystem::path model, out;
     io::ExpertType experts = io::ExpertType::BF16;
     int threads = 0;  // <= 0: one per hardware thread
+    std::string dense = "checkpoint";  // the dense products: checkpoint, int8 or bf16 (convert/convert_dense.h)
 };
 
 struct ConvertProgress {

@@ -125,6 +125,7 @@ io::StoreManifest ConversionPlan::emptyManifest() const {
     m.experts = config.numExperts;
     m.expertBytes = layout.expertBytes;
     m.moeLayers = moeLayers;
+    m.denseType = denseType;
     return m;
 }
 

@@ -47,6 +47,7 @@ struct ConversionPlan {
     std::vector<io::TensorSource> denseTensors;
     std::vector<SideFile> sideFiles;             // config.json, tokenizer files, ...
     std::uint64_t fingerprint = 0;               // of config.json and every tensor's header entry
+    std::string denseType = "checkpoint";        // how denseTensors hold the dense products (convert_dense.h)
 
     // The manifest of a store of this conversion that holds no files yet.
     io::StoreManifest emptyManifest() const;

@@ -215,7 +215,8 @@ Footprint estimateFootprintFromJson(const std::string& configJson, ExpertPrecisi
     published += routed;
     published += mtp;
     f.downloadBytes = published.fileBytes();
-    f.storeBytes = dense.fileBytes() + f.routedExpertBytes;
+    f.storeDenseBytes = dense.fileBytes();
+    f.storeBytes = f.storeDenseBytes + f.routedExpertBytes;
     f.moeLayers = moeLayers;
     f.expertsPerLayer = moeLayers > 0 ? c.numExperts : 0;
     f.expertsPerToken = moeLayers > 0 ? c.router.topK : 0;
@@ -232,6 +233,8 @@ constexpr std::uint64_t kChunkActivationBytes = 1ull << 30;
 Footprint withInt8Dense(Footprint f) {
     f.vramBytes = f.vramBytes - f.denseBytes + f.denseInt8Bytes;
     f.denseBytes = f.denseInt8Bytes;
+    f.storeBytes = f.storeBytes - f.storeDenseBytes + f.denseInt8Bytes;
+    f.storeDenseBytes = f.denseInt8Bytes;
     return f;
 }
 

@@ -84,7 +84,7 @@ const StoreLayer* StoreManifest::findLayer(int layer) const {
 bool StoreManifest::sameConversion(const StoreManifest& o) const {
     return formatVersion == o.formatVersion && sourcePath == o.sourcePath && sourceFingerprint == o.sourceFingerprint &&
            expertType == o.expertType && hidden == o.hidden && inter == o.inter && experts == o.experts &&
-           expertBytes == o.expertBytes && moeLayers == o.moeLayers;
+           expertBytes == o.expertBytes && moeLayers == o.moeLayers && denseType == o.denseType;
 }
 
 std::string layerFileName(int layer) {
@@ -103,6 +103,7 @@ std::string manifestToJson(const StoreManifest& m) {
     j["experts"] = {{"type", io::expertTypeName(m.expertType)}, {"hidden", m.hidden}, {"inter", m.inter},
                     {"count", m.experts}, {"expert_bytes", m.expertBytes}};
     j["moe_layers"] = m.moeLayers;
+    j["dense_type"] = m.denseType;
     j["dense"] = m.dense ? ordered_json(fileToJson(*m.dense)) : ordered_json(nullptr);
     ordered_json layers = ordered_json::array();
     for (const auto& l : m.layers) {
@@ -158,6 +159,11 @@ StoreManifest manifestFromJson(const std::string& text, const std::string& where
         m.moeLayers.push_back(l.get<int>());
     }
 
+    if (j.contains("dense_type")) {
+        m.denseType = r.text(j, "dense_type");
+        if (m.denseType != "checkpoint" && m.denseType != "int8" && m.denseType != "bf16")
+            throw r.fail("dense_type must be checkpoint, int8 or bf16");
+    }
     const auto& dense = r.field(j, "dense", "");
     if (!dense.is_null()) m.dense = r.file(dense, "dense");
 

@@ -46,6 +46,9 @@ struct StoreManifest {
     int hidden = 0, inter = 0, experts = 0;
     std::uint64_t expertBytes = 0;       // ExpertLayout::expertBytes when written: the stride in a layer file
     std::vector<int> moeLayers;
+    // How model.safetensors holds the dense products (convert --dense): "checkpoint" (as the input has
+    // them), "int8" (a scale per row) or "bf16". Stores written before the field existed are "checkpoint".
+    std::string denseType = "checkpoint";
     std::optional<StoreFile> dense;      // model.safetensors, once written
     std::vector<StoreLayer> layers;      // the layer files written so far, in the order written
 

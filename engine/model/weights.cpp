@@ -27,9 +27,9 @@ public:
         const io::TensorView t = ckpt_.view(name);
         const auto type = t.dtype;
         if (type != io::DType::F32 && type != io::DType::F16 && type != io::DType::BF16 && type != io::DType::F8_E4M3 &&
-            !io::isBlockQuantized(type))
+            type != io::DType::I8 && !io::isBlockQuantized(type))
             throw Error(t.source + " has type " + std::string(io::dtypeName(type)) +
-                        "; a weight matrix must be F32, F16, BF16, F8_E4M3 or a GGUF quantized type");
+                        "; a weight matrix must be F32, F16, BF16, F8_E4M3, I8 (with row scales) or a GGUF quantized type");
         expectShape(t, {rows, cols});
         WeightMatrix m;
         m.dtype = type;
@@ -37,6 +37,7 @@ public:
         m.cols = cols;
         m.data = t.data;
         if (type == io::DType::F8_E4M3) attachBlockScales(name, m);
+        if (type == io::DType::I8) attachRowScales(name, m);
         return m;
     }
 
@@ -105,6 +106,24 @@ private:
         expectFinite(scales, s.source);
         m.blockScales = scales.data();
         m.scaleCols = sc;
+    }
+
+    // An int8 dense product of a store written by convert --dense int8 (quantize_dense.h).
+    void attachRowScales(const std::string& name, WeightMatrix& m) {
+        const std::string scaleName = name + kRowScaleSuffix;
+        if (!ckpt_.has(scaleName))
+            throw Error("int8 weight '" + name + "' in " + ckpt_.describe() + " has no '" + scaleName +
+                        "'; the store is damaged: convert the model again");
+        const io::TensorView s = ckpt_.view(scaleName);
+        expectShape(s, {m.rows});
+        if (s.dtype != io::DType::F32) throw Error(s.source + " has type " + std::string(io::dtypeName(s.dtype)) + "; expected F32");
+        auto& scales = out_.scaleStore.emplace_back(static_cast<std::size_t>(m.rows));
+        std::memcpy(scales.data(), s.data, scales.size() * sizeof(float));
+        for (std::size_t r = 0; r < scales.size(); ++r)
+            if (!(scales[r] >= 0.0f) || !std::isfinite(scales[r]))
+                throw Error(s.source + " holds a scale that is negative, NaN or infinite (row " + std::to_string(r) +
+                            "); the store is damaged: convert the model again");
+        m.rowScales = scales.data();
     }
 
     const io::TensorLookup& ckpt_;
@@ -185,23 +204,42 @@ ModelWeights loadWeights(const io::TensorLookup& ckpt, const ModelConfig& c, boo
     return w;
 }
 
-void quantizeDenseInt8(ModelWeights& w, cpu::ThreadPool& pool, bool keepFp8) {
-    const auto quantize = [&](WeightMatrix& m) {
-        if (!m.data || m.dtype == io::DType::I8 || (keepFp8 && m.dtype == io::DType::F8_E4M3)) return;
-        m = cpu::quantizeRowsInt8(m, w.int8Store.emplace_back(), w.scaleStore.emplace_back(), pool);
+void forEachDenseProduct(ModelWeights& w, const ModelConfig& c,
+                         const std::function<void(const std::string& name, WeightMatrix& matrix)>& fn) {
+    const auto each = [&](const std::string& name, WeightMatrix& m) {
+        if (m.data) fn(name, m);
     };
-    const auto mlp = [&](MlpWeights& m) {
-        quantize(m.gate);
-        quantize(m.up);
-        quantize(m.down);
+    const auto mlp = [&](const std::string& prefix, MlpWeights& m) {
+        each(prefix + "gate_proj.weight", m.gate);
+        each(prefix + "up_proj.weight", m.up);
+        each(prefix + "down_proj.weight", m.down);
     };
-    for (LayerWeights& l : w.layers) {
-        for (WeightMatrix* m : {&l.gqa.q, &l.gqa.k, &l.gqa.v, &l.gqa.o, &l.mla.q, &l.mla.kvA, &l.mla.o}) quantize(*m);
-        if (l.mla.qA) quantize(*l.mla.qA);
-        if (l.dense) mlp(*l.dense);
-        if (l.moe && l.moe->shared) mlp(*l.moe->shared);
+    for (std::size_t i = 0; i < w.layers.size(); ++i) {
+        LayerWeights& l = w.layers[i];
+        const std::string p = "model.layers." + std::to_string(i) + ".";
+        const std::string a = p + "self_attn.";
+        if (c.attention == AttentionKind::Mla) {
+            if (l.mla.qA) each(a + "q_a_proj.weight", *l.mla.qA);
+            each(a + (l.mla.qA ? "q_b_proj.weight" : "q_proj.weight"), l.mla.q);
+            each(a + "kv_a_proj_with_mqa.weight", l.mla.kvA);
+            each(a + "o_proj.weight", l.mla.o);
+        } else {
+            each(a + "q_proj.weight", l.gqa.q);
+            each(a + "k_proj.weight", l.gqa.k);
+            each(a + "v_proj.weight", l.gqa.v);
+            each(a + "o_proj.weight", l.gqa.o);
+        }
+        if (l.dense) mlp(p + "mlp.", *l.dense);
+        if (l.moe && l.moe->shared) mlp(p + std::string(c.family->experts.section) + ".shared_experts.", *l.moe->shared);
     }
-    quantize(w.lmHead);
+    each(c.tieWordEmbeddings ? std::string() : std::string("lm_head.weight"), w.lmHead);
+}
+
+void quantizeDenseInt8(ModelWeights& w, const ModelConfig& c, cpu::ThreadPool& pool, bool keepFp8) {
+    forEachDenseProduct(w, c, [&](const std::string&, WeightMatrix& m) {
+        if (m.dtype == io::DType::I8 || (keepFp8 && m.dtype == io::DType::F8_E4M3)) return;
+        m = cpu::quantizeRowsInt8(m, w.int8Store.emplace_back(), w.scaleStore.emplace_back(), pool);
+    });
 }
 
 }  // namespace tandem::model

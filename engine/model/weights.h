@@ -4,6 +4,8 @@
 // memory mapping. Only small vectors (norms, biases, FP8 block
 // scales) are copied, into float32.
 #include <deque>
+#include <functional>
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -63,7 +65,16 @@ struct ModelWeights {
 // upload: attention's projections (not MLA's kv_b, which attention reads row by row), dense and shared
 // MLPs and the output head; the embedding, norms, routers and routed experts stay as they are. Replaces
 // those matrices in place; keepFp8 leaves FP8 matrices as they are (the GPU reads them as bytes already).
-void quantizeDenseInt8(ModelWeights& weights, cpu::ThreadPool& pool, bool keepFp8 = false);
+void quantizeDenseInt8(ModelWeights& weights, const ModelConfig& config, cpu::ThreadPool& pool, bool keepFp8 = false);
+
+// Those dense products with their tensor names as loadWeights reads them ("lm_head.weight" is named
+// only when the model has its own; a tied output head is the embedding, which stays as it is in a store).
+void forEachDenseProduct(ModelWeights& weights, const ModelConfig& config,
+                         const std::function<void(const std::string& name, WeightMatrix& matrix)>& fn);
+
+// The suffix of a dense product's int8 row scales in a store (convert --dense int8): NAME is I8 and
+// NAME + kRowScaleSuffix holds its float32 scales, one per row.
+inline constexpr const char* kRowScaleSuffix = "_row_scale";
 
 // Throws tandem::Error naming the tensor, its shard and the problem (missing, wrong shape, wrong type).
 // Without routedExperts the routed experts are left out (a packed store holds them elsewhere).

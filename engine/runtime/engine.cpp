@@ -168,12 +168,16 @@ struct Engine::Impl {
         transformer = std::make_unique<model::Transformer>(config, weights, countingExperts ? *countingExperts : *experts, pool);
         // Int8 dense weights serve both paths: quantized before the GPU's upload, which keeps them int8 (its
         // FP8 stays FP8, already a byte a weight), and the CPU path (and a GPU fallback) reads the same.
+        // A store converted with --dense int8 holds them so already.
         info.dense = "checkpoint";
+        model::forEachDenseProduct(weights, config, [&](const std::string&, cpu::WeightMatrix& m) {
+            if (m.dtype == io::DType::I8) info.dense = "int8 (store)";
+        });
         const bool int8Dense = options.dense == DensePrecision::Int8;
-        if (int8Dense) model::quantizeDenseInt8(weights, pool, /*keepFp8=*/options.device != Device::Cpu);
+        if (int8Dense) model::quantizeDenseInt8(weights, config, pool, /*keepFp8=*/options.device != Device::Cpu);
         chooseDevice(options.device, options.gpuExpertMemory);
         if (int8Dense) {
-            if (!gpu) model::quantizeDenseInt8(weights, pool, false);  // FP8 too, for the CPU's int8 kernels
+            if (!gpu) model::quantizeDenseInt8(weights, config, pool, false);  // FP8 too, for the CPU's int8 kernels
             info.dense = "int8";
         }
         if (packed) {  // the layers whose experts stay in system memory

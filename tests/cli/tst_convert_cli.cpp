@@ -50,6 +50,10 @@ private slots:
         const Result again = run({"--model", model, "--out", out, "--experts", "int4"});
         QCOMPARE(again.exitCode, 0);
         QVERIFY2(again.out.contains("nothing to do"), qPrintable(again.out));
+        // Asked for int8 dense weights, the same store is another conversion: done again, and then held so.
+        const Result int8 = run({"--model", model, "--out", out, "--experts", "int4", "--dense", "int8", "--threads", "2"});
+        QVERIFY2(int8.exitCode == 0 && int8.out.contains("2 layers packed"), qPrintable(int8.err + int8.out));
+        QCOMPARE(QString::fromStdString(tandem::io::readManifest(out.toStdString()).denseType), QString("int8"));
 
         const QString layer = out + "/experts-002.bin";
         QByteArray bytes = tandem::test::readFile(layer);
@@ -124,6 +128,10 @@ private slots:
         Result r = run({"--model", model, "--out", tmp.filePath("s"), "--experts", "int2"});
         QCOMPARE(r.exitCode, 1);
         QVERIFY2(r.err.contains("--experts must be bf16, int8 or int4"), qPrintable(r.err));
+        r = run({"--model", model, "--out", tmp.filePath("s"), "--experts", "int8", "--dense", "fp4"});
+        QCOMPARE(r.exitCode, 1);
+        QVERIFY2(r.err.contains("--dense must be checkpoint, int8 or bf16"), qPrintable(r.err));
+        QVERIFY(!QFile::exists(tmp.filePath("s.partial")));
 
         QVERIFY(tandem::test::writeFile(tmp.filePath("notes.txt"), "mine"));
         r = run({"--model", model, "--out", tmp.path(), "--experts", "int8"});

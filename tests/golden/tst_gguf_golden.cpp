@@ -126,6 +126,36 @@ private slots:
                          qPrintable(QString("top-1 agreement %1 / %2").arg(c.prefillTop1).arg(c.greedyTop1)));
         }
     }
+
+    // convert --dense int8 from a GGUF: its products come through the importer's rows (dequantized,
+    // `llama` query/key rows put back in Hugging Face's order), quantized as the engine would at load.
+    void int8DenseFromGguf_data() {
+        QTest::addColumn<QString>("fixture");
+        QTest::addColumn<std::uint32_t>("type");
+        QTest::newRow("mixtral Q8_0") << QString("tiny-mixtral") << std::uint32_t{kQ8_0};
+        QTest::newRow("qwen3 F32") << QString("tiny-qwen3moe") << std::uint32_t{kF32};
+        QTest::newRow("deepseekv2 Q4_0") << QString("tiny-deepseekv2") << std::uint32_t{kQ4_0};
+    }
+    void int8DenseFromGguf() {
+        QFETCH(QString, fixture);
+        QFETCH(std::uint32_t, type);
+        QTemporaryDir tmp;
+        const QString gguf = tmp.filePath("model.gguf");
+        QVERIFY(writeFile(gguf, ggufFromFixture(fixture, {type, true}).bytes()));
+        const QString plain = tmp.filePath("plain"), int8 = tmp.filePath("int8");
+        convert::convertModel({gguf.toStdString(), plain.toStdString(), io::ExpertType::BF16, 2}, {});
+        convert::convertModel({gguf.toStdString(), int8.toStdString(), io::ExpertType::BF16, 2, "int8"}, {});
+        const Golden g = loadGolden(fixture, "chat");
+        const auto logits = [&](const QString& store, DensePrecision dense) {
+            EngineOptions o;
+            o.threads = 2;
+            o.device = Device::Cpu;
+            o.dense = dense;
+            return Engine::load(store.toStdString(), o)->newSession()->append(g.promptIds, Logits::All);
+        };
+        QVERIFY2(logits(int8, DensePrecision::Int8) == logits(plain, DensePrecision::Int8),
+                 "an int8-dense store from a GGUF differs from quantizing its store at load");
+    }
 };
 
 QTEST_GUILESS_MAIN(GgufGoldenTest)

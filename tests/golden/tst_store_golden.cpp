@@ -8,6 +8,8 @@
 #include <cmath>
 
 #include "convert/convert_model.h"
+#include "io/safetensors.h"
+#include "io/store_manifest.h"
 #include "tandem/engine.h"
 #include "test_support.h"
 
@@ -16,12 +18,15 @@ using namespace tandem::test;
 
 namespace {
 
-std::vector<float> storeLogits(const QString& store, const std::vector<int>& prompt) {
+std::vector<float> storeLogits(const QString& store, const std::vector<int>& prompt,
+                               DensePrecision dense = DensePrecision::Checkpoint, std::string* denseReported = nullptr) {
     EngineOptions o;
     o.threads = 2;
     o.device = Device::Cpu;
+    o.dense = dense;
     auto engine = Engine::load(store.toStdString(), o);
     QTest::qVerify(engine->info().experts.find("packed store") != std::string::npos, "store", "", __FILE__, __LINE__);
+    if (denseReported) *denseReported = engine->info().dense;
     return engine->newSession()->append(prompt, Logits::All);
 }
 
@@ -111,6 +116,57 @@ private slots:
                  qPrintable(QString("int8 against the checkpoint's own result: top-1 agreement %1, KL %2").arg(agree8own).arg(kl8own)));
         QVERIFY2(agree4own >= 0.75 && kl4own < 1e-2,
                  qPrintable(QString("int4 against the checkpoint's own result: top-1 agreement %1, KL %2").arg(agree4own).arg(kl4own)));
+    }
+
+    // convert --dense int8 writes each dense product as the engine's --dense int8 quantizes it at load, so a
+    // store with int8 dense weights gives the very logits of a checkpoint-dense store quantized at load. A
+    // tied output head (the embedding) stays as it is in the store and is quantized at load in both.
+    void int8DenseStoreEqualsQuantizingAtLoad_data() { storesOfEveryType_data(); }
+    void int8DenseStoreEqualsQuantizingAtLoad() {
+        QFETCH(QString, fixture);
+        QTemporaryDir tmp;
+        const Golden g = loadGolden(fixture, "long");
+        const QString plain = tmp.filePath("plain"), int8 = tmp.filePath("int8"), bf16 = tmp.filePath("bf16");
+        convert::convertModel({fixturePath(fixture).toStdString(), plain.toStdString(), io::ExpertType::INT8, 2}, {});
+        convert::convertModel({fixturePath(fixture).toStdString(), int8.toStdString(), io::ExpertType::INT8, 2, "int8"}, {});
+        QCOMPARE(QString::fromStdString(io::readManifest(int8.toStdString()).denseType), QString("int8"));
+
+        const io::SafetensorsFile dense((int8 + "/model.safetensors").toStdString());
+        int products = 0;
+        for (const auto& t : dense.tensors()) {
+            if (t.dtype != io::DType::I8) continue;
+            ++products;
+            QVERIFY2(!dense.find(t.name + "_scale_inv"), t.name.c_str());  // an FP8 product's scales are folded in
+            const io::TensorInfo* scales = dense.find(t.name + "_row_scale");
+            QVERIFY2(scales && scales->dtype == io::DType::F32 && scales->shape == std::vector<std::int64_t>{t.shape[0]}, t.name.c_str());
+        }
+        QVERIFY(dense.find("model.layers.0.self_attn.o_proj.weight")->dtype == io::DType::I8);
+        QVERIFY(dense.find("model.embed_tokens.weight")->dtype != io::DType::I8);
+        QVERIFY(products >= 5);
+
+        std::string reported;
+        const std::vector<float> stored = storeLogits(int8, g.promptIds, DensePrecision::Int8);
+        const std::vector<float> atLoad = storeLogits(plain, g.promptIds, DensePrecision::Int8);
+        QCOMPARE(stored.size(), atLoad.size());
+        QVERIFY2(stored == atLoad, "an int8-dense store differs from quantizing at load");
+        const std::vector<float> asStored = storeLogits(int8, g.promptIds, DensePrecision::Checkpoint, &reported);
+        QCOMPARE(QString::fromStdString(reported), QString("int8 (store)"));
+        QVERIFY(std::all_of(asStored.begin(), asStored.end(), [](float v) { return std::isfinite(v); }));
+
+        // --dense bf16: a bf16 checkpoint's products are unchanged, so the same logits. An FP8 checkpoint's are
+        // rounded to bf16 (2^-9 of each weight); the FP8 fixtures amplify that as they do int8 experts
+        // (storesOfEveryType), so they get its bounds.
+        convert::convertModel({fixturePath(fixture).toStdString(), bf16.toStdString(), io::ExpertType::INT8, 2, "bf16"}, {});
+        const io::SafetensorsFile bf16Dense((bf16 + "/model.safetensors").toStdString());
+        QCOMPARE(bf16Dense.find("model.layers.0.self_attn.o_proj.weight")->dtype, io::DType::BF16);
+        const std::vector<float> plainLogits = storeLogits(plain, g.promptIds), bf16Logits = storeLogits(bf16, g.promptIds);
+        const auto [agree, kl] = compare(plainLogits, bf16Logits, static_cast<std::size_t>(g.vocab));
+        qInfo("%s: bf16-dense store against the checkpoint's dense weights: top-1 %.1f%%, KL %.2e", qPrintable(fixture),
+              100 * agree, kl);
+        if (fixture.contains("fp8"))
+            QVERIFY2(agree >= 0.9 && kl < 1e-3, qPrintable(QString("bf16 dense: top-1 agreement %1, KL %2").arg(agree).arg(kl)));
+        else
+            QVERIFY2(bf16Logits == plainLogits, "a bf16 checkpoint's bf16-dense store differs");
     }
 };
 

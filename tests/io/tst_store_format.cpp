@@ -104,6 +104,16 @@ private slots:
         other = m;
         other.sourceFingerprint ^= 1;
         QVERIFY(!other.sameConversion(m));
+        // convert --dense: another way of holding the dense weights is another conversion.
+        other = m;
+        other.denseType = "int8";
+        QVERIFY(!other.sameConversion(m));
+        QCOMPARE(io::manifestFromJson(io::manifestToJson(other), "test").denseType, std::string("int8"));
+        // A manifest from before the field reads as "checkpoint".
+        QString old = QString::fromStdString(io::manifestToJson(m));
+        QVERIFY(old.contains("\"dense_type\": \"checkpoint\","));
+        old.replace("\"dense_type\": \"checkpoint\",", "");
+        QCOMPARE(io::manifestFromJson(old.toStdString(), "test").denseType, std::string("checkpoint"));
     }
 
     void manifestErrors_data() {
@@ -117,6 +127,7 @@ private slots:
         QTest::newRow("bad checksum") << "ffffffffffffffff" << "fffffffffffffff" << "16 hex digits";
         QTest::newRow("escaping file name") << "experts-003.bin" << "../x.bin" << "not a file of the store";
         QTest::newRow("missing field") << "\"complete\"" << "\"finished\"" << "complete is missing";
+        QTest::newRow("bad dense type") << "\"dense_type\": \"checkpoint\"" << "\"dense_type\": \"int3\"" << "dense_type must be";
     }
 
     void manifestErrors() {

@@ -136,6 +136,9 @@ private slots:
         QCOMPARE(g.denseBytes, f.denseInt8Bytes);
         QCOMPARE(g.vramBytes, g.denseBytes + g.kvCacheBytes);
         QCOMPARE(g.ramBytes, f.ramBytes);
+        // The store too, when the wizard converts with int8 dense weights (StoreDense::Int8).
+        QCOMPARE(g.storeBytes, f.storeBytes - f.storeDenseBytes + f.denseInt8Bytes);
+        QVERIFY(g.storeBytes < f.storeBytes);
         // The fit then has more room for experts.
         QVERIFY(estimateExpertFit(g, 16'000'000'000ull).layersOnGpu >= estimateExpertFit(f, 16'000'000'000ull).layersOnGpu);
     }

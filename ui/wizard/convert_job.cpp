@@ -44,7 +44,8 @@ void ConvertJob::join() {
     if (thread_.joinable()) thread_.join();
 }
 
-void ConvertJob::start(const QString& source, const QString& storeDir, tandem::ExpertPrecision experts, int threads) {
+void ConvertJob::start(const QString& source, const QString& storeDir, tandem::ExpertPrecision experts, tandem::StoreDense dense,
+                       int threads) {
     if (running_) return;
     join();
     // Two conversions never write one store: a released one into it stops first (it was cancelled,
@@ -55,7 +56,7 @@ void ConvertJob::start(const QString& source, const QString& storeDir, tandem::E
     running_ = true;
     stop_ = false;
     QDir().mkpath(QFileInfo(storeDir).absolutePath());
-    const tandem::ConvertRequest request{source.toStdString(), storeDir.toStdString(), experts, threads};
+    const tandem::ConvertRequest request{source.toStdString(), storeDir.toStdString(), experts, threads, dense};
     // Results come back as calls queued to this object: they are dropped if it is destroyed first, and
     // the destructor joins the thread before that.
     thread_ = std::thread([this, request] {

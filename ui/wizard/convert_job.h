@@ -18,7 +18,8 @@ public:
     ~ConvertJob() override;  // cancels and waits for the thread; see release() for not waiting
 
     // Ignored while a conversion runs. threads <= 0: one per hardware thread.
-    void start(const QString& source, const QString& storeDir, tandem::ExpertPrecision experts, int threads = 0);
+    void start(const QString& source, const QString& storeDir, tandem::ExpertPrecision experts,
+               tandem::StoreDense dense = tandem::StoreDense::Checkpoint, int threads = 0);
     void cancel();
     // Cancels and lets the job outlive its owner, so closing the wizard returns at once: the job
     // deletes itself once the conversion stops at its next progress report (the application deletes

@@ -72,7 +72,10 @@ void ConvertPage::start() {
     stop_->setEnabled(true);
     bar_->setValue(0);
     status_->setText(tr("Checking %1…").arg(QDir::toNativeSeparators(plan.convertSource())));
-    job_->start(plan.convertSource(), plan.storeFolder, plan.experts, wizard_->parts().convertThreads);
+    // The dense weights as Settings holds them (int8 by default), which the fit on the previous page counted:
+    // written so into the store, nothing is quantized when it loads.
+    const auto dense = wizard_->parts().settings->engine().int8Dense ? tandem::StoreDense::Int8 : tandem::StoreDense::Checkpoint;
+    job_->start(plan.convertSource(), plan.storeFolder, plan.experts, dense, wizard_->parts().convertThreads);
 }
 
 void ConvertPage::stopOrResume() {

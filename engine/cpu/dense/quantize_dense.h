@@ -9,6 +9,10 @@
 
 namespace tandem::cpu {
 
+// One row of float32 weights into int8 (absmax / 127, round to nearest); returns the row's scale, NaN
+// for a row holding NaN or infinity (its products then come out NaN, as they would in bf16).
+float quantizeRowInt8(const float* row, std::size_t cols, std::int8_t* out);
+
 // The int8 values and row scales of `m` (any type dequantRow reads), and a WeightMatrix of type I8 that
 // views them; the vectors must outlive it.
 WeightMatrix quantizeRowsInt8(const WeightMatrix& m, std::vector<std::int8_t>& values, std::vector<float>& scales,

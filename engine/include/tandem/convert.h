@@ -29,6 +29,7 @@ struct Footprint {
     std::uint64_t vramBytes = 0;         // denseBytes + kvCacheBytes
     std::uint64_t downloadBytes = 0;     // the safetensors shards as published (FP8 with its scales, MTP)
     std::uint64_t storeBytes = 0;        // the converted store's model.safetensors and expert files
+    std::uint64_t storeDenseBytes = 0;   // of those, model.safetensors
     int contextLength = 0;               // what the KV cache was counted for (capped by the model's limit)
     int moeLayers = 0;                   // layers with routed experts
     int expertsPerLayer = 0;             // routed experts in each
@@ -49,7 +50,8 @@ struct ExpertFit {
                                          // with no GPU, the dense part)
 };
 ExpertFit estimateExpertFit(const Footprint& need, std::uint64_t vramBytes);
-// The footprint with the dense part in int8 (denseBytes and vramBytes from denseInt8Bytes).
+// The footprint with the dense part in int8 (denseBytes and vramBytes from denseInt8Bytes), the store's
+// too (convert --dense int8, StoreDense::Int8).
 Footprint withInt8Dense(Footprint f);
 
 // This machine's memory read speed in GB/s with every core reading (best of a few passes over ~1 GB,
@@ -65,11 +67,20 @@ Footprint estimateFootprint(const std::filesystem::path& modelDirOrConfigJson, E
 Footprint estimateFootprintFromJson(const std::string& configJson, ExpertPrecision experts, int contextLength = 4096,
                                     const std::string& where = "config.json");
 
+// How a store holds the dense products (attention's projections, dense and shared MLPs, the output head).
+enum class StoreDense {
+    Checkpoint,  // as the input has them (bf16 for most releases, FP8 for DeepSeek's)
+    Int8,        // int8 with a scale per row, as --dense int8 quantizes at load: half of bf16's bytes on
+                 // disk and per decode step, and nothing to quantize when the store loads
+    Bf16,        // F32, F16, FP8 and GGUF-quantized products widened or rounded to bf16
+};
+
 struct ConvertRequest {
     std::filesystem::path model;  // a Hugging Face model folder, or a llama.cpp .gguf file
     std::filesystem::path out;    // the store to write (built in OUT.partial, renamed at the end)
     ExpertPrecision experts = ExpertPrecision::BF16;  // BF16, INT8 or INT4
     int threads = 0;              // <= 0: one per hardware thread
+    StoreDense dense = StoreDense::Checkpoint;
 };
 
 struct ConvertProgress {
