@@ -90,7 +90,8 @@ tandem::DensePrecision parseDense(const CliArgs& args) {
     const std::string name = args.optional("--dense").value_or("checkpoint");
     if (name == "checkpoint") return tandem::DensePrecision::Checkpoint;
     if (name == "int8") return tandem::DensePrecision::Int8;
-    throw tandem::Error("--dense must be checkpoint or int8, not '" + name + "'");
+    if (name == "int4") return tandem::DensePrecision::Int4;
+    throw tandem::Error("--dense must be checkpoint, int8 or int4, not '" + name + "'");
 }
 
 void reportDevice(const tandem::ModelInfo& info) {

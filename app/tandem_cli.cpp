@@ -50,7 +50,7 @@ commands:
             repositories) and the endpoint (a mirror) default to HF_TOKEN and HF_ENDPOINT. Ctrl-C keeps
             the partial files in DIR/.tandem-download; the same command resumes them.
   eval      --model DIR --ids-file FILE --new-tokens N --logits-out FILE [--threads N]
-            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8] [--defer D | --skip D] [--defer-prefill] [--no-verify]
+            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8|int4] [--defer D | --skip D] [--defer-prefill] [--no-verify]
             [--forced-ids FILE] [--router-out FILE]
             Prefill the prompt ids in FILE, then decode N tokens greedily. Writes every logits row
             (prompt positions, then one row per generated token) as little-endian float32 to the
@@ -61,17 +61,17 @@ commands:
   generate  --model DIR (--ids "ID ..." | --ids-file FILE | --prompts-file FILE) [--new-tokens N]
             [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R]
             [--presence-penalty P] [--frequency-penalty F] [--seed S] [--threads N] [--context N]
-            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8] [--defer D | --skip D] [--defer-prefill] [--no-verify]
+            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8|int4] [--defer D | --skip D] [--defer-prefill] [--no-verify]
             Generate from prompt ids, printing ids as they come and the speed at the end.
             --prompts-file holds one prompt per line; each gets a fresh session and one output line.
   chat      --model DIR [--system TEXT] [--stop TEXT]... [--no-think] [--max-tokens N]
             [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R] [--seed S]
-            [--threads N] [--context N] [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8] [--defer D]
+            [--threads N] [--context N] [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8|int4] [--defer D]
             [--defer-prefill] [--no-verify]
             An interactive chat with the model's own chat template: type a message, the answer streams
             (reasoning dimmed), then the speed; /reset, /system TEXT and /quit.
   bench     --model DIR|STORE | --synthetic deepseek-v2-lite|qwen3-30b-a3b|deepseek-v3-4l|tiny
-            [--experts TYPE] [--dense int8] [--prompt 512[,2048...]] [--gen 128] [--defer D[,D...]] [--threads N]
+            [--experts TYPE] [--dense int8|int4] [--prompt 512[,2048...]] [--gen 128] [--defer D[,D...]] [--threads N]
             [--device cpu|gpu|auto] [--gpu-memory SIZE] [--json] [--no-verify] [--no-warmup]
             A model (or random weights of a real model's shapes): prefill, then decode, with the time
             split and the decode ceiling (measured bandwidth / routed-expert bytes per token), then a
@@ -101,7 +101,9 @@ commands:
   --dense   how the dense weights are held (attention, dense and shared MLPs, output head), on the
             CPU and the GPU: checkpoint (default: as the model has them) or int8 (a scale per row,
             quantized at load: half of bf16's bytes per token, slightly less exact; FP8 stays FP8
-            on the GPU). A store converted with --dense int8 holds them in int8 already
+            on the GPU). A store converted with --dense int8 holds them in int8 already. int4 (CPU
+            path only): groups of 32 weights with a scale, packed at load for the expert kernels, a
+            quarter of bf16's bytes and less exact
   --defer   Expert Deferral: the D lowest-weighted routed experts of a layer overlap the next layer
   --skip    drop the D lowest-weighted routed experts instead (for comparison with --defer)
   --defer-prefill  apply --defer or --skip to the prompt too (by default only decode defers, so the

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Int8 dense weights against the checkpoint's on the fixtures (issue 25): each fixture's golden prompts
-(`chat`, `long`) teacher-forced with their golden tokens through `tandem-cli eval --device cpu`, once with
-`--dense checkpoint` and once with `--dense int8`, every logits row compared: KL(checkpoint || int8) of the
-softmax, top-1 agreement, relative L2. Needs numpy and safetensors.
+"""Int8 (or int4) dense weights against the checkpoint's on the fixtures (issue 25): each fixture's golden
+prompts (`chat`, `long`) teacher-forced with their golden tokens through `tandem-cli eval --device cpu`, once
+with `--dense checkpoint` and once with `--dense int8` (or `--dense int4`), every logits row compared:
+KL(checkpoint || quantized) of the softmax, top-1 agreement, relative L2. Needs numpy and safetensors.
 
-    python3 scripts/dense_int8_quality.py --cli build/app/tandem-cli [--fixtures tests/fixtures] [--threads 2]
+    python3 scripts/dense_int8_quality.py --cli build/app/tandem-cli [--dense int8|int4] [--fixtures tests/fixtures]
 """
 import argparse
 import subprocess
@@ -40,6 +40,7 @@ def main():
     ap.add_argument("--cli", required=True)
     ap.add_argument("--fixtures", default="tests/fixtures")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--dense", default="int8", choices=["int8", "int4"])
     args = ap.parse_args()
     print(f'{"fixture":26} {"rows":>5} {"mean KL":>9} {"median KL":>9} {"max KL":>9} {"top-1":>6} {"median rel L2":>13}')
     with tempfile.TemporaryDirectory() as tmp:
@@ -51,7 +52,7 @@ def main():
             for p in ("chat", "long"):
                 prompt, forced = golden[f"{p}.prompt_ids"].tolist(), golden[f"{p}.gen_ids"].tolist()
                 a = logits(args.cli, model, prompt, forced, "checkpoint", args.threads, work)
-                b = logits(args.cli, model, prompt, forced, "int8", args.threads, work)
+                b = logits(args.cli, model, prompt, forced, args.dense, args.threads, work)
                 la, lb = log_softmax(a), log_softmax(b)
                 kl.append((np.exp(la) * (la - lb)).sum(-1))
                 agree.append(a.argmax(-1) == b.argmax(-1))

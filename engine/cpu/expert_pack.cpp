@@ -129,7 +129,7 @@ float readBlockWeight(const ExpertLayout& l, const std::byte* src, float rowScal
 
 void packExpert(const ExpertLayout& l, const ExpertRows& rows, std::byte* dst) {
     std::memset(dst, 0, l.expertBytes);
-    PanelRows gate, up, down;
+    PanelRows gate, up;
     for (int p = 0; p < l.gateUpPanels; ++p) {
         gate.read(rows.gate, p * kPanelRows, l.inter, l.hidden, l.hiddenPad, "gate");
         up.read(rows.up, p * kPanelRows, l.inter, l.hidden, l.hiddenPad, "up");
@@ -147,18 +147,23 @@ void packExpert(const ExpertLayout& l, const ExpertRows& rows, std::byte* dst) {
             writeBlock(l, up, upScale, kb * l.kBlock, panel + (2 * kb + 1) * l.blockBytes);
         }
     }
-    for (int q = 0; q < l.downPanels; ++q) {
-        down.read(rows.down, q * kPanelRows, l.hidden, l.inter, l.interPad, "down");
+    packDownPanels(l, rows.down, dst + l.downOffset, 0, l.downPanels);
+}
+
+void packDownPanels(const ExpertLayout& l, const RowReader& reader, std::byte* down, int q0, int q1) {
+    PanelRows rows;
+    for (int q = q0; q < q1; ++q) {
+        rows.read(reader, q * kPanelRows, l.hidden, l.inter, l.interPad, "down");
         float scale[16] = {};
         if (l.type == ExpertType::INT8) {
-            rowScales(down, l.inter, scale);
-            auto* scales = reinterpret_cast<float*>(dst + l.downScalesOffset);
+            rowScales(rows, l.inter, scale);
+            auto* scales = reinterpret_cast<float*>(down + (l.downScalesOffset - l.downOffset));
             for (int o = 0; o < 16 && q * 16 + o < l.hidden; ++o) scales[q * 16 + o] = scale[o];
         }
         for (int c = 0; c < l.chunks; ++c) {
-            std::byte* panel = dst + l.chunkOffset(c) + static_cast<std::size_t>(q) * l.chunkPanelBytes(c);
+            std::byte* panel = down + (l.chunkOffset(c) - l.downOffset) + static_cast<std::size_t>(q) * l.chunkPanelBytes(c);
             for (int kb = 0; kb < l.chunkKBlocks(c); ++kb)
-                writeBlock(l, down, scale, c * kChunkCols + kb * l.kBlock, panel + kb * l.blockBytes);
+                writeBlock(l, rows, scale, c * kChunkCols + kb * l.kBlock, panel + kb * l.blockBytes);
         }
     }
 }
@@ -183,14 +188,7 @@ void packExpert(const ExpertLayout& l, const WeightMatrix& gate, const WeightMat
 void unpackExpertRow(const ExpertLayout& l, const std::byte* expert, ExpertMatrix m, int row, float* out) {
     const int p = row / kPanelRows, o = row % kPanelRows;
     if (m == ExpertMatrix::Down) {
-        float scale = 0.0f;
-        if (l.type == ExpertType::INT8) std::memcpy(&scale, expert + l.downScalesOffset + row * sizeof(float), sizeof scale);
-        for (int k = 0; k < l.inter; ++k) {
-            const int c = k / kChunkCols, kk = k % kChunkCols;
-            const std::byte* block = expert + l.chunkOffset(c) + static_cast<std::size_t>(p) * l.chunkPanelBytes(c) +
-                                     static_cast<std::size_t>(kk / l.kBlock) * l.blockBytes;
-            out[k] = readBlockWeight(l, block, scale, o, kk % l.kBlock);
-        }
+        unpackDownRow(l, expert + l.downOffset, row, out);
         return;
     }
     const std::byte* panel = expert + static_cast<std::size_t>(p) * l.gateUpPanelBytes;
@@ -203,6 +201,19 @@ void unpackExpertRow(const ExpertLayout& l, const std::byte* expert, ExpertMatri
     for (int k = 0; k < l.hidden; ++k) {
         const std::byte* block = panel + static_cast<std::size_t>(2 * (k / l.kBlock) + which) * l.blockBytes;
         out[k] = readBlockWeight(l, block, scale, o, k % l.kBlock);
+    }
+}
+
+void unpackDownRow(const ExpertLayout& l, const std::byte* down, int row, float* out) {
+    const int p = row / kPanelRows, o = row % kPanelRows;
+    float scale = 0.0f;
+    if (l.type == ExpertType::INT8)
+        std::memcpy(&scale, down + (l.downScalesOffset - l.downOffset) + row * sizeof(float), sizeof scale);
+    for (int k = 0; k < l.inter; ++k) {
+        const int c = k / kChunkCols, kk = k % kChunkCols;
+        const std::byte* block = down + (l.chunkOffset(c) - l.downOffset) + static_cast<std::size_t>(p) * l.chunkPanelBytes(c) +
+                                 static_cast<std::size_t>(kk / l.kBlock) * l.blockBytes;
+        out[k] = readBlockWeight(l, block, scale, o, kk % l.kBlock);
     }
 }
 

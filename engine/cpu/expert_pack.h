@@ -28,10 +28,17 @@ void packExpert(const ExpertLayout& layout, const ExpertRows& rows, std::byte* d
 void packExpert(const ExpertLayout& layout, const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down,
                 std::byte* dst);
 
+// Down's row panels [q0, q1) alone, into `down` (the expert's byte layout.downOffset: its chunks, then
+// INT8's row scales, which end at layout.dataBytes). Panels are independent, so threads may pack
+// different ranges at once; `down` must be zeroed first (the padding is not written).
+void packDownPanels(const ExpertLayout& layout, const RowReader& down, std::byte* dst, int q0, int q1);
+
 enum class ExpertMatrix { Gate, Up, Down };
 
 // Row `row` of one matrix as the kernels see it (quantized, then dequantized to float32) into
 // out[0, cols): cols is hidden for gate/up and inter for down.
 void unpackExpertRow(const ExpertLayout& layout, const std::byte* expert, ExpertMatrix matrix, int row, float* out);
+// Down's row `row` from its part alone (packDownPanels' dst).
+void unpackDownRow(const ExpertLayout& layout, const std::byte* down, int row, float* out);
 
 }  // namespace tandem::cpu

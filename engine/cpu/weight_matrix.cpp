@@ -2,11 +2,16 @@
 
 #include <cstring>
 
+#include "cpu/dense/packed_matrix.h"
 #include "io/gguf_quant.h"
 
 namespace tandem::cpu {
 
 void WeightMatrix::dequantRow(std::int64_t r, float* out) const {
+    if (packed) {
+        packed->dequantRow(firstRow + r, out);
+        return;
+    }
     const std::int64_t row = firstRow + r;
     const std::byte* src = data + static_cast<std::size_t>(row) * io::dtypeRowBytes(dtype, cols);
     switch (dtype) {

@@ -10,6 +10,8 @@
 
 namespace tandem::cpu {
 
+class PackedMatrix;
+
 struct WeightMatrix {
     io::DType dtype = io::DType::F32;
     std::int64_t rows = 0;
@@ -23,6 +25,9 @@ struct WeightMatrix {
     int blockCols = 128;
 
     const float* rowScales = nullptr;  // I8 only (dense weights quantized at load): one per row of the tensor
+    // Packed for the expert kernels (--dense int4, cpu/dense/packed_matrix.h): the whole matrix, which
+    // then replaces `data` (a view with firstRow 0 and every row).
+    const PackedMatrix* packed = nullptr;
 
     // Writes row r (of this view) as float32 into out[0, cols).
     void dequantRow(std::int64_t r, float* out) const;

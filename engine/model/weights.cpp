@@ -235,6 +235,13 @@ void forEachDenseProduct(ModelWeights& w, const ModelConfig& c,
     each(c.tieWordEmbeddings ? std::string() : std::string("lm_head.weight"), w.lmHead);
 }
 
+void packDenseInt4(ModelWeights& w, const ModelConfig& c, cpu::ThreadPool& pool) {
+    forEachDenseProduct(w, c, [&](const std::string&, WeightMatrix& m) {
+        if (m.packed) return;
+        m.packed = w.packedStore.emplace_back(std::make_shared<const cpu::PackedMatrix>(io::ExpertType::INT4, m, pool)).get();
+    });
+}
+
 void quantizeDenseInt8(ModelWeights& w, const ModelConfig& c, cpu::ThreadPool& pool, bool keepFp8) {
     forEachDenseProduct(w, c, [&](const std::string&, WeightMatrix& m) {
         if (m.dtype == io::DType::I8 || (keepFp8 && m.dtype == io::DType::F8_E4M3)) return;

@@ -5,10 +5,12 @@
 // scales) are copied, into float32.
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <optional>
 #include <vector>
 
+#include "cpu/dense/packed_matrix.h"
 #include "cpu/pool/thread_pool.h"
 #include "cpu/weight_matrix.h"
 #include "io/tensor_lookup.h"
@@ -59,6 +61,8 @@ struct ModelWeights {
     std::vector<LayerWeights> layers;
     std::deque<std::vector<float>> scaleStore;  // owns the FP8 block scales (and int8 row scales) the matrices point to
     std::deque<std::vector<std::int8_t>> int8Store;  // owns the int8 dense weights (quantizeDenseInt8)
+    // Owns the int4 dense weights (packDenseInt4); shared, so a copy of the weights views the same.
+    std::vector<std::shared_ptr<const cpu::PackedMatrix>> packedStore;
 };
 
 // Dense products in int8 with a scale per row (cpu/dense/quantize_dense.h), for the CPU path and the GPU's
@@ -66,6 +70,11 @@ struct ModelWeights {
 // MLPs and the output head; the embedding, norms, routers and routed experts stay as they are. Replaces
 // those matrices in place; keepFp8 leaves FP8 matrices as they are (the GPU reads them as bytes already).
 void quantizeDenseInt8(ModelWeights& weights, const ModelConfig& config, cpu::ThreadPool& pool, bool keepFp8 = false);
+
+// The same products packed in int4 (groups of 32 inputs) for the CPU's expert kernels
+// (cpu/dense/packed_matrix.h): a quarter of bf16's bytes per decode step, for the CPU path only (the GPU
+// does not read packed matrices). Each matrix keeps its view and gains `packed`.
+void packDenseInt4(ModelWeights& weights, const ModelConfig& config, cpu::ThreadPool& pool);
 
 // Those dense products with their tensor names as loadWeights reads them ("lm_head.weight" is named
 // only when the model has its own; a tied output head is the embedding, which stays as it is in a store).

@@ -72,6 +72,7 @@ bool allFinite(std::span<const float> values) {
 // shared MLPs, routers and the output head (the embedding is one row a token).
 std::uint64_t denseBytesPerToken(const model::ModelWeights& w) {
     const auto bytes = [](const cpu::WeightMatrix& m) {
+        if (m.packed) return static_cast<std::uint64_t>(m.packed->bytes());
         return m.data ? static_cast<std::uint64_t>(m.rows) * io::dtypeRowBytes(m.dtype, m.cols) : std::uint64_t{0};
     };
     const auto mlp = [&](const model::MlpWeights& m) { return bytes(m.gate) + bytes(m.up) + bytes(m.down); };
@@ -179,6 +180,16 @@ struct Engine::Impl {
         if (int8Dense) {
             if (!gpu) model::quantizeDenseInt8(weights, config, pool, false);  // FP8 too, for the CPU's int8 kernels
             info.dense = "int8";
+        }
+        // Int4 dense weights are packed for the CPU's expert kernels, which the GPU does not read: with a GPU
+        // they stay as they are.
+        if (options.dense == DensePrecision::Int4) {
+            if (!gpu) {
+                model::packDenseInt4(weights, config, pool);
+                info.dense = "int4";
+            } else {
+                info.dense += " (int4 is for the CPU path; the GPU keeps them)";
+            }
         }
         if (packed) {  // the layers whose experts stay in system memory
             const double cpuLayers = config.moeLayerCount() - (gpu ? gpu->expertLayersOnGpu() : 0.0);

@@ -10,6 +10,7 @@
 #include "cpu/dense/gqa_attention.h"
 #include "cpu/kernels/activation_quant.h"
 #include "cpu/dense/matmul.h"
+#include "cpu/dense/packed_matrix.h"
 #include "cpu/dense/quantize_dense.h"
 #include "cpu/dense/ops.h"
 #include "cpu/pool/thread_pool.h"
@@ -316,6 +317,70 @@ private slots:
             }
             QCOMPARE(scales[r], largest / 127.0f);
         }
+    }
+
+    // --dense int4: a matrix packed for the expert kernels multiplies as its own dequantized rows times the
+    // activations the kernels quantize (int8, a scale per token), over odd shapes (rows not a whole panel,
+    // columns not a whole block or chunk) and token counts on both sides of the GEMV/GEMM switch. The
+    // int8 type too, which runs the same way. A slice of a packed matrix takes the general path.
+    void packedMatrixMultipliesAsItsRows() {
+        ThreadPool pool(2);
+        std::mt19937 rng(11);
+        std::normal_distribution<float> n(0, 0.05f);
+        for (const ExpertType type : {ExpertType::INT4, ExpertType::INT8})
+            for (const auto& [rows, cols] : {std::pair{37, 200}, std::pair{64, 2048}, std::pair{300, 96}}) {
+                std::vector<float> values(static_cast<std::size_t>(rows) * cols);
+                for (float& v : values) v = n(rng);
+                WeightMatrix w;
+                w.rows = rows;
+                w.cols = cols;
+                w.data = reinterpret_cast<const std::byte*>(values.data());
+                const PackedMatrix packed(type, w, pool);
+                WeightMatrix p = w;
+                p.packed = &packed;
+                std::vector<float> row(cols);
+                for (int r = 0; r < rows; r += 7) {  // dequantized rows are close to the weights
+                    p.dequantRow(r, row.data());
+                    for (int c = 0; c < cols; ++c)
+                        QVERIFY(std::abs(row[c] - values[static_cast<std::size_t>(r) * cols + c]) <= (type == ExpertType::INT4 ? 0.05f : 0.003f));
+                }
+                for (const std::size_t tokens : {std::size_t{1}, std::size_t{3}, std::size_t{20}}) {
+                    const std::size_t ldx = cols + 5, ldy = rows + 3;
+                    std::vector<float> x(tokens * ldx), y(tokens * ldy, -7.0f);
+                    for (float& v : x) v = n(rng) * 20;
+                    matmul(p, x.data(), ldx, tokens, y.data(), ldy, pool);
+                    for (std::size_t t = 0; t < tokens; ++t) {
+                        std::vector<std::int8_t> q((cols + 63) / 64 * 64);
+                        std::vector<std::int32_t> sums(q.size() / 32);
+                        float scale = 0;
+                        activationToInt8Scalar(x.data() + t * ldx, cols, static_cast<int>(q.size()), q.data(), &scale, sums.data());
+                        for (int r = 0; r < rows; ++r) {
+                            p.dequantRow(r, row.data());
+                            double want = 0, size = 0;
+                            for (int c = 0; c < cols; ++c) {
+                                want += static_cast<double>(row[c]) * q[c] * scale;
+                                size += std::abs(static_cast<double>(row[c]) * q[c] * scale);
+                            }
+                            const float got = y[t * ldy + r];
+                            QVERIFY2(std::abs(got - want) <= 1e-5 * size + 1e-7,
+                                     qPrintable(QString("%1 %2x%3, %4 tokens, token %5 row %6: %7 against %8")
+                                                    .arg(QString::fromUtf8(io::expertTypeName(type).data())).arg(rows).arg(cols)
+                                                    .arg(tokens).arg(t).arg(r).arg(got).arg(want)));
+                        }
+                        QCOMPARE(y[t * ldy + rows], -7.0f);  // past the rows: untouched
+                    }
+                }
+                // A slice reads its own rows, through dequantRow.
+                const WeightMatrix slice = p.rowSlice(5, 9);
+                std::vector<float> x(cols, 0.5f), y(9), want(9);
+                matmul(slice, x.data(), cols, 1, y.data(), 9, pool);
+                for (int r = 0; r < 9; ++r) {
+                    p.dequantRow(5 + r, row.data());
+                    want[r] = 0;
+                    for (int c = 0; c < cols; ++c) want[r] += row[c] * 0.5f;
+                    QVERIFY(std::abs(y[r] - want[r]) <= 1e-4f);
+                }
+            }
     }
 
     void rowSliceReadsTheRightRows() {

@@ -136,6 +136,8 @@ def main():
     parser.add_argument("--dense-compare", action="store_true",
                         help="single-turn questions with the dense weights as the checkpoint has them and in int8 "
                              "(tandem-cli --dense int8): both scores and the share of identical greedy answers")
+    parser.add_argument("--dense-types", default="int8",
+                        help="with --dense-compare: the quantized types to compare, comma-separated (int8, int4)")
     args = parser.parse_args()
 
     tokenizer = Tokenizer.from_file(str(args.model / "tokenizer.json"))
@@ -146,8 +148,9 @@ def main():
         return multiturn(args, tokenizer, eos)
     items, prompts_file = single_turn_prompts(args, tokenizer)
     if args.dense_compare:
+        types = ["checkpoint"] + args.dense_types.split(",")
         rows = {dense: run(args.cli, args.model, prompts_file, args.device, "--defer", 0, args.new_tokens,
-                           ["--dense", dense]) for dense in ("checkpoint", "int8")}
+                           ["--dense", dense]) for dense in types}
         Path(prompts_file).unlink()
         print("| dense weights | seen: definition | seen: exact | paraphrase: definition | paraphrase: exact |")
         print("|---|---|---|---|---|")
@@ -155,9 +158,10 @@ def main():
             table = score(items, decode_answers(tokenizer, eos, r))
             s, p = table["seen"], table["paraphrase"]
             print(f"| {dense} | {s['definition']:.1%} | {s['exact']:.1%} | {p['definition']:.1%} | {p['exact']:.1%} |")
-        cut = [[r[:r.index(eos)] if eos in r else r for r in rows[d]] for d in ("checkpoint", "int8")]
-        same = sum(a == b for a, b in zip(*cut))
-        print(f"\nidentical greedy answers: {same} of {len(items)} ({same / len(items):.1%})")
+        cut = {d: [r[:r.index(eos)] if eos in r else r for r in rows[d]] for d in types}
+        for d in types[1:]:
+            same = sum(a == b for a, b in zip(cut["checkpoint"], cut[d]))
+            print(f"\n{d}: identical greedy answers: {same} of {len(items)} ({same / len(items):.1%})")
         return
 
     print(f"| experts | seen: definition | seen: exact | paraphrase: definition | paraphrase: exact |")

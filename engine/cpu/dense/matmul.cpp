@@ -1,10 +1,15 @@
 #include "cpu/dense/matmul.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <new>
 #include <vector>
 
 #include "cpu/cpu_features.h"
 #include "cpu/dense/dense_avx512.h"
+#include "cpu/dense/dense_int8_amx.h"
+#include "cpu/dense/packed_matrix.h"
 #include "cpu/dense/ops.h"
 #include "cpu/kernels/activation_quant.h"
 
@@ -22,6 +27,10 @@ constexpr std::size_t kBlockFromTokens = 4;
 
 void matmul(const WeightMatrix& w, const float* x, std::size_t ldx, std::size_t tokens, float* y, std::size_t ldy,
             ThreadPool& pool) {
+    if (w.packed && w.firstRow == 0 && w.rows == w.packed->rows()) {  // a slice takes the general path below
+        w.packed->multiply(x, ldx, tokens, y, ldy, pool);
+        return;
+    }
     const auto cols = static_cast<std::size_t>(w.cols);
     // Enough rows per chunk that a chunk's work (rows * cols * tokens) dwarfs the scheduling cost.
     const std::size_t grain = std::max<std::size_t>(4, 16384 / std::max<std::size_t>(1, cols * tokens));
@@ -52,6 +61,27 @@ void matmul(const WeightMatrix& w, const float* x, std::size_t ldx, std::size_t 
         const Int8Rows xq{q.data(), padded, scales.data(), sums.data()};
         const auto* rows = reinterpret_cast<const std::int8_t*>(w.data) + static_cast<std::size_t>(w.firstRow) * cols;
         const float* rowScales = w.rowScales + w.firstRow;
+        if (selectedIsa() == Isa::Amx && denseInt8AmxServes(cols, tokens)) {
+            // A prompt on AMX: the activations packed into B tiles once for every thread, each thread's rows
+            // in blocks of 32 (two A tiles).
+            struct Free {
+                void operator()(std::int8_t* p) const { std::free(p); }
+            };
+            thread_local std::unique_ptr<std::int8_t, Free> packed;
+            thread_local std::size_t capacity = 0;
+            const std::size_t bytes = int8AmxPackedBytes(cols, tokens);
+            if (capacity < bytes) {
+                packed.reset(static_cast<std::int8_t*>(std::aligned_alloc(64, bytes)));
+                if (!packed) throw std::bad_alloc();
+                capacity = bytes;
+            }
+            packInt8ForAmx(xq, cols, tokens, packed.get());
+            const std::int8_t* tiles = packed.get();
+            pool.parallelFor(static_cast<std::size_t>(w.rows), 32, [&](std::size_t begin, std::size_t end) {
+                denseInt8AmxPacked(rows, rowScales, cols, begin, end, tiles, scales.data(), tokens, y, ldy);
+            });
+            return;
+        }
         pool.parallelFor(static_cast<std::size_t>(w.rows), grain, [&](std::size_t begin, std::size_t end) {
             if (selectedIsa() >= Isa::Avx512) denseInt8Avx512(rows, rowScales, cols, begin, end, xq, tokens, y, ldy);
             else denseInt8Avx2(rows, rowScales, cols, begin, end, xq, tokens, y, ldy);

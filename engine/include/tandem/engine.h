@@ -40,6 +40,8 @@ enum class DensePrecision {
     Checkpoint,  // as the checkpoint or store has them (bf16 mostly)
     Int8,        // int8 with a scale per row, quantized at load: half of bf16's bytes per decode step, with
                  // an error of ~0.5% of each row's largest weight (not yet the default: issue 25)
+    Int4,        // CPU path only: int4 in groups of 32 inputs (fp16 scales), packed at load for the expert
+                 // kernels: a quarter of bf16's bytes, less exact; with a GPU the weights stay as they are
 };
 
 struct EngineOptions {
