@@ -50,6 +50,10 @@
 # PEER_CPU_ROW=0 leaves out Tandem's row with every expert on the CPU and no streaming (--gpu-memory 0).
 # PEER_ONLY=REGEX runs only the configurations whose name matches. A variant's settings are separated by
 # commas (TANDEM_GPU_STREAM_ROUTED=1,TANDEM_GPU_STREAM_CPU=0).
+# CPUPEER=1 (with PEER=1's GGUF, store and llama-bench): issue 25's CPU-only comparison, the GPU hidden
+# (CUDA_VISIBLE_DEVICES=): llama-bench -ngl 0 -t 16 -p 512 -n 128 against tandem-cli bench --device cpu
+# --prompt 512 --gen 128 for each --dense of CPUPEER_DENSE (default "int8 int4"; "store8": the store
+# converted with --dense int8, made once beside the other), alternated CPUPEER_ROUNDS times (default 2).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tandem-out}
@@ -343,4 +347,38 @@ placements = dict.fromkeys(r["placement"] for r in rows if r["who"] == "tandem")
 for p in placements: print("placement:", p)
 PY
   fi
+fi
+
+if [[ ${CPUPEER:-0} == 1 && -x $lb && -d $pd/q30-int4 ]]; then
+  : >"$out/cpupeer.jsonl"
+  if [[ " ${CPUPEER_DENSE:-int8 int4} " == *" store8 "* && ! -d $pd/q30-int4-d8 ]]; then
+    t0=$(date +%s)
+    "$cli" convert --model "$pd/q30.gguf" --out "$pd/q30-int4-d8" --experts int4 --dense int8 >"$out/convert-d8.log" 2>&1 ||
+      tail -5 "$out/convert-d8.log"
+    echo "(store with int8 dense weights: $(( $(date +%s) - t0 )) s)"
+  fi
+  for round in $(seq "${CPUPEER_ROUNDS:-2}"); do
+    CUDA_VISIBLE_DEVICES= $lb -m "$pd/q30.gguf" -ngl 0 -t "$(nproc)" -p 512 -n 128 -r 2 -o jsonl 2>>"$out/cpupeer-llama.log" |
+      sed "s|^{|{\"who\": \"llama.cpp\", \"round\": $round, |" >>"$out/cpupeer.jsonl"
+    for dense in ${CPUPEER_DENSE:-int8 int4}; do
+      store=$pd/q30-int4; d=$dense
+      [[ $dense == store8 ]] && { store=$pd/q30-int4-d8; d=checkpoint; }
+      CUDA_VISIBLE_DEVICES= "$cli" bench --model "$store" --prompt 512 --gen 128 --defer 0 --device cpu --dense "$d" --no-verify \
+        --json 2>>"$out/cpupeer-tandem.log" | grep '^{' | sed "s|^{|{\"who\": \"tandem $dense\", \"round\": $round, |" >>"$out/cpupeer.jsonl"
+    done
+  done
+  python3 - "$out/cpupeer.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print(f'{"CPU only (GPU hidden)":24} {"round":>5} {"pp512":>7} {"tg128":>7} {"pp ratio":>8} {"tg ratio":>8}')
+for rnd in sorted({r["round"] for r in rows}):
+    ll = [r for r in rows if r["who"] == "llama.cpp" and r["round"] == rnd]
+    pp = next((r["avg_ts"] for r in ll if r.get("n_prompt", 0) > 0 and r.get("n_gen", 0) == 0), 0)
+    tg = next((r["avg_ts"] for r in ll if r.get("n_gen", 0) > 0 and r.get("n_prompt", 0) == 0), 0)
+    print(f'{"llama.cpp":24} {rnd:5} {pp:7.1f} {tg:7.1f}')
+    for r in rows:
+        if r["who"] == "llama.cpp" or r["round"] != rnd: continue
+        p, t = r["prefill_tokens_per_second"], r["decode_tokens_per_second"]
+        print(f'{r["who"]:24} {rnd:5} {p:7.1f} {t:7.1f} {p / pp if pp else 0:8.2f} {t / tg if tg else 0:8.2f}')
+PY
 fi
