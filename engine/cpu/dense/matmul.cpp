@@ -76,9 +76,11 @@ void matmul(const WeightMatrix& w, const float* x, std::size_t ldx, std::size_t 
                 capacity = bytes;
             }
             packInt8ForAmx(xq, cols, tokens, packed.get());
+            // Plain pointers for the workers: inside the lambda a thread_local names the worker's own.
             const std::int8_t* tiles = packed.get();
+            const float* tokenScales = scales.data();
             pool.parallelFor(static_cast<std::size_t>(w.rows), 32, [&](std::size_t begin, std::size_t end) {
-                denseInt8AmxPacked(rows, rowScales, cols, begin, end, tiles, scales.data(), tokens, y, ldy);
+                denseInt8AmxPacked(rows, rowScales, cols, begin, end, tiles, tokenScales, tokens, y, ldy);
             });
             return;
         }
