@@ -4,10 +4,22 @@
 // chunks that start at 0 and after earlier context, with and without split precision; the outputs
 // poisoned with NaN before each run. Sampled rows (the first and last tokens of the chunk and random
 // ones, every query head) are compared as relative L2 over the sampled outputs. Prints one line per case
-// with both kernels' errors and times, and exits 1 when an error is above its bound. Built and run by
-// CHECKS=1 scripts/device-gpu-check.sh:
+// with both kernels' errors and times, and exits 1 when an error is above its bound.
+//
+// Then decode (one token through launchAttention with the runner's arguments, GpuRunner::enqueueGqa):
+// the key-head kernel against the per-head one (AttentionArgs::perHeadDecode), each with the splits
+// decodeAttentionSplits gives it, at contexts of 1 to 65536 positions, groups of 1 to 16 query heads per
+// key head, head widths 32 to 256, a sliding window, with and without the kernel preparing the step
+// (norm, rotation and the new key and value written into the caches: that cache row is poisoned before
+// each run). Every head is compared with the float64 reference; times are per launch with L2 flushed
+// before each (a layer's cache is not in L2 in a real step), and GB/s counts the keys and values read once.
+// `check-attention --variants` also times other tile and stage choices of the key-head kernel.
+//
+// Built and run by CHECKS=1 scripts/device-gpu-check.sh:
 //   nvcc -std=c++20 -arch=sm_90 -O3 -Iengine -Iengine/include scripts/check_attention.cu -o /tmp/check-attention
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -41,9 +53,368 @@ struct Result {
     float ms;
 };
 
+// Decode cases.
+
+// Reads n float4 (leaving the L2 full of clean lines, as a step's weight reads do; a memset would leave
+// dirty lines whose write-back takes bandwidth from the kernel timed next).
+__global__ void readAll(const float4* p, std::size_t n, float* sink) {
+    float sum = 0.0f;
+    for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+        const float4 v = __ldcs(p + i);
+        sum += v.x + v.y + v.z + v.w;
+    }
+    if (sum == 12345.0f) *sink = sum;
+}
+
+// The key-head kernel's reads alone: each block streams its part of one key head's key and value rows
+// through shared memory as that kernel does (cp.async, tiles of T, Stages in flight), computing
+// nothing: what its memory pattern allows.
+template <int D, int T, int Stages>
+__global__ void __launch_bounds__(256, 1) streamRows(const float* keys, const float* values, int ld, int context, int parts) {
+    extern __shared__ float4 streamShared[];
+    float* tiles = reinterpret_cast<float*>(streamShared);
+    constexpr int C4 = D / 4, S = 256 / C4;
+    const int perPart = (context + parts - 1) / parts, first = blockIdx.z * perPart;
+    const int last = min(context - 1, first + perPart - 1);
+    const int tileCount = last >= first ? (last - first + T) / T : 0;
+    const long offset = static_cast<long>(blockIdx.x) * D + 4 * (threadIdx.x % C4);
+    auto copyTile = [&](int t) {
+        float* stage = tiles + (t % Stages) * 2 * T * D + 4 * (threadIdx.x % C4);
+        for (int row = threadIdx.x / C4; row < T; row += S) {
+            const bool valid = first + t * T + row <= last;
+            const long j = valid ? first + t * T + row : first;
+            tandem::cuda::copyAsync16(stage + row * D, keys + j * ld + offset, valid);
+            tandem::cuda::copyAsync16(stage + (T + row) * D, values + j * ld + offset, valid);
+        }
+    };
+    int issued = 0;
+    for (; issued < Stages - 1; ++issued) {
+        if (issued < tileCount) copyTile(issued);
+        tandem::cuda::commitCopies();
+    }
+    for (int t = 0; t < tileCount; ++t, ++issued) {
+        if (issued < tileCount) copyTile(issued);
+        tandem::cuda::commitCopies();
+        tandem::cuda::waitCopies<Stages - 1>();
+        __syncthreads();
+    }
+}
+
+struct DecodeCase {
+    const char* name;
+    int headDim, heads, kvHeads, context, window;
+    bool split, prepare;
+    int ropeDim;  // 0: the head's width
+    bool interleaved, norms;
+};
+
+// Fast pseudo-random values of unit variance (the caches reach 2 x 134 MB at 65536 positions).
+struct FastRandom {
+    std::uint64_t state;
+    float next() {
+        float sum = 0.0f;
+        for (int i = 0; i < 4; ++i) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            sum += static_cast<float>(state >> 40) * (1.0f / 16777216.0f);
+        }
+        return (sum - 2.0f) * 1.7320508f;  // 4 uniforms: mean 2, variance 1/3
+    }
+};
+
+struct HostRope {
+    std::vector<float> invFreq;
+    int dim;
+    bool interleaved;
+    float factor;
+};
+
+// The optional RMSNorm, then the rotation at `position`, of one head in float64 (angles in float32 as
+// on the GPU).
+void normRotate(double* x, int dim, const float* norm, float eps, const HostRope& rope, int position) {
+    if (norm) {
+        double squares = 0;
+        for (int i = 0; i < dim; ++i) squares += x[i] * x[i];
+        const double inv = 1.0 / std::sqrt(squares / dim + eps);
+        for (int i = 0; i < dim; ++i) x[i] *= inv * norm[i];
+    }
+    std::vector<double> y(x, x + dim);
+    for (int p = 0; p < rope.dim / 2; ++p) {
+        const int a = rope.interleaved ? 2 * p : p, b = rope.interleaved ? 2 * p + 1 : p + rope.dim / 2;
+        const float angle = static_cast<float>(position) * rope.invFreq[static_cast<std::size_t>(p)];
+        const double c = std::cos(static_cast<double>(angle)) * rope.factor, s = std::sin(static_cast<double>(angle)) * rope.factor;
+        y[a] = x[a] * c - x[b] * s;
+        y[b] = x[b] * c + x[a] * s;
+    }
+    std::copy(y.begin(), y.end(), x);
+}
+
+struct DecodeResult {
+    double error;
+    float us;
+    int splits;
+};
+
+int multiprocessorCount() {
+    int device = 0, count = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
+    return count;
+}
+
+// One decode case: the reference, then each kernel (or, with `variants`, the key-head kernel's
+// alternatives) run, compared and timed. Returns whether every error is within its bound.
+bool runDecodeCase(const DecodeCase& c, bool variants) {
+    using namespace tandem::cuda;
+    const int hd = c.headDim, position = c.context - 1, group = c.heads / c.kvHeads;
+    const int ldq = (c.heads + 2 * c.kvHeads) * hd, ldk = c.kvHeads * hd, ldOut = c.heads * hd;
+    FastRandom rng{static_cast<std::uint64_t>(c.context) * 7919u + static_cast<std::uint64_t>(c.heads)};
+    std::vector<float> q(static_cast<std::size_t>(ldq)), k(static_cast<std::size_t>(c.context) * ldk), v(k.size());
+    for (auto& x : q) x = rng.next();
+    for (auto& x : k) x = rng.next() * 1.5f;
+    for (auto& x : v) x = rng.next();
+    std::vector<float> qNorm(static_cast<std::size_t>(hd)), kNorm(qNorm.size());
+    for (auto& x : qNorm) x = 1.0f + 0.2f * rng.next();
+    for (auto& x : kNorm) x = 1.0f + 0.2f * rng.next();
+    HostRope rope{{}, c.ropeDim ? c.ropeDim : hd, c.interleaved, c.ropeDim ? 1.1f : 1.0f};
+    for (int i = 0; i < rope.dim / 2; ++i)
+        rope.invFreq.push_back(1.0f / std::pow(1.0e6f, static_cast<float>(2 * i) / static_cast<float>(rope.dim)));
+    const float eps = 1e-6f, scale = 1.0f / std::sqrt(static_cast<float>(hd));
+
+    // The reference: with prepare, the query heads and the new key normalized and rotated and the new
+    // key and value (the qkv row's) at `position`.
+    std::vector<double> reference(static_cast<std::size_t>(ldOut));
+    {
+        std::vector<double> newKey(static_cast<std::size_t>(ldk)), newValue(newKey.size());
+        for (int i = 0; i < ldk; ++i) {
+            newKey[i] = c.prepare ? q[static_cast<std::size_t>(c.heads) * hd + i] : k[static_cast<std::size_t>(position) * ldk + i];
+            newValue[i] = c.prepare ? q[static_cast<std::size_t>(c.heads + c.kvHeads) * hd + i] : v[static_cast<std::size_t>(position) * ldk + i];
+        }
+        if (c.prepare)
+            for (int g = 0; g < c.kvHeads; ++g)
+                normRotate(newKey.data() + g * hd, hd, c.norms ? kNorm.data() : nullptr, eps, rope, position);
+        const int first = c.window > 0 ? std::max(0, position - c.window + 1) : 0;
+        std::vector<double> qh(static_cast<std::size_t>(hd)), p;
+        for (int h = 0; h < c.heads; ++h) {
+            const int g = h / group;
+            for (int d = 0; d < hd; ++d) qh[d] = q[static_cast<std::size_t>(h) * hd + d];
+            if (c.prepare) normRotate(qh.data(), hd, c.norms ? qNorm.data() : nullptr, eps, rope, position);
+            p.clear();
+            double m = -1e300;
+            for (int j = first; j <= position; ++j) {
+                double sum = 0;
+                for (int d = 0; d < hd; ++d)
+                    sum += qh[d] * (j == position ? newKey[g * hd + d] : k[static_cast<std::size_t>(j) * ldk + g * hd + d]);
+                p.push_back(sum * scale);
+                m = std::max(m, p.back());
+            }
+            double l = 0;
+            for (double& x : p) l += (x = std::exp(x - m));
+            for (int d = 0; d < hd; ++d) {
+                double o = 0;
+                for (int j = first; j <= position; ++j)
+                    o += p[static_cast<std::size_t>(j - first)] *
+                         (j == position ? newValue[g * hd + d] : v[static_cast<std::size_t>(j) * ldk + g * hd + d]);
+                reference[static_cast<std::size_t>(h) * hd + d] = o / l;
+            }
+        }
+    }
+
+    float* dq = upload(q);
+    float* dk = upload(k);
+    float* dv = upload(v);
+    float* dqNorm = upload(qNorm);
+    float* dkNorm = upload(kNorm);
+    float* dInvFreq = upload(rope.invFreq);
+    int* dStart = upload(std::vector<int>{position});
+    bf16* dOut = nullptr;
+    const std::size_t outCount = 2 * static_cast<std::size_t>(ldOut);
+    cudaMalloc(&dOut, outCount * sizeof(bf16));
+    float* dPartials = nullptr;
+    cudaMalloc(&dPartials, static_cast<std::size_t>(c.heads) * 64 * (hd + 2) * sizeof(float));
+    unsigned* dDone = nullptr;
+    cudaMalloc(&dDone, static_cast<std::size_t>(c.heads) * sizeof(unsigned));
+    cudaMemset(dDone, 0, static_cast<std::size_t>(c.heads) * sizeof(unsigned));
+    // Written between timed launches so that the caches are read from memory, as in a step.
+    static float4* flush = nullptr;
+    static float* sink = nullptr;
+    constexpr std::size_t kFlushBytes = 256u << 20;
+    if (!flush) {
+        cudaMalloc(&flush, kFlushBytes);
+        cudaMemset(flush, 0, kFlushBytes);
+        cudaMalloc(&sink, sizeof(float));
+    }
+
+    // As GpuRunner::enqueueGqa fills them for a decode step.
+    AttentionArgs a{};
+    a.qA = dq;
+    a.ldqA = ldq;
+    a.qAHeadStride = hd;
+    a.dimA = hd;
+    a.keyA = dk;
+    a.ldKeyA = ldk;
+    a.value = dv;
+    a.ldValue = ldk;
+    a.dimV = hd;
+    a.keyHeadStride = hd;
+    a.group = group;
+    a.heads = c.heads;
+    a.tokens = 1;
+    a.start = dStart;
+    a.window = c.window;
+    a.scale = scale;
+    a.out = dOut;
+    a.ldOut = ldOut;
+    a.outHeadStride = hd;
+    a.split = c.split;
+    a.decodeKernel = true;
+    a.partials = dPartials;
+    a.partsDone = dDone;
+    a.prepare = c.prepare;
+    if (c.prepare) {
+        a.qNorm = c.norms ? dqNorm : nullptr;
+        a.kNorm = c.norms ? dkNorm : nullptr;
+        a.eps = eps;
+        a.rope = RopeParams{dInvFreq, rope.dim, rope.interleaved, rope.factor};
+        a.kNew = dq + static_cast<std::size_t>(c.heads) * hd;
+        a.vNew = a.kNew + ldk;
+        a.keyCache = dk;
+        a.valueCache = dv;
+    }
+    const int multiprocessors = multiprocessorCount();
+
+    // Runs `launch` once on poisoned outputs (and, with prepare, a poisoned cache row at `position`),
+    // compares every head, then times it.
+    auto run = [&](auto launch, int splits) {
+        a.splits = splits;
+        const float nan = std::nanf("");
+        std::vector<bf16> poison(outCount, __float2bfloat16(nan));
+        cudaMemcpy(dOut, poison.data(), outCount * sizeof(bf16), cudaMemcpyHostToDevice);
+        if (c.prepare) {
+            const std::vector<float> row(static_cast<std::size_t>(ldk), nan);
+            cudaMemcpy(dk + static_cast<std::size_t>(position) * ldk, row.data(), ldk * sizeof(float), cudaMemcpyHostToDevice);
+            cudaMemcpy(dv + static_cast<std::size_t>(position) * ldk, row.data(), ldk * sizeof(float), cudaMemcpyHostToDevice);
+        }
+        launch(a);
+        cudaDeviceSynchronize();
+        std::vector<bf16> out(outCount);
+        cudaMemcpy(out.data(), dOut, outCount * sizeof(bf16), cudaMemcpyDeviceToHost);
+        double num = 0, den = 0;
+        for (int i = 0; i < ldOut; ++i) {
+            double got = fromBf16(out[static_cast<std::size_t>(i)]);
+            if (c.split) got += fromBf16(out[static_cast<std::size_t>(ldOut + i)]);
+            const double diff = std::isfinite(got) ? got - reference[static_cast<std::size_t>(i)] : 1e30;
+            num += diff * diff;
+            den += reference[static_cast<std::size_t>(i)] * reference[static_cast<std::size_t>(i)];
+        }
+        cudaEvent_t e0, e1;
+        cudaEventCreate(&e0);
+        cudaEventCreate(&e1);
+        constexpr int kReps = 10;
+        float total = 0;
+        for (int r = 0; r < kReps; ++r) {
+            readAll<<<1024, 256>>>(flush, kFlushBytes / sizeof(float4), sink);
+            cudaEventRecord(e0);
+            launch(a);
+            cudaEventRecord(e1);
+            cudaEventSynchronize(e1);
+            float ms = 0;
+            cudaEventElapsedTime(&ms, e0, e1);
+            total += ms;
+        }
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+        return DecodeResult{std::sqrt(num / den), 1000.0f * total / kReps, splits};
+    };
+    const auto viaLaunchAttention = [](const AttentionArgs& x) { launchAttention(x, nullptr); };
+
+    const int first = c.window > 0 ? std::max(0, position - c.window + 1) : 0;
+    const double bytes = 2.0 * (position - first + 1) * ldk * sizeof(float);
+    // Split: float32-like; bf16 outputs: their rounding.
+    const double bound = c.split ? 1e-4 : 2e-2;
+    bool ok = true;
+    auto report = [&](const char* kernel, const DecodeResult& r, const DecodeResult* base) {
+        const cudaError_t e = cudaGetLastError();
+        const bool good = e == cudaSuccess && r.error <= bound;
+        ok = ok && good;
+        std::printf("  %-30s splits %2d  error %9.3g  %9.2f us  %7.0f GB/s", kernel, r.splits, r.error, r.us,
+                    bytes / (r.us * 1e-6) / 1e9);
+        if (base) std::printf("  %5.2fx", base->us / r.us);
+        std::printf("%s%s\n", good ? "" : "  FAILED", e == cudaSuccess ? "" : cudaGetErrorString(e));
+    };
+
+    std::printf("%s (%d/%d heads of %d, %d positions%s%s%s)\n", c.name, c.heads, c.kvHeads, hd, c.context,
+                c.window ? ", window" : "", c.prepare ? ", prepare" : "", c.split ? "" : ", bf16");
+    a.perHeadDecode = true;
+    const DecodeResult perHead = run(viaLaunchAttention, decodeAttentionSplits(a, multiprocessors));
+    report("per query head", perHead, nullptr);
+    a.perHeadDecode = false;
+    const DecodeResult byKey = run(viaLaunchAttention, decodeAttentionSplits(a, multiprocessors));
+    report(groupDecodeServes(a) ? "per key head" : "per key head (not served)", byKey, &perHead);
+
+    if (variants && hd == 128 && c.context >= 4096 && !c.window) {
+        // The same reads alone (a tile's keys and values through shared memory, nothing computed).
+        auto stream = [&](const char* name, auto kernel, int stages, int tile) {
+            const int splits = decodeAttentionSplits(a, multiprocessors);
+            const std::size_t shared = static_cast<std::size_t>(stages) * 2 * tile * hd * sizeof(float);
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
+            const auto launch = [&](const AttentionArgs&) {
+                kernel<<<dim3(c.kvHeads, 1, splits), 256, shared>>>(dk, dv, ldk, c.context, splits);
+            };
+            DecodeResult r = run(launch, splits);
+            r.error = 0;  // nothing computed
+            report(name, r, &perHead);
+        };
+        stream("  reads alone, tile 64 x 3", streamRows<128, 64, 3>, 3, 64);
+        stream("  reads alone, tile 32 x 4", streamRows<128, 32, 4>, 4, 32);
+    }
+    if (variants && groupDecodeServes(a)) {
+        // Other tiles and stages of the key-head kernel, each with the splits that fill the GPU with it.
+        auto variant = [&](const char* name, auto launchIt, auto blocksIt) {
+            const int splits = std::clamp(std::max(1, blocksIt()) * multiprocessors / c.kvHeads, 2, 64);
+            report(name, run([&](const AttentionArgs& x) { launchIt(x, nullptr); }, splits), &perHead);
+        };
+#define TANDEM_VARIANT(GM, KD, T, ST, MB)                                                                 \
+    variant("  tile " #T ", " #ST " stages, " #MB " a SM", launchGroupDecode<GM, KD, T, ST, MB>,            \
+            groupDecodeBlocksPerMultiprocessor<GM, KD, T, ST, MB>)
+        if (hd == 128 && group <= 8 && group > 4) {
+            TANDEM_VARIANT(8, 4, 64, 3, 1);
+            TANDEM_VARIANT(8, 4, 32, 3, 1);
+            TANDEM_VARIANT(8, 4, 32, 2, 2);
+        } else if (hd == 128 && group > 8) {
+            TANDEM_VARIANT(16, 4, 32, 3, 1);
+            TANDEM_VARIANT(16, 4, 32, 2, 2);
+        } else if (hd == 128 && group > 2 && group <= 4) {
+            TANDEM_VARIANT(4, 4, 64, 2, 2);
+        } else if (hd == 64 && group > 4 && group <= 8) {
+            TANDEM_VARIANT(8, 2, 64, 2, 2);
+        }
+#undef TANDEM_VARIANT
+    }
+
+    cudaFree(dq);
+    cudaFree(dk);
+    cudaFree(dv);
+    cudaFree(dqNorm);
+    cudaFree(dkNorm);
+    cudaFree(dInvFreq);
+    cudaFree(dStart);
+    cudaFree(dOut);
+    cudaFree(dPartials);
+    cudaFree(dDone);
+    return ok;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+    // --variants: the key-head kernel's alternatives too; --only TEXT: only the decode cases named with it.
+    bool variants = false;
+    const char* only = nullptr;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--variants") == 0) variants = true;
+        if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
+    }
     const Case cases[] = {
         {"qwen3 512 from 0", 128, 32, 4, 512, 0, 0, true},
         {"qwen3 512 after 1536", 128, 32, 4, 512, 1536, 0, true},
@@ -58,8 +429,9 @@ int main() {
     int failed = 0;
     std::mt19937 rng(7);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::printf("%-34s %12s %12s %9s %9s\n", "case", "flash error", "scalar error", "flash ms", "scalar ms");
+    if (!only) std::printf("%-34s %12s %12s %9s %9s\n", "case", "flash error", "scalar error", "flash ms", "scalar ms");
     for (const Case& c : cases) {
+        if (only) break;
         const int hd = c.headDim, context = c.start + c.tokens;
         const int ldq = (c.heads + 2 * c.kvHeads) * hd, ldk = c.kvHeads * hd, ldOut = c.heads * hd;
         std::vector<float> q(static_cast<std::size_t>(c.tokens) * ldq), k(static_cast<std::size_t>(context) * ldk),
@@ -177,6 +549,29 @@ int main() {
         cudaFree(dStart);
         cudaFree(dOut);
     }
+    const DecodeCase decodeCases[] = {
+        // name, width, heads, key heads, context, window, split, prepare, rotary width, interleaved, norms
+        {"qwen3 decode after 1", 128, 32, 4, 1, 0, true, true, 0, false, true},
+        {"qwen3 decode after 100", 128, 32, 4, 100, 0, true, true, 0, false, true},
+        {"qwen3 decode after 512", 128, 32, 4, 512, 0, true, true, 0, false, true},
+        {"qwen3 decode after 4096", 128, 32, 4, 4096, 0, true, true, 0, false, true},
+        {"qwen3 decode after 16384", 128, 32, 4, 16384, 0, true, true, 0, false, true},
+        {"qwen3 decode after 16384, cache ready", 128, 32, 4, 16384, 0, true, false, 0, false, true},
+        {"qwen3 decode after 16384, bf16", 128, 32, 4, 16384, 0, false, true, 0, false, true},
+        {"qwen3 decode after 65536", 128, 32, 4, 65536, 0, true, true, 0, false, true},
+        {"group 4 after 16384", 128, 32, 8, 16384, 0, true, true, 0, false, true},
+        {"group 12 after 16384", 128, 96, 8, 16384, 0, true, true, 0, false, true},
+        {"group 16 after 4097", 128, 32, 2, 4097, 0, true, true, 0, false, true},
+        {"multi-head after 4096", 128, 32, 32, 4096, 0, true, true, 0, false, true},
+        {"gpt-oss window 128 after 5000", 64, 64, 8, 5000, 128, true, true, 0, false, false},
+        {"gpt-oss window 128 after 100", 64, 64, 8, 100, 128, true, false, 0, false, false},
+        {"width 256, rotary 64 interleaved", 256, 16, 2, 8191, 0, true, true, 64, true, true},
+        {"fixture after 37", 32, 4, 2, 37, 0, true, true, 0, false, true},
+        {"fixture after 3000", 32, 4, 2, 3000, 0, true, true, 0, true, true},
+    };
+    std::printf("\ndecode (us a launch, L2 flushed; speed-up against the per-query-head kernel)\n");
+    for (const DecodeCase& c : decodeCases)
+        if ((!only || std::strstr(c.name, only)) && !runDecodeCase(c, variants)) ++failed;
     std::printf("%s\n", failed ? "attention check FAILED" : "attention check: all within bounds");
     return failed ? 1 : 0;
 }

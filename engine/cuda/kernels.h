@@ -114,11 +114,11 @@ struct AttentionArgs {
     bool split;
     // Flash-decoding: with splits > 1 the context is cut into that many ranges, each handled by its own
     // block (one query head has too little work to fill the GPU alone), and a second kernel combines
-    // the partial softmaxes. partials holds tokens * heads * splits * (dimV + 2) floats.
+    // the partial softmaxes. partials holds tokens * heads * splits * (dimV + 2) floats; splits <= 64.
     int splits;
     float* partials;
     bool decodeKernel;  // one token with splits: the kernel written for decode (attention.cu)
-    unsigned* partsDone;  // decode kernel: heads zeroed counters, which it leaves zeroed
+    unsigned* partsDone;  // decode kernel: heads zeroed counters (one a key head or query head), left zeroed
     // GQA in the decode kernel (usesDecodeKernel) may prepare the step itself instead of
     // launchGqaPrepare: qA holds the raw query heads; each block normalizes (qNorm, optional) and
     // rotates its query head, and the blocks of the context's last part first write the position's
@@ -128,9 +128,17 @@ struct AttentionArgs {
     const float* kNew; const float* vNew;  // raw key and value heads of the step's qkv row
     float* keyCache; float* valueCache;    // keyA and value, written
     bool noFlash;  // prefill: the scalar kernel even where launchFlashPrefill serves (Tuning::gpuFlashPrefill)
+    // Decode: GQA runs a block per key head and part of the context, reading each key and value row once
+    // for the key head's query heads; this keeps the kernel of a block per query head (to compare them,
+    // scripts/check_attention.cu). MLA's absorbed form always runs on the latter.
+    bool perHeadDecode;
 };
 // Whether launchAttention runs the decode kernel for these arguments.
 inline bool usesDecodeKernel(const AttentionArgs& a) { return a.tokens == 1 && a.splits > 1 && a.decodeKernel; }
+// Decode's splits (2..64) on a GPU of `multiprocessors`, for arguments of this shape (heads, group, dimA,
+// dimB, dimV, keyHeadStride, perHeadDecode): one wave of the decode kernel that serves them. partials and
+// partsDone are sized for them (heads * splits * (dimV + 2) floats, heads counters).
+int decodeAttentionSplits(const AttentionArgs& shape, int multiprocessors);
 void launchAttention(const AttentionArgs& a, cudaStream_t s);
 // Prefill (tokens > 1) on tensor cores for GQA heads of 32, 64 or 128 (attention_prefill.cu); false,
 // launching nothing, for arguments it does not serve. launchAttention tries it first unless noFlash.

@@ -199,12 +199,23 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
         fp8Rows_ = DeviceBuffer<bf16>(kFp8RowsBytes / sizeof(bf16));
         fp8Products_ = DeviceBuffer<float>(T2 * 2 * kFp8MaxChunkRows);
     }
-    // A decode step's attention: up to three blocks per multiprocessor, the decode kernel's one wave
-    // (attention.cu); short contexts use fewer.
+    // A decode step's attention: one wave of the decode kernel that serves the model's shape (a block per
+    // key head and part of the context for GQA, per query head for MLA; attention.cu); short contexts use
+    // fewer parts.
     int device = 0, multiprocessors = 0;
     TANDEM_CUDA_CHECK(cudaGetDevice(&device));
     TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-    decodeSplits_ = std::clamp(3 * multiprocessors / c.numHeads, 2, 32);
+    {
+        const bool mla = c.attention == model::AttentionKind::Mla;
+        AttentionArgs shape{};
+        shape.heads = c.numHeads;
+        shape.group = mla ? 1 : c.numHeads / c.numKvHeads;
+        shape.dimA = mla ? c.kvLoraRank : c.headDim;
+        shape.dimB = mla ? c.qkRopeHeadDim : 0;
+        shape.dimV = shape.dimA;
+        shape.keyHeadStride = mla ? 0 : c.headDim;
+        decodeSplits_ = decodeAttentionSplits(shape, multiprocessors);
+    }
     chained_ = tuning().gpuChain && chainedLaunchesSupported();
     enableChainedLaunches(chained_);
     const std::size_t budget = prefetchBudget(device);
