@@ -69,6 +69,7 @@ no TF32), deterministic: the same arguments write the same bytes.
 import argparse
 import contextlib
 import json
+import math
 import os
 import re
 import resource
@@ -236,7 +237,7 @@ def tensor_names_and_shapes(config, layers):
 
 
 def mtp_tensors(config, names):
-    """DeepSeek-V3's multi-token-prediction layers: the decoder layer (already in `names`, built as layer L)
+    """DeepSeek-V3's and GLM-4.5's multi-token-prediction layers: the decoder layer (already in `names`, built as layer L)
     plus enorm, hnorm, eh_proj [H, 2H] and shared_head.norm, as in the release (without its copies of
     embed_tokens and lm_head)."""
     h, first = config["hidden_size"], config["num_hidden_layers"]
@@ -291,7 +292,7 @@ class Weights:
 
     def __init__(self, config, args, seed):
         self.layers = config["num_hidden_layers"]
-        mtp = config.get("num_nextn_predict_layers", 0) if config["model_type"] == "deepseek_v3" else 0
+        mtp = config.get("num_nextn_predict_layers", 0) if config["model_type"] in ("deepseek_v3", "glm4_moe") else 0
         self.shapes = tensor_names_and_shapes(config, self.layers + mtp)
         if mtp:
             mtp_tensors(config, self.shapes)
@@ -572,8 +573,10 @@ def routing_check(config, args, weights, model, sequences, exact):
             changed += int((chosen != near).any(dim=-1).sum())
             decisions += chosen.shape[0]
             group_margin, expert_margin = min(group_margin, gm.min().item()), min(expert_margin, em.min().item())
-    return {"decisions": decisions, "changed_by_bf16_rounding": changed, "min_group_margin": group_margin,
-            "min_expert_margin": expert_margin}
+    # A margin that never arose (one group: no group choice) is null, as JSON has no infinity.
+    finite = lambda m: m if math.isfinite(m) else None
+    return {"decisions": decisions, "changed_by_bf16_rounding": changed, "min_group_margin": finite(group_margin),
+            "min_expert_margin": finite(expert_margin)}
 
 
 @torch.no_grad()

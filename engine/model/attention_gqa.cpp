@@ -23,6 +23,14 @@ void gqaAttention(const AttentionStep& s, const GqaWeights& w, const float* x, f
     cpu::matmul(w.q, x, H, T, q.data(), qDim, s.pool);
     cpu::matmul(w.k, x, H, T, k.data(), kvDim, s.pool);
     cpu::matmul(w.v, x, H, T, v.data(), kvDim, s.pool);
+    if (c.attentionBias)
+        for (std::size_t t = 0; t < T; ++t) {
+            for (std::size_t i = 0; i < qDim; ++i) q[t * qDim + i] += w.qBias[i];
+            for (std::size_t i = 0; i < kvDim; ++i) {
+                k[t * kvDim + i] += w.kBias[i];
+                v[t * kvDim + i] += w.vBias[i];
+            }
+        }
 
     for (std::size_t t = 0; t < T; ++t) {
         for (int h = 0; h < c.numHeads; ++h) {

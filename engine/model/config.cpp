@@ -149,8 +149,9 @@ ModelConfig parseModelConfig(const std::string& configJson, const std::string& g
 
     c.family->readConfig(f, c);
     validateMoe(f, c);
-    if (f.get<bool>("attention_bias", false))
-        throw Error(where + ": attention projections with bias ('attention_bias': true) are not supported");
+    // Only families that read the biases (GLM-4.5) may have them.
+    if (f.get<bool>("attention_bias", false) && !c.attentionBias)
+        throw Error(where + ": attention projections with bias ('attention_bias': true) are not supported for " + c.modelType);
     if (f.has("quantization_config")) readQuantization(ConfigFields(f.raw("quantization_config"), where + " quantization_config"), c);
     if (c.slidingWindow && *c.slidingWindow <= 0) throw Error(where + ": 'sliding_window' must be positive");
 

@@ -50,7 +50,10 @@ struct ModelConfig {
     int headDim = 0;  // GQA only
     float rmsNormEps = 1e-6f;
     bool tieWordEmbeddings = false;
-    bool qkNorm = false;                   // Qwen3 per-head q/k RMSNorm
+    bool qkNorm = false;                   // Qwen3 per-head q/k RMSNorm (GLM-4.5's use_qk_norm)
+    bool attentionBias = false;            // GLM-4.5: q, k and v projections with biases
+    int rotaryDim = 0;                     // GQA: the leading dimensions of a head that rotate (GLM-4.5's
+                                           // partial_rotary_factor); 0: all of them
     std::optional<int> slidingWindow;      // GQA families only
     int maxPositionEmbeddings = 0;
 
@@ -93,7 +96,7 @@ struct ModelConfig {
     bool isMoeLayer(int layer) const { return layers[static_cast<std::size_t>(layer)].moe; }
     int moeLayerCount() const;
     // Rotary dimension and the query/key width the softmax scale is computed from.
-    int ropeDim() const { return attention == AttentionKind::Mla ? qkRopeHeadDim : headDim; }
+    int ropeDim() const { return attention == AttentionKind::Mla ? qkRopeHeadDim : rotaryDim > 0 ? rotaryDim : headDim; }
     int qkHeadDim() const { return attention == AttentionKind::Mla ? qkNopeHeadDim + qkRopeHeadDim : headDim; }
 };
 

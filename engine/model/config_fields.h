@@ -67,5 +67,10 @@ void requirePositive(const ConfigFields& f, const char* key, int value);
 void readGqaAttention(const ConfigFields& f, ModelConfig& c);
 // DeepSeek's multi-head latent attention (q_lora_rank, kv_lora_rank, the head widths).
 void readMlaAttention(const ConfigFields& f, ModelConfig& c);
+// DeepSeek's mixture of experts (model/families/deepseek.cpp): routed and shared experts, the first
+// first_k_dense_replace layers dense; v3 routes as DeepSeek-V3 does (sigmoid, correction bias, noaux_tc),
+// as GLM-4.5 does too.
+void readDeepseekMoe(const ConfigFields& f, ModelConfig& c, bool v3);
+bool deepseekMoeLayer(const ModelConfig& c, int layer);
 
 }  // namespace tandem::model

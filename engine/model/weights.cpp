@@ -143,6 +143,11 @@ void loadGqa(Loader& l, const ModelConfig& c, const std::string& p, GqaWeights& 
         w.qNorm = l.vector(p + "self_attn.q_norm.weight", c.headDim);
         w.kNorm = l.vector(p + "self_attn.k_norm.weight", c.headDim);
     }
+    if (c.attentionBias) {
+        w.qBias = l.vector(p + "self_attn.q_proj.bias", qDim);
+        w.kBias = l.vector(p + "self_attn.k_proj.bias", kvDim);
+        w.vBias = l.vector(p + "self_attn.v_proj.bias", kvDim);
+    }
 }
 
 void loadMla(Loader& l, const ModelConfig& c, const std::string& p, MlaWeights& w) {

@@ -22,7 +22,8 @@ using cpu::WeightMatrix;
 
 struct GqaWeights {
     WeightMatrix q, k, v, o;
-    std::vector<float> qNorm, kNorm;  // Qwen3 only
+    std::vector<float> qNorm, kNorm;  // Qwen3, and GLM-4.5 with use_qk_norm
+    std::vector<float> qBias, kBias, vBias;  // GLM-4.5 (attention_bias); empty otherwise
 };
 
 struct MlaWeights {

@@ -280,9 +280,14 @@ struct Engine::Impl {
             gpuExperts.counter = &*usage;
         }
         try {
-            gpu = gpuBackendForTests()
-                      ? gpuBackendForTests()(config, weights, pool, info.contextLength, expertsFactory())
-                      : runtime::createGpuBackend(config, weights, pool, info.contextLength, expertsFactory(), gpuExperts, reason);
+            // GLM-4.5's attention (biases, a partial rotary width) is not in the GPU kernels yet.
+            const bool gpuAttention = !config.attentionBias && config.rotaryDim == 0;
+            if (!gpuAttention)
+                reason = config.modelType + "'s attention (q/k/v biases, partial rotary) runs on the CPU path only so far";
+            else
+                gpu = gpuBackendForTests()
+                          ? gpuBackendForTests()(config, weights, pool, info.contextLength, expertsFactory())
+                          : runtime::createGpuBackend(config, weights, pool, info.contextLength, expertsFactory(), gpuExperts, reason);
         } catch (const Error& e) {
             if (device == Device::Gpu) throw;
             reason = e.what();

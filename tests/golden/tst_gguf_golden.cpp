@@ -73,7 +73,7 @@ private slots:
     void importedModels_data() {
         QTest::addColumn<QString>("fixture");
         QTest::addColumn<std::uint32_t>("type");
-        for (const auto& f : fixtureNames())
+        for (const auto& f : ggufFixtureNames())
             for (const std::uint32_t t : {kF32, kBF16, kQ8_0, kQ4_0})
                 QTest::newRow(qPrintable(f + " " + ggmlTypeName(t))) << f << t;
     }

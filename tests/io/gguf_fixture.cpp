@@ -289,6 +289,13 @@ private:
 
 }  // namespace
 
+QStringList ggufFixtureNames() {
+    QStringList names;
+    for (const QString& f : fixtureNames())
+        if (!f.contains("glm4moe")) names << f;
+    return names;
+}
+
 GgufWriter ggufFromFixture(const QString& fixture, const GgufFixtureOptions& options) {
     return Builder(fixture, options).build();
 }

@@ -20,6 +20,10 @@ struct GgufFixtureOptions {
     bool dequantizedAsBf16 = false;
 };
 
+// The fixtures of the families llama.cpp's GGUF files are written for here (qwen3moe, llama for Mixtral,
+// deepseek2): every fixture but GLM-4.5's, whose glm4moe import is not written yet (issue 26).
+QStringList ggufFixtureNames();
+
 // `fixture` names a fixture or is the absolute path of a model folder made by a test.
 GgufWriter ggufFromFixture(const QString& fixture, const GgufFixtureOptions& options);
 

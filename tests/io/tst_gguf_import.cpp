@@ -54,7 +54,7 @@ private slots:
     void configMatchesConfigJson_data() {
         QTest::addColumn<QString>("fixture");
         QTest::addColumn<bool>("splitKvB");
-        for (const auto& f : fixtureNames()) {
+        for (const auto& f : ggufFixtureNames()) {
             QTest::newRow(qPrintable(f)) << f << true;
             if (f.contains("deepseek")) QTest::newRow(qPrintable(f + "-kv_b")) << f << false;
         }
@@ -105,7 +105,7 @@ private slots:
 
     void tokenizerMatchesGolden_data() {
         QTest::addColumn<QString>("fixture");
-        for (const auto& f : fixtureNames()) QTest::newRow(qPrintable(f)) << f;
+        for (const auto& f : ggufFixtureNames()) QTest::newRow(qPrintable(f)) << f;
     }
     void tokenizerMatchesGolden() {
         QFETCH(QString, fixture);

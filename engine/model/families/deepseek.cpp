@@ -7,8 +7,6 @@
 
 namespace tandem::model {
 
-namespace {
-
 void readDeepseekMoe(const ConfigFields& f, ModelConfig& c, bool v3) {
     c.intermediateSize = f.get<int>("intermediate_size");
     c.numExperts = f.get<int>("n_routed_experts", 0);
@@ -47,6 +45,12 @@ void readDeepseekMoe(const ConfigFields& f, ModelConfig& c, bool v3) {
     }
 }
 
+bool deepseekMoeLayer(const ModelConfig& c, int layer) {
+    return layer >= c.firstKDenseReplace && layer % c.moeLayerFreq == 0;
+}
+
+namespace {
+
 void readDeepseekV2(const ConfigFields& f, ModelConfig& c) {
     readMlaAttention(f, c);
     readDeepseekMoe(f, c, false);
@@ -55,10 +59,6 @@ void readDeepseekV2(const ConfigFields& f, ModelConfig& c) {
 void readDeepseekV3(const ConfigFields& f, ModelConfig& c) {
     readMlaAttention(f, c);
     readDeepseekMoe(f, c, true);
-}
-
-bool deepseekMoeLayer(const ModelConfig& c, int layer) {
-    return layer >= c.firstKDenseReplace && layer % c.moeLayerFreq == 0;
 }
 
 constexpr ExpertTensorNames kDeepseekExperts{"mlp", "gate_proj", "up_proj", "down_proj"};

@@ -7,9 +7,10 @@ extern const Family kQwen3MoeFamily;
 extern const Family kDeepseekV3Family;
 extern const Family kDeepseekV2Family;
 extern const Family kMixtralFamily;
+extern const Family kGlm4MoeFamily;
 
 namespace {
-const Family* const kFamilies[] = {&kQwen3MoeFamily, &kDeepseekV3Family, &kDeepseekV2Family, &kMixtralFamily};
+const Family* const kFamilies[] = {&kQwen3MoeFamily, &kDeepseekV3Family, &kDeepseekV2Family, &kMixtralFamily, &kGlm4MoeFamily};
 }
 
 const Family* findFamily(std::string_view modelType) {
