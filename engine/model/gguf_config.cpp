@@ -224,6 +224,42 @@ ordered_json deepseek2(const io::GgufModel& g, const Metadata& m) {
     return c;
 }
 
+// GLM-4.5 (llama.cpp's glm4moe): GQA with q/k/v biases, NEOX rotary over rope.dimension_count of each
+// head, DeepSeek-V3's router (sigmoid, exp_probs_b), shared experts, leading dense layers, MTP blocks
+// counted in block_count.
+ordered_json glm4moe(const io::GgufModel& g, const Metadata& m) {
+    ordered_json c = {{"model_type", "glm4_moe"}};
+    addCommon(g, m, c);
+    const int nextn = m.layerCount("nextn_predict_layers", 0);
+    const int layers = m.layerCount("block_count") - nextn;
+    if (layers <= 0) m.fail("block_count", "counts no layer beside the nextn_predict_layers");
+    c["num_hidden_layers"] = layers;
+    c["num_nextn_predict_layers"] = nextn;
+    c["num_key_value_heads"] = m.integer("attention.head_count_kv", c["num_attention_heads"].get<std::int64_t>());
+    const auto hidden = c["hidden_size"].get<std::int64_t>(), heads = c["num_attention_heads"].get<std::int64_t>();
+    const auto headDim = m.integer("attention.key_length", heads > 0 ? hidden / heads : 0);
+    c["head_dim"] = headDim;
+    const auto rotary = m.integer("rope.dimension_count", headDim);
+    if (headDim <= 0 || rotary <= 0 || rotary > headDim) m.fail("rope.dimension_count", "does not fit the head width");
+    c["partial_rotary_factor"] = static_cast<double>(rotary) / static_cast<double>(headDim);
+    c["attention_bias"] = g.tensor("blk.0.attn_q.bias") != nullptr;
+    c["use_qk_norm"] = hasTensor(g, 0, "attn_q_norm");
+    c["intermediate_size"] = m.integer("feed_forward_length");
+    c["moe_intermediate_size"] = m.integer("expert_feed_forward_length");
+    c["n_routed_experts"] = m.integer("expert_count");
+    c["n_shared_experts"] = m.integer("expert_shared_count", 0);
+    c["num_experts_per_tok"] = m.integer("expert_used_count");
+    c["first_k_dense_replace"] = m.integer("leading_dense_block_count", 0);
+    c["routed_scaling_factor"] = m.number("expert_weights_scale", 1.0);
+    c["norm_topk_prob"] = m.boolean("expert_weights_norm", false);
+    const auto gating = m.integer("expert_gating_func", 2);
+    if (gating != 2) m.fail("expert_gating_func", "is " + std::to_string(gating) + "; GLM-4.5 routes by sigmoid (2)");
+    c["n_group"] = m.integer("expert_group_count", 1);
+    c["topk_group"] = m.integer("expert_group_used_count", 1);
+    addRopeScaling(m, c, false);
+    return c;
+}
+
 std::string architectureOf(const io::GgufModel& g) {
     const auto* arch = g.find("general.architecture");
     if (!arch || arch->type != io::GgufValueType::String)
@@ -240,9 +276,10 @@ std::string ggufConfigJson(const io::GgufModel& g) {
     if (arch == "qwen3moe") c = qwen3moe(g, m);
     else if (arch == "deepseek2") c = deepseek2(g, m);
     else if (arch == "llama") c = mixtral(g, m);
+    else if (arch == "glm4moe") c = glm4moe(g, m);
     else
         throw Error(g.path().string() + ": architecture '" + arch +
-                    "' is not supported (Tandem imports qwen3moe, deepseek2 and llama with experts, i.e. Mixtral)");
+                    "' is not supported (Tandem imports qwen3moe, deepseek2, glm4moe and llama with experts, i.e. Mixtral)");
     c["torch_dtype"] = "bfloat16";
     c["tandem_source"] = "converted from " + g.path().filename().string();
     return c.dump(2);

@@ -65,7 +65,8 @@ std::optional<PreTokenizer> preTokenizerFor(const std::string& name) {
     };
     if (name == "qwen2")
         return PreTokenizer{sequence({split(kQwen2), byteLevel(false)}), {{"type", "NFC"}}, false};
-    if (name == "llama-bpe" || name == "llama3")
+    // glm4: GLM-4.5's, which llama.cpp splits with Llama 3's expression and looks words up whole first.
+    if (name == "llama-bpe" || name == "llama3" || name == "glm4")
         return PreTokenizer{sequence({split(kLlama3), byteLevel(true)}), nullptr, true};
     if (name == "deepseek-v3")
         return PreTokenizer{sequence({split(R"(\p{N}{1,3})"), split("[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+"),

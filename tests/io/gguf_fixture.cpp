@@ -61,7 +61,7 @@ public:
     Builder(const QString& fixture, const GgufFixtureOptions& o)
         : dir_(QFileInfo(fixture).isAbsolute() ? fixture : fixturePath(fixture)), o_(o), config_(readJson(dir_ + "/config.json")), ckpt_(dir_.toStdString()) {
         const QString type = config_["model_type"].toString();
-        arch_ = type == "qwen3_moe" ? "qwen3moe" : type == "mixtral" ? "llama" : "deepseek2";
+        arch_ = type == "qwen3_moe" ? "qwen3moe" : type == "mixtral" ? "llama" : type == "glm4_moe" ? "glm4moe" : "deepseek2";
     }
 
     GgufWriter build() {
@@ -98,9 +98,30 @@ private:
             w_.u32(key("attention.head_count_kv"), static_cast<std::uint32_t>(cfg("num_key_value_heads")));
             w_.u32(key("rope.dimension_count"), static_cast<std::uint32_t>(cfg("head_dim")));
             w_.u32(key("expert_count"), static_cast<std::uint32_t>(cfg("num_local_experts")));
+        } else if (arch_ == "glm4moe") {
+            glmMetadata(layers);
         } else {
             deepseekMetadata(layers);
         }
+    }
+
+    // As llama.cpp's converter writes GLM-4.5: the MTP block counted in block_count, rope over the rotary
+    // part of each head, DeepSeek-V3's router keys.
+    void glmMetadata(int layers) {
+        const int nextn = cfg("num_nextn_predict_layers"), headDim = cfg("head_dim");
+        w_.u32(key("block_count"), static_cast<std::uint32_t>(layers + nextn));
+        if (nextn) w_.u32(key("nextn_predict_layers"), static_cast<std::uint32_t>(nextn));
+        w_.u32(key("attention.head_count_kv"), static_cast<std::uint32_t>(cfg("num_key_value_heads")));
+        w_.u32(key("attention.key_length"), static_cast<std::uint32_t>(headDim));
+        w_.u32(key("attention.value_length"), static_cast<std::uint32_t>(headDim));
+        w_.u32(key("rope.dimension_count"), static_cast<std::uint32_t>(headDim * config_["partial_rotary_factor"].toDouble()));
+        w_.u32(key("leading_dense_block_count"), static_cast<std::uint32_t>(cfg("first_k_dense_replace")));
+        w_.u32(key("expert_feed_forward_length"), static_cast<std::uint32_t>(cfg("moe_intermediate_size")));
+        w_.u32(key("expert_count"), static_cast<std::uint32_t>(cfg("n_routed_experts")));
+        w_.u32(key("expert_shared_count"), static_cast<std::uint32_t>(cfg("n_shared_experts")));
+        w_.f32(key("expert_weights_scale"), static_cast<float>(config_["routed_scaling_factor"].toDouble()));
+        if (config_["norm_topk_prob"].toBool()) w_.boolean(key("expert_weights_norm"), true);
+        w_.u32(key("expert_gating_func"), 2);
     }
 
     void deepseekMetadata(int layers) {
@@ -200,13 +221,14 @@ private:
         if (hf == "model.embed_tokens.weight") return "token_embd.weight";
         if (hf == "model.norm.weight") return "output_norm.weight";
         if (hf == "lm_head.weight") return "output.weight";
-        static const std::regex layer(R"(model\.layers\.(\d+)\.(.+)\.(weight|e_score_correction_bias))");
+        static const std::regex layer(R"(model\.layers\.(\d+)\.(.+)\.(weight|bias|e_score_correction_bias))");
         std::smatch m;
         if (!std::regex_match(hf, m, layer)) return {};
         const std::string blk = "blk." + m[1].str() + ".";
         if (m[3] == "e_score_correction_bias") return blk + "exp_probs_b.bias";
+        if (arch_ == "glm4moe" && m[2] == "post_attention_layernorm") return blk + "post_attention_norm.weight";
         for (const auto& [from, to] : kNames)
-            if (m[2] == from) return blk + to + ".weight";
+            if (m[2] == from) return blk + to + "." + m[3].str();
         return {};
     }
 
@@ -291,8 +313,7 @@ private:
 
 QStringList ggufFixtureNames() {
     QStringList names;
-    for (const QString& f : fixtureNames())
-        if (!f.contains("glm4moe")) names << f;
+    for (const QString& f : fixtureNames()) names << f;
     return names;
 }
 

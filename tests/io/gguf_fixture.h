@@ -21,7 +21,7 @@ struct GgufFixtureOptions {
 };
 
 // The fixtures of the families llama.cpp's GGUF files are written for here (qwen3moe, llama for Mixtral,
-// deepseek2): every fixture but GLM-4.5's, whose glm4moe import is not written yet (issue 26).
+// deepseek2, glm4moe): every fixture.
 QStringList ggufFixtureNames();
 
 // `fixture` names a fixture or is the absolute path of a model folder made by a test.
