@@ -100,7 +100,7 @@ private slots:
         std::map<std::string, int> perTemplate;
         for (const auto& c : modelCases()) ++perTemplate[c["template"]];
         for (const char* t : {"qwen3.jinja", "deepseek_v3.jinja", "deepseek_v3_1.jinja", "deepseek_r1.jinja", "kimi_k2.jinja", "kimi_k2_thinking.jinja",
-                              "llama3.jinja", "mixtral.jinja", "mistral_nemo.jinja", "gpt_oss.jinja"})
+                              "llama3.jinja", "mixtral.jinja", "mistral_nemo.jinja", "gpt_oss.jinja", "glm4_6.jinja"})
             QVERIFY2(perTemplate[t] >= 3, t);
     }
 

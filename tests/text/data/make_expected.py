@@ -141,6 +141,7 @@ def model_cases():
     llama = {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}
     mistral = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
     gpt_oss = {"bos_token": "<|startoftext|>", "eos_token": "<|return|>", "pad_token": "<|endoftext|>"}
+    glm = {"eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"}
 
     qwen_tools = tool_conversation(False)
     qwen_tools.insert(4, {"role": "tool", "tool_call_id": "call00002", "content": "second result"})
@@ -237,6 +238,20 @@ def model_cases():
          {"tools": [WEATHER_TOOL, TIME_TOOL]}),
         ("mistral_nemo.jinja", mistral, "bad tool call id", tool_conversation(False, "short")[1:], True, {}),
         ("mistral_nemo.jinja", mistral, "roles must alternate", [USER[0], USER[0]], True, {}),
+
+        ("glm4_6.jinja", glm, "single user", USER, True, {}),
+        ("glm4_6.jinja", glm, "multi-turn with system", MULTI_TURN, True, {}),
+        ("glm4_6.jinja", glm, "thinking disabled", MULTI_TURN, True, {"enable_thinking": False}),
+        ("glm4_6.jinja", glm, "reasoning in history", REASONING, True, {}),
+        ("glm4_6.jinja", glm, "reasoning_content after the last query", [USER[0], {
+            "role": "assistant", "content": "Routed experts.", "reasoning_content": "\nThink briefly.\n"}], False, {}),
+        ("glm4_6.jinja", glm, "tools and tool calls", tool_conversation(False), True, {"tools": [WEATHER_TOOL, TIME_TOOL]}),
+        ("glm4_6.jinja", glm, "two tool responses and content parts", [
+            {"role": "user", "content": [{"type": "text", "text": "Weather "}, {"type": "text", "text": "and time?"}]},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Zürich", "units": ["C"]}}},
+                {"type": "function", "function": {"name": "get_time", "arguments": {}}}]},
+            {"role": "tool", "content": "sunny"}, {"role": "tool", "content": "noon"}], True, {"tools": [WEATHER_TOOL]}),
 
         ("gpt_oss.jinja", gpt_oss, "single user", USER, True, {}),
         ("gpt_oss.jinja", gpt_oss, "developer message and effort", MULTI_TURN, True, {"reasoning_effort": "high"}),
