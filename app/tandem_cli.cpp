@@ -70,7 +70,7 @@ commands:
             [--defer-prefill] [--no-verify]
             An interactive chat with the model's own chat template: type a message, the answer streams
             (reasoning dimmed), then the speed; /reset, /system TEXT and /quit.
-  bench     --model DIR|STORE | --synthetic deepseek-v2-lite|qwen3-30b-a3b|deepseek-v3-4l|tiny
+  bench     --model DIR|STORE | --synthetic deepseek-v2-lite|qwen3-30b-a3b|deepseek-v3-4l|glm-4.5-air|tiny
             [--experts TYPE] [--dense int8|int4] [--prompt 512[,2048...]] [--gen 128] [--defer D[,D...]] [--threads N]
             [--device cpu|gpu|auto] [--gpu-memory SIZE] [--json] [--no-verify] [--no-warmup]
             A model (or random weights of a real model's shapes): prefill, then decode, with the time

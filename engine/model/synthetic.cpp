@@ -39,7 +39,9 @@ ModelConfig deepseekBase() {
 
 }  // namespace
 
-std::vector<std::string> syntheticModelNames() { return {"deepseek-v2-lite", "qwen3-30b-a3b", "deepseek-v3-4l", "tiny"}; }
+std::vector<std::string> syntheticModelNames() {
+    return {"deepseek-v2-lite", "qwen3-30b-a3b", "deepseek-v3-4l", "glm-4.5-air", "tiny"};
+}
 
 ModelConfig syntheticConfig(const std::string& name) {
     ModelConfig c;
@@ -73,6 +75,27 @@ ModelConfig syntheticConfig(const std::string& name) {
         c.numSharedExperts = 1;
         c.firstKDenseReplace = 1;
         c.router = RouterSpec{ExpertScoring::Sigmoid, ExpertSelection::GroupLimitedByTop2, 8, 8, 4, true, 2.5f, true};
+    } else if (name == "glm-4.5-air") {
+        // GLM-4.5-Air's config.json: GQA with biases and half-width rotary, DeepSeek-V3's router.
+        c.modelType = "glm4_moe";
+        c.family = findFamily("glm4_moe");
+        c.attentionBias = true;
+        c.rmsNormEps = 1e-5f;
+        c.ropeTheta = 1e6;
+        c.maxPositionEmbeddings = 131072;
+        c.vocabSize = 151552;
+        c.hiddenSize = 4096;
+        c.numLayers = 46;
+        c.numHeads = 96;
+        c.numKvHeads = 8;
+        c.headDim = 128;
+        c.rotaryDim = 64;
+        c.intermediateSize = 10944;
+        c.numExperts = 128;
+        c.moeIntermediateSize = 1408;
+        c.numSharedExperts = 1;
+        c.firstKDenseReplace = 1;
+        c.router = RouterSpec{ExpertScoring::Sigmoid, ExpertSelection::GroupLimitedByTop2, 8, 1, 1, true, 1.0f, true};
     } else if (name == "qwen3-30b-a3b" || name == "tiny") {
         const bool tiny = name == "tiny";
         c.modelType = "qwen3_moe";
@@ -128,6 +151,11 @@ SyntheticWeights::SyntheticWeights(const ModelConfig& c, std::uint64_t seed, cpu
             const std::int64_t qDim = static_cast<std::int64_t>(c.numHeads) * c.headDim;
             const std::int64_t kvDim = static_cast<std::int64_t>(c.numKvHeads) * c.headDim;
             w.gqa = {matrix(qDim, H), matrix(kvDim, H), matrix(kvDim, H), matrix(H, qDim), ones(c.headDim), ones(c.headDim)};
+            if (c.attentionBias) {
+                w.gqa.qBias.assign(static_cast<std::size_t>(qDim), 0.0f);
+                w.gqa.kBias.assign(static_cast<std::size_t>(kvDim), 0.0f);
+                w.gqa.vBias.assign(static_cast<std::size_t>(kvDim), 0.0f);
+            }
         }
         if (!c.isMoeLayer(l)) {
             w.dense = mlp(c.intermediateSize);

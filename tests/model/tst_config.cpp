@@ -5,6 +5,7 @@
 
 #include "model/config.h"
 #include "model/family.h"
+#include "model/synthetic.h"
 #include "tandem/error.h"
 #include "test_support.h"
 
@@ -77,6 +78,37 @@ private slots:
         QVERIFY(c.router.normalize);
         QVERIFY(!c.slidingWindow.has_value());
         QVERIFY(c.isMoeLayer(0) && c.isMoeLayer(1));
+    }
+
+    // GLM-4.5: GQA with biases and a rotary width of half the head, DeepSeek-V3's router and shared expert,
+    // the MTP layer counted apart; the synthetic GLM-4.5-Air shape reads the same way.
+    void glm4Moe() {
+        const auto c = fixtureConfig("tiny-glm4moe");
+        QCOMPARE(QString::fromUtf8(c.family->name), QString("glm4_moe"));
+        QCOMPARE(c.attention, AttentionKind::Gqa);
+        QVERIFY(c.attentionBias);
+        QVERIFY(!c.qkNorm);
+        QCOMPARE(c.headDim, 32);
+        QCOMPARE(c.ropeDim(), 16);
+        QCOMPARE(c.qkHeadDim(), 32);
+        QVERIFY(!c.ropeInterleaved);
+        QCOMPARE(c.router.scoring, ExpertScoring::Sigmoid);
+        QVERIFY(c.router.hasCorrectionBias);
+        QCOMPARE(c.router.scale, 2.5f);
+        QCOMPARE(c.numSharedExperts, 1);
+        QCOMPARE(c.numNextnPredictLayers, 1);
+        QVERIFY(!c.isMoeLayer(0));
+        QVERIFY(c.isMoeLayer(1) && c.isMoeLayer(2));
+        expectError(R"({"model_type": "glm4_moe", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
+            "num_attention_heads": 2, "head_dim": 4, "partial_rotary_factor": 0.1, "intermediate_size": 16,
+            "n_routed_experts": 4, "moe_intermediate_size": 4, "num_experts_per_tok": 2})", {"partial_rotary_factor"});
+        expectError(R"({"model_type": "qwen3_moe", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
+            "num_attention_heads": 2, "intermediate_size": 16, "num_experts": 4, "attention_bias": true,
+            "moe_intermediate_size": 4, "num_experts_per_tok": 2})", {"attention_bias", "qwen3_moe"});
+        const auto air = syntheticConfig("glm-4.5-air");
+        QCOMPARE(air.ropeDim(), 64);
+        QVERIFY(air.attentionBias);
+        QCOMPARE(air.moeLayerCount(), 45);
     }
 
     void deepseekV2() {
