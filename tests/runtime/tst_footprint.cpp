@@ -110,6 +110,9 @@ private slots:
         // DeepSeek-V2's card counts 2.4 B active without the 0.2 B embedding table; the others include it.
         QTest::newRow("DeepSeek-V2-Lite") << "DeepSeek-V2-Lite" << 15.7 << 2.6;
         QTest::newRow("Mixtral-8x7B") << "Mixtral-8x7B" << 46.7 << 12.9;
+        // GLM-4.5-Air's card counts 12 B active without its 1.2 B embedding and output head.
+        QTest::newRow("GLM-4.5-Air") << "GLM-4.5-Air" << 106.0 << 13.2;
+        QTest::newRow("GLM-4.5") << "GLM-4.5" << 355.0 << 32.0;
     }
 
     void theCuratedModelsHaveTheirPublishedSizes() {
