@@ -121,7 +121,8 @@ if [[ ${CHECKS:-1} == 1 ]]; then
     >"$out/check-attention-build.log" 2>&1 && "$build/check-attention" | tee "$out/check-attention.txt" ||
     { echo "check_attention FAILED: the rest runs TANDEM_GPU_FLASH=0"; tail -20 "$out/check-attention-build.log"
       export TANDEM_GPU_FLASH=0; }
-  python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device cpu --device gpu 2>&1 | tee "$out/golden.txt"
+  # TANDEM_GPU_GLM=1: GLM-4.5's attention on the GPU too (off by default until this check has passed).
+  TANDEM_GPU_GLM=1 python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device cpu --device gpu 2>&1 | tee "$out/golden.txt"
   # Int8 dense weights (--dense int8) on both devices: the same int8 weights, so the GPU's rows against the
   # CPU's ("vs cpu"); both differ from the reference by the quantization, which the tiny random fixtures
   # amplify, so their rows above the float tolerance are printed for comparison, not as failures.

@@ -36,6 +36,14 @@ __global__ void rmsNormKernel(const float* x, int ldx, const float* weight, floa
     }
 }
 
+// y[t, i] += bias[i] for every token row of y (width values, ldy apart).
+__global__ void addBiasKernel(float* y, int ldy, int width, const float* bias) {
+    waitForPrevious();
+    startNext();
+    float* row = y + static_cast<long>(blockIdx.x) * ldy;
+    for (int i = threadIdx.x; i < width; i += blockDim.x) row[i] += bias[i];
+}
+
 __global__ void siluMulKernel(const float* gateUp, int inner, bf16* out, bool split) {
     waitForPrevious();
     startNext();
@@ -95,6 +103,10 @@ void launchRmsNorm(const float* x, int ldx, const float* weight, float eps, int 
                    int ldF32, bf16* outBf16, int ldBf16, bool split, cudaStream_t s) {
     launchChained(rmsNormKernel, tokens, width >= 1024 ? 1024 : 256, 0, s, x, ldx, weight, eps, width, outF32, ldF32,
                   outBf16, ldBf16, split);
+}
+
+void launchAddBias(float* y, int ldy, int tokens, int width, const float* bias, cudaStream_t s) {
+    launchChained(addBiasKernel, tokens, 256, 0, s, y, ldy, width, bias);
 }
 
 void launchSiluMul(const float* gateUp, int tokens, int inner, bf16* out, bool split, cudaStream_t s) {

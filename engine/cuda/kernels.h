@@ -42,6 +42,8 @@ void launchSiluMul(const float* gateUp, int tokens, int inner, bf16* out, bool s
 void launchExportToHost(const float* hidden, int tokens, int width, const int* ids, const float* weights, int topK,
                         float* hostHidden, int* hostIds, float* hostWeights, cudaStream_t s);
 void launchAddFromHost(const float* hostA, const float* hostB, float* x, long count, cudaStream_t s);
+// y[t, :width] += bias for each of `tokens` rows ldy apart (GLM-4.5's q/k/v biases).
+void launchAddBias(float* y, int ldy, int tokens, int width, const float* bias, cudaStream_t s);
 
 // Decode's y = W x (or y += W x) for one token, W bf16 [n, k] row-major; with split, x's lo row (ldx
 // below it) is added to x as it is read: one kernel for what a GEMM and a pair sum did.

@@ -602,6 +602,7 @@ void GpuRunner::enqueueGqa(const model::LayerPlan& layer, int tokens) {
     float* kCache = cacheA_[static_cast<std::size_t>(l)].get();
     float* vCache = cacheB_[static_cast<std::size_t>(l)].get();
     project(w.qkv.ref(), qkvWidth, H, hBf16_.get(), H, tokens, qkv_.get(), qkvWidth, false);
+    if (c.attentionBias) launchAddBias(qkv_.get(), qkvWidth, tokens, qkvWidth, w.qkvBias.get(), stream_);
     stamp(l, kAttnProjected);
     AttentionArgs a{};
     a.qA = qkv_.get();

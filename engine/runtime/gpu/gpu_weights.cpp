@@ -280,9 +280,17 @@ GpuWeights uploadWeights(const model::ModelConfig& c, const model::ModelWeights&
             if (m.qA) dst.qaNorm = uploadF32(m.qANorm);
             dst.kvaNorm = uploadF32(m.kvANorm);
             uploadSplit(m.kvB, pool, dst.kvb, tuning().gpuFp8 ? &dst.kvbLo : nullptr);
-        } else if (c.qkNorm) {
-            dst.qNorm = uploadF32(src.gqa.qNorm);
-            dst.kNorm = uploadF32(src.gqa.kNorm);
+        } else {
+            if (c.qkNorm) {
+                dst.qNorm = uploadF32(src.gqa.qNorm);
+                dst.kNorm = uploadF32(src.gqa.kNorm);
+            }
+            if (c.attentionBias) {
+                std::vector<float> bias(src.gqa.qBias);
+                bias.insert(bias.end(), src.gqa.kBias.begin(), src.gqa.kBias.end());
+                bias.insert(bias.end(), src.gqa.vBias.begin(), src.gqa.vBias.end());
+                dst.qkvBias = uploadF32(bias);
+            }
         }
         if (!p.gateUp.empty()) {
             GpuMlp mlp;

@@ -58,6 +58,7 @@ struct GpuLayer {
     // GQA
     GpuMatrix qkv;  // [(heads + 2 kvHeads) * headDim, hidden]
     DeviceBuffer<float> qNorm, kNorm;
+    DeviceBuffer<float> qkvBias;  // GLM-4.5: the q, k and v biases back to back, as qkv's rows
     // MLA
     GpuMatrix qaKva;  // with q LoRA: [qLora + kvLora + rope, hidden], or q_a alone [qLora, hidden] when kva is
                       // set (only one of the two FP8: they are kept apart so that one stays FP8)
