@@ -69,6 +69,18 @@ BpeModel::BpeModel(const Json& config, const std::string& where) {
     loadMerges(requiredField(config, "merges", where), where + ".merges");
 }
 
+BpeModel::BpeModel(std::vector<std::string> tokens, const std::vector<BpeMerge>& merges, bool ignoreMerges)
+    : tokens_(std::move(tokens)), idUsed_(tokens_.size()), ignoreMerges_(ignoreMerges) {
+    vocab_.reserve(tokens_.size());
+    for (std::size_t id = 0; id < tokens_.size(); ++id) {
+        if (tokens_[id].empty()) continue;
+        vocab_.emplace(tokens_[id], static_cast<int>(id));
+        idUsed_[id] = true;
+    }
+    merges_.reserve(merges.size());
+    for (const BpeMerge& m : merges) merges_.insert_or_assign(pairKey(m.left, m.right), Merge{m.rank, m.merged});
+}
+
 void BpeModel::loadMerges(const Json& merges, const std::string& where) {
     if (!merges.is_array()) throwMalformed(where, "expected a list");
     merges_.reserve(merges.size());

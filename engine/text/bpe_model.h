@@ -22,10 +22,22 @@ struct StringHash {
 };
 using TokenIds = std::unordered_map<std::string, int, StringHash, std::equal_to<>>;
 
+// A merge of a model built from parts: the adjacent symbols `left` and `right` become `merged`; the
+// lowest `rank` applies first.
+struct BpeMerge {
+    int left;
+    int right;
+    int merged;
+    std::uint32_t rank;
+};
+
 class BpeModel {
 public:
     // `config` is the tokenizer.json "model" object; `where` names it in errors.
     BpeModel(const Json& config, const std::string& where);
+    // A model from its parts (a tiktoken vocabulary): `tokens` by id, an empty string where an id is
+    // unused. With `ignoreMerges` a word that is a token itself is that token, whatever the merges say.
+    BpeModel(std::vector<std::string> tokens, const std::vector<BpeMerge>& merges, bool ignoreMerges);
 
     // Appends the ids of one pre-tokenized word.
     void encodeWord(std::string_view word, std::vector<int>& ids) const;

@@ -3,22 +3,16 @@
 
 #include <cstdio>
 
+#include "text/byte_level_alphabet.h"
 #include "text/tokenizer_impl.h"
 #include "text/utf8.h"
 
 namespace tandem::text {
 
-std::vector<int> Tokenizer::encode(std::string_view text, bool addSpecialTokens) const {
-    const Impl& t = *impl_;
-    if (const std::size_t bad = utf8::firstInvalidOffset(text); bad != utf8::kValid) {
-        char byte[8];
-        std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[bad]));
-        throw Error("cannot tokenize: the text is not valid UTF-8 (byte " + std::string(byte) + " at offset " +
-                    std::to_string(bad) + "); convert the input to UTF-8 first");
-    }
+namespace {
 
-    std::vector<int> ids;
-    ids.reserve(text.size() / 3 + 4);
+// Appends the ids of one stretch of text; `atStart` says whether it begins the whole text.
+void encodeStretch(const Tokenizer::Impl& t, std::string_view text, bool atStart, std::vector<int>& ids) {
     const auto encodeWords = [&](const Piece& piece) {
         if (!t.preTokenizer) {
             t.model->encodeWord(piece.text, ids);
@@ -45,9 +39,29 @@ std::vector<int> Tokenizer::encode(std::string_view text, bool addSpecialTokens)
             if (inner.id)
                 ids.push_back(*inner.id);
             else
-                encodeWords(Piece{stretch.substr(inner.start, inner.end - inner.start), span.start == 0 && inner.start == 0});
+                encodeWords(Piece{stretch.substr(inner.start, inner.end - inner.start),
+                                  atStart && span.start == 0 && inner.start == 0});
         }
     }
+}
+
+}  // namespace
+
+std::vector<int> Tokenizer::encode(std::string_view text, bool addSpecialTokens) const {
+    const Impl& t = *impl_;
+    if (const std::size_t bad = utf8::firstInvalidOffset(text); bad != utf8::kValid) {
+        char byte[8];
+        std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[bad]));
+        throw Error("cannot tokenize: the text is not valid UTF-8 (byte " + std::string(byte) + " at offset " +
+                    std::to_string(bad) + "); convert the input to UTF-8 first");
+    }
+
+    std::vector<int> ids;
+    ids.reserve(text.size() / 3 + 4);
+    if (t.chunking)
+        forEachChunk(text, *t.chunking, [&](std::string_view piece, bool atStart) { encodeStretch(t, piece, atStart, ids); });
+    else
+        encodeStretch(t, text, true, ids);
     if (addSpecialTokens && t.postProcessor) t.postProcessor->process(ids);
     return ids;
 }
@@ -58,7 +72,12 @@ std::string Tokenizer::decode(std::span<const int> ids, bool skipSpecialTokens) 
     tokens.reserve(ids.size());
     for (const int id : ids) {
         if (const AddedToken* added = t.addedTokens->find(id)) {
-            if (!(skipSpecialTokens && added->special)) tokens.push_back(added->content);
+            if (skipSpecialTokens && added->special) continue;
+            if (t.byteLevelAddedTokens) {
+                byte_level::appendMapped(tokens.emplace_back(), added->content);
+            } else {
+                tokens.push_back(added->content);
+            }
             continue;
         }
         const std::string* token = t.model->idToToken(id);

@@ -1,9 +1,10 @@
-// Reading a tokenizer.json into the parts of Tokenizer::Impl.
+// Reading a tokenizer.json into the parts of Tokenizer::Impl (a tiktoken.model: tiktoken_loader.cpp).
 #include <nlohmann/json.hpp>
 
 
 #include "io/text_file.h"
 #include "tandem/error.h"
+#include "text/tiktoken_loader.h"
 #include "text/tokenizer_impl.h"
 
 namespace tandem::text {
@@ -83,16 +84,25 @@ Tokenizer Tokenizer::fromJson(std::string_view json, const std::string& sourceNa
     }
 }
 
-Tokenizer Tokenizer::load(const std::filesystem::path& modelDirOrTokenizerJson) {
+Tokenizer Tokenizer::load(const std::filesystem::path& modelDirOrTokenizerFile) {
     std::error_code ec;
-    const std::filesystem::path file = std::filesystem::is_directory(modelDirOrTokenizerJson, ec)
-                                           ? modelDirOrTokenizerJson / "tokenizer.json"
-                                           : modelDirOrTokenizerJson;
+    std::filesystem::path file = modelDirOrTokenizerFile;
+    const bool folder = std::filesystem::is_directory(modelDirOrTokenizerFile, ec);
+    if (folder) {
+        // tokenizer.json when the folder has one; otherwise a tiktoken vocabulary (Kimi-K2's release).
+        file = modelDirOrTokenizerFile / "tokenizer.json";
+        const auto tiktoken = modelDirOrTokenizerFile / "tiktoken.model";
+        if (!std::filesystem::exists(file, ec) && std::filesystem::exists(tiktoken, ec)) file = tiktoken;
+    }
+    if (file.filename() == "tiktoken.model") return Tokenizer(loadTiktokenTokenizer(file.parent_path()));
     std::string text;
     try {
         text = io::readRegularFile(file);
     } catch (const Error& e) {
-        throw Error(std::string(e.what()) + "; the model folder needs the tokenizer.json from the model's download");
+        throw Error(std::string(e.what()) + (folder ? "; the model folder needs the tokenizer from the model's download: "
+                                                      "tokenizer.json, or tiktoken.model with tokenizer_config.json "
+                                                      "(Kimi-K2), and has neither"
+                                                    : "; the model folder needs the tokenizer.json from the model's download"));
     }
     return fromJson(text, file.string());
 }

@@ -1,7 +1,9 @@
 #pragma once
 // A model's own tokenizer, read from its Hugging Face tokenizer.json, producing the same ids and text
 // as Hugging Face `tokenizers` / transformers for the BPE tokenizers of Qwen2/3, DeepSeek-V2/V3/R1,
-// Kimi-K2, Llama 3 and the SentencePiece-style (byte-fallback) ones of Llama 2 and Mistral/Mixtral.
+// Kimi-K2, Llama 3 and the SentencePiece-style (byte-fallback) ones of Llama 2 and Mistral/Mixtral;
+// or from the tiktoken.model and tokenizer_config.json of Kimi-K2's release, producing the ids of its
+// TikTokenTokenizer (tiktoken).
 //
 //   auto tokenizer = tandem::text::Tokenizer::load("/models/Qwen3-30B-A3B");
 //   std::vector<int> ids = tokenizer.encode("Hello", /*addSpecialTokens=*/true);
@@ -23,8 +25,9 @@ namespace tandem::text {
 
 class Tokenizer {
 public:
-    // A model folder (its tokenizer.json is used) or a tokenizer.json file itself.
-    static Tokenizer load(const std::filesystem::path& modelDirOrTokenizerJson);
+    // A model folder (its tokenizer.json is used, else its tiktoken.model) or a tokenizer.json or
+    // tiktoken.model file itself.
+    static Tokenizer load(const std::filesystem::path& modelDirOrTokenizerFile);
     // The text of a tokenizer.json; `sourceName` names it in error messages.
     static Tokenizer fromJson(std::string_view json, const std::string& sourceName = "tokenizer.json");
 
