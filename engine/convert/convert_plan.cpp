@@ -25,7 +25,7 @@ namespace {
 
 constexpr const char* kSideFiles[] = {"config.json",           "generation_config.json", "tokenizer.json",
                                       "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja",
-                                      "chat_template.json"};
+                                      "chat_template.json",    "tiktoken.model"};
 
 // The parts of "model.layers.L.<section>.experts.E.<rest>".
 struct ExpertName {

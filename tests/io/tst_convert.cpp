@@ -2,6 +2,7 @@
 // experts, model.safetensors is the source minus routed experts and MTP layers, byte for byte.
 #include <QFile>
 #include <QRegularExpression>
+#include <QDir>
 #include <QTemporaryDir>
 #include <QTest>
 #include <cstdlib>
@@ -170,6 +171,17 @@ private slots:
             QCOMPARE(readFile(out + "/" + file), readFile(fixturePath(fixture) + "/" + file));
         // The engine's config reader takes the store folder as it would the source.
         QCOMPARE(model::loadModelConfig(out.toStdString()).numExperts, source.config.numExperts);
+    }
+
+    // Kimi-K2's tokenizer is a tiktoken.model beside tokenizer_config.json: the store keeps it.
+    void tiktokenVocabularyIsCopied() {
+        QTemporaryDir tmp;
+        const QString model = tmp.filePath("kimi");
+        QVERIFY(QDir().mkpath(model) && copyFixture("tiny-deepseekv3-fp8", model));
+        QVERIFY(QFile::copy(fixturesDir() + "/tiktoken-kimi/tiktoken.model", model + "/tiktoken.model"));
+        const QString out = tmp.filePath("store");
+        convert::convertModel({model.toStdString(), out.toStdString(), io::ExpertType::INT4, 2}, {});
+        QCOMPARE(readFile(out + "/tiktoken.model"), readFile(model + "/tiktoken.model"));
     }
 
     // Damage after conversion: opening catches size and first-page changes, verify every byte.

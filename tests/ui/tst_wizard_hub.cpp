@@ -22,6 +22,7 @@
 #include "ui/widgets/main_window.h"
 #include "ui/wizard/choose_page.h"
 #include "ui/wizard/done_page.h"
+#include "ui/wizard/model_downloader.h"
 #include "ui/wizard/model_wizard.h"
 #include "ui/wizard/quantization_page.h"
 #include "ui_test_support.h"
@@ -61,6 +62,18 @@ class WizardHubTest : public QObject {
     Q_OBJECT
 
 private slots:
+    // What the wizard downloads of a repository: the weights, the JSON and Jinja files, and Kimi-K2's
+    // tiktoken.model (its tokenizer: the release has no tokenizer.json); not other formats or code.
+    void downloadsWhatTheEngineReads() {
+        QList<hub::RepoFile> files;
+        for (const char* p : {"model-00001-of-00002.safetensors", "config.json", "chat_template.jinja", "tiktoken.model",
+                              "tokenization_kimi.py", "original/consolidated.00.pth", "README.md", "onnx/model.onnx"})
+            files.append({QString::fromUtf8(p), 1, {}, {}});
+        QStringList wanted;
+        for (const auto& f : ui::modelFilesToDownload(files)) wanted << f.path;
+        QCOMPARE(wanted, (QStringList{"model-00001-of-00002.safetensors", "config.json", "chat_template.jinja", "tiktoken.model"}));
+    }
+
     void aHubModelIsDownloadedThroughFaultsConvertedLoadedAndAnswers() {
         test::FakeHubServer server;
         const QString fixture = test::fixturePath("tiny-qwen3moe");

@@ -13,8 +13,9 @@ QList<hub::RepoFile> modelFilesToDownload(const QList<hub::RepoFile>& files) {
     for (const hub::RepoFile& f : files) {
         if (f.path.contains(QLatin1Char('/'))) continue;  // original/, onnx/, ... hold other formats
         const QString name = f.path.toLower();
+        // tiktoken.model: Kimi-K2's tokenizer, which ships no tokenizer.json (its Python code is not needed).
         if (name.endsWith(QLatin1String(".safetensors")) || name.endsWith(QLatin1String(".json")) ||
-            name.endsWith(QLatin1String(".jinja")))
+            name.endsWith(QLatin1String(".jinja")) || name == QLatin1String("tiktoken.model"))
             wanted.append(f);
     }
     return wanted;
