@@ -19,3 +19,6 @@ int runRenderChat(const CommandArgs& args);
 #ifdef TANDEM_CLI_DOWNLOAD
 int runDownload(const CommandArgs& args);
 #endif
+#ifdef TANDEM_CLI_SERVE
+int runServe(const CommandArgs& args);
+#endif

@@ -78,6 +78,17 @@ commands:
             table of pp N and tg N rows as llama-bench prints them: "tg N @ dP" decodes after the P-token
             prompt, "tg N" from an empty context (as llama-bench's tg test). Each prompt size is first run
             once untimed, as llama-bench's warm-up (--no-warmup: not).
+  serve     --model DIR|STORE [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--name NAME]
+            [--max-tokens N] [--max-body SIZE] [--max-requests N] [--threads N] [--context N]
+            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8|int4] [--no-verify]
+            Serve the model over OpenAI's HTTP API until Ctrl-C: POST /v1/chat/completions (through
+            the model's chat template; streamed as server-sent events with "stream": true; reasoning
+            apart as reasoning_content), POST /v1/completions, GET /v1/models (the model is NAME,
+            default the folder's name), GET /health. Requests are answered one at a time, in order.
+            Only this machine can connect unless --host names another address, which needs --api-key
+            (or TANDEM_API_KEY): clients then send 'Authorization: Bearer KEY'. --port 0 takes a free
+            port. Limits: max_tokens up to --max-tokens (4096), request bodies up to --max-body (16M),
+            --max-requests (64) requests waiting or running; more are refused.
   tokenize  --model DIR [--add-special]
             Read UTF-8 text from standard input and print its token ids on one line; with
             --add-special the ids the model expects around a text (e.g. BOS) are included.
@@ -137,6 +148,9 @@ constexpr Command kCommands[] = {
 #ifdef TANDEM_CLI_DOWNLOAD
     {"download", runDownload},
 #endif
+#ifdef TANDEM_CLI_SERVE
+    {"serve", runServe, true},
+#endif
 };
 
 }  // namespace
@@ -155,6 +169,13 @@ int main(int argc, char** argv) {
         if (command == "download") {
             std::fputs("tandem-cli: this build has no download command (it was built without Qt Network); install "
                        "qt6-base-dev and build again\n", stderr);
+            return 1;
+        }
+#endif
+#ifndef TANDEM_CLI_SERVE
+        if (command == "serve") {
+            std::fputs("tandem-cli: this build has no serve command (it was built without cpp-httplib); install "
+                       "libcpp-httplib-dev and build again\n", stderr);
             return 1;
         }
 #endif

@@ -10,6 +10,8 @@ packages=(
   # the fonts the package depends on: code in DejaVu Sans Mono, colour emoji in titles
   fonts-dejavu-core fonts-noto-color-emoji
   nlohmann-json3-dev libpcre2-dev libutf8proc-dev libnuma-dev libsqlite3-dev
+  # tandem-cli serve's HTTP server; its test installs the openai Python package into a venv of its own
+  libcpp-httplib-dev python3-venv
   # packaging: cpack's .deb (dpkg-shlibdeps from dpkg-dev, file) and the validators its tests run
   dpkg-dev file desktop-file-utils appstream
   # scripts/fuzz.sh: clang with libFuzzer and the sanitizer runtimes

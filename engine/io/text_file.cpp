@@ -33,9 +33,13 @@ std::string readRegularFile(const std::filesystem::path& path) {
     return text;
 }
 
+}  // namespace tandem::io
+
+namespace tandem {
+
 void failJsonDepth(const std::string& where) {
     throw Error(where + " nests JSON more than " + std::to_string(kMaxJsonDepth) +
-                " levels deep, which no model file does; it is refused as damaged or hostile");
+                " levels deep, which no real document does; it is refused as damaged or hostile");
 }
 
-}  // namespace tandem::io
+}  // namespace tandem

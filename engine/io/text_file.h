@@ -7,31 +7,17 @@
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
 #include "tandem/error.h"
+#include "tandem/json_input.h"
 
 namespace tandem::io {
-
-// Real files nest a few levels (tokenizer.json about 6, a chat with tool calls about 10).
-inline constexpr int kMaxJsonDepth = 128;
 
 // The whole file. Throws Error naming the file when it cannot be read or is not a regular file.
 std::string readRegularFile(const std::filesystem::path& path);
 
-[[noreturn]] void failJsonDepth(const std::string& where);
-
-// Json::parse that also refuses nesting deeper than kMaxJsonDepth (an Error naming `where`); syntax
-// errors are the parser's own exceptions, as with Json::parse.
-template <class Json>
-Json parseJson(std::string_view text, const std::string& where) {
-    using Event = typename Json::parse_event_t;
-    return Json::parse(text, [&](int depth, Event event, Json&) {
-        // `depth` counts the containers around this event: an object or array opening at depth N is
-        // the (N+1)th level.
-        if ((event == Event::object_start || event == Event::array_start) && depth >= kMaxJsonDepth) failJsonDepth(where);
-        return true;
-    });
-}
+// The depth-limited JSON parsing of tandem/json_input.h, under the names the engine's readers use.
+using tandem::failJsonDepth;
+using tandem::kMaxJsonDepth;
+using tandem::parseJson;
 
 }  // namespace tandem::io

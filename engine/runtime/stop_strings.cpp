@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace tandem::runtime {
+namespace tandem {
 
 StopStringFilter::StopStringFilter(std::vector<std::string> stops) : stops_(std::move(stops)) {
     std::erase_if(stops_, [](const std::string& s) { return s.empty(); });
@@ -38,4 +38,4 @@ std::string StopStringFilter::finish() {
     return stopped_ ? std::string() : out;
 }
 
-}  // namespace tandem::runtime
+}  // namespace tandem

@@ -1,0 +1,139 @@
+#include "server/generation_queue.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace tandem::server {
+
+GenerationJob::Update GenerationJob::take(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    changed_.wait_for(lock, timeout, [&] { return finished_ || !pending_.empty(); });
+    Update update;
+    update.deltas.swap(pending_);
+    update.finished = finished_;
+    return update;
+}
+
+void GenerationJob::deliver(std::vector<Delta>& deltas) {
+    if (deltas.empty()) return;
+    {
+        const std::lock_guard lock(mutex_);
+        for (auto& d : deltas) {
+            if (!pending_.empty() && pending_.back().kind == d.kind)
+                pending_.back().text += d.text;
+            else
+                pending_.push_back(std::move(d));
+        }
+    }
+    deltas.clear();
+    changed_.notify_all();
+}
+
+void GenerationJob::finish() {
+    {
+        const std::lock_guard lock(mutex_);
+        finished_ = true;
+    }
+    changed_.notify_all();
+}
+
+GenerationQueue::GenerationQueue(Engine& engine, const ModelText& text)
+    : engine_(engine), text_(text), thread_([this] { run(); }) {}
+
+GenerationQueue::~GenerationQueue() {
+    stop();
+    thread_.join();
+}
+
+bool GenerationQueue::submit(std::shared_ptr<GenerationJob> job, int limit) {
+    {
+        const std::lock_guard lock(mutex_);
+        if (stopping_ || waitingLocked() + (running_ ? 1 : 0) >= limit) return false;
+        waiting_.push_back(std::move(job));
+    }
+    wake_.notify_one();
+    return true;
+}
+
+int GenerationQueue::waiting() const {
+    const std::lock_guard lock(mutex_);
+    return waitingLocked();
+}
+
+// Cancelled jobs stay in line until the engine thread reaches them, but nobody waits for them any more.
+int GenerationQueue::waitingLocked() const {
+    return static_cast<int>(std::count_if(waiting_.begin(), waiting_.end(), [](const auto& job) { return !job->cancelled(); }));
+}
+
+bool GenerationQueue::running() const {
+    const std::lock_guard lock(mutex_);
+    return running_ != nullptr;
+}
+
+void GenerationQueue::stop() {
+    {
+        const std::lock_guard lock(mutex_);
+        stopping_ = true;
+        if (running_) running_->cancel();
+    }
+    wake_.notify_all();
+}
+
+void GenerationQueue::run() {
+    // One session for every request: Session::generate keeps the cached prefix a new prompt shares with
+    // the last one, so a client that resends its growing conversation prefills only the new part.
+    std::unique_ptr<Session> session;
+    while (true) {
+        std::shared_ptr<GenerationJob> job;
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
+            if (stopping_) break;
+            job = std::move(waiting_.front());
+            waiting_.pop_front();
+            running_ = job;
+        }
+        if (!job->cancelled()) {
+            try {
+                if (!session) session = engine_.newSession();
+                generate(*session, *job);
+            } catch (const std::exception& e) {
+                job->error = e.what();
+                std::fprintf(stderr, "%s: failed: %s\n", job->label.c_str(), e.what());
+                session.reset();  // its cache may be half written; the next request starts a new one
+            }
+        } else {
+            std::fprintf(stderr, "%s: cancelled before it started (the client went away)\n", job->label.c_str());
+        }
+        job->finish();
+        const std::lock_guard lock(mutex_);
+        running_.reset();
+    }
+    const std::lock_guard lock(mutex_);
+    for (auto& job : waiting_) {
+        job->error = "the server is shutting down";
+        job->finish();
+    }
+    waiting_.clear();
+}
+
+void GenerationQueue::generate(Session& session, GenerationJob& job) {
+    TextStream stream(text_.tokenizer(), job.startsInReasoning, job.separateReasoning, job.stops);
+    std::vector<Delta> out;
+    const auto stats = session.generate(job.prompt, job.options, [&](int token) {
+        stream.push(token, out);
+        job.deliver(out);
+        return !job.cancelled() && !stream.stopped();
+    });
+    stream.finish(out);
+    job.deliver(out);
+    job.promptTokens = stats.promptTokens;
+    job.completionTokens = stats.generatedTokens;
+    const bool length = !stats.stoppedAtEos && !stream.stopped() && stats.generatedTokens >= job.options.maxNewTokens;
+    job.finishReason = length ? "length" : "stop";
+    std::fprintf(stderr, "%s: %d prompt tokens (%d reused), %d generated at %.1f tok/s, %s\n", job.label.c_str(),
+                 stats.promptTokens, stats.reusedTokens, stats.generatedTokens, stats.decodeTokensPerSecond(),
+                 job.cancelled() ? "cancelled (the client went away)" : length ? "stopped at max_tokens" : "done");
+}
+
+}  // namespace tandem::server

@@ -1,0 +1,118 @@
+#include "server/model_text.h"
+
+#include "server/api_error.h"
+
+namespace tandem::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Templates of reasoning models may open the <think> block in the generation prompt themselves.
+bool opensThinking(const std::string& prompt) {
+    const auto end = prompt.find_last_not_of(" \n");
+    return std::string_view(prompt).substr(0, end == std::string::npos ? 0 : end + 1).ends_with("<think>");
+}
+
+void append(std::vector<Delta>& out, Delta::Kind kind, std::string text) {
+    if (text.empty()) return;
+    if (!out.empty() && out.back().kind == kind)
+        out.back().text += text;
+    else
+        out.push_back({kind, std::move(text)});
+}
+
+}  // namespace
+
+ModelText::ModelText(const std::filesystem::path& modelDir, const std::string& modelType)
+    : tokenizer_(text::Tokenizer::load(modelDir)), template_(ModelChatTemplate::load(modelDir, modelType)) {
+    // The template's end-of-turn token ends an answer, whatever generation_config.json lists.
+    if (const auto eos = template_.specialToken("eos_token"))
+        if (const auto id = tokenizer_.tokenToId(*eos)) endOfTurn_.push_back(*id);
+}
+
+Prompt ModelText::chatPrompt(const ChatRequest& request) const {
+    Json variables = request.templateVariables;
+    // As Chat::reply renders it, so a conversation makes the same prompt here as in tandem-cli chat.
+    if (!variables.contains("enable_thinking")) variables["enable_thinking"] = true;
+    std::string text;
+    try {
+        text = template_.render(request.messages, true, variables);
+        if (!request.tools.is_null()) {
+            Json withTools = variables;
+            withTools["tools"] = request.tools;
+            std::string rendered = template_.render(request.messages, true, withTools);
+            // A template that never reads `tools` renders the same with them: the model would not see them.
+            if (rendered == text)
+                throw ApiError(400, "this model's chat template does not take tools, so the model cannot be offered any: "
+                                    "leave tools out (or set tool_choice to \"none\")",
+                               "tools", "tools_not_supported");
+            text = std::move(rendered);
+        }
+    } catch (const tandem::Error& e) {
+        throw ApiError(400, std::string("the model's chat template refused this conversation: ") + e.what(), "messages",
+                       "template_error");
+    }
+    Prompt prompt{tokenizer_.encode(text, false), opensThinking(text)};
+    if (prompt.tokens.empty()) throw ApiError(400, "the conversation makes an empty prompt", "messages");
+    return prompt;
+}
+
+Prompt ModelText::completionPrompt(const CompletionRequest& request) const {
+    Prompt prompt;
+    if (!request.promptIds.empty()) {
+        for (const int id : request.promptIds)
+            if (id >= tokenizer_.vocabSize())
+                throw ApiError(400, "prompt: token id " + std::to_string(id) + " is outside the vocabulary (" +
+                                        std::to_string(tokenizer_.vocabSize()) + " tokens)",
+                               "prompt");
+        prompt.tokens = request.promptIds;
+    } else {
+        // Like a text given to transformers' tokenizer: with what the model expects around it (e.g. BOS).
+        prompt.tokens = tokenizer_.encode(request.prompt, true);
+    }
+    if (prompt.tokens.empty()) throw ApiError(400, "the prompt is empty", "prompt");
+    return prompt;
+}
+
+GenerateOptions ModelText::chatOptions(GenerateOptions options) const {
+    options.stopTokenIds.insert(options.stopTokenIds.end(), endOfTurn_.begin(), endOfTurn_.end());
+    return completionOptions(std::move(options));
+}
+
+GenerateOptions ModelText::completionOptions(GenerateOptions options) const {
+    options.vocabularyLimit = tokenizer_.vocabSize();
+    return options;
+}
+
+TextStream::TextStream(const text::Tokenizer& tokenizer, bool startsInReasoning, bool separateReasoning,
+                       std::vector<std::string> stops)
+    : decoder_(tokenizer, {startsInReasoning}),
+      stops_(std::move(stops)),
+      separateReasoning_(separateReasoning),
+      inReasoning_(startsInReasoning) {}
+
+void TextStream::push(int id, std::vector<Delta>& out) { route(decoder_.push(id), out); }
+
+void TextStream::finish(std::vector<Delta>& out) {
+    route(decoder_.finish(), out);
+    append(out, Delta::Kind::Content, stops_.finish());
+}
+
+void TextStream::route(const std::vector<text::StreamText>& pieces, std::vector<Delta>& out) {
+    for (const auto& piece : pieces) {
+        if (stops_.stopped()) return;
+        const bool reasoning = piece.kind == text::StreamText::Kind::Reasoning;
+        if (separateReasoning_ && reasoning) {
+            append(out, Delta::Kind::Reasoning, piece.text);
+            continue;
+        }
+        // A completion is the model's text as it is: the decoder's think tags are put back.
+        if (!separateReasoning_ && reasoning != inReasoning_) content(reasoning ? "<think>" : "</think>", out);
+        inReasoning_ = reasoning;
+        content(piece.text, out);
+    }
+}
+
+void TextStream::content(std::string text, std::vector<Delta>& out) { append(out, Delta::Kind::Content, stops_.push(text)); }
+
+}  // namespace tandem::server

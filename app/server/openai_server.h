@@ -1,0 +1,49 @@
+#pragma once
+// tandem-cli serve's HTTP side: OpenAI's API over one loaded model, on cpp-httplib (Debian's
+// libcpp-httplib-dev; docs/ARCHITECTURE.md says why). GET /health, GET /v1/models, POST
+// /v1/chat/completions and /v1/completions, streamed as server-sent events or answered as one JSON.
+// Each connection has an HTTP thread; generations wait for the one engine thread (GenerationQueue).
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "server/model_text.h"
+#include "tandem/engine.h"
+
+namespace tandem::server {
+
+struct ServerOptions {
+    std::string host = "127.0.0.1";
+    int port = 8080;                          // 0: any free port (bind() says which)
+    std::string apiKey;                       // empty: none asked for, which only a loopback address allows
+    std::string modelName;                    // the id clients name the model by
+    std::size_t maxBodyBytes = 16u << 20;     // larger request bodies get 413
+    int maxTokens = 4096;                     // the most max_tokens a request may ask for
+    int maxRequests = 64;                     // generations waiting or running; more get 503
+};
+
+// 127.0.0.0/8, ::1 and "localhost": addresses only this machine reaches.
+bool isLoopbackHost(const std::string& host);
+// Compares an API key in a time that depends only on the key's length, not on where they differ.
+bool constantTimeEquals(std::string_view given, std::string_view key);
+
+class OpenAiServer {
+public:
+    // `engine` and `text` must outlive the server.
+    OpenAiServer(Engine& engine, const ModelText& text, ServerOptions options);
+    ~OpenAiServer();
+
+    // Binds the address and returns the port. Throws tandem::Error when it cannot.
+    int bind();
+    // Serves until stop(), then returns.
+    void run();
+    // From any thread: stops accepting connections and cancels the generations.
+    void stop();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tandem::server
