@@ -118,7 +118,7 @@ void GenerationQueue::run() {
 }
 
 void GenerationQueue::generate(Session& session, GenerationJob& job) {
-    TextStream stream(text_.tokenizer(), job.startsInReasoning, job.separateReasoning, job.stops);
+    TextStream stream(text_.tokenizer(), job.startsInReasoning, job.separateReasoning, job.stops, job.toolCalls);
     std::vector<Delta> out;
     const auto stats = session.generate(job.prompt, job.options, [&](int token) {
         stream.push(token, out);
@@ -130,7 +130,7 @@ void GenerationQueue::generate(Session& session, GenerationJob& job) {
     job.promptTokens = stats.promptTokens;
     job.completionTokens = stats.generatedTokens;
     const bool length = !stats.stoppedAtEos && !stream.stopped() && stats.generatedTokens >= job.options.maxNewTokens;
-    job.finishReason = length ? "length" : "stop";
+    job.finishReason = length ? "length" : stream.sawToolCalls() ? "tool_calls" : "stop";
     std::fprintf(stderr, "%s: %d prompt tokens (%d reused), %d generated at %.1f tok/s, %s\n", job.label.c_str(),
                  stats.promptTokens, stats.reusedTokens, stats.generatedTokens, stats.decodeTokensPerSecond(),
                  job.cancelled() ? "cancelled (the client went away)" : length ? "stopped at max_tokens" : "done");

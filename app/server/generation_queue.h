@@ -27,6 +27,7 @@ public:
     bool startsInReasoning = false;
     bool separateReasoning = true;  // chat: reasoning apart; completion: one text
     std::vector<std::string> stops;
+    ToolCallFormat toolCalls = ToolCallFormat::None;  // a chat with tools: calls parsed out of the content
     std::string label;              // names the request in the server's log
 
     struct Update {
@@ -40,7 +41,8 @@ public:
     bool cancelled() const { return cancelled_; }
 
     // Once take() reported the end:
-    std::string finishReason;  // "stop" (end of turn or a stop string) or "length" (max_tokens)
+    // "stop" (end of turn or a stop string), "length" (max_tokens) or "tool_calls" (it called tools)
+    std::string finishReason;
     int promptTokens = 0;
     int completionTokens = 0;
     std::string error;         // the generation failed: why

@@ -15,10 +15,10 @@ bool opensThinking(const std::string& prompt) {
 
 void append(std::vector<Delta>& out, Delta::Kind kind, std::string text) {
     if (text.empty()) return;
-    if (!out.empty() && out.back().kind == kind)
+    if (!out.empty() && out.back().kind == kind && kind != Delta::Kind::ToolCall)
         out.back().text += text;
     else
-        out.push_back({kind, std::move(text)});
+        out.push_back({kind, std::move(text), {}});
 }
 
 }  // namespace
@@ -28,6 +28,20 @@ ModelText::ModelText(const std::filesystem::path& modelDir, const std::string& m
     // The template's end-of-turn token ends an answer, whatever generation_config.json lists.
     if (const auto eos = template_.specialToken("eos_token"))
         if (const auto id = tokenizer_.tokenToId(*eos)) endOfTurn_.push_back(*id);
+    // The model writes calls as its template renders past ones (arguments as an object for some
+    // templates, as JSON text for others).
+    std::string rendered;
+    for (const Json& args : {Json{{"x", 1}}, Json("{\"x\": 1}")}) {
+        try {
+            const Json call{{"id", "call_0"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", args}}}};
+            const Json messages = Json::array({{{"role", "user"}, {"content", "?"}},
+                                               {{"role", "assistant"}, {"content", ""}, {"tool_calls", Json::array({call})}}});
+            rendered = template_.render(messages, false, Json::object());
+            if (server::toolCallFormat(rendered, "") != ToolCallFormat::None) break;
+        } catch (const std::exception&) {
+        }
+    }
+    toolCallFormat_ = server::toolCallFormat(rendered, modelType);
 }
 
 Prompt ModelText::chatPrompt(const ChatRequest& request) const {
@@ -85,9 +99,10 @@ GenerateOptions ModelText::completionOptions(GenerateOptions options) const {
 }
 
 TextStream::TextStream(const text::Tokenizer& tokenizer, bool startsInReasoning, bool separateReasoning,
-                       std::vector<std::string> stops)
+                       std::vector<std::string> stops, ToolCallFormat toolCalls)
     : decoder_(tokenizer, {startsInReasoning}),
       stops_(std::move(stops)),
+      toolCalls_(toolCalls),
       separateReasoning_(separateReasoning),
       inReasoning_(startsInReasoning) {}
 
@@ -95,7 +110,11 @@ void TextStream::push(int id, std::vector<Delta>& out) { route(decoder_.push(id)
 
 void TextStream::finish(std::vector<Delta>& out) {
     route(decoder_.finish(), out);
-    append(out, Delta::Kind::Content, stops_.finish());
+    std::string text;
+    std::vector<ToolCall> calls;
+    toolCalls_.push(stops_.finish(), text, calls);
+    toolCalls_.finish(text, calls);
+    parsed(std::move(text), calls, out);
 }
 
 void TextStream::route(const std::vector<text::StreamText>& pieces, std::vector<Delta>& out) {
@@ -113,6 +132,17 @@ void TextStream::route(const std::vector<text::StreamText>& pieces, std::vector<
     }
 }
 
-void TextStream::content(std::string text, std::vector<Delta>& out) { append(out, Delta::Kind::Content, stops_.push(text)); }
+void TextStream::content(std::string text, std::vector<Delta>& out) {
+    std::string shown;
+    std::vector<ToolCall> calls;
+    toolCalls_.push(stops_.push(text), shown, calls);
+    parsed(std::move(shown), calls, out);
+}
+
+// OpenAI's message has content and calls apart: a piece's content goes before the calls it closed.
+void TextStream::parsed(std::string text, std::vector<ToolCall>& calls, std::vector<Delta>& out) {
+    append(out, Delta::Kind::Content, std::move(text));
+    for (auto& call : calls) out.push_back({Delta::Kind::ToolCall, std::move(call.name), std::move(call.arguments)});
+}
 
 }  // namespace tandem::server

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "server/openai_request.h"
+#include "server/tool_calls.h"
 #include "tandem/engine.h"
 #include "tandem/stream_decoder.h"
 #include "tandem/tokenizer.h"
@@ -17,9 +18,10 @@
 namespace tandem::server {
 
 struct Delta {
-    enum class Kind { Content, Reasoning };
+    enum class Kind { Content, Reasoning, ToolCall };
     Kind kind;
-    std::string text;
+    std::string text;       // a tool call: its name
+    std::string arguments;  // a tool call: its arguments, a JSON object as text
 };
 
 struct Prompt {
@@ -43,32 +45,39 @@ public:
 
     const text::Tokenizer& tokenizer() const { return tokenizer_; }
     const std::string& templateWarning() const { return template_.warning(); }
+    // How the model writes tool calls (by what its template renders for one, else by its model_type).
+    ToolCallFormat toolCallFormat() const { return toolCallFormat_; }
 
 private:
     text::Tokenizer tokenizer_;
     ModelChatTemplate template_;
     std::vector<int> endOfTurn_;
+    ToolCallFormat toolCallFormat_ = ToolCallFormat::None;
 };
 
 // Generated ids to text deltas, in order. A chat's reasoning (<think>...</think>) comes apart from the
 // content; a completion's text keeps its think tags. Stop strings end the content (the text before the
-// first one is the last delta) and never reach the client, even in part.
+// first one is the last delta) and never reach the client, even in part. With a tool-call format, calls
+// in the content come as ToolCall deltas (each whole, once it closes).
 class TextStream {
 public:
     TextStream(const text::Tokenizer& tokenizer, bool startsInReasoning, bool separateReasoning,
-               std::vector<std::string> stops);
+               std::vector<std::string> stops, ToolCallFormat toolCalls = ToolCallFormat::None);
 
     void push(int id, std::vector<Delta>& out);
     // What was held back, at the end.
     void finish(std::vector<Delta>& out);
     bool stopped() const { return stops_.stopped(); }
+    bool sawToolCalls() const { return toolCalls_.sawCalls(); }
 
 private:
     void route(const std::vector<text::StreamText>& pieces, std::vector<Delta>& out);
     void content(std::string text, std::vector<Delta>& out);
+    void parsed(std::string text, std::vector<ToolCall>& calls, std::vector<Delta>& out);
 
     text::StreamDecoder decoder_;
     StopStringFilter stops_;
+    ToolCallParser toolCalls_;
     bool separateReasoning_;
     bool inReasoning_;
 };

@@ -99,7 +99,8 @@ struct OpenAiServer::Impl {
     std::string readBody(const httplib::Response& res, const httplib::ContentReader& reader) const;
     void checkModel(const std::string& model) const;
     Json modelObject() const;
-    Answer submit(const CommonRequest& request, const Prompt& prompt, bool chat);
+    Answer submit(const CommonRequest& request, const Prompt& prompt, bool chat,
+                  ToolCallFormat toolCalls = ToolCallFormat::None);
     void respond(httplib::Response& res, Answer answer);
     Json chunk(const Answer& a, const Json& choice) const;
     Json usage(const GenerationJob& job) const;
@@ -168,7 +169,8 @@ Json OpenAiServer::Impl::modelObject() const {
             {"context_length", engine.info().contextLength}};
 }
 
-OpenAiServer::Impl::Answer OpenAiServer::Impl::submit(const CommonRequest& request, const Prompt& prompt, bool chat) {
+OpenAiServer::Impl::Answer OpenAiServer::Impl::submit(const CommonRequest& request, const Prompt& prompt, bool chat,
+                                                      ToolCallFormat toolCalls) {
     const int context = engine.info().contextLength;
     const int promptTokens = static_cast<int>(prompt.tokens.size());
     if (promptTokens >= context)
@@ -181,6 +183,7 @@ OpenAiServer::Impl::Answer OpenAiServer::Impl::submit(const CommonRequest& reque
     job->startsInReasoning = chat && prompt.opensThinking;
     job->separateReasoning = chat;
     job->stops = request.stop;
+    job->toolCalls = toolCalls;
     GenerateOptions generate;
     // What the context has room for, when max_tokens asks for more or is not given.
     generate.maxNewTokens = std::min(request.maxTokens.value_or(options.maxTokens), context - promptTokens);
@@ -221,6 +224,7 @@ void OpenAiServer::Impl::respond(httplib::Response& res, Answer answer) {
     struct State {
         Answer answer;
         std::string content, reasoning;  // a non-streamed answer, gathered
+        Json toolCalls = Json::array();
         bool started = false;
         Clock::time_point lastWrite = Clock::now(), lastCheck = Clock::now();
     };
@@ -251,6 +255,17 @@ void OpenAiServer::Impl::respond(httplib::Response& res, Answer answer) {
 
         const auto update = job.take(std::chrono::milliseconds(100));
         for (const auto& d : update.deltas) {
+            if (d.kind == Delta::Kind::ToolCall) {
+                // A call comes whole, in one chunk: its id, name and all its arguments.
+                Json call{{"index", state->toolCalls.size()},
+                          {"id", "call_" + randomId().substr(0, 24)},
+                          {"type", "function"},
+                          {"function", {{"name", d.text}, {"arguments", d.arguments}}}};
+                state->toolCalls.push_back(call);
+                if (a.stream && !event(chunk(a, delta({{"tool_calls", Json::array({std::move(call)})}}, nullptr))))
+                    return false;
+                continue;
+            }
             const bool reasoning = d.kind == Delta::Kind::Reasoning;
             if (!a.stream) {
                 (reasoning ? state->reasoning : state->content) += d.text;
@@ -290,6 +305,11 @@ void OpenAiServer::Impl::respond(httplib::Response& res, Answer answer) {
             if (a.chat) {
                 Json message{{"role", "assistant"}, {"content", state->content}};
                 if (!state->reasoning.empty()) message["reasoning_content"] = state->reasoning;
+                if (!state->toolCalls.empty()) {
+                    if (state->content.empty()) message["content"] = nullptr;
+                    for (auto& call : state->toolCalls) call.erase("index");  // a message's calls have none
+                    message["tool_calls"] = state->toolCalls;
+                }
                 choice0 = {{"index", 0}, {"message", std::move(message)}, {"logprobs", nullptr}, {"finish_reason", job.finishReason}};
             } else {
                 choice0 = choice(state->content, job.finishReason);
@@ -379,7 +399,9 @@ void OpenAiServer::Impl::routes() {
                   guarded(res, [&] {
                       const auto request = parseChatRequest(readBody(res, reader), options.maxTokens);
                       checkModel(request.model);
-                      respond(res, submit(request, text.chatPrompt(request), true));
+                      // With tools, the model's calls come back as tool_calls rather than as its markup.
+                      const auto toolCalls = request.tools.is_null() ? ToolCallFormat::None : text.toolCallFormat();
+                      respond(res, submit(request, text.chatPrompt(request), true, toolCalls));
                   });
               });
     http.Post("/v1/completions",
