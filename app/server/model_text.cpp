@@ -98,9 +98,21 @@ GenerateOptions ModelText::completionOptions(GenerateOptions options) const {
     return options;
 }
 
+namespace {
+
+// The ids of the format's tags that the tokenizer holds as special tokens: shown, so the parser sees them.
+std::vector<int> shownMarkers(const text::Tokenizer& tokenizer, ToolCallFormat format) {
+    std::vector<int> ids;
+    for (const std::string_view marker : toolCallMarkers(format))
+        if (const auto id = tokenizer.tokenToId(std::string(marker)); id && tokenizer.isSpecial(*id)) ids.push_back(*id);
+    return ids;
+}
+
+}  // namespace
+
 TextStream::TextStream(const text::Tokenizer& tokenizer, bool startsInReasoning, bool separateReasoning,
                        std::vector<std::string> stops, ToolCallFormat toolCalls)
-    : decoder_(tokenizer, {startsInReasoning}),
+    : decoder_(tokenizer, {startsInReasoning, shownMarkers(tokenizer, toolCalls)}),
       stops_(std::move(stops)),
       toolCalls_(toolCalls),
       separateReasoning_(separateReasoning),

@@ -60,6 +60,16 @@ std::size_t partialTag(std::string_view text, std::string_view tag) {
 
 }  // namespace
 
+std::vector<std::string_view> toolCallMarkers(ToolCallFormat format) {
+    switch (format) {
+    case ToolCallFormat::Hermes: return {kTag, kTagEnd};
+    case ToolCallFormat::Glm: return {kTag, kTagEnd, kArgKey, kArgKeyEnd, kArgValue, kArgValueEnd};
+    case ToolCallFormat::DeepSeek: return {kCallsBegin, kCallsEnd, kCallBegin, kCallEnd, kSep};
+    case ToolCallFormat::None: break;
+    }
+    return {};
+}
+
 ToolCallFormat toolCallFormat(std::string_view renderedCall, std::string_view modelType) {
     if (renderedCall.find(kCallBegin) != std::string_view::npos) return ToolCallFormat::DeepSeek;
     if (renderedCall.find(kArgKey) != std::string_view::npos) return ToolCallFormat::Glm;

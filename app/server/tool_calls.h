@@ -18,6 +18,10 @@ enum class ToolCallFormat { None, Hermes, Glm, DeepSeek };
 // config.json model_type.
 ToolCallFormat toolCallFormat(std::string_view renderedCall, std::string_view modelType);
 
+// The tags of a format's calls, which a tokenizer may hold as special tokens (and a stream decoder then
+// hides unless told to show them).
+std::vector<std::string_view> toolCallMarkers(ToolCallFormat format);
+
 struct ToolCall {
     std::string name;
     std::string arguments;  // a JSON object, as text

@@ -29,7 +29,8 @@ StreamDecoder::StreamDecoder(Tokenizer tokenizer, Options options)
       options_(options),
       kind_(options.startsInReasoning ? StreamText::Kind::Reasoning : StreamText::Kind::Answer),
       thinkOpenId_(tokenizer_.tokenToId(kThinkOpen)),
-      thinkCloseId_(tokenizer_.tokenToId(kThinkClose)) {}
+      thinkCloseId_(tokenizer_.tokenToId(kThinkClose)),
+      shownSpecial_(options_.shownSpecialTokens) {}
 
 std::vector<StreamText> StreamDecoder::push(int id) {
     std::vector<StreamText> out;
@@ -42,7 +43,7 @@ std::vector<StreamText> StreamDecoder::push(int id) {
         if (opensThinking != inReasoning()) switchKind();
         return out;
     }
-    if (tokenizer_.isSpecial(id)) return out;
+    if (tokenizer_.isSpecial(id) && std::find(shownSpecial_.begin(), shownSpecial_.end(), id) == shownSpecial_.end()) return out;
     if (!tokenizer_.idToToken(id))
         throw Error("the generated token id " + std::to_string(id) + " is outside the tokenizer's vocabulary of " +
                     std::to_string(tokenizer_.vocabSize()) + " ids; the model and its tokenizer.json do not match");
@@ -65,7 +66,8 @@ std::vector<StreamText> StreamDecoder::finish() {
 std::string StreamDecoder::takeNewText(bool force) {
     const std::size_t pending = window_.size() - contextCount_;
     if (pending == 0) return {};
-    const std::string full = tokenizer_.decode(window_, true);
+    // The window holds no special token but the ones to show, which decoding must then keep.
+    const std::string full = tokenizer_.decode(window_, shownSpecial_.empty());
     const bool complete = full.size() > contextText_.size() && full.starts_with(contextText_) &&
                           !full.ends_with(utf8::kReplacementCharacter);
     if (!force && !complete && pending < kMostTokensPerCharacter) return {};
@@ -76,7 +78,7 @@ std::string StreamDecoder::takeNewText(bool force) {
     // The emitted ids become the context of the next ones.
     window_.erase(window_.begin(), window_.begin() + static_cast<std::ptrdiff_t>(contextCount_));
     contextCount_ = window_.size();
-    contextText_ = tokenizer_.decode(window_, true);
+    contextText_ = tokenizer_.decode(window_, shownSpecial_.empty());
     return fresh;
 }
 

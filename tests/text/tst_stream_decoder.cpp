@@ -56,6 +56,25 @@ private slots:
         QVERIFY(decoder.finish().empty());
     }
 
+    // Special tokens named in shownSpecialTokens come out as their text (a server's tool-call tags); the
+    // others stay hidden.
+    void shownSpecialTokensComeOut() {
+        const Tokenizer tokenizer = qwen();
+        const auto end = tokenizer.tokenToId("<|im_end|>");
+        QVERIFY(end && tokenizer.isSpecial(*end));
+        std::vector<int> ids = tokenizer.encode("call ", false);
+        ids.push_back(*end);
+        const auto tail = tokenizer.encode(" done", false);
+        ids.insert(ids.end(), tail.begin(), tail.end());
+        QCOMPARE(stream(tokenizer, ids).answer, std::string("call  done"));
+        StreamDecoder shown(tokenizer, {false, {*end}});
+        std::string text;
+        for (const int id : ids)
+            for (const auto& piece : shown.push(id)) text += piece.text;
+        for (const auto& piece : shown.finish()) text += piece.text;
+        QCOMPARE(text, std::string("call <|im_end|> done"));
+    }
+
     void emojiSequenceStreamsAsWholeCharacters() {
         const Tokenizer tokenizer = qwen();
         const std::string text = "👋🏽🚀 emoji 👨‍👩‍👧‍👦 naïve 你好";

@@ -31,6 +31,10 @@ public:
         // The prompt already opened the reasoning (DeepSeek-R1 and Qwen3 templates end the generation
         // prompt with "<think>\n"), so output is reasoning until </think>.
         bool startsInReasoning = false;
+        // Special tokens shown as their text all the same: the tool-call markers of a model whose
+        // tokenizer marks them special (GLM's <tool_call>, DeepSeek's <｜tool▁calls▁begin｜>), which a
+        // server parses out of the answer.
+        std::vector<int> shownSpecialTokens;
     };
 
     explicit StreamDecoder(Tokenizer tokenizer) : StreamDecoder(std::move(tokenizer), Options{}) {}
@@ -60,6 +64,7 @@ private:
     StreamText::Kind kind_;
     std::optional<int> thinkOpenId_;
     std::optional<int> thinkCloseId_;
+    std::vector<int> shownSpecial_;  // Options::shownSpecialTokens
     // The ids decoded together: the last emitted ones (context, so that spacing rules see what came
     // before) followed by the pending ones.
     std::vector<int> window_;
