@@ -9,6 +9,7 @@
 #include <ctime>
 #include <random>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include "server/api_error.h"
 #include "server/generation_queue.h"
@@ -78,6 +79,7 @@ bool constantTimeEquals(std::string_view given, std::string_view key) {
 }
 
 struct OpenAiServer::Impl {
+    int listeningSocket = -1;  // bind(): the socket the library listens on
     Impl(Engine& engine, const ModelText& text, ServerOptions options)
         : engine(engine), text(text), options(std::move(options)), queue(engine, text) {
         routes();
@@ -421,10 +423,19 @@ OpenAiServer::~OpenAiServer() = default;
 
 int OpenAiServer::bind() {
     const auto& o = impl_->options;
+    // Debian's cpp-httplib 0.11.4 listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into the
+    // library): 50 clients connecting at once overflowed it and some had their connection dropped. The
+    // listening socket is noted as it is made (its options, as the library's defaults set them) and
+    // listened on again with the system's largest backlog once bound.
+    impl_->http.set_socket_options([impl = impl_.get()](socket_t sock) {
+        httplib::default_socket_options(sock);
+        impl->listeningSocket = sock;
+    });
     const int port = o.port == 0 ? impl_->http.bind_to_any_port(o.host) : impl_->http.bind_to_port(o.host, o.port) ? o.port : -1;
     if (port <= 0)
         throw Error("cannot listen on " + o.host + " port " + std::to_string(o.port) +
                     ": another program may be using the port, or the address is not one of this machine's");
+    if (impl_->listeningSocket >= 0) ::listen(impl_->listeningSocket, SOMAXCONN);
     return port;
 }
 

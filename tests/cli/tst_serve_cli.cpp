@@ -8,6 +8,7 @@
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
+#include <QElapsedTimer>
 #include <QTest>
 #include <atomic>
 #include <chrono>
@@ -37,7 +38,10 @@ Reply send(int port, httplib::Request req, int readTimeoutSeconds = 300) {
     httplib::Client client("127.0.0.1", port);
     client.set_read_timeout(readTimeoutSeconds, 0);
     const auto r = client.send(req);
-    if (!r) return {};
+    if (!r) {
+        qWarning("request failed: %s", httplib::to_string(r.error()).c_str());
+        return {};
+    }
     return {r->status, r->body, r->get_header_value("Content-Type")};
 }
 
@@ -582,16 +586,21 @@ private slots:
             QVERIFY2(s.problem.empty(), s.problem.c_str());
             alone.push_back(joined(s, "content"));
         }
-        std::vector<Reply> replies(words.size());
+        // Issue 27's load test: 50 clients streaming at once, each the same as its request alone (greedy).
+        constexpr std::size_t kClients = 50;
+        std::vector<Reply> replies(kClients);
         std::vector<std::thread> clients;
-        for (std::size_t i = 0; i < words.size(); ++i) clients.emplace_back([&, i] { replies[i] = ask(words[i]); });
+        QElapsedTimer timer;
+        timer.start();
+        for (std::size_t i = 0; i < kClients; ++i) clients.emplace_back([&, i] { replies[i] = ask(words[i % words.size()]); });
         for (auto& t : clients) t.join();
-        for (std::size_t i = 0; i < words.size(); ++i) {
+        qInfo("%zu concurrent streams in %.1f s", kClients, timer.elapsed() / 1000.0);
+        for (std::size_t i = 0; i < kClients; ++i) {
             QCOMPARE(replies[i].status, 200);
             const auto s = parseEvents(replies[i].body);
             QVERIFY2(s.problem.empty(), s.problem.c_str());
             QCOMPARE(s.chunks.back()["choices"][0]["finish_reason"].get<std::string>(), std::string("stop"));
-            QCOMPARE(joined(s, "content"), alone[i]);
+            QCOMPARE(joined(s, "content"), alone[i % words.size()]);
         }
     }
 };
