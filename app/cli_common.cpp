@@ -94,6 +94,17 @@ tandem::DensePrecision parseDense(const CliArgs& args) {
     throw tandem::Error("--dense must be checkpoint, int8 or int4, not '" + name + "'");
 }
 
+tandem::EngineOptions engineOptions(const CliArgs& args, const std::string& defaultExperts) {
+    tandem::EngineOptions options;
+    options.threads = args.integer("--threads", 0);
+    options.contextLength = args.integer("--context", options.contextLength);
+    options.device = parseDevice(args.optional("--device").value_or("auto"));
+    options.gpuExpertMemory = parseGpuMemory(args);
+    options.experts = parseExperts(args.optional("--experts").value_or(defaultExperts));
+    options.dense = parseDense(args);
+    return options;
+}
+
 void reportDevice(const tandem::ModelInfo& info) {
     if (!info.deviceNotice.empty()) std::fprintf(stderr, "note: %s\n", info.deviceNotice.c_str());
     if (!info.expertsNotice.empty()) std::fprintf(stderr, "note: %s\n", info.expertsNotice.c_str());

@@ -27,5 +27,8 @@ std::int64_t parseGpuMemory(const CliArgs& args);
 tandem::DensePrecision parseDense(const CliArgs& args);
 // Prints why the CPU runs what the GPU would have, if so.
 void reportDevice(const tandem::ModelInfo& info);
+// The engine options every model command takes: --threads, --context (when given), --device,
+// --gpu-memory, --experts (defaultExperts when absent) and --dense.
+tandem::EngineOptions engineOptions(const CliArgs& args, const std::string& defaultExperts = "auto");
 // --defer D (Expert Deferral) or --skip D (drop the D lowest-weighted experts instead).
 void applyDeferral(const CliArgs& args, tandem::Session& session);

@@ -119,12 +119,7 @@ int runBench(const CommandArgs& argv) {
     // --defer 0,2 runs the same model with each deferral: it is a per-session setting.
     const std::vector<int> deferrals = commaList(args.optional("--defer").value_or("0"), "--defer");
 
-    tandem::EngineOptions options;
-    options.threads = args.integer("--threads", 0);
-    options.device = parseDevice(args.optional("--device").value_or("auto"));
-    options.gpuExpertMemory = parseGpuMemory(args);
-    options.experts = parseExperts(args.optional("--experts").value_or(synthetic ? "int4" : "auto"));
-    options.dense = parseDense(args);
+    tandem::EngineOptions options = engineOptions(args, synthetic ? "int4" : "auto");
     int longest = *std::max_element(prompts.begin(), prompts.end());
     for (const int d : depths) longest = std::max(longest, d);
     options.contextLength = longest + genTokens + 1;

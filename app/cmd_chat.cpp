@@ -40,13 +40,7 @@ int runChat(const CommandArgs& argv) {
                        {"--dense", "--model", "--threads", "--context", "--device", "--gpu-memory", "--temperature", "--top-p", "--top-k", "--min-p",
                         "--repetition-penalty", "--seed", "--max-tokens", "--system", "--experts", "--defer"},
                        {"--no-think", "--defer-prefill"}, {"--stop"});
-    tandem::EngineOptions options;
-    options.threads = args.integer("--threads", 0);
-    options.contextLength = args.integer("--context", options.contextLength);
-    options.device = parseDevice(args.optional("--device").value_or("auto"));
-    options.gpuExpertMemory = parseGpuMemory(args);
-    options.experts = parseExperts(args.optional("--experts").value_or("auto"));
-    options.dense = parseDense(args);
+    tandem::EngineOptions options = engineOptions(args);
     const std::string modelDir = args.required("--model");
     std::fprintf(stderr, "loading %s ...\n", modelDir.c_str());
     auto engine = tandem::Engine::load(modelDir, options);

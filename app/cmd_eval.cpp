@@ -137,15 +137,10 @@ int runEval(const CommandArgs& argv) {
     if (args.optional("--forced-ids") && static_cast<std::size_t>(newTokens) > forced.size())
         throw tandem::Error("--new-tokens " + std::to_string(newTokens) + " needs " + std::to_string(newTokens) +
                             " forced ids, but the --forced-ids file holds " + std::to_string(forced.size()));
-    tandem::EngineOptions options;
-    options.threads = args.integer("--threads", 0);
+    tandem::EngineOptions options = engineOptions(args);
     // The last generated token is not run, so the prompt and N new tokens need P + N - 1 positions.
     const long long positions = static_cast<long long>(prompt.size()) + std::max(newTokens - 1, 0);
     options.contextLength = static_cast<int>(std::min<long long>(positions, std::numeric_limits<int>::max()));
-    options.device = parseDevice(args.optional("--device").value_or("auto"));
-    options.gpuExpertMemory = parseGpuMemory(args);
-    options.experts = parseExperts(args.optional("--experts").value_or("auto"));
-    options.dense = parseDense(args);
     auto engine = tandem::Engine::load(args.required("--model"), options);
     reportDevice(engine->info());
     if (positions > engine->info().contextLength)

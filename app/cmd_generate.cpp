@@ -21,13 +21,7 @@ int runGenerate(const CommandArgs& argv) {
         prompts.push_back(args.optional("--ids") ? parseIds(*args.optional("--ids"), "--ids")
                                                  : readIdsFile(args.required("--ids-file")));
     }
-    tandem::EngineOptions options;
-    options.threads = args.integer("--threads", 0);
-    options.contextLength = args.integer("--context", options.contextLength);
-    options.device = parseDevice(args.optional("--device").value_or("auto"));
-    options.gpuExpertMemory = parseGpuMemory(args);
-    options.experts = parseExperts(args.optional("--experts").value_or("auto"));
-    options.dense = parseDense(args);
+    tandem::EngineOptions options = engineOptions(args);
     std::fprintf(stderr, "loading %s ...\n", args.required("--model").c_str());
     auto engine = tandem::Engine::load(args.required("--model"), options);
     const auto& info = engine->info();

@@ -92,13 +92,7 @@ int runServe(const CommandArgs& argv) {
     std::signal(SIGPIPE, SIG_IGN);
     StopOnSignal stopOnSignal;
 
-    tandem::EngineOptions options;
-    options.threads = args.integer("--threads", 0);
-    options.contextLength = args.integer("--context", options.contextLength);
-    options.device = parseDevice(args.optional("--device").value_or("auto"));
-    options.gpuExpertMemory = parseGpuMemory(args);
-    options.experts = parseExperts(args.optional("--experts").value_or("auto"));
-    options.dense = parseDense(args);
+    tandem::EngineOptions options = engineOptions(args);
     std::fprintf(stderr, "loading %s ...\n", modelDir.c_str());
     auto engine = tandem::Engine::load(modelDir, options);
     reportDevice(engine->info());

@@ -16,6 +16,7 @@
 
 #include "tandem/stream_decoder.h"
 #include "tandem/tokenizer.h"
+#include "expect_error.h"
 #include "test_support.h"
 #include "text/chat_template.h"
 #include "text/onig_syntax.h"
@@ -182,18 +183,6 @@ private:
     QTemporaryDir dir_;
 };
 
-template <class F>
-void expectError(F&& action, std::initializer_list<const char*> parts) {
-    try {
-        action();
-    } catch (const tandem::Error& e) {
-        const std::string message = e.what();
-        for (const char* part : parts)
-            QVERIFY2(message.find(part) != std::string::npos, qPrintable(QString("'%1' lacks '%2'").arg(e.what(), part)));
-        return;
-    }
-    QFAIL("no tandem::Error was thrown");
-}
 
 const std::string kKimiCode = R"PY(
 class TikTokenTokenizer(PreTrainedTokenizer):

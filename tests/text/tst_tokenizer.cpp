@@ -9,6 +9,7 @@
 #include <QTest>
 
 #include "tandem/tokenizer.h"
+#include "expect_error.h"
 #include "test_support.h"
 #include "tokenizer_json.h"
 
@@ -46,19 +47,6 @@ Json addedToken(int id, const std::string& content, bool singleWord, bool normal
             {"rstrip", false}, {"normalized", normalized}, {"special", false}};
 }
 
-// Runs `action`, which must throw tandem::Error with a message containing every one of `parts`.
-template <class F>
-void expectError(F&& action, std::initializer_list<const char*> parts) {
-    try {
-        action();
-    } catch (const tandem::Error& e) {
-        const std::string message = e.what();
-        for (const char* part : parts)
-            QVERIFY2(message.find(part) != std::string::npos, qPrintable(QString("'%1' lacks '%2'").arg(e.what(), part)));
-        return;
-    }
-    QFAIL("no tandem::Error was thrown");
-}
 
 }  // namespace
 
