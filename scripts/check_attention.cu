@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "cuda/attention.cu"
+#include "cuda/attention_key_head_decode.cu"
 #include "cuda/attention_prefill.cu"
 
 using tandem::cuda::bf16;

@@ -142,6 +142,12 @@ inline bool usesDecodeKernel(const AttentionArgs& a) { return a.tokens == 1 && a
 // partsDone are sized for them (heads * splits * (dimV + 2) floats, heads counters).
 int decodeAttentionSplits(const AttentionArgs& shape, int multiprocessors);
 void launchAttention(const AttentionArgs& a, cudaStream_t s);
+// Decode by key head (attention_key_head_decode.cu): whether it serves arguments of this shape, its
+// blocks a multiprocessor holds, and its launch (false, launching nothing, where it does not serve or
+// the pointers are not 16-byte aligned). launchAttention tries it first for decode.
+bool keyHeadDecodeServes(const AttentionArgs& a);
+int keyHeadDecodeBlocksPerMultiprocessor(const AttentionArgs& a);
+bool launchKeyHeadDecode(const AttentionArgs& a, cudaStream_t s);
 // Prefill (tokens > 1) on tensor cores for GQA heads of 32, 64 or 128 (attention_prefill.cu); false,
 // launching nothing, for arguments it does not serve. launchAttention tries it first unless noFlash.
 bool launchFlashPrefill(const AttentionArgs& a, cudaStream_t s);
