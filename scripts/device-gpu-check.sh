@@ -54,6 +54,10 @@
 # (CUDA_VISIBLE_DEVICES=): llama-bench -ngl 0 -t 16 -p 512 -n 128 against tandem-cli bench --device cpu
 # --prompt 512 --gen 128 for each --dense of CPUPEER_DENSE (default "int8 int4"; "store8": the store
 # converted with --dense int8, made once beside the other), alternated CPUPEER_ROUNDS times (default 2).
+# LONGPEER=1 (with PEER=1's GGUF, store and llama-bench): issue 28's long-context comparison, experts in system
+# memory on both sides: llama-bench -ngl 99 -ot exps=CPU -fa 1 at pp512/pp16384 (-ub 2048) and tg32 at depth 0
+# and 16384 (-d), against tandem-cli bench --gpu-memory 0 --prompt 512,16384 --gen 32 (decode after the prompt
+# is the depth row) and its one-token decode. LONGPEER_PROMPTS changes the sizes (default 512,16384).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tandem-out}
@@ -381,5 +385,37 @@ for rnd in sorted({r["round"] for r in rows}):
         if r["who"] == "llama.cpp" or r["round"] != rnd: continue
         p, t = r["prefill_tokens_per_second"], r["decode_tokens_per_second"]
         print(f'{r["who"]:24} {rnd:5} {p:7.1f} {t:7.1f} {p / pp if pp else 0:8.2f} {t / tg if tg else 0:8.2f}')
+PY
+fi
+
+if [[ ${LONGPEER:-0} == 1 && -x $lb && -d $pd/q30-int4 ]]; then
+  : >"$out/longpeer.jsonl"
+  lp=${LONGPEER_PROMPTS:-512,16384}; deepest=${lp##*,}
+  t0=$(date +%s)
+  $lb -m "$pd/q30.gguf" -ngl 99 -ot exps=CPU -fa 1 -t "$(nproc)" -p "$lp" -ub 2048 -b 2048 -n 0 -r 1 -o jsonl \
+    2>>"$out/longpeer-llama.log" | sed 's|^{|{"who": "llama.cpp", |' >>"$out/longpeer.jsonl"
+  $lb -m "$pd/q30.gguf" -ngl 99 -ot exps=CPU -fa 1 -t "$(nproc)" -p 0 -n 32 -d "0,$deepest" -r 1 -o jsonl \
+    2>>"$out/longpeer-llama.log" | sed 's|^{|{"who": "llama.cpp", |' >>"$out/longpeer.jsonl"
+  echo "(llama.cpp long context: $(( $(date +%s) - t0 )) s)"; t0=$(date +%s)
+  "$cli" bench --model "$pd/q30-int4" --prompt "$lp" --gen 32 --defer 0 --device gpu --gpu-memory 0 --dense "${PEER_DENSE:-int8}" \
+    --no-verify --json 2>>"$out/longpeer-tandem.log" | grep '^{' | sed 's|^{|{"who": "tandem", |' >>"$out/longpeer.jsonl"
+  echo "(tandem long context: $(( $(date +%s) - t0 )) s)"
+  python3 - "$out/longpeer.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+ll = [r for r in rows if r["who"] == "llama.cpp"]
+tt = [r for r in rows if r["who"] == "tandem"]
+print(f'{"experts in RAM, long context":30} {"llama.cpp":>9} {"tandem":>8} {"ratio":>6}')
+def show(test, theirs, ours):
+    print(f'{test:30} {theirs:9.1f} {ours:8.1f} {ours / theirs if theirs else 0:6.2f}')
+for r in ll:
+    if r.get("n_prompt", 0) > 0 and r.get("n_gen", 0) == 0:
+        t = next((t for t in tt if t.get("prompt_tokens") == r["n_prompt"]), None)
+        if t: show(f'pp{r["n_prompt"]} (TTFT {r["n_prompt"] / r["avg_ts"]:.1f} s vs {r["n_prompt"] / t["prefill_tokens_per_second"]:.1f} s)', r["avg_ts"], t["prefill_tokens_per_second"])
+    if r.get("n_gen", 0) > 0 and r.get("n_prompt", 0) == 0:
+        d = r.get("n_depth", 0)
+        want = min(x.get("prompt_tokens", 0) for x in tt) if d == 0 else d
+        t = next((t for t in tt if t.get("prompt_tokens") == want), None) if d else min(tt, key=lambda x: x.get("prompt_tokens", 0), default=None)
+        if t: show(f'tg{r["n_gen"]} @ d{d}', r["avg_ts"], t["decode_tokens_per_second"])
 PY
 fi
