@@ -56,7 +56,7 @@
 # converted with --dense int8, made once beside the other), alternated CPUPEER_ROUNDS times (default 2).
 # LONGPEER=1 (with PEER=1's GGUF, store and llama-bench): issue 28's long-context comparison, experts in system
 # memory on both sides: llama-bench -ngl 99 -ot exps=CPU -fa 1 at pp512/pp16384 (-ub 2048) and tg32 at depth 0
-# and 16384 (-d), against tandem-cli bench --gpu-memory 0 --prompt 512,16384 --gen 32 (decode after the prompt
+# and 16384 (-d), against tandem-cli bench --gpu-memory LONGPEER_GPU_MEMORY (default PEER_STREAM: prompts streamed) --prompt 512,16384 --gen 32 (decode after the prompt
 # is the depth row) and its one-token decode. LONGPEER_PROMPTS changes the sizes (default 512,16384).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -397,7 +397,7 @@ if [[ ${LONGPEER:-0} == 1 && -x $lb && -d $pd/q30-int4 ]]; then
   $lb -m "$pd/q30.gguf" -ngl 99 -ot exps=CPU -fa 1 -t "$(nproc)" -p 0 -n 32 -d "0,$deepest" -r 1 -o jsonl \
     2>>"$out/longpeer-llama.log" | sed 's|^{|{"who": "llama.cpp", |' >>"$out/longpeer.jsonl"
   echo "(llama.cpp long context: $(( $(date +%s) - t0 )) s)"; t0=$(date +%s)
-  "$cli" bench --model "$pd/q30-int4" --prompt "$lp" --gen 32 --defer 0 --device gpu --gpu-memory 0 --dense "${PEER_DENSE:-int8}" \
+  "$cli" bench --model "$pd/q30-int4" --prompt "$lp" --gen 32 --defer 0 --device gpu --gpu-memory "${LONGPEER_GPU_MEMORY:-${PEER_STREAM:-1G}}" --dense "${PEER_DENSE:-int8}" \
     --no-verify --json 2>>"$out/longpeer-tandem.log" | grep '^{' | sed 's|^{|{"who": "tandem", |' >>"$out/longpeer.jsonl"
   echo "(tandem long context: $(( $(date +%s) - t0 )) s)"
   python3 - "$out/longpeer.jsonl" <<'PY'
