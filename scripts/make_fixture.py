@@ -94,6 +94,11 @@ SHARD = re.compile(r"model-\d+-of-\d+\.safetensors")
 DEFAULT_FP8_PATTERN = (r"\.self_attn\.(q_proj|q_a_proj|q_b_proj|kv_b_proj|o_proj)\.weight$"
                        r"|\.mlp\..*(gate_proj|up_proj|down_proj)\.weight$|\.eh_proj\.weight$")
 FP8_MAX = 448.0
+# gpt-oss's fused expert matrices as transformers holds them: gate_up_proj [E, H, 2I] (gate and up columns
+# interleaved), down_proj [E, I, H]; its release stores them transposed ([E, out, in]) in MXFP4.
+MXFP4_EXPERTS = re.compile(r"\.mlp\.experts\.(gate_up_proj|down_proj)$")
+# FP4 e2m1: a nibble's sign bit 3 and magnitude index (bits 0-2).
+FP4_MAGNITUDES = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "fixtures")
 
 # Real widths (each model's config.json on the Hub), a few layers, the base fixture's 1024-token vocabulary
@@ -229,8 +234,9 @@ def tensor_names_and_shapes(config, layers):
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(hf_config(config, layers), dtype=torch.float32)
     names = {name: tuple(t.shape) for name, t in hub_views(model).items()}
-    split_fused_experts(names)
-    bad = {n: s for n, s in names.items() if len(s) > 2}
+    if config["model_type"] != "gpt_oss":  # gpt-oss's release keeps each layer's experts fused
+        split_fused_experts(names)
+    bad = {n: s for n, s in names.items() if len(s) > 2 and not MXFP4_EXPERTS.search(n)}
     if bad:
         sys.exit(f"tensors of more than 2 dimensions, which no Hub checkpoint of this family holds: {bad}")
     return names
@@ -281,6 +287,36 @@ def dequantize_fp8(q, scale_inv, block_rows, block_cols):
     return q.to(torch.float32) * s
 
 
+def quantize_mxfp4(w):
+    """gpt-oss's release format of a fused expert tensor w [E, in, out] (transformers' layout): its transpose
+    [E, out, in] in groups of 32 inputs, `blocks` uint8 [E, out, in/32, 16] (element 2b of a group in the low
+    nibble of byte b, 2b + 1 in the high one) and `scales` uint8 [E, out, in/32] (E8M0: 2^(s - 127)), each
+    group's scale the smallest power of two that brings its largest magnitude within 6, values rounded to
+    the nearest e2m1 value (ties to the even index)."""
+    t = w.transpose(1, 2).contiguous()
+    e, rows, cols = t.shape
+    if cols % 32:
+        sys.exit(f"MXFP4 needs the input width ({cols}) to be a multiple of 32")
+    g = t.view(e, rows, cols // 32, 32)
+    amax = g.abs().amax(dim=-1).clamp(min=2.0 ** -120)
+    exp = torch.ceil(torch.log2(amax / 6.0)).clamp(-127, 127)
+    scaled = g / torch.pow(2.0, exp)[..., None]
+    grid = torch.tensor(FP4_MAGNITUDES)
+    index = (scaled.abs()[..., None] - grid).abs().argmin(dim=-1)  # argmin takes the first (even) on a tie
+    nibble = (index | torch.where(scaled < 0, 8, 0)).to(torch.uint8)
+    blocks = (nibble[..., 0::2] | (nibble[..., 1::2] << 4)).contiguous()
+    return blocks, (exp + 127).to(torch.uint8).contiguous()
+
+
+def dequantize_mxfp4(blocks, scales):
+    """The float32 tensor [E, in, out] (transformers' layout) that MXFP4 blocks and scales stand for."""
+    lut = torch.tensor(FP4_MAGNITUDES + [-m for m in FP4_MAGNITUDES])
+    lo, hi = lut[(blocks & 15).long()], lut[(blocks >> 4).long()]
+    values = torch.stack((lo, hi), dim=-1).flatten(-2)  # [E, out, groups, 32]
+    values = values * torch.pow(2.0, scales.to(torch.float32) - 127)[..., None]
+    return values.flatten(-2).transpose(1, 2).contiguous()
+
+
 def storage_dtype(config):
     name = config.get("torch_dtype") or config.get("dtype") or "bfloat16"
     return {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[name]
@@ -298,6 +334,7 @@ class Weights:
             mtp_tensors(config, self.shapes)
         q = config.get("quantization_config") or {}
         self.fp8 = args.fp8 == "on" or (args.fp8 == "auto" and q.get("quant_method") == "fp8")
+        self.mxfp4 = q.get("quant_method") == "mxfp4"
         self.block = q.get("weight_block_size", [128, 128])
         self.pattern = re.compile(args.fp8_pattern)
         self.dtype = storage_dtype(config)
@@ -306,9 +343,16 @@ class Weights:
     def is_fp8(self, name):
         return self.fp8 and len(self.shapes[name]) == 2 and self.pattern.search(name) is not None
 
+    def is_mxfp4(self, name):
+        return self.mxfp4 and MXFP4_EXPERTS.search(name) is not None
+
     def stored(self, name):
-        """{name: the tensor as stored} plus {name_scale_inv: its block scales} when it is FP8."""
+        """{name: the tensor as stored} plus {name_scale_inv: its block scales} when it is FP8; gpt-oss's
+        MXFP4 experts as {name_blocks, name_scales}."""
         w = random_tensor(name, self.shapes[name], self.seed, self.init_std)
+        if self.is_mxfp4(name):
+            blocks, scales = quantize_mxfp4(w)
+            return {name + "_blocks": blocks, name + "_scales": scales}
         if self.is_fp8(name):
             values, scale = quantize_fp8(w, *self.block)
             return {name: values, name + "_scale_inv": scale}
@@ -317,12 +361,16 @@ class Weights:
     def float32(self, name):
         """The float32 weight the stored tensor stands for (FP8 dequantized)."""
         s = self.stored(name)
+        if name + "_blocks" in s:
+            return dequantize_mxfp4(s[name + "_blocks"], s[name + "_scales"])
         if name + "_scale_inv" in s:
             return dequantize_fp8(s[name], s[name + "_scale_inv"], *self.block)
         return s[name].to(torch.float32)
 
     def stored_names(self):
-        return sorted([n for n in self.shapes] + [n + "_scale_inv" for n in self.shapes if self.is_fp8(n)])
+        plain = [n for n in self.shapes if not self.is_mxfp4(n)]
+        mx = [n + suffix for n in self.shapes if self.is_mxfp4(n) for suffix in ("_blocks", "_scales")]
+        return sorted(plain + mx + [n + "_scale_inv" for n in self.shapes if self.is_fp8(n)])
 
     def reference_names(self):
         """The tensors of transformers' model: the MTP layers (index >= num_hidden_layers) are not part of it."""
@@ -330,7 +378,7 @@ class Weights:
 
     def base_name(self, stored_name):
         """The weight a stored tensor belongs to (a weight_scale_inv belongs to its weight)."""
-        base = stored_name[:-len("_scale_inv")] if stored_name.endswith("_scale_inv") else stored_name
+        base = re.sub(r"(_scale_inv|_blocks|_scales)$", "", stored_name)
         return base if base in self.shapes else stored_name
 
 
@@ -373,7 +421,13 @@ def weights_from_disk(folder, config):
         for name in sorted(where):
             if name.endswith("_scale_inv") or beyond_layers(name, config["num_hidden_layers"]):
                 continue
+            if name.endswith("_scales") and name[:-len("_scales")] + "_blocks" in where:
+                continue
             t = where[name].get_tensor(name)
+            if name.endswith("_blocks"):
+                base = name[:-len("_blocks")]
+                yield base, dequantize_mxfp4(t, where[base + "_scales"].get_tensor(base + "_scales"))
+                continue
             scale = name + "_scale_inv"
             if scale in where:
                 yield name, dequantize_fp8(t, where[scale].get_tensor(scale), block_rows, block_cols)
@@ -419,7 +473,7 @@ class RouterLogits:
 
     def __init__(self, model, config):
         self.experts = config.get("n_routed_experts") or config.get("num_experts") or config.get("num_local_experts")
-        self.gates = [(n, m) for n, m in model.named_modules() if re.search(r"\.(mlp|block_sparse_moe)\.gate$", n)]
+        self.gates = [(n, m) for n, m in model.named_modules() if re.search(r"\.(mlp|block_sparse_moe)\.(gate|router)$", n)]
         self.logits = {}
 
     def layers(self):
