@@ -152,6 +152,34 @@ bool launchKeyHeadDecode(const AttentionArgs& a, cudaStream_t s);
 // launching nothing, for arguments it does not serve. launchAttention tries it first unless noFlash.
 bool launchFlashPrefill(const AttentionArgs& a, cudaStream_t s);
 
+// MLA prefill in the non-absorbed form on tensor cores (mla_prefill.cu): per head, q = [q_nope | q_rope]
+// (q [tokens][heads], `qHeadStride` floats a head, the rope part rotated) against k = [k_nope | k_rope]
+// and values v, causal, for the queries at positions start + t. k_nope and v come from `kv`, the
+// decompressed latent (kv_b_proj's output, float32 [position - kvFirst][heads][nope + v]), for the
+// pass's positions [kvFirst, kvFirst + kvCount); k_rope from the rope cache [position][ldRope], shared by
+// the heads. A context decompressed in several passes (in order, the first from position 0) keeps each
+// row's running softmax in `state` (tokens * heads * (vDim + 2) floats) between them; the last pass
+// writes out [tokens][heads * vDim] as a bf16 GEMM input (lo rows `tokens` rows further with split).
+struct MlaPrefillArgs {
+    const float* q; int ldq; int qHeadStride;
+    const float* kv; int ldkv; int kvHeadStride;
+    const float* ropeKeys; int ldRope;
+    int nope, rope, vDim, heads, tokens;
+    int start;              // the first query's position (a host value: prompts are not captured in graphs)
+    int kvFirst, kvCount;   // the pass's positions
+    bool firstPass, lastPass;
+    float* state;           // null when one pass holds the whole context
+    float scale;
+    bf16* out; int ldOut; int outHeadStride;
+    bool split;
+};
+// Whether the kernel serves these head widths (up to nope 128, rope 64, v 128, multiples of 4).
+bool mlaFlashPrefillServes(int nope, int rope, int vDim);
+void launchMlaFlashPrefill(const MlaPrefillArgs& a, cudaStream_t s);
+// Float32 rows [rows][width] (ldx apart) as a bf16 GEMM input (ldOut apart; the lo rows `rows` further
+// with split).
+void launchToBf16(const float* x, int ldx, int rows, int width, bf16* out, int ldOut, bool split, cudaStream_t s);
+
 // Routing of every token: logits [tokens, experts] -> ids / weights [tokens, topK], heaviest first,
 // exactly as model::routeToken does on the CPU.
 void launchRouter(const float* logits, int tokens, int experts, const float* bias, const RouterSpec& spec,

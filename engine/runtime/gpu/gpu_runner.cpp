@@ -49,6 +49,36 @@ Widths widthsOf(const model::ModelConfig& c) {
     return w;
 }
 
+// MLA prompts on the flash kernel in the non-absorbed form (mla_prefill.cu), unless TANDEM_GPU_FLASH=0
+// or the head widths are beyond it: the absorbed form on the scalar kernel then (attention.cu).
+bool mlaFlashPrefill(const model::ModelConfig& c) {
+    return c.attention == model::AttentionKind::Mla && tuning().gpuFlashPrefill &&
+           mlaFlashPrefillServes(c.qkNopeHeadDim, c.qkRopeHeadDim, c.vHeadDim);
+}
+
+// Bytes of decompressed keys and values a pass may take: V2-Lite's 16 KB a position holds 16K positions,
+// V3's 128 KB 2K.
+constexpr std::size_t kMlaPassBytes = 256u << 20;
+
+// Positions a pass decompresses: the whole capacity when it fits in kMlaPassBytes, else as many
+// multiples of 64 as do.
+int mlaPassRows(const model::ModelConfig& c, int capacity) {
+    const std::size_t perPosition = static_cast<std::size_t>(c.numHeads) * (c.qkNopeHeadDim + c.vHeadDim) * sizeof(float);
+    const std::size_t fit = std::max<std::size_t>(64, kMlaPassBytes / perPosition / 64 * 64);
+    return static_cast<int>(std::min(static_cast<std::size_t>(std::max(capacity, 0)), fit));
+}
+
+// The flash path's buffers (GpuRunner::mlaLatent_, mlaKv_, mlaState_), in bytes.
+std::uint64_t mlaFlashBytes(const model::ModelConfig& c, int capacity, int maxChunk, bool split) {
+    if (!mlaFlashPrefill(c)) return 0;
+    const std::uint64_t rows = static_cast<std::uint64_t>(mlaPassRows(c, capacity));
+    const std::uint64_t heads = static_cast<std::uint64_t>(c.numHeads);
+    std::uint64_t bytes = rows * heads * (c.qkNopeHeadDim + c.vHeadDim) * 4 + (split ? 2 : 1) * rows * c.kvLoraRank * 2;
+    if (rows < static_cast<std::uint64_t>(capacity))
+        bytes += static_cast<std::uint64_t>(maxChunk) * heads * (c.vHeadDim + 2) * 4;
+    return bytes;
+}
+
 }  // namespace
 
 bool GpuRunner::splitPrecision() { return tuning().gpuSplitPrecision; }
@@ -151,7 +181,7 @@ std::uint64_t GpuRunner::deviceBytes(const model::ModelConfig& c, bool eightBitW
     const std::uint64_t routed = experts ? expertScratchBytes(c, *experts, maxChunk) +
                                                (static_cast<std::uint64_t>(c.numExperts) + 1 + 4 * T * c.router.topK) * 4
                                          : 0;
-    return cache + f32 * 4 + half * 2 + fp8 + routed + kBlasWorkspaceBytes;
+    return cache + f32 * 4 + half * 2 + fp8 + routed + kBlasWorkspaceBytes + mlaFlashBytes(c, capacity, maxChunk, rows == 2);
 }
 
 GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::QueuedRoutedExperts> experts,
@@ -225,6 +255,14 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
     attnPartials_ = DeviceBuffer<float>(static_cast<std::size_t>(c.numHeads) * decodeSplits_ * (valueWidth + 2));
     attnPartsDone_ = DeviceBuffer<unsigned>(static_cast<std::size_t>(c.numHeads));
     TANDEM_CUDA_CHECK(cudaMemset(attnPartsDone_.get(), 0, attnPartsDone_.size() * sizeof(unsigned)));
+    mlaFlash_ = mlaFlashPrefill(c);
+    if (mlaFlash_) {
+        mlaPassRows_ = mlaPassRows(c, capacity);
+        const std::size_t rows = static_cast<std::size_t>(mlaPassRows_), heads = static_cast<std::size_t>(c.numHeads);
+        mlaLatent_ = DeviceBuffer<bf16>((split_ ? 2 : 1) * rows * static_cast<std::size_t>(c.kvLoraRank));
+        mlaKv_ = DeviceBuffer<float>(rows * heads * static_cast<std::size_t>(c.qkNopeHeadDim + c.vHeadDim));
+        if (mlaPassRows_ < capacity) mlaState_ = DeviceBuffer<float>(T * heads * static_cast<std::size_t>(c.vHeadDim + 2));
+    }
     logits_ = DeviceBuffer<float>(std::min(T, kHeadRows) * static_cast<std::size_t>(c.vocabSize));
     if (c.numExperts > 0) {
         const std::size_t k = static_cast<std::size_t>(c.router.topK);
@@ -692,6 +730,11 @@ void GpuRunner::enqueueMla(const model::LayerPlan& layer, int tokens) {
     const int rows = split_ ? 2 * tokens : tokens;
     const long kvbHead = static_cast<long>(nope + vDim) * latent;
     const bool decode = tokens == 1;
+    if (!decode && mlaFlash_) {
+        enqueueMlaFlash(w, l, tokens);
+        stamp(l, kAttnScored);
+        return;
+    }
     if (decode) {
         launchMlaAbsorb(w.kvb.get(), w.kvbLo.get(), kvbHead, heads, nope, latent, qNope_.get(), split_, qLatent_.get(),
                         stream_);
@@ -750,6 +793,56 @@ void GpuRunner::enqueueMla(const model::LayerPlan& layer, int tokens) {
                                    ctx_.get(), heads * latent, latent, rows, pairs_.get(), heads * vDim, vDim, heads,
                                    kvb == w.kvb.get() ? 0.0f : 1.0f);
     launchPairSumToBf16(pairs_.get(), heads * vDim, tokens, heads * vDim, attnOut_.get(), heads * vDim, split_, stream_);
+}
+
+void GpuRunner::enqueueMlaFlash(const GpuLayer& w, int layer, int tokens) {
+    const model::ModelConfig& c = config_;
+    const int heads = c.numHeads, nope = c.qkNopeHeadDim, rd = c.qkRopeHeadDim, latent = c.kvLoraRank, vDim = c.vHeadDim;
+    const int kvWidth = heads * (nope + vDim);
+    const float* latentCache = cacheA_[static_cast<std::size_t>(layer)].get();
+    // Prompt chunks are enqueued, not captured: the chunk's first position is forward()'s host value.
+    const int start = *inStart_.get(), context = start + tokens;
+    MlaPrefillArgs a{};
+    a.q = q_.get();  // [tokens][heads][nope | rope], the rope part rotated by launchMlaPrepare
+    a.ldq = heads * (nope + rd);
+    a.qHeadStride = nope + rd;
+    a.kv = mlaKv_.get();
+    a.ldkv = kvWidth;
+    a.kvHeadStride = nope + vDim;
+    a.ropeKeys = cacheB_[static_cast<std::size_t>(layer)].get();
+    a.ldRope = rd;
+    a.nope = nope;
+    a.rope = rd;
+    a.vDim = vDim;
+    a.heads = heads;
+    a.tokens = tokens;
+    a.start = start;
+    a.state = mlaState_.get();
+    a.scale = model::attentionSoftmaxScale(c);
+    a.out = attnOut_.get();
+    a.ldOut = heads * vDim;
+    a.outHeadStride = vDim;
+    a.split = split_;
+    for (int p0 = 0; p0 < context; p0 += mlaPassRows_) {
+        const int n = std::min(mlaPassRows_, context - p0);
+        // k_nope and v of every head for the pass's positions: kv_b_proj (and FP8's kvbLo) times the
+        // latent's hi (and lo) rows, summed by cuBLAS's beta.
+        launchToBf16(latentCache + static_cast<long>(p0) * latent, latent, n, latent, mlaLatent_.get(), latent, split_, stream_);
+        bool first = true;
+        for (const bf16* kvb : {w.kvb.get(), w.kvbLo.get()}) {
+            if (!kvb) continue;
+            for (int half = 0; half < (split_ ? 2 : 1); ++half) {
+                gemmBf16(blas_, kvb, kvWidth, latent, mlaLatent_.get() + static_cast<long>(half) * n * latent, latent, n,
+                         mlaKv_.get(), kvWidth, first ? 0.0f : 1.0f);
+                first = false;
+            }
+        }
+        a.kvFirst = p0;
+        a.kvCount = n;
+        a.firstPass = p0 == 0;
+        a.lastPass = p0 + n >= context;
+        launchMlaFlashPrefill(a, stream_);
+    }
 }
 
 void GpuRunner::project(const MatrixRef& m, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy,

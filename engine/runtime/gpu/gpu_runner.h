@@ -69,6 +69,9 @@ private:
     void head() override;
     void enqueueGqa(const model::LayerPlan& layer, int tokens);
     void enqueueMla(const model::LayerPlan& layer, int tokens);
+    // An MLA prompt chunk's attention in the non-absorbed form (mla_prefill.cu): the context's latent
+    // decompressed by kv_b_proj, mlaPassRows_ positions a pass, each pass then attended by the flash kernel.
+    void enqueueMlaFlash(const GpuLayer& w, int layer, int tokens);
     void enqueueMlp(const GpuMlp& mlp, int tokens);  // from hBf16, accumulated into x
     // A MoE layer computed on the GPU: norm, router, routed experts (expert_kernels.h; `table`: each
     // expert's device address) and shared experts; the routed experts after `copied` when not null (a
@@ -147,6 +150,13 @@ private:
     int decodeSplits_ = 1;            // parts of a decode step's context (decodeAttentionSplits), <= 64
     DeviceBuffer<float> attnPartials_;
     DeviceBuffer<unsigned> attnPartsDone_;  // decode's attention: parts finished per head (kernels.h)
+    // MLA prompts on the flash kernel (Tuning::gpuFlashPrefill, where it serves the widths): a pass's
+    // latent rows as a bf16 GEMM input, their keys and values [position][heads][nope + v], and the
+    // running softmax between passes (when a pass cannot hold the whole capacity).
+    bool mlaFlash_ = false;
+    int mlaPassRows_ = 0;
+    DeviceBuffer<bf16> mlaLatent_;
+    DeviceBuffer<float> mlaKv_, mlaState_;
     DeviceBuffer<float> routeWeights_;
     // Routed experts on the GPU: the grouped routing (launchGroupRoutes) and the kernels' scratch.
     DeviceBuffer<int> groupStart_, pairToken_, pairGroup_, slotPair_;
