@@ -28,6 +28,7 @@
 #include "cuda/attention.cu"
 #include "cuda/attention_key_head_decode.cu"
 #include "cuda/attention_prefill.cu"
+#include "cuda/mla_prefill.cu"
 
 using tandem::cuda::bf16;
 
@@ -406,6 +407,209 @@ bool runDecodeCase(const DecodeCase& c, bool variants) {
     return ok;
 }
 
+// MLA prefill (mla_prefill.cu): the non-absorbed form as GpuRunner::enqueueMlaFlash runs it, q [tokens][heads]
+// [nope | rope], the decompressed k_nope and v [positions][heads][nope + v], the rope keys [positions][rope]
+// shared by the heads, the context in passes of passRows positions (0: one pass) with the running softmax
+// in between. Sampled rows of every head against float64; the time of all passes, and TFLOP/s over the
+// causal pairs' 2 x (nope + rope + v) FLOPs a head. Also timed: the absorbed form on the scalar kernel,
+// which TANDEM_GPU_FLASH=0 keeps (latent 512 + rope 64, values 512: its time only, on random inputs).
+struct MlaCase {
+    const char* name;
+    int heads, nope, rope, vDim, tokens, start;
+    bool split;
+    int passRows;
+    int latent;  // the absorbed form's width for its timing; 0: not timed
+};
+
+bool runMlaPrefillCase(const MlaCase& c) {
+    using namespace tandem::cuda;
+    const int context = c.start + c.tokens, qHead = c.nope + c.rope, kvHead = c.nope + c.vDim;
+    const int ldq = c.heads * qHead, ldkv = c.heads * kvHead, ldOut = c.heads * c.vDim;
+    FastRandom rng{static_cast<std::uint64_t>(context) * 31u + static_cast<std::uint64_t>(c.heads) * 7u + c.nope};
+    std::vector<float> q(static_cast<std::size_t>(c.tokens) * ldq), kv(static_cast<std::size_t>(context) * ldkv),
+        ropeKeys(static_cast<std::size_t>(context) * c.rope);
+    for (auto& x : q) x = rng.next();
+    for (auto& x : kv) x = rng.next();
+    for (auto& x : ropeKeys) x = rng.next() * 1.5f;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(qHead));
+
+    std::vector<int> tokens = {0, std::min(1, c.tokens - 1), std::max(0, c.tokens - 2), c.tokens - 1};
+    std::mt19937 pick(static_cast<unsigned>(context));
+    for (int i = 0; i < 12; ++i) tokens.push_back(static_cast<int>(pick() % static_cast<unsigned>(c.tokens)));
+    std::vector<double> reference;
+    std::vector<double> p(static_cast<std::size_t>(context));
+    for (int t : tokens)
+        for (int h = 0; h < c.heads; ++h) {
+            const int position = c.start + t;
+            const float* qh = q.data() + static_cast<std::size_t>(t) * ldq + static_cast<std::size_t>(h) * qHead;
+            double m = -1e300;
+            for (int j = 0; j <= position; ++j) {
+                const float* k = kv.data() + static_cast<std::size_t>(j) * ldkv + static_cast<std::size_t>(h) * kvHead;
+                const float* kr = ropeKeys.data() + static_cast<std::size_t>(j) * c.rope;
+                double sum = 0;
+                for (int d = 0; d < c.nope; ++d) sum += static_cast<double>(qh[d]) * k[d];
+                for (int d = 0; d < c.rope; ++d) sum += static_cast<double>(qh[c.nope + d]) * kr[d];
+                p[static_cast<std::size_t>(j)] = sum * scale;
+                m = std::max(m, p[static_cast<std::size_t>(j)]);
+            }
+            double l = 0;
+            for (int j = 0; j <= position; ++j) l += (p[static_cast<std::size_t>(j)] = std::exp(p[static_cast<std::size_t>(j)] - m));
+            std::vector<double> o(static_cast<std::size_t>(c.vDim), 0.0);
+            for (int j = 0; j <= position; ++j) {
+                const float* v = kv.data() + static_cast<std::size_t>(j) * ldkv + static_cast<std::size_t>(h) * kvHead + c.nope;
+                for (int d = 0; d < c.vDim; ++d) o[static_cast<std::size_t>(d)] += p[static_cast<std::size_t>(j)] * v[d];
+            }
+            for (int d = 0; d < c.vDim; ++d) reference.push_back(o[static_cast<std::size_t>(d)] / l);
+        }
+
+    float* dq = upload(q);
+    float* dkv = upload(kv);
+    float* dRope = upload(ropeKeys);
+    bf16* dOut = nullptr;
+    const std::size_t outCount = 2 * static_cast<std::size_t>(c.tokens) * ldOut;
+    cudaMalloc(&dOut, outCount * sizeof(bf16));
+    float* dState = nullptr;
+    cudaMalloc(&dState, static_cast<std::size_t>(c.tokens) * c.heads * (c.vDim + 2) * sizeof(float));
+
+    MlaPrefillArgs a{};
+    a.q = dq;
+    a.ldq = ldq;
+    a.qHeadStride = qHead;
+    a.ldkv = ldkv;
+    a.kvHeadStride = kvHead;
+    a.ropeKeys = dRope;
+    a.ldRope = c.rope;
+    a.nope = c.nope;
+    a.rope = c.rope;
+    a.vDim = c.vDim;
+    a.heads = c.heads;
+    a.tokens = c.tokens;
+    a.start = c.start;
+    a.state = dState;
+    a.scale = scale;
+    a.out = dOut;
+    a.ldOut = ldOut;
+    a.outHeadStride = c.vDim;
+    a.split = c.split;
+    const int passRows = c.passRows > 0 ? c.passRows : context;
+    // The passes as enqueueMlaFlash runs them (each pass's keys and values at the start of its buffer).
+    auto launchAll = [&]() {
+        for (int p0 = 0; p0 < context; p0 += passRows) {
+            a.kv = dkv + static_cast<std::size_t>(p0) * ldkv;
+            a.kvFirst = p0;
+            a.kvCount = std::min(passRows, context - p0);
+            a.firstPass = p0 == 0;
+            a.lastPass = p0 + a.kvCount >= context;
+            launchMlaFlashPrefill(a, nullptr);
+        }
+    };
+    std::vector<bf16> poison(outCount, __float2bfloat16(std::nanf("")));
+    cudaMemcpy(dOut, poison.data(), outCount * sizeof(bf16), cudaMemcpyHostToDevice);
+    launchAll();
+    cudaDeviceSynchronize();
+    std::vector<bf16> out(outCount);
+    cudaMemcpy(out.data(), dOut, outCount * sizeof(bf16), cudaMemcpyDeviceToHost);
+    double num = 0, den = 0;
+    std::size_t i = 0;
+    for (int t : tokens)
+        for (int h = 0; h < c.heads; ++h)
+            for (int d = 0; d < c.vDim; ++d, ++i) {
+                const std::size_t at = static_cast<std::size_t>(t) * ldOut + static_cast<std::size_t>(h) * c.vDim + d;
+                double got = fromBf16(out[at]);
+                if (c.split) got += fromBf16(out[at + static_cast<std::size_t>(c.tokens) * ldOut]);
+                const double diff = std::isfinite(got) ? got - reference[i] : 1e30;
+                num += diff * diff;
+                den += reference[i] * reference[i];
+            }
+    const double error = std::sqrt(num / den);
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    constexpr int kReps = 3;
+    cudaEventRecord(e0);
+    for (int r = 0; r < kReps; ++r) launchAll();
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    ms /= kReps;
+    const cudaError_t e = cudaGetLastError();
+
+    // The absorbed form on the scalar kernel, as enqueueMla runs it without the flash path: its time.
+    float absorbedMs = 0;
+    if (c.latent > 0) {
+        const int L = c.latent;
+        float *dqLatent = nullptr, *dLatent = nullptr, *dRopeQ = nullptr;
+        bf16* dCtx = nullptr;
+        cudaMalloc(&dqLatent, static_cast<std::size_t>(c.tokens) * c.heads * L * sizeof(float));
+        cudaMalloc(&dLatent, static_cast<std::size_t>(context) * L * sizeof(float));
+        cudaMalloc(&dRopeQ, static_cast<std::size_t>(c.tokens) * ldq * sizeof(float));
+        cudaMalloc(&dCtx, 2 * static_cast<std::size_t>(c.tokens) * c.heads * L * sizeof(bf16));
+        cudaMemset(dqLatent, 0, static_cast<std::size_t>(c.tokens) * c.heads * L * sizeof(float));
+        cudaMemset(dLatent, 0, static_cast<std::size_t>(context) * L * sizeof(float));
+        cudaMemset(dRopeQ, 0, static_cast<std::size_t>(c.tokens) * ldq * sizeof(float));
+        int* dStart = upload(std::vector<int>{c.start});
+        AttentionArgs b{};
+        b.qA = dqLatent;
+        b.ldqA = c.heads * L;
+        b.qAHeadStride = L;
+        b.dimA = L;
+        b.qB = dRopeQ + c.nope;
+        b.ldqB = ldq;
+        b.qBHeadStride = qHead;
+        b.dimB = c.rope;
+        b.keyA = dLatent;
+        b.ldKeyA = L;
+        b.keyB = dRope;
+        b.ldKeyB = c.rope;
+        b.value = dLatent;
+        b.ldValue = L;
+        b.dimV = L;
+        b.group = 1;
+        b.heads = c.heads;
+        b.tokens = c.tokens;
+        b.start = dStart;
+        b.scale = scale;
+        b.out = dCtx;
+        b.ldOut = c.heads * L;
+        b.outHeadStride = L;
+        b.split = c.split;
+        b.splits = 1;
+        b.decodeKernel = true;
+        cudaEventRecord(e0);
+        launchAttention(b, nullptr);
+        cudaEventRecord(e1);
+        cudaEventSynchronize(e1);
+        cudaEventElapsedTime(&absorbedMs, e0, e1);
+        cudaFree(dqLatent);
+        cudaFree(dLatent);
+        cudaFree(dRopeQ);
+        cudaFree(dCtx);
+        cudaFree(dStart);
+    }
+    const cudaError_t e2 = cudaGetLastError();
+
+    double pairs = 0;
+    for (int t = 0; t < c.tokens; ++t) pairs += c.start + t + 1;
+    const double flops = pairs * c.heads * 2.0 * (qHead + c.vDim);
+    // Split: float32-like; bf16 products: the GPU path's 2e-2.
+    const double bound = c.split ? 1e-4 : 2e-2;
+    const bool ok = e == cudaSuccess && e2 == cudaSuccess && error <= bound;
+    std::printf("%-44s %10.3g %10.3f %8.1f", c.name, error, ms, flops / (ms * 1e-3) / 1e12);
+    if (c.latent > 0)
+        std::printf(" %12.3f", absorbedMs);
+    else
+        std::printf(" %12s", "-");
+    std::printf("%s%s%s\n", ok ? "" : "  FAILED", e == cudaSuccess ? "" : cudaGetErrorString(e),
+                e2 == cudaSuccess ? "" : cudaGetErrorString(e2));
+    cudaFree(dq);
+    cudaFree(dkv);
+    cudaFree(dRope);
+    cudaFree(dOut);
+    cudaFree(dState);
+    return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -550,6 +754,29 @@ int main(int argc, char** argv) {
         cudaFree(dStart);
         cudaFree(dOut);
     }
+    const MlaCase mlaCases[] = {
+        // name, heads, nope, rope, v, tokens, start, split, pass rows (0: one pass), absorbed latent (0: not timed)
+        {"v2-lite 512 from 0", 16, 128, 64, 128, 512, 0, true, 0, 512},
+        {"v2-lite 4096 from 0", 16, 128, 64, 128, 4096, 0, true, 0, 512},
+        {"v2-lite 16384 from 0", 16, 128, 64, 128, 16384, 0, true, 0, 0},
+        {"v2-lite 2048 after 14336 (16K's last chunk)", 16, 128, 64, 128, 2048, 14336, true, 0, 512},
+        {"v2-lite 2048 after 14336, passes of 4096", 16, 128, 64, 128, 2048, 14336, true, 4096, 0},
+        {"v2-lite 4096 from 0, bf16", 16, 128, 64, 128, 4096, 0, false, 0, 0},
+        {"v2-lite 16384 from 0, bf16", 16, 128, 64, 128, 16384, 0, false, 0, 0},
+        {"v3 (128 heads) 512 after 1536, passes of 1024", 128, 128, 64, 128, 512, 1536, true, 1024, 0},
+        {"synthetic 64+32/64, 300 after 50", 4, 64, 32, 64, 300, 50, true, 0, 0},
+        {"fixture 32+16/32, 7 after 3", 4, 32, 16, 32, 7, 3, true, 0, 0},
+        {"fixture 32+16/32, 5, bf16", 4, 32, 16, 32, 5, 0, false, 0, 0},
+        {"fixture 32+16/32, 100 after 37, passes of 64", 4, 32, 16, 32, 100, 37, true, 64, 0},
+        {"two tokens", 16, 128, 64, 128, 2, 0, true, 0, 0},
+    };
+    if (!only) {
+        std::printf("\nMLA prefill (non-absorbed flash kernel; ms of all passes; absorbed: the scalar kernel's ms)\n");
+        std::printf("%-44s %10s %10s %8s %12s\n", "case", "error", "ms", "TFLOP/s", "absorbed ms");
+    }
+    for (const MlaCase& c : mlaCases)
+        if (!only && !runMlaPrefillCase(c)) ++failed;
+
     const DecodeCase decodeCases[] = {
         // name, width, heads, key heads, context, window, split, prepare, rotary width, interleaved, norms
         {"qwen3 decode after 1", 128, 32, 4, 1, 0, true, true, 0, false, true},
