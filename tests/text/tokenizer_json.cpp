@@ -87,6 +87,18 @@ Json sentencePieceTokenizerJson(SentencePieceStyle style) {
     return config;
 }
 
+Json harmonyTokenizerJson() {
+    Json config = fixtureTokenizerJson("tiny-qwen3moe");
+    Json added = Json::array();
+    int id = 1000;
+    for (const char* token : {"<|endoftext|>", "<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>",
+                              "<|return|>", "<|call|>"})
+        added.push_back({{"id", id++},        {"content", token},  {"single_word", false}, {"lstrip", false},
+                         {"rstrip", false},   {"normalized", false}, {"special", true}});
+    config["added_tokens"] = added;
+    return config;
+}
+
 text::Tokenizer tokenizerFrom(const Json& config) { return text::Tokenizer::fromJson(config.dump(), "test tokenizer.json"); }
 
 int idOf(const text::Tokenizer& tokenizer, const std::string& token) {

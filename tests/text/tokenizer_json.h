@@ -25,6 +25,12 @@ enum class SentencePieceStyle {
 // post-processor puts <s> in front, and the decoder is Sequence[Replace, ByteFallback, Fuse, Strip].
 Json sentencePieceTokenizerJson(SentencePieceStyle style);
 
+// gpt-oss's harmony layout on a small byte-level BPE: the tiny-qwen3moe fixture's tokenizer.json with
+// its added tokens replaced by <|endoftext|>=1000 and the special tokens <|start|> <|end|> <|message|>
+// <|channel|> <|constrain|> <|return|> <|call|> (ids 1001..1007; o200k_harmony has them at 200006,
+// 200007, 200008, 200005, 200003, 200002, 200012).
+Json harmonyTokenizerJson();
+
 text::Tokenizer tokenizerFrom(const Json& config);
 
 // Id of a token that must exist (fails the calling test through an exception otherwise).

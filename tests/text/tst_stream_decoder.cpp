@@ -37,6 +37,24 @@ Collected stream(const Tokenizer& tokenizer, const std::vector<int>& ids, Stream
 
 Tokenizer qwen() { return Tokenizer::load(fixturePath("tiny-qwen3moe").toStdString()); }
 
+Tokenizer harmony() { return tokenizerFrom(harmonyTokenizerJson()); }
+
+// Streams `ids` one at a time, checking that what came out after each token is a beginning of the
+// final reasoning and answer (nothing is taken back), and that a piece never mixes kinds.
+Collected streamChecked(const Tokenizer& tokenizer, const std::vector<int>& ids, StreamDecoder::Options options = {}) {
+    const Collected whole = stream(tokenizer, ids, options);
+    StreamDecoder decoder(tokenizer, options);
+    Collected out;
+    for (std::size_t k = 0; k < ids.size(); ++k) {
+        collect(decoder.push(ids[k]), out);
+        if (!whole.reasoning.starts_with(out.reasoning) || !whole.answer.starts_with(out.answer))
+            QTest::qFail(qPrintable(QString("after token %1 the stream is no beginning of the whole").arg(k)), __FILE__, __LINE__);
+    }
+    collect(decoder.finish(), out);
+    if (out.reasoning != whole.reasoning || out.answer != whole.answer) QTest::qFail("two streams differ", __FILE__, __LINE__);
+    return whole;
+}
+
 }  // namespace
 
 class StreamDecoderTest : public QObject {
@@ -168,6 +186,125 @@ private slots:
         }
         collect(decoder.finish(), out);
         QCOMPARE(out.answer, std::string("hello world ☃ the café  wörld"));
+    }
+
+    // gpt-oss: "<|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final<|message|>...".
+    // The generation prompt ended with "<|start|>assistant", so the output begins inside a header.
+    void harmonyChannelsSeparateReasoning() {
+        const Tokenizer tokenizer = harmony();
+        const auto ids = tokenizer.encode("<|channel|>analysis<|message|>User asks 2+2. Answer 4 ☃.<|end|>"
+                                          "<|start|>assistant<|channel|>final<|message|>It is 4 — naïve café.<|return|>",
+                                          false);
+        QCOMPARE(ids.front(), 1004);
+        StreamDecoder decoder(tokenizer);
+        QVERIFY(decoder.readsHarmony());
+        Collected out;
+        bool answerStarted = false;
+        for (const int id : ids)
+            for (const auto& piece : decoder.push(id)) {
+                // Reasoning, then answer: once the final channel opens, no more reasoning.
+                if (piece.kind == StreamText::Kind::Answer) answerStarted = true;
+                QVERIFY(!(answerStarted && piece.kind == StreamText::Kind::Reasoning));
+                collect({piece}, out);
+            }
+        // Everything is out before the end: the text is streamed, not held.
+        QCOMPARE(out.reasoning, std::string("User asks 2+2. Answer 4 ☃."));
+        QCOMPARE(out.answer, std::string("It is 4 — naïve café."));
+        QVERIFY(decoder.finish().empty());
+        QCOMPARE(streamChecked(tokenizer, ids).all, out.all);
+    }
+
+    // <|return|> and <|call|> end the turn (a server stops on them); <|end|> only a message.
+    void harmonyEndOfTurn() {
+        QCOMPARE(harmonyEndOfTurnTokens(harmony()), (std::vector<int>{1006, 1007}));
+        QVERIFY(harmonyEndOfTurnTokens(qwen()).empty());
+        QVERIFY(!StreamDecoder(qwen()).readsHarmony());
+    }
+
+    // Several analysis messages, a commentary preamble for the user, stray "to=assistant", and a final
+    // answer that arrives without the stop token (generation stopped on <|return|>).
+    void harmonyMessagesInTurn() {
+        const Tokenizer tokenizer = harmony();
+        const auto ids = tokenizer.encode("<|channel|>analysis<|message|>First.<|end|><|start|>assistant<|channel|>analysis"
+                                          "<|message|> Second.<|end|><|start|>assistant<|channel|>commentary<|message|>Let me"
+                                          " check.<|end|><|start|>assistant<|channel|>commentary to=assistant<|channel|>final"
+                                          "<|message|> Done: 42",
+                                          false);
+        const Collected out = streamChecked(tokenizer, ids);
+        QCOMPARE(out.reasoning, std::string("First. Second."));
+        QCOMPARE(out.answer, std::string("Let me check. Done: 42"));
+    }
+
+    // A message to a tool is answer text in harmony's markup, for the server's parser: in the channel
+    // header (as the model writes it) or in the role header (as the template renders past calls).
+    void harmonyToolCallIsShownAsMarkup() {
+        const Tokenizer tokenizer = harmony();
+        const auto channelForm = tokenizer.encode("<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant"
+                                                  "<|channel|>commentary to=functions.get_weather <|constrain|>json"
+                                                  "<|message|>{\"city\": \"Zürich\"}",
+                                                  false);
+        const Collected a = streamChecked(tokenizer, channelForm);
+        QCOMPARE(a.reasoning, std::string("Need the weather."));
+        QCOMPARE(a.answer, std::string("<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+                                       "<|message|>{\"city\": \"Zürich\"}"));
+
+        // Right after the prompt's "<|start|>assistant", with <|call|> given to the decoder.
+        const auto roleForm = tokenizer.encode(" to=functions.get_time<|channel|>commentary json<|message|>{}<|call|>", false);
+        const Collected b = streamChecked(tokenizer, roleForm);
+        QVERIFY(b.reasoning.empty());
+        QCOMPARE(b.answer, std::string("<|start|>assistant to=functions.get_time<|channel|>commentary json<|message|>{}<|call|>"));
+    }
+
+    // The prompt opened the analysis itself: output is reasoning until the message ends.
+    void harmonyStartsInReasoning() {
+        const Tokenizer tokenizer = harmony();
+        const auto ids = tokenizer.encode("hmm<|end|><|start|>assistant<|channel|>final<|message|>ok", false);
+        StreamDecoder decoder(tokenizer, {.startsInReasoning = true, .shownSpecialTokens = {}, .harmonyChannels = true});
+        QVERIFY(decoder.inReasoning());
+        Collected out;
+        for (const int id : ids) collect(decoder.push(id), out);
+        collect(decoder.finish(), out);
+        QCOMPARE(out.reasoning, std::string("hmm"));
+        QCOMPARE(out.answer, std::string("ok"));
+        // finish() readies the decoder for the next answer, again from the analysis.
+        QVERIFY(decoder.inReasoning());
+        for (const int id : tokenizer.encode("hmm", false)) collect(decoder.push(id), out);
+        collect(decoder.finish(), out);
+        QCOMPARE(out.reasoning, std::string("hmmhmm"));
+    }
+
+    // Output without harmony's framing is answer: held while it could be a header, then shown.
+    void harmonyTextWithoutHeaders() {
+        const Tokenizer tokenizer = harmony();
+        const auto shortText = tokenizer.encode("Just text.", false);
+        QCOMPARE(streamChecked(tokenizer, shortText).answer, std::string("Just text."));
+        std::string longText;
+        for (int i = 0; i < 40; ++i) longText += "word" + std::to_string(i) + " ";
+        const auto ids = tokenizer.encode(longText, false);
+        QVERIFY(ids.size() > 70);
+        StreamDecoder decoder(tokenizer);
+        Collected out;
+        for (const int id : ids) collect(decoder.push(id), out);
+        QVERIFY(!out.answer.empty());  // shown before the end
+        collect(decoder.finish(), out);
+        QCOMPARE(out.answer, longText);
+        QVERIFY(out.reasoning.empty());
+        // An unfinished header at the end is framing, not text.
+        QVERIFY(stream(tokenizer, tokenizer.encode("<|channel|>analysis", false)).all.empty());
+    }
+
+    // Off (a completion): the text is the tokenizer's decode without special tokens, nothing is reasoning.
+    void harmonyChannelsOff() {
+        const Tokenizer tokenizer = harmony();
+        const auto ids = tokenizer.encode("<|channel|>analysis<|message|>why<|end|><|start|>assistant<|channel|>final<|message|>so", false);
+        StreamDecoder::Options options;
+        options.harmonyChannels = false;
+        StreamDecoder decoder(tokenizer, options);
+        QVERIFY(!decoder.readsHarmony());
+        const Collected out = stream(tokenizer, ids, options);
+        QCOMPARE(out.answer, tokenizer.decode(ids, true));
+        QCOMPARE(out.answer, std::string("analysiswhyassistantfinalso"));
+        QVERIFY(out.reasoning.empty());
     }
 
     void unknownIdIsAnError() {

@@ -4,6 +4,12 @@
 //    until its last byte arrives;
 //  - special tokens (EOS, <|im_end|>, ...) are never shown as text;
 //  - text between <think> and </think> is reported as reasoning, apart from the answer;
+//  - with gpt-oss's harmony tokens in the vocabulary (<|start|> <|channel|> <|message|> <|end|>), each
+//    message's header is read instead: the analysis channel is reasoning, final (and commentary meant
+//    for the user) is answer, and the headers are not shown. A message to a tool (a header with
+//    "to=functions.NAME") comes out as answer text in harmony's own markup, whole header included,
+//    "<|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}",
+//    for a server's tool-call parser to take apart;
 //  - the emitted pieces add up to what Tokenizer::decode(all ids, skipSpecialTokens = true) gives, less
 //    the think tags, including SentencePiece's rule that the text's first "▁" is not a space.
 //
@@ -35,6 +41,9 @@ public:
         // tokenizer marks them special (GLM's <tool_call>, DeepSeek's <｜tool▁calls▁begin｜>), which a
         // server parses out of the answer.
         std::vector<int> shownSpecialTokens;
+        // Reads harmony's channels when the vocabulary has its tokens. A completion, which is the model's
+        // text as it is, turns this off: the headers' words then show and the markers do not.
+        bool harmonyChannels = true;
     };
 
     explicit StreamDecoder(Tokenizer tokenizer) : StreamDecoder(std::move(tokenizer), Options{}) {}
@@ -49,6 +58,8 @@ public:
     std::vector<StreamText> finish();
 
     bool inReasoning() const { return kind_ == StreamText::Kind::Reasoning; }
+    // Whether the harmony channels are read (Options::harmonyChannels and a vocabulary that has them).
+    bool readsHarmony() const { return harmony_.has_value(); }
 
 private:
     // Text from the ids not yet emitted; empty while a character is unfinished, unless `force`.
@@ -58,6 +69,13 @@ private:
     void flushTagHoldback(std::vector<StreamText>& out);
     void append(std::vector<StreamText>& out, std::string text) const;
     void switchKind();
+    // Harmony: one id while channels are read (returns false for an id that is neither a marker nor in a
+    // header, which then decodes as text).
+    bool pushHarmony(int id, std::vector<StreamText>& out);
+    void endHarmonyMessage(std::string_view terminator, std::vector<StreamText>& out);
+    void openHarmonyBody(std::vector<StreamText>& out);
+    void giveUpHeader(std::vector<StreamText>& out);
+    void resetWindow();
 
     Tokenizer tokenizer_;
     Options options_;
@@ -72,6 +90,20 @@ private:
     std::string contextText_;
     // Text that may be the start of a think tag written as text, held until it is clear.
     std::string tagHoldback_;
+
+    struct HarmonyTokens {
+        int start, end, message, channel;
+        std::optional<int> constrain, returns, call;
+    };
+    std::optional<HarmonyTokens> harmony_;
+    bool inHeader_ = false;          // between a message's <|start|> (or the prompt's) and its <|message|>
+    bool headerAfterStart_ = false;  // the header began with a generated <|start|>, not the prompt's
+    std::vector<int> headerIds_;
+    bool toTool_ = false;            // the message being read is addressed to a tool: shown as markup
 };
+
+// gpt-oss: the ids that end the assistant's turn in the harmony format, <|return|> and <|call|>, when
+// the vocabulary has the harmony tokens; empty otherwise. <|end|> ends a message but not the turn.
+std::vector<int> harmonyEndOfTurnTokens(const Tokenizer& tokenizer);
 
 }  // namespace tandem::text

@@ -119,6 +119,25 @@ REASONING = [
 ]
 
 
+GPT_OSS_THINKING = [
+    {"role": "user", "content": "Is 91 prime?"},
+    {"role": "assistant", "thinking": "91 = 7 * 13.", "content": "No, 91 = 7 × 13."},
+    {"role": "user", "content": "And 97?"},
+    {"role": "assistant", "thinking": "No divisor up to 9.", "content": "Yes, 97 is prime."},
+    {"role": "user", "content": "Thanks! 👍"},
+]
+GPT_OSS_TOOL_ROUNDS = [
+    {"role": "system", "content": "Use the tools."},
+    {"role": "user", "content": "Weather and time in Lima?"},
+    {"role": "assistant", "thinking": "Weather first.", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Lima", "days": 1}}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "{\"temp_c\": 18}"},
+    {"role": "assistant", "thinking": "Now the time.", "tool_calls": [
+        {"id": "c2", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}]},
+    {"role": "tool", "tool_call_id": "c2", "content": "12:00"},
+]
+
+
 def tool_conversation(arguments_as_string, call_id="call00001", content=""):
     args = {"city": "Paris", "days": 2}
     return [
@@ -270,6 +289,26 @@ def model_cases():
             {"role": "assistant", "content": "18 °C in Lima.", "thinking": "Answer."},
         ], False, {"tools": [WEATHER_TOOL]}),
         ("gpt_oss.jinja", gpt_oss, "builtin tools", USER, True, {"builtin_tools": ["browser", "python"]}),
+        ("gpt_oss.jinja", gpt_oss, "system prompt", [{"role": "system", "content": "Answer in French."}] + USER, True, {}),
+        ("gpt_oss.jinja", gpt_oss, "developer role", [{"role": "developer", "content": "Be brief."}] + USER, True,
+         {"reasoning_effort": "low"}),
+        ("gpt_oss.jinja", gpt_oss, "multi-turn thinking is dropped", GPT_OSS_THINKING, True, {"reasoning_effort": "low"}),
+        ("gpt_oss.jinja", gpt_oss, "last thinking kept without generation prompt", GPT_OSS_THINKING[:4], False,
+         {"reasoning_effort": "medium"}),
+        ("gpt_oss.jinja", gpt_oss, "no generation prompt after a user turn", MULTI_TURN, False, {}),
+        ("gpt_oss.jinja", gpt_oss, "two tool rounds with thinking", GPT_OSS_TOOL_ROUNDS, True,
+         {"tools": [WEATHER_TOOL, TIME_TOOL], "reasoning_effort": "high"}),
+        ("gpt_oss.jinja", gpt_oss, "tool rounds then a final answer", GPT_OSS_TOOL_ROUNDS + [
+            {"role": "assistant", "content": "Lima: 18 °C at noon.", "thinking": "Both known."},
+            {"role": "user", "content": "Thanks"}], True, {"tools": [WEATHER_TOOL, TIME_TOOL]}),
+        ("gpt_oss.jinja", gpt_oss, "tools with builtin tools and identity", USER, True,
+         {"tools": [SEARCH_TOOL], "builtin_tools": ["python"], "model_identity": "You are Tandem.",
+          "reasoning_effort": "low"}),
+        ("gpt_oss.jinja", gpt_oss, "content and thinking with a tool call are refused", [
+            USER[0], {"role": "assistant", "content": "a", "thinking": "b", "tool_calls": [
+                {"type": "function", "function": {"name": "get_time", "arguments": {}}}]}], True, {}),
+        ("gpt_oss.jinja", gpt_oss, "tool result without a call is refused", [
+            USER[0], {"role": "tool", "content": "orphan"}], True, {}),
         ("gpt_oss.jinja", gpt_oss, "channel tags are refused", [
             {"role": "user", "content": "x"}, {"role": "assistant", "content": "<|channel|>final<|message|>y"}], True, {}),
     ]
