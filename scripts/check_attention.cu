@@ -28,6 +28,7 @@
 #include "cuda/attention.cu"
 #include "cuda/attention_key_head_decode.cu"
 #include "cuda/attention_prefill.cu"
+#include "cuda/mla_decode.cu"
 #include "cuda/mla_prefill.cu"
 
 using tandem::cuda::bf16;
@@ -610,6 +611,161 @@ bool runMlaPrefillCase(const MlaCase& c) {
     return ok;
 }
 
+// MLA decode (mla_decode.cu): the absorbed form as GpuRunner::enqueueMla runs it for one token, the
+// query heads' latent part [heads][latent] and rope part (inside q rows of nope + rope), the latent cache
+// as keys and values and the rope cache, through launchAttention: the tensor-core kernel by groups of 16
+// heads against the per-head kernel (perHeadDecode, TANDEM_GPU_FLASH=0), each with the splits
+// decodeAttentionSplits gives it. Every head against float64; us a launch with L2 flushed; GB/s counts
+// the cache rows read once.
+struct MlaDecodeCase {
+    const char* name;
+    int heads, latent, rope, context;
+    bool split;
+};
+
+bool runMlaDecodeCase(const MlaDecodeCase& c) {
+    using namespace tandem::cuda;
+    const int L = c.latent, R = c.rope, position = c.context - 1, nope = 128, qHead = nope + R;
+    FastRandom rng{static_cast<std::uint64_t>(c.context) * 131u + static_cast<std::uint64_t>(c.heads) + L};
+    std::vector<float> qLatent(static_cast<std::size_t>(c.heads) * L), q(static_cast<std::size_t>(c.heads) * qHead),
+        latent(static_cast<std::size_t>(c.context) * L), rope(static_cast<std::size_t>(c.context) * R);
+    for (auto& x : qLatent) x = rng.next() * 0.5f;
+    for (auto& x : q) x = rng.next();
+    for (auto& x : latent) x = rng.next();
+    for (auto& x : rope) x = rng.next() * 1.5f;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(qHead));
+    std::vector<double> reference(static_cast<std::size_t>(c.heads) * L), p(static_cast<std::size_t>(c.context));
+    for (int h = 0; h < c.heads; ++h) {
+        double m = -1e300;
+        for (int j = 0; j <= position; ++j) {
+            double sum = 0;
+            for (int d = 0; d < L; ++d) sum += static_cast<double>(qLatent[static_cast<std::size_t>(h) * L + d]) * latent[static_cast<std::size_t>(j) * L + d];
+            for (int d = 0; d < R; ++d) sum += static_cast<double>(q[static_cast<std::size_t>(h) * qHead + nope + d]) * rope[static_cast<std::size_t>(j) * R + d];
+            p[static_cast<std::size_t>(j)] = sum * scale;
+            m = std::max(m, p[static_cast<std::size_t>(j)]);
+        }
+        double l = 0;
+        for (int j = 0; j <= position; ++j) l += (p[static_cast<std::size_t>(j)] = std::exp(p[static_cast<std::size_t>(j)] - m));
+        for (int j = 0; j <= position; ++j)
+            for (int d = 0; d < L; ++d)
+                reference[static_cast<std::size_t>(h) * L + d] += p[static_cast<std::size_t>(j)] * latent[static_cast<std::size_t>(j) * L + d] / l;
+    }
+    float* dqLatent = upload(qLatent);
+    float* dq = upload(q);
+    float* dLatent = upload(latent);
+    float* dRope = upload(rope);
+    int* dStart = upload(std::vector<int>{position});
+    const int ldOut = c.heads * L;
+    const std::size_t outCount = 2 * static_cast<std::size_t>(ldOut);
+    bf16* dOut = nullptr;
+    cudaMalloc(&dOut, outCount * sizeof(bf16));
+    float* dPartials = nullptr;
+    cudaMalloc(&dPartials, static_cast<std::size_t>(c.heads) * 64 * (L + 2) * sizeof(float));
+    unsigned* dDone = nullptr;
+    cudaMalloc(&dDone, static_cast<std::size_t>(c.heads) * sizeof(unsigned));
+    cudaMemset(dDone, 0, static_cast<std::size_t>(c.heads) * sizeof(unsigned));
+    static float4* flush = nullptr;
+    static float* sink = nullptr;
+    constexpr std::size_t kFlushBytes = 256u << 20;
+    if (!flush) {
+        cudaMalloc(&flush, kFlushBytes);
+        cudaMemset(flush, 0, kFlushBytes);
+        cudaMalloc(&sink, sizeof(float));
+    }
+    AttentionArgs a{};
+    a.qA = dqLatent;
+    a.ldqA = c.heads * L;
+    a.qAHeadStride = L;
+    a.dimA = L;
+    a.qB = dq + nope;
+    a.ldqB = c.heads * qHead;
+    a.qBHeadStride = qHead;
+    a.dimB = R;
+    a.keyA = dLatent;
+    a.ldKeyA = L;
+    a.keyB = dRope;
+    a.ldKeyB = R;
+    a.value = dLatent;
+    a.ldValue = L;
+    a.dimV = L;
+    a.group = 1;
+    a.heads = c.heads;
+    a.tokens = 1;
+    a.start = dStart;
+    a.scale = scale;
+    a.out = dOut;
+    a.ldOut = ldOut;
+    a.outHeadStride = L;
+    a.split = c.split;
+    a.decodeKernel = true;
+    a.partials = dPartials;
+    a.partsDone = dDone;
+    const int multiprocessors = multiprocessorCount();
+    auto run = [&]() {
+        a.splits = decodeAttentionSplits(a, multiprocessors);
+        std::vector<bf16> poison(outCount, __float2bfloat16(std::nanf("")));
+        cudaMemcpy(dOut, poison.data(), outCount * sizeof(bf16), cudaMemcpyHostToDevice);
+        launchAttention(a, nullptr);
+        cudaDeviceSynchronize();
+        std::vector<bf16> out(outCount);
+        cudaMemcpy(out.data(), dOut, outCount * sizeof(bf16), cudaMemcpyDeviceToHost);
+        double num = 0, den = 0;
+        for (int i = 0; i < ldOut; ++i) {
+            double got = fromBf16(out[static_cast<std::size_t>(i)]);
+            if (c.split) got += fromBf16(out[static_cast<std::size_t>(ldOut + i)]);
+            const double diff = std::isfinite(got) ? got - reference[static_cast<std::size_t>(i)] : 1e30;
+            num += diff * diff;
+            den += reference[static_cast<std::size_t>(i)] * reference[static_cast<std::size_t>(i)];
+        }
+        cudaEvent_t e0, e1;
+        cudaEventCreate(&e0);
+        cudaEventCreate(&e1);
+        constexpr int kReps = 10;
+        float total = 0;
+        for (int r = 0; r < kReps; ++r) {
+            readAll<<<1024, 256>>>(flush, kFlushBytes / sizeof(float4), sink);
+            cudaEventRecord(e0);
+            launchAttention(a, nullptr);
+            cudaEventRecord(e1);
+            cudaEventSynchronize(e1);
+            float ms = 0;
+            cudaEventElapsedTime(&ms, e0, e1);
+            total += ms;
+        }
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+        return DecodeResult{std::sqrt(num / den), 1000.0f * total / kReps, a.splits};
+    };
+    const double bytes = static_cast<double>(c.context) * (L + R) * sizeof(float);
+    const double bound = c.split ? 1e-4 : 2e-2;
+    bool ok = true;
+    auto report = [&](const char* kernel, const DecodeResult& r, const DecodeResult* base) {
+        const cudaError_t e = cudaGetLastError();
+        const bool good = e == cudaSuccess && r.error <= bound;
+        ok = ok && good;
+        std::printf("  %-30s splits %2d  error %9.3g  %9.2f us  %7.0f GB/s", kernel, r.splits, r.error, r.us,
+                    bytes / (r.us * 1e-6) / 1e9);
+        if (base) std::printf("  %5.2fx", base->us / r.us);
+        std::printf("%s%s\n", good ? "" : "  FAILED", e == cudaSuccess ? "" : cudaGetErrorString(e));
+    };
+    std::printf("%s (%d heads, latent %d + rope %d, %d positions%s)\n", c.name, c.heads, L, R, c.context, c.split ? "" : ", bf16");
+    a.perHeadDecode = true;
+    const DecodeResult perHead = run();
+    report("per query head", perHead, nullptr);
+    a.perHeadDecode = false;
+    const DecodeResult tensor = run();
+    report(mlaDecodeServes(a) ? "tensor cores, 16 heads a block" : "tensor cores (not served)", tensor, &perHead);
+    cudaFree(dqLatent);
+    cudaFree(dq);
+    cudaFree(dLatent);
+    cudaFree(dRope);
+    cudaFree(dStart);
+    cudaFree(dOut);
+    cudaFree(dPartials);
+    cudaFree(dDone);
+    return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -800,6 +956,25 @@ int main(int argc, char** argv) {
     std::printf("\ndecode (us a launch, L2 flushed; speed-up against the per-query-head kernel)\n");
     for (const DecodeCase& c : decodeCases)
         if ((!only || std::strstr(c.name, only)) && !runDecodeCase(c, variants)) ++failed;
+    const MlaDecodeCase mlaDecodeCases[] = {
+        // name, heads, latent, rope, context, split
+        {"v2-lite decode after 1", 16, 512, 64, 1, true},
+        {"v2-lite decode after 100", 16, 512, 64, 100, true},
+        {"v2-lite decode after 512", 16, 512, 64, 512, true},
+        {"v2-lite decode after 4096", 16, 512, 64, 4096, true},
+        {"v2-lite decode after 16384", 16, 512, 64, 16384, true},
+        {"v2-lite decode after 16384, bf16", 16, 512, 64, 16384, false},
+        {"v2-lite decode after 65536", 16, 512, 64, 65536, true},
+        {"v3 decode after 16384", 128, 512, 64, 16384, true},
+        {"v3 decode after 4097, bf16", 128, 512, 64, 4097, false},
+        {"mla synthetic decode after 300", 4, 64, 32, 300, true},
+        {"mla fixture decode after 37", 4, 32, 16, 37, true},
+        {"mla fixture decode after 3000", 4, 32, 16, 3000, true},
+        {"mla 20 heads decode after 777", 20, 512, 64, 777, true},
+    };
+    std::printf("\nMLA decode (us a launch, L2 flushed; speed-up against the per-query-head kernel)\n");
+    for (const MlaDecodeCase& c : mlaDecodeCases)
+        if ((!only || std::strstr(c.name, only)) && !runMlaDecodeCase(c)) ++failed;
     std::printf("%s\n", failed ? "attention check FAILED" : "attention check: all within bounds");
     return failed ? 1 : 0;
 }

@@ -286,6 +286,11 @@ int decodeAttentionSplits(const AttentionArgs& shape, int multiprocessors) {
         const int blocks = std::max(1, keyHeadDecodeBlocksPerMultiprocessor(shape));
         return std::clamp(blocks * multiprocessors / (shape.heads / shape.group), 2, kMaxSplits);
     }
+    // MLA's decode on tensor cores: a block per 16 query heads and part, as many as fit one wave.
+    if (mlaDecodeServes(shape)) {
+        const int groups = (shape.heads + 15) / 16;
+        return std::clamp(std::max(1, mlaDecodeBlocksPerMultiprocessor(shape)) * multiprocessors / groups, 2, kMaxSplits);
+    }
     // The per-head kernel: three blocks a multiprocessor (its launch bounds).
     return std::clamp(3 * multiprocessors / shape.heads, 2, 32);
 }
@@ -296,6 +301,7 @@ void launchAttention(const AttentionArgs& a, cudaStream_t s) {
     if (a.prepare && (!usesDecodeKernel(a) || a.dimB || a.dimA > kThreads))
         throw GpuError("attention: preparing the step in the kernel needs the decode kernel, one key part and head size <= 256");
     const std::size_t shared = (a.dimA + a.dimB + kTile + (a.prepare ? a.dimA : 0)) * sizeof(float);
+    if (usesDecodeKernel(a) && launchMlaDecode(a, s)) return;
     if (usesDecodeKernel(a) && launchKeyHeadDecode(a, s)) return;
     if (usesDecodeKernel(a)) {
         const dim3 grid(a.heads, 1, a.splits);

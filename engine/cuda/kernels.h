@@ -148,6 +148,15 @@ void launchAttention(const AttentionArgs& a, cudaStream_t s);
 bool keyHeadDecodeServes(const AttentionArgs& a);
 int keyHeadDecodeBlocksPerMultiprocessor(const AttentionArgs& a);
 bool launchKeyHeadDecode(const AttentionArgs& a, cudaStream_t s);
+// MLA decode in the absorbed form on tensor cores (mla_decode.cu): a block per 16 query heads and part
+// of the context reads each cached row once for them; a second kernel combines the parts. Whether it
+// serves arguments of this shape (latent keys shared by the heads, up to 512 wide plus a rope part up
+// to 64, values the latent itself; not perHeadDecode), its blocks a multiprocessor holds, and its launch
+// (false, launching nothing, where it does not serve or rows are not 16-byte aligned). launchAttention
+// tries it first for decode.
+bool mlaDecodeServes(const AttentionArgs& a);
+int mlaDecodeBlocksPerMultiprocessor(const AttentionArgs& a);
+bool launchMlaDecode(const AttentionArgs& a, cudaStream_t s);
 // Prefill (tokens > 1) on tensor cores for GQA heads of 32, 64 or 128 (attention_prefill.cu); false,
 // launching nothing, for arguments it does not serve. launchAttention tries it first unless noFlash.
 bool launchFlashPrefill(const AttentionArgs& a, cudaStream_t s);

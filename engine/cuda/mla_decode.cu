@@ -2,10 +2,14 @@
 // qLatent[h] = W_k[h]ᵀ qNope[h] and the value expansion out[h] = W_v[h] ctx[h]. cuBLAS's batched GEMM
 // over the split hi and lo rows plus a pair-sum kernel took ~12 us a layer for what is a few MB of
 // weights: latency, not bytes. Here the split input's halves are added as they are read, in float32.
+#include <cstdint>
+
+#include "cuda/attention_common.cuh"
 #include "cuda/block_reduce.cuh"
 #include "cuda/chained_launch.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/mma.cuh"
 
 namespace tandem::cuda {
 
@@ -84,6 +88,390 @@ void launchMlaValues(const bf16* kvb, const bf16* kvbLo, long headStride, int he
     const int rows = heads * vDim;
     launchChained(valuesKernel, (rows + kWarps - 1) / kWarps, kWarps * 32, 0, s, kvb, kvbLo, headStride, nope, latent, heads,
                   vDim, ctx, split ? ctx + static_cast<long>(heads) * latent : nullptr, out, split);
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------------
+// MLA decode attention on tensor cores, split over the context (issue 28). In the absorbed form every
+// head's query (qLatent[h] | q_rope[h]) scores the same cached rows (latent | k_rope) and sums the same
+// latent rows as values: multi-query attention with kvLora + rope wide keys. attention.cu's decode
+// kernel runs a block per query head and part of the context, so each cached row was read once per head
+// (16 times for V2-Lite: at 16K positions a layer's 38 MB cache was read as 600 MB, ~0.14 ms a layer
+// on the H200). Here a block takes 16 heads (one m16 tile; V3's 128 heads are 8 such groups, whose
+// blocks of one part run side by side and share the rows in L2) and one part of the context: a tile of
+// 64 positions is read once from memory into shared memory as bf16 (hi, and lo with split precision),
+// S = Q Kᵀ on mma.sync (warp w: keys 8w .. 8w + 7 of the tile, all 16 heads, over the 576 columns), the
+// online softmax across the warps through shared memory, and O += P V with the tile's latent columns as
+// V (warp w: value columns 64w .. 64w + 63), read from the same rows. Each part's unnormalized result
+// and running max and sum go to the partials, and a second kernel (a block per head and 128 columns)
+// combines the parts.
+//
+// Roofline at 16K positions: V2-Lite reads 16384 x 576 floats = 38 MB a layer, ~8 us at ~4.8 TB/s,
+// and computes 16 heads x 16384 x 2 x (576 + 512) = 0.57 GFLOP (x3 with split): ~1-3 us on the tensor
+// cores. V3: 128 heads, 4.6 GFLOP (x3), about as long as its reads.
+namespace mla_split {
+
+constexpr int kLatent = 512, kRope = 64, kKey = kLatent + kRope;  // the widest served (DeepSeek's)
+constexpr int kHeads = 16;   // query heads a block
+constexpr int kKeys = 64;    // positions a tile
+constexpr int kWarps = 8;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kUnroll = 6;   // float4 loads a thread has in flight while filling a tile
+constexpr int kCombineColumns = 128;
+// Shared memory in bf16 elements: Q [16 heads][576] and K [64 keys][576] row-major, P [16 heads][64 keys],
+// rows padded by 8 (Q and K rows are 292 words apart, P's 36: 4 banks apart, so the fragments' loads
+// of 8 rows x 4 lanes hit 32 banks); the hi planes, then with split the lo planes; then the warps'
+// maxima and sums [8][16] floats each.
+constexpr int kKeyStride = kKey + 8;
+constexpr int kPStride = kKeys + 8;
+constexpr int kQ = kHeads * kKeyStride;
+constexpr int kK = kKeys * kKeyStride;
+constexpr int kP = kHeads * kPStride;
+constexpr int kPlane = kQ + kK + kP;
+constexpr std::size_t sharedBytes(bool split) {
+    return (split ? 2 : 1) * kPlane * sizeof(bf16) + 2 * kWarps * kHeads * sizeof(float);
+}
+static_assert(kKeys == 8 * kWarps, "a warp scores 8 keys of a tile");
+static_assert(kLatent == 64 * kWarps, "a warp sums 64 value columns");
+static_assert((kKeys * kKey / 4) % (kThreads * kUnroll) == 0, "a tile is filled in whole rounds");
+
+__device__ __forceinline__ std::uint32_t lds32(const bf16* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
+
+// Two bf16 of one column in consecutive rows as a B-fragment register (the first in the low half).
+__device__ __forceinline__ std::uint32_t column2(const bf16* p) {
+    const unsigned short* u = reinterpret_cast<const unsigned short*>(p);
+    return static_cast<std::uint32_t>(u[0]) | (static_cast<std::uint32_t>(u[kKeyStride]) << 16);
+}
+
+template <bool Split>
+__device__ __forceinline__ void put4(float4 v, bf16* hi, bf16* lo) {
+    const float x[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const bf16 h = __float2bfloat16(x[i]);
+        hi[i] = h;
+        if constexpr (Split) lo[i] = __float2bfloat16(x[i] - __bfloat162float(h));
+    }
+}
+
+template <bool Split>
+__device__ __forceinline__ void pairs(float x, float y, std::uint32_t& hi, std::uint32_t& lo) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
+    hi = *reinterpret_cast<const std::uint32_t*>(&h);
+    if constexpr (Split) lo = bf16Pair(x - __low2float(h), y - __high2float(h));
+}
+
+// Rows r .. r + 15 (all 16), columns k0 .. k0 + 15 of a row-major tile as an A fragment.
+template <int Stride>
+__device__ __forceinline__ void loadA(const bf16* tile, int k0, int g, int q, std::uint32_t (&a)[4]) {
+    const bf16* p = tile + g * Stride + k0 + 2 * q;
+    a[0] = lds32(p);
+    a[1] = lds32(p + 8 * Stride);
+    a[2] = lds32(p + 8);
+    a[3] = lds32(p + 8 * Stride + 8);
+}
+
+// The parts' partials: each head's weighted values [heads][splits][dimV], then running max and sum
+// [heads][splits][2] (heads * splits * (dimV + 2) floats, as the other decode kernels).
+__device__ __forceinline__ float* partValues(const AttentionArgs& a, int h, int part) {
+    return a.partials + (static_cast<long>(h) * a.splits + part) * a.dimV;
+}
+__device__ __forceinline__ float* partState(const AttentionArgs& a, int h, int part) {
+    return a.partials + static_cast<long>(a.heads) * a.splits * a.dimV + (static_cast<long>(h) * a.splits + part) * 2;
+}
+
+template <bool Split>
+__global__ void __launch_bounds__(kThreads) mlaSplitDecodeKernel(AttentionArgs a) {
+    waitForPrevious();
+    startNext();
+    const int position = *a.start;
+    const int parts = decodeParts(a, position, kKeys), part = blockIdx.z;
+    if (part >= parts) return;
+    int first, last;
+    partRange(a, position, parts, part, first, last);
+
+    extern __shared__ __align__(16) unsigned char mlaSplitShared[];
+    bf16* const qHi = reinterpret_cast<bf16*>(mlaSplitShared);
+    bf16* const kHi = qHi + kQ;
+    bf16* const pHi = kHi + kK;
+    bf16* const qLo = qHi + kPlane;  // the lo planes: only with Split
+    bf16* const kLo = kHi + kPlane;
+    bf16* const pLo = pHi + kPlane;
+    float* const warpMax = reinterpret_cast<float*>(qHi + (Split ? 2 : 1) * kPlane);  // [kWarps][kHeads]
+    float* const warpSums = warpMax + kWarps * kHeads;                               // [kWarps][kHeads]
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, q = lane & 3;
+    const int h0 = blockIdx.x * kHeads;
+    const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+
+    // Q: latent columns [0, 512), rope columns [512, 576); zeros past the widths and the heads.
+    for (int i = tid; i < kHeads * (kKey / 4); i += kThreads) {
+        const int r = i / (kKey / 4), d = i % (kKey / 4) * 4, h = h0 + r;
+        const bool latentPart = d < kLatent;
+        const bool valid = h < a.heads && (latentPart ? d < a.dimA : d - kLatent < a.dimB);
+        const float* src = latentPart ? a.qA + static_cast<long>(h) * a.qAHeadStride + d
+                                      : a.qB + static_cast<long>(h) * a.qBHeadStride + (d - kLatent);
+        put4<Split>(valid ? *reinterpret_cast<const float4*>(src) : zero, qHi + r * kKeyStride + d, qLo + r * kKeyStride + d);
+    }
+
+    // This thread's heads g and g + 8: the same running max and sum in every warp.
+    float mA = -INFINITY, mB = -INFINITY, lA = 0.0f, lB = 0.0f;
+    float o[kLatent / kWarps / 8][4] = {};
+    for (int j0 = first; j0 <= last; j0 += kKeys) {
+        const int n = min(kKeys, last - j0 + 1);
+        __syncthreads();  // the previous tile's K and P are read (and, the first time, Q is written)
+        // The tile's rows, kUnroll float4 loads in flight a thread; zeros past the part and the widths.
+        for (int i0 = tid; i0 < kKeys * (kKey / 4); i0 += kThreads * kUnroll) {
+            float4 v[kUnroll];
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u) {
+                const int i = i0 + u * kThreads, key = i / (kKey / 4), d = i % (kKey / 4) * 4;
+                const long j = j0 + key;
+                const bool latentPart = d < kLatent;
+                const bool valid = key < n && (latentPart ? d < a.dimA : d - kLatent < a.dimB);
+                const float* src = latentPart ? a.keyA + j * a.ldKeyA + d : a.keyB + j * a.ldKeyB + (d - kLatent);
+                v[u] = valid ? *reinterpret_cast<const float4*>(src) : zero;
+            }
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u) {
+                const int i = i0 + u * kThreads, key = i / (kKey / 4), d = i % (kKey / 4) * 4;
+                put4<Split>(v[u], kHi + key * kKeyStride + d, kLo + key * kKeyStride + d);
+            }
+        }
+        __syncthreads();
+
+        // S for the 16 heads and this warp's 8 keys.
+        float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 4
+        for (int ks = 0; ks < kKey / 16; ++ks) {
+            std::uint32_t aHi[4], aLo[4];
+            loadA<kKeyStride>(qHi, ks * 16, g, q, aHi);
+            if constexpr (Split) loadA<kKeyStride>(qLo, ks * 16, g, q, aLo);
+            const int at = (warp * 8 + g) * kKeyStride + ks * 16 + 2 * q;
+            const std::uint32_t b0 = lds32(kHi + at), b1 = lds32(kHi + at + 8);
+            mma(s, aHi, b0, b1);
+            if constexpr (Split) {
+                mma(s, aHi, lds32(kLo + at), lds32(kLo + at + 8));
+                mma(s, aLo, b0, b1);
+            }
+        }
+        float maxA = -INFINITY, maxB = -INFINITY;
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+            const bool valid = warp * 8 + 2 * q + c < n;
+            s[c] = valid ? s[c] * a.scale : -INFINITY;
+            s[2 + c] = valid ? s[2 + c] * a.scale : -INFINITY;
+            maxA = fmaxf(maxA, s[c]);
+            maxB = fmaxf(maxB, s[2 + c]);
+        }
+#pragma unroll
+        for (int o2 = 1; o2 <= 2; o2 <<= 1) {
+            maxA = fmaxf(maxA, __shfl_xor_sync(0xffffffffu, maxA, o2));
+            maxB = fmaxf(maxB, __shfl_xor_sync(0xffffffffu, maxB, o2));
+        }
+        if (q == 0) {
+            warpMax[warp * kHeads + g] = maxA;
+            warpMax[warp * kHeads + g + 8] = maxB;
+        }
+        __syncthreads();
+
+        // The tile's max over the warps (finite: every tile has a key), the weights into P.
+        float tileA = -INFINITY, tileB = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) {
+            tileA = fmaxf(tileA, warpMax[w * kHeads + g]);
+            tileB = fmaxf(tileB, warpMax[w * kHeads + g + 8]);
+        }
+        const float newA = fmaxf(mA, tileA), newB = fmaxf(mB, tileB);
+        const float alphaA = expf(mA - newA), alphaB = expf(mB - newB);  // 0 on the first tile
+        mA = newA;
+        mB = newB;
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+            s[c] = expf(s[c] - newA);
+            s[2 + c] = expf(s[2 + c] - newB);
+        }
+        {
+            std::uint32_t hi, lo;
+            const int at = g * kPStride + warp * 8 + 2 * q;
+            pairs<Split>(s[0], s[1], hi, lo);
+            *reinterpret_cast<std::uint32_t*>(pHi + at) = hi;
+            if constexpr (Split) *reinterpret_cast<std::uint32_t*>(pLo + at) = lo;
+            pairs<Split>(s[2], s[3], hi, lo);
+            *reinterpret_cast<std::uint32_t*>(pHi + at + 8 * kPStride) = hi;
+            if constexpr (Split) *reinterpret_cast<std::uint32_t*>(pLo + at + 8 * kPStride) = lo;
+        }
+        float sumA = s[0] + s[1], sumB = s[2] + s[3];
+#pragma unroll
+        for (int o2 = 1; o2 <= 2; o2 <<= 1) {
+            sumA += __shfl_xor_sync(0xffffffffu, sumA, o2);
+            sumB += __shfl_xor_sync(0xffffffffu, sumB, o2);
+        }
+        if (q == 0) {
+            warpSums[warp * kHeads + g] = sumA;
+            warpSums[warp * kHeads + g + 8] = sumB;
+        }
+        __syncthreads();
+
+        float tileSumA = 0.0f, tileSumB = 0.0f;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) {
+            tileSumA += warpSums[w * kHeads + g];
+            tileSumB += warpSums[w * kHeads + g + 8];
+        }
+        lA = lA * alphaA + tileSumA;
+        lB = lB * alphaB + tileSumB;
+#pragma unroll
+        for (int nt = 0; nt < kLatent / kWarps / 8; ++nt) {
+            o[nt][0] *= alphaA;
+            o[nt][1] *= alphaA;
+            o[nt][2] *= alphaB;
+            o[nt][3] *= alphaB;
+        }
+        // O += P V for this warp's 64 value columns: V is the tile's latent columns, read down a column.
+#pragma unroll
+        for (int kt = 0; kt < kKeys / 16; ++kt) {
+            std::uint32_t aHi[4], aLo[4];
+            loadA<kPStride>(pHi, kt * 16, g, q, aHi);
+            if constexpr (Split) loadA<kPStride>(pLo, kt * 16, g, q, aLo);
+#pragma unroll
+            for (int nt = 0; nt < kLatent / kWarps / 8; ++nt) {
+                const int at = (kt * 16 + 2 * q) * kKeyStride + warp * 64 + nt * 8 + g;
+                const std::uint32_t b0 = column2(kHi + at), b1 = column2(kHi + at + 8 * kKeyStride);
+                mma(o[nt], aHi, b0, b1);
+                if constexpr (Split) {
+                    mma(o[nt], aHi, column2(kLo + at), column2(kLo + at + 8 * kKeyStride));
+                    mma(o[nt], aLo, b0, b1);
+                }
+            }
+        }
+    }
+
+    // The part's result: normalized into the output when it is the whole context, else to the partials.
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+        const int h = h0 + g + 8 * half;
+        if (h >= a.heads) continue;
+        const float l = half ? lB : lA;
+        if (parts == 1) {
+            const float inv = 1.0f / l;
+            bf16* const out = a.out + static_cast<long>(h) * a.outHeadStride;
+#pragma unroll
+            for (int nt = 0; nt < kLatent / kWarps / 8; ++nt)
+#pragma unroll
+                for (int c = 0; c < 2; ++c) {
+                    const int column = warp * 64 + nt * 8 + 2 * q + c;
+                    if (column < a.dimV)
+                        storeBf16(o[nt][2 * half + c] * inv, out + column, out + column + static_cast<long>(a.tokens) * a.ldOut,
+                                  a.split);
+                }
+            continue;
+        }
+        float* const values = partValues(a, h, part);
+#pragma unroll
+        for (int nt = 0; nt < kLatent / kWarps / 8; ++nt)
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+                const int column = warp * 64 + nt * 8 + 2 * q + c;
+                if (column < a.dimV) values[column] = o[nt][2 * half + c];
+            }
+        if (warp == 0 && q == 0) {
+            float* const state = partState(a, h, part);
+            state[0] = half ? mB : mA;
+            state[1] = l;
+        }
+    }
+}
+
+// The parts of head blockIdx.x, columns blockIdx.y * 128 ..: each part's weight exp(m_z - m) / l, then
+// the weighted sum of the parts' values, as a bf16 GEMM input.
+__global__ void __launch_bounds__(kCombineColumns) mlaCombineKernel(AttentionArgs a) {
+    waitForPrevious();
+    startNext();
+    const int position = *a.start;
+    const int parts = decodeParts(a, position, kKeys);
+    if (parts == 1) return;  // the decode kernel wrote the output
+    __shared__ float weight[kMaxSplits];
+    const int h = blockIdx.x, lane = threadIdx.x & 31;
+    if (threadIdx.x < 32) {
+        float mz[2], lz[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int z = lane + 32 * r;
+            const float* state = partState(a, h, min(z, parts - 1));
+            mz[r] = z < parts ? state[0] : -INFINITY;
+            lz[r] = z < parts ? state[1] : 0.0f;
+        }
+        const float m = warpMax(fmaxf(mz[0], mz[1]));
+        float ez[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) ez[r] = lane + 32 * r < parts ? expf(mz[r] - m) : 0.0f;
+        const float inv = 1.0f / warpSum(lz[0] * ez[0] + lz[1] * ez[1]);
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+            if (lane + 32 * r < parts) weight[lane + 32 * r] = ez[r] * inv;
+    }
+    __syncthreads();
+    const int column = blockIdx.y * kCombineColumns + threadIdx.x;
+    if (column >= a.dimV) return;
+    const float* values = partValues(a, h, 0) + column;
+    float v = 0.0f;
+#pragma unroll 8
+    for (int z = 0; z < parts; ++z) v += weight[z] * values[static_cast<long>(z) * a.dimV];
+    bf16* const out = a.out + static_cast<long>(h) * a.outHeadStride + column;
+    storeBf16(v, out, out + static_cast<long>(a.tokens) * a.ldOut, a.split);
+}
+
+template <bool Split>
+void configure() {
+    static const cudaError_t configured = cudaFuncSetAttribute(
+        mlaSplitDecodeKernel<Split>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(sharedBytes(Split)));
+    TANDEM_CUDA_CHECK(configured);
+}
+
+template <bool Split>
+int blocksPerMultiprocessor() {
+    configure<Split>();
+    int blocks = 0;
+    TANDEM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, mlaSplitDecodeKernel<Split>, kThreads,
+                                                                    sharedBytes(Split)));
+    return blocks;
+}
+
+template <bool Split>
+void launch(const AttentionArgs& a, cudaStream_t s) {
+    configure<Split>();
+    launchChained(mlaSplitDecodeKernel<Split>, dim3((a.heads + kHeads - 1) / kHeads, 1, a.splits), kThreads, sharedBytes(Split),
+                  s, a);
+    launchChained(mlaCombineKernel, dim3(a.heads, (a.dimV + kCombineColumns - 1) / kCombineColumns), kCombineColumns, 0, s, a);
+}
+
+}  // namespace mla_split
+
+}  // namespace
+
+bool mlaDecodeServes(const AttentionArgs& a) {
+    using namespace mla_split;
+    return !a.perHeadDecode && a.dimB > 0 && a.keyHeadStride == 0 && a.group == 1 && a.dimV == a.dimA && a.dimA <= kLatent &&
+           a.dimB <= kRope && a.dimA % 4 == 0 && a.dimB % 4 == 0 && a.window == 0 && !a.prepare;
+}
+
+int mlaDecodeBlocksPerMultiprocessor(const AttentionArgs& a) {
+    return a.split ? mla_split::blocksPerMultiprocessor<true>() : mla_split::blocksPerMultiprocessor<false>();
+}
+
+bool launchMlaDecode(const AttentionArgs& a, cudaStream_t s) {
+    const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+    if (!mlaDecodeServes(a) || a.tokens != 1 || a.splits < 1 || a.splits > kMaxSplits || a.value != a.keyA ||
+        a.ldValue != a.ldKeyA || a.ldKeyA % 4 || a.ldKeyB % 4 || a.qAHeadStride % 4 || a.qBHeadStride % 4 || !aligned(a.qA) ||
+        !aligned(a.qB) || !aligned(a.keyA) || !aligned(a.keyB))
+        return false;
+    if (a.split)
+        mla_split::launch<true>(a, s);
+    else
+        mla_split::launch<false>(a, s);
+    return true;
 }
 
 }  // namespace tandem::cuda

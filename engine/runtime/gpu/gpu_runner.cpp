@@ -244,6 +244,8 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
         shape.dimB = mla ? c.qkRopeHeadDim : 0;
         shape.dimV = shape.dimA;
         shape.keyHeadStride = mla ? 0 : c.headDim;
+        shape.split = split_;
+        shape.perHeadDecode = mla && !tuning().gpuFlashPrefill;  // as enqueueMla sets it
         decodeSplits_ = decodeAttentionSplits(shape, multiprocessors);
     }
     chained_ = tuning().gpuChain && chainedLaunchesSupported();
@@ -778,6 +780,8 @@ void GpuRunner::enqueueMla(const model::LayerPlan& layer, int tokens) {
     a.decodeKernel = true;
     a.partials = attnPartials_.get();
     a.partsDone = attnPartsDone_.get();
+    // Decode on tensor cores by groups of 16 heads (mla_decode.cu); TANDEM_GPU_FLASH=0: a block per head.
+    a.perHeadDecode = !tuning().gpuFlashPrefill;
     launchAttention(a, stream_);
     stamp(l, kAttnScored);
 
