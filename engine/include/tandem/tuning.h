@@ -27,7 +27,7 @@ struct Tuning {
     bool gpuFp8 = true;             // TANDEM_GPU_FP8=0: FP8 weights rounded to bf16 on the GPU (see ARCHITECTURE)
     bool gpuChain = true;           // TANDEM_GPU_CHAIN=0: no programmatic dependent launches
     int gpuPrefetchMb = -1;         // TANDEM_GPU_PREFETCH_MB: next layer's weights into L2; -1 = half of L2
-    bool gpuFlashPrefill = true;    // TANDEM_GPU_FLASH=0: prompts' GQA attention on the scalar kernel (attention.cu)
+    bool gpuFlashPrefill = true;    // TANDEM_GPU_FLASH=0: prompts' attention (GQA, MLA) and MLA's decode on the scalar kernels (attention.cu)
     bool gpuProfile = false;        // TANDEM_GPU_PROFILE=1: per-stage GPU times of decode steps, printed at exit
     // Prefill chunks of at least this many tokens copy the routed experts of the layers the CPU holds to
     // the GPU from pinned memory and compute them there (ARCHITECTURE, "Placement"); 0 = never.
