@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <optional>
 
 #include "cpu/kernels/activation_quant.h"
 #include "cpu/expert_pack.h"
@@ -61,6 +62,37 @@ double worstRowError(const std::vector<double>& got, const std::vector<double>& 
     }
     return worst;
 }
+
+// The intermediate value of row i in float64: SiLU(g) * u, or the epilogue's (the scalar kernels' spec).
+double referenceAct(double g, double u, const GateUpEpilogue* e, int i) {
+    if (e) {
+        if (e->gateBias) g += e->gateBias[i];
+        if (e->upBias) u += e->upBias[i];
+        if (e->activation == GatedActivation::ClampedSwiglu) {
+            g = std::min(g, static_cast<double>(e->limit));
+            u = std::clamp(u, -static_cast<double>(e->limit), static_cast<double>(e->limit));
+            return (u + 1) * g / (1 + std::exp(-static_cast<double>(e->alpha) * g));
+        }
+    }
+    return g / (1 + std::exp(-g)) * u;
+}
+
+// gpt-oss's epilogue with random biases in [-1, 1] (interPad floats each, zero past inter), and the
+// given clamp limit.
+struct RandomEpilogue {
+    RandomEpilogue(Random& rng, const ExpertLayout& l, float limit) : gate(l.interPad, 0.0f), up(l.interPad, 0.0f) {
+        for (int i = 0; i < l.inter; ++i) {
+            gate[i] = rng.uniform(-1.0f, 1.0f);
+            up[i] = rng.uniform(-1.0f, 1.0f);
+        }
+        e.activation = GatedActivation::ClampedSwiglu;
+        e.gateBias = gate.data();
+        e.upBias = up.data();
+        e.limit = limit;
+    }
+    std::vector<float> gate, up;
+    GateUpEpilogue e;
+};
 
 // Activation rows in one level's kernel format plus the values the kernels multiply.
 struct Activations {
@@ -122,7 +154,7 @@ struct ExpertWeights {
 // (token, expert). Each row must stay within 1e-5, far inside the 1e-3 per logits row that a model
 // with bf16 experts has to meet against float32.
 KernelCheck checkBf16Expert(const ExpertKernels& kernels, bool gemm, const ExpertLayout& l, const std::byte* packed,
-                            const ExpertWeights& w, const std::vector<float>& x, int rows, std::string name) {
+                            const ExpertWeights& w, const std::vector<float>& x, int rows, std::string name, const GateUpEpilogue* epilogue) {
     const KernelPair& k = kernels.pick(ExpertType::BF16, gemm);
     Activations xt(ExpertType::BF16, kernels.bf16Activations, rows, l.hidden, l.hiddenPad);
     xt.fill(x);
@@ -134,6 +166,7 @@ KernelCheck checkBf16Expert(const ExpertKernels& kernels, bool gemm, const Exper
     std::vector<float> act(static_cast<std::size_t>(rows) * l.interPad);
     call.act = act.data();
     call.actStride = l.interPad;
+    call.epilogue = epilogue;
     k.gateUp(call);
 
     Activations at(ExpertType::BF16, kernels.bf16Activations, rows, l.interPad, l.interPad);
@@ -161,7 +194,7 @@ KernelCheck checkBf16Expert(const ExpertKernels& kernels, bool gemm, const Exper
                 g += w.gate[static_cast<std::size_t>(o) * l.hidden + c] * xr[c];
                 u += w.up[static_cast<std::size_t>(o) * l.hidden + c] * xr[c];
             }
-            a[o] = g / (1 + std::exp(-g)) * u;
+            a[o] = referenceAct(g, u, epilogue, o);
         }
         for (int n = 0; n < l.hidden; ++n) {
             double y = 0;
@@ -172,9 +205,15 @@ KernelCheck checkBf16Expert(const ExpertKernels& kernels, bool gemm, const Exper
     return {std::move(name), worstRowError(got, want, static_cast<std::size_t>(l.hidden)), 1e-5};
 }
 
-void checkShape(const ExpertKernels& kernels, ExpertType type, Shape shape, std::uint64_t seed, std::vector<KernelCheck>& out) {
+// With `clampLimit` > 0 gate/up runs gpt-oss's epilogue (random biases, the clamped SwiGLU with that
+// limit) on every level, the scalar kernels' included.
+void checkShape(const ExpertKernels& kernels, ExpertType type, Shape shape, std::uint64_t seed, std::vector<KernelCheck>& out,
+                float clampLimit = 0) {
     Random rng(seed);
     const ExpertLayout l = ExpertLayout::make(type, shape.hidden, shape.inter);
+    std::optional<RandomEpilogue> randomEpilogue;
+    if (clampLimit > 0) randomEpilogue.emplace(rng, l, clampLimit);
+    const GateUpEpilogue* epilogue = randomEpilogue ? &randomEpilogue->e : nullptr;
     std::vector<float> gate(static_cast<std::size_t>(l.inter) * l.hidden), up(gate.size()), down(gate.size());
     for (auto* m : {&gate, &up, &down})
         for (float& v : *m) v = rng.uniform(-0.5f, 0.5f);
@@ -199,6 +238,7 @@ void checkShape(const ExpertKernels& kernels, ExpertType type, Shape shape, std:
 
     std::string prefix(isaName(kernels.isa));
     prefix.append(" ").append(expertTypeName(type)).append(" ");
+    if (epilogue) prefix.append("clamped-swiglu+bias ");
     std::string dims(" ");
     dims.append(std::to_string(l.hidden)).append("x").append(std::to_string(l.inter));
     for (const int rows : {1, 3, 5, 17, 40}) {
@@ -219,6 +259,7 @@ void checkShape(const ExpertKernels& kernels, ExpertType type, Shape shape, std:
         call.panelCount = l.gateUpPanels - firstPanel;
         call.x = xa.view();
         call.actStride = l.interPad;
+        call.epilogue = epilogue;
         std::vector<float> actScalar(static_cast<std::size_t>(rows) * l.interPad, 0.0f), actTested(actScalar.size(), 0.0f);
         call.act = actScalar.data();
         scalarKernels().gemv[static_cast<int>(type)].gateUp(call);
@@ -230,7 +271,7 @@ void checkShape(const ExpertKernels& kernels, ExpertType type, Shape shape, std:
                     g += wg[o * l.hidden + k] * xa.values[r * l.hidden + k];
                     u += wu[o * l.hidden + k] * xa.values[r * l.hidden + k];
                 }
-                ref.push_back(g / (1 + std::exp(-g)) * u);
+                ref.push_back(referenceAct(g, u, epilogue, o));
                 scalarOut.push_back(actScalar[r * l.interPad + o]);
             }
         if (kernels.isa == Isa::Scalar)
@@ -281,7 +322,8 @@ void checkShape(const ExpertKernels& kernels, ExpertType type, Shape shape, std:
             for (const bool gemm : {false, true})
                 out.push_back(checkBf16Expert(kernels, gemm, l, packed.p, {wg, wu, wd}, x, rows,
                                               prefix + (gemm ? "gemm" : "gemv") + " expert vs float64, worst row" + dims + " rows " +
-                                                  std::to_string(rows)));
+                                                  std::to_string(rows),
+                                              epilogue));
 
         if (kernels.isa == Isa::Scalar) continue;
         for (const bool gemm : {false, true}) {
@@ -323,6 +365,12 @@ std::vector<KernelCheck> checkKernels(const ExpertKernels& kernels, std::uint64_
     const Shape shapes[] = {{96, 64}, {200, 136}, {1100, 300}};
     for (const ExpertType type : kAllExpertTypes)
         for (const Shape s : shapes) checkShape(kernels, type, s, seed++, out);
+    // gpt-oss's epilogue: biases and the clamped SwiGLU, its limit 7 (products here reach ~15) and a
+    // tight 1.5 that clamps most of them.
+    for (const ExpertType type : kAllExpertTypes) {
+        checkShape(kernels, type, {200, 136}, seed++, out, 7.0f);
+        checkShape(kernels, type, {96, 64}, seed++, out, 1.5f);
+    }
     return out;
 }
 
@@ -331,37 +379,50 @@ std::vector<KernelCheck> checkMoeLayer(ExpertPool& pool, Isa isa, std::uint64_t 
     Random rng(seed);
     constexpr int kExperts = 9, kTopK = 3;
     for (const ExpertType type : kAllExpertTypes) {
-        const ExpertLayout l = ExpertLayout::make(type, 200, 300);
-        AlignedBytes bytes(l.expertBytes * kExperts);
-        std::vector<float> w(static_cast<std::size_t>(l.hidden) * l.inter);
-        for (int e = 0; e < kExperts; ++e) {
-            for (float& v : w) v = rng.uniform(-0.3f, 0.3f);
-            auto reader = [&w](int cols) { return [&w, cols](std::int64_t r, float* o) { std::copy_n(w.data() + r * cols, cols, o); }; };
-            packExpert(l, {reader(l.hidden), reader(l.hidden), reader(l.inter)}, bytes.p + e * l.expertBytes);
-        }
-        const PackedMoeLayer layer(l, kExperts, bytes.p, pool.topology());
-        MoeRunner tested(pool, {isa, KernelChoice::Auto, 0}), reference(pool, {Isa::Scalar, KernelChoice::Auto, 0});
-        for (const int tokens : {1, 37}) {
-            std::vector<float> x(static_cast<std::size_t>(tokens) * l.hidden), weights(tokens * kTopK);
-            std::vector<int> ids(tokens * kTopK);
-            for (float& v : x) v = rng.uniform(-2.0f, 2.0f);
-            for (int t = 0; t < tokens; ++t)
-                for (int j = 0; j < kTopK; ++j) {
-                    ids[t * kTopK + j] = static_cast<int>((rng.next() >> 33) % kExperts);
-                    weights[t * kTopK + j] = rng.uniform(0.1f, 1.0f);
+        for (const bool gptOss : {false, true}) {  // gpt-oss: biases on all three matrices, the clamped SwiGLU
+            const ExpertLayout l = ExpertLayout::make(type, 200, 300);
+            AlignedBytes bytes(l.expertBytes * kExperts);
+            std::vector<float> w(static_cast<std::size_t>(l.hidden) * l.inter);
+            for (int e = 0; e < kExperts; ++e) {
+                for (float& v : w) v = rng.uniform(-0.3f, 0.3f);
+                auto reader = [&w](int cols) { return [&w, cols](std::int64_t r, float* o) { std::copy_n(w.data() + r * cols, cols, o); }; };
+                packExpert(l, {reader(l.hidden), reader(l.hidden), reader(l.inter)}, bytes.p + e * l.expertBytes);
+            }
+            PackedMoeLayer layer(l, kExperts, bytes.p, pool.topology());
+            if (gptOss) {
+                MoeExpertEpilogue epi;
+                epi.activation = GatedActivation::ClampedSwiglu;
+                epi.limit = 7.0f;
+                for (const auto& [v, n] : {std::pair{&epi.gateBias, l.inter}, std::pair{&epi.upBias, l.inter}, std::pair{&epi.downBias, l.hidden}}) {
+                    v->resize(static_cast<std::size_t>(kExperts) * n);
+                    for (float& b : *v) b = rng.uniform(-1.0f, 1.0f);
                 }
-            std::vector<float> a(x.size(), 0.0f), b(x.size(), 0.0f);
-            tested.run(layer, {x.data(), static_cast<std::size_t>(l.hidden), tokens, ids.data(), weights.data(), kTopK, a.data(),
-                               static_cast<std::size_t>(l.hidden)});
-            reference.run(layer, {x.data(), static_cast<std::size_t>(l.hidden), tokens, ids.data(), weights.data(), kTopK, b.data(),
-                                  static_cast<std::size_t>(l.hidden)});
-            const std::vector<double> got(a.begin(), a.end()), want(b.begin(), b.end());
-            const std::string name = std::string(isaName(isa)) + " " + std::string(expertTypeName(type)) + " MoE layer tokens " +
-                                     std::to_string(tokens) + " (" + std::to_string(tested.lastStats().gemmExperts) + " GEMM experts)";
-            if (type == ExpertType::BF16)
-                out.push_back({name + ", worst row", worstRowError(got, want, static_cast<std::size_t>(l.hidden)), 1e-5});
-            else
-                out.push_back({name, relativeError(got, want), 5e-3});
+                layer.setEpilogue(epi);
+            }
+            MoeRunner tested(pool, {isa, KernelChoice::Auto, 0}), reference(pool, {Isa::Scalar, KernelChoice::Auto, 0});
+            for (const int tokens : {1, 37}) {
+                std::vector<float> x(static_cast<std::size_t>(tokens) * l.hidden), weights(tokens * kTopK);
+                std::vector<int> ids(tokens * kTopK);
+                for (float& v : x) v = rng.uniform(-2.0f, 2.0f);
+                for (int t = 0; t < tokens; ++t)
+                    for (int j = 0; j < kTopK; ++j) {
+                        ids[t * kTopK + j] = static_cast<int>((rng.next() >> 33) % kExperts);
+                        weights[t * kTopK + j] = rng.uniform(0.1f, 1.0f);
+                    }
+                std::vector<float> a(x.size(), 0.0f), b(x.size(), 0.0f);
+                tested.run(layer, {x.data(), static_cast<std::size_t>(l.hidden), tokens, ids.data(), weights.data(), kTopK, a.data(),
+                                   static_cast<std::size_t>(l.hidden)});
+                reference.run(layer, {x.data(), static_cast<std::size_t>(l.hidden), tokens, ids.data(), weights.data(), kTopK, b.data(),
+                                      static_cast<std::size_t>(l.hidden)});
+                const std::vector<double> got(a.begin(), a.end()), want(b.begin(), b.end());
+                const std::string name = std::string(isaName(isa)) + " " + std::string(expertTypeName(type)) +
+                                         (gptOss ? " gpt-oss epilogue" : "") + " MoE layer tokens " +
+                                         std::to_string(tokens) + " (" + std::to_string(tested.lastStats().gemmExperts) + " GEMM experts)";
+                if (type == ExpertType::BF16)
+                    out.push_back({name + ", worst row", worstRowError(got, want, static_cast<std::size_t>(l.hidden)), 1e-5});
+                else
+                    out.push_back({name, relativeError(got, want), 5e-3});
+            }
         }
     }
     return out;

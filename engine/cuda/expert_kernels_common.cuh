@@ -103,6 +103,7 @@ inline void requireBatch(const GpuExpertLayout& l, const ExpertPairs& b, const f
     if (ldx % 4 != 0 || reinterpret_cast<std::uintptr_t>(x) % 16 != 0)
         throw Error(std::string(what) + ": activation rows must be 16-byte aligned (ldx a multiple of 4)");
     if (l.hidden < 1 || l.inter < 1) throw Error(std::string(what) + ": empty expert layout");
+    if (l.type == ExpertType::MXFP4) throw Error(std::string(what) + ": the GPU kernels do not take mxfp4 experts yet");
     if (!b.weights || !b.groupStart || !b.pairToken || !b.pairGroup || !b.pairWeight || !b.slotPair)
         throw Error(std::string(what) + ": a batch needs every one of its device arrays");
 }

@@ -17,6 +17,7 @@ std::string_view expertTypeName(ExpertType type) {
     case ExpertType::BF16: return "bf16";
     case ExpertType::INT8: return "int8";
     case ExpertType::INT4: return "int4";
+    case ExpertType::MXFP4: return "mxfp4";
     }
     return "?";
 }

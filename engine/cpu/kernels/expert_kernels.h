@@ -3,7 +3,10 @@
 // range of 16-row panels of one expert for a few activation rows (the tokens routed to that expert),
 // straight from the packed layout (io/expert_layout.h):
 //   gate/up: act[r][16p + i] = SiLU(gate_row . x[r]) * (up_row . x[r])          (float32)
+//            or, with an epilogue (GateUpEpilogue), biases added to both products and another
+//            gated activation (gpt-oss's clamped SwiGLU)
 //   down:    dest[r][n]     += weight[r] * (down_row_n . act[r]) over a range of K chunks
+//            (down's bias, weight[r] * bias[n], the MoE layer adds: moe/moe_layer.cpp)
 // Each level (scalar, AVX2, AVX-512, AMX) provides the same functions; kernel_check.h tests them
 // against the scalar ones.
 #include <cstddef>
@@ -26,10 +29,27 @@ struct KernelRows {
     const std::byte* data = nullptr;  // row r at data + r * stride; 64-byte aligned rows
     std::size_t stride = 0;           // bytes
     std::size_t loOffset = 0;         // BF16 split: bytes from a row's hi half to its lo half
-    const float* scale = nullptr;     // INT8/INT4: per row
-    const std::int32_t* groupSums = nullptr;  // INT8/INT4: row r's 32-column sums at groupSums + r * groupSumStride
+    const float* scale = nullptr;     // INT8/INT4/MXFP4: per row
+    const std::int32_t* groupSums = nullptr;  // INT8/INT4/MXFP4: row r's 32-column sums at groupSums + r * groupSumStride
     std::size_t groupSumStride = 0;
     int rows = 0;
+};
+
+// The gated activation that makes an intermediate value from gate's and up's products g and u.
+enum class GatedActivation : std::uint8_t {
+    SiluMul,        // SiLU(g) * u = g / (1 + e^-g) * u
+    ClampedSwiglu,  // gpt-oss: g' = min(g, limit), u' = clamp(u, -limit, limit), (u' + 1) * g' * sigmoid(alpha * g')
+};
+
+// What gate/up does after its dot products when it is not plain SiLU(g) * u (GateUpCall::epilogue):
+// g += gateBias[i], u += upBias[i] for intermediate row i, then the activation. The bias arrays hold
+// layout.interPad floats (zero past inter; a kernel reads whole panels of 16); either may be null.
+struct GateUpEpilogue {
+    GatedActivation activation = GatedActivation::SiluMul;
+    const float* gateBias = nullptr;
+    const float* upBias = nullptr;
+    float alpha = 1.702f;  // ClampedSwiglu (gpt-oss's values)
+    float limit = 7.0f;    // ClampedSwiglu: the model config's swiglu_limit
 };
 
 struct GateUpCall {
@@ -43,6 +63,9 @@ struct GateUpCall {
     // Optional: the first panel the caller runs next (another piece of work), whose first bytes the
     // kernel prefetches as it reaches the end of its own (decode).
     const std::byte* nextPanels = nullptr;
+    // Optional: biases and another activation; null is SiLU(g) * u with no biases (the code path of
+    // every model before gpt-oss, unchanged).
+    const GateUpEpilogue* epilogue = nullptr;
 };
 
 struct DownCall {
@@ -77,10 +100,10 @@ struct KernelPair {
 struct ExpertKernels {
     Isa isa = Isa::Scalar;
     Bf16Activations bf16Activations = Bf16Activations::Float32;
-    KernelPair gemv[3];
-    KernelPair gemm[3];
+    KernelPair gemv[kExpertTypeCount];
+    KernelPair gemm[kExpertTypeCount];
     // Rows per expert from which GEMM beats GEMV, measured with `tandem-cli bench-moe --sweep`.
-    int gemmMinRows[3] = {};
+    int gemmMinRows[kExpertTypeCount] = {};
 
     const KernelPair& pick(ExpertType type, bool useGemm) const {
         return useGemm ? gemm[static_cast<int>(type)] : gemv[static_cast<int>(type)];

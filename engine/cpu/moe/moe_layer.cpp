@@ -245,6 +245,7 @@ public:
                       xSums + static_cast<std::size_t>(a.firstRow) * xGroups, static_cast<std::size_t>(xGroups), a.rows};
             call.act = act + static_cast<std::size_t>(a.firstRow) * l.interPad;
             call.actStride = static_cast<std::size_t>(l.interPad);
+            call.epilogue = layer->gateUpEpilogue(a.expert);
             kernels->pick(l.type, a.gemm).gateUp(call);
             if (oneToken && pendingGateUp[job.active].next.fetch_sub(1, std::memory_order_acq_rel) == 1) {
                 for (int r = a.firstRow; r < a.firstRow + a.rows; ++r) convertAct(r);
@@ -309,6 +310,15 @@ public:
                     call.nextPanelOffset = jobs[next].firstPanel - jobs[j].firstPanel;
                 }
                 kernels->pick(l.type, a.gemm).down(call);
+                // Down's bias, weight * bias per row, once (node 0, which adds into `out`).
+                if (const float* bias = layer->downBias(a.expert); bias && w.node == 0) {
+                    const int n0 = call.firstPanel * kPanelRows, n1 = std::min(l.hidden, (call.firstPanel + call.panelCount) * kPanelRows);
+                    for (int r = 0; r < a.rows; ++r) {
+                        float* d = call.dest[r];
+                        const float wr = call.weight[r];
+                        for (int n = n0; n < n1; ++n) d[n] += wr * bias[n];
+                    }
+                }
             }
         });
     }

@@ -1,7 +1,8 @@
 #pragma once
 // The routed experts of one MoE layer on the CPU: for T tokens with their top-k routing, accumulates
 //   out[t] += sum_j weight[t][j] * expert_{id[t][j]}(x[t])
-// where expert(x) = down(SiLU(gate x) * up x). This is what the model's feed-forward block calls, and
+// where expert(x) = down(SiLU(gate x) * up x), or with the layer's biases and activation
+// (PackedMoeLayer::setEpilogue: gpt-oss) down(act(gate x + bg, up x + bu)) + bd. This is what the model's feed-forward block calls, and
 // what the GPU path submits asynchronously (submit, then wait or poll) while it works on other things.
 //
 // One evaluation is one pool job in five phases separated by spin barriers:

@@ -1,5 +1,7 @@
 #include "cpu/moe/packed_layer.h"
 
+#include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -106,6 +108,45 @@ PackedMoeLayer::PackedMoeLayer(const ExpertLayout& layout, const std::vector<con
                 }
             }
         }
+    }
+}
+
+void PackedMoeLayer::setEpilogue(const MoeExpertEpilogue& epi) {
+    const auto experts = static_cast<std::size_t>(experts_);
+    auto check = [&](const std::vector<float>& v, int width, const char* what) {
+        if (!v.empty() && v.size() != experts * static_cast<std::size_t>(width))
+            throw Error(std::string("the experts' ") + what + " holds " + std::to_string(v.size()) + " values, expected " +
+                        std::to_string(experts_) + " experts x " + std::to_string(width));
+        for (std::size_t i = 0; i < v.size(); ++i)
+            if (!std::isfinite(v[i]))
+                throw Error(std::string("expert ") + std::to_string(i / width) + "'s " + what + " holds NaN or infinity; the checkpoint is damaged");
+    };
+    check(epi.gateBias, layout_.inter, "gate bias");
+    check(epi.upBias, layout_.inter, "up bias");
+    check(epi.downBias, layout_.hidden, "down bias");
+    if (epi.activation == GatedActivation::ClampedSwiglu && !(epi.limit > 0.0f && std::isfinite(epi.limit) && std::isfinite(epi.alpha)))
+        throw Error("the clamped SwiGLU needs a positive, finite limit and a finite alpha");
+    auto padded = [&](const std::vector<float>& v) {
+        std::vector<float> out;
+        if (v.empty()) return out;
+        out.assign(experts * static_cast<std::size_t>(layout_.interPad), 0.0f);
+        for (std::size_t e = 0; e < experts; ++e)
+            std::copy_n(v.data() + e * layout_.inter, layout_.inter, out.data() + e * layout_.interPad);
+        return out;
+    };
+    gateBias_ = padded(epi.gateBias);
+    upBias_ = padded(epi.upBias);
+    downBias_ = epi.downBias;
+    epilogues_.clear();
+    if (epi.activation == GatedActivation::SiluMul && gateBias_.empty() && upBias_.empty()) return;  // the plain kernels
+    epilogues_.resize(experts);
+    for (std::size_t e = 0; e < experts; ++e) {
+        GateUpEpilogue& g = epilogues_[e];
+        g.activation = epi.activation;
+        g.alpha = epi.alpha;
+        g.limit = epi.limit;
+        g.gateBias = gateBias_.empty() ? nullptr : gateBias_.data() + e * layout_.interPad;
+        g.upBias = upBias_.empty() ? nullptr : upBias_.data() + e * layout_.interPad;
     }
 }
 

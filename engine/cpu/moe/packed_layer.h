@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "cpu/kernels/expert_kernels.h"
 #include "cpu/pool/cpu_topology.h"
 #include "cpu/packed_format.h"
 
@@ -24,6 +25,18 @@ struct ExpertShare {
     const std::byte* gateUp = nullptr;   // gate/up panel NodeShare::firstPanel
     const std::byte* down = nullptr;     // down chunk NodeShare::firstChunk
     const float* downScales = nullptr;   // INT8: the scales of all down rows
+};
+
+// Experts with biases and another gated activation (gpt-oss): what PackedMoeLayer::setEpilogue takes.
+// Float32, expert e's values at e * inter (gateBias, upBias: one per intermediate row) and e * hidden
+// (downBias: one per output); an empty vector is no such bias. Per chosen expert the layer computes
+//   out += weight * (down . act(gate . x + gateBias, up . x + upBias) + downBias)
+// with act SiLU(g) * u or gpt-oss's clamped SwiGLU (GatedActivation, expert_kernels.h).
+struct MoeExpertEpilogue {
+    GatedActivation activation = GatedActivation::SiluMul;
+    float alpha = 1.702f;  // ClampedSwiglu
+    float limit = 7.0f;    // ClampedSwiglu: swiglu_limit
+    std::vector<float> gateBias, upBias, downBias;
 };
 
 class PackedMoeLayer {
@@ -52,6 +65,14 @@ public:
     int bindRequests() const { return bindRequests_; }
     int bindFailures() const { return bindFailures_; }
 
+    // Gives every expert biases and/or another activation (copied). Throws tandem::Error when a bias
+    // vector is neither empty nor experts x its width, or a bias is NaN or infinite.
+    void setEpilogue(const MoeExpertEpilogue& epilogue);
+    // Expert e's gate/up epilogue for the kernels; null when the layer has none (SiLU, no biases).
+    const GateUpEpilogue* gateUpEpilogue(int e) const { return epilogues_.empty() ? nullptr : &epilogues_[e]; }
+    // Expert e's down bias (hidden floats), or null.
+    const float* downBias(int e) const { return downBias_.empty() ? nullptr : downBias_.data() + static_cast<std::size_t>(e) * layout_.hidden; }
+
 private:
     ExpertLayout layout_;
     int experts_ = 0;
@@ -60,6 +81,9 @@ private:
     std::vector<NodeMemory> memory_;
     int bindRequests_ = 0;
     int bindFailures_ = 0;
+    std::vector<float> gateBias_, upBias_;  // [experts][interPad], zero past inter
+    std::vector<float> downBias_;           // [experts][hidden]
+    std::vector<GateUpEpilogue> epilogues_; // per expert, pointing into the biases; empty: none
 };
 
 // The even split of `chunks` chunks over `nodes` nodes.

@@ -9,8 +9,8 @@
 // products of BF16 (prefill compute), not the weight bytes.
 // Gate/up and down keep their results in a float32 (int32) buffer between cache blocks of K, so that
 // a block of weights is read from memory once and reused for every 32 rows, and the activations of a
-// block stay in L2 for every panel (activationSliceBytes). INT4, whose 32-column groups each carry
-// their own scale, takes tdpbssd one group at a time (tileGateUpInt4 below). Few-row calls use the
+// block stay in L2 for every panel (activationSliceBytes). INT4 and MXFP4, whose 32-column groups each
+// carry their own scale, take tdpbssd one group at a time (tileGateUpGrouped4 below). Few-row calls use the
 // AVX-512 kernels. Built with AMX and AVX-512 flags; with TANDEM_AMX_EMULATE (tests) the tile
 // operations are emulated (amx_tiles.h).
 #include <algorithm>
@@ -259,7 +259,7 @@ void tileGateUp(const GateUpCall& c) {
                         u = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_load_si512(cr + 16), corr)),
                                           _mm512_mul_ps(_mm512_load_ps(scales + 16), xsc));
                     }
-                    _mm512_storeu_ps(c.act + static_cast<std::size_t>(r) * c.actStride + col, siluMul512(g, u));
+                    _mm512_storeu_ps(c.act + static_cast<std::size_t>(r) * c.actStride + col, gatedAct512(g, u, c.epilogue, col));
                 }
             }
         }
@@ -387,17 +387,31 @@ struct alignas(64) Int4Group {
     float scale[2][16];
 };
 
-// Unpacks one INT4 block (two groups) into side `side` of groups g[0] and g[1].
-inline void unpackInt4Block(const std::byte* blk, Int4Group* g, int side) {
+// Unpacks one INT4 block (two groups) into side `side` of groups g[0] and g[1]: n - 8; or one MXFP4
+// block: 2v by a table (cpu/packed_format.h), with the scales 2^(e - 128) taking the factor 1/2.
+template <ExpertType Type>
+inline void unpackGrouped4Block(const std::byte* blk, Int4Group* g, int side) {
     const __m512i nibble = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
+    [[maybe_unused]] const __m512i table =
+        _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12));
     for (int v = 0; v < 8; ++v) {
         const __m512i w = _mm512_load_si512(blk + 64 * v);
         std::int8_t* rows = g[v / 4].b[side] + 64 * (v % 4);
-        _mm512_store_si512(rows, _mm512_sub_epi8(_mm512_and_si512(w, nibble), eight));
-        _mm512_store_si512(rows + 256, _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(w, 4), nibble), eight));
+        const __m512i lo = _mm512_and_si512(w, nibble), hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), nibble);
+        if constexpr (Type == ExpertType::MXFP4) {
+            _mm512_store_si512(rows, _mm512_shuffle_epi8(table, lo));
+            _mm512_store_si512(rows + 256, _mm512_shuffle_epi8(table, hi));
+        } else {
+            _mm512_store_si512(rows, _mm512_sub_epi8(lo, eight));
+            _mm512_store_si512(rows + 256, _mm512_sub_epi8(hi, eight));
+        }
     }
-    for (int grp = 0; grp < 2; ++grp)
-        _mm512_store_ps(g[grp].scale[side], _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk + 512 + 32 * grp))));
+    for (int grp = 0; grp < 2; ++grp) {
+        if constexpr (Type == ExpertType::MXFP4)
+            _mm512_store_ps(g[grp].scale[side], mxfp4Scales512(blk + 512 + 32 * grp));
+        else
+            _mm512_store_ps(g[grp].scale[side], _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk + 512 + 32 * grp))));
+    }
 }
 
 // acc[m][0..15] += C(m, 0..15) * scale[0] and, with `pair`, acc[m][16..31] += C(m, 16..31) * scale[1]
@@ -517,7 +531,8 @@ Int4Scratch int4Scratch(int groups) {
     return {f, reinterpret_cast<std::int32_t*>(f + 1024), reinterpret_cast<Int4Group*>(f + kGroupsAt)};
 }
 
-void tileGateUpInt4(const GateUpCall& c) {
+template <ExpertType Type>
+void tileGateUpGrouped4(const GateUpCall& c) {
     const ExpertLayout& l = *c.layout;
     const int rows = c.x.rows;
     const int kBlocks = l.hiddenKBlocks();
@@ -526,8 +541,8 @@ void tileGateUpInt4(const GateUpCall& c) {
     for (int p = 0; p < c.panelCount; ++p) {
         const std::byte* panel = c.panels + p * l.gateUpPanelBytes;
         for (int kb = 0; kb < kBlocks; ++kb) {
-            unpackInt4Block(panel + kb * 2 * 576, s.groups + 2 * kb, 0);        // gate
-            unpackInt4Block(panel + kb * 2 * 576 + 576, s.groups + 2 * kb, 1);  // up
+            unpackGrouped4Block<Type>(panel + kb * 2 * 576, s.groups + 2 * kb, 0);        // gate
+            unpackGrouped4Block<Type>(panel + kb * 2 * 576 + 576, s.groups + 2 * kb, 1);  // up
         }
         if (stream) {  // the next panel, unpacked next
             stream->clear();
@@ -543,14 +558,15 @@ void tileGateUpInt4(const GateUpCall& c) {
                 const __m512 xsc = _mm512_set1_ps(c.x.scale[tb + m]);
                 const __m512 g = _mm512_mul_ps(_mm512_load_ps(s.acc + 32 * m), xsc);
                 const __m512 u = _mm512_mul_ps(_mm512_load_ps(s.acc + 32 * m + 16), xsc);
-                _mm512_storeu_ps(c.act + static_cast<std::size_t>(tb + m) * c.actStride + col, siluMul512(g, u));
+                _mm512_storeu_ps(c.act + static_cast<std::size_t>(tb + m) * c.actStride + col, gatedAct512(g, u, c.epilogue, col));
             }
         }
     }
     releaseTiles();
 }
 
-void tileDownInt4(const DownCall& c) {
+template <ExpertType Type>
+void tileDownGrouped4(const DownCall& c) {
     const ExpertLayout& l = *c.layout;
     const int rows = c.act.rows;
     const std::size_t base = l.chunkOffset(c.firstChunk);
@@ -567,8 +583,8 @@ void tileDownInt4(const DownCall& c) {
         int i = 0;
         for (int ch = c.firstChunk; ch < c.firstChunk + c.chunkCount; ++ch)
             for (int kb = 0; kb < l.chunkKBlocks(ch); ++kb, i += 2) {
-                unpackInt4Block(panelOf(ch, q) + kb * 576, s.groups + i, 0);
-                if (pair) unpackInt4Block(panelOf(ch, q + 1) + kb * 576, s.groups + i, 1);
+                unpackGrouped4Block<Type>(panelOf(ch, q) + kb * 576, s.groups + i, 0);
+                if (pair) unpackGrouped4Block<Type>(panelOf(ch, q + 1) + kb * 576, s.groups + i, 1);
             }
         if (stream) {  // the next pair: its two panels lie side by side in every chunk
             stream->clear();
@@ -610,10 +626,12 @@ ExpertKernels makeAmx() {
     e.gemmMinRows[static_cast<int>(ExpertType::INT8)] = 4;
     e.gemm[static_cast<int>(ExpertType::BF16)] = {tileGateUp<ExpertType::BF16>, tileDown<ExpertType::BF16>};
     e.gemm[static_cast<int>(ExpertType::INT8)] = {tileGateUp<ExpertType::INT8>, tileDown<ExpertType::INT8>};
-    e.gemm[static_cast<int>(ExpertType::INT4)] = {tileGateUpInt4, tileDownInt4};
+    e.gemm[static_cast<int>(ExpertType::INT4)] = {tileGateUpGrouped4<ExpertType::INT4>, tileDownGrouped4<ExpertType::INT4>};
+    e.gemm[static_cast<int>(ExpertType::MXFP4)] = {tileGateUpGrouped4<ExpertType::MXFP4>, tileDownGrouped4<ExpertType::MXFP4>};
     // INT4 on AMX: faster than the AVX-512 GEMV from about 10-12 rows per expert (the sweep in
     // docs/BENCHMARKS.md; it unpacks every panel and scales every group whatever the rows).
     e.gemmMinRows[static_cast<int>(ExpertType::INT4)] = 12;
+    e.gemmMinRows[static_cast<int>(ExpertType::MXFP4)] = 12;  // the same tile path as INT4; not measured on its own yet
     return e;
 }
 

@@ -2,7 +2,7 @@
 // two ymm halves of 8 outputs. BF16 weights are widened to float32 by shifts and multiplied with FMA
 // by the float32 activations (no bf16 dot product here, so rounding them would only lose accuracy);
 // INT8 uses vpmaddubsw on |w| and sign-adjusted activations (so no product saturates int16); INT4
-// nibbles are small enough for vpmaddubsw directly. Compiled with -mavx2 -mfma -mf16c.
+// nibbles, and MXFP4's through a vpshufb table, are small enough for vpmaddubsw directly. Compiled with -mavx2 -mfma -mf16c.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -39,6 +39,20 @@ inline __m256 exp256(__m256 x) {
 inline __m256 siluMul256(__m256 g, __m256 u) {
     const __m256 e = exp256(_mm256_sub_ps(_mm256_setzero_ps(), g));
     return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
+}
+
+// The epilogue's activation (expert_kernels.h) for outputs [col, col + 8): biases, then SiLU(g) * u or
+// the clamped SwiGLU. Null: SiLU(g) * u as ever.
+inline __m256 gatedAct256(__m256 g, __m256 u, const GateUpEpilogue* e, int col) {
+    if (!e) return siluMul256(g, u);
+    if (e->gateBias) g = _mm256_add_ps(g, _mm256_loadu_ps(e->gateBias + col));
+    if (e->upBias) u = _mm256_add_ps(u, _mm256_loadu_ps(e->upBias + col));
+    if (e->activation == GatedActivation::SiluMul) return siluMul256(g, u);
+    const __m256 limit = _mm256_set1_ps(e->limit);
+    g = _mm256_min_ps(g, limit);
+    u = _mm256_max_ps(_mm256_min_ps(u, limit), _mm256_sub_ps(_mm256_setzero_ps(), limit));
+    const __m256 ex = exp256(_mm256_mul_ps(g, _mm256_set1_ps(-e->alpha)));
+    return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), ex)), _mm256_add_ps(u, _mm256_set1_ps(1.0f)));
 }
 
 inline void accumulateHalf(float* dest, __m256 y, float w, int valid) {
@@ -90,10 +104,17 @@ inline void int8Block(__m256i (&acc)[NT][2], const std::byte* blk, const Rows<NT
     }
 }
 
-template <int NT>
-inline void int4Block(__m256 (&acc)[NT][2], const std::byte* blk, const Rows<NT>& in, int k0) {
+// INT4 and MXFP4 blocks: both 32-column groups, integer dot products per group, then the group's
+// scales. INT4's nibbles n are taken as they are (their +8 removed through the activations' group
+// sums); MXFP4's go through a table to 2v + 12 (v the e2m1 value, +12 removed the same way), and the
+// group's bf16 scale 2^(e - 128) takes the factor 1/2.
+template <ExpertType Type, int NT>
+inline void grouped4Block(__m256 (&acc)[NT][2], const std::byte* blk, const Rows<NT>& in, int k0) {
+    constexpr bool kFp4 = Type == ExpertType::MXFP4;
     const __m256i nibble = _mm256_set1_epi8(0x0f);
     const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i table = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0,  //
+                                           12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
     for (int grp = 0; grp < 2; ++grp) {
         __m256i d[NT][2];
         for (int t = 0; t < NT; ++t) d[t][0] = d[t][1] = _mm256_setzero_si256();
@@ -103,21 +124,27 @@ inline void int4Block(__m256 (&acc)[NT][2], const std::byte* blk, const Rows<NT>
                 const __m256i w = load256(blk + 64 * (4 * grp + v) + 32 * h);
                 wl[h] = _mm256_and_si256(w, nibble);
                 wh[h] = _mm256_and_si256(_mm256_srli_epi16(w, 4), nibble);
+                if constexpr (kFp4) {
+                    wl[h] = _mm256_shuffle_epi8(table, wl[h]);
+                    wh[h] = _mm256_shuffle_epi8(table, wh[h]);
+                }
             }
             for (int t = 0; t < NT; ++t) {
                 const std::byte* x = in.x[t] + k0 + 32 * grp + 4 * v;
                 const __m256i xl = _mm256_set1_epi32(load32(x)), xh = _mm256_set1_epi32(load32(x + 16));
                 for (int h = 0; h < 2; ++h) {
-                    // Nibbles <= 15 and |x| <= 127: the two int16 products sum to at most 7620.
+                    // Weights <= 24 and |x| <= 127: the four products of a pair of int16 sums reach at
+                    // most 12192, no saturation.
                     const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(wl[h], xl), _mm256_maddubs_epi16(wh[h], xh));
                     d[t][h] = _mm256_add_epi32(d[t][h], _mm256_madd_epi16(p, ones));
                 }
             }
         }
         for (int h = 0; h < 2; ++h) {
-            const __m256 scale = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + 512 + 32 * grp + 16 * h)));
+            const __m128i bits = _mm_load_si128(reinterpret_cast<const __m128i*>(blk + 512 + 32 * grp + 16 * h));
+            const __m256 scale = kFp4 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16)) : _mm256_cvtph_ps(bits);
             for (int t = 0; t < NT; ++t) {
-                const __m256i corr = _mm256_set1_epi32(8 * in.groupSums[t][k0 / kActGroup + grp]);
+                const __m256i corr = _mm256_set1_epi32((kFp4 ? 12 : 8) * in.groupSums[t][k0 / kActGroup + grp]);
                 acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(d[t][h], corr)), scale, acc[t][h]);
             }
         }
@@ -125,7 +152,7 @@ inline void int4Block(__m256 (&acc)[NT][2], const std::byte* blk, const Rows<NT>
 }
 
 template <ExpertType Type, int NT>
-void gateUpPanel(const ExpertLayout& l, const std::byte* panel, const Rows<NT>& in, int col) {
+void gateUpPanel(const ExpertLayout& l, const std::byte* panel, const Rows<NT>& in, int col, const GateUpEpilogue* epilogue) {
     const int kBlocks = l.hiddenKBlocks();
     const std::size_t pairBytes = 2 * l.blockBytes;
     __m256 gv[NT][2], uv[NT][2];
@@ -151,11 +178,11 @@ void gateUpPanel(const ExpertLayout& l, const std::byte* panel, const Rows<NT>& 
                 bf16Block<NT>(gv, blk, in, 32 * kb);
                 bf16Block<NT>(uv, blk + 1024, in, 32 * kb);
             } else {
-                int4Block<NT>(gv, blk, in, 64 * kb);
-                int4Block<NT>(uv, blk + 576, in, 64 * kb);
+                grouped4Block<Type, NT>(gv, blk, in, 64 * kb);
+                grouped4Block<Type, NT>(uv, blk + 576, in, 64 * kb);
             }
         }
-        if constexpr (Type == ExpertType::INT4)
+        if constexpr (isGrouped4Bit(Type))
             for (int t = 0; t < NT; ++t)
                 for (int h = 0; h < 2; ++h) {
                     gv[t][h] = _mm256_mul_ps(gv[t][h], _mm256_set1_ps(in.scale[t]));
@@ -163,7 +190,7 @@ void gateUpPanel(const ExpertLayout& l, const std::byte* panel, const Rows<NT>& 
                 }
     }
     for (int t = 0; t < NT; ++t)
-        for (int h = 0; h < 2; ++h) _mm256_storeu_ps(in.out[t] + col + 8 * h, siluMul256(gv[t][h], uv[t][h]));
+        for (int h = 0; h < 2; ++h) _mm256_storeu_ps(in.out[t] + col + 8 * h, gatedAct256(gv[t][h], uv[t][h], epilogue, col + 8 * h));
 }
 
 // A down panel's sums in ymm halves: int32 for INT8, float32 otherwise.
@@ -204,7 +231,7 @@ void downRuns(const DownCall& c, int q0, int runCount, const Rows<NT>& in) {
                 else if constexpr (Type == ExpertType::BF16)
                     bf16Block<NT>(sums[i], p + kb * 1024, in, ch * kChunkCols + 32 * kb);
                 else
-                    int4Block<NT>(sums[i], p + kb * 576, in, ch * kChunkCols + 64 * kb);
+                    grouped4Block<Type, NT>(sums[i], p + kb * 576, in, ch * kChunkCols + 64 * kb);
             }
         }
     }
@@ -216,7 +243,7 @@ void downRuns(const DownCall& c, int q0, int runCount, const Rows<NT>& in) {
                 if constexpr (Type == ExpertType::INT8)
                     y[t][h] = _mm256_mul_ps(_mm256_cvtepi32_ps(sums[i][t][h]),
                                             _mm256_mul_ps(_mm256_loadu_ps(c.rowScales + q * kPanelRows + 8 * h), _mm256_set1_ps(in.scale[t])));
-                else if constexpr (Type == ExpertType::INT4)
+                else if constexpr (isGrouped4Bit(Type))
                     y[t][h] = _mm256_mul_ps(sums[i][t][h], _mm256_set1_ps(in.scale[t]));
                 else
                     y[t][h] = sums[i][t][h];
@@ -232,7 +259,7 @@ void gateUpKernel(const GateUpCall& c) {
     const ExpertLayout& l = *c.layout;
     for (int p = 0; p < c.panelCount; ++p)
         forRowChunks<MaxRows>(c.x.rows, [&]<int NT>(int r0) {
-            gateUpPanel<Type, NT>(l, c.panels + p * l.gateUpPanelBytes, gateUpRows<NT>(c, r0), (c.firstPanel + p) * kPanelRows);
+            gateUpPanel<Type, NT>(l, c.panels + p * l.gateUpPanelBytes, gateUpRows<NT>(c, r0), (c.firstPanel + p) * kPanelRows, c.epilogue);
         });
 }
 
@@ -274,6 +301,7 @@ const ExpertKernels& avx2Kernels() {
         fill<ExpertType::BF16>(e);
         fill<ExpertType::INT8>(e);
         fill<ExpertType::INT4>(e);
+        fill<ExpertType::MXFP4>(e);
         return e;
     }();
     return k;

@@ -1,5 +1,5 @@
-// AVX-512 expert kernels: vdpbf16ps (AVX512-BF16) for BF16 experts, vpdpbusd (AVX512-VNNI) for INT8
-// and INT4 experts. Each 64-byte row of a packed block is one zmm of 16 outputs, multiplied against a
+// AVX-512 expert kernels: vdpbf16ps (AVX512-BF16) for BF16 experts, vpdpbusd (AVX512-VNNI) for INT8,
+// INT4 and MXFP4 experts (MXFP4's in kernels_avx512_mxfp4.cpp). Each 64-byte row of a packed block is one zmm of 16 outputs, multiplied against a
 // broadcast pair (bf16) or quad (int8) of one activation row. BF16 activations come split in hi and
 // lo (activation_quant.h): each weight load feeds two dot products, which decode, bound by reading
 // the weights, does not notice. This file is compiled with AVX-512 flags and reached only through
@@ -22,6 +22,7 @@ KernelPair avx512Gemv(ExpertType type) {
     case ExpertType::BF16: return {gateUpKernel<ExpertType::BF16, kGemvRows>, downKernel<ExpertType::BF16, kGemvRows>};
     case ExpertType::INT8: return {gateUpKernel<ExpertType::INT8, kGemvRows>, downKernel<ExpertType::INT8, kGemvRows>};
     case ExpertType::INT4: return {gateUpKernel<ExpertType::INT4, kGemvRows>, downKernel<ExpertType::INT4, kGemvRows>};
+    case ExpertType::MXFP4: return avx512Mxfp4Gemv();
     }
     return {};
 }
@@ -31,6 +32,7 @@ KernelPair avx512Gemm(ExpertType type) {
     case ExpertType::BF16: return avx512Bf16Gemm();
     case ExpertType::INT8: return {gateUpKernel<ExpertType::INT8, kGemmRows>, downKernel<ExpertType::INT8, kGemmRows>};
     case ExpertType::INT4: return {gateUpKernel<ExpertType::INT4, kGemmRows>, downKernel<ExpertType::INT4, kGemmRows>};
+    case ExpertType::MXFP4: return avx512Mxfp4Gemm();
     }
     return {};
 }
@@ -49,6 +51,7 @@ const ExpertKernels& avx512Kernels() {
         // unrolled fully, are 2-16% slower than 4 + 1-3 GEMV rows; 8 rows 18-23% faster.
         e.gemmMinRows[static_cast<int>(ExpertType::INT8)] = kGemmRows;
         e.gemmMinRows[static_cast<int>(ExpertType::INT4)] = kGemmRows;
+        e.gemmMinRows[static_cast<int>(ExpertType::MXFP4)] = kGemmRows;  // INT4's kernels with a table: INT4's measurement
         return e;
     }();
     return k;

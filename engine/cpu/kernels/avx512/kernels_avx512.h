@@ -7,5 +7,7 @@ namespace tandem::cpu {
 KernelPair avx512Gemv(ExpertType type);
 KernelPair avx512Gemm(ExpertType type);
 KernelPair avx512Bf16Gemm();  // kernels_avx512_bf16_gemm.cpp
+KernelPair avx512Mxfp4Gemv();  // kernels_avx512_mxfp4.cpp
+KernelPair avx512Mxfp4Gemm();
 
 }  // namespace tandem::cpu

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "cpu/kernels/expert_kernels.h"
+
 namespace tandem::cpu {
 namespace {
 
@@ -35,6 +37,30 @@ inline __m512 exp512(__m512 x) {
 inline __m512 siluMul512(__m512 g, __m512 u) {
     const __m512 e = exp512(_mm512_sub_ps(_mm512_setzero_ps(), g));
     return _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e)), u);
+}
+
+// The epilogue's activation (expert_kernels.h) for outputs [col, col + 16): biases, then SiLU(g) * u
+// or the clamped SwiGLU. Null: SiLU(g) * u as ever.
+inline __m512 gatedAct512(__m512 g, __m512 u, const GateUpEpilogue* e, int col) {
+    if (!e) return siluMul512(g, u);
+    if (e->gateBias) g = _mm512_add_ps(g, _mm512_loadu_ps(e->gateBias + col));
+    if (e->upBias) u = _mm512_add_ps(u, _mm512_loadu_ps(e->upBias + col));
+    if (e->activation == GatedActivation::SiluMul) return siluMul512(g, u);
+    const __m512 limit = _mm512_set1_ps(e->limit);
+    g = _mm512_min_ps(g, limit);
+    u = _mm512_max_ps(_mm512_min_ps(u, limit), _mm512_sub_ps(_mm512_setzero_ps(), limit));
+    const __m512 ex = exp512(_mm512_mul_ps(g, _mm512_set1_ps(-e->alpha)));
+    return _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), ex)), _mm512_add_ps(u, _mm512_set1_ps(1.0f)));
+}
+
+// MXFP4's 16 bf16 group scales (2^(e - 128), io/expert_layout.h) widened to float32: exact.
+inline __m512 mxfp4Scales512(const std::byte* p) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(p))), 16));
+}
+
+// The e2m1 nibble -> 2v + 12 table (cpu/packed_format.h) in every 128-bit lane, for vpshufb.
+inline __m512i mxfp4Table512() {
+    return _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
 }
 
 // dest[0, valid) += w * y, valid <= 16. Whole rows take plain loads and stores: the experts of a down

@@ -1,6 +1,7 @@
 // The portable reference kernels: plain loops over the packed layout, accumulating in double, with the
 // float32 activations as they are for BF16 experts. Every other level is tested against these, and
 // they run where no SIMD level is available.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <emmintrin.h>
@@ -14,7 +15,7 @@ namespace tandem::cpu {
 namespace {
 
 // Output o of one block against activation row x starting at column k0. INT8 returns the exact integer
-// sum of (u - 128) * q; INT4 the group-scaled sum (times the activation scale later).
+// sum of (u - 128) * q; INT4 and MXFP4 the group-scaled sum (times the activation scale later).
 double blockDot(const ExpertLayout& l, const std::byte* block, int o, const std::byte* x, int k0) {
     switch (l.type) {
     case ExpertType::BF16: {
@@ -36,7 +37,10 @@ double blockDot(const ExpertLayout& l, const std::byte* block, int o, const std:
         }
         return static_cast<double>(s);
     }
-    case ExpertType::INT4: {
+    case ExpertType::INT4:
+    case ExpertType::MXFP4: {
+        // INT4: (n - 8) * fp16 scale; MXFP4: 2v * bf16 scale 2^(e - 128) (io/expert_layout.h).
+        const bool fp4 = l.type == ExpertType::MXFP4;
         double s = 0.0;
         const auto* xs = reinterpret_cast<const std::int8_t*>(x) + k0;
         for (int g = 0; g < 2; ++g) {
@@ -44,16 +48,32 @@ double blockDot(const ExpertLayout& l, const std::byte* block, int o, const std:
             for (int i = 0; i < 32; ++i) {
                 const int high = i / 16, v = (i % 16) / 4, j = i % 4;
                 const auto byte = static_cast<std::uint8_t>(block[(4 * g + v) * 64 + o * 4 + j]);
-                d += static_cast<std::int64_t>((high ? byte >> 4 : byte & 0xf) - 8) * xs[32 * g + i];
+                const int n = high ? byte >> 4 : byte & 0xf;
+                d += static_cast<std::int64_t>(fp4 ? kFp4Doubled[n] : n - 8) * xs[32 * g + i];
             }
             std::uint16_t h;
             std::memcpy(&h, block + 512 + (g * 16 + o) * 2, 2);
-            s += static_cast<double>(io::f16ToFloat(h)) * static_cast<double>(d);
+            s += static_cast<double>(fp4 ? bf16Value(h) : io::f16ToFloat(h)) * static_cast<double>(d);
         }
         return s;
     }
     }
     return 0.0;
+}
+
+// The intermediate value of row i from gate's and up's products (the epilogue's definition).
+double activate(double g, double u, const GateUpEpilogue* e, int i) {
+    if (e) {
+        if (e->gateBias) g += e->gateBias[i];
+        if (e->upBias) u += e->upBias[i];
+        if (e->activation == GatedActivation::ClampedSwiglu) {
+            const double limit = e->limit;
+            g = std::min(g, limit);
+            u = std::clamp(u, -limit, limit);
+            return (u + 1.0) * g / (1.0 + std::exp(-static_cast<double>(e->alpha) * g));
+        }
+    }
+    return g / (1.0 + std::exp(-g)) * u;
 }
 
 const std::byte* row(const KernelRows& x, int r) { return x.data + static_cast<std::size_t>(r) * x.stride; }
@@ -78,7 +98,8 @@ void gateUp(const GateUpCall& c) {
                     g *= rowScale[o];
                     u *= rowScale[kPanelRows + o];
                 }
-                c.act[r * c.actStride + (c.firstPanel + p) * kPanelRows + o] = static_cast<float>(g / (1.0 + std::exp(-g)) * u);
+                const int i = (c.firstPanel + p) * kPanelRows + o;
+                c.act[r * c.actStride + i] = static_cast<float>(activate(g, u, c.epilogue, i));
             }
     }
 }
@@ -106,7 +127,7 @@ ExpertKernels makeScalar() {
     ExpertKernels k;
     k.isa = Isa::Scalar;
     k.bf16Activations = Bf16Activations::Float32;
-    for (int t = 0; t < 3; ++t) {
+    for (int t = 0; t < kExpertTypeCount; ++t) {
         k.gemv[t] = {gateUp, down};
         k.gemm[t] = {gateUp, down};
         k.gemmMinRows[t] = 1 << 30;  // one kernel either way
