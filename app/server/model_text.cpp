@@ -1,5 +1,7 @@
 #include "server/model_text.h"
 
+#include <algorithm>
+
 #include "server/api_error.h"
 
 namespace tandem::server {
@@ -28,6 +30,9 @@ ModelText::ModelText(const std::filesystem::path& modelDir, const std::string& m
     // The template's end-of-turn token ends an answer, whatever generation_config.json lists.
     if (const auto eos = template_.specialToken("eos_token"))
         if (const auto id = tokenizer_.tokenToId(*eos)) endOfTurn_.push_back(*id);
+    // gpt-oss ends its turn with <|return|> (an answer) or <|call|> (a tool call).
+    for (const int id : text::harmonyEndOfTurnTokens(tokenizer_))
+        if (std::find(endOfTurn_.begin(), endOfTurn_.end(), id) == endOfTurn_.end()) endOfTurn_.push_back(id);
     // The model writes calls as its template renders past ones (arguments as an object for some
     // templates, as JSON text for others).
     std::string rendered;
@@ -48,13 +53,15 @@ Prompt ModelText::chatPrompt(const ChatRequest& request) const {
     Json variables = request.templateVariables;
     // As Chat::reply renders it, so a conversation makes the same prompt here as in tandem-cli chat.
     if (!variables.contains("enable_thinking")) variables["enable_thinking"] = true;
+    // As the template reads them (gpt-oss: reasoning_content as thinking, arguments as objects).
+    const Json messages = messagesForTemplate(toolCallFormat_, request.messages);
     std::string text;
     try {
-        text = template_.render(request.messages, true, variables);
+        text = template_.render(messages, true, variables);
         if (!request.tools.is_null()) {
             Json withTools = variables;
             withTools["tools"] = request.tools;
-            std::string rendered = template_.render(request.messages, true, withTools);
+            std::string rendered = template_.render(messages, true, withTools);
             // A template that never reads `tools` renders the same with them: the model would not see them.
             if (rendered == text)
                 throw ApiError(400, "this model's chat template does not take tools, so the model cannot be offered any: "
@@ -112,7 +119,8 @@ std::vector<int> shownMarkers(const text::Tokenizer& tokenizer, ToolCallFormat f
 
 TextStream::TextStream(const text::Tokenizer& tokenizer, bool startsInReasoning, bool separateReasoning,
                        std::vector<std::string> stops, ToolCallFormat toolCalls)
-    : decoder_(tokenizer, {startsInReasoning, shownMarkers(tokenizer, toolCalls)}),
+    // A completion's text is the model's as it is: harmony's channels are not read either.
+    : decoder_(tokenizer, {startsInReasoning, shownMarkers(tokenizer, toolCalls), separateReasoning}),
       stops_(std::move(stops)),
       toolCalls_(toolCalls),
       separateReasoning_(separateReasoning),

@@ -23,6 +23,15 @@ constexpr std::string_view kCallBegin = "<｜tool▁call▁begin｜>";
 constexpr std::string_view kCallEnd = "<｜tool▁call▁end｜>";
 constexpr std::string_view kSep = "<｜tool▁sep｜>";
 
+constexpr std::string_view kStart = "<|start|>";
+constexpr std::string_view kMessage = "<|message|>";
+constexpr std::string_view kCall = "<|call|>";
+constexpr std::string_view kEnd = "<|end|>";
+constexpr std::string_view kFunctions = "functions.";
+// Longer than any harmony header the decoder writes ("<|start|>assistant<|channel|>commentary
+// to=functions.NAME <|constrain|>json"): past this without <|message|>, "<|start|>" was only text.
+constexpr std::size_t kLongestHeader = 512;
+
 constexpr std::string_view kSpace = " \t\r\n";
 
 std::string_view trim(std::string_view s) {
@@ -49,6 +58,18 @@ bool arguments(std::string_view text, std::string& out) {
     return true;
 }
 
+// The recipient of a harmony header: "functions.f" in "assistant to=functions.f<|channel|>commentary json"
+// or "assistant<|channel|>commentary to=functions.f <|constrain|>json".
+std::string_view recipient(std::string_view header) {
+    constexpr std::string_view key = "to=";
+    for (std::size_t at = header.find(key); at != std::string_view::npos; at = header.find(key, at + 1)) {
+        if (at > 0 && header[at - 1] != ' ' && header[at - 1] != '>') continue;
+        const std::string_view rest = header.substr(at + key.size());
+        return rest.substr(0, std::min(rest.find(' '), rest.find('<')));
+    }
+    return {};
+}
+
 bool validName(std::string_view name) { return !name.empty() && name.find_first_of(" \t\r\n<>") == std::string_view::npos; }
 
 // How many bytes at the end of `text` may begin `tag`.
@@ -65,19 +86,45 @@ std::vector<std::string_view> toolCallMarkers(ToolCallFormat format) {
     case ToolCallFormat::Hermes: return {kTag, kTagEnd};
     case ToolCallFormat::Glm: return {kTag, kTagEnd, kArgKey, kArgKeyEnd, kArgValue, kArgValueEnd};
     case ToolCallFormat::DeepSeek: return {kCallsBegin, kCallsEnd, kCallBegin, kCallEnd, kSep};
+    case ToolCallFormat::Harmony:
     case ToolCallFormat::None: break;
     }
     return {};
 }
 
 ToolCallFormat toolCallFormat(std::string_view renderedCall, std::string_view modelType) {
+    if (renderedCall.find(kCall) != std::string_view::npos && renderedCall.find("to=functions.") != std::string_view::npos)
+        return ToolCallFormat::Harmony;
     if (renderedCall.find(kCallBegin) != std::string_view::npos) return ToolCallFormat::DeepSeek;
     if (renderedCall.find(kArgKey) != std::string_view::npos) return ToolCallFormat::Glm;
     if (renderedCall.find(kTag) != std::string_view::npos) return ToolCallFormat::Hermes;
     if (modelType.starts_with("deepseek_v3")) return ToolCallFormat::DeepSeek;
     if (modelType.starts_with("glm4")) return ToolCallFormat::Glm;
     if (modelType.starts_with("qwen")) return ToolCallFormat::Hermes;
+    if (modelType == "gpt_oss") return ToolCallFormat::Harmony;
     return ToolCallFormat::None;
+}
+
+nlohmann::ordered_json messagesForTemplate(ToolCallFormat format, const nlohmann::ordered_json& messages) {
+    if (format != ToolCallFormat::Harmony || !messages.is_array()) return messages;
+    Json out = messages;
+    for (Json& m : out) {
+        if (!m.is_object() || m.value("role", "") != "assistant") continue;
+        const bool hasCalls = m.contains("tool_calls") && m["tool_calls"].is_array() && !m["tool_calls"].empty();
+        if (m.contains("reasoning_content") && m["reasoning_content"].is_string() && !m.contains("thinking")) {
+            m["thinking"] = m["reasoning_content"];
+            const bool content = m.contains("content") && m["content"].is_string() && !m["content"].get_ref<const std::string&>().empty();
+            if (hasCalls && content && !m["thinking"].get_ref<const std::string&>().empty()) m.erase("content");
+        }
+        if (!hasCalls) continue;
+        for (Json& call : m["tool_calls"]) {
+            Json* function = call.is_object() && call.contains("function") && call["function"].is_object() ? &call["function"] : nullptr;
+            if (!function || !function->contains("arguments") || !(*function)["arguments"].is_string()) continue;
+            if (auto parsed = json(trim((*function)["arguments"].get_ref<const std::string&>())); parsed && parsed->is_object())
+                (*function)["arguments"] = std::move(*parsed);
+        }
+    }
+    return out;
 }
 
 bool ToolCallParser::parseCall(std::string_view body, ToolCall& call) const {
@@ -152,11 +199,80 @@ void ToolCallParser::emitText(std::string text, std::string& content) {
     content += text;
 }
 
+void ToolCallParser::pushHarmony(std::string& content, std::vector<ToolCall>& calls) {
+    while (!held_.empty()) {
+        if (!inBlock_) {
+            const auto at = held_.find(kStart);
+            if (at == std::string::npos) {
+                const std::size_t keep = partialTag(held_, kStart);
+                emitText(held_.substr(0, held_.size() - keep), content);
+                held_.erase(0, held_.size() - keep);
+                return;
+            }
+            emitText(held_.substr(0, at), content);
+            held_.erase(0, at + kStart.size());
+            raw_ = kStart;
+            inBlock_ = true;
+            continue;
+        }
+        if (!inBody_) {
+            // The header, up to <|message|>: it must name a function.
+            const auto at = held_.find(kMessage);
+            if (at == std::string::npos) {
+                if (held_.size() <= kLongestHeader) return;
+                emitText(raw_ + held_, content);
+                held_.clear();
+                raw_.clear();
+                inBlock_ = false;
+                return;
+            }
+            const std::string to(recipient(std::string_view(held_).substr(0, at)));
+            raw_ += held_.substr(0, at + kMessage.size());
+            held_.erase(0, at + kMessage.size());
+            if (to.empty()) {  // a message to no one is no call: its text is content
+                emitText(std::move(raw_), content);
+                raw_.clear();
+                inBlock_ = false;
+                continue;
+            }
+            callName_ = to.starts_with(kFunctions) ? to.substr(kFunctions.size()) : to;
+            inBody_ = true;
+            continue;
+        }
+        // The arguments, up to <|call|> (or <|end|>, which some calls end with).
+        const auto call = held_.find(kCall);
+        const auto end = held_.find(kEnd);
+        if (call == std::string::npos && end == std::string::npos) return;
+        if (call < end) closeHarmonyCall(call, kCall.size(), content, calls);
+        else closeHarmonyCall(end, kEnd.size(), content, calls);
+    }
+}
+
+void ToolCallParser::closeHarmonyCall(std::size_t end, std::size_t tagSize, std::string& content, std::vector<ToolCall>& calls) {
+    ToolCall call;
+    call.name = callName_;
+    if (validName(call.name) && arguments(std::string_view(held_).substr(0, end), call.arguments)) {
+        calls.push_back(std::move(call));
+        ++callCount_;
+    } else {
+        emitText(raw_ + held_.substr(0, std::min(held_.size(), end + tagSize)), content);
+    }
+    held_.erase(0, std::min(held_.size(), end + tagSize));
+    raw_.clear();
+    callName_.clear();
+    inBlock_ = false;
+    inBody_ = false;
+}
+
 void ToolCallParser::push(std::string_view text, std::string& content, std::vector<ToolCall>& calls) {
     held_ += text;
     if (format_ == ToolCallFormat::None) {
         emitText(std::move(held_), content);
         held_.clear();
+        return;
+    }
+    if (format_ == ToolCallFormat::Harmony) {
+        pushHarmony(content, calls);
         return;
     }
     const bool deepSeek = format_ == ToolCallFormat::DeepSeek;
@@ -228,12 +344,16 @@ void ToolCallParser::push(std::string_view text, std::string& content, std::vect
 
 void ToolCallParser::finish(std::string& content, std::vector<ToolCall>& calls) {
     push({}, content, calls);
-    if (inBlock_) emitText((format_ == ToolCallFormat::DeepSeek ? raw_ : std::string(kTag)) + held_, content);
+    // A harmony call's text ends where the model stopped on <|call|>.
+    if (format_ == ToolCallFormat::Harmony && inBody_) closeHarmonyCall(held_.size(), 0, content, calls);
+    if (inBlock_) emitText((format_ == ToolCallFormat::Hermes || format_ == ToolCallFormat::Glm ? std::string(kTag) : raw_) + held_, content);
     else emitText(held_, content);
     held_.clear();
     raw_.clear();
     space_.clear();
     inBlock_ = false;
+    inBody_ = false;
+    callName_.clear();
 }
 
 std::vector<ToolCall> ToolCallParser::parse(ToolCallFormat format, std::string_view text, std::string& content) {

@@ -1,5 +1,7 @@
 #include "tandem/chat.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "io/text_file.h"
@@ -16,6 +18,9 @@ struct Chat::Impl {
         // The template's end-of-turn token also ends a reply, whatever generation_config.json lists.
         if (const auto eos = chatTemplate.specialToken("eos_token"))
             if (const auto id = tokenizer.tokenToId(*eos)) endOfTurn.push_back(*id);
+        // gpt-oss's harmony format ends a turn with <|return|> or <|call|>.
+        for (const int id : text::harmonyEndOfTurnTokens(tokenizer))
+            if (std::find(endOfTurn.begin(), endOfTurn.end(), id) == endOfTurn.end()) endOfTurn.push_back(id);
     }
 
     // Templates of reasoning models may open the <think> block in the generation prompt themselves.
