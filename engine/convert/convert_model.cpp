@@ -9,9 +9,10 @@
 #include <future>
 #include <memory>
 
-#include "cpu/expert_pack.h"
+#include "cpu/int4_repack.h"
 #include "cpu/pool/thread_pool.h"
 #include "tandem/byte_size.h"
+#include "io/compressed_tensors.h"
 #include "io/mapped_file.h"
 #include "io/output_file.h"
 #include "io/store_checksum.h"
@@ -55,6 +56,11 @@ io::StoreFile describeFile(const fs::path& path, std::uint64_t checksum, std::ui
 void releaseSource(const cpu::WeightMatrix& m) {
     const std::size_t rowBytes = io::dtypeRowBytes(m.dtype, m.cols);
     io::releaseMappedPages({m.data + static_cast<std::size_t>(m.firstRow) * rowBytes, static_cast<std::size_t>(m.rows) * rowBytes});
+    if (m.int4Scales) {  // compressed-tensors int4: the group scales lie in a tensor of their own
+        const std::size_t groups = static_cast<std::size_t>(m.cols / io::kPackedInt4Group);
+        io::releaseMappedPages({reinterpret_cast<const std::byte*>(m.int4Scales + static_cast<std::size_t>(m.firstRow) * groups),
+                                static_cast<std::size_t>(m.rows) * groups * sizeof(std::uint16_t)});
+    }
 }
 
 // The nearest folder at or above p that exists: where the store's bytes will land.
@@ -243,7 +249,7 @@ io::StoreFile Converter::packLayer(int layer) {
                     const std::size_t e = first + i;
                     std::byte* dst = buffer + i * stride;
                     try {
-                        cpu::packExpert(layout, experts[e].gate, experts[e].up, experts[e].down, dst);
+                        cpu::packCheckpointExpert(layout, experts[e].gate, experts[e].up, experts[e].down, dst);
                     } catch (const Error& error) {
                         throw Error(plan_.source.string() + ": layer " + std::to_string(layer) + ", expert " +
                                     std::to_string(e) + ": " + error.what());

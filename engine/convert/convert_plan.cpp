@@ -89,6 +89,8 @@ void checkRoutedExpert(const ExpertName& n, const std::string& name, const model
     for (const std::string_view m : {names.gate, names.down, names.up}) {
         known.push_back(std::string(m) + ".weight");
         known.push_back(std::string(m) + ".weight_scale_inv");
+        for (const char* part : {"packed", "scale", "shape"})  // compressed-tensors int4 (io/compressed_tensors.h)
+            known.push_back(std::string(m) + ".weight_" + part);
     }
     if (n.section != section || !c.isMoeLayer(n.layer) || n.expert >= c.numExperts ||
         std::find(known.begin(), known.end(), n.rest) == known.end())

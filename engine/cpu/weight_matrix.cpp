@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "cpu/dense/packed_matrix.h"
+#include "io/compressed_tensors.h"
 #include "io/gguf_quant.h"
 
 namespace tandem::cpu {
@@ -13,6 +14,11 @@ void WeightMatrix::dequantRow(std::int64_t r, float* out) const {
         return;
     }
     const std::int64_t row = firstRow + r;
+    if (dtype == io::DType::I4) {
+        io::dequantizePackedInt4Row(data + static_cast<std::size_t>(row) * io::dtypeRowBytes(dtype, cols),
+                                    int4Scales + row * (cols / io::kPackedInt4Group), cols, out);
+        return;
+    }
     const std::byte* src = data + static_cast<std::size_t>(row) * io::dtypeRowBytes(dtype, cols);
     switch (dtype) {
     case io::DType::F32: std::memcpy(out, src, static_cast<std::size_t>(cols) * sizeof(float)); return;

@@ -25,6 +25,9 @@ struct WeightMatrix {
     int blockCols = 128;
 
     const float* rowScales = nullptr;  // I8 only (dense weights quantized at load): one per row of the tensor
+    // I4 only (compressed-tensors int4, io/compressed_tensors.h): the bf16 scale of each group of
+    // io::kPackedInt4Group inputs, cols / 32 per row of the tensor, as the checkpoint stores them.
+    const std::uint16_t* int4Scales = nullptr;
     // Packed for the expert kernels (--dense int4, cpu/dense/packed_matrix.h): the whole matrix, which
     // then replaces `data` (a view with firstRow 0 and every row).
     const PackedMatrix* packed = nullptr;

@@ -25,6 +25,7 @@ constexpr NamedType kTypes[] = {
     {"Q4_0", DType::Q4_0, 18, 32, false},     {"Q4_K", DType::Q4_K, 144, 256, false},
     {"Q5_K", DType::Q5_K, 176, 256, false},   {"Q6_K", DType::Q6_K, 210, 256, false},
     {"IQ4_XS", DType::IQ4_XS, 136, 256, false},
+    {"I4", DType::I4, 4, 8, false},
 };
 
 float decodeF8E4M3(std::uint8_t bits) {

@@ -13,6 +13,11 @@ namespace tandem::io {
 enum class DType : std::uint8_t {
     F32, F16, BF16, F8_E4M3, I32, I64, U8, I8, BOOL, F64,
     Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, IQ4_XS,  // GGUF only
+    // Signed 4-bit integers as compressed-tensors' pack-quantized format stores them (`*.weight_packed`,
+    // Kimi-K2-Thinking's experts): 8 per little-endian int32, value i in bits 4i..4i+3 as q + 8 (q in
+    // [-8, 7]); the group scales lie in a tensor of their own (`*.weight_scale`), which cpu::WeightMatrix
+    // carries beside (int4Scales). io/compressed_tensors.h reads them.
+    I4,
 };
 
 // The safetensors spelling ("BF16", "F8_E4M3", ...); nullopt for a type a safetensors file cannot hold.

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/compressed_tensors.h"
 #include "io/text_file.h"
 #include "model/config_fields.h"
 #include "model/family.h"
@@ -65,8 +66,12 @@ void readRope(const ConfigFields& f, ModelConfig& c) {
 
 void readQuantization(const ConfigFields& q, ModelConfig& c) {
     const std::string method = q.get<std::string>("quant_method", "");
+    if (method == "compressed-tensors") {
+        c.packedInt4Group = io::parseCompressedTensors(q.json(), q.where()).groupSize;
+        return;
+    }
     if (method != "fp8")
-        throw Error(q.where() + ": quant_method '" + method + "' is not supported (supported: fp8 block scales)");
+        throw Error(q.where() + ": quant_method '" + method + "' is not supported (supported: fp8 block scales, compressed-tensors int4)");
     c.fp8 = true;
     if (q.has("weight_block_size")) {
         const auto& b = q.raw("weight_block_size");

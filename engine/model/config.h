@@ -80,6 +80,10 @@ struct ModelConfig {
     std::vector<int> mlpOnlyLayers;
     int numNextnPredictLayers = 0;  // DeepSeek-V3 MTP layers, stored after the last layer, unused
 
+    // compressed-tensors checkpoints (quantization_config, io/compressed_tensors.h: Kimi-K2-Thinking): the
+    // quantized Linears, its routed experts, are int4 with one bf16 scale per group of this many inputs; 0: none.
+    int packedInt4Group = 0;
+
     // FP8 checkpoints (quantization_config): weights are e4m3 with one scale per block of this many rows
     // and columns.
     bool fp8 = false;

@@ -34,6 +34,7 @@ public:
     }
 
     const nlohmann::json& raw(const char* key) const { return j_.at(key); }
+    const nlohmann::json& json() const { return j_; }  // the whole object
     const std::string& where() const { return where_; }
 
 private:

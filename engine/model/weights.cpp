@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cpu/dense/quantize_dense.h"
+#include "io/compressed_tensors.h"
 #include "model/family.h"
 #include "tandem/error.h"
 
@@ -24,6 +25,7 @@ public:
         : ckpt_(ckpt), config_(config), out_(out) {}
 
     WeightMatrix matrix(const std::string& name, std::int64_t rows, std::int64_t cols) {
+        if (io::isPackedInt4(ckpt_, name)) return packedInt4(name, rows, cols);
         const io::TensorView t = ckpt_.view(name);
         const auto type = t.dtype;
         if (type != io::DType::F32 && type != io::DType::F16 && type != io::DType::BF16 && type != io::DType::F8_E4M3 &&
@@ -75,6 +77,27 @@ public:
     }
 
 private:
+    // A routed expert's matrix as compressed-tensors int4 (io/compressed_tensors.h), viewed in place.
+    WeightMatrix packedInt4(const std::string& name, std::int64_t rows, std::int64_t cols) {
+        const std::string where = "'" + name + "' in " + ckpt_.describe();
+        if (config_.packedInt4Group == 0)
+            throw Error(where + " is stored as compressed-tensors int4 (" + io::packedInt4Name(name, "packed") +
+                        "), but config.json has no compressed-tensors quantization_config; the checkpoint does not "
+                        "match its config");
+        const std::string routed = "." + std::string(config_.family->experts.section) + ".experts.";
+        if (name.find(routed) == std::string::npos)
+            throw Error(where + " is compressed-tensors int4; Tandem reads int4 checkpoint weights for the routed "
+                                "experts only (the rest must stay unquantized: the config's 'ignore' list)");
+        const io::PackedInt4View v = io::viewPackedInt4(ckpt_, name, rows, cols);
+        WeightMatrix m;
+        m.dtype = io::DType::I4;
+        m.rows = rows;
+        m.cols = cols;
+        m.data = v.packed;
+        m.int4Scales = v.scales;
+        return m;
+    }
+
     static void expectFinite(const std::vector<float>& values, const std::string& source) {
         for (std::size_t i = 0; i < values.size(); ++i)
             if (!std::isfinite(values[i]))

@@ -224,17 +224,20 @@ struct Engine::Impl {
         return packed->newRunner();
     }
 
-    // Packing a Hugging Face folder's experts at load makes an exact bf16 copy in memory; the reference
-    // path reads the checkpoint in place. Pack when that is exact and fits.
+    // Packing a Hugging Face folder's experts at load makes an exact bf16 copy in memory (int4 of compressed-tensors
+    // int4 experts); the reference path reads the checkpoint in place. Pack when that is exact and fits.
     ExpertPrecision autoPrecision() {
         if (config.numExperts == 0) return ExpertPrecision::Reference;
         const auto& first = *std::find_if(weights.layers.begin(), weights.layers.end(), [](const auto& l) { return l.moe.has_value(); });
+        // compressed-tensors int4 experts (Kimi-K2-Thinking) are INT4 already: packed as they are, exactly.
+        const bool int4 = first.moe->experts.front().gate.dtype == io::DType::I4;
         if (first.moe->experts.front().gate.dtype == io::DType::F8_E4M3) {
             info.expertsNotice = "the experts are FP8, which bf16 cannot hold exactly; they run on the slower reference "
                                  "path. Convert the model (tandem-cli convert) to int8 or int4 for the fast kernels.";
             return ExpertPrecision::Reference;
         }
-        const auto layout = io::ExpertLayout::make(io::ExpertType::BF16, config.hiddenSize, config.moeIntermediateSize);
+        const auto layout = io::ExpertLayout::make(int4 ? io::ExpertType::INT4 : io::ExpertType::BF16, config.hiddenSize,
+                                                   config.moeIntermediateSize);
         const std::uint64_t packedBytes =
             static_cast<std::uint64_t>(config.moeLayerCount()) * config.numExperts * layout.expertBytes;
         if (packedBytes > cpu::availableMemoryBytes() / 10 * 8) {
@@ -243,7 +246,7 @@ struct Engine::Impl {
                                  "model (tandem-cli convert) for the fast kernels.";
             return ExpertPrecision::Reference;
         }
-        return ExpertPrecision::BF16;
+        return int4 ? ExpertPrecision::INT4 : ExpertPrecision::BF16;
     }
 
     std::unique_ptr<model::RoutedExperts> storeExperts(ExpertPrecision precision) {

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "cpu/expert_pack.h"
+#include "cpu/int4_repack.h"
 #include "cpu/moe/moe_layer.h"
 #include "tandem/error.h"
 
@@ -100,7 +101,7 @@ private:
 }  // namespace
 
 PackedExperts::PackedExperts(const model::ModelConfig& c, io::ExpertType type, cpu::ThreadPool& pool,
-                             const std::function<cpu::ExpertRows(int, int)>& rowsOf)
+                             const std::function<void(int, int, std::byte*)>& pack)
     : config_(c), pool_(pool), layout_(io::ExpertLayout::make(type, c.hiddenSize, c.moeIntermediateSize)),
       layers_(static_cast<std::size_t>(c.numLayers)), bytes_(static_cast<std::size_t>(c.numLayers), nullptr) {
     for (int l = 0; l < c.numLayers; ++l) {
@@ -109,24 +110,32 @@ PackedExperts::PackedExperts(const model::ModelConfig& c, io::ExpertType type, c
         std::byte* base = memory.data();
         bytes_[static_cast<std::size_t>(l)] = base;
         pool.parallelFor(static_cast<std::size_t>(c.numExperts), 1, [&](std::size_t e0, std::size_t e1) {
-            for (std::size_t e = e0; e < e1; ++e)
-                cpu::packExpert(layout_, rowsOf(l, static_cast<int>(e)), base + e * layout_.expertBytes);
+            for (std::size_t e = e0; e < e1; ++e) pack(l, static_cast<int>(e), base + e * layout_.expertBytes);
         });
         layers_[static_cast<std::size_t>(l)] =
             std::make_unique<cpu::PackedMoeLayer>(layout_, c.numExperts, base, pool.experts().topology());
     }
 }
 
+PackedExperts::PackedExperts(const model::ModelConfig& c, io::ExpertType type, cpu::ThreadPool& pool,
+                             const std::function<cpu::ExpertRows(int, int)>& rowsOf)
+    : PackedExperts(c, type, pool, [&](int layer, int expert, std::byte* dst) {
+          cpu::packExpert(layout_, rowsOf(layer, expert), dst);
+      }) {}
+
+// compressed-tensors int4 experts go into INT4 as they are (cpu/int4_repack.h).
 PackedExperts::PackedExperts(const model::ModelConfig& c, const model::ModelWeights& weights, io::ExpertType type,
                              cpu::ThreadPool& pool)
-    : PackedExperts(c, type, pool, [&](int layer, int expert) {
+    : PackedExperts(c, type, pool, [&](int layer, int expert, std::byte* dst) {
           const auto& moe = weights.layers[static_cast<std::size_t>(layer)].moe;
           if (!moe || moe->experts.size() != static_cast<std::size_t>(c.numExperts))
               throw Error("layer " + std::to_string(layer) + " has no routed experts to pack");
           const auto& m = moe->experts[static_cast<std::size_t>(expert)];
-          return cpu::ExpertRows{[&m](std::int64_t r, float* out) { m.gate.dequantRow(r, out); },
-                                 [&m](std::int64_t r, float* out) { m.up.dequantRow(r, out); },
-                                 [&m](std::int64_t r, float* out) { m.down.dequantRow(r, out); }};
+          try {
+              cpu::packCheckpointExpert(layout_, m.gate, m.up, m.down, dst);
+          } catch (const Error& e) {
+              throw Error("layer " + std::to_string(layer) + ", expert " + std::to_string(expert) + ": " + e.what());
+          }
       }) {}
 
 PackedExperts::PackedExperts(const model::ModelConfig& c, const io::ExpertLayout& layout,

@@ -43,6 +43,10 @@ public:
     std::unique_ptr<model::QueuedRoutedExperts> newRunner();
 
 private:
+    // Packs every MoE layer's experts with pack(layer, expert, dst) (in parallel on the pool).
+    PackedExperts(const model::ModelConfig& config, io::ExpertType type, cpu::ThreadPool& pool,
+                  const std::function<void(int layer, int expert, std::byte* dst)>& pack);
+
     const model::ModelConfig& config_;
     cpu::ThreadPool& pool_;
     io::ExpertLayout layout_;
