@@ -6,10 +6,18 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "tandem/chat.h"
 #include "tandem/error.h"
 #include "test_support.h"
 #include "text/chat_template.h"
+#include "tandem/tokenizer.h"
 #include "text_test_data.h"
+
+// From tokenizer_json.h, whose Json (nlohmann::json) would clash with this file's ordered one.
+namespace tandem::test {
+nlohmann::json harmonyTokenizerJson();
+text::Tokenizer tokenizerFrom(const nlohmann::json& config);
+}  // namespace tandem::test
 
 using tandem::text::ChatTemplate;
 using Json = nlohmann::ordered_json;
@@ -232,6 +240,55 @@ private slots:
     }
 
     // ---- the command line ------------------------------------------------------------------------
+    // gpt-oss through tandem::Chat (tandem-cli chat and the app): the prompt ends with the opening of the
+    // assistant's header, <|return|> and <|call|> end the turn, and the output's analysis channel is the
+    // reasoning, its final channel the answer, streamed token by token with the headers hidden.
+    void gptOssChatTurn() {
+        QTemporaryDir dir;
+        QVERIFY(writeFile(dir.path() + "/tokenizer.json", QByteArray::fromStdString(harmonyTokenizerJson().dump())));
+        QVERIFY(writeJson(dir.path() + "/tokenizer_config.json", {{"eos_token", "<|return|>"}, {"pad_token", "<|endoftext|>"}}));
+        QVERIFY(writeFile(dir.path() + "/chat_template.jinja", QByteArray::fromStdString(readTextTestFile("gpt_oss.jinja"))));
+        const tandem::Chat chat(path(dir.path()), "gpt_oss");
+        const auto tokenizer = tokenizerFrom(harmonyTokenizerJson());
+        const std::vector<tandem::ChatMessage> conversation{{"system", "Be brief.", ""},
+                                                            {"user", "Is 91 prime?", ""},
+                                                            {"assistant", "No, 7 × 13.", "91 = 7 * 13."},
+                                                            {"user", "And 97?", ""}};
+        const auto output = tokenizer.encode("<|channel|>analysis<|message|>No divisor up to 9: prime ✓.<|end|>"
+                                             "<|start|>assistant<|channel|>final<|message|>Yes, 97 is prime.",
+                                             false);
+        std::string prompt;
+        std::vector<int> stops;
+        std::vector<std::pair<tandem::TextKind, std::string>> pieces;
+        const auto reply = chat.reply(
+            [&](std::span<const int> tokens, const tandem::GenerateOptions& options, const std::function<bool(int)>& onToken) {
+                prompt = tokenizer.decode(tokens, false);
+                stops = options.stopTokenIds;
+                for (const int id : output)
+                    if (!onToken(id)) break;
+                return tandem::GenerationStats{};
+            },
+            conversation, {}, [&](tandem::TextKind kind, std::string_view text) {
+                pieces.emplace_back(kind, std::string(text));
+                return true;
+            });
+        QVERIFY(prompt.find("<|start|>developer<|message|># Instructions\n\nBe brief.\n\n<|end|>") != std::string::npos);
+        QVERIFY(prompt.find("<|start|>assistant<|channel|>final<|message|>No, 7 × 13.<|end|>") != std::string::npos);
+        QVERIFY(prompt.find("91 = 7 * 13.") == std::string::npos);  // earlier thinking is dropped
+        QVERIFY(prompt.ends_with("<|start|>user<|message|>And 97?<|end|><|start|>assistant"));
+        QVERIFY(std::find(stops.begin(), stops.end(), 1006) != stops.end());  // <|return|>
+        QVERIFY(std::find(stops.begin(), stops.end(), 1007) != stops.end());  // <|call|>
+        QCOMPARE(reply.reasoning, std::string("No divisor up to 9: prime ✓."));
+        QCOMPARE(reply.answer, std::string("Yes, 97 is prime."));
+        QVERIFY(pieces.size() > 4);  // streamed, not given at the end
+        bool answering = false;
+        for (const auto& [kind, text] : pieces) {
+            if (kind == tandem::TextKind::Answer) answering = true;
+            QVERIFY(!(answering && kind == tandem::TextKind::Reasoning));
+            QVERIFY(text.find("<|") == std::string::npos && text.find("analysis") == std::string::npos);
+        }
+    }
+
     void cliRendersByteExact_data() {
         QTest::addColumn<QString>("fixture");
         for (const QString& f : fixtureNames()) QTest::newRow(qPrintable(f)) << f;
