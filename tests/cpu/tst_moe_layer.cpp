@@ -2,6 +2,7 @@
 // scalar and avx2): against a float64 evaluation of the same experts, against the scalar kernels,
 // GEMV against GEMM, asynchronous submission, NUMA-simulated pools against one node, and errors.
 #include <QTest>
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -92,7 +93,8 @@ double worstRowError(const std::vector<float>& a, const std::vector<double>& b, 
 // The layer in float64 from the dequantized weights. With `roundActivations` the inputs of gate/up
 // and down of INT8/INT4 experts are quantized to int8 first, as the engine does; BF16 experts take
 // float32 activations (hi + lo on the bf16 dot-product levels) and are compared with the exact layer.
-std::vector<double> reference(const Layer& layer, const Batch& b, bool roundActivations) {
+// With `epi` (gpt-oss) the biases and the clamped SwiGLU, in float64 as well.
+std::vector<double> reference(const Layer& layer, const Batch& b, bool roundActivations, const MoeExpertEpilogue* epi = nullptr) {
     const ExpertLayout& l = layer.layout;
     auto quantize = [&](std::vector<float> v, int n) {
         if (!roundActivations || l.type == ExpertType::BF16) return std::vector<double>(v.begin(), v.end());
@@ -110,7 +112,8 @@ std::vector<double> reference(const Layer& layer, const Batch& b, bool roundActi
     for (int t = 0; t < b.tokens; ++t) {
         const auto x = quantize(std::vector<float>(b.x.begin() + t * l.hidden, b.x.begin() + (t + 1) * l.hidden), l.hidden);
         for (int j = 0; j < b.topK; ++j) {
-            const std::byte* e = layer.bytes + b.ids[t * b.topK + j] * l.expertBytes;
+            const int id = b.ids[t * b.topK + j];
+            const std::byte* e = layer.bytes + id * l.expertBytes;
             std::vector<float> act(l.inter);
             for (int o = 0; o < l.inter; ++o) {
                 double g = 0, u = 0;
@@ -118,18 +121,42 @@ std::vector<double> reference(const Layer& layer, const Batch& b, bool roundActi
                 for (int k = 0; k < l.hidden; ++k) g += row[k] * x[k];
                 unpackExpertRow(l, e, ExpertMatrix::Up, o, row.data());
                 for (int k = 0; k < l.hidden; ++k) u += row[k] * x[k];
-                act[o] = static_cast<float>(g / (1 + std::exp(-g)) * u);
+                if (epi && !epi->gateBias.empty()) g += epi->gateBias[static_cast<std::size_t>(id) * l.inter + o];
+                if (epi && !epi->upBias.empty()) u += epi->upBias[static_cast<std::size_t>(id) * l.inter + o];
+                if (epi && epi->activation == GatedActivation::ClampedSwiglu) {
+                    g = std::min<double>(g, epi->limit);
+                    u = std::clamp<double>(u, -epi->limit, epi->limit);
+                    act[o] = static_cast<float>((u + 1) * g / (1 + std::exp(-static_cast<double>(epi->alpha) * g)));
+                } else {
+                    act[o] = static_cast<float>(g / (1 + std::exp(-g)) * u);
+                }
             }
             const auto a = quantize(act, l.inter);
             for (int n = 0; n < l.hidden; ++n) {
                 unpackExpertRow(l, e, ExpertMatrix::Down, n, row.data());
                 double y = 0;
                 for (int k = 0; k < l.inter; ++k) y += row[k] * a[k];
+                if (epi && !epi->downBias.empty()) y += epi->downBias[static_cast<std::size_t>(id) * l.hidden + n];
                 out[t * l.hidden + n] += b.weights[t * b.topK + j] * y;
             }
         }
     }
     return out;
+}
+
+// gpt-oss's expert epilogue with random biases (of the size of the products here, ~0.7) on all three
+// matrices and a clamp limit that most intermediate values reach.
+MoeExpertEpilogue gptOssEpilogue(const ExpertLayout& l, int experts, unsigned seed, float limit = 0.5f) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> d(-0.7f, 0.7f);
+    MoeExpertEpilogue e;
+    e.activation = GatedActivation::ClampedSwiglu;
+    e.limit = limit;
+    for (auto* v : {&e.gateBias, &e.upBias}) v->resize(static_cast<std::size_t>(experts) * l.inter);
+    e.downBias.resize(static_cast<std::size_t>(experts) * l.hidden);
+    for (auto* v : {&e.gateBias, &e.upBias, &e.downBias})
+        for (float& x : *v) x = d(rng);
+    return e;
 }
 
 }  // namespace
@@ -161,15 +188,22 @@ private slots:
         QTest::addColumn<int>("hidden");
         QTest::addColumn<int>("inter");
         QTest::addColumn<int>("tokens");
+        QTest::addColumn<bool>("gptOss");
         for (const ExpertType t : kAllExpertTypes)
             for (const int tokens : {1, 6, 45}) {
                 const std::string name = std::string(expertTypeName(t)) + " 130x200 tokens " + std::to_string(tokens);
-                QTest::newRow(name.c_str()) << int(t) << 130 << 200 << tokens;
+                QTest::newRow(name.c_str()) << int(t) << 130 << 200 << tokens << false;
             }
-        QTest::newRow("bf16 fixture 96x64 tokens 9") << int(ExpertType::BF16) << 96 << 64 << 9;
-        QTest::newRow("bf16 1100x300 tokens 1") << int(ExpertType::BF16) << 1100 << 300 << 1;
-        QTest::newRow("bf16 1100x300 tokens 23") << int(ExpertType::BF16) << 1100 << 300 << 23;
-        QTest::newRow("int4 fixture 96x64 tokens 9") << int(ExpertType::INT4) << 96 << 64 << 9;
+        QTest::newRow("bf16 fixture 96x64 tokens 9") << int(ExpertType::BF16) << 96 << 64 << 9 << false;
+        QTest::newRow("bf16 1100x300 tokens 1") << int(ExpertType::BF16) << 1100 << 300 << 1 << false;
+        QTest::newRow("bf16 1100x300 tokens 23") << int(ExpertType::BF16) << 1100 << 300 << 23 << false;
+        QTest::newRow("int4 fixture 96x64 tokens 9") << int(ExpertType::INT4) << 96 << 64 << 9 << false;
+        // gpt-oss's experts: biases on gate, up and down, the clamped SwiGLU.
+        for (const ExpertType t : kAllExpertTypes)
+            for (const int tokens : {1, 45}) {
+                const std::string name = std::string(expertTypeName(t)) + " gpt-oss epilogue 130x200 tokens " + std::to_string(tokens);
+                QTest::newRow(name.c_str()) << int(t) << 130 << 200 << tokens << true;
+            }
     }
 
     void matchesFloat64() {
@@ -177,10 +211,14 @@ private slots:
         QFETCH(int, hidden);
         QFETCH(int, inter);
         QFETCH(int, tokens);
+        QFETCH(bool, gptOss);
         const Layer layer(ExpertType(type), hidden, inter, 6, 1);
         const Batch batch(tokens, hidden, 6, 3, 2);
         ExpertPool pool({.threads = 2});
-        const PackedMoeLayer packed(layer.layout, layer.experts, layer.bytes, pool.topology());
+        PackedMoeLayer packed(layer.layout, layer.experts, layer.bytes, pool.topology());
+        const MoeExpertEpilogue epi = gptOssEpilogue(layer.layout, layer.experts, 3);
+        const MoeExpertEpilogue* epilogue = gptOss ? &epi : nullptr;
+        if (epilogue) packed.setEpilogue(epi);
         // Added into, not overwritten; a start small beside the outputs keeps the rounding of that
         // addition (an ulp of the start) out of the error measured.
         constexpr float kStart = 1.0f / 256;
@@ -191,17 +229,17 @@ private slots:
         if (type == int(ExpertType::BF16)) {
             // The foundation issue's 1e-3 per logits row needs each MoE output far closer than that to
             // float32: bf16-rounded activations alone cost ~3e-3 here.
-            const double worst = worstRowError(out, reference(layer, batch, false), hidden);
+            const double worst = worstRowError(out, reference(layer, batch, false, epilogue), hidden);
             qInfo("worst row relative error vs float64: %.2e", worst);
             QVERIFY2(worst <= 1e-5, qPrintable(QString::number(worst)));
             return;
         }
         // Same activation rounding as the engine: only float rounding (and rare flips of a rounding
         // decision that it causes) separate the two.
-        const double quantized = relativeError(out, reference(layer, batch, true));
+        const double quantized = relativeError(out, reference(layer, batch, true, epilogue));
         QVERIFY2(quantized <= 5e-3, qPrintable(QString::number(quantized)));
         // Unrounded activations: what int8 activations cost in accuracy.
-        const double exact = relativeError(out, reference(layer, batch, false));
+        const double exact = relativeError(out, reference(layer, batch, false, epilogue));
         qInfo("relative error vs float64: %.2e with the engine's activation rounding, %.2e without", quantized, exact);
         QVERIFY2(exact <= 3e-2, qPrintable(QString::number(exact)));
     }
@@ -346,13 +384,17 @@ private slots:
         QTest::addColumn<int>("type");
         QTest::addColumn<int>("placement");
         QTest::addColumn<int>("tokens");
+        QTest::addColumn<bool>("gptOss");
         for (const ExpertType t : kAllExpertTypes)
             for (const int tokens : {23, 1}) {  // 1: the decode path (x converted by the caller)
                 const std::string type(expertTypeName(t));
                 QTest::addRow("%s, %d token(s), copied to nodes", type.c_str(), tokens)
-                    << int(t) << int(PackedMoeLayer::Placement::CopyToNodes) << tokens;
+                    << int(t) << int(PackedMoeLayer::Placement::CopyToNodes) << tokens << false;
                 QTest::addRow("%s, %d token(s), bound in place", type.c_str(), tokens)
-                    << int(t) << int(PackedMoeLayer::Placement::InPlace) << tokens;
+                    << int(t) << int(PackedMoeLayer::Placement::InPlace) << tokens << false;
+                // Down's bias is added once per chosen expert, not once per node.
+                QTest::addRow("%s gpt-oss epilogue, %d token(s), copied to nodes", type.c_str(), tokens)
+                    << int(t) << int(PackedMoeLayer::Placement::CopyToNodes) << tokens << true;
             }
     }
 
@@ -360,13 +402,19 @@ private slots:
         QFETCH(int, type);
         QFETCH(int, placement);
         QFETCH(int, tokens);
+        QFETCH(bool, gptOss);
         // 520 intermediate columns: 5 chunks, so 3 pretend nodes get unequal shares (2, 2, 1... chunks).
         const Layer layer(ExpertType(type), 150, 520, 5, 11);
         const Batch batch(tokens, 150, 5, 2, 12);
         ExpertPool one({.threads = 2}), three({.threads = 3, .simulatedNodes = 3});
         QCOMPARE(three.nodes(), 3);
-        const PackedMoeLayer single(layer.layout, layer.experts, layer.bytes, one.topology());
-        const PackedMoeLayer split(layer.layout, layer.experts, layer.bytes, three.topology(), PackedMoeLayer::Placement(placement));
+        PackedMoeLayer single(layer.layout, layer.experts, layer.bytes, one.topology());
+        PackedMoeLayer split(layer.layout, layer.experts, layer.bytes, three.topology(), PackedMoeLayer::Placement(placement));
+        if (gptOss) {
+            const MoeExpertEpilogue epi = gptOssEpilogue(layer.layout, layer.experts, 4, 7.0f);
+            single.setEpilogue(epi);
+            split.setEpilogue(epi);
+        }
 
         // The shares partition the chunks and the gate/up panels.
         int chunk = 0, panel = 0;
@@ -415,6 +463,24 @@ private slots:
         Batch none(0, 96, 4, 2, 15);
         runner.run(packed, none.input(out.data(), 96));
         QVERIFY(std::all_of(out.begin(), out.end(), [](float v) { return v == 0.0f; }));
+
+        // Biases of the wrong size or not finite, and a clamp limit that is not positive.
+        PackedMoeLayer biased(layer.layout, layer.experts, layer.bytes, pool.topology());
+        MoeExpertEpilogue epi = gptOssEpilogue(layer.layout, layer.experts, 5);
+        epi.downBias.pop_back();
+        QVERIFY_THROWS_EXCEPTION(tandem::Error, biased.setEpilogue(epi));
+        epi = gptOssEpilogue(layer.layout, layer.experts, 5);
+        epi.upBias[3] = NAN;
+        QVERIFY_THROWS_EXCEPTION(tandem::Error, biased.setEpilogue(epi));
+        epi = gptOssEpilogue(layer.layout, layer.experts, 5);
+        epi.limit = 0;
+        QVERIFY_THROWS_EXCEPTION(tandem::Error, biased.setEpilogue(epi));
+        QVERIFY(biased.gateUpEpilogue(0) == nullptr && biased.downBias(0) == nullptr);  // left as it was
+        // SiLU with no gate/up biases keeps the plain kernels (no epilogue), whatever down's bias.
+        epi = MoeExpertEpilogue{};
+        epi.downBias.assign(static_cast<std::size_t>(layer.experts) * 96, 1.0f);
+        biased.setEpilogue(epi);
+        QVERIFY(biased.gateUpEpilogue(0) == nullptr && biased.downBias(3) != nullptr);
     }
 };
 
