@@ -169,7 +169,9 @@ void StreamDecoder::endHarmonyMessage(std::string_view terminator, std::vector<S
     if (inHeader_) return;
     route(takeNewText(true), out);
     flushTagHoldback(out);
-    if (toTool_ && !terminator.empty()) append(out, std::string(terminator));
+    // A call's end is shown too (<|end|> when the next header came without one), so that a parser
+    // knows where its arguments stop.
+    if (toTool_) append(out, std::string(terminator.empty() ? kEnd : terminator));
     toTool_ = false;
     resetWindow();
 }

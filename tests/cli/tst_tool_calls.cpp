@@ -244,6 +244,12 @@ private slots:
         QCOMPARE(answer.content, std::string("It is <b>4</b> — sure."));
         QVERIFY(answer.calls.empty());
 
+        // A call the model left unended before its next message, then an answer.
+        const auto unended = streamChat(tokenizer, kHarmonyCall + "{\"a\": 1}<|start|>assistant<|channel|>final<|message|>Hi",
+                                        ToolCallFormat::Harmony);
+        QCOMPARE(unended.calls.size(), std::size_t(1));
+        QCOMPARE(unended.content, std::string("Hi"));
+
         // Without tools (no format) a call stays visible as the model's markup.
         const auto plain = streamChat(tokenizer, kHarmonyCall + "{}", ToolCallFormat::None);
         QCOMPARE(plain.content, kHarmonyCall + "{}");

@@ -253,6 +253,13 @@ private slots:
         const Collected b = streamChecked(tokenizer, roleForm);
         QVERIFY(b.reasoning.empty());
         QCOMPARE(b.answer, std::string("<|start|>assistant to=functions.get_time<|channel|>commentary json<|message|>{}<|call|>"));
+
+        // A call the model did not end before the next header still ends there.
+        const auto unended = tokenizer.encode("<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}"
+                                              "<|start|>assistant<|channel|>final<|message|>Hi",
+                                              false);
+        QCOMPARE(streamChecked(tokenizer, unended).answer,
+                 std::string("<|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}<|end|>Hi"));
     }
 
     // The prompt opened the analysis itself: output is reasoning until the message ends.
