@@ -44,6 +44,9 @@ struct Storage {
     std::uint64_t elementBytes = 2;  // torch_dtype
     bool fp8 = false;
     bool int8 = false;  // the engine's int8 dense weights: projections and the output head, a float32 scale per row
+    // compressed-tensors int4 (Kimi-K2-Thinking's routed experts, io/compressed_tensors.h): a 4-bit value per
+    // weight, a bf16 scale per group of this many inputs and a 2-integer shape per matrix; 0: not int4.
+    int int4Group = 0;
     int blockRows = 128, blockCols = 128;
 };
 
@@ -54,7 +57,10 @@ public:
     // A projection matrix: FP8 in an FP8 checkpoint.
     void projection(Tally& t, std::uint64_t rows, std::uint64_t cols) const {
         t.parameters += rows * cols;
-        if (s_.int8) {
+        if (s_.int4Group > 0) {
+            t.bytes += rows * cols / 2 + rows * ceilDiv(cols, static_cast<std::uint64_t>(s_.int4Group)) * 2 + 2 * 4;
+            t.tensors += 3;
+        } else if (s_.int8) {
             t.bytes += rows * cols + rows * 4;
             t.tensors += 1;
         } else if (s_.fp8) {
@@ -184,7 +190,9 @@ Footprint estimateFootprintFromJson(const std::string& configJson, ExpertPrecisi
         for (int l = 0; l < c.numLayers; ++l) t += layerDense(c, *counter, c.isMoeLayer(l));
     }
     const int moeLayers = c.moeLayerCount();
-    const Tally oneLayerExperts = layerRoutedExperts(c, count);
+    Storage expertStorage = storage;
+    expertStorage.int4Group = c.packedInt4Group;  // only the routed experts are int4 (the rest is in 'ignore')
+    const Tally oneLayerExperts = layerRoutedExperts(c, TensorCounter(expertStorage));
     for (int l = 0; l < moeLayers; ++l) routed += oneLayerExperts;
     // DeepSeek-V3's multi-token-prediction layers: a MoE layer plus the projection of [embedding; hidden]
     // and three norms. Published, so downloaded; never loaded, so not converted.

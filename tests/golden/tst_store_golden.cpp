@@ -103,8 +103,9 @@ private slots:
               kl4, 100 * agree4own, kl4own);
         QVERIFY2(ownWorst <= 1e-3, qPrintable(QString("checkpoint on the reference experts: relative error %1").arg(ownWorst)));
         // bf16 holds a bf16 checkpoint's experts exactly, so the store meets the foundation tolerance. An FP8
-        // checkpoint's weight x block scale does not fit bf16's 8 bits: each weight is rounded by up to 2^-9.
-        const bool fp8 = fixture.contains("fp8");
+        // checkpoint's weight x block scale does not fit bf16's 8 bits: each weight is rounded by up to 2^-9;
+        // so is an int4 checkpoint's q x bf16 scale (tiny-kimi-k2-int4).
+        const bool fp8 = fixture.contains("fp8") || fixture.contains("int4");
         QVERIFY2(worst <= (fp8 ? 5e-3 : 1e-3), qPrintable(QString("bf16 store: relative error %1").arg(worst)));
         QVERIFY2(worstVsOwn <= (fp8 ? 5e-3 : 1e-3),
                  qPrintable(QString("bf16 store against the checkpoint's own result: relative error %1").arg(worstVsOwn)));

@@ -105,6 +105,7 @@ private slots:
         QTest::newRow("DeepSeek-V3") << "DeepSeek-V3" << 671.0 << 37.0;
         QTest::newRow("DeepSeek-R1") << "DeepSeek-R1" << 671.0 << 37.0;
         QTest::newRow("Kimi-K2") << "Kimi-K2" << 1040.0 << 32.0;
+        QTest::newRow("Kimi-K2-Thinking") << "Kimi-K2-Thinking" << 1040.0 << 32.0;
         QTest::newRow("Qwen3-235B-A22B") << "Qwen3-235B-A22B" << 235.0 << 22.0;
         QTest::newRow("Qwen3-30B-A3B") << "Qwen3-30B-A3B" << 30.5 << 3.3;
         // DeepSeek-V2's card counts 2.4 B active without the 0.2 B embedding table; the others include it.
@@ -125,6 +126,20 @@ private slots:
         const double active = static_cast<double>(f.activeParameters) / 1e9;
         QVERIFY2(std::abs(total - totalBillions) / totalBillions < 0.02, qPrintable(QString("total %1 B").arg(total)));
         QVERIFY2(std::abs(active - activeBillions) / activeBillions < 0.06, qPrintable(QString("active %1 B").arg(active)));
+    }
+
+    // Kimi-K2-Thinking ships its routed experts as compressed-tensors int4 (a nibble a weight, a bf16 scale per
+    // 32 and a shape per matrix) and everything else in bf16: the release's 594 GB. Packed as INT4 (576 bytes
+    // per 16 x 64 weights) they take their size in the checkpoint, less the shapes.
+    void anInt4ReleaseIsCountedAsPublished() {
+        const Footprint f = curatedFootprint("Kimi-K2-Thinking");
+        const double download = static_cast<double>(f.downloadBytes) / 1e9;
+        QVERIFY2(std::abs(download - 594.0) / 594.0 < 0.01, qPrintable(QString("download %1 GB").arg(download)));
+        const double experts = 60.0 * 384 * 3 * 7168 * 2048 * (0.5 + 2.0 / 32);
+        QVERIFY2(std::abs(static_cast<double>(f.routedExpertBytes) - experts) / experts < 1e-6,
+                 qPrintable(QString("int4 experts %1 GB").arg(static_cast<double>(f.routedExpertBytes) / 1e9)));
+        // The FP8 Kimi-K2 of the same shape downloads a byte a weight.
+        QVERIFY(curatedFootprint("Kimi-K2").downloadBytes > f.downloadBytes + (400ull << 30));
     }
 
     // With int8 dense weights the projections and the output head take a byte per weight (and a float32

@@ -222,15 +222,15 @@ private slots:
         QTreeWidget* list = page<ChoosePage>(w, ModelWizard::ChooseId)->curatedList();
         QStringList names;
         for (int i = 0; i < list->topLevelItemCount(); ++i) names << list->topLevelItem(i)->text(0);
-        QCOMPARE(names, QStringList({"DeepSeek-V3", "DeepSeek-R1", "Kimi-K2", "Qwen3-235B-A22B", "Qwen3-30B-A3B",
-                                     "DeepSeek-V2-Lite", "Mixtral-8x7B", "GLM-4.5-Air", "GLM-4.5"}));
+        QCOMPARE(names, QStringList({"DeepSeek-V3", "DeepSeek-R1", "Kimi-K2", "Kimi-K2-Thinking", "Qwen3-235B-A22B",
+                                     "Qwen3-30B-A3B", "DeepSeek-V2-Lite", "Mixtral-8x7B", "GLM-4.5-Air", "GLM-4.5"}));
         QTreeWidgetItem* v3 = list->topLevelItem(0);
         QCOMPARE(v3->text(1), QStringLiteral("671 B (37.6 B)"));
         QVERIFY2(v3->text(2).endsWith(" GB") && v3->text(2).startsWith("6"), qPrintable(v3->text(2)));
-        QCOMPARE(list->topLevelItem(4)->text(1), QStringLiteral("30.5 B (3.4 B)"));
+        QCOMPARE(list->topLevelItem(5)->text(1), QStringLiteral("30.5 B (3.4 B)"));
         // Nothing chosen yet: Next waits for a choice.
         QVERIFY(!page<ChoosePage>(w, ModelWizard::ChooseId)->isComplete());
-        list->setCurrentItem(list->topLevelItem(4));
+        list->setCurrentItem(list->topLevelItem(5));
         QVERIFY(page<ChoosePage>(w, ModelWizard::ChooseId)->isComplete());
     }
 
