@@ -112,7 +112,7 @@ int runBenchMoe(const CommandArgs& argv) {
     const MoeShape* shape = findMoeShape(shapeName);
     if (!shape) throw tandem::Error("unknown --shape '" + shapeName + "'; choose " + shapeNames());
     const auto type = parseExpertType(args.required("--experts"));
-    if (!type) throw tandem::Error("--experts must be bf16, int8 or int4");
+    if (!type) throw tandem::Error("--experts must be bf16, int8, int4 or mxfp4");
     MoeBenchOptions o;
     o.shape = *shape;
     o.type = *type;

@@ -15,7 +15,7 @@ namespace {
 constexpr const char* kUsage = R"(usage: tandem-cli COMMAND [options]
 
 commands:
-  bench-moe --shape deepseek-v3|qwen3-30b-a3b|deepseek-v2-lite --experts bf16|int8|int4
+  bench-moe --shape deepseek-v3|qwen3-30b-a3b|deepseek-v2-lite --experts bf16|int8|int4|mxfp4
             [--tokens N[,N...]] [--threads N] [--json] [--verify] [--kernels auto|gemv|gemm]
             [--gemm-min-rows N] [--experts-in-memory N] [--seconds S] [--sweep ROWS[,ROWS...]]
             [--defer D] [--phases] [--verify-shape ci|full]
