@@ -10,6 +10,7 @@
 #include "cpu/weight_matrix.h"
 #include "gguf_quantize.h"
 #include "io/checkpoint.h"
+#include "io/compressed_tensors.h"
 #include "io/gguf_quant.h"
 #include "test_support.h"
 
@@ -24,9 +25,19 @@ struct Floats {
 
 QJsonObject readJson(const QString& path) { return QJsonDocument::fromJson(readFile(path)).object(); }
 
-// Every value of an HF tensor as float32; FP8 weights times their block scales.
+// Every value of an HF tensor as float32; FP8 weights times their block scales, compressed-tensors int4
+// (X.weight_packed) times its group scales.
 Floats readFloats(const io::Checkpoint& ckpt, const std::string& name) {
     const auto t = ckpt.get(name);
+    if (name.ends_with(".weight_packed")) {
+        const std::string weight = name.substr(0, name.size() - std::string("_packed").size());
+        const io::PackedInt4View v = io::viewPackedInt4(ckpt, weight, t.info->shape[0], t.info->shape[1] * 8);
+        Floats f{{v.rows, v.cols}, std::vector<float>(static_cast<std::size_t>(v.rows * v.cols))};
+        for (std::int64_t r = 0; r < v.rows; ++r)
+            io::dequantizePackedInt4Row(v.packed + r * v.cols / 2, v.scales + r * (v.cols / io::kPackedInt4Group), v.cols,
+                                        &f.values[static_cast<std::size_t>(r * v.cols)]);
+        return f;
+    }
     Floats f{t.info->shape, std::vector<float>(static_cast<std::size_t>(t.info->numel()))};
     if (t.info->dtype == io::DType::F8_E4M3) {
         const auto s = ckpt.get(name + "_scale_inv");
@@ -160,6 +171,9 @@ private:
         w_.f32(key("rope.scaling.factor"), static_cast<float>(yarn["factor"].toDouble()));
         w_.u32(key("rope.scaling.original_context_length"), static_cast<std::uint32_t>(yarn["original_max_position_embeddings"].toInt()));
         w_.f32(key("rope.scaling.yarn_log_multiplier"), static_cast<float>(0.1 * yarn["mscale_all_dim"].toDouble()));
+        // Kimi-K2's beta_fast 1 (DeepSeek-V3's 32 is the importer's default)
+        for (const char* beta : {"beta_fast", "beta_slow"})
+            if (yarn.contains(beta)) w_.f32(key(std::string("rope.scaling.yarn_") + beta), static_cast<float>(yarn[beta].toDouble()));
     }
 
     void tokenizer() {
@@ -257,8 +271,10 @@ private:
         const bool llama = arch_ == "llama";
         static const std::regex expert(R"(model\.layers\.(\d+)\.(mlp|block_sparse_moe)\.experts\.(\d+)\.(\w+)\.weight)");
         std::map<std::string, std::map<int, Floats>> stacks;  // gguf name -> expert -> weights
-        for (const auto& name : ckpt_.tensorNames()) {
-            if (name.ends_with("_scale_inv")) continue;
+        for (const auto& stored : ckpt_.tensorNames()) {
+            if (stored.ends_with("_scale_inv") || stored.ends_with(".weight_scale") || stored.ends_with(".weight_shape")) continue;
+            // compressed-tensors int4 (tiny-kimi-k2-int4): X.weight_packed is X.weight, read dequantized
+            const std::string name = stored.ends_with(".weight_packed") ? stored.substr(0, stored.size() - 7) : stored;
             std::smatch m;
             if (std::regex_match(name, m, std::regex(R"(model\.layers\.(\d+)\..*)")) && std::stoi(m[1].str()) >= layers) {
                 if (name.ends_with(".eh_proj.weight"))  // one MTP tensor, which an importer must skip
@@ -268,10 +284,10 @@ private:
             if (std::regex_match(name, m, expert)) {
                 const std::string w = m[4].str();
                 const char* kind = w == "gate_proj" || w == "w1" ? "gate" : w == "up_proj" || w == "w3" ? "up" : "down";
-                stacks["blk." + m[1].str() + ".ffn_" + kind + "_exps.weight"][std::stoi(m[3].str())] = readFloats(ckpt_, name);
+                stacks["blk." + m[1].str() + ".ffn_" + kind + "_exps.weight"][std::stoi(m[3].str())] = readFloats(ckpt_, stored);
                 continue;
             }
-            Floats f = readFloats(ckpt_, name);
+            Floats f = readFloats(ckpt_, stored);
             const std::string g = ggufName(name);
             if (g.empty()) throw std::runtime_error("no GGUF name for " + name);
             if (llama && g.ends_with("attn_q.weight")) f = permuteHeads(f, cfg("num_attention_heads"));

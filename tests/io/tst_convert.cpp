@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "cpu/expert_pack.h"
+#include "cpu/int4_repack.h"
 #include "io/checkpoint.h"
 #include "io/packed_store.h"
 #include "io/safetensors.h"
@@ -39,7 +40,9 @@ struct Source {
 
 // Which source tensors a store must leave out: routed experts and layers past num_hidden_layers.
 bool leftOut(const QString& name, int layers) {
-    static const QRegularExpression expert(R"(^model\.layers\.\d+\.(mlp|block_sparse_moe)\.experts\.\d+\.)");
+    // Per-expert tensors, and gpt-oss's fused MXFP4 experts (their biases stay).
+    static const QRegularExpression expert(
+        R"(^model\.layers\.\d+\.(mlp|block_sparse_moe)\.experts\.(\d+\.|(gate_up|down)_proj_(blocks|scales)$))");
     static const QRegularExpression layer(R"(^model\.layers\.(\d+)\.)");
     const auto m = layer.match(name);
     return expert.match(name).hasMatch() || (m.hasMatch() && m.captured(1).toInt() >= layers);
@@ -116,7 +119,7 @@ private slots:
             for (const int e : {0, store.experts() / 2, store.experts() - 1}) {
                 const auto& w = source.weights.layers[static_cast<std::size_t>(layer)].moe->experts[static_cast<std::size_t>(e)];
                 const std::byte* mine = experts + static_cast<std::size_t>(e) * layout.expertBytes;
-                cpu::packExpert(layout, w.gate, w.up, w.down, packed);
+                cpu::packCheckpointExpert(layout, w.gate, w.up, w.down, packed);  // as the converter packs
                 QVERIFY2(std::memcmp(packed, mine, layout.expertBytes) == 0, qPrintable(QString("layer %1 expert %2").arg(layer).arg(e)));
                 for (const int row : {0, layout.inter - 1}) {
                     cpu::unpackExpertRow(layout, mine, cpu::ExpertMatrix::Gate, row, stored.data());
