@@ -76,8 +76,9 @@ tandem::ExpertPrecision parseExperts(const std::string& name) {
     if (name == "bf16") return tandem::ExpertPrecision::BF16;
     if (name == "int8") return tandem::ExpertPrecision::INT8;
     if (name == "int4") return tandem::ExpertPrecision::INT4;
+    if (name == "mxfp4") return tandem::ExpertPrecision::MXFP4;
     if (name == "reference") return tandem::ExpertPrecision::Reference;
-    throw tandem::Error("--experts must be auto, bf16, int8, int4 or reference, not '" + name + "'");
+    throw tandem::Error("--experts must be auto, bf16, int8, int4, mxfp4 or reference, not '" + name + "'");
 }
 
 std::int64_t parseGpuMemory(const CliArgs& args) {

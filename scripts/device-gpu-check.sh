@@ -23,7 +23,8 @@
 # A MOE_VARIANTS variant may name another build the same way (cli=PATH).
 # MOE=1 adds the CPU expert engine alone: bench-moe --verify of the AMX kernels against the scalar ones,
 # the GEMV/GEMM sweep for MOE_SWEEP types, bench-moe for MOE_SHAPES x MOE_TYPES at MOE_TOKENS and the
-# PyTorch baseline (scripts/bench_moe_torch.py) at the same prefill sizes; MOE_FLAGS adds bench-moe
+# PyTorch baseline (scripts/bench_moe_torch.py) at the same prefill sizes (MOE_TORCH=0: without it);
+# MOE_VERIFY the types verified (default int4); MOE_FLAGS adds bench-moe
 # flags (--phases: the gate/up and down shares of the threads' time). GEMV=1 adds the decode
 # GEMV's variants alone (scripts/bench_gemv.cu). H2D=1 adds the host-to-device copy speed from each kind
 # of host memory (scripts/bench_h2d.cu). REALWIDTH=1 adds issue 21's real-width checks:
@@ -125,8 +126,13 @@ if [[ ${CHECKS:-1} == 1 ]]; then
     >"$out/check-attention-build.log" 2>&1 && "$build/check-attention" | tee "$out/check-attention.txt" ||
     { echo "check_attention FAILED: the rest runs TANDEM_GPU_FLASH=0"; tail -20 "$out/check-attention-build.log"
       export TANDEM_GPU_FLASH=0; }
-  # TANDEM_GPU_GLM=1: GLM-4.5's attention on the GPU too (off by default until this check has passed).
-  TANDEM_GPU_GLM=1 python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device cpu --device gpu 2>&1 | tee "$out/golden.txt"
+  python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device cpu --device gpu 2>&1 | tee "$out/golden.txt"
+  # gpt-oss's MXFP4 experts on the MXFP4 kernels (int8 activations) with each ISA: the same error on all.
+  for isa in amx avx512; do
+    echo "== tiny-gpt-oss, --experts mxfp4, $isa (int8 activations: ~1% per row expected)"
+    python3 scripts/check_golden.py --cli "$cli" tests/fixtures/tiny-gpt-oss --device cpu --isa "$isa" --experts mxfp4 2>&1 |
+      grep '^tiny' | tee -a "$out/golden-mxfp4.txt"
+  done
   # Int8 dense weights (--dense int8) on both devices: the same int8 weights, so the GPU's rows against the
   # CPU's ("vs cpu"); both differ from the reference by the quantization, which the tiny random fixtures
   # amplify, so their rows above the float tolerance are printed for comparison, not as failures.
@@ -268,8 +274,11 @@ fi
 
 if [[ ${MOE:-0} == 1 ]]; then
   : >"$out/moe.jsonl"
-  TANDEM_CPU_ISA=amx "$cli" bench-moe --shape deepseek-v2-lite --experts int4 --tokens 1 --verify --seconds 0.1 \
-    --experts-in-memory 8 2>&1 | grep -E '^verify:|FAILED|lacks|rror' | tail -8
+  for t in ${MOE_VERIFY:-int4}; do
+    echo "verify $t:"
+    TANDEM_CPU_ISA=amx "$cli" bench-moe --shape deepseek-v2-lite --experts "$t" --tokens 1 --verify --seconds 0.1 \
+      --experts-in-memory 8 2>&1 | grep -E '^verify:|FAILED|lacks|rror' | tail -8
+  done
   for t in ${MOE_SWEEP:-}; do
     echo "sweep $t (deepseek-v2-lite): $("$cli" bench-moe --shape deepseek-v2-lite --experts "$t" \
       --sweep 1,2,3,4,6,8,12,16,24,32 2>>"$out/moe.log" | tee -a "$out/sweep.txt" | tail -1)"

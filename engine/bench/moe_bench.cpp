@@ -24,6 +24,7 @@ constexpr MoeShape kShapes[] = {
     {"deepseek-v3", 7168, 2048, 256, 8},
     {"qwen3-30b-a3b", 2048, 768, 128, 8},
     {"deepseek-v2-lite", 2048, 1408, 64, 6},
+    {"gpt-oss-120b", 2880, 2880, 128, 4},
 };
 
 double seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }

@@ -75,6 +75,15 @@ std::optional<ExpertName> parseExpertName(std::string_view s) {
     return n;
 }
 
+// gpt-oss's fused MXFP4 experts (model.layers.L.mlp.experts.{gate_up,down}_proj_{blocks,scales}).
+bool isFusedMxfp4Expert(std::string_view name, const model::ModelConfig& c) {
+    if (!c.mxfp4Experts || !layerOf(name)) return false;
+    for (const char* suffix : {".mlp.experts.gate_up_proj_blocks", ".mlp.experts.gate_up_proj_scales",
+                               ".mlp.experts.down_proj_blocks", ".mlp.experts.down_proj_scales"})
+        if (name.ends_with(suffix)) return true;
+    return false;
+}
+
 bool isBeyondLastLayer(std::string_view name, int layers) {
     const auto layer = layerOf(name);
     return layer && *layer >= layers;
@@ -181,6 +190,7 @@ ConversionPlan planConversion(const fs::path& model, io::ExpertType type) {
             checkRoutedExpert(*expert, name, p.config, p.source);
             continue;
         }
+        if (isFusedMxfp4Expert(name, p.config)) continue;  // packed into the layers; their biases stay dense
         if (p.ggufTensors) {
             p.denseTensors.push_back(ggufDenseTensor(*p.ggufTensors, name));
         } else {

@@ -13,6 +13,7 @@ inline std::optional<io::ExpertType> packedType(ExpertPrecision precision) {
     case ExpertPrecision::BF16: return io::ExpertType::BF16;
     case ExpertPrecision::INT8: return io::ExpertType::INT8;
     case ExpertPrecision::INT4: return io::ExpertType::INT4;
+    case ExpertPrecision::MXFP4: return io::ExpertType::MXFP4;
     default: return std::nullopt;
     }
 }

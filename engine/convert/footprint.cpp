@@ -126,6 +126,13 @@ Tally layerDense(const model::ModelConfig& c, const TensorCounter& count, bool m
             count.plain(t, headDim);
             count.plain(t, headDim);
         }
+        if (c.attentionBias) {  // GLM-4.5, gpt-oss
+            count.plain(t, heads * headDim);
+            count.plain(t, kv);
+            count.plain(t, kv);
+        }
+        if (c.attentionOutputBias) count.plain(t, H);  // gpt-oss
+        if (c.attentionSinks) count.plain(t, heads);
     }
     if (!moe) {
         count.mlp(t, H, static_cast<std::uint64_t>(c.intermediateSize));
@@ -134,6 +141,11 @@ Tally layerDense(const model::ModelConfig& c, const TensorCounter& count, bool m
     const std::uint64_t experts = static_cast<std::uint64_t>(c.numExperts);
     count.plain(t, experts, H);  // router
     if (c.router.hasCorrectionBias) count.plain(t, experts);
+    if (c.routerBias) count.plain(t, experts);
+    if (c.expertBiases) {  // gpt-oss: gate_up_proj_bias [E, 2I] and down_proj_bias [E, H], kept beside the packed experts
+        count.plain(t, experts, 2 * static_cast<std::uint64_t>(c.moeIntermediateSize));
+        count.plain(t, experts, H);
+    }
     if (c.numSharedExperts > 0)
         count.mlp(t, H, static_cast<std::uint64_t>(c.moeIntermediateSize) * static_cast<std::uint64_t>(c.numSharedExperts));
     return t;
@@ -141,6 +153,14 @@ Tally layerDense(const model::ModelConfig& c, const TensorCounter& count, bool m
 
 Tally layerRoutedExperts(const model::ModelConfig& c, const TensorCounter& count) {
     Tally t;
+    if (c.mxfp4Experts) {  // gpt-oss: fused per layer, 4 bits a weight and an E8M0 byte per 32 (blocks and scales)
+        const std::uint64_t weights = 3 * static_cast<std::uint64_t>(c.numExperts) * static_cast<std::uint64_t>(c.hiddenSize) *
+                                      static_cast<std::uint64_t>(c.moeIntermediateSize);
+        t.parameters += weights;
+        t.bytes += weights / 2 + weights / 32;
+        t.tensors += 4;
+        return t;
+    }
     for (int e = 0; e < c.numExperts; ++e)
         count.mlp(t, static_cast<std::uint64_t>(c.hiddenSize), static_cast<std::uint64_t>(c.moeIntermediateSize));
     return t;

@@ -93,6 +93,18 @@ bool repacksInt4Exactly(const ExpertLayout& l, const WeightMatrix& gate, const W
 
 void packCheckpointExpert(const ExpertLayout& l, const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down,
                           std::byte* dst) {
+    // gpt-oss's MXFP4 experts (E2M1 views with their E8M0 scales) into an MXFP4 layout: bit for bit.
+    if (l.type == ExpertType::MXFP4 && gate.dtype == io::DType::E2M1 && up.dtype == io::DType::E2M1 &&
+        down.dtype == io::DType::E2M1) {
+        const auto mx = [](const WeightMatrix& w) {
+            const auto row = static_cast<std::size_t>(w.rowStride * w.cols);  // nibbles of one step of rows, x2
+            const auto first = static_cast<std::size_t>(w.firstRow) * row;
+            return Mxfp4Matrix{reinterpret_cast<const std::uint8_t*>(w.data) + first / 2, row / 2, w.e8m0 + first / 32, row / 32,
+                               static_cast<int>(w.rows), static_cast<int>(w.cols)};
+        };
+        packExpertMxfp4(l, mx(gate), mx(up), mx(down), dst);
+        return;
+    }
     if (!repacksInt4Exactly(l, gate, up, down)) {
         packExpert(l, gate, up, down, dst);
         return;

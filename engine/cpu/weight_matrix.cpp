@@ -14,6 +14,11 @@ void WeightMatrix::dequantRow(std::int64_t r, float* out) const {
         return;
     }
     const std::int64_t row = firstRow + r;
+    if (dtype == io::DType::E2M1) {
+        const std::int64_t tensorRow = row * rowStride;
+        io::dequantizeMxfp4Row(data + static_cast<std::size_t>(tensorRow * (cols / 2)), e8m0 + tensorRow * (cols / 32), cols, out);
+        return;
+    }
     if (dtype == io::DType::I4) {
         io::dequantizePackedInt4Row(data + static_cast<std::size_t>(row) * io::dtypeRowBytes(dtype, cols),
                                     int4Scales + row * (cols / io::kPackedInt4Group), cols, out);

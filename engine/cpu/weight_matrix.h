@@ -25,6 +25,11 @@ struct WeightMatrix {
     int blockCols = 128;
 
     const float* rowScales = nullptr;  // I8 only (dense weights quantized at load): one per row of the tensor
+    // E2M1 only (an MXFP4 tensor, io/dtype.h): the E8M0 scale bytes, cols / 32 per row of the tensor, each
+    // 2^(e - 127); and the tensor rows from one row of this view to the next (gpt-oss interleaves its
+    // experts' gate and up rows: 2), `data` and `e8m0` then pointing at this view's first row.
+    const std::uint8_t* e8m0 = nullptr;
+    std::int64_t rowStride = 1;
     // I4 only (compressed-tensors int4, io/compressed_tensors.h): the bf16 scale of each group of
     // io::kPackedInt4Group inputs, cols / 32 per row of the tensor, as the checkpoint stores them.
     const std::uint16_t* int4Scales = nullptr;

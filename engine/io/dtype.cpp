@@ -25,6 +25,7 @@ constexpr NamedType kTypes[] = {
     {"Q4_0", DType::Q4_0, 18, 32, false},     {"Q4_K", DType::Q4_K, 144, 256, false},
     {"Q5_K", DType::Q5_K, 176, 256, false},   {"Q6_K", DType::Q6_K, 210, 256, false},
     {"IQ4_XS", DType::IQ4_XS, 136, 256, false},
+    {"E2M1", DType::E2M1, 16, 32, false},
     {"I4", DType::I4, 4, 8, false},
 };
 
@@ -41,6 +42,29 @@ float decodeF8E4M3(std::uint8_t bits) {
         value = std::ldexp(1.0f + static_cast<float>(mantissa) / 8.0f, exponent - 7);
     return negative ? -value : value;
 }
+
+}  // namespace
+
+const std::array<float, 16> kE2M1Values = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                                           -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+
+float e8m0ToFloat(std::uint8_t e) {
+    return e == 255 ? std::numeric_limits<float>::quiet_NaN() : std::ldexp(1.0f, static_cast<int>(e) - 127);
+}
+
+void dequantizeMxfp4Row(const std::byte* nibbles, const std::uint8_t* scales, std::int64_t cols, float* out) {
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(nibbles);
+    for (std::int64_t g = 0; g < cols / 32; ++g) {
+        const float s = e8m0ToFloat(scales[g]);
+        for (int b = 0; b < 16; ++b) {
+            const std::uint8_t v = bytes[g * 16 + b];
+            out[g * 32 + 2 * b] = kE2M1Values[v & 15] * s;
+            out[g * 32 + 2 * b + 1] = kE2M1Values[v >> 4] * s;
+        }
+    }
+}
+
+namespace {
 
 std::array<float, 256> makeF8Table() {
     std::array<float, 256> t{};

@@ -13,6 +13,10 @@ namespace tandem::io {
 enum class DType : std::uint8_t {
     F32, F16, BF16, F8_E4M3, I32, I64, U8, I8, BOOL, F64,
     Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, IQ4_XS,  // GGUF only
+    // The FP4 (e2m1) values of an MXFP4 tensor as gpt-oss's release stores them (`*_blocks`): 32 values per
+    // 16 bytes, value 2b in byte b's low nibble and 2b + 1 in its high one; the E8M0 scales lie in a
+    // tensor of their own (`*_scales`), which cpu::WeightMatrix carries beside (e8m0).
+    E2M1,
     // Signed 4-bit integers as compressed-tensors' pack-quantized format stores them (`*.weight_packed`,
     // Kimi-K2-Thinking's experts): 8 per little-endian int32, value i in bits 4i..4i+3 as q + 8 (q in
     // [-8, 7]); the group scales lie in a tensor of their own (`*.weight_scale`), which cpu::WeightMatrix
@@ -56,6 +60,13 @@ float f16ToFloat(std::uint16_t bits);
 // OCP float8 e4m3fn (DeepSeek-V3's weight format): no infinities, 0x7f/0xff are NaN.
 extern const std::array<float, 256> kF8E4M3ToFloat;
 inline float f8e4m3ToFloat(std::uint8_t bits) { return kF8E4M3ToFloat[bits]; }
+
+// MXFP4 (OCP microscaling, gpt-oss's experts): FP4 e2m1 by nibble (bit 3 the sign: 0, .5, 1, 1.5, 2, 3, 4,
+// 6, then the same negative) and the E8M0 group scale 2^(e - 127) (255 is NaN).
+extern const std::array<float, 16> kE2M1Values;
+float e8m0ToFloat(std::uint8_t e);
+// A row of `cols` E2M1 values (cols a multiple of 32) with one E8M0 scale per 32 of them, as float32.
+void dequantizeMxfp4Row(const std::byte* nibbles, const std::uint8_t* scales, std::int64_t cols, float* out);
 
 // Loads one value of a plain (unscaled) floating type from possibly unaligned bytes.
 float loadAsFloat(DType t, const std::byte* p);

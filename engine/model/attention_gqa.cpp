@@ -11,6 +11,19 @@
 
 namespace tandem::model {
 
+namespace {
+
+// out = o_proj(ctx) (+ its bias, gpt-oss).
+void project(const GqaWeights& w, const float* ctx, std::size_t tokens, float* out, cpu::ThreadPool& pool, const ModelConfig& c) {
+    const auto H = static_cast<std::size_t>(c.hiddenSize);
+    cpu::matmul(w.o, ctx, static_cast<std::size_t>(c.numHeads) * static_cast<std::size_t>(c.headDim), tokens, out, H, pool);
+    if (!w.oBias.empty())
+        for (std::size_t t = 0; t < tokens; ++t)
+            for (std::size_t i = 0; i < H; ++i) out[t * H + i] += w.oBias[i];
+}
+
+}  // namespace
+
 void gqaAttention(const AttentionStep& s, const GqaWeights& w, const float* x, float* out) {
     const ModelConfig& c = s.config;
     const std::size_t T = s.tokens, H = static_cast<std::size_t>(c.hiddenSize);
@@ -63,10 +76,11 @@ void gqaAttention(const AttentionStep& s, const GqaWeights& w, const float* x, f
         a.kvHeads = c.numKvHeads;
         a.headDim = c.headDim;
         a.scale = scale;
+        a.sinks = w.sinks.empty() ? nullptr : w.sinks.data();
         a.out = ctx.data();
         if (cpu::selectedIsa() >= cpu::Isa::Avx512) cpu::gqaAttentionAvx512(a, s.pool);
         else cpu::gqaAttentionAvx2(a, s.pool);
-        cpu::matmul(w.o, ctx.data(), qDim, T, out, H, s.pool);
+        project(w, ctx.data(), T, out, s.pool, c);
         return;
     }
     s.pool.parallelFor(T * static_cast<std::size_t>(c.numHeads), 1, [&](std::size_t begin, std::size_t end) {
@@ -78,16 +92,19 @@ void gqaAttention(const AttentionStep& s, const GqaWeights& w, const float* x, f
             const int pos = s.start + static_cast<int>(t);
             const int first = s.layer.window ? std::max(0, pos - *s.layer.window + 1) : 0;
             const float* qh = &q[t * qDim + h * hd];
-            scores.resize(static_cast<std::size_t>(pos - first + 1));
+            // A sink (gpt-oss) is one more logit in the softmax, attached to no value.
+            const std::size_t n = static_cast<std::size_t>(pos - first + 1);
+            scores.resize(n + (w.sinks.empty() ? 0 : 1));
             for (int j = first; j <= pos; ++j)
                 scores[j - first] = cpu::dot(qh, s.cache.row(s.layer.index, 0, j) + kvh * hd, hd) * scale;
+            if (!w.sinks.empty()) scores[n] = w.sinks[static_cast<std::size_t>(h)];
             cpu::softmax(scores.data(), scores.size());
             float* o = &ctx[t * qDim + h * hd];
             std::fill_n(o, hd, 0.0f);
             for (int j = first; j <= pos; ++j) cpu::axpy(scores[j - first], s.cache.row(s.layer.index, 1, j) + kvh * hd, o, hd);
         }
     });
-    cpu::matmul(w.o, ctx.data(), qDim, T, out, H, s.pool);
+    project(w, ctx.data(), T, out, s.pool, c);
 }
 
 }  // namespace tandem::model

@@ -60,6 +60,7 @@ void readRope(const ConfigFields& f, ModelConfig& c) {
     if (s.has("original_max_position_embeddings"))
         y.originalMaxPositions = s.get<double>("original_max_position_embeddings");
     if (s.has("attention_factor")) y.attentionFactor = s.get<double>("attention_factor");
+    y.truncate = s.get<bool>("truncate", true);
     if (y.factor <= 0) throw Error(f.where() + ": rope_scaling 'factor' must be positive");
     c.yarn = y;
 }
@@ -70,8 +71,14 @@ void readQuantization(const ConfigFields& q, ModelConfig& c) {
         c.packedInt4Group = io::parseCompressedTensors(q.json(), q.where()).groupSize;
         return;
     }
+    if (method == "mxfp4" && c.modelType == "gpt_oss") {
+        c.mxfp4Experts = true;
+        return;
+    }
     if (method != "fp8")
-        throw Error(q.where() + ": quant_method '" + method + "' is not supported (supported: fp8 block scales, compressed-tensors int4)");
+        throw Error(q.where() + ": quant_method '" + method +
+                    "' is not supported (supported: fp8 block scales, compressed-tensors int4, and gpt-oss's mxfp4 "
+                    "experts)");
     c.fp8 = true;
     if (q.has("weight_block_size")) {
         const auto& b = q.raw("weight_block_size");
@@ -109,7 +116,7 @@ void planLayers(ModelConfig& c) {
         LayerPlan& layer = c.layers[static_cast<std::size_t>(l)];
         layer.index = l;
         layer.attention = c.attention;
-        layer.window = c.slidingWindow;
+        if (c.slidingLayers.empty() || c.slidingLayers[static_cast<std::size_t>(l)]) layer.window = c.slidingWindow;
         layer.moe = c.numExperts > 0 && c.family->isMoeLayer(c, l);
     }
     // Deferred experts overlap the next layer's attention and join its MoE output: only between two

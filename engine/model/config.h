@@ -20,7 +20,12 @@ struct YarnScaling {
     double mscaleAllDim = 0.0;
     std::optional<double> originalMaxPositions;
     std::optional<double> attentionFactor;  // explicit cos/sin multiplier, else derived from mscale
+    bool truncate = true;  // correction range rounded out to whole dimensions (gpt-oss: false)
 };
+
+// The gated activation of the routed experts: SiLU(gate) * up, or gpt-oss's clamped SwiGLU,
+// (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha * g) with g = min(gate, limit).
+enum class ExpertActivation { Silu, ClampedSwiglu };
 
 using tandem::ExpertScoring;
 using tandem::ExpertSelection;
@@ -54,7 +59,11 @@ struct ModelConfig {
     bool attentionBias = false;            // GLM-4.5: q, k and v projections with biases
     int rotaryDim = 0;                     // GQA: the leading dimensions of a head that rotate (GLM-4.5's
                                            // partial_rotary_factor); 0: all of them
+    bool attentionOutputBias = false;      // gpt-oss: o_proj with a bias too
+    bool attentionSinks = false;           // gpt-oss: a learned logit per head that joins every softmax
     std::optional<int> slidingWindow;      // GQA families only
+    std::vector<bool> slidingLayers;       // gpt-oss's layer_types: the layers slidingWindow applies to
+                                           // (empty: all of them)
     int maxPositionEmbeddings = 0;
 
     double ropeTheta = 10000.0;
@@ -79,6 +88,14 @@ struct ModelConfig {
     int decoderSparseStep = 1;
     std::vector<int> mlpOnlyLayers;
     int numNextnPredictLayers = 0;  // DeepSeek-V3 MTP layers, stored after the last layer, unused
+    bool routerBias = false;        // gpt-oss: the router's logits have a bias (it moves choice and weights)
+    bool expertBiases = false;      // gpt-oss: each routed expert's gate, up and down carry biases
+    ExpertActivation expertActivation = ExpertActivation::Silu;
+    float swigluAlpha = 1.702f;
+    float swigluLimit = 7.0f;
+    // gpt-oss's release (quantization_config mxfp4): the routed experts are MXFP4 blocks and scales, fused
+    // per layer (mlp.experts.gate_up_proj_blocks ...); everything else is bf16.
+    bool mxfp4Experts = false;
 
     // compressed-tensors checkpoints (quantization_config, io/compressed_tensors.h: Kimi-K2-Thinking): the
     // quantized Linears, its routed experts, are int4 with one bf16 scale per group of this many inputs; 0: none.

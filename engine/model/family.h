@@ -18,6 +18,7 @@ class ConfigFields;
 struct ExpertTensorNames {
     std::string_view section;  // "mlp", "block_sparse_moe"
     std::string_view gate, up, down;
+    std::string_view router = "gate";  // <section>.<router>.weight (gpt-oss: "router", with a bias)
 };
 
 struct Family {

@@ -1,5 +1,7 @@
 #include "model/feed_forward.h"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,39 @@ void denseMlp(const MlpWeights& w, const float* x, std::size_t tokens, float* ou
     cpu::matmul(w.down, gate.data(), inner, tokens, out, hidden, pool);
 }
 
+namespace {
+
+// gpt-oss's expert e: down(act(gate(x) + bg, up(x) + bu)) + bd, act the clamped SwiGLU (model/config.h).
+void biasedExpert(const MoeWeights& w, std::size_t e, const float* x, std::size_t tokens, float* out, cpu::ThreadPool& pool) {
+    const MlpWeights& m = w.experts[e];
+    const auto hidden = static_cast<std::size_t>(m.gate.cols);
+    const auto inner = static_cast<std::size_t>(m.gate.rows);
+    std::vector<float> gate(tokens * inner), up(tokens * inner);
+    cpu::matmul(m.gate, x, hidden, tokens, gate.data(), inner, pool);
+    cpu::matmul(m.up, x, hidden, tokens, up.data(), inner, pool);
+    const float* bg = &w.gateBias[e * inner];
+    const float* bu = &w.upBias[e * inner];
+    for (std::size_t t = 0; t < tokens; ++t)
+        for (std::size_t i = 0; i < inner; ++i) {
+            float& g = gate[t * inner + i];
+            const float u = up[t * inner + i] + bu[i];
+            g += bg[i];
+            if (w.activation == ExpertActivation::ClampedSwiglu) {
+                const float gc = std::min(g, w.swigluLimit);
+                const float uc = std::clamp(u, -w.swigluLimit, w.swigluLimit);
+                g = (uc + 1.0f) * gc / (1.0f + std::exp(-w.swigluAlpha * gc));
+            } else {
+                g = g / (1.0f + std::exp(-g)) * u;
+            }
+        }
+    cpu::matmul(m.down, gate.data(), inner, tokens, out, hidden, pool);
+    const float* bd = &w.downBias[e * hidden];
+    for (std::size_t t = 0; t < tokens; ++t)
+        for (std::size_t i = 0; i < hidden; ++i) out[t * hidden + i] += bd[i];
+}
+
+}  // namespace
+
 void routeTokens(const ModelConfig& c, const MoeWeights& w, const float* x, std::size_t tokens, int* ids,
                  float* weights, cpu::ThreadPool& pool, float* choice) {
     const auto hidden = static_cast<std::size_t>(c.hiddenSize);
@@ -30,6 +65,9 @@ void routeTokens(const ModelConfig& c, const MoeWeights& w, const float* x, std:
     const auto k = static_cast<std::size_t>(c.router.topK);
     std::vector<float> logits(tokens * experts);
     cpu::matmul(w.router, x, hidden, tokens, logits.data(), experts, pool);
+    if (!w.routerBias.empty())
+        for (std::size_t t = 0; t < tokens; ++t)
+            for (std::size_t e = 0; e < experts; ++e) logits[t * experts + e] += w.routerBias[e];
     const float* bias = w.correctionBias.empty() ? nullptr : w.correctionBias.data();
     for (std::size_t t = 0; t < tokens; ++t)
         routeToken(c.router, &logits[t * experts], c.numExperts, bias, &ids[t * k], &weights[t * k],
@@ -61,7 +99,8 @@ void routedExperts(const MoeWeights& w, const float* x, std::size_t tokens, cons
         gathered.resize(slots.size() * hidden);
         result.resize(slots.size() * hidden);
         for (std::size_t i = 0; i < slots.size(); ++i) std::copy_n(x + (slots[i] / k) * hidden, hidden, &gathered[i * hidden]);
-        denseMlp(w.experts[e], gathered.data(), slots.size(), result.data(), pool);
+        if (w.gateBias.empty()) denseMlp(w.experts[e], gathered.data(), slots.size(), result.data(), pool);
+        else biasedExpert(w, e, gathered.data(), slots.size(), result.data(), pool);
         for (std::size_t i = 0; i < slots.size(); ++i)
             cpu::axpy(weights[slots[i]], &result[i * hidden], out + (slots[i] / k) * hidden, hidden);
     }

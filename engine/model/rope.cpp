@@ -36,8 +36,12 @@ Rope::Rope(const ModelConfig& c) : dim_(c.ropeDim()), interleaved_(c.ropeInterle
     const double originalMax = y.originalMaxPositions.value_or(c.maxPositionEmbeddings);
     const double factor = y.originalMaxPositions ? c.maxPositionEmbeddings / *y.originalMaxPositions : y.factor;
 
-    double low = std::floor(correctionDim(y.betaFast, dim_, c.ropeTheta, originalMax));
-    double high = std::ceil(correctionDim(y.betaSlow, dim_, c.ropeTheta, originalMax));
+    double low = correctionDim(y.betaFast, dim_, c.ropeTheta, originalMax);
+    double high = correctionDim(y.betaSlow, dim_, c.ropeTheta, originalMax);
+    if (y.truncate) {
+        low = std::floor(low);
+        high = std::ceil(high);
+    }
     low = std::max(low, 0.0);
     high = std::min(high, static_cast<double>(dim_ - 1));
     if (low == high) high += 0.001;

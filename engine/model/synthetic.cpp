@@ -40,7 +40,7 @@ ModelConfig deepseekBase() {
 }  // namespace
 
 std::vector<std::string> syntheticModelNames() {
-    return {"deepseek-v2-lite", "qwen3-30b-a3b", "deepseek-v3-4l", "glm-4.5-air", "tiny"};
+    return {"deepseek-v2-lite", "qwen3-30b-a3b", "deepseek-v3-4l", "glm-4.5-air", "gpt-oss-120b", "tiny"};
 }
 
 ModelConfig syntheticConfig(const std::string& name) {
@@ -96,6 +96,33 @@ ModelConfig syntheticConfig(const std::string& name) {
         c.numSharedExperts = 1;
         c.firstKDenseReplace = 1;
         c.router = RouterSpec{ExpertScoring::Sigmoid, ExpertSelection::GroupLimitedByTop2, 8, 1, 1, true, 1.0f, true};
+    } else if (name == "gpt-oss-120b") {
+        // openai/gpt-oss-120b's config.json: 64/8 heads of 64 with biases and sinks, sliding (128) and full
+        // layers alternating, YaRN 32x over 4096; 128 experts of 2880 with biases, top-4.
+        c.modelType = "gpt_oss";
+        c.family = findFamily("gpt_oss");
+        c.attentionBias = c.attentionOutputBias = c.attentionSinks = true;
+        c.rmsNormEps = 1e-5f;
+        c.ropeTheta = 150000;
+        c.maxPositionEmbeddings = 131072;
+        YarnScaling y;
+        y.factor = 32;
+        y.originalMaxPositions = 4096;
+        y.truncate = false;
+        c.yarn = y;
+        c.vocabSize = 201088;
+        c.hiddenSize = 2880;
+        c.numLayers = 36;
+        c.numHeads = 64;
+        c.numKvHeads = 8;
+        c.headDim = 64;
+        c.slidingWindow = 128;
+        for (int l = 0; l < c.numLayers; ++l) c.slidingLayers.push_back(l % 2 == 0);
+        c.numExperts = 128;
+        c.moeIntermediateSize = c.intermediateSize = 2880;
+        c.router = RouterSpec{ExpertScoring::Softmax, ExpertSelection::TopK, 4, 1, 1, true, 1.0f, false};
+        c.routerBias = c.expertBiases = true;
+        c.expertActivation = ExpertActivation::ClampedSwiglu;
     } else if (name == "qwen3-30b-a3b" || name == "tiny") {
         const bool tiny = name == "tiny";
         c.modelType = "qwen3_moe";
@@ -156,6 +183,8 @@ SyntheticWeights::SyntheticWeights(const ModelConfig& c, std::uint64_t seed, cpu
                 w.gqa.kBias.assign(static_cast<std::size_t>(kvDim), 0.0f);
                 w.gqa.vBias.assign(static_cast<std::size_t>(kvDim), 0.0f);
             }
+            if (c.attentionOutputBias) w.gqa.oBias.assign(static_cast<std::size_t>(H), 0.0f);
+            if (c.attentionSinks) w.gqa.sinks.assign(static_cast<std::size_t>(c.numHeads), 0.0f);
         }
         if (!c.isMoeLayer(l)) {
             w.dense = mlp(c.intermediateSize);
@@ -164,6 +193,15 @@ SyntheticWeights::SyntheticWeights(const ModelConfig& c, std::uint64_t seed, cpu
         MoeWeights& m = w.moe.emplace();
         m.router = matrix(c.numExperts, H);
         if (c.router.hasCorrectionBias) m.correctionBias.assign(static_cast<std::size_t>(c.numExperts), 0.0f);
+        if (c.routerBias) m.routerBias.assign(static_cast<std::size_t>(c.numExperts), 0.0f);
+        if (c.expertBiases) {  // small biases, so the epilogue's work is what it is in the release
+            m.gateBias.assign(static_cast<std::size_t>(c.numExperts) * static_cast<std::size_t>(c.moeIntermediateSize), 0.01f);
+            m.upBias = m.gateBias;
+            m.downBias.assign(static_cast<std::size_t>(c.numExperts) * static_cast<std::size_t>(H), 0.01f);
+        }
+        m.activation = c.expertActivation;
+        m.swigluAlpha = c.swigluAlpha;
+        m.swigluLimit = c.swigluLimit;
         if (c.numSharedExperts > 0) m.shared = mlp(static_cast<std::int64_t>(c.moeIntermediateSize) * c.numSharedExperts);
     }
 }

@@ -43,18 +43,31 @@ public:
         return m;
     }
 
-    std::vector<float> vector(const std::string& name, std::int64_t n) {
+    // n values, of shape {n} unless `shape` says otherwise.
+    std::vector<float> vector(const std::string& name, std::int64_t n, std::vector<std::int64_t> shape = {}) {
         const io::TensorView t = ckpt_.view(name);
         const auto type = t.dtype;
         if (type != io::DType::F32 && type != io::DType::F16 && type != io::DType::BF16)
             throw Error(t.source + " has type " + std::string(io::dtypeName(type)) + "; expected F32, F16 or BF16");
-        expectShape(t, {n});
+        expectShape(t, shape.empty() ? std::vector<std::int64_t>{n} : shape);
         std::vector<float> v(static_cast<std::size_t>(n));
         const std::size_t size = io::dtypeSize(type);
         for (std::int64_t i = 0; i < n; ++i) v[i] = io::loadAsFloat(type, t.data + i * size);
         expectFinite(v, t.source);
         return v;
     }
+
+    // A tensor of one type and shape, as it lies.
+    io::TensorView raw(const std::string& name, io::DType type, const std::vector<std::int64_t>& shape) {
+        const io::TensorView t = ckpt_.view(name);
+        if (t.dtype != type)
+            throw Error(t.source + " has type " + std::string(io::dtypeName(t.dtype)) + "; expected " +
+                        std::string(io::dtypeName(type)));
+        expectShape(t, shape);
+        return t;
+    }
+
+    std::string describe() const { return ckpt_.describe(); }
 
     // The router's few rows are read whole at load (cheap), so a damaged one is named now rather than
     // routing every token by NaN.
@@ -171,6 +184,54 @@ void loadGqa(Loader& l, const ModelConfig& c, const std::string& p, GqaWeights& 
         w.kBias = l.vector(p + "self_attn.k_proj.bias", kvDim);
         w.vBias = l.vector(p + "self_attn.v_proj.bias", kvDim);
     }
+    if (c.attentionOutputBias) w.oBias = l.vector(p + "self_attn.o_proj.bias", h);
+    if (c.attentionSinks) w.sinks = l.vector(p + "self_attn.sinks", c.numHeads);
+}
+
+// gpt-oss's routed experts as its release stores them: per layer, gate_up_proj_blocks [E, 2I, H/32, 16] and
+// gate_up_proj_scales [E, 2I, H/32] (row 2i gate row i, row 2i + 1 up row i), down_proj_blocks [E, H, I/32,
+// 16] and down_proj_scales [E, H, I/32], viewed in place per expert (E2M1 matrices with their E8M0
+// scales); the biases gate_up_proj_bias [E, 2I] (interleaved the same way) and down_proj_bias [E, H].
+void loadGptOssExperts(Loader& l, const ModelConfig& c, const std::string& moe, MoeWeights& m, bool routedExperts) {
+    const std::int64_t experts = c.numExperts, hidden = c.hiddenSize, inter = c.moeIntermediateSize;
+    const std::vector<float> gateUpBias = l.vector(moe + "experts.gate_up_proj_bias", experts * 2 * inter, {experts, 2 * inter});
+    m.downBias = l.vector(moe + "experts.down_proj_bias", experts * hidden, {experts, hidden});
+    m.gateBias.resize(static_cast<std::size_t>(experts * inter));
+    m.upBias.resize(m.gateBias.size());
+    for (std::int64_t i = 0; i < experts * inter; ++i) {
+        m.gateBias[static_cast<std::size_t>(i)] = gateUpBias[static_cast<std::size_t>(2 * i)];
+        m.upBias[static_cast<std::size_t>(i)] = gateUpBias[static_cast<std::size_t>(2 * i + 1)];
+    }
+    if (!routedExperts) return;
+    if (!c.mxfp4Experts)
+        throw Error(l.describe() + ": gpt-oss with unquantized experts (experts.gate_up_proj) is not supported; "
+                    "use the release's MXFP4 checkpoint (quantization_config mxfp4)");
+    if (hidden % 32 || inter % 32)
+        throw Error(l.describe() + ": gpt-oss's MXFP4 experts need hidden_size and intermediate_size to be multiples of 32");
+    const auto fused = [&](const std::string& name, std::int64_t rows, std::int64_t cols) {
+        const io::TensorView blocks = l.raw(name + "_blocks", io::DType::U8, {experts, rows, cols / 32, 16});
+        const io::TensorView scales = l.raw(name + "_scales", io::DType::U8, {experts, rows, cols / 32});
+        return std::pair{blocks.data, reinterpret_cast<const std::uint8_t*>(scales.data)};
+    };
+    const auto [gateUp, gateUpScales] = fused(moe + "experts.gate_up_proj", 2 * inter, hidden);
+    const auto [down, downScales] = fused(moe + "experts.down_proj", hidden, inter);
+    const auto view = [](std::int64_t rows, std::int64_t cols, const std::byte* data, const std::uint8_t* scales, std::int64_t stride) {
+        WeightMatrix w;
+        w.dtype = io::DType::E2M1;
+        w.rows = rows;
+        w.cols = cols;
+        w.data = data;
+        w.e8m0 = scales;
+        w.rowStride = stride;
+        return w;
+    };
+    m.experts.reserve(static_cast<std::size_t>(experts));
+    for (std::int64_t e = 0; e < experts; ++e) {
+        const std::int64_t g = e * 2 * inter;  // the expert's first gate/up row
+        m.experts.push_back({view(inter, hidden, gateUp + g * hidden / 2, gateUpScales + g * hidden / 32, 2),
+                             view(inter, hidden, gateUp + (g + 1) * hidden / 2, gateUpScales + (g + 1) * hidden / 32, 2),
+                             view(hidden, inter, down + e * hidden * inter / 2, downScales + e * hidden * inter / 32, 1)});
+    }
 }
 
 void loadMla(Loader& l, const ModelConfig& c, const std::string& p, MlaWeights& w) {
@@ -199,8 +260,14 @@ void loadFeedForward(Loader& l, const ModelConfig& c, int layer, const std::stri
     }
     const std::string moe = p + std::string(names.section) + ".";
     MoeWeights& m = w.moe.emplace();
-    m.router = l.checkedMatrix(moe + "gate.weight", c.numExperts, c.hiddenSize);
-    if (c.router.hasCorrectionBias) m.correctionBias = l.vector(moe + "gate.e_score_correction_bias", c.numExperts);
+    const std::string router = moe + std::string(names.router) + ".";
+    m.router = l.checkedMatrix(router + "weight", c.numExperts, c.hiddenSize);
+    if (c.router.hasCorrectionBias) m.correctionBias = l.vector(router + "e_score_correction_bias", c.numExperts);
+    if (c.routerBias) m.routerBias = l.vector(router + "bias", c.numExperts);
+    m.activation = c.expertActivation;
+    m.swigluAlpha = c.swigluAlpha;
+    m.swigluLimit = c.swigluLimit;
+    if (c.expertBiases) return loadGptOssExperts(l, c, moe, m, routedExperts);
     m.experts.reserve(static_cast<std::size_t>(c.numExperts));
     for (int e = 0; routedExperts && e < c.numExperts; ++e) {
         const std::string ep = moe + "experts." + std::to_string(e) + ".";

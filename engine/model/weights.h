@@ -23,7 +23,9 @@ using cpu::WeightMatrix;
 struct GqaWeights {
     WeightMatrix q, k, v, o;
     std::vector<float> qNorm, kNorm;  // Qwen3, and GLM-4.5 with use_qk_norm
-    std::vector<float> qBias, kBias, vBias;  // GLM-4.5 (attention_bias); empty otherwise
+    std::vector<float> qBias, kBias, vBias;  // GLM-4.5 and gpt-oss (attention_bias); empty otherwise
+    std::vector<float> oBias;                // gpt-oss
+    std::vector<float> sinks;                // gpt-oss: one logit per query head
 };
 
 struct MlaWeights {
@@ -43,7 +45,14 @@ struct MlpWeights {
 struct MoeWeights {
     WeightMatrix router;                  // [experts, hidden]
     std::vector<float> correctionBias;    // DeepSeek-V3
+    std::vector<float> routerBias;        // gpt-oss: added to the logits
     std::vector<MlpWeights> experts;
+    // gpt-oss: every routed expert's biases, expert e's at e * moeIntermediateSize (gate, up) and
+    // e * hiddenSize (down); empty for the other families.
+    std::vector<float> gateBias, upBias, downBias;
+    // The routed experts' gated activation (the config's, kept here for whoever runs them).
+    ExpertActivation activation = ExpertActivation::Silu;
+    float swigluAlpha = 1.702f, swigluLimit = 7.0f;
     std::optional<MlpWeights> shared;
 };
 

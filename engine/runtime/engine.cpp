@@ -220,6 +220,7 @@ struct Engine::Impl {
         } else {
             packed = std::make_unique<runtime::PackedExperts>(config, weights, type, pool);
         }
+        packed->setEpilogues(weights);
         info.experts = std::string(io::expertTypeName(type));
         return packed->newRunner();
     }
@@ -229,15 +230,17 @@ struct Engine::Impl {
     ExpertPrecision autoPrecision() {
         if (config.numExperts == 0) return ExpertPrecision::Reference;
         const auto& first = *std::find_if(weights.layers.begin(), weights.layers.end(), [](const auto& l) { return l.moe.has_value(); });
-        // compressed-tensors int4 experts (Kimi-K2-Thinking) are INT4 already: packed as they are, exactly.
+        // compressed-tensors int4 experts (Kimi-K2-Thinking) are INT4 already, gpt-oss's MXFP4 ones MXFP4:
+        // packed as they are, exactly.
         const bool int4 = first.moe->experts.front().gate.dtype == io::DType::I4;
+        const bool mxfp4 = first.moe->experts.front().gate.dtype == io::DType::E2M1;
         if (first.moe->experts.front().gate.dtype == io::DType::F8_E4M3) {
             info.expertsNotice = "the experts are FP8, which bf16 cannot hold exactly; they run on the slower reference "
                                  "path. Convert the model (tandem-cli convert) to int8 or int4 for the fast kernels.";
             return ExpertPrecision::Reference;
         }
-        const auto layout = io::ExpertLayout::make(int4 ? io::ExpertType::INT4 : io::ExpertType::BF16, config.hiddenSize,
-                                                   config.moeIntermediateSize);
+        const auto layout = io::ExpertLayout::make(int4 ? io::ExpertType::INT4 : mxfp4 ? io::ExpertType::MXFP4 : io::ExpertType::BF16,
+                                                   config.hiddenSize, config.moeIntermediateSize);
         const std::uint64_t packedBytes =
             static_cast<std::uint64_t>(config.moeLayerCount()) * config.numExperts * layout.expertBytes;
         if (packedBytes > cpu::availableMemoryBytes() / 10 * 8) {
@@ -246,7 +249,7 @@ struct Engine::Impl {
                                  "model (tandem-cli convert) for the fast kernels.";
             return ExpertPrecision::Reference;
         }
-        return int4 ? ExpertPrecision::INT4 : ExpertPrecision::BF16;
+        return int4 ? ExpertPrecision::INT4 : mxfp4 ? ExpertPrecision::MXFP4 : ExpertPrecision::BF16;
     }
 
     std::unique_ptr<model::RoutedExperts> storeExperts(ExpertPrecision precision) {
@@ -257,6 +260,7 @@ struct Engine::Impl {
                         "expert setting");
         packed = std::make_unique<runtime::PackedExperts>(config, store->layout(),
                                                           [this](int layer) { return store->layerExperts(layer); }, pool);
+        packed->setEpilogues(weights);
         info.experts = std::string(io::expertTypeName(type)) + " (packed store)";
         info.weightBytes += static_cast<std::uint64_t>(store->moeLayers().size()) * store->experts() * store->layout().expertBytes;
         return packed->newRunner();
@@ -284,14 +288,11 @@ struct Engine::Impl {
             gpuExperts.counter = &*usage;
         }
         try {
-            // GLM-4.5's attention (q/k/v biases, a partial rotary width): the GPU kernels take it
-            // (launchAddBias; the rotations cover rope.dim of each head), but it has not run on a GPU yet,
-            // so it stays on the CPU unless TANDEM_GPU_GLM=1 asks to try it (the fixture check does).
-            const char* tryGlm = std::getenv("TANDEM_GPU_GLM");
-            const bool gpuAttention = (!config.attentionBias && config.rotaryDim == 0) || (tryGlm && std::string(tryGlm) == "1");
-            if (!gpuAttention)
-                reason = config.modelType + "'s attention (q/k/v biases, partial rotary) runs on the CPU path only so far "
-                                            "(its GPU kernels are not verified yet)";
+            // gpt-oss (sinks, an o_proj bias, experts with biases and the clamped SwiGLU) is not in the
+            // GPU kernels yet. GLM-4.5's biases and partial rotary are (checked on the H200, 2026-12-04).
+            const bool gpuModel = !config.attentionSinks && !config.attentionOutputBias && !config.expertBiases;
+            if (!gpuModel)
+                reason = config.modelType + "'s attention sinks and expert biases run on the CPU path only so far";
             else
                 gpu = gpuBackendForTests()
                           ? gpuBackendForTests()(config, weights, pool, info.contextLength, expertsFactory())

@@ -151,6 +151,25 @@ PackedExperts::PackedExperts(const model::ModelConfig& c, const io::ExpertLayout
         }
 }
 
+void PackedExperts::setEpilogues(const model::ModelWeights& weights) {
+    for (std::size_t l = 0; l < layers_.size() && l < weights.layers.size(); ++l) {
+        const auto& moe = weights.layers[l].moe;
+        if (!layers_[l] || !moe) continue;
+        if (moe->gateBias.empty() && moe->upBias.empty() && moe->downBias.empty() &&
+            moe->activation == model::ExpertActivation::Silu)
+            continue;
+        cpu::MoeExpertEpilogue e;
+        e.activation = moe->activation == model::ExpertActivation::ClampedSwiglu ? cpu::GatedActivation::ClampedSwiglu
+                                                                                 : cpu::GatedActivation::SiluMul;
+        e.alpha = moe->swigluAlpha;
+        e.limit = moe->swigluLimit;
+        e.gateBias = moe->gateBias;
+        e.upBias = moe->upBias;
+        e.downBias = moe->downBias;
+        layers_[l]->setEpilogue(e);
+    }
+}
+
 std::uint64_t PackedExperts::ownedBytes() const {
     std::uint64_t n = 0;
     for (const auto& m : memory_) n += m.size();

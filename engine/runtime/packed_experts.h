@@ -39,6 +39,10 @@ public:
     // Bytes of packed experts in memory (0 when they are read from mapped files).
     std::uint64_t ownedBytes() const;
 
+    // Gives each MoE layer its experts' biases and gated activation (gpt-oss) from the loaded weights; a
+    // layer with neither keeps the plain SiLU path.
+    void setEpilogues(const model::ModelWeights& weights);
+
     // A runner for one thread's calls: the engine thread's, or the GPU path's expert bridge.
     std::unique_ptr<model::QueuedRoutedExperts> newRunner();
 

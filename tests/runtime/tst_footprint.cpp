@@ -114,6 +114,10 @@ private slots:
         // GLM-4.5-Air's card counts 12 B active without its 1.2 B embedding and output head.
         QTest::newRow("GLM-4.5-Air") << "GLM-4.5-Air" << 106.0 << 13.2;
         QTest::newRow("GLM-4.5") << "GLM-4.5" << 355.0 << 32.0;
+        QTest::newRow("GLM-4.6") << "GLM-4.6" << 355.0 << 32.0;
+        // gpt-oss's card counts 5.13 B / 3.61 B active without its 0.58 B embedding table.
+        QTest::newRow("gpt-oss-120b") << "gpt-oss-120b" << 116.8 << 5.13 + 0.58;
+        QTest::newRow("gpt-oss-20b") << "gpt-oss-20b" << 20.9 << 3.61 + 0.58;
     }
 
     void theCuratedModelsHaveTheirPublishedSizes() {

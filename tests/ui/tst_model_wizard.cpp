@@ -223,7 +223,8 @@ private slots:
         QStringList names;
         for (int i = 0; i < list->topLevelItemCount(); ++i) names << list->topLevelItem(i)->text(0);
         QCOMPARE(names, QStringList({"DeepSeek-V3", "DeepSeek-R1", "Kimi-K2", "Kimi-K2-Thinking", "Qwen3-235B-A22B",
-                                     "Qwen3-30B-A3B", "DeepSeek-V2-Lite", "Mixtral-8x7B", "GLM-4.5-Air", "GLM-4.5"}));
+                                     "Qwen3-30B-A3B", "DeepSeek-V2-Lite", "Mixtral-8x7B", "gpt-oss-120b", "gpt-oss-20b",
+                                     "GLM-4.6", "GLM-4.5-Air", "GLM-4.5"}));
         QTreeWidgetItem* v3 = list->topLevelItem(0);
         QCOMPARE(v3->text(1), QStringLiteral("671 B (37.6 B)"));
         QVERIFY2(v3->text(2).endsWith(" GB") && v3->text(2).startsWith("6"), qPrintable(v3->text(2)));

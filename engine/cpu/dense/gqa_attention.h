@@ -23,6 +23,7 @@ struct GqaAttentionArgs {
     int window = 0;   // 0: every earlier position; else the last `window` positions (first = pos - window + 1)
     int heads = 0, kvHeads = 0, headDim = 0;
     float scale = 1.0f;
+    const float* sinks = nullptr;  // optional: one logit per head that joins each softmax, with no value (gpt-oss)
     float* out = nullptr;  // [tokens, heads * headDim]
 };
 

@@ -37,6 +37,7 @@ struct Terms {
     std::size_t oToken = 0, oHead = 0;    // [vDim] per (token, head)
     int tokens = 0, start = 0, window = 0, heads = 0, kvHeads = 0;
     float scale = 1.0f;
+    const float* sinks = nullptr;         // per head, or none
     int group() const { return heads / kvHeads; }
     int blocks() const { return (group() + kBlock - 1) / kBlock; }
 };
@@ -172,9 +173,9 @@ void attention(const Terms& a, ThreadPool& pool) {
                 const auto partOf = [&](int c) {
                     return parts + (firstItem[r] + (static_cast<std::size_t>(g) * blocks + b) * chunks + c) * partFloats + i * stride;
                 };
-                float m = -INFINITY;
+                float m = a.sinks ? a.sinks[h] : -INFINITY;
                 for (int c = 0; c < chunks; ++c) m = std::max(m, partOf(c)[0]);
-                float l = 0.0f;
+                float l = a.sinks ? std::exp(a.sinks[h] - m) : 0.0f;
                 float* out = a.out + static_cast<std::size_t>(t) * a.oToken + static_cast<std::size_t>(h) * a.oHead;
                 std::fill_n(out, vd, 0.0f);
                 for (int c = 0; c < chunks; ++c) {
@@ -209,6 +210,7 @@ inline Terms gqaTerms(const GqaAttentionArgs& a) {
     x.heads = a.heads;
     x.kvHeads = a.kvHeads;
     x.scale = a.scale;
+    x.sinks = a.sinks;
     return x;
 }
 

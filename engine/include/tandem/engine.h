@@ -32,6 +32,7 @@ enum class ExpertPrecision {
     INT8,       // symmetric per output channel
     INT4,       // symmetric, groups of 32 inputs (4.5 bits per weight)
     Reference,  // the checkpoint's matrices as they are, float32 arithmetic: exact but slow
+    MXFP4,      // OCP microscaling FP4 (gpt-oss's release format, kept exactly; others rounded to nearest)
 };
 
 // How the dense weights are held, on the CPU path and the GPU: attention's projections, dense and shared

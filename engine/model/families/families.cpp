@@ -8,9 +8,11 @@ extern const Family kDeepseekV3Family;
 extern const Family kDeepseekV2Family;
 extern const Family kMixtralFamily;
 extern const Family kGlm4MoeFamily;
+extern const Family kGptOssFamily;
 
 namespace {
-const Family* const kFamilies[] = {&kQwen3MoeFamily, &kDeepseekV3Family, &kDeepseekV2Family, &kMixtralFamily, &kGlm4MoeFamily};
+const Family* const kFamilies[] = {&kQwen3MoeFamily, &kDeepseekV3Family, &kDeepseekV2Family, &kMixtralFamily, &kGlm4MoeFamily,
+                                      &kGptOssFamily};
 }
 
 const Family* findFamily(std::string_view modelType) {
