@@ -24,7 +24,7 @@ constexpr NamedType kTypes[] = {
     {"F64", DType::F64, 8},          {"Q8_0", DType::Q8_0, 34, 32, false},
     {"Q4_0", DType::Q4_0, 18, 32, false},     {"Q4_K", DType::Q4_K, 144, 256, false},
     {"Q5_K", DType::Q5_K, 176, 256, false},   {"Q6_K", DType::Q6_K, 210, 256, false},
-    {"IQ4_XS", DType::IQ4_XS, 136, 256, false},
+    {"IQ4_XS", DType::IQ4_XS, 136, 256, false}, {"MXFP4", DType::MXFP4, 17, 32, false},
     {"E2M1", DType::E2M1, 16, 32, false},
     {"I4", DType::I4, 4, 8, false},
 };

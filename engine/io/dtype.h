@@ -13,6 +13,9 @@ namespace tandem::io {
 enum class DType : std::uint8_t {
     F32, F16, BF16, F8_E4M3, I32, I64, U8, I8, BOOL, F64,
     Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, IQ4_XS,  // GGUF only
+    // GGUF's MXFP4 (ggml type 39, gpt-oss's experts in llama.cpp's files): 17-byte blocks of 32 values, the
+    // E8M0 scale byte, then 16 bytes holding value j in the low nibble of byte j and j + 16 in its high one.
+    MXFP4,
     // The FP4 (e2m1) values of an MXFP4 tensor as gpt-oss's release stores them (`*_blocks`): 32 values per
     // 16 bytes, value 2b in byte b's low nibble and 2b + 1 in its high one; the E8M0 scales lie in a
     // tensor of their own (`*_scales`), which cpu::WeightMatrix carries beside (e8m0).

@@ -24,7 +24,7 @@ constexpr GgmlType kTypes[] = {
     {26, "I32", 1, 4, std::nullopt},      {27, "I64", 1, 8, std::nullopt},
     {28, "F64", 1, 8, std::nullopt},      {29, "IQ1_M", 256, 56, std::nullopt},
     {30, "BF16", 1, 2, DType::BF16},      {34, "TQ1_0", 256, 54, std::nullopt},
-    {35, "TQ2_0", 256, 66, std::nullopt}, {39, "MXFP4", 32, 17, std::nullopt},
+    {35, "TQ2_0", 256, 66, std::nullopt}, {39, "MXFP4", 32, 17, DType::MXFP4},
 };
 
 float half(const std::uint8_t* p) { return f16ToFloat(static_cast<std::uint16_t>(p[0] | p[1] << 8)); }
@@ -136,6 +136,17 @@ void iq4_xs(const std::uint8_t* b, float* y) {
     }
 }
 
+// MXFP4, 17 bytes: an E8M0 scale byte e, then 16 bytes of FP4 e2m1 codes: byte i holds value i in its low
+// nibble and value i + 16 in its high one; value = e2m1 * 2^(e - 127). (ggml's table holds twice the e2m1
+// values and halves the scale instead: the same products.)
+void mxfp4(const std::uint8_t* b, float* y) {
+    const float s = e8m0ToFloat(b[0]);
+    for (int i = 0; i < 16; ++i) {
+        y[i] = kE2M1Values[b[1 + i] & 0xf] * s;
+        y[i + 16] = kE2M1Values[b[1 + i] >> 4] * s;
+    }
+}
+
 }  // namespace
 
 const GgmlType* ggmlType(std::uint32_t id) {
@@ -144,7 +155,7 @@ const GgmlType* ggmlType(std::uint32_t id) {
     return nullptr;
 }
 
-std::string_view supportedGgmlTypes() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, IQ4_XS"; }
+std::string_view supportedGgmlTypes() { return "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, IQ4_XS, MXFP4"; }
 
 void dequantizeBlocks(DType type, const std::byte* src, std::int64_t count, float* out) {
     void (*block)(const std::uint8_t*, float*) = nullptr;
@@ -155,6 +166,7 @@ void dequantizeBlocks(DType type, const std::byte* src, std::int64_t count, floa
     case DType::Q5_K: block = q5_K; break;
     case DType::Q6_K: block = q6_K; break;
     case DType::IQ4_XS: block = iq4_xs; break;
+    case DType::MXFP4: block = mxfp4; break;
     default: return;
     }
     const std::size_t values = dtypeBlockValues(type), bytes = dtypeSize(type);

@@ -1,6 +1,6 @@
 #pragma once
 // The tensor types of GGUF files (ggml's type ids), their block sizes, and dequantization of the
-// block-quantized ones Tandem reads: Q8_0, Q4_0, Q4_K, Q5_K, Q6_K and IQ4_XS. A block holds 32 or
+// block-quantized ones Tandem reads: Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, IQ4_XS and MXFP4. A block holds 32 or
 // 256 consecutive values of one row with the scales they share; io/gguf_quant.cpp describes each.
 #include <cstddef>
 #include <cstdint>

@@ -260,6 +260,55 @@ ordered_json glm4moe(const io::GgufModel& g, const Metadata& m) {
     return c;
 }
 
+// gpt-oss (llama.cpp's "gpt-oss", its openai-moe model): GQA with q/k/v/o biases and a sink per head,
+// sliding and full layers (attention.sliding_window_pattern as a per-layer array or a period, else every
+// other layer starting with a sliding one, as llama.cpp's load_swa_pattern(2)), YaRN, every layer a
+// mixture of experts with a biased router and biased experts. The clamped SwiGLU's alpha and limit are
+// not in the file (llama.cpp fixes them at 1.702 and 7, as the release has), nor is YaRN's truncation:
+// the release's correction range is not rounded out (truncate false).
+ordered_json gptOss(const io::GgufModel& g, const Metadata& m) {
+    ordered_json c = {{"model_type", "gpt_oss"}};
+    addCommon(g, m, c);
+    const int layers = m.layerCount("block_count");
+    c["num_hidden_layers"] = layers;
+    c["num_key_value_heads"] = m.integer("attention.head_count_kv", c["num_attention_heads"].get<std::int64_t>());
+    const auto headDim = m.integer("attention.key_length");
+    if (m.integer("attention.value_length", headDim) != headDim)
+        m.fail("attention.value_length", "differs from attention.key_length, which gpt-oss does not do");
+    c["head_dim"] = headDim;
+    c["attention_bias"] = true;
+    c["intermediate_size"] = m.integer("expert_feed_forward_length", m.integer("feed_forward_length", 0));
+    if (c["intermediate_size"].get<std::int64_t>() <= 0) m.fail("expert_feed_forward_length", "is missing");
+    c["num_local_experts"] = m.integer("expert_count");
+    c["num_experts_per_tok"] = m.integer("expert_used_count");
+    const auto window = m.integer("attention.sliding_window");
+    if (window <= 0) m.fail("attention.sliding_window", "is not a positive number of tokens");
+    c["sliding_window"] = window;
+    if (const auto* swaBase = m.find("rope.freq_base_swa");
+        swaBase && (!swaBase->isNumber() || swaBase->number() != c["rope_theta"].get<double>()))
+        m.fail("rope.freq_base_swa", "differs from rope.freq_base; Tandem's gpt-oss uses one rotary base for every layer");
+    ordered_json types = ordered_json::array();
+    const auto* pattern = m.find("attention.sliding_window_pattern");
+    if (pattern && pattern->type == io::GgufValueType::Array) {
+        if (static_cast<int>(pattern->items.size()) < layers)
+            m.fail("attention.sliding_window_pattern", "does not list every one of the " + std::to_string(layers) + " layers");
+        for (int l = 0; l < layers; ++l) {
+            const auto& item = pattern->items[static_cast<std::size_t>(l)];
+            if (item.type != io::GgufValueType::Bool) m.fail("attention.sliding_window_pattern", "is not an array of booleans");
+            types.push_back(item.boolean ? "sliding_attention" : "full_attention");
+        }
+    } else {
+        const auto period = m.integer("attention.sliding_window_pattern", 2);
+        if (period < 0) m.fail("attention.sliding_window_pattern", "is negative");
+        for (int l = 0; l < layers; ++l)
+            types.push_back(period == 0 || l % period < period - 1 ? "sliding_attention" : "full_attention");
+    }
+    c["layer_types"] = types;
+    addRopeScaling(m, c, false);
+    if (c.contains("rope_scaling")) c["rope_scaling"]["truncate"] = false;
+    return c;
+}
+
 std::string architectureOf(const io::GgufModel& g) {
     const auto* arch = g.find("general.architecture");
     if (!arch || arch->type != io::GgufValueType::String)
@@ -277,9 +326,10 @@ std::string ggufConfigJson(const io::GgufModel& g) {
     else if (arch == "deepseek2") c = deepseek2(g, m);
     else if (arch == "llama") c = mixtral(g, m);
     else if (arch == "glm4moe") c = glm4moe(g, m);
+    else if (arch == "gpt-oss") c = gptOss(g, m);
     else
         throw Error(g.path().string() + ": architecture '" + arch +
-                    "' is not supported (Tandem imports qwen3moe, deepseek2, glm4moe and llama with experts, i.e. Mixtral)");
+                    "' is not supported (Tandem imports qwen3moe, deepseek2, glm4moe, gpt-oss and llama with experts, i.e. Mixtral)");
     c["torch_dtype"] = "bfloat16";
     c["tandem_source"] = "converted from " + g.path().filename().string();
     return c.dump(2);

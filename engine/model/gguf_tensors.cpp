@@ -39,7 +39,7 @@ constexpr LayerName kLayerNames[] = {
     {"attn_kv_a_mqa.weight", "self_attn.kv_a_proj_with_mqa.weight"},
     {"attn_kv_a_norm.weight", "self_attn.kv_a_layernorm.weight"},
     {"attn_kv_b.weight", "self_attn.kv_b_proj.weight"},
-    {"ffn_gate_inp.weight", "MOE.gate.weight"},
+    {"ffn_gate_inp.weight", "MOE.ROUTER.weight"},
     {"exp_probs_b.bias", "MOE.gate.e_score_correction_bias"},
     {"ffn_gate_shexp.weight", "mlp.shared_experts.gate_proj.weight"},
     {"ffn_up_shexp.weight", "mlp.shared_experts.up_proj.weight"},
@@ -47,6 +47,24 @@ constexpr LayerName kLayerNames[] = {
     {"ffn_gate.weight", "mlp.gate_proj.weight"},
     {"ffn_up.weight", "mlp.up_proj.weight"},
     {"ffn_down.weight", "mlp.down_proj.weight"},
+};
+
+// The names only some families' tensors have, each with the configuration that says the model has it
+// (gpt-oss: the output projection's bias, the sinks, the router's bias, the experts' biases [E, I] and
+// [E, H], which get Hugging-Face-like names: the release fuses gate and up, llama.cpp splits them).
+struct OptionalLayerName {
+    const char* gguf;
+    const char* hf;
+    bool ModelConfig::*present;
+};
+
+constexpr OptionalLayerName kOptionalLayerNames[] = {
+    {"attn_output.bias", "self_attn.o_proj.bias", &ModelConfig::attentionOutputBias},
+    {"attn_sinks.weight", "self_attn.sinks", &ModelConfig::attentionSinks},
+    {"ffn_gate_inp.bias", "MOE.ROUTER.bias", &ModelConfig::routerBias},
+    {"ffn_gate_exps.bias", "MOE.experts.gate_proj_bias", &ModelConfig::expertBiases},
+    {"ffn_up_exps.bias", "MOE.experts.up_proj_bias", &ModelConfig::expertBiases},
+    {"ffn_down_exps.bias", "MOE.experts.down_proj_bias", &ModelConfig::expertBiases},
 };
 
 // "blk.12.attn_q.weight" -> {12, "attn_q.weight"}.
@@ -107,12 +125,17 @@ void GgufTensors::add(const io::GgufTensor& t) {
         if (rest == "ffn_gate_exps.weight") return addExperts(t, moe, std::string(names.gate));
         if (rest == "ffn_up_exps.weight") return addExperts(t, moe, std::string(names.up));
         if (rest == "ffn_down_exps.weight") return addExperts(t, moe, std::string(names.down));
+        const auto rename = [&](const char* to) {
+            hf = to;
+            if (hf.starts_with("MOE.")) hf = moe + hf.substr(4);
+            else hf = prefix + hf;
+            if (const auto at = hf.find("ROUTER."); at != std::string::npos)
+                hf = hf.substr(0, at) + std::string(names.router) + hf.substr(at + 6);
+        };
         for (const auto& n : kLayerNames)
-            if (rest == n.gguf) {
-                hf = n.hf;
-                if (hf.starts_with("MOE.")) hf = moe + hf.substr(4);
-                else hf = prefix + hf;
-            }
+            if (rest == n.gguf) rename(n.hf);
+        for (const auto& n : kOptionalLayerNames)
+            if (rest == n.gguf && config_.*n.present) rename(n.hf);
         if (config_.family->ggufPermutesQk && (rest == "attn_q.weight" || rest == "attn_k.weight"))
             e.permutedHeadRows = config_.headDim;
     }

@@ -6,6 +6,7 @@
 
 #include "cpu/dense/quantize_dense.h"
 #include "io/compressed_tensors.h"
+#include "io/gguf_quant.h"
 #include "model/family.h"
 #include "tandem/error.h"
 
@@ -47,12 +48,17 @@ public:
     std::vector<float> vector(const std::string& name, std::int64_t n, std::vector<std::int64_t> shape = {}) {
         const io::TensorView t = ckpt_.view(name);
         const auto type = t.dtype;
-        if (type != io::DType::F32 && type != io::DType::F16 && type != io::DType::BF16)
+        // A GGUF may quantize a 2-D one (gpt-oss's expert biases [E, I]) when its rows fit the blocks.
+        const bool blocks = io::isBlockQuantized(type) && type != io::DType::E2M1 && type != io::DType::I4 && !t.shape.empty() &&
+                            t.shape.back() % static_cast<std::int64_t>(io::dtypeBlockValues(type)) == 0;
+        if (type != io::DType::F32 && type != io::DType::F16 && type != io::DType::BF16 && !blocks)
             throw Error(t.source + " has type " + std::string(io::dtypeName(type)) + "; expected F32, F16 or BF16");
         expectShape(t, shape.empty() ? std::vector<std::int64_t>{n} : shape);
         std::vector<float> v(static_cast<std::size_t>(n));
         const std::size_t size = io::dtypeSize(type);
-        for (std::int64_t i = 0; i < n; ++i) v[i] = io::loadAsFloat(type, t.data + i * size);
+        if (blocks) io::dequantizeBlocks(type, t.data, n, v.data());
+        else
+            for (std::int64_t i = 0; i < n; ++i) v[i] = io::loadAsFloat(type, t.data + i * size);
         expectFinite(v, t.source);
         return v;
     }
@@ -68,6 +74,7 @@ public:
     }
 
     std::string describe() const { return ckpt_.describe(); }
+    bool has(const std::string& name) const { return ckpt_.has(name); }
 
     // The router's few rows are read whole at load (cheap), so a damaged one is named now rather than
     // routing every token by NaN.
@@ -188,21 +195,52 @@ void loadGqa(Loader& l, const ModelConfig& c, const std::string& p, GqaWeights& 
     if (c.attentionSinks) w.sinks = l.vector(p + "self_attn.sinks", c.numHeads);
 }
 
-// gpt-oss's routed experts as its release stores them: per layer, gate_up_proj_blocks [E, 2I, H/32, 16] and
-// gate_up_proj_scales [E, 2I, H/32] (row 2i gate row i, row 2i + 1 up row i), down_proj_blocks [E, H, I/32,
-// 16] and down_proj_scales [E, H, I/32], viewed in place per expert (E2M1 matrices with their E8M0
-// scales); the biases gate_up_proj_bias [E, 2I] (interleaved the same way) and down_proj_bias [E, H].
+// gpt-oss's routed experts, from either of two layouts.
+// The release's (Hugging Face): per layer, gate_up_proj_blocks [E, 2I, H/32, 16] and gate_up_proj_scales
+// [E, 2I, H/32] (row 2i gate row i, row 2i + 1 up row i), down_proj_blocks [E, H, I/32, 16] and
+// down_proj_scales [E, H, I/32], viewed in place per expert (E2M1 matrices with their E8M0 scales); the
+// biases gate_up_proj_bias [E, 2I] (interleaved the same way) and down_proj_bias [E, H].
+// llama.cpp's (a GGUF through model/gguf_tensors.h, or a store converted from one): one matrix per expert,
+// experts.E.{gate,up,down}_proj.weight of any type (GGUF's MXFP4 blocks among them), and the biases apart:
+// gate_proj_bias and up_proj_bias [E, I], down_proj_bias [E, H].
+bool hasSplitGptOssBiases(Loader& l, const std::string& moe) {
+    const bool gate = l.has(moe + "experts.gate_proj_bias"), up = l.has(moe + "experts.up_proj_bias");
+    if (gate != up)
+        throw Error(l.describe() + ": '" + moe + "experts." + (gate ? "up" : "gate") + "_proj_bias' is missing beside '" +
+                    moe + "experts." + (gate ? "gate" : "up") + "_proj_bias'; the model is incomplete");
+    return gate;
+}
+
 void loadGptOssExperts(Loader& l, const ModelConfig& c, const std::string& moe, MoeWeights& m, bool routedExperts) {
     const std::int64_t experts = c.numExperts, hidden = c.hiddenSize, inter = c.moeIntermediateSize;
-    const std::vector<float> gateUpBias = l.vector(moe + "experts.gate_up_proj_bias", experts * 2 * inter, {experts, 2 * inter});
+    const bool split = hasSplitGptOssBiases(l, moe);
+    if (!split && !l.has(moe + "experts.gate_up_proj_bias"))
+        throw Error(l.describe() + ": gpt-oss's expert biases are missing: neither '" + moe +
+                    "experts.gate_up_proj_bias' (the Hugging Face release) nor '" + moe +
+                    "experts.gate_proj_bias' and 'up_proj_bias' (llama.cpp's ffn_gate_exps.bias, ffn_up_exps.bias)");
     m.downBias = l.vector(moe + "experts.down_proj_bias", experts * hidden, {experts, hidden});
-    m.gateBias.resize(static_cast<std::size_t>(experts * inter));
-    m.upBias.resize(m.gateBias.size());
-    for (std::int64_t i = 0; i < experts * inter; ++i) {
-        m.gateBias[static_cast<std::size_t>(i)] = gateUpBias[static_cast<std::size_t>(2 * i)];
-        m.upBias[static_cast<std::size_t>(i)] = gateUpBias[static_cast<std::size_t>(2 * i + 1)];
+    if (split) {
+        m.gateBias = l.vector(moe + "experts.gate_proj_bias", experts * inter, {experts, inter});
+        m.upBias = l.vector(moe + "experts.up_proj_bias", experts * inter, {experts, inter});
+    } else {
+        const std::vector<float> gateUpBias = l.vector(moe + "experts.gate_up_proj_bias", experts * 2 * inter, {experts, 2 * inter});
+        m.gateBias.resize(static_cast<std::size_t>(experts * inter));
+        m.upBias.resize(m.gateBias.size());
+        for (std::int64_t i = 0; i < experts * inter; ++i) {
+            m.gateBias[static_cast<std::size_t>(i)] = gateUpBias[static_cast<std::size_t>(2 * i)];
+            m.upBias[static_cast<std::size_t>(i)] = gateUpBias[static_cast<std::size_t>(2 * i + 1)];
+        }
     }
     if (!routedExperts) return;
+    if (l.has(moe + "experts.0.gate_proj.weight")) {  // one matrix per expert (llama.cpp's layout)
+        if (!split)
+            throw Error(l.describe() + ": gpt-oss's experts are stored one matrix per expert, but their gate and up biases "
+                        "are fused (experts.gate_up_proj_bias); the layouts do not mix");
+        m.experts.reserve(static_cast<std::size_t>(experts));
+        for (std::int64_t e = 0; e < experts; ++e)
+            m.experts.push_back(l.mlp(moe + "experts." + std::to_string(e) + ".", inter, "gate_proj", "up_proj", "down_proj"));
+        return;
+    }
     if (!c.mxfp4Experts)
         throw Error(l.describe() + ": gpt-oss with unquantized experts (experts.gate_up_proj) is not supported; "
                     "use the release's MXFP4 checkpoint (quantization_config mxfp4)");

@@ -72,7 +72,8 @@ public:
     Builder(const QString& fixture, const GgufFixtureOptions& o)
         : dir_(QFileInfo(fixture).isAbsolute() ? fixture : fixturePath(fixture)), o_(o), config_(readJson(dir_ + "/config.json")), ckpt_(dir_.toStdString()) {
         const QString type = config_["model_type"].toString();
-        arch_ = type == "qwen3_moe" ? "qwen3moe" : type == "mixtral" ? "llama" : type == "glm4_moe" ? "glm4moe" : "deepseek2";
+        arch_ = type == "qwen3_moe" ? "qwen3moe" : type == "mixtral" ? "llama" : type == "glm4_moe" ? "glm4moe"
+              : type == "gpt_oss"   ? "gpt-oss"  : "deepseek2";
     }
 
     GgufWriter build() {
@@ -111,6 +112,8 @@ private:
             w_.u32(key("expert_count"), static_cast<std::uint32_t>(cfg("num_local_experts")));
         } else if (arch_ == "glm4moe") {
             glmMetadata(layers);
+        } else if (arch_ == "gpt-oss") {
+            gptOssMetadata(layers);
         } else {
             deepseekMetadata(layers);
         }
@@ -133,6 +136,29 @@ private:
         w_.f32(key("expert_weights_scale"), static_cast<float>(config_["routed_scaling_factor"].toDouble()));
         if (config_["norm_topk_prob"].toBool()) w_.boolean(key("expert_weights_norm"), true);
         w_.u32(key("expert_gating_func"), 2);
+    }
+
+    // As llama.cpp's converter writes gpt-oss: the experts' width twice (feed_forward_length above and
+    // expert_feed_forward_length), the sliding window without a pattern (llama.cpp's default for the
+    // architecture is every other layer, starting with a sliding one), YaRN with its betas.
+    void gptOssMetadata(int layers) {
+        w_.u32(key("block_count"), static_cast<std::uint32_t>(layers));
+        w_.u32(key("attention.head_count_kv"), static_cast<std::uint32_t>(cfg("num_key_value_heads")));
+        w_.u32(key("attention.key_length"), static_cast<std::uint32_t>(cfg("head_dim")));
+        w_.u32(key("attention.value_length"), static_cast<std::uint32_t>(cfg("head_dim")));
+        w_.u32(key("expert_count"), static_cast<std::uint32_t>(cfg("num_local_experts")));
+        w_.u32(key("expert_feed_forward_length"), static_cast<std::uint32_t>(cfg("intermediate_size")));
+        w_.u32(key("attention.sliding_window"), static_cast<std::uint32_t>(cfg("sliding_window")));
+        const QJsonArray types = config_["layer_types"].toArray();
+        for (int l = 0; l < types.size(); ++l)
+            if ((types[l].toString() == "sliding_attention") != (l % 2 == 0))
+                throw std::runtime_error("layer_types differ from llama.cpp's gpt-oss pattern");
+        const QJsonObject yarn = config_["rope_scaling"].toObject();
+        w_.string(key("rope.scaling.type"), "yarn");
+        w_.f32(key("rope.scaling.factor"), static_cast<float>(yarn["factor"].toDouble()));
+        w_.u32(key("rope.scaling.original_context_length"), static_cast<std::uint32_t>(yarn["original_max_position_embeddings"].toInt()));
+        for (const char* beta : {"beta_fast", "beta_slow"})
+            if (yarn.contains(beta)) w_.f32(key(std::string("rope.scaling.yarn_") + beta), static_cast<float>(yarn[beta].toDouble()));
     }
 
     void deepseekMetadata(int layers) {
@@ -227,7 +253,7 @@ private:
             {"self_attn.q_a_proj", "attn_q_a"}, {"self_attn.q_a_layernorm", "attn_q_a_norm"},
             {"self_attn.q_b_proj", "attn_q_b"}, {"self_attn.kv_a_proj_with_mqa", "attn_kv_a_mqa"},
             {"self_attn.kv_a_layernorm", "attn_kv_a_norm"}, {"self_attn.kv_b_proj", "attn_kv_b"},
-            {"mlp.gate", "ffn_gate_inp"}, {"block_sparse_moe.gate", "ffn_gate_inp"},
+            {"mlp.gate", "ffn_gate_inp"}, {"block_sparse_moe.gate", "ffn_gate_inp"}, {"mlp.router", "ffn_gate_inp"},
             {"mlp.shared_experts.gate_proj", "ffn_gate_shexp"}, {"mlp.shared_experts.up_proj", "ffn_up_shexp"},
             {"mlp.shared_experts.down_proj", "ffn_down_shexp"}, {"mlp.gate_proj", "ffn_gate"},
             {"mlp.up_proj", "ffn_up"}, {"mlp.down_proj", "ffn_down"},
@@ -235,12 +261,15 @@ private:
         if (hf == "model.embed_tokens.weight") return "token_embd.weight";
         if (hf == "model.norm.weight") return "output_norm.weight";
         if (hf == "lm_head.weight") return "output.weight";
+        static const std::regex sinks(R"(model\.layers\.(\d+)\.self_attn\.sinks)");  // the converter adds .weight
+        std::smatch s;
+        if (std::regex_match(hf, s, sinks)) return "blk." + s[1].str() + ".attn_sinks.weight";
         static const std::regex layer(R"(model\.layers\.(\d+)\.(.+)\.(weight|bias|e_score_correction_bias))");
         std::smatch m;
         if (!std::regex_match(hf, m, layer)) return {};
         const std::string blk = "blk." + m[1].str() + ".";
         if (m[3] == "e_score_correction_bias") return blk + "exp_probs_b.bias";
-        if (arch_ == "glm4moe" && m[2] == "post_attention_layernorm") return blk + "post_attention_norm.weight";
+        if ((arch_ == "glm4moe" || arch_ == "gpt-oss") && m[2] == "post_attention_layernorm") return blk + "post_attention_norm.weight";
         for (const auto& [from, to] : kNames)
             if (m[2] == from) return blk + to + "." + m[3].str();
         return {};
@@ -273,6 +302,7 @@ private:
         std::map<std::string, std::map<int, Floats>> stacks;  // gguf name -> expert -> weights
         for (const auto& stored : ckpt_.tensorNames()) {
             if (stored.ends_with("_scale_inv") || stored.ends_with(".weight_scale") || stored.ends_with(".weight_shape")) continue;
+            if (stored.find(".mlp.experts.") != std::string::npos && arch_ == "gpt-oss") continue;  // gptOssExperts
             // compressed-tensors int4 (tiny-kimi-k2-int4): X.weight_packed is X.weight, read dequantized
             const std::string name = stored.ends_with(".weight_packed") ? stored.substr(0, stored.size() - 7) : stored;
             std::smatch m;
@@ -295,11 +325,71 @@ private:
             if (o_.splitKvB && g.ends_with("attn_kv_b.weight")) splitKvB(g, f);
             else put(g, f);
         }
+        if (arch_ == "gpt-oss")
+            for (int l = 0; l < layers; ++l) gptOssExperts(l);
         for (const auto& [name, experts] : stacks) {
             Floats all{{static_cast<std::int64_t>(experts.size()), experts.begin()->second.shape[0], experts.begin()->second.shape[1]}, {}};
             for (const auto& [e, f] : experts) all.values.insert(all.values.end(), f.values.begin(), f.values.end());
             put(name, all);
         }
+    }
+
+    // gpt-oss's experts as llama.cpp's converter writes them from the release: gate_up_proj's interleaved rows
+    // (2i gate, 2i + 1 up) apart into ffn_gate_exps and ffn_up_exps [n_embd, n_ff, n_expert], down_proj into
+    // ffn_down_exps [n_ff, n_embd, n_expert], each MXFP4 (ggml type 39) re-blocked from the release's blocks and
+    // scales: a block is the E8M0 byte, then 16 bytes with value j in the low nibble of byte j and j + 16 in
+    // the high one (the release: value 2b low and 2b + 1 high in byte b). The biases are split the same way,
+    // F32. With dequantizedAsBf16 the experts are written as BF16 of the same values (exact: an MXFP4 value has
+    // at most two significant bits).
+    void gptOssExperts(int layer) {
+        const std::string p = "model.layers." + std::to_string(layer) + ".mlp.experts.", blk = "blk." + std::to_string(layer) + ".";
+        const auto bytesOf = [&](const std::string& name) {
+            const auto t = ckpt_.get(name);
+            return std::pair{reinterpret_cast<const std::uint8_t*>(t.data.data()), t.info->shape};
+        };
+        const auto [gateUp, gateUpShape] = bytesOf(p + "gate_up_proj_blocks");
+        const std::uint8_t* gateUpScales = bytesOf(p + "gate_up_proj_scales").first;
+        const std::uint8_t* down = bytesOf(p + "down_proj_blocks").first;
+        const std::uint8_t* downScales = bytesOf(p + "down_proj_scales").first;
+        const std::int64_t experts = gateUpShape[0], inter = gateUpShape[1] / 2, hidden = gateUpShape[2] * 32;
+        // Rows [first, first + step * count) by `step` of each expert, as one stacked MXFP4 tensor.
+        const auto write = [&](const std::string& name, const std::uint8_t* blocks, const std::uint8_t* scales, std::int64_t rowsPerExpert,
+                               std::int64_t first, std::int64_t step, std::int64_t rows, std::int64_t cols) {
+            QByteArray out;
+            std::vector<float> values;
+            for (std::int64_t e = 0; e < experts; ++e)
+                for (std::int64_t r = 0; r < rows; ++r) {
+                    const std::int64_t row = e * rowsPerExpert + first + step * r;
+                    for (std::int64_t g = 0; g < cols / 32; ++g) {
+                        const std::uint8_t* hf = blocks + (row * (cols / 32) + g) * 16;
+                        const std::uint8_t e8m0 = scales[row * (cols / 32) + g];
+                        std::uint8_t codes[32];
+                        for (int b = 0; b < 16; ++b) {
+                            codes[2 * b] = hf[b] & 0xf;
+                            codes[2 * b + 1] = hf[b] >> 4;
+                        }
+                        out.append(static_cast<char>(e8m0));
+                        for (int j = 0; j < 16; ++j) out.append(static_cast<char>(codes[j] | codes[j + 16] << 4));
+                        for (const std::uint8_t c : codes) values.push_back(io::kE2M1Values[c] * io::e8m0ToFloat(e8m0));
+                    }
+                }
+            const std::vector<std::uint64_t> dims = {static_cast<std::uint64_t>(cols), static_cast<std::uint64_t>(rows),
+                                                     static_cast<std::uint64_t>(experts)};
+            if (o_.dequantizedAsBf16) w_.tensor(name, kBF16, dims, quantize(kBF16, values));
+            else w_.tensor(name, kMXFP4, dims, out);
+        };
+        write(blk + "ffn_gate_exps.weight", gateUp, gateUpScales, 2 * inter, 0, 2, inter, hidden);
+        write(blk + "ffn_up_exps.weight", gateUp, gateUpScales, 2 * inter, 1, 2, inter, hidden);
+        write(blk + "ffn_down_exps.weight", down, downScales, hidden, 0, 1, hidden, inter);
+        const Floats gateUpBias = readFloats(ckpt_, p + "gate_up_proj_bias"), downBias = readFloats(ckpt_, p + "down_proj_bias");
+        for (const int half : {0, 1}) {
+            std::vector<float> v;
+            for (std::size_t i = static_cast<std::size_t>(half); i < gateUpBias.values.size(); i += 2) v.push_back(gateUpBias.values[i]);
+            w_.tensor(blk + (half ? "ffn_up_exps.bias" : "ffn_gate_exps.bias"), kF32,
+                      {static_cast<std::uint64_t>(inter), static_cast<std::uint64_t>(experts)}, quantize(kF32, v));
+        }
+        w_.tensor(blk + "ffn_down_exps.bias", kF32, {static_cast<std::uint64_t>(hidden), static_cast<std::uint64_t>(experts)},
+                  quantize(kF32, downBias.values));
     }
 
     // kv_b [heads * (nope + v), lora] -> attn_k_b [heads, lora, nope] (transposed) + attn_v_b [heads, v, lora].

@@ -11,6 +11,7 @@ namespace tandem::test {
 // ggml type ids.
 enum GgmlTypeId : std::uint32_t {
     kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kIQ4_XS = 23, kBF16 = 30,
+    kMXFP4 = 39,  // no quantizer here: the fixture writer re-blocks gpt-oss's MXFP4 experts as they are
 };
 
 const char* ggmlTypeName(std::uint32_t type);
