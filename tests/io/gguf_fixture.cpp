@@ -4,6 +4,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <algorithm>
 #include <map>
 #include <regex>
 
@@ -275,6 +276,11 @@ private:
         return {};
     }
 
+    void tensor(const std::string& name, std::uint32_t type, std::vector<std::uint64_t> dims, QByteArray data) {
+        if (std::find(o_.leaveOut.begin(), o_.leaveOut.end(), name) != o_.leaveOut.end()) return;
+        w_.tensor(name, type, std::move(dims), std::move(data));
+    }
+
     void put(const std::string& name, const Floats& f, std::vector<std::uint64_t> dims) {
         std::uint32_t type = kF32;
         const bool router = name.ends_with("ffn_gate_inp.weight");
@@ -286,10 +292,10 @@ private:
             std::vector<float> values(f.values.size());
             io::dequantizeBlocks(*io::ggmlType(type)->dtype, reinterpret_cast<const std::byte*>(blocks.data()),
                                  static_cast<std::int64_t>(values.size()), values.data());
-            w_.tensor(name, kBF16, std::move(dims), quantize(kBF16, values));
+            tensor(name, kBF16, std::move(dims), quantize(kBF16, values));
             return;
         }
-        w_.tensor(name, type, std::move(dims), quantize(type, f.values));
+        tensor(name, type, std::move(dims), quantize(type, f.values));
     }
     void put(const std::string& name, const Floats& f) {
         put(name, f, {f.shape.rbegin(), f.shape.rend()});
@@ -375,8 +381,8 @@ private:
                 }
             const std::vector<std::uint64_t> dims = {static_cast<std::uint64_t>(cols), static_cast<std::uint64_t>(rows),
                                                      static_cast<std::uint64_t>(experts)};
-            if (o_.dequantizedAsBf16) w_.tensor(name, kBF16, dims, quantize(kBF16, values));
-            else w_.tensor(name, kMXFP4, dims, out);
+            if (o_.dequantizedAsBf16) tensor(name, kBF16, dims, quantize(kBF16, values));
+            else tensor(name, kMXFP4, dims, out);
         };
         write(blk + "ffn_gate_exps.weight", gateUp, gateUpScales, 2 * inter, 0, 2, inter, hidden);
         write(blk + "ffn_up_exps.weight", gateUp, gateUpScales, 2 * inter, 1, 2, inter, hidden);
@@ -385,10 +391,10 @@ private:
         for (const int half : {0, 1}) {
             std::vector<float> v;
             for (std::size_t i = static_cast<std::size_t>(half); i < gateUpBias.values.size(); i += 2) v.push_back(gateUpBias.values[i]);
-            w_.tensor(blk + (half ? "ffn_up_exps.bias" : "ffn_gate_exps.bias"), kF32,
+            tensor(blk + (half ? "ffn_up_exps.bias" : "ffn_gate_exps.bias"), kF32,
                       {static_cast<std::uint64_t>(inter), static_cast<std::uint64_t>(experts)}, quantize(kF32, v));
         }
-        w_.tensor(blk + "ffn_down_exps.bias", kF32, {static_cast<std::uint64_t>(hidden), static_cast<std::uint64_t>(experts)},
+        tensor(blk + "ffn_down_exps.bias", kF32, {static_cast<std::uint64_t>(hidden), static_cast<std::uint64_t>(experts)},
                   quantize(kF32, downBias.values));
     }
 

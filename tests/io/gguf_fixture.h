@@ -6,6 +6,8 @@
 // as llama.cpp falls back); norms and biases stay F32.
 #include <QString>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "gguf_writer.h"
 
@@ -18,6 +20,8 @@ struct GgufFixtureOptions {
     // With a block type as matrixType: its dequantized values written as BF16 instead of its blocks, so a
     // file with exactly the weights the quantized one holds, through a path that has no blocks.
     bool dequantizedAsBf16 = false;
+    // Tensors (llama.cpp's names) left out, to make incomplete files.
+    std::vector<std::string> leaveOut;
 };
 
 // The fixtures of the families llama.cpp's GGUF files are written for here (qwen3moe, llama for Mixtral,

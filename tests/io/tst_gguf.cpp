@@ -162,7 +162,7 @@ private slots:
                          qPrintable(QString("%1 value %2: %3, expected %4").arg(type->name.data()).arg(i).arg(got[i]).arg(expected[i])));
             ++types;
         }
-        QCOMPARE(types, 6);
+        QCOMPARE(types, 7);  // Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, IQ4_XS, MXFP4 (E8M0 exponents 0 to 140)
     }
 
     // Our test quantizers and the reader agree: quantized rows come back within each type's error.
@@ -247,6 +247,9 @@ private slots:
         GgufWriter w;
         w.tensor("odd", kQ8_0, {48}, QByteArray(51, '\0'));
         expectError(w.bytes(), "not a multiple of its block of 32");
+        GgufWriter mx;  // gpt-oss's experts: an MXFP4 row of 48 values
+        mx.tensor("blk.0.ffn_down_exps.weight", kMXFP4, {48, 2, 2}, QByteArray(4 * 26, '\0'));
+        expectError(mx.bytes(), "not a multiple of its block of 32");
     }
     void refusesDuplicates() {
         GgufWriter w = smallFile();

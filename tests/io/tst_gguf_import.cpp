@@ -8,6 +8,8 @@
 #include <QJsonObject>
 #include <QTemporaryDir>
 #include <QTest>
+#include <cstdlib>
+#include <cstring>
 
 #include "gguf_fixture.h"
 #include "gguf_quantize.h"
@@ -16,6 +18,11 @@
 #include "model/gguf_config.h"
 #include "model/gguf_tensors.h"
 #include "convert/convert_model.h"
+#include "cpu/expert_pack.h"
+#include "cpu/int4_repack.h"
+#include "io/checkpoint.h"
+#include "io/expert_layout.h"
+#include "model/weights.h"
 #include "tandem/engine.h"
 #include "tandem/error.h"
 #include "tandem/tokenizer.h"
@@ -90,9 +97,26 @@ private slots:
         QCOMPARE(a.router.scale, b.router.scale);
         QCOMPARE(a.router.hasCorrectionBias, b.router.hasCorrectionBias);
         QCOMPARE(a.ropeTheta, b.ropeTheta);
+        QCOMPARE(a.rmsNormEps, b.rmsNormEps);
+        QCOMPARE(a.maxPositionEmbeddings, b.maxPositionEmbeddings);
+        QCOMPARE(a.tieWordEmbeddings, b.tieWordEmbeddings);
+        // gpt-oss's: biases, sinks, the sliding layers and the clamped SwiGLU
+        QCOMPARE(a.attentionBias, b.attentionBias);
+        QCOMPARE(a.attentionOutputBias, b.attentionOutputBias);
+        QCOMPARE(a.attentionSinks, b.attentionSinks);
+        QCOMPARE(a.slidingWindow, b.slidingWindow);
+        QCOMPARE(a.slidingLayers, b.slidingLayers);
+        QCOMPARE(a.routerBias, b.routerBias);
+        QCOMPARE(a.expertBiases, b.expertBiases);
+        QCOMPARE(a.expertActivation, b.expertActivation);
+        QCOMPARE(a.swigluAlpha, b.swigluAlpha);
+        QCOMPARE(a.swigluLimit, b.swigluLimit);
         QCOMPARE(a.yarn.has_value(), b.yarn.has_value());
         if (a.yarn) {
             QCOMPARE(a.yarn->factor, b.yarn->factor);
+            QCOMPARE(a.yarn->betaFast, b.yarn->betaFast);
+            QCOMPARE(a.yarn->betaSlow, b.yarn->betaSlow);
+            QCOMPARE(a.yarn->truncate, b.yarn->truncate);
             QVERIFY(std::fabs(a.yarn->mscaleAllDim - b.yarn->mscaleAllDim) < 1e-6);
             QCOMPARE(a.yarn->originalMaxPositions, b.yarn->originalMaxPositions);
         }
@@ -101,6 +125,99 @@ private slots:
         const model::GgufTensors tensors(gguf, a);
         QVERIFY(tensors.has("model.layers.1.self_attn.o_proj.weight"));
         QVERIFY(!tensors.has("model.layers.3.eh_proj.weight"));  // DeepSeek-V3's MTP layer is left out
+    }
+
+    // gpt-oss from llama.cpp's layout (per-expert MXFP4 views of ffn_*_exps, split biases) against the
+    // release's (fused, interleaved gate/up blocks): every expert row and bias the same values, and packed as
+    // MXFP4 the same values -- the GGUF's experts go through the float packer, which rounds an MXFP4 group
+    // back to its own values (its scale may differ where a group's largest code is below 6), the release's
+    // through the bit-exact repacker.
+    void gptOssExpertsMatchTheRelease() {
+        const QString fixture = "tiny-gpt-oss";
+        const io::GgufModel gguf(writeGguf(fixture, ggufFromFixture(fixture, {kQ8_0, true})).toStdString());
+        const model::ModelConfig config = model::ggufModelConfig(gguf);
+        const model::GgufTensors tensors(gguf, config);
+        const model::ModelWeights fromGguf = model::loadWeights(tensors, config);
+        const model::ModelConfig hfConfig = model::loadModelConfig(fixturePath(fixture).toStdString());
+        const io::Checkpoint ckpt(fixturePath(fixture).toStdString());
+        const model::ModelWeights fromHf = model::loadWeights(ckpt, hfConfig);
+        QVERIFY(tensors.has("model.layers.0.mlp.experts.15.gate_proj.weight"));
+        QVERIFY(tensors.has("model.layers.3.mlp.experts.up_proj_bias"));
+        QVERIFY(tensors.has("model.layers.2.self_attn.sinks"));
+        QVERIFY(tensors.has("model.layers.1.mlp.router.bias"));
+        QCOMPARE(tensors.view("model.layers.0.mlp.experts.0.down_proj.weight").dtype, io::DType::MXFP4);
+
+        const io::ExpertLayout layout = io::ExpertLayout::make(io::ExpertType::MXFP4, config.hiddenSize, config.moeIntermediateSize);
+        struct Buffer {
+            explicit Buffer(std::size_t n) : p(static_cast<std::byte*>(std::aligned_alloc(4096, (n + 4095) / 4096 * 4096))) {}
+            ~Buffer() { std::free(p); }
+            std::byte* p;
+        } a(layout.expertBytes), b(layout.expertBytes);
+        std::vector<float> x(static_cast<std::size_t>(std::max(config.hiddenSize, config.moeIntermediateSize))), y(x.size()), z(x.size());
+        const auto sameRows = [&](const cpu::WeightMatrix& g, const cpu::WeightMatrix& h, const std::byte* packed, cpu::ExpertMatrix which) {
+            QCOMPARE(g.rows, h.rows);
+            QCOMPARE(g.cols, h.cols);
+            for (std::int64_t r = 0; r < g.rows; ++r) {
+                g.dequantRow(r, x.data());
+                h.dequantRow(r, y.data());
+                cpu::unpackExpertRow(layout, packed, which, static_cast<int>(r), z.data());
+                QVERIFY2(std::memcmp(x.data(), y.data(), static_cast<std::size_t>(g.cols) * 4) == 0, qPrintable(QString("row %1").arg(r)));
+                for (std::size_t c = 0; c < x.size() && c < static_cast<std::size_t>(g.cols); ++c)
+                    if (x[c] != z[c])  // equal values (a zero's sign may differ between the packers)
+                        QFAIL(qPrintable(QString("packed row %1 col %2: %3, expected %4").arg(r).arg(c).arg(z[c]).arg(x[c])));
+            }
+        };
+        for (int l = 0; l < config.numLayers; ++l) {
+            const auto& g = *fromGguf.layers[static_cast<std::size_t>(l)].moe;
+            const auto& h = *fromHf.layers[static_cast<std::size_t>(l)].moe;
+            QCOMPARE(g.gateBias, h.gateBias);
+            QCOMPARE(g.upBias, h.upBias);
+            QCOMPARE(g.downBias, h.downBias);
+            QCOMPARE(g.routerBias, h.routerBias);
+            QCOMPARE(fromGguf.layers[static_cast<std::size_t>(l)].gqa.sinks, fromHf.layers[static_cast<std::size_t>(l)].gqa.sinks);
+            QCOMPARE(g.experts.size(), h.experts.size());
+            for (std::size_t e = 0; e < g.experts.size(); ++e) {
+                const auto& ge = g.experts[e];
+                const auto& he = h.experts[e];
+                QCOMPARE(ge.gate.dtype, io::DType::MXFP4);
+                QCOMPARE(he.gate.dtype, io::DType::E2M1);
+                cpu::packCheckpointExpert(layout, ge.gate, ge.up, ge.down, a.p);
+                cpu::packCheckpointExpert(layout, he.gate, he.up, he.down, b.p);
+                sameRows(ge.gate, he.gate, a.p, cpu::ExpertMatrix::Gate);
+                sameRows(ge.up, he.up, a.p, cpu::ExpertMatrix::Up);
+                sameRows(ge.down, he.down, a.p, cpu::ExpertMatrix::Down);
+                sameRows(ge.gate, he.gate, b.p, cpu::ExpertMatrix::Gate);
+                sameRows(ge.up, he.up, b.p, cpu::ExpertMatrix::Up);
+                sameRows(ge.down, he.down, b.p, cpu::ExpertMatrix::Down);
+            }
+        }
+    }
+
+    // What an incomplete gpt-oss file lacks is named: the experts' biases, one of the split pair.
+    void gptOssRefusesIncompleteFiles() {
+        const auto loadError = [&](std::vector<std::string> leaveOut) {
+            GgufFixtureOptions o{kF32, true};
+            o.leaveOut = std::move(leaveOut);
+            const QString path = writeGguf("gpt-oss-incomplete", ggufFromFixture("tiny-gpt-oss", o));
+            try {
+                const io::GgufModel gguf(path.toStdString());
+                const auto config = model::ggufModelConfig(gguf);
+                model::loadWeights(model::GgufTensors(gguf, config), config);
+            } catch (const Error& e) {
+                return QString::fromUtf8(e.what());
+            }
+            return QString();
+        };
+        QCOMPARE(loadError({}), QString());
+        const QString both = loadError({"blk.1.ffn_gate_exps.bias", "blk.1.ffn_up_exps.bias"});
+        QVERIFY2(both.contains("gpt-oss's expert biases are missing") && both.contains("model.layers.1.mlp.experts.gate_proj_bias"),
+                 qPrintable(both));
+        const QString up = loadError({"blk.2.ffn_up_exps.bias"});
+        QVERIFY2(up.contains("'model.layers.2.mlp.experts.up_proj_bias' is missing"), qPrintable(up));
+        const QString down = loadError({"blk.0.ffn_down_exps.bias"});
+        QVERIFY2(down.contains("model.layers.0.mlp.experts.down_proj_bias") && down.contains("missing"), qPrintable(down));
+        const QString sinks = loadError({"blk.3.attn_sinks.weight"});
+        QVERIFY2(sinks.contains("model.layers.3.self_attn.sinks"), qPrintable(sinks));
     }
 
     void tokenizerMatchesGolden_data() {
