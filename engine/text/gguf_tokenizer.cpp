@@ -31,6 +31,12 @@ const std::string kQwen2 =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 const std::string kLlama3 =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// o200k (gpt-oss, "gpt-4o" in llama.cpp): words split where lower case turns to upper case, with their
+// contraction attached; digits in runs of up to three; as the Hugging Face tokenizer.json of gpt-oss has it.
+const std::string kGpt4o =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+    R"(|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+    R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 const std::string kDeepseekV3Words =
     R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 // DeepSeek-V2's cased-letter class; three Greek Extended range ends are escaped because their
@@ -68,6 +74,7 @@ std::optional<PreTokenizer> preTokenizerFor(const std::string& name) {
     // glm4: GLM-4.5's, which llama.cpp splits with Llama 3's expression and looks words up whole first.
     if (name == "llama-bpe" || name == "llama3" || name == "glm4")
         return PreTokenizer{sequence({split(kLlama3), byteLevel(true)}), nullptr, true};
+    if (name == "gpt-4o") return PreTokenizer{sequence({split(kGpt4o), byteLevel(true)}), nullptr, false};
     if (name == "deepseek-v3")
         return PreTokenizer{sequence({split(R"(\p{N}{1,3})"), split("[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+"),
                                       split(kDeepseekV3Words), byteLevel(false)}),
@@ -227,7 +234,7 @@ ordered_json byteLevelTokenizer(const Keys& keys, const Vocabulary& v) {
     if (!pre)
         keys.fail("tokenizer.ggml.pre", "names the pre-tokenizer '" + preName +
                                             "', which Tandem does not know (it knows qwen2, deepseek-v3, deepseek-llm, "
-                                            "llama-bpe); use the Hugging Face folder of this model");
+                                            "llama-bpe, llama3, glm4, gpt-4o); use the Hugging Face folder of this model");
     ordered_json vocab = ordered_json::object(), added = ordered_json::array();
     std::unordered_set<std::string_view> seen;
     for (std::size_t i = 0; i < v.tokens.size(); ++i) {

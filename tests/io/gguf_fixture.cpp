@@ -233,7 +233,9 @@ private:
             merges.push_back(m.isArray() ? (m.toArray()[0].toString() + " " + m.toArray()[1].toString()).toStdString()
                                          : m.toString().toStdString());
         w_.string("tokenizer.ggml.model", "gpt2");
-        w_.string("tokenizer.ggml.pre", arch_ == "deepseek2" ? "deepseek-v3" : "qwen2");
+        // The tiny fixtures' tokenizers split as Qwen2's does (tiny-gpt-oss's too; the release's is o200k,
+        // llama.cpp's "gpt-4o").
+        w_.string("tokenizer.ggml.pre", !o_.pre.empty() ? o_.pre : arch_ == "deepseek2" ? "deepseek-v3" : "qwen2");
         w_.strings("tokenizer.ggml.tokens", tokens);
         w_.i32s("tokenizer.ggml.token_type", types);
         w_.strings("tokenizer.ggml.merges", merges);

@@ -20,6 +20,8 @@ struct GgufFixtureOptions {
     // With a block type as matrixType: its dequantized values written as BF16 instead of its blocks, so a
     // file with exactly the weights the quantized one holds, through a path that has no blocks.
     bool dequantizedAsBf16 = false;
+    // tokenizer.ggml.pre instead of the fixture's own (qwen2, or deepseek-v3 for deepseek2).
+    std::string pre;
     // Tensors (llama.cpp's names) left out, to make incomplete files.
     std::vector<std::string> leaveOut;
 };

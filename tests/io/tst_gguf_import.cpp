@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 #include "gguf_fixture.h"
 #include "gguf_quantize.h"
 #include "io/gguf.h"
@@ -28,6 +30,7 @@
 #include "tandem/tokenizer.h"
 #include "test_support.h"
 #include "text/gguf_tokenizer.h"
+#include "text/pre_tokenizer.h"
 
 using namespace tandem;
 using namespace tandem::test;
@@ -248,6 +251,28 @@ private slots:
         const auto original = QJsonDocument::fromJson(readFile(fixturePath(fixture) + "/tokenizer_config.json")).object();
         QCOMPARE(config["eos_token"], original["eos_token"]);
         QCOMPARE(config["chat_template"], original["chat_template"]);
+    }
+
+    // gpt-oss's o200k pre-tokenizer (llama.cpp's "gpt-4o"): a case change starts a word, contractions of any
+    // case stay on their word, digits go in threes, a slash joins the newline after punctuation.
+    void gpt4oPreTokenizer() {
+        GgufFixtureOptions o{kF32, true};
+        o.pre = "gpt-4o";
+        const io::GgufModel gguf(writeGguf("gpt-4o", ggufFromFixture("tiny-gpt-oss", o)).toStdString());
+        const auto files = text::ggufTokenizerFiles(gguf);
+        text::Tokenizer::fromJson(files.tokenizerJson, "tokenizer.json from GGUF");  // it loads
+        const auto json = nlohmann::json::parse(files.tokenizerJson);
+        const auto split = text::makePreTokenizer(json["pre_tokenizer"]["pretokenizers"][0], "the Split step");
+        const auto words = [&](const std::string& s) {
+            QStringList out;
+            split->split({s, true}, [&](const text::Piece& p) { out << QString::fromStdString(std::string(p.text)); });
+            return out;
+        };
+        QCOMPARE(words("helloWorld fooBAR HTTPServer"), QStringList({"hello", "World", " foo", "BAR", " HTTPServer"}));
+        QCOMPARE(words("it'S we'LL"), QStringList({"it'S", " we'LL"}));
+        QCOMPARE(words("1234567"), QStringList({"123", "456", "7"}));
+        QCOMPARE(words("x ... /\n"), QStringList({"x", " ...", " /\n"}));
+        QCOMPARE(words("Über straße"), QStringList({"Über", " straße"}));
     }
 
     void refusesWhatItCannotImport() {
