@@ -274,32 +274,32 @@ ordered_json gptOss(const io::GgufModel& g, const Metadata& m) {
     c["num_key_value_heads"] = m.integer("attention.head_count_kv", c["num_attention_heads"].get<std::int64_t>());
     const auto headDim = m.integer("attention.key_length");
     if (m.integer("attention.value_length", headDim) != headDim)
-        m.fail("attention.value_length", "differs from attention.key_length, which gpt-oss does not do");
+        m.fail("gpt-oss.attention.value_length", "differs from attention.key_length, which gpt-oss does not do");
     c["head_dim"] = headDim;
     c["attention_bias"] = true;
     c["intermediate_size"] = m.integer("expert_feed_forward_length", m.integer("feed_forward_length", 0));
-    if (c["intermediate_size"].get<std::int64_t>() <= 0) m.fail("expert_feed_forward_length", "is missing");
+    if (c["intermediate_size"].get<std::int64_t>() <= 0) m.fail("gpt-oss.expert_feed_forward_length", "is missing");
     c["num_local_experts"] = m.integer("expert_count");
     c["num_experts_per_tok"] = m.integer("expert_used_count");
     const auto window = m.integer("attention.sliding_window");
-    if (window <= 0) m.fail("attention.sliding_window", "is not a positive number of tokens");
+    if (window <= 0) m.fail("gpt-oss.attention.sliding_window", "is not a positive number of tokens");
     c["sliding_window"] = window;
     if (const auto* swaBase = m.find("rope.freq_base_swa");
         swaBase && (!swaBase->isNumber() || swaBase->number() != c["rope_theta"].get<double>()))
-        m.fail("rope.freq_base_swa", "differs from rope.freq_base; Tandem's gpt-oss uses one rotary base for every layer");
+        m.fail("gpt-oss.rope.freq_base_swa", "differs from rope.freq_base; Tandem's gpt-oss uses one rotary base for every layer");
     ordered_json types = ordered_json::array();
     const auto* pattern = m.find("attention.sliding_window_pattern");
     if (pattern && pattern->type == io::GgufValueType::Array) {
         if (static_cast<int>(pattern->items.size()) < layers)
-            m.fail("attention.sliding_window_pattern", "does not list every one of the " + std::to_string(layers) + " layers");
+            m.fail("gpt-oss.attention.sliding_window_pattern", "does not list every one of the " + std::to_string(layers) + " layers");
         for (int l = 0; l < layers; ++l) {
             const auto& item = pattern->items[static_cast<std::size_t>(l)];
-            if (item.type != io::GgufValueType::Bool) m.fail("attention.sliding_window_pattern", "is not an array of booleans");
+            if (item.type != io::GgufValueType::Bool) m.fail("gpt-oss.attention.sliding_window_pattern", "is not an array of booleans");
             types.push_back(item.boolean ? "sliding_attention" : "full_attention");
         }
     } else {
         const auto period = m.integer("attention.sliding_window_pattern", 2);
-        if (period < 0) m.fail("attention.sliding_window_pattern", "is negative");
+        if (period < 0) m.fail("gpt-oss.attention.sliding_window_pattern", "is negative");
         for (int l = 0; l < layers; ++l)
             types.push_back(period == 0 || l % period < period - 1 ? "sliding_attention" : "full_attention");
     }

@@ -1,7 +1,7 @@
 #pragma once
 // The configuration of a GGUF model, read from llama.cpp's metadata keys ({arch}.block_count,
 // {arch}.expert_count, ...) for the architectures Tandem runs: qwen3moe, deepseek2 (DeepSeek-V2, V3,
-// R1, Kimi-K2) and llama with experts (Mixtral). It is written as the config.json a Hugging Face
+// R1, Kimi-K2), glm4moe (GLM-4.5), gpt-oss and llama with experts (Mixtral). It is written as the config.json a Hugging Face
 // folder of the same model has, and parsed by the same code (model/config.h), so a converted store
 // holds an ordinary config.json.
 #include <string>

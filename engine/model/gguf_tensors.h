@@ -2,7 +2,9 @@
 // A GGUF model's tensors under the Hugging Face names the model loader and the converter use, so a
 // GGUF file is read by the same code as a checkpoint folder. The mapping follows llama.cpp's names
 // (token_embd, blk.N.attn_q, blk.N.ffn_gate_exps, ...):
-// - stacked expert tensors [n_expert, rows, cols] are handed out one expert at a time, as views;
+// - stacked expert tensors [n_expert, rows, cols] are handed out one expert at a time, as views
+//   (gpt-oss's MXFP4 ones too, as io::DType::MXFP4 blocks); gpt-oss's expert biases keep their stacks,
+//   as mlp.experts.gate_proj_bias / up_proj_bias [E, I] and down_proj_bias [E, H] (model/weights.cpp);
 // - `llama` query/key rows stay in llama.cpp's rope order (see model/gguf_config.h);
 //   permutedHeadRows() tells a writer that wants Hugging Face's order how to undo it;
 // - DeepSeek files from llama.cpp's MLA rework carry kv_b_proj split into attn_k_b (transposed) and

@@ -9,6 +9,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <cstdlib>
+#include <functional>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -193,6 +194,33 @@ private slots:
                 sameRows(ge.up, he.up, b.p, cpu::ExpertMatrix::Up);
                 sameRows(ge.down, he.down, b.p, cpu::ExpertMatrix::Down);
             }
+        }
+    }
+
+    // attention.sliding_window_pattern as llama.cpp reads it: a per-layer array of booleans, or a period
+    // whose last layer attends to everything (default 2); a different rotary base for the sliding layers
+    // is refused.
+    void gptOssSlidingPatterns() {
+        const auto layersOf = [&](const std::function<void(GgufWriter&)>& extra) {
+            GgufWriter w = ggufFromFixture("tiny-gpt-oss", {kF32, true});
+            extra(w);
+            const io::GgufModel gguf(writeGguf("gpt-oss-swa", w).toStdString());
+            return model::ggufModelConfig(gguf).slidingLayers;
+        };
+        QCOMPARE(layersOf([](GgufWriter&) {}), std::vector<bool>({true, false, true, false}));
+        QCOMPARE(layersOf([](GgufWriter& w) { w.u32("gpt-oss.attention.sliding_window_pattern", 3); }),
+                 std::vector<bool>({true, true, false, true}));
+        QCOMPARE(layersOf([](GgufWriter& w) {
+                     QByteArray v = GgufWriter::le<std::uint32_t>(GgufWriter::Bool) + GgufWriter::le<std::uint64_t>(4);
+                     for (const char b : {0, 1, 1, 0}) v.append(b);
+                     w.raw("gpt-oss.attention.sliding_window_pattern", GgufWriter::Array, v);
+                 }),
+                 std::vector<bool>({false, true, true, false}));
+        try {
+            layersOf([](GgufWriter& w) { w.f32("gpt-oss.rope.freq_base_swa", 10000.0f); });
+            QFAIL("a second rotary base was imported");
+        } catch (const Error& e) {
+            QVERIFY2(QString(e.what()).contains("metadata 'gpt-oss.rope.freq_base_swa' differs from rope.freq_base"), e.what());
         }
     }
 

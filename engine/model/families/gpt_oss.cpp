@@ -6,7 +6,8 @@
 // softmaxed (the same as softmax over all, normalized over the chosen); each expert's gate, up and down
 // with biases and the clamped SwiGLU (model/config.h). The release stores the experts fused per layer in
 // MXFP4 (quantization_config mxfp4): mlp.experts.gate_up_proj_blocks / _scales, gate and up rows
-// interleaved, and down_proj_blocks / _scales (model/weights.cpp reads them).
+// interleaved, and down_proj_blocks / _scales (model/weights.cpp reads them). llama.cpp's GGUF files
+// (model/gguf_config.cpp, gguf_tensors.cpp) hold them per expert with gate and up apart, their biases too.
 #include <string>
 
 #include "model/config_fields.h"
