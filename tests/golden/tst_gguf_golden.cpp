@@ -128,6 +128,25 @@ private slots:
         }
     }
 
+    // gpt-oss's MXFP4 experts from llama.cpp's blocks (the float packer) and from the release's (the bit-exact
+    // repacker) make stores of MXFP4 experts that compute the same logits.
+    void gptOssMxfp4FromGgufAndRelease() {
+        QTemporaryDir tmp;
+        const QString fixture = "tiny-gpt-oss", gguf = tmp.filePath("model.gguf");
+        QVERIFY(writeFile(gguf, ggufFromFixture(fixture, {kBF16, true}).bytes()));
+        const QString fromGguf = tmp.filePath("gguf-store"), fromRelease = tmp.filePath("release-store");
+        convert::convertModel({gguf.toStdString(), fromGguf.toStdString(), io::ExpertType::MXFP4, 2}, {});
+        convert::convertModel({fixturePath(fixture).toStdString(), fromRelease.toStdString(), io::ExpertType::MXFP4, 2}, {});
+        const Golden g = loadGolden(fixture, "chat");
+        const std::vector<float> a = teacherForcedLogits(fromGguf, g), b = teacherForcedLogits(fromRelease, g);
+        QCOMPARE(a.size(), b.size());
+        const auto V = static_cast<std::size_t>(g.vocab);
+        double worst = 0;
+        for (std::size_t r = 0; r < a.size() / V; ++r) worst = std::max(worst, relativeL2(&a[r * V], &b[r * V], V));
+        qInfo("gpt-oss MXFP4 stores from GGUF and from the release: worst rel-L2 %.2e", worst);
+        QVERIFY2(worst <= 1e-6, qPrintable(QString("rel-L2 %1").arg(worst)));
+    }
+
     // convert --dense int8 from a GGUF: its products come through the importer's rows (dequantized,
     // `llama` query/key rows put back in Hugging Face's order), quantized as the engine would at load.
     void int8DenseFromGguf_data() {
