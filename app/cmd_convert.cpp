@@ -64,7 +64,8 @@ int runConvert(const CommandArgs& argv) {
     request.model = args.required("--model");
     request.out = out;
     const std::string experts = args.required("--experts");
-    if (experts != "bf16" && experts != "int8" && experts != "int4") throw tandem::Error("--experts must be bf16, int8 or int4");
+    if (experts != "bf16" && experts != "int8" && experts != "int4" && experts != "mxfp4")
+        throw tandem::Error("--experts must be bf16, int8, int4 or mxfp4");
     request.experts = parseExperts(experts);
     const std::string dense = args.optional("--dense").value_or("checkpoint");
     if (dense == "int8") request.dense = tandem::StoreDense::Int8;

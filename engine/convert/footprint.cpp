@@ -191,7 +191,7 @@ Footprint estimateFootprintFromJson(const std::string& configJson, ExpertPrecisi
                                     const std::string& where) {
     const model::ModelConfig c = model::parseModelConfig(configJson, "", where);
     const auto type = convert::packedType(experts == ExpertPrecision::Auto ? ExpertPrecision::BF16 : experts);
-    if (!type) throw Error("the footprint is estimated for packed experts: bf16, int8 or int4");
+    if (!type) throw Error("the footprint is estimated for packed experts: bf16, int8, int4 or mxfp4");
     const Storage storage = storageOf(configJson, c);
     const TensorCounter count(storage);
     const TensorCounter asBf16(Storage{});

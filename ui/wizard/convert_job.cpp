@@ -2,7 +2,10 @@
 
 #include <QCoreApplication>
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QList>
 #include <QMetaObject>
 
@@ -14,6 +17,14 @@ namespace {
 QList<ConvertJob*>& releasedJobs() {
     static QList<ConvertJob*> jobs;
     return jobs;
+}
+
+// A Hugging Face folder whose config.json says its experts are MXFP4 (gpt-oss's release).
+bool isMxfp4Checkpoint(const QString& source) {
+    QFile config(QDir(source).filePath(QStringLiteral("config.json")));
+    if (!config.open(QIODevice::ReadOnly)) return false;
+    const QJsonObject q = QJsonDocument::fromJson(config.readAll()).object().value(QStringLiteral("quantization_config")).toObject();
+    return q.value(QStringLiteral("quant_method")).toString() == QStringLiteral("mxfp4");
 }
 
 }  // namespace
@@ -56,6 +67,9 @@ void ConvertJob::start(const QString& source, const QString& storeDir, tandem::E
     running_ = true;
     stop_ = false;
     QDir().mkpath(QFileInfo(storeDir).absolutePath());
+    // gpt-oss ships MXFP4 experts: its 4-bit choice keeps them exactly as MXFP4 (the same bytes as int4,
+    // where int4 would round them again).
+    if (experts == tandem::ExpertPrecision::INT4 && isMxfp4Checkpoint(source)) experts = tandem::ExpertPrecision::MXFP4;
     const tandem::ConvertRequest request{source.toStdString(), storeDir.toStdString(), experts, threads, dense};
     // Results come back as calls queued to this object: they are dropped if it is destroyed first, and
     // the destructor joins the thread before that.

@@ -59,7 +59,7 @@ Footprint withInt8Dense(Footprint f);
 // the CPU reads the experts. 0 when it could not be measured (not enough memory for the probe).
 double measureMemoryBandwidthGbps();
 
-// From DIR/config.json, or from a config.json file given directly. `experts` is BF16, INT8 or INT4
+// From DIR/config.json, or from a config.json file given directly. `experts` is BF16, INT8, INT4 or MXFP4
 // (Auto counts as BF16). Throws tandem::Error for a missing, malformed or unsupported config.
 Footprint estimateFootprint(const std::filesystem::path& modelDirOrConfigJson, ExpertPrecision experts,
                             int contextLength = 4096);
@@ -78,7 +78,9 @@ enum class StoreDense {
 struct ConvertRequest {
     std::filesystem::path model;  // a Hugging Face model folder, or a llama.cpp .gguf file
     std::filesystem::path out;    // the store to write (built in OUT.partial, renamed at the end)
-    ExpertPrecision experts = ExpertPrecision::BF16;  // BF16, INT8 or INT4
+    // BF16, INT8, INT4 or MXFP4; Auto: the checkpoint's own 4-bit experts where a packed type holds them
+    // exactly (gpt-oss's MXFP4, Kimi-K2-Thinking's int4), else BF16.
+    ExpertPrecision experts = ExpertPrecision::BF16;
     int threads = 0;              // <= 0: one per hardware thread
     StoreDense dense = StoreDense::Checkpoint;
 };
