@@ -118,9 +118,16 @@ void GenerationQueue::run() {
 }
 
 void GenerationQueue::generate(Session& session, GenerationJob& job) {
-    TextStream stream(text_.tokenizer(), job.startsInReasoning, job.separateReasoning, job.stops, job.toolCalls);
+    runGenerationJob(job, text_.tokenizer(), [&](std::span<const int> prompt, const GenerateOptions& options,
+                                                 const std::function<bool(int)>& onToken) {
+        return session.generate(prompt, options, onToken);
+    });
+}
+
+void runGenerationJob(GenerationJob& job, const text::Tokenizer& tokenizer, const GenerateFunction& generateFn) {
+    TextStream stream(tokenizer, job.startsInReasoning, job.separateReasoning, job.stops, job.toolCalls);
     std::vector<Delta> out;
-    const auto stats = session.generate(job.prompt, job.options, [&](int token) {
+    const auto stats = generateFn(job.prompt, job.options, [&](int token) {
         stream.push(token, out);
         job.deliver(out);
         return !job.cancelled() && !stream.stopped();

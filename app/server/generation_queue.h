@@ -8,7 +8,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <span>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -46,11 +48,15 @@ public:
     int promptTokens = 0;
     int completionTokens = 0;
     std::string error;         // the generation failed: why
+    // How the error is answered: 500 generation_failed, or (a queue that lost its model) 503 and a code.
+    int errorStatus = 500;
+    std::string errorCode;
 
-private:
-    friend class GenerationQueue;
+    // For the queue that runs the job: hands on text, and ends the job (once).
     void deliver(std::vector<Delta>& deltas);
     void finish();
+
+private:
 
     std::mutex mutex_;
     std::condition_variable changed_;
@@ -59,19 +65,39 @@ private:
     std::atomic<bool> cancelled_{false};
 };
 
-class GenerationQueue {
+// Where the server's jobs wait and run. GenerationQueue (tandem-cli serve) has an engine thread of its own;
+// the desktop app runs them on the thread that owns its loaded model, in turn with its own chat.
+class JobQueue {
+public:
+    virtual ~JobQueue() = default;
+    // False (and the job untouched) when `limit` jobs are already waiting or running; may throw ApiError
+    // (the model is going away).
+    virtual bool submit(std::shared_ptr<GenerationJob> job, int limit) = 0;
+    virtual int waiting() const = 0;
+    virtual bool running() const = 0;
+    // Ends the queue: the running generation is cancelled, waiting jobs end with an error.
+    virtual void stop() = 0;
+};
+
+// What runs a job's prompt through a model: Session::generate, or the app's loaded model.
+using GenerateFunction = std::function<GenerationStats(std::span<const int> prompt, const GenerateOptions& options,
+                                                       const std::function<bool(int)>& onToken)>;
+// Runs `job` through `generate`: its text as deltas, its usage and finish reason (not finish()). Throws
+// what the generation throws.
+void runGenerationJob(GenerationJob& job, const text::Tokenizer& tokenizer, const GenerateFunction& generate);
+
+class GenerationQueue : public JobQueue {
 public:
     GenerationQueue(Engine& engine, const ModelText& text);
-    ~GenerationQueue();
+    ~GenerationQueue() override;
     GenerationQueue(const GenerationQueue&) = delete;
     GenerationQueue& operator=(const GenerationQueue&) = delete;
 
-    // False (and the job untouched) when `limit` jobs are already waiting or running.
-    bool submit(std::shared_ptr<GenerationJob> job, int limit);
-    int waiting() const;
-    bool running() const;
+    bool submit(std::shared_ptr<GenerationJob> job, int limit) override;
+    int waiting() const override;
+    bool running() const override;
     // Ends the engine thread: the running generation is cancelled, waiting jobs end with an error.
-    void stop();
+    void stop() override;
 
 private:
     void run();

@@ -4,6 +4,8 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -80,8 +82,8 @@ bool constantTimeEquals(std::string_view given, std::string_view key) {
 
 struct OpenAiServer::Impl {
     int listeningSocket = -1;  // bind(): the socket the library listens on
-    Impl(Engine& engine, const ModelText& text, ServerOptions options)
-        : engine(engine), text(text), options(std::move(options)), queue(engine, text) {
+    Impl(const ModelInfo& info, const ModelText& text, ServerOptions options, std::shared_ptr<JobQueue> queue)
+        : info(info), text(text), options(std::move(options)), queue(std::move(queue)) {
         routes();
     }
 
@@ -107,10 +109,11 @@ struct OpenAiServer::Impl {
     Json chunk(const Answer& a, const Json& choice) const;
     Json usage(const GenerationJob& job) const;
 
-    Engine& engine;
+    const ModelInfo info;
     const ModelText& text;
     ServerOptions options;
-    GenerationQueue queue;
+    std::shared_ptr<JobQueue> queue;
+    std::atomic<int> answering{0};  // responses whose content provider has not been released
     httplib::Server http;
     const std::time_t started = std::time(nullptr);
 };
@@ -168,17 +171,17 @@ Json OpenAiServer::Impl::modelObject() const {
             {"object", "model"},
             {"created", started},
             {"owned_by", "tandem"},
-            {"context_length", engine.info().contextLength}};
+            {"context_length", info.contextLength}};
 }
 
 OpenAiServer::Impl::Answer OpenAiServer::Impl::submit(const CommonRequest& request, const Prompt& prompt, bool chat,
                                                       ToolCallFormat toolCalls) {
-    const int context = engine.info().contextLength;
+    const int context = info.contextLength;
     const int promptTokens = static_cast<int>(prompt.tokens.size());
     if (promptTokens >= context)
         throw ApiError(400, "the prompt has " + std::to_string(promptTokens) + " tokens, but this server's context holds " +
                                 std::to_string(context) + " (serve --context sets it, up to the model's " +
-                                std::to_string(engine.info().maxContextLength) + ")",
+                                std::to_string(info.maxContextLength) + ")",
                        chat ? "messages" : "prompt", "context_length_exceeded");
     auto job = std::make_shared<GenerationJob>();
     job->prompt = prompt.tokens;
@@ -189,12 +192,12 @@ OpenAiServer::Impl::Answer OpenAiServer::Impl::submit(const CommonRequest& reque
     GenerateOptions generate;
     // What the context has room for, when max_tokens asks for more or is not given.
     generate.maxNewTokens = std::min(request.maxTokens.value_or(options.maxTokens), context - promptTokens);
-    generate.sampling = request.sampling.apply(engine.info().defaultSampling);
+    generate.sampling = request.sampling.apply(info.defaultSampling);
     job->options = chat ? text.chatOptions(generate) : text.completionOptions(generate);
 
     Answer answer{job, (chat ? "chatcmpl-" : "cmpl-") + randomId(), chat, request.stream, request.includeUsage};
     job->label = answer.id;
-    if (!queue.submit(job, options.maxRequests))
+    if (!queue->submit(job, options.maxRequests))
         throw ApiError(503, "the server is busy: " + std::to_string(options.maxRequests) +
                                 " requests are waiting or running (serve --max-requests); try again later",
                        "", "server_busy");
@@ -291,7 +294,9 @@ void OpenAiServer::Impl::respond(httplib::Response& res, Answer answer) {
         }
 
         if (!job.error.empty()) {
-            const Json error = errorBody(500, "the generation failed: " + job.error, "", "generation_failed");
+            const Json error = job.errorStatus == 500
+                                   ? errorBody(500, "the generation failed: " + job.error, "", "generation_failed")
+                                   : errorBody(job.errorStatus, job.error, "", job.errorCode);
             if (a.stream ? !event(error) : !write(dump(error))) return false;
         } else if (a.stream) {
             if (!event(chunk(a, a.chat ? delta(Json::object(), job.finishReason) : choice("", job.finishReason))))
@@ -329,7 +334,11 @@ void OpenAiServer::Impl::respond(httplib::Response& res, Answer answer) {
         return true;
     };
     // However the response ends (a write failed, the server stops), the generation is not wanted after it.
-    const auto release = [job = state->answer.job](bool) { job->cancel(); };
+    ++answering;
+    const auto release = [this, job = state->answer.job](bool) {
+        job->cancel();
+        --answering;
+    };
     res.status = 200;
     res.set_header("Cache-Control", "no-cache");
     if (state->answer.stream) res.set_header("X-Accel-Buffering", "no");
@@ -385,7 +394,7 @@ void OpenAiServer::Impl::routes() {
 
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
         sendJson(res, 200,
-                 {{"status", "ok"}, {"model", options.modelName}, {"running", queue.running() ? 1 : 0}, {"waiting", queue.waiting()}});
+                 {{"status", "ok"}, {"model", options.modelName}, {"running", queue->running() ? 1 : 0}, {"waiting", queue->waiting()}});
     });
     http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
         sendJson(res, 200, {{"object", "list"}, {"data", Json::array({modelObject()})}});
@@ -417,7 +426,11 @@ void OpenAiServer::Impl::routes() {
 }
 
 OpenAiServer::OpenAiServer(Engine& engine, const ModelText& text, ServerOptions options)
-    : impl_(std::make_unique<Impl>(engine, text, std::move(options))) {}
+    : impl_(std::make_unique<Impl>(engine.info(), text, std::move(options), std::make_shared<GenerationQueue>(engine, text))) {}
+
+OpenAiServer::OpenAiServer(const ModelInfo& info, const ModelText& text, ServerOptions options,
+                           std::shared_ptr<JobQueue> queue)
+    : impl_(std::make_unique<Impl>(info, text, std::move(options), std::move(queue))) {}
 
 OpenAiServer::~OpenAiServer() = default;
 
@@ -443,7 +456,16 @@ void OpenAiServer::run() { impl_->http.listen_after_bind(); }
 
 void OpenAiServer::stop() {
     impl_->http.stop();
-    impl_->queue.stop();
+    impl_->queue->stop();
+}
+
+bool OpenAiServer::drain(std::chrono::milliseconds timeout) {
+    const auto until = Clock::now() + timeout;
+    while (impl_->answering > 0) {
+        if (Clock::now() >= until) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
 }
 
 }  // namespace tandem::server

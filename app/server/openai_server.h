@@ -3,6 +3,7 @@
 // libcpp-httplib-dev; docs/ARCHITECTURE.md says why). GET /health, GET /v1/models, POST
 // /v1/chat/completions and /v1/completions, streamed as server-sent events or answered as one JSON.
 // Each connection has an HTTP thread; generations wait for the one engine thread (GenerationQueue).
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -28,10 +29,15 @@ bool isLoopbackHost(const std::string& host);
 // Compares an API key in a time that depends only on the key's length, not on where they differ.
 bool constantTimeEquals(std::string_view given, std::string_view key);
 
+class JobQueue;
+
 class OpenAiServer {
 public:
-    // `engine` and `text` must outlive the server.
+    // `engine` and `text` must outlive the server; its generations run on an engine thread of its own.
     OpenAiServer(Engine& engine, const ModelText& text, ServerOptions options);
+    // The generations run wherever `queue` runs them (the desktop app: on the thread that owns its model);
+    // `info` describes that model. `text` must outlive the server.
+    OpenAiServer(const ModelInfo& info, const ModelText& text, ServerOptions options, std::shared_ptr<JobQueue> queue);
     ~OpenAiServer();
 
     // Binds the address and returns the port. Throws tandem::Error when it cannot.
@@ -40,6 +46,9 @@ public:
     void run();
     // From any thread: stops accepting connections and cancels the generations.
     void stop();
+    // Waits up to `timeout` until no answer is being written (after the queue has ended its jobs, so
+    // that their clients get the error before stop() closes the connections). Whether none is left.
+    bool drain(std::chrono::milliseconds timeout);
 
 private:
     struct Impl;

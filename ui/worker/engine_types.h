@@ -29,6 +29,7 @@ struct LoadRequest {
 };
 
 struct ModelSummary {
+    quint64 serial = 0;  // which load of the worker this is (EngineWorker::post's tasks compare it)
     QString dir;
     QString name;  // the folder name, which is how people know their models
     QString modelType;

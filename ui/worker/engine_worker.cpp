@@ -55,6 +55,7 @@ void EngineWorker::loadModel(const LoadRequest& request) {
     // Free the old model first: two large models rarely fit in memory together.
     formatter_.reset();
     model_.reset();
+    ++serial_;
     requestedDeferral_ = -1;
     try {
         if (!QFileInfo(request.modelDir).isDir())
@@ -65,6 +66,7 @@ void EngineWorker::loadModel(const LoadRequest& request) {
         model->setDeferredExperts(request.deferredExperts);
         const auto& info = model->info();
         summary_ = ModelSummary{};
+        summary_.serial = serial_;
         summary_.dir = request.modelDir;
         summary_.name = QFileInfo(request.modelDir).fileName();
         summary_.modelType = QString::fromStdString(info.modelType);
@@ -96,12 +98,18 @@ void EngineWorker::loadModel(const LoadRequest& request) {
 void EngineWorker::unloadModel() {
     formatter_.reset();
     model_.reset();
+    ++serial_;
     emit modelUnloaded();
 }
 
 void EngineWorker::stop(quint64 requestId) {
     stoppedRequest_ = requestId;
     cancelRender_ = true;
+}
+
+void EngineWorker::post(ModelTask task) {
+    QMetaObject::invokeMethod(
+        this, [this, task = std::move(task)] { task(model_.get(), serial_); }, Qt::QueuedConnection);
 }
 
 bool EngineWorker::isStopped(quint64 requestId) const {

@@ -5,6 +5,7 @@
 #include <QElapsedTimer>
 #include <QObject>
 #include <atomic>
+#include <functional>
 #include <memory>
 
 #include "ui/worker/engine_types.h"
@@ -25,6 +26,13 @@ public:
 
     explicit EngineWorker(ModelLoader loader = loadEngineModel, QObject* parent = nullptr);
     ~EngineWorker() override;
+
+    // Thread-safe. Runs `task` on the engine thread, in turn with the chat's requests (first come, first
+    // served), with the model loaded then (null: none) and the serial of its load (ModelSummary::serial),
+    // so a task made for one model can tell that another has replaced it. The app's server runs its
+    // requests this way, on the model the chat uses.
+    using ModelTask = std::function<void(LoadedModel* model, quint64 serial)>;
+    void post(ModelTask task);
 
 public slots:
     void loadModel(const tandem::ui::LoadRequest& request);
@@ -64,6 +72,7 @@ private:
     std::unique_ptr<LoadedModel> model_;
     std::unique_ptr<ChatFormatter> formatter_;
     ModelSummary summary_;
+    quint64 serial_ = 0;  // counts loads and unloads (engine thread only)
     std::atomic<quint64> stoppedRequest_{0};
     // Ends a chat-template render in progress: a hostile template must not keep an answer (or the
     // shutdown) waiting for its render's limits.

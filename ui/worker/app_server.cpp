@@ -1,0 +1,241 @@
+#include "ui/worker/app_server.h"
+
+#include <QCoreApplication>
+#include <QHostAddress>
+#include <QTcpServer>
+#include <chrono>
+
+#if TANDEM_APP_SERVER
+#include <csignal>
+#include <deque>
+#include <mutex>
+
+#include "server/api_error.h"
+#include "server/generation_queue.h"
+#include "server/model_text.h"
+#include "server/openai_server.h"
+#include "tandem/error.h"
+#endif
+
+namespace tandem::ui {
+namespace {
+
+QString tr(const char* text) { return QCoreApplication::translate("AppServer", text); }
+
+// Why binding failed, in words: the port is taken, or the address is not this machine's.
+QString bindProblem(const QString& host, int port) {
+    QTcpServer probe;
+    const QHostAddress address(host == QLatin1String("localhost") ? QStringLiteral("127.0.0.1") : host);
+    if (!address.isNull() && !probe.listen(address, static_cast<quint16>(port))) {
+        if (probe.serverError() == QAbstractSocket::AddressInUseError)
+            return tr("Port %1 is in use by another program: choose another port in Settings ▸ Server.").arg(port);
+        if (probe.serverError() == QAbstractSocket::SocketAccessError)
+            return tr("Port %1 needs administrator rights: choose a port above 1023 in Settings ▸ Server.").arg(port);
+        return tr("Cannot listen on %1 port %2: %3.").arg(host).arg(port).arg(probe.errorString());
+    }
+    return tr("Cannot listen on %1 port %2: the port may be in use, or the address is not one of this computer's.")
+        .arg(host)
+        .arg(port);
+}
+
+}  // namespace
+
+#if TANDEM_APP_SERVER
+
+// The server's line of requests, run on the engine thread: each submit posts one task, which takes the
+// first request waiting. Tasks hold the queue (and, through it, the model's text) alive, so a task that
+// runs after the server stopped finds the queue closed and does nothing.
+class AppServer::Queue : public server::JobQueue, public std::enable_shared_from_this<AppServer::Queue> {
+public:
+    Queue(EngineWorker* worker, quint64 serial, std::shared_ptr<server::ModelText> text)
+        : worker_(worker), serial_(serial), text_(std::move(text)) {}
+
+    bool submit(std::shared_ptr<server::GenerationJob> job, int limit) override {
+        const std::lock_guard lock(mutex_);
+        if (closed_) throw server::ApiError(503, closedReason_, "", "model_unavailable");
+        if (waitingLocked() + (running_ ? 1 : 0) >= limit) return false;
+        waiting_.push_back(std::move(job));
+        // Posted under the lock: once close() has run, nothing more reaches the worker.
+        worker_->post([self = shared_from_this()](LoadedModel* model, quint64 serial) { self->runNext(model, serial); });
+        return true;
+    }
+    int waiting() const override {
+        const std::lock_guard lock(mutex_);
+        return waitingLocked();
+    }
+    bool running() const override {
+        const std::lock_guard lock(mutex_);
+        return running_ != nullptr;
+    }
+    void stop() override { close("the server is stopping"); }
+
+    // Ends the line: waiting requests end now with `reason`, the running one at its next token.
+    void close(const std::string& reason) {
+        const std::lock_guard lock(mutex_);
+        if (closed_) return;
+        closed_ = true;
+        closedReason_ = reason;
+        for (auto& job : waiting_) {
+            fail(*job, reason);
+            job->finish();
+        }
+        waiting_.clear();
+        if (running_) running_->cancel();
+    }
+
+private:
+    static void fail(server::GenerationJob& job, const std::string& reason) {
+        job.error = reason;
+        job.errorStatus = 503;
+        job.errorCode = "model_unavailable";
+    }
+
+    int waitingLocked() const {
+        int n = 0;
+        for (const auto& job : waiting_) n += job->cancelled() ? 0 : 1;
+        return n;
+    }
+
+    // On the engine thread, between (or instead of) the chat's answers.
+    void runNext(LoadedModel* model, quint64 serial) {
+        std::shared_ptr<server::GenerationJob> job;
+        {
+            const std::lock_guard lock(mutex_);
+            if (waiting_.empty()) return;  // closed meanwhile: its jobs have ended
+            job = std::move(waiting_.front());
+            waiting_.pop_front();
+            if (job->cancelled()) {  // its client went away while it waited
+                job->finish();
+                return;
+            }
+            running_ = job;
+        }
+        try {
+            if (!model || serial != serial_) {
+                fail(*job, "the model this request was made for is no longer loaded; send it again");
+            } else {
+                server::runGenerationJob(*job, text_->tokenizer(),
+                                         [&](std::span<const int> prompt, const GenerateOptions& options,
+                                             const std::function<bool(int)>& onToken) {
+                                             return model->generate(prompt, options, onToken);
+                                         });
+            }
+        } catch (const std::exception& e) {
+            job->error = e.what();
+        }
+        {
+            const std::lock_guard lock(mutex_);
+            running_.reset();
+            // Cut short because the model is going: an error, not an answer that merely ended early.
+            if (closed_ && job->error.empty()) fail(*job, closedReason_);
+        }
+        job->finish();
+    }
+
+    EngineWorker* worker_;
+    const quint64 serial_;
+    const std::shared_ptr<server::ModelText> text_;
+    mutable std::mutex mutex_;
+    std::deque<std::shared_ptr<server::GenerationJob>> waiting_;
+    std::shared_ptr<server::GenerationJob> running_;
+    bool closed_ = false;
+    std::string closedReason_;
+};
+
+bool AppServer::available() { return true; }
+
+#else
+
+class AppServer::Queue {};
+
+bool AppServer::available() { return false; }
+
+#endif
+
+AppServer::AppServer(EngineWorker* worker, QObject* parent) : QObject(parent), worker_(worker) {}
+
+AppServer::~AppServer() { stop(tr("Tandem is closing")); }
+
+QString AppServer::start(const ModelSummary& model, const ServerAddress& address) {
+    stop(tr("the server is restarting"));
+#if TANDEM_APP_SERVER
+    if (address.port < 1 || address.port > 65535) return tr("The port must be from 1 to 65535.");
+    if (!server::isLoopbackHost(address.host.toStdString()) && address.apiKey.isEmpty())
+        return tr("Serving on %1 lets other computers reach the model, so it needs an API key (Settings ▸ Server).")
+            .arg(address.host);
+    // A client that closes its connection must not end the app with SIGPIPE: the write fails instead
+    // (Debian's cpp-httplib sends without MSG_NOSIGNAL).
+    std::signal(SIGPIPE, SIG_IGN);
+    std::shared_ptr<server::ModelText> text;
+    try {
+        text = std::make_shared<server::ModelText>(model.dir.toStdString(), model.modelType.toStdString());
+    } catch (const std::exception& e) {
+        return tr("Cannot serve %1: %2").arg(model.name, QString::fromStdString(e.what()));
+    }
+    tandem::ModelInfo info;
+    info.modelType = model.modelType.toStdString();
+    info.contextLength = model.contextLength;
+    info.maxContextLength = model.maxContextLength;
+    info.defaultSampling = model.recommendedSampling;
+    server::ServerOptions options;
+    options.host = address.host.toStdString();
+    options.port = address.port;
+    options.apiKey = address.apiKey.toStdString();
+    options.modelName = model.name.toStdString();
+    // Fewer connection threads than tandem-cli serve's: the app's one model answers one at a time anyway.
+    options.maxRequests = 16;
+    auto queue = std::make_shared<Queue>(worker_, model.serial, text);
+    auto httpServer = std::make_unique<server::OpenAiServer>(info, *text, options, queue);
+    int port = 0;
+    try {
+        port = httpServer->bind();
+    } catch (const std::exception&) {
+        queue->close("the server did not start");
+        return bindProblem(address.host, address.port);
+    }
+    text_ = std::move(text);
+    queue_ = std::move(queue);
+    server_ = std::move(httpServer);
+    port_ = port;
+    const QString shownHost = address.host.contains(QLatin1Char(':')) && !address.host.startsWith(QLatin1Char('['))
+                                  ? QStringLiteral("[%1]").arg(address.host)
+                                  : address.host;
+    url_ = QStringLiteral("http://%1:%2/v1").arg(shownHost).arg(port);
+    serving_ = true;
+    thread_ = std::thread([this, s = server_.get()] {
+        s->run();
+        serving_ = false;
+    });
+    return {};
+#else
+    (void)model;
+    (void)address;
+    (void)worker_;
+    return tr("This Tandem was built without its server (cpp-httplib was missing when it was built).");
+#endif
+}
+
+void AppServer::stop(const QString& reason) {
+#if TANDEM_APP_SERVER
+    if (!server_) return;
+    // Waiting and running requests end first, with the reason, and their clients are given a moment to
+    // read it; then the connections close.
+    queue_->close((reason.isEmpty() ? tr("the server was stopped") : reason).toStdString());
+    server_->drain(std::chrono::milliseconds(2000));
+    // stop() has no effect before the server's loop has started: repeat until the loop has ended.
+    while (serving_) {
+        server_->stop();
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    thread_.join();
+    server_.reset();
+    queue_.reset();
+    text_.reset();
+    port_ = 0;
+    url_.clear();
+#else
+    (void)reason;
+#endif
+}
+
+}  // namespace tandem::ui
