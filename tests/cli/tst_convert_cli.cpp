@@ -127,7 +127,7 @@ private slots:
         const QString model = tandem::test::fixturePath("tiny-mixtral");
         Result r = run({"--model", model, "--out", tmp.filePath("s"), "--experts", "int2"});
         QCOMPARE(r.exitCode, 1);
-        QVERIFY2(r.err.contains("--experts must be bf16, int8 or int4"), qPrintable(r.err));
+        QVERIFY2(r.err.contains("--experts must be bf16, int8, int4 or mxfp4"), qPrintable(r.err));
         r = run({"--model", model, "--out", tmp.filePath("s"), "--experts", "int8", "--dense", "fp4"});
         QCOMPARE(r.exitCode, 1);
         QVERIFY2(r.err.contains("--dense must be checkpoint, int8 or bf16"), qPrintable(r.err));
