@@ -38,7 +38,8 @@ struct Style {
 int runChat(const CommandArgs& argv) {
     const CliArgs args(argv,
                        {"--dense", "--model", "--threads", "--context", "--device", "--gpu-memory", "--temperature", "--top-p", "--top-k", "--min-p",
-                        "--repetition-penalty", "--seed", "--max-tokens", "--system", "--experts", "--defer"},
+                        "--repetition-penalty", "--seed", "--max-tokens", "--system", "--experts", "--defer",
+                        "--reasoning-effort"},
                        {"--no-think", "--defer-prefill"}, {"--stop"});
     tandem::EngineOptions options = engineOptions(args);
     const std::string modelDir = args.required("--model");
@@ -52,6 +53,7 @@ int runChat(const CommandArgs& argv) {
 
     tandem::ChatOptions chatOptions;
     chatOptions.enableThinking = !args.flag("--no-think");
+    chatOptions.reasoningEffort = args.optional("--reasoning-effort").value_or("");
     chatOptions.stopStrings = args.repeated("--stop");
     auto& gen = chatOptions.generate;
     gen.maxNewTokens = args.integer("--max-tokens", 1024);

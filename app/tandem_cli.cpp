@@ -64,7 +64,7 @@ commands:
             [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8|int4] [--defer D | --skip D] [--defer-prefill] [--no-verify]
             Generate from prompt ids, printing ids as they come and the speed at the end.
             --prompts-file holds one prompt per line; each gets a fresh session and one output line.
-  chat      --model DIR [--system TEXT] [--stop TEXT]... [--no-think] [--max-tokens N]
+  chat      --model DIR [--system TEXT] [--stop TEXT]... [--no-think] [--reasoning-effort low|medium|high] [--max-tokens N]
             [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R] [--seed S]
             [--threads N] [--context N] [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8|int4] [--defer D]
             [--defer-prefill] [--no-verify]

@@ -29,14 +29,17 @@ struct Chat::Impl {
         return std::string_view(prompt).substr(0, end == std::string::npos ? 0 : end + 1).ends_with("<think>");
     }
 
-    std::string render(const std::vector<ChatMessage>& conversation, bool enableThinking) const {
+    std::string render(const std::vector<ChatMessage>& conversation, bool enableThinking,
+                       const std::string& reasoningEffort = {}) const {
         nlohmann::ordered_json messages = nlohmann::ordered_json::array();
         for (const auto& m : conversation) {
             nlohmann::ordered_json message{{"role", m.role}, {"content", m.content}};
             if (!m.reasoning.empty()) message["reasoning_content"] = m.reasoning;
             messages.push_back(std::move(message));
         }
-        return chatTemplate.render(messages, true, {{"enable_thinking", enableThinking}});
+        nlohmann::ordered_json variables{{"enable_thinking", enableThinking}};
+        if (!reasoningEffort.empty()) variables["reasoning_effort"] = reasoningEffort;
+        return chatTemplate.render(messages, true, variables);
     }
 
     // The template's end-of-turn token stops an answer, and ids past the tokenizer's vocabulary are
@@ -75,7 +78,10 @@ ChatReply Chat::reply(Session& session, const std::vector<ChatMessage>& conversa
 
 ChatReply Chat::reply(const Generator& generate, const std::vector<ChatMessage>& conversation, const ChatOptions& options,
                       const std::function<bool(TextKind, std::string_view)>& onText) const {
-    const std::string prompt = impl_->render(conversation, options.enableThinking);
+    if (!options.reasoningEffort.empty() && options.reasoningEffort != "low" && options.reasoningEffort != "medium" &&
+        options.reasoningEffort != "high")
+        throw Error("reasoning effort must be low, medium or high, not '" + options.reasoningEffort + "'");
+    const std::string prompt = impl_->render(conversation, options.enableThinking, options.reasoningEffort);
     const std::vector<int> tokens = impl_->tokenizer.encode(prompt, false);
     text::StreamDecoder decoder(impl_->tokenizer, {Impl::opensThinking(prompt)});
     runtime::StopStringFilter stops(options.stopStrings);

@@ -275,6 +275,7 @@ private slots:
         QVERIFY(prompt.find("<|start|>developer<|message|># Instructions\n\nBe brief.\n\n<|end|>") != std::string::npos);
         QVERIFY(prompt.find("<|start|>assistant<|channel|>final<|message|>No, 7 × 13.<|end|>") != std::string::npos);
         QVERIFY(prompt.find("91 = 7 * 13.") == std::string::npos);  // earlier thinking is dropped
+        QVERIFY(prompt.find("Reasoning: medium") != std::string::npos);  // the template's default effort
         QVERIFY(prompt.ends_with("<|start|>user<|message|>And 97?<|end|><|start|>assistant"));
         QVERIFY(std::find(stops.begin(), stops.end(), 1006) != stops.end());  // <|return|>
         QVERIFY(std::find(stops.begin(), stops.end(), 1007) != stops.end());  // <|call|>
@@ -287,6 +288,32 @@ private slots:
             QVERIFY(!(answering && kind == tandem::TextKind::Reasoning));
             QVERIFY(text.find("<|") == std::string::npos && text.find("analysis") == std::string::npos);
         }
+    }
+
+    // ChatOptions::reasoningEffort reaches gpt-oss's template (tandem-cli chat --reasoning-effort); a
+    // value the template does not know is refused before anything runs.
+    void gptOssReasoningEffort() {
+        QTemporaryDir dir;
+        QVERIFY(writeFile(dir.path() + "/tokenizer.json", QByteArray::fromStdString(harmonyTokenizerJson().dump())));
+        QVERIFY(writeJson(dir.path() + "/tokenizer_config.json", {{"eos_token", "<|return|>"}, {"pad_token", "<|endoftext|>"}}));
+        QVERIFY(writeFile(dir.path() + "/chat_template.jinja", QByteArray::fromStdString(readTextTestFile("gpt_oss.jinja"))));
+        const tandem::Chat chat(path(dir.path()), "gpt_oss");
+        const auto tokenizer = tokenizerFrom(harmonyTokenizerJson());
+        const std::vector<tandem::ChatMessage> conversation{{"user", "Is 97 prime?", ""}};
+        std::string prompt;
+        const auto generator = [&](std::span<const int> tokens, const tandem::GenerateOptions&, const std::function<bool(int)>&) {
+            prompt = tokenizer.decode(tokens, false);
+            return tandem::GenerationStats{};
+        };
+        const auto ignore = [](tandem::TextKind, std::string_view) { return true; };
+        tandem::ChatOptions options;
+        options.reasoningEffort = "high";
+        chat.reply(generator, conversation, options, ignore);
+        QVERIFY2(prompt.find("Reasoning: high") != std::string::npos, prompt.c_str());
+        options.reasoningEffort = "extreme";
+        prompt.clear();
+        QVERIFY_THROWS_EXCEPTION(tandem::Error, chat.reply(generator, conversation, options, ignore));
+        QVERIFY(prompt.empty());
     }
 
     void cliRendersByteExact_data() {

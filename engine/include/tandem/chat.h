@@ -33,6 +33,9 @@ struct ChatOptions {
     GenerateOptions generate;
     std::vector<std::string> stopStrings;  // the answer ends before the first of these
     bool enableThinking = true;            // for templates that can switch reasoning off (Qwen3)
+    // For templates that read reasoning_effort (gpt-oss: "low", "medium", "high"); empty: the template's
+    // own default.
+    std::string reasoningEffort;
 };
 
 enum class TextKind { Answer, Reasoning };
