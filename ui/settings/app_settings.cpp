@@ -1,7 +1,10 @@
 #include "ui/settings/app_settings.h"
 
+#include <QCoreApplication>
 #include <QCryptographicHash>
 #include <QDir>
+#include <QHostAddress>
+#include <QRandomGenerator>
 
 #include "hub/hub_client.h"
 #include "ui/settings/app_paths.h"
@@ -93,6 +96,61 @@ Appearance AppSettings::appearance() const {
 void AppSettings::setAppearance(const Appearance& a) {
     settings_->setValue("appearance/theme", static_cast<int>(a.theme));
     settings_->setValue("appearance/fontPointSize", a.fontPointSize);
+}
+
+bool isLoopbackAddress(const QString& host) {
+    QString bare = host.trimmed();
+    if (bare.compare(QLatin1String("localhost"), Qt::CaseInsensitive) == 0) return true;
+    if (bare.startsWith(QLatin1Char('[')) && bare.endsWith(QLatin1Char(']'))) bare = bare.mid(1, bare.size() - 2);
+    const QHostAddress address(bare);
+    return !address.isNull() && address.isLoopback();
+}
+
+QString serverSettingsProblem(const ServerSettings& s) {
+    const auto tr = [](const char* text) { return QCoreApplication::translate("ServerSettings", text); };
+    if (!s.enabled) return {};
+    const QString host = s.host.trimmed();
+    if (host.isEmpty()) return tr("Enter the address to serve on: 127.0.0.1 lets only this computer in.");
+    if (host.contains(QLatin1Char(' ')) || host.contains(QLatin1Char('/')))
+        return tr("\"%1\" is not an address: enter an IP address such as 127.0.0.1 or 0.0.0.0, or a host name.").arg(host);
+    if (s.port < 1 || s.port > 65535) return tr("The port must be from 1 to 65535.");
+    for (const QChar c : s.apiKey)
+        if (c.isSpace() || c.unicode() < 0x21 || c.unicode() > 0x7e)
+            return tr("The API key may hold letters, digits and punctuation only, no spaces.");
+    if (!isLoopbackAddress(host) && s.apiKey.isEmpty())
+        return tr("Serving on %1 lets other computers use the model, so it needs an API key: press Generate, or "
+                  "serve on 127.0.0.1 (this computer only).")
+            .arg(host);
+    return {};
+}
+
+QString generateApiKey() {
+    quint32 words[5];
+    QRandomGenerator::system()->fillRange(words);
+    QByteArray bytes(reinterpret_cast<const char*>(words), sizeof words);
+    return QStringLiteral("tandem-") + QString::fromLatin1(bytes.toHex());
+}
+
+ServerSettings AppSettings::server() const {
+    const ServerSettings d;
+    ServerSettings s;
+    s.enabled = settings_->value("server/enabled", d.enabled).toBool();
+    s.host = settings_->value("server/host", d.host).toString().trimmed();
+    if (s.host.isEmpty()) s.host = d.host;
+    s.port = settings_->value("server/port", d.port).toInt();
+    if (s.port < 1 || s.port > 65535) s.port = d.port;
+    s.apiKey = settings_->value("server/apiKey", d.apiKey).toString();
+    return s;
+}
+
+void AppSettings::setServer(const ServerSettings& s) {
+    settings_->setValue("server/enabled", s.enabled);
+    settings_->setValue("server/host", s.host.trimmed());
+    settings_->setValue("server/port", s.port);
+    if (s.apiKey.isEmpty())
+        settings_->remove("server/apiKey");
+    else
+        settings_->setValue("server/apiKey", s.apiKey);
 }
 
 int AppSettings::defaultDeferral() const { return std::max(0, settings_->value("engine/defaultDeferral", 0).toInt()); }

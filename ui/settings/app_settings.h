@@ -59,6 +59,24 @@ struct ModelWizardState {
     bool operator==(const ModelWizardState&) const = default;
 };
 
+// Settings ▸ Server: the loaded model over OpenAI's HTTP API (issue 27), off by default.
+struct ServerSettings {
+    bool enabled = false;
+    QString host = QStringLiteral("127.0.0.1");  // loopback: this computer only
+    int port = 8080;
+    QString apiKey;  // clients send it as "Authorization: Bearer KEY"; needed for any other host
+
+    bool operator==(const ServerSettings&) const = default;
+};
+
+// Whether only this computer reaches `host`: 127.0.0.0/8, ::1 or localhost.
+bool isLoopbackAddress(const QString& host);
+// Why the server cannot run with `server` (an address for other computers without an API key, a key with
+// spaces, no address), or empty. A server that is off is never a problem.
+QString serverSettingsProblem(const ServerSettings& server);
+// A new random API key: "tandem-" and 40 hexadecimal digits (160 bits from the system's random source).
+QString generateApiKey();
+
 class AppSettings {
 public:
     // Takes the QSettings to use; tests pass an INI file in a temporary folder.
@@ -70,6 +88,8 @@ public:
     void setSampling(const SamplingDefaults& sampling);
     Appearance appearance() const;
     void setAppearance(const Appearance& appearance);
+    ServerSettings server() const;
+    void setServer(const ServerSettings& server);
     int defaultDeferral() const;
     void setDefaultDeferral(int experts);
     // The context policy (on by default): a conversation longer than the context is sent as its system

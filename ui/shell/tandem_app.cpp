@@ -64,6 +64,8 @@ TandemApp::TandemApp(TandemAppOptions options)
     const QString embedded = options.embeddedModelDir ? *options.embeddedModelDir : findEmbeddedModel();
     model_ = std::make_unique<ModelController>(host_->worker(), settings_.get(), embedded, nullptr,
                                                std::move(options.storeVerifier));
+    appServer_ = std::make_unique<AppServer>(host_->worker());
+    serverController_ = std::make_unique<ServerController>(appServer_.get(), model_.get(), settings_.get());
     chat_ = std::make_unique<ChatController>(store_.get(), messages_.get(), model_.get(), host_->worker(), settings_.get());
 
     connect(monitor_.get(), &SystemMonitor::sampled, stats_.get(), &StatsModel::addSample);
@@ -79,7 +81,7 @@ TandemApp::TandemApp(TandemAppOptions options)
     window_ = std::make_unique<MainWindow>(MainWindowParts{chat_.get(), model_.get(), conversations_.get(), messages_.get(),
                                                            stats_.get(), settings_.get(), monitor_.get(),
                                                            std::move(options.downloaderFactory), std::move(options.machineFigures),
-                                                           conversationModels_.get()});
+                                                           conversationModels_.get(), serverController_.get()});
     // No model to load is the moment to get one: the wizard opens instead of an error. Queued, so that
     // it opens over the window once that is shown.
     if (offerModelWizard_)
@@ -90,6 +92,9 @@ TandemApp::TandemApp(TandemAppOptions options)
 }
 
 TandemApp::~TandemApp() {
+    // Requests in flight end with an error and the port is let go before anything else closes.
+    serverController_.reset();
+    appServer_.reset();
     chat_->shutDown();
     window_.reset();
 }

@@ -11,6 +11,7 @@
 #include "ui/controllers/chat_controller.h"
 #include "ui/controllers/conversation_models.h"
 #include "ui/controllers/model_controller.h"
+#include "ui/controllers/server_controller.h"
 #include "ui/models/conversation_list_model.h"
 #include "ui/models/message_model.h"
 #include "ui/models/stats_model.h"
@@ -64,6 +65,8 @@ public:
     ConversationListModel* conversations() const { return conversations_.get(); }
     StatsModel* stats() const { return stats_.get(); }
     AppSettings* settings() const { return settings_.get(); }
+    // Settings ▸ Server: the loaded model over the OpenAI API.
+    ServerController* server() const { return serverController_.get(); }
     // Why the database file could not be used (then conversations live in memory only), or empty.
     QString databaseProblem() const { return databaseProblem_; }
 
@@ -80,6 +83,9 @@ private:
     std::unique_ptr<SystemMonitor> monitor_;
     std::unique_ptr<EngineHost> host_;
     std::unique_ptr<ModelController> model_;
+    // After the engine thread and the model controller: stopped before either goes.
+    std::unique_ptr<AppServer> appServer_;
+    std::unique_ptr<ServerController> serverController_;
     std::unique_ptr<ChatController> chat_;
     std::unique_ptr<ConversationModels> conversationModels_;
     std::unique_ptr<MainWindow> window_;

@@ -32,6 +32,7 @@
 #include "ui/controllers/conversation_models.h"
 #include "ui/controllers/generation_options.h"
 #include "ui/controllers/model_controller.h"
+#include "ui/controllers/server_controller.h"
 #include "ui/models/conversation_list_model.h"
 #include "ui/models/message_model.h"
 #include "ui/models/stats_model.h"
@@ -114,6 +115,28 @@ MainWindow::MainWindow(const MainWindowParts& parts, QWidget* parent)
 
     storeStatus_->setVisible(false);
     statusBar()->addPermanentWidget(storeStatus_);
+    if (parts_.server) {
+        // Settings ▸ Server: where the model is served, or why it is not.
+        serverStatus_ = new QLabel(this);
+        serverStatus_->setObjectName(QStringLiteral("serverStatus"));
+        serverStatus_->setAccessibleName(tr("Server status"));
+        serverStatus_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        statusBar()->addPermanentWidget(serverStatus_);
+        const auto showServer = [this] {
+            const ServerController* server = parts_.server;
+            const bool failed = server->state() == ServerController::State::Failed;
+            serverStatus_->setText(server->statusText());
+            serverStatus_->setStyleSheet(failed ? QStringLiteral("color: #c62828;") : QString());
+            serverStatus_->setToolTip(failed ? server->problem()
+                                      : server->state() == ServerController::State::Serving
+                                          ? tr("OpenAI-compatible API of the loaded model: /v1/chat/completions, "
+                                               "/v1/completions, /v1/models (Settings ▸ Server)")
+                                          : QString());
+            serverStatus_->setVisible(server->state() != ServerController::State::Off);
+        };
+        connect(parts_.server, &ServerController::statusChanged, this, showServer);
+        showServer();
+    }
     statusBar()->addPermanentWidget(modelStatus_);
     buildMenus();
 
@@ -459,6 +482,8 @@ void MainWindow::updateModelState() {
     updateChatPage();
 }
 
+QString MainWindow::serverStatusText() const { return serverStatus_ && serverStatus_->isVisibleTo(this) ? serverStatus_->text() : QString(); }
+
 QString MainWindow::modelStatusText() const { return modelStatus_->text(); }
 
 void MainWindow::showVerification(const QString& name, double fraction) {
@@ -545,6 +570,7 @@ bool MainWindow::applySettings(const SettingsValues& values) {
     values.write(*parts_.settings);
     applyTheme(values.appearance);
     parts_.monitor->setGpuDevice(values.engine.gpuDevice);
+    if (parts_.server) parts_.server->apply();
     return values.needsReloadComparedTo(before);
 }
 

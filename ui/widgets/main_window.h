@@ -21,6 +21,7 @@ class ChatController;
 class ChatView;
 class Composer;
 class ContextIndicator;
+class ServerController;
 class ConversationListModel;
 class ConversationModels;
 class ConversationSidebar;
@@ -47,6 +48,8 @@ struct MainWindowParts {
     MachineFiguresProvider machineFigures = {};     // null: this machine's
     // Each conversation's model: the model picker's choices go through it. Null: straight to the model.
     ConversationModels* conversationModels = nullptr;
+    // Settings ▸ Server; null: no server (its status is not shown).
+    ServerController* server = nullptr;
 };
 
 class MainWindow : public QMainWindow {
@@ -70,6 +73,8 @@ public:
     NotificationBanner* banner() const { return banner_; }
     // The model's state in the status bar ("name · ready · checking files 42%").
     QString modelStatusText() const;
+    // The server's line in the status bar ("Serving on http://127.0.0.1:8080/v1"); empty while it is off.
+    QString serverStatusText() const;
     EmptyStatePage* emptyState() const { return emptyState_; }
     ContextIndicator* contextIndicator() const { return context_; }
     ModelPicker* modelPicker() const { return picker_; }
@@ -132,6 +137,7 @@ private:
     Dashboard* dashboard_;
     QLabel* modelStatus_;
     QLabel* storeStatus_;
+    QLabel* serverStatus_ = nullptr;
     QAction* stopAction_ = nullptr;
     QAction* regenerateAction_ = nullptr;
     QPointer<ModelWizard> wizard_;

@@ -73,7 +73,7 @@ bool kernelRuns(int row) {
 }  // namespace
 
 SettingsValues SettingsValues::read(const AppSettings& s) {
-    return {s.engine(), s.sampling(), s.appearance(), s.defaultDeferral(), s.hubEndpoint()};
+    return {s.engine(), s.sampling(), s.appearance(), s.defaultDeferral(), s.hubEndpoint(), s.server()};
 }
 
 void SettingsValues::write(AppSettings& s) const {
@@ -82,6 +82,7 @@ void SettingsValues::write(AppSettings& s) const {
     s.setAppearance(appearance);
     s.setDefaultDeferral(defaultDeferral);
     s.setHubEndpoint(hubEndpoint);
+    s.setServer(server);
     s.sync();
 }
 
@@ -90,13 +91,14 @@ SettingsDialog::SettingsDialog(const SettingsValues& values, const QStringList& 
     setWindowTitle(tr("Settings"));
     setAccessibleName(tr("Settings"));
     auto* layout = new QVBoxLayout(this);
-    auto* tabs = new QTabWidget(this);
+    auto* tabs = tabs_ = new QTabWidget(this);
     // Every tab shows whole: the dialog is at least as wide as the tab bar.
     tabs->setUsesScrollButtons(false);
     tabs->addTab(engineTab(gpuNames), tr("&Model and engine"));
     tabs->addTab(generationTab(), tr("&Generation"));
     tabs->addTab(appearanceTab(), tr("&Appearance"));
     tabs->addTab(downloadsTab(), tr("&Downloads"));
+    tabs->addTab(serverPage_ = serverTab(), tr("&Server"));
     layout->addWidget(tabs);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel | QDialogButtonBox::RestoreDefaults, this);
     connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
@@ -263,6 +265,103 @@ QWidget* SettingsDialog::downloadsTab() {
     return page;
 }
 
+QWidget* SettingsDialog::serverTab() {
+    auto* page = new QWidget(this);
+    auto* form = new QFormLayout(page);
+    serverEnabled_ = new QCheckBox(tr("Serve the loaded model over the OpenAI API"), page);
+    serverEnabled_->setAccessibleName(tr("Serve the model"));
+    form->addRow(serverEnabled_);
+    form->addRow(hint(tr("Other programs (editors, agents, scripts using an OpenAI client) use the model you have "
+                         "loaded, with no second copy in memory; their requests take turns with your chats."),
+                      page));
+
+    serverHost_ = new QLineEdit(page);
+    serverHost_->setPlaceholderText(QStringLiteral("127.0.0.1"));
+    serverHost_->setAccessibleName(tr("Server address"));
+    form->addRow(tr("&Address:"), serverHost_);
+    form->addRow(hint(tr("127.0.0.1: this computer only. Any other address (0.0.0.0: all of this computer's "
+                         "networks) lets other computers in, and needs an API key."),
+                      page));
+
+    serverPort_ = new QSpinBox(page);
+    serverPort_->setRange(1, 65535);
+    serverPort_->setAccessibleName(tr("Server port"));
+    form->addRow(tr("&Port:"), serverPort_);
+
+    apiKey_ = new QLineEdit(page);
+    apiKey_->setEchoMode(QLineEdit::Password);
+    apiKey_->setPlaceholderText(tr("None (this computer only)"));
+    apiKey_->setAccessibleName(tr("API key"));
+    auto* show = new QPushButton(tr("Show"), page);
+    show->setCheckable(true);
+    show->setAccessibleName(tr("Show the API key"));
+    connect(show, &QPushButton::toggled, this, [this, show](bool shown) {
+        apiKey_->setEchoMode(shown ? QLineEdit::Normal : QLineEdit::Password);
+        show->setText(shown ? tr("Hide") : tr("Show"));
+    });
+    auto* generate = new QPushButton(tr("&Generate"), page);
+    generate->setAccessibleName(tr("Generate an API key"));
+    generate->setToolTip(tr("A new random key; copy it into the programs that use the server."));
+    connect(generate, &QPushButton::clicked, this, [this] { apiKey_->setText(generateApiKey()); });
+    auto* keyRow = new QHBoxLayout;
+    keyRow->addWidget(apiKey_, 1);
+    keyRow->addWidget(show);
+    keyRow->addWidget(generate);
+    form->addRow(buddyLabel(tr("API &key:"), apiKey_, page), keyRow);
+    form->addRow(hint(tr("Clients send it as \"Authorization: Bearer KEY\" (an OpenAI client's api_key). With a key, "
+                         "every /v1 request must bring it."),
+                      page));
+
+    serverAddress_ = hint(QString(), page);
+    serverAddress_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    form->addRow(serverAddress_);
+    serverProblem_ = new QLabel(page);
+    serverProblem_->setWordWrap(true);
+    serverProblem_->setObjectName(QStringLiteral("serverProblem"));
+    serverProblem_->setStyleSheet(QStringLiteral("color: #c62828;"));
+    serverProblem_->setVisible(false);
+    form->addRow(serverProblem_);
+
+    connect(serverEnabled_, &QCheckBox::toggled, this, &SettingsDialog::updateServerPage);
+    connect(serverHost_, &QLineEdit::textChanged, this, &SettingsDialog::updateServerPage);
+    connect(serverPort_, &QSpinBox::valueChanged, this, &SettingsDialog::updateServerPage);
+    connect(apiKey_, &QLineEdit::textChanged, this, &SettingsDialog::updateServerPage);
+    return page;
+}
+
+QString SettingsDialog::serverProblem() const { return serverSettingsProblem(values().server); }
+
+void SettingsDialog::updateServerPage() {
+    const ServerSettings s = values().server;
+    for (QWidget* w : {static_cast<QWidget*>(serverHost_), static_cast<QWidget*>(serverPort_), static_cast<QWidget*>(apiKey_)})
+        w->setEnabled(s.enabled);
+    const QString host = s.host.isEmpty() ? QStringLiteral("127.0.0.1") : s.host;
+    const QString shownHost = host.contains(QLatin1Char(':')) && !host.startsWith(QLatin1Char('[')) ? QStringLiteral("[%1]").arg(host) : host;
+    serverAddress_->setText(tr("Clients use http://%1:%2/v1 (/v1/chat/completions, /v1/completions, /v1/models; "
+                               "/health), for the model you have loaded.")
+                                .arg(shownHost)
+                                .arg(s.port));
+    // A problem shown after OK was refused goes as soon as it is fixed; a new one waits for OK.
+    if (serverProblem_->isVisible()) {
+        const QString problem = serverSettingsProblem(s);
+        serverProblem_->setText(problem);
+        serverProblem_->setVisible(!problem.isEmpty());
+    }
+}
+
+void SettingsDialog::accept() {
+    if (const QString problem = serverProblem(); !problem.isEmpty()) {
+        serverProblem_->setText(problem);
+        serverProblem_->setVisible(true);
+        tabs_->setCurrentWidget(serverPage_);
+        const ServerSettings s = values().server;
+        if (!isLoopbackAddress(s.host) && s.apiKey.isEmpty()) apiKey_->setFocus();
+        else serverHost_->setFocus();
+        return;
+    }
+    QDialog::accept();
+}
+
 void SettingsDialog::setValues(const SettingsValues& v) {
     modelDir_->setText(v.engine.modelDir);
     threads_->setValue(v.engine.threads);
@@ -289,6 +388,11 @@ void SettingsDialog::setValues(const SettingsValues& v) {
     theme_->setCurrentIndex(static_cast<int>(v.appearance.theme));
     fontSize_->setValue(v.appearance.fontPointSize);
     hubEndpoint_->setText(v.hubEndpoint);
+    serverEnabled_->setChecked(v.server.enabled);
+    serverHost_->setText(v.server.host);
+    serverPort_->setValue(v.server.port);
+    apiKey_->setText(v.server.apiKey);
+    updateServerPage();
 }
 
 void SettingsDialog::setInEffect(const ModelSummary* model) {
@@ -365,6 +469,10 @@ SettingsValues SettingsDialog::values() const {
     v.appearance.theme = static_cast<ThemeChoice>(theme_->currentIndex());
     v.appearance.fontPointSize = fontSize_->value();
     v.hubEndpoint = hubEndpoint_->text().trimmed();
+    v.server.enabled = serverEnabled_->isChecked();
+    v.server.host = serverHost_->text().trimmed().isEmpty() ? ServerSettings{}.host : serverHost_->text().trimmed();
+    v.server.port = serverPort_->value();
+    v.server.apiKey = apiKey_->text().trimmed();
     return v;
 }
 

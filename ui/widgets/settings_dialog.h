@@ -10,6 +10,7 @@ class QComboBox;
 class QLabel;
 class QLineEdit;
 class QSpinBox;
+class QTabWidget;
 
 namespace tandem::ui {
 
@@ -21,6 +22,7 @@ struct SettingsValues {
     Appearance appearance;
     int defaultDeferral = 0;
     QString hubEndpoint;
+    ServerSettings server;
 
     static SettingsValues read(const AppSettings& settings);
     void write(AppSettings& settings) const;
@@ -38,6 +40,11 @@ public:
     // What the loaded model runs with, shown beside what is asked for (a context length the model caps,
     // the threads "Automatic" means); null: no model loaded.
     void setInEffect(const ModelSummary* model);
+    // Why the Server page's values cannot be used, or empty (OK is refused while there is a reason).
+    QString serverProblem() const;
+
+public slots:
+    void accept() override;
 
 protected:
     void showEvent(QShowEvent* event) override;
@@ -54,6 +61,8 @@ private:
     QWidget* generationTab();
     QWidget* appearanceTab();
     QWidget* downloadsTab();
+    QWidget* serverTab();
+    void updateServerPage();
 
     QLineEdit* modelDir_;
     QSpinBox* threads_;
@@ -75,6 +84,14 @@ private:
     QComboBox* theme_;
     QSpinBox* fontSize_;
     QLineEdit* hubEndpoint_;
+    QTabWidget* tabs_;
+    QWidget* serverPage_;
+    QCheckBox* serverEnabled_;
+    QLineEdit* serverHost_;
+    QSpinBox* serverPort_;
+    QLineEdit* apiKey_;
+    QLabel* serverAddress_;
+    QLabel* serverProblem_;
 };
 
 }  // namespace tandem::ui
