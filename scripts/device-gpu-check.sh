@@ -143,6 +143,15 @@ if [[ ${CHECKS:-1} == 1 ]]; then
   fi
 fi
 
+# LONGCHECK=1: issue 28's correctness at long contexts: every fixture with an 8192-token prompt and 32
+# teacher-forced decode steps after it, the GPU's rows against the CPU's (scripts/check_long_context.py;
+# LONGCHECK_TOKENS changes the length, LONGCHECK_REFERENCE=1 adds transformers' float32 model).
+if [[ ${LONGCHECK:-0} == 1 ]]; then
+  python3 scripts/check_long_context.py --cli "$cli" --fixtures tests/fixtures --device cpu --device gpu \
+    --tokens "${LONGCHECK_TOKENS:-8192}" $([[ ${LONGCHECK_REFERENCE:-0} == 1 ]] && echo --reference) 2>&1 |
+    grep -v Warning | tee "$out/long-context.txt"
+fi
+
 if [[ ${REALWIDTH:-0} == 1 ]]; then
   rw=${REALWIDTH_DIR:-/tmp/realwidth}
   mkdir -p "$rw"

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Teacher-forced logits at long contexts (issue 28): each fixture runs one long prompt (--tokens, 8192 by
+default: seeded random ids) and then --steps decode steps fed fixed ids, with `tandem-cli eval` on every
+--device; every row (the prompt's, then each step's at its depth) is compared with the CPU path's (the GPU
+against --tolerance, 2e-2 as for the golden checks) and, with --reference, with transformers' float32 model
+of the same weights (make_fixture.py's loader; needs torch and transformers) against --cpu-tolerance.
+
+    python3 scripts/check_long_context.py --cli build/app/tandem-cli --fixtures tests/fixtures --device cpu --device gpu
+    python3 scripts/check_long_context.py --cli build/app/tandem-cli tests/fixtures/tiny-qwen3moe --reference
+
+Fixtures whose experts the automatic choice runs on integer kernels (MXFP4, compressed-tensors int4) run
+with bf16 or the reference experts, as check_golden.py does, so the comparison is of the attention over the
+long context, not of the activations' rounding. Prints one row per fixture and device; exits 1 on a row
+past its tolerance.
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_golden import find_fixtures, rel_l2, run_eval  # noqa: E402
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("fixture", nargs="*", help="fixture folders")
+    p.add_argument("--fixtures", action="append", default=[], help="a folder of fixtures (every one holding a golden)")
+    p.add_argument("--cli", required=True)
+    p.add_argument("--device", action="append", help="cpu, gpu (default: both)")
+    p.add_argument("--tokens", type=int, default=8192, help="the prompt's length")
+    p.add_argument("--steps", type=int, default=32, help="decode steps after it")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tolerance", type=float, default=2e-2, help="worst relative L2 error of a row against the CPU's")
+    p.add_argument("--reference", action="store_true", help="also compare with transformers' float32 model")
+    p.add_argument("--cpu-tolerance", type=float, default=1e-3, help="the CPU's worst row against the reference")
+    return p.parse_args()
+
+
+def experts_for(config):
+    method = (config.get("quantization_config") or {}).get("quant_method")
+    return {"mxfp4": ["--experts", "bf16"], "compressed-tensors": ["--experts", "reference"]}.get(method, [])
+
+
+def reference_logits(model, config, ids):
+    import torch
+    from make_fixture import reference_model, weights_from_disk
+    net, loading = reference_model(config, weights_from_disk(model, config), "cpu")
+    if loading["missing"] or loading["mismatched"]:
+        sys.exit(f"{model}: transformers' model does not take the checkpoint: {loading}")
+    with torch.no_grad():
+        out = net(input_ids=torch.tensor([ids], dtype=torch.long), use_cache=False)
+    return out.logits[0].float().numpy()
+
+
+def main():
+    args = parse_args()
+    devices = args.device or ["cpu", "gpu"]
+    if "cpu" not in devices:
+        devices = ["cpu"] + devices
+    failures = 0
+    print(f'{"fixture":24} {"run":10} {"rows":>6} {"worst":>9} {"at":>6} {"median":>9} {"top-1":>7}  against')
+    with tempfile.TemporaryDirectory() as tmp:
+        for model in find_fixtures(args.fixture, args.fixtures):
+            name = os.path.basename(os.path.normpath(model))
+            with open(os.path.join(model, "config.json")) as f:
+                config = json.load(f)
+            vocab = config["vocab_size"]
+            rng = np.random.default_rng(args.seed)
+            ids = rng.integers(0, vocab, size=args.tokens).tolist()
+            forced = rng.integers(0, vocab, size=args.steps).tolist()
+            extra = experts_for(config)
+            runs = {}
+            for device in devices:
+                try:
+                    logits, _, _ = run_eval(args.cli, model, ids, forced, device, None, extra, tmp, False)
+                except RuntimeError as e:
+                    if "on the CPU path only so far" in str(e):
+                        print(f"{name:24} {device:10} not run: {str(e)[-120:].strip()}")
+                        continue
+                    print(f"FAILED: {name} {device}: {str(e)[-300:]}")
+                    failures += 1
+                    continue
+                runs[device] = logits.reshape(-1, vocab)
+            if "cpu" not in runs:
+                continue
+            cpu = runs["cpu"]
+            # Row r of the prompt is position r; step i's row follows forced[i - 1] (step 0's is the prompt's last).
+            comparisons = [(d, runs[d], cpu, args.tolerance, "cpu") for d in runs if d != "cpu"]
+            if args.reference:
+                sequence = ids + forced[:args.steps - 1]
+                try:
+                    ref = reference_logits(model, config, sequence)
+                except Exception as e:  # a family transformers lacks (kimi_k2), a layout its loader does not read
+                    print(f"{name:24} {'cpu':10} no reference: {str(e).splitlines()[0][:100]}")
+                else:
+                    ref_rows = np.concatenate([ref[:len(ids)], ref[len(ids) - 1:len(ids) - 1 + args.steps]])
+                    comparisons.insert(0, ("cpu", cpu, ref_rows, args.cpu_tolerance, "transformers"))
+            for device, mine, theirs, tolerance, against in comparisons:
+                err = rel_l2(mine, theirs)
+                top1 = float(np.mean(mine.argmax(-1) == theirs.argmax(-1)))
+                worst = int(err.argmax())
+                where = f"p{worst}" if worst < len(ids) else f"s{worst - len(ids)}"
+                bad = err.max() > tolerance
+                failures += int(bad)
+                print(f"{name:24} {device:10} {len(err):6} {err.max():9.2e} {where:>6} {np.median(err):9.2e} {top1:7.1%}  "
+                      f"{against}{'  FAILED' if bad else ''}", flush=True)
+    print(f"{failures} FAILURES" if failures else "all within tolerance")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
