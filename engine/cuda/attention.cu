@@ -63,7 +63,8 @@ __global__ void attentionKernel(AttentionArgs a) {
     const long headOffset = static_cast<long>(h / a.group) * a.keyHeadStride;
 
     float acc[kMaxValuePerThread] = {};
-    float m = -FLT_MAX, l = 0.0f;
+    // A sink starts the softmax of part 0 (sinkLogit): max = sink, sum = exp(sink - sink).
+    float m = sinkLogit(a, h, part), l = m > -FLT_MAX ? 1.0f : 0.0f;
     for (int j0 = first; j0 <= last; j0 += kTile) {
         const int n = min(kTile, last - j0 + 1);
         for (int jj = warp; jj < n; jj += warps) {
@@ -190,7 +191,7 @@ __global__ void __launch_bounds__(kThreads, 3) attentionDecodeKernel(AttentionAr
     __syncthreads();
 
     float acc[R] = {};
-    float m = -FLT_MAX, l = 0.0f;
+    float m = sinkLogit(a, h, part), l = m > -FLT_MAX ? 1.0f : 0.0f;  // a sink starts part 0's softmax
     for (int j0 = first; j0 <= last; j0 += kTile) {
         const int n = min(kTile, last - j0 + 1);
         // This warp's keys: j0 + warp * kKeysPerWarp + q for q < keys.

@@ -1,6 +1,8 @@
 #pragma once
 // What the attention kernels share (attention.cu's per-query-head kernels, attention_key_head_decode.cu's
 // decode by key head): block and tile sizes, and how a decode step's context is cut into parts.
+#include <cfloat>
+
 #include "cuda/kernels.h"
 
 namespace tandem::cuda {
@@ -21,6 +23,13 @@ __device__ inline void partRange(const AttentionArgs& a, int lastPosition, int p
     const int perPart = (lastPosition - firstPosition + parts) / parts;
     first = firstPosition + part * perPart;
     last = min(lastPosition, first + perPart - 1);
+}
+
+// The sink logit (gpt-oss) query head h's softmax starts from in part `part` of its context, or -FLT_MAX
+// for none: only part 0 counts it (the parts' combine then counts it once), as a running max of the sink
+// and a running sum of exp(sink - sink) = 1, attached to no value.
+__device__ inline float sinkLogit(const AttentionArgs& a, int h, int part) {
+    return a.sinks && part == 0 ? a.sinks[h] : -FLT_MAX;
 }
 
 // A decode step's parts: as many as the context has tiles, up to the grid's, so that while the context

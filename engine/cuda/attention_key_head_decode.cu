@@ -255,10 +255,13 @@ __global__ void __launch_bounds__(kThreads, MinBlocks) attentionGroupDecodeKerne
     float4 acc[GM];
 #pragma unroll
     for (int g = 0; g < GM; ++g) acc[g] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    // A sink (gpt-oss) starts part 0's softmax of each head: max = sink; its exp(sink - max) joins the
+    // sum once, after the lanes' shares are summed.
     float m[HeadsPerWarp], l[HeadsPerWarp];
 #pragma unroll
     for (int k = 0; k < HeadsPerWarp; ++k) {
-        m[k] = -FLT_MAX;
+        const int g = warp + k * Warps;
+        m[k] = g < group ? sinkLogit(a, h0 + g, part) : -FLT_MAX;
         l[k] = 0.0f;
     }
     const int column = threadIdx.x % C4, slice = threadIdx.x / C4;
@@ -370,7 +373,9 @@ __global__ void __launch_bounds__(kThreads, MinBlocks) attentionGroupDecodeKerne
     for (int hk = 0; hk < HeadsPerWarp; ++hk) {
         const int g = warp + hk * Warps;
         if (g >= group) break;
-        const float sum = warpSum(l[hk]);
+        float sum = warpSum(l[hk]);
+        const float sink = sinkLogit(a, h0 + g, part);
+        if (sink > -FLT_MAX) sum += expf(sink - m[hk]);  // m[hk] >= sink: it started there
         if (lane == 0) {
             maxima[g] = m[hk];
             sums[g] = sum;

@@ -116,7 +116,11 @@ __global__ void __launch_bounds__(kFlashThreads) flashPrefillKernel(AttentionArg
     const int firstKey = a.window > 0 ? max(0, start + firstRow / a.group - a.window + 1) : 0;
 
     float o[D / 8][4] = {};
-    float mA = -INFINITY, mB = -INFINITY, lA = 0.0f, lB = 0.0f;
+    // A sink (gpt-oss) starts a row's softmax: m = the sink; its exp(sink - m) joins the sum at the end,
+    // after the quad's lanes are summed (each lane's l holds only its columns).
+    const float sinkA = a.sinks && rowA < rowCount ? a.sinks[keyHead * a.group + rowA % a.group] : -INFINITY;
+    const float sinkB = a.sinks && rowB < rowCount ? a.sinks[keyHead * a.group + rowB % a.group] : -INFINITY;
+    float mA = sinkA, mB = sinkB, lA = 0.0f, lB = 0.0f;
     for (int j0 = firstKey; j0 <= lastKey; j0 += kFlashKeys) {
         const int n = min(kFlashKeys, lastKey - j0 + 1);
         __syncthreads();  // the previous tile is read (and, the first time, Q is written)
@@ -224,6 +228,8 @@ __global__ void __launch_bounds__(kFlashThreads) flashPrefillKernel(AttentionArg
         lA += __shfl_xor_sync(0xffffffffu, lA, o2);
         lB += __shfl_xor_sync(0xffffffffu, lB, o2);
     }
+    if (sinkA > -INFINITY) lA += expf(sinkA - mA);
+    if (sinkB > -INFINITY) lB += expf(sinkB - mB);
     // Every row attends at least to its own position, so l > 0 for rows that exist.
 #pragma unroll
     for (int half = 0; half < 2; ++half) {

@@ -154,7 +154,7 @@ constexpr int kDecodeWarps = 8;
 // by shuffles, warps in shared memory in warp order, and 16 threads finish the panel.
 template <ExpertType T>
 __global__ void __launch_bounds__(kDecodeWarps * 32)
-    gateUpDecodeKernel(GpuExpertLayout l, ExpertPairs b, const float* x, int ldx, float* act) {
+    gateUpDecodeKernel(GpuExpertLayout l, ExpertPairs b, const float* x, int ldx, float* act, ExpertEpilogue ep) {
     using F = DecodeFormat<T>;
     constexpr int kPass = T == ExpertType::INT4 ? 4 : 2;
     __shared__ float partial[kDecodeWarps][2][kPanelRows];
@@ -209,7 +209,9 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
             g *= scales[o];
             u *= scales[kPanelRows + o];
         }
-        act[static_cast<std::int64_t>(pair) * l.interPad + kPanelRows * panel + o] = silu(g) * u;
+        const int row = kPanelRows * panel + o;
+        act[static_cast<std::int64_t>(pair) * l.interPad + row] =
+            gatedActivation(ep, groupExpertOf(b, b.pairGroup[pair]), row, l.inter, g, u);
     }
 }
 
@@ -232,7 +234,7 @@ constexpr int defaultDownPass() {
 template <ExpertType T, int Pass>
 __global__ void __launch_bounds__(kDecodeWarps * 32)
     downDecodeKernel(GpuExpertLayout l, ExpertPairs b, const float* act, float* out, int ldOut, bool accumulate,
-                     DecodeNorm norm) {
+                     DecodeNorm norm, ExpertEpilogue ep) {
     using F = DecodeFormat<T>;
     constexpr int kBlocksPerChunk = kChunkCols / (F::kPieceInputs * F::kPiecesPerBlock);
     constexpr int kPiecesPerChunk = kBlocksPerChunk * F::kPiecesPerBlock;
@@ -240,12 +242,14 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
     extern __shared__ float partial[];  // [topK][chunks][16]
     __shared__ const std::uint8_t* slotExpert[kMaxTopK];
     __shared__ int slotPair[kMaxTopK];
+    __shared__ int slotIndex[kMaxTopK];  // the layer's expert of each slot (its down bias)
     const int q = blockIdx.x, t = blockIdx.y;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (threadIdx.x < b.topK) {
         const int pair = b.slotPair[t * b.topK + threadIdx.x];
         slotPair[threadIdx.x] = pair;
         slotExpert[threadIdx.x] = pair >= 0 ? b.weights[b.pairGroup[pair]] : nullptr;
+        slotIndex[threadIdx.x] = pair >= 0 ? groupExpertOf(b, b.pairGroup[pair]) : 0;
     }
     __syncthreads();
     const int items = b.topK * l.chunks;
@@ -296,6 +300,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
             for (int c = 0; c < l.chunks; ++c) y += partial[(s * l.chunks + c) * kPanelRows + threadIdx.x];
             if constexpr (T == ExpertType::INT8)
                 y *= reinterpret_cast<const float*>(slotExpert[s] + l.downScalesOffset)[n];
+            y += downBiasOf(ep, slotIndex[s], n, l.hidden);
             sum = fmaf(b.pairWeight[slotPair[s]], y, sum);
         }
         *o = sum;
@@ -387,14 +392,14 @@ __global__ void __launch_bounds__(kRouteWarps * 32)
 
 template <ExpertType T>
 void decode(const GpuExpertLayout& l, const ExpertPairs& b, const float* x, int ldx, float* out, int ldOut,
-            bool accumulate, float* act, cudaStream_t s, const DecodeNorm& norm) {
+            bool accumulate, float* act, cudaStream_t s, const DecodeNorm& norm, const ExpertEpilogue& ep) {
     const std::size_t shared = static_cast<std::size_t>(b.topK) * l.chunks * kPanelRows * sizeof(float);
     if (shared > 48 * 1024) throw Error("decode experts: topK x chunks too large for one block's partial sums");
-    launchChained(gateUpDecodeKernel<T>, dim3(l.gateUpPanels, b.maxPairs), dim3(kDecodeWarps * 32), 0, s, l, b, x, ldx, act);
+    launchChained(gateUpDecodeKernel<T>, dim3(l.gateUpPanels, b.maxPairs), dim3(kDecodeWarps * 32), 0, s, l, b, x, ldx, act, ep);
     const dim3 grid(l.downPanels, b.tokens);
     const auto launchDown = [&](auto kernel) {
         launchChained(kernel, grid, dim3(kDecodeWarps * 32), shared, s, l, b, static_cast<const float*>(act), out, ldOut,
-                      accumulate, norm);
+                      accumulate, norm, ep);
     };
     const int items = b.topK * l.chunks;
     constexpr int kDefault = defaultDownPass<T>();
@@ -459,15 +464,15 @@ std::size_t decodeScratchBytes(const GpuExpertLayout& l, int maxPairs) {
 }
 
 void launchExpertsDecode(const GpuExpertLayout& l, const ExpertPairs& b, const float* x, int ldx, float* out, int ldOut,
-                         bool accumulate, void* scratch, cudaStream_t s, const DecodeNorm& norm) {
+                         bool accumulate, void* scratch, cudaStream_t s, const DecodeNorm& norm, const ExpertEpilogue& ep) {
     requireBatch(l, b, x, ldx, "decode experts");
     if (norm.weight && (b.tokens != 1 || !norm.blocksDone || !norm.out))
         throw Error("decode experts: the following norm needs one token, its output and a counter");
     auto* act = static_cast<float*>(scratch);
     switch (l.type) {
-    case ExpertType::BF16: decode<ExpertType::BF16>(l, b, x, ldx, out, ldOut, accumulate, act, s, norm); return;
-    case ExpertType::INT8: decode<ExpertType::INT8>(l, b, x, ldx, out, ldOut, accumulate, act, s, norm); return;
-    case ExpertType::INT4: decode<ExpertType::INT4>(l, b, x, ldx, out, ldOut, accumulate, act, s, norm); return;
+    case ExpertType::BF16: decode<ExpertType::BF16>(l, b, x, ldx, out, ldOut, accumulate, act, s, norm, ep); return;
+    case ExpertType::INT8: decode<ExpertType::INT8>(l, b, x, ldx, out, ldOut, accumulate, act, s, norm, ep); return;
+    case ExpertType::INT4: decode<ExpertType::INT4>(l, b, x, ldx, out, ldOut, accumulate, act, s, norm, ep); return;
     }
 }
 

@@ -59,8 +59,26 @@ struct ExpertPairs {
     // [tokens, topK]: the pair of each routing slot, or -1 for a slot computed elsewhere (an expert on
     // the CPU): the final sum takes the slots in this order.
     const int* slotPair = nullptr;
+    // [groups] the expert (of the layer) each group multiplies by, which picks its biases in an
+    // ExpertEpilogue; null: group g is expert g (launchGroupRoutes' batches).
+    const int* groupExpert = nullptr;
     int tokens = 0;
     int topK = 0;
+};
+
+// gpt-oss's experts (model::biasedExpert, cpu::ExpertEpilogue): biases and the clamped SwiGLU, so that
+//   y_s = down_e . act(gate_e . x + gateBias_e, up_e . x + upBias_e) + downBias_e
+//   act(g, u) = SiLU(g) * u, or with clampedSwiglu: g' = min(g, limit), u' = clamp(u, -limit, limit),
+//               (u' + 1) * g' * sigmoid(alpha * g')
+// Biases in device memory, float32, expert e's at e * inter (gate, up) and e * hidden (down); null: none.
+// The default is the plain experts above.
+struct ExpertEpilogue {
+    const float* gateBias = nullptr;
+    const float* upBias = nullptr;
+    const float* downBias = nullptr;
+    bool clampedSwiglu = false;
+    float alpha = 1.702f;
+    float limit = 7.0f;
 };
 
 // Builds a batch on the GPU from the router's output: ids / weights [tokens, topK] and a table of the
@@ -91,13 +109,15 @@ struct DecodeNorm {
     unsigned* blocksDone = nullptr;
 };
 void launchExpertsDecode(const GpuExpertLayout& l, const ExpertPairs& batch, const float* x, int ldx, float* out,
-                         int ldOut, bool accumulate, void* scratch, cudaStream_t s, const DecodeNorm& norm = {});
+                         int ldOut, bool accumulate, void* scratch, cudaStream_t s, const DecodeNorm& norm = {},
+                         const ExpertEpilogue& epilogue = {});
 
 // Prefill: the same for many tokens, with `splits` (2 or 3; 1 for int8 and int4 experts) bf16 terms per
 // activation. Every 32 tokens
 // of a group read the group's expert once. Needs prefillScratchBytes.
 std::size_t prefillScratchBytes(const GpuExpertLayout& l, int tokens, int maxPairs, int groups, int splits);
 void launchExpertsPrefill(const GpuExpertLayout& l, const ExpertPairs& batch, const float* x, int ldx, float* out,
-                          int ldOut, bool accumulate, int splits, void* scratch, cudaStream_t s);
+                          int ldOut, bool accumulate, int splits, void* scratch, cudaStream_t s,
+                          const ExpertEpilogue& epilogue = {});
 
 }  // namespace tandem::cuda

@@ -46,6 +46,27 @@ __device__ __forceinline__ uint2 streamLoad8(const void* p) {
 
 __device__ __forceinline__ float silu(float v) { return v / (1.0f + expf(-v)); }
 
+// The expert whose biases group `group` of a batch takes (ExpertPairs::groupExpert).
+__device__ __forceinline__ int groupExpertOf(const ExpertPairs& b, int group) { return b.groupExpert ? b.groupExpert[group] : group; }
+
+// The gated activation of intermediate row o (< interPad) of `expert`, from its gate and up sums: SiLU(g) * u,
+// or with an epilogue its biases first (rows past inter have none) and its activation (ExpertEpilogue).
+// Padding rows (zero weights, no bias) give 0 either way.
+__device__ __forceinline__ float gatedActivation(const ExpertEpilogue& ep, int expert, int o, int inter, float g, float u) {
+    if (o < inter) {
+        if (ep.gateBias) g += ep.gateBias[static_cast<std::int64_t>(expert) * inter + o];
+        if (ep.upBias) u += ep.upBias[static_cast<std::int64_t>(expert) * inter + o];
+    }
+    if (!ep.clampedSwiglu) return silu(g) * u;
+    const float gc = fminf(g, ep.limit), uc = fminf(fmaxf(u, -ep.limit), ep.limit);
+    return (uc + 1.0f) * gc / (1.0f + expf(-ep.alpha * gc));
+}
+
+// Down's bias of output n (< hidden) of `expert`, or 0.
+__device__ __forceinline__ float downBiasOf(const ExpertEpilogue& ep, int expert, int n, int hidden) {
+    return ep.downBias ? ep.downBias[static_cast<std::int64_t>(expert) * hidden + n] : 0.0f;
+}
+
 // u - 128 for byte `byte` of an int8 word: 0x4B0000uu is the float 2^23 + u.
 __device__ __forceinline__ float int8Weight(std::uint32_t word, int byte) {
     return __uint_as_float(__byte_perm(word, 0x4B000000u, 0x7440 + byte)) - 8388736.0f;

@@ -119,7 +119,7 @@ __device__ __forceinline__ void loadBInt4(const std::uint8_t* block, int group, 
 template <ExpertType T, int Splits, bool Down>
 __global__ void __launch_bounds__(kPrefillWarps * 32)
     prefillKernel(GpuExpertLayout l, ExpertPairs b, const int4* tiles, const int* tileCount, const bf16* in, int inCols,
-                  bf16* actOut, float* y, int ldy) {
+                  bf16* actOut, float* y, int ldy, ExpertEpilogue ep) {
     using S = Stage<T, Splits>;
     constexpr int kThreads = kPrefillWarps * 32;
     constexpr int kPanelsPerBlock = Down ? 16 : 8;
@@ -128,6 +128,7 @@ __global__ void __launch_bounds__(kPrefillWarps * 32)
     const int4 tile = tiles[blockIdx.y];  // group, first pair, rows
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
     const std::uint8_t* expert = b.weights[tile.x];
+    const int expertIndex = groupExpertOf(b, tile.x);  // its biases (ExpertEpilogue)
     const int panels = Down ? l.downPanels : l.gateUpPanels;
     const int firstPanel = blockIdx.x * kPanelsPerBlock;
     const int steps = Down ? l.interPad / S::kBlockInputs : l.hiddenKBlocks;
@@ -276,7 +277,8 @@ __global__ void __launch_bounds__(kPrefillWarps * 32)
                     const int row = 16 * m + g + 8 * r2;
                     if (row >= tile.z) continue;
                     float* dst = y + static_cast<std::int64_t>(tile.y + row) * ldy + n;
-                    const float v0 = acc[m][t][2 * r2] * scale[0], v1 = acc[m][t][2 * r2 + 1] * scale[1];
+                    const float v0 = acc[m][t][2 * r2] * scale[0] + (n < l.hidden ? downBiasOf(ep, expertIndex, n, l.hidden) : 0.0f);
+                    const float v1 = acc[m][t][2 * r2 + 1] * scale[1] + (n + 1 < l.hidden ? downBiasOf(ep, expertIndex, n + 1, l.hidden) : 0.0f);
                     if (n + 1 < l.hidden)
                         *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
                     else if (n < l.hidden)
@@ -307,7 +309,8 @@ __global__ void __launch_bounds__(kPrefillWarps * 32)
                     if (row >= tile.z) continue;
                     float v[2];
                     for (int e = 0; e < 2; ++e)
-                        v[e] = silu(acc[m][t][2 * r2 + e] * gateScale[e]) * (acc[m][t + 2][2 * r2 + e] * upScale[e]);
+                        v[e] = gatedActivation(ep, expertIndex, kPanelRows * panel + col + e, l.inter,
+                                               acc[m][t][2 * r2 + e] * gateScale[e], acc[m][t + 2][2 * r2 + e] * upScale[e]);
                     bf16* dst = actOut + static_cast<std::int64_t>(tile.y + row) * Splits * l.interPad + kPanelRows * panel + col;
 #pragma unroll
                     for (int sp = 0; sp < Splits; ++sp) {
@@ -408,7 +411,7 @@ void allowSharedMemory(Kernel kernel, int bytes) {
 
 template <ExpertType T, int Splits>
 void prefill(const GpuExpertLayout& l, const ExpertPairs& b, const float* x, int ldx, float* out, int ldOut,
-             bool accumulate, const PrefillBuffers& buf, cudaStream_t s) {
+             bool accumulate, const PrefillBuffers& buf, cudaStream_t s, const ExpertEpilogue& ep) {
     using S = Stage<T, Splits>;
     splitRowsKernel<Splits><<<b.tokens, 256, 0, s>>>(x, ldx, l.hidden, l.hiddenPad, buf.xs);
     TANDEM_CUDA_CHECK(cudaGetLastError());
@@ -419,10 +422,10 @@ void prefill(const GpuExpertLayout& l, const ExpertPairs& b, const float* x, int
     allowSharedMemory(gateUp, S::kTotal);
     allowSharedMemory(down, S::kTotal);
     gateUp<<<dim3((l.gateUpPanels + 7) / 8, buf.maxTiles), kPrefillWarps * 32, S::kTotal, s>>>(
-        l, b, buf.tiles, buf.tileCount, buf.xs, l.hiddenPad, buf.act, nullptr, 0);
+        l, b, buf.tiles, buf.tileCount, buf.xs, l.hiddenPad, buf.act, nullptr, 0, ep);
     TANDEM_CUDA_CHECK(cudaGetLastError());
     down<<<dim3((l.downPanels + 15) / 16, buf.maxTiles), kPrefillWarps * 32, S::kTotal, s>>>(
-        l, b, buf.tiles, buf.tileCount, buf.act, l.interPad, nullptr, buf.y, buf.ldy);
+        l, b, buf.tiles, buf.tileCount, buf.act, l.interPad, nullptr, buf.y, buf.ldy, ep);
     TANDEM_CUDA_CHECK(cudaGetLastError());
     sumSlotsKernel<<<b.tokens, 256, 0, s>>>(b, buf.y, buf.ldy, l.hidden, out, ldOut, accumulate);
     TANDEM_CUDA_CHECK(cudaGetLastError());
@@ -440,7 +443,7 @@ std::size_t prefillScratchBytes(const GpuExpertLayout& l, int tokens, int maxPai
 }
 
 void launchExpertsPrefill(const GpuExpertLayout& l, const ExpertPairs& b, const float* x, int ldx, float* out, int ldOut,
-                          bool accumulate, int splits, void* scratch, cudaStream_t s) {
+                          bool accumulate, int splits, void* scratch, cudaStream_t s, const ExpertEpilogue& ep) {
     requireBatch(l, b, x, ldx, "prefill experts");
     if (splits < 1 || splits > 3 || (splits == 1 && l.type == ExpertType::BF16))
         throw Error("prefill experts: activations in 2 or 3 bf16 terms (1 for int8 and int4 experts), not " + std::to_string(splits));
@@ -450,18 +453,18 @@ void launchExpertsPrefill(const GpuExpertLayout& l, const ExpertPairs& b, const 
     const bool three = splits == 3;
     switch (l.type) {
     case ExpertType::BF16:
-        three ? prefill<ExpertType::BF16, 3>(l, b, x, ldx, out, ldOut, accumulate, buf, s)
-              : prefill<ExpertType::BF16, 2>(l, b, x, ldx, out, ldOut, accumulate, buf, s);
+        three ? prefill<ExpertType::BF16, 3>(l, b, x, ldx, out, ldOut, accumulate, buf, s, ep)
+              : prefill<ExpertType::BF16, 2>(l, b, x, ldx, out, ldOut, accumulate, buf, s, ep);
         return;
     case ExpertType::INT8:
-        three           ? prefill<ExpertType::INT8, 3>(l, b, x, ldx, out, ldOut, accumulate, buf, s)
-        : splits == 1   ? prefill<ExpertType::INT8, 1>(l, b, x, ldx, out, ldOut, accumulate, buf, s)
-                        : prefill<ExpertType::INT8, 2>(l, b, x, ldx, out, ldOut, accumulate, buf, s);
+        three           ? prefill<ExpertType::INT8, 3>(l, b, x, ldx, out, ldOut, accumulate, buf, s, ep)
+        : splits == 1   ? prefill<ExpertType::INT8, 1>(l, b, x, ldx, out, ldOut, accumulate, buf, s, ep)
+                        : prefill<ExpertType::INT8, 2>(l, b, x, ldx, out, ldOut, accumulate, buf, s, ep);
         return;
     case ExpertType::INT4:
-        three           ? prefill<ExpertType::INT4, 3>(l, b, x, ldx, out, ldOut, accumulate, buf, s)
-        : splits == 1   ? prefill<ExpertType::INT4, 1>(l, b, x, ldx, out, ldOut, accumulate, buf, s)
-                        : prefill<ExpertType::INT4, 2>(l, b, x, ldx, out, ldOut, accumulate, buf, s);
+        three           ? prefill<ExpertType::INT4, 3>(l, b, x, ldx, out, ldOut, accumulate, buf, s, ep)
+        : splits == 1   ? prefill<ExpertType::INT4, 1>(l, b, x, ldx, out, ldOut, accumulate, buf, s, ep)
+                        : prefill<ExpertType::INT4, 2>(l, b, x, ldx, out, ldOut, accumulate, buf, s, ep);
         return;
     }
 }

@@ -42,7 +42,7 @@ void launchSiluMul(const float* gateUp, int tokens, int inner, bf16* out, bool s
 void launchExportToHost(const float* hidden, int tokens, int width, const int* ids, const float* weights, int topK,
                         float* hostHidden, int* hostIds, float* hostWeights, cudaStream_t s);
 void launchAddFromHost(const float* hostA, const float* hostB, float* x, long count, cudaStream_t s);
-// y[t, :width] += bias for each of `tokens` rows ldy apart (GLM-4.5's q/k/v biases).
+// y[t, :width] += bias for each of `tokens` rows ldy apart (GLM-4.5's q/k/v biases, gpt-oss's o_proj bias).
 void launchAddBias(float* y, int ldy, int tokens, int width, const float* bias, cudaStream_t s);
 
 // Decode's y = W x (or y += W x) for one token, W bf16 [n, k] row-major; with split, x's lo row (ldx
@@ -99,6 +99,8 @@ void launchMlaPrepare(const float* kv, int ldkv, float* q, int tokens, int heads
 // (head, token), online softmax. score(j) = (qA·keyA[j] + qB·keyB[j]) * scale; out = Σ p(j) value[j].
 // keyB/qB may be null. Rows of a cache are `ldKey`/`ldValue` floats apart; a head reads its keys at
 // keyHeadOffset(head) = (head / group) * keyHeadStride. window > 0 limits to the last `window` positions.
+// sinks (gpt-oss), when not null: one logit per query head [heads] that joins every softmax as one more
+// term attached to no value (the part of a split context that starts at its first position counts it).
 struct AttentionArgs {
     const float* qA;  int ldqA; int qAHeadStride; int dimA;
     const float* qB;  int ldqB; int qBHeadStride; int dimB;
@@ -112,6 +114,7 @@ struct AttentionArgs {
     const int* start;
     int window;
     float scale;
+    const float* sinks;
     bf16* out; int ldOut; int outHeadStride;
     bool split;
     // Flash-decoding: with splits > 1 the context is cut into that many ranges, each handled by its own
@@ -190,9 +193,10 @@ void launchMlaFlashPrefill(const MlaPrefillArgs& a, cudaStream_t s);
 void launchToBf16(const float* x, int ldx, int rows, int width, bf16* out, int ldOut, bool split, cudaStream_t s);
 
 // Routing of every token: logits [tokens, experts] -> ids / weights [tokens, topK], heaviest first,
-// exactly as model::routeToken does on the CPU.
-void launchRouter(const float* logits, int tokens, int experts, const float* bias, const RouterSpec& spec,
-                  int* ids, float* weights, cudaStream_t s);
+// exactly as model::routeToken does on the CPU. logitBias (gpt-oss's router bias, may be null) is added
+// to the logits first, as model::routeTokens does; bias is DeepSeek-V3's correction bias (choice only).
+void launchRouter(const float* logits, int tokens, int experts, const float* logitBias, const float* bias,
+                  const RouterSpec& spec, int* ids, float* weights, cudaStream_t s);
 // routed[e] = 1 if one of the `count` ids is e, else 0, for e < experts (prefill streaming's copy of
 // only the routed experts; `routed` may be mapped host memory).
 void launchMarkRouted(const int* ids, int count, int experts, int* routed, cudaStream_t s);
@@ -211,6 +215,7 @@ struct RouteDecodeArgs {
     bool split;
     const float* w;
     int experts, hidden;
+    const float* logitBias;  // gpt-oss: added to the logits (may be null); `logits` keeps them without it
     const float* bias;
     RouterSpec spec;
     float* logits;

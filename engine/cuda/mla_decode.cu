@@ -454,7 +454,7 @@ void launch(const AttentionArgs& a, cudaStream_t s) {
 bool mlaDecodeServes(const AttentionArgs& a) {
     using namespace mla_split;
     return !a.perHeadDecode && a.dimB > 0 && a.keyHeadStride == 0 && a.group == 1 && a.dimV == a.dimA && a.dimA <= kLatent &&
-           a.dimB <= kRope && a.dimA % 4 == 0 && a.dimB % 4 == 0 && a.window == 0 && !a.prepare;
+           a.dimB <= kRope && a.dimA % 4 == 0 && a.dimB % 4 == 0 && a.window == 0 && !a.prepare && !a.sinks;
 }
 
 int mlaDecodeBlocksPerMultiprocessor(const AttentionArgs& a) {

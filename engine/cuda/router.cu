@@ -1,6 +1,6 @@
 // Expert routing on the GPU, one block per token (decode: the norm before it, the router's product,
 // the routing and the hand-over in one kernel), reproducing model::routeToken exactly: softmax or
-// sigmoid scores, the optional correction bias for the choice, group limiting (by best expert or by the
+// sigmoid scores (after gpt-oss's logit bias), the optional correction bias for the choice, group limiting (by best expert or by the
 // sum of the two best), top-k with ties to the lower index, weights heaviest first, normalize, scale.
 #include <cfloat>
 
@@ -117,11 +117,12 @@ __device__ void routeLogits(float* scores, int experts, const float* bias, const
     }
 }
 
-__global__ void routerKernel(const float* logits, int experts, const float* bias, RouterSpec spec, int* ids,
-                             float* weights) {
+__global__ void routerKernel(const float* logits, int experts, const float* logitBias, const float* bias, RouterSpec spec,
+                             int* ids, float* weights) {
     extern __shared__ float scores[];
     const int t = blockIdx.x;
-    for (int e = threadIdx.x; e < experts; e += blockDim.x) scores[e] = logits[static_cast<long>(t) * experts + e];
+    for (int e = threadIdx.x; e < experts; e += blockDim.x)
+        scores[e] = logits[static_cast<long>(t) * experts + e] + (logitBias ? logitBias[e] : 0.0f);
     routeLogits(scores, experts, bias, spec, ids + static_cast<long>(t) * spec.topK, weights + static_cast<long>(t) * spec.topK);
 }
 
@@ -205,7 +206,8 @@ __global__ void routerDecodeKernel(RouteDecodeArgs a) {
     __syncthreads();
     if (!last) return;
     __threadfence();
-    for (int i = threadIdx.x; i < a.experts; i += blockDim.x) scores[i] = __ldcg(a.logits + i);
+    for (int i = threadIdx.x; i < a.experts; i += blockDim.x)
+        scores[i] = __ldcg(a.logits + i) + (a.logitBias ? a.logitBias[i] : 0.0f);
     routeLogits(scores, a.experts, a.bias, a.spec, a.ids, a.weights);
     if (threadIdx.x != 0) return;
     if (a.table) {
@@ -241,11 +243,11 @@ __global__ void markRoutedKernel(const int* ids, int count, int experts, int* ro
 
 }  // namespace
 
-void launchRouter(const float* logits, int tokens, int experts, const float* bias, const RouterSpec& spec,
-                  int* ids, float* weights, cudaStream_t s) {
+void launchRouter(const float* logits, int tokens, int experts, const float* logitBias, const float* bias,
+                  const RouterSpec& spec, int* ids, float* weights, cudaStream_t s) {
     if (spec.topK > kMaxTopK || spec.numGroups > kMaxGroups)
         throw GpuError("the GPU router supports at most 32 active experts and 64 groups");
-    routerKernel<<<tokens, kThreads, 2 * experts * sizeof(float), s>>>(logits, experts, bias, spec, ids, weights);
+    routerKernel<<<tokens, kThreads, 2 * experts * sizeof(float), s>>>(logits, experts, logitBias, bias, spec, ids, weights);
     TANDEM_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -264,6 +266,7 @@ ExpertPairs decodeSlotBatch(const RouteDecodeArgs& a) {
     b.pairWeight = a.pairWeight;
     b.maxPairs = a.spec.topK;
     b.slotPair = a.slotPair;
+    b.groupExpert = a.ids;  // group j is slot j: its expert is ids[j] (the epilogue's biases)
     b.tokens = 1;
     b.topK = a.spec.topK;
     return b;

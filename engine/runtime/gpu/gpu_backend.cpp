@@ -27,8 +27,9 @@ class CudaBackend : public GpuBackend {
 public:
     CudaBackend(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ThreadPool& pool,
                 ExpertsFactory experts, std::string name, const GpuExpertsRequest& request, ExpertPlacement placement,
-                bool stream, int prefillChunk)
+                bool stream, int prefillChunk, std::string expertNote)
         : config_(config), experts_(std::move(experts)), rope_(config), name_(std::move(name)), prefillChunk_(prefillChunk),
+          expertNote_(std::move(expertNote)),
           usage_(request.counter),
           gpuWeights_(cuda::uploadWeights(config, weights, rope_.inverseFrequencies(), pool)),
           gpuExperts_(request.layout ? cuda::uploadExperts(config, *request.layout, request.layerBytes, std::move(placement))
@@ -63,6 +64,7 @@ public:
         }
         else if (!gpuExperts_.streamNote.empty())
             text += "; " + gpuExperts_.streamNote;
+        if (!expertNote_.empty()) text += " (" + expertNote_ + ")";
         return text;
     }
     double expertLayersOnGpu() const override {
@@ -87,6 +89,7 @@ private:
     model::Rope rope_;
     std::string name_;
     int prefillChunk_;
+    std::string expertNote_;  // why no routed expert is on the GPU, where a kind of experts keeps them off
     UsageCounter* usage_;
     cuda::GpuWeights gpuWeights_;
     cuda::GpuExperts gpuExperts_;
@@ -96,7 +99,16 @@ private:
 
 std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, const model::ModelWeights& weights,
                                              cpu::ThreadPool& pool, int capacity, ExpertsFactory experts,
-                                             const GpuExpertsRequest& gpuExperts, std::string& reason) {
+                                             const GpuExpertsRequest& request, std::string& reason) {
+    // MXFP4 experts (gpt-oss) have no GPU kernels yet: every routed expert stays on the CPU, whose MXFP4
+    // kernels run them through the bridge, and the placement says why (no expert on the GPU, none streamed).
+    GpuExpertsRequest gpuExperts = request;
+    std::string expertNote;
+    if (gpuExperts.layout && gpuExperts.layout->type == io::ExpertType::MXFP4) {
+        gpuExperts.layout = nullptr;
+        gpuExperts.layerBytes = nullptr;
+        expertNote = "mxfp4 experts run on the CPU only so far; convert with --experts int4 or bf16 to put experts on the GPU";
+    }
     int count = 0;
     const cudaError_t probe = cudaGetDeviceCount(&count);
     if (probe != cudaSuccess || count == 0) {
@@ -186,7 +198,7 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
         placement = planPlacement(config, request);
     }
     return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), prop.name, gpuExperts,
-                                         std::move(placement), stream, chunk);
+                                         std::move(placement), stream, chunk, std::move(expertNote));
 }
 
 }  // namespace tandem::runtime

@@ -629,6 +629,7 @@ void GpuRunner::attentionBlock(const model::LayerPlan& layer) {
     // o_proj adds straight into the residual stream.
     const int attnWidth = static_cast<int>(widthsOf(config_).attn);
     project(w.o.ref(), H, attnWidth, attnOut_.get(), attnWidth, tokens, x_.get(), H, true);
+    if (w.oBias) launchAddBias(x_.get(), H, tokens, H, w.oBias.get(), stream_);  // gpt-oss
     stamp(l, kAttnDone);
 }
 
@@ -661,6 +662,7 @@ void GpuRunner::enqueueGqa(const model::LayerPlan& layer, int tokens) {
     a.start = start_.get();
     a.window = layer.window.value_or(0);
     a.scale = model::attentionSoftmaxScale(c);
+    a.sinks = w.sinks ? w.sinks.get() : nullptr;  // gpt-oss
     a.out = attnOut_.get();
     a.ldOut = c.numHeads * hd;
     a.outHeadStride = hd;

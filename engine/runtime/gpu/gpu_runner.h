@@ -82,6 +82,8 @@ private:
     // Its arguments for MoE layer l, routing into routeIds_ / routeWeights_ with no hand-over; the
     // normalized row also to hF32 when not null, and to hBf16 for the shared experts.
     RouteDecodeArgs routeDecodeArgs(int l, float* hF32);
+    // gpt-oss: layer l's expert biases and activation for the GPU's expert kernels (none otherwise).
+    ExpertEpilogue expertEpilogue(int l) const;
     // A MoE layer handed over to the CPU: norm and router, the slot and its signal, the shared experts,
     // the GPU's own share of the routed experts when `gpuTable` is not null (a split layer's held experts,
     // or a streamed layer's copied ones, computed after `copied` when not null), then the wait for the

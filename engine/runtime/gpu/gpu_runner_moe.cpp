@@ -48,6 +48,7 @@ RouteDecodeArgs GpuRunner::routeDecodeArgs(int l, float* hF32) {
     r.w = w.router.get();
     r.experts = c.numExperts;
     r.hidden = c.hiddenSize;
+    r.logitBias = w.routerBias ? w.routerBias.get() : nullptr;
     r.bias = w.correctionBias ? w.correctionBias.get() : nullptr;
     r.spec = c.router;
     r.logits = routerLogits_.get();
@@ -55,6 +56,18 @@ RouteDecodeArgs GpuRunner::routeDecodeArgs(int l, float* hF32) {
     r.ids = routeIds_.get();
     r.weights = routeWeights_.get();
     return r;
+}
+
+ExpertEpilogue GpuRunner::expertEpilogue(int l) const {
+    const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
+    ExpertEpilogue ep;
+    ep.gateBias = w.expertGateBias ? w.expertGateBias.get() : nullptr;
+    ep.upBias = w.expertUpBias ? w.expertUpBias.get() : nullptr;
+    ep.downBias = w.expertDownBias ? w.expertDownBias.get() : nullptr;
+    ep.clampedSwiglu = config_.expertActivation == model::ExpertActivation::ClampedSwiglu;
+    ep.alpha = config_.swigluAlpha;
+    ep.limit = config_.swigluLimit;
+    return ep;
 }
 
 void GpuRunner::feedForwardBlock(const model::LayerPlan& layer) {
@@ -126,7 +139,8 @@ void GpuRunner::handOverMoe(const model::LayerPlan& layer, const std::uint8_t* c
         launchRmsNorm(x_.get(), H, w.postAttentionNorm.get(), c.rmsNormEps, tokens, H, hF32_.get(), H, hBf16_.get(), H,
                       split_, stream_);
         gemmF32(blas_, w.router.get(), c.numExperts, H, hF32_.get(), H, tokens, routerLogits_.get(), c.numExperts);
-        launchRouter(routerLogits_.get(), tokens, c.numExperts, bias, c.router, routeIds_.get(), routeWeights_.get(), stream_);
+        launchRouter(routerLogits_.get(), tokens, c.numExperts, w.routerBias ? w.routerBias.get() : nullptr, bias, c.router,
+                     routeIds_.get(), routeWeights_.get(), stream_);
     }
     if (copied) markRouted(decode ? hostIds : routeIds_.get());
     stamp(l, kRouted);
@@ -151,11 +165,12 @@ void GpuRunner::handOverMoe(const model::LayerPlan& layer, const std::uint8_t* c
         const ExpertPairs batch = launchGroupRoutes(decode ? hostIds : routeIds_.get(), decode ? hostWeights : routeWeights_.get(),
                                                     tokens, k, gpuTable, c.numExperts, groupStart_.get(), pairToken_.get(),
                                                     pairGroup_.get(), pairWeight_.get(), slotPair_.get(), stream_);
+        const ExpertEpilogue ep = expertEpilogue(l);
         if (tokens <= kDecodeExpertTokens)
-            launchExpertsDecode(gpuExperts_.layout, batch, hF32_.get(), H, x_.get(), H, true, expertScratch_.get(), stream_);
+            launchExpertsDecode(gpuExperts_.layout, batch, hF32_.get(), H, x_.get(), H, true, expertScratch_.get(), stream_, {}, ep);
         else
             launchExpertsPrefill(gpuExperts_.layout, batch, hF32_.get(), H, x_.get(), H, true, prefillSplits_,
-                                 expertScratch_.get(), stream_);
+                                 expertScratch_.get(), stream_, ep);
     }
 
     const float* previous = nullptr;
@@ -328,8 +343,8 @@ void GpuRunner::enqueueGpuMoe(const model::LayerPlan& layer, const std::uint8_t*
         launchRmsNorm(x_.get(), H, w.postAttentionNorm.get(), c.rmsNormEps, tokens, H, hF32_.get(), H, hBf16_.get(), H,
                       split_, stream_);
         gemmF32(blas_, w.router.get(), c.numExperts, H, hF32_.get(), H, tokens, routerLogits_.get(), c.numExperts);
-        launchRouter(routerLogits_.get(), tokens, c.numExperts, w.correctionBias ? w.correctionBias.get() : nullptr,
-                     c.router, routeIds_.get(), routeWeights_.get(), stream_);
+        launchRouter(routerLogits_.get(), tokens, c.numExperts, w.routerBias ? w.routerBias.get() : nullptr,
+                     w.correctionBias ? w.correctionBias.get() : nullptr, c.router, routeIds_.get(), routeWeights_.get(), stream_);
     }
     if (copied) markRouted(routeIds_.get());
     stamp(l, kRouted);
@@ -348,13 +363,15 @@ void GpuRunner::enqueueGpuMoe(const model::LayerPlan& layer, const std::uint8_t*
         const bool lastLayer = l + 1 == c.numLayers;
         DecodeNorm norm{lastLayer ? weights_.finalNorm.get() : weights_.layers[static_cast<std::size_t>(l) + 1].inputNorm.get(),
                         c.rmsNormEps, hBf16_.get(), split_, expertsDone_.get()};
-        launchExpertsDecode(gpuExperts_.layout, *batch, hF32_.get(), H, x_.get(), H, true, expertScratch_.get(), stream_, norm);
+        launchExpertsDecode(gpuExperts_.layout, *batch, hF32_.get(), H, x_.get(), H, true, expertScratch_.get(), stream_, norm,
+                            expertEpilogue(l));
         normalizedAhead_ = true;
     } else if (tokens <= kDecodeExpertTokens)
-        launchExpertsDecode(gpuExperts_.layout, *batch, hF32_.get(), H, x_.get(), H, true, expertScratch_.get(), stream_);
+        launchExpertsDecode(gpuExperts_.layout, *batch, hF32_.get(), H, x_.get(), H, true, expertScratch_.get(), stream_, {},
+                            expertEpilogue(l));
     else
         launchExpertsPrefill(gpuExperts_.layout, *batch, hF32_.get(), H, x_.get(), H, true, prefillSplits_,
-                             expertScratch_.get(), stream_);
+                             expertScratch_.get(), stream_, expertEpilogue(l));
     stamp(l, kResultAdded);
 }
 

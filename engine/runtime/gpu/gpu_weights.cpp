@@ -235,7 +235,13 @@ std::uint64_t gpuWeightBytes(const model::ModelConfig& c, const model::ModelWeig
             const bool split = kvb.dtype == io::DType::F8_E4M3 && tuning().gpuFp8;
             bytes += static_cast<std::uint64_t>(kvb.rows * kvb.cols) * (split ? 4 : 2);
         }
-        if (layer.moe) bytes += static_cast<std::uint64_t>(c.numExperts) * (H + 1) * 4;
+        if (layer.moe) {
+            bytes += static_cast<std::uint64_t>(c.numExperts) * (H + 1) * 4;
+            const model::MoeWeights& m = *layer.moe;
+            bytes += (m.routerBias.size() + m.gateBias.size() + m.upBias.size() + m.downBias.size()) * 4;
+        }
+        bytes += (layer.gqa.oBias.size() + layer.gqa.sinks.size() + layer.gqa.qBias.size() + layer.gqa.kBias.size() +
+                  layer.gqa.vBias.size()) * 4;
     }
     return bytes;
 }
@@ -291,6 +297,8 @@ GpuWeights uploadWeights(const model::ModelConfig& c, const model::ModelWeights&
                 bias.insert(bias.end(), src.gqa.vBias.begin(), src.gqa.vBias.end());
                 dst.qkvBias = uploadF32(bias);
             }
+            if (!src.gqa.oBias.empty()) dst.oBias = uploadF32(src.gqa.oBias);
+            if (!src.gqa.sinks.empty()) dst.sinks = uploadF32(src.gqa.sinks);
         }
         if (!p.gateUp.empty()) {
             GpuMlp mlp;
@@ -302,6 +310,10 @@ GpuWeights uploadWeights(const model::ModelConfig& c, const model::ModelWeights&
         if (src.moe) {
             dst.router = uploadF32(src.moe->router);
             if (!src.moe->correctionBias.empty()) dst.correctionBias = uploadF32(src.moe->correctionBias);
+            if (!src.moe->routerBias.empty()) dst.routerBias = uploadF32(src.moe->routerBias);
+            if (!src.moe->gateBias.empty()) dst.expertGateBias = uploadF32(src.moe->gateBias);
+            if (!src.moe->upBias.empty()) dst.expertUpBias = uploadF32(src.moe->upBias);
+            if (!src.moe->downBias.empty()) dst.expertDownBias = uploadF32(src.moe->downBias);
         }
         for (const GpuMatrix* m : {&dst.qkv, &dst.qaKva, &dst.q, &dst.kva, &dst.o}) note(*m);
         for (const auto* mlp : {&dst.dense, &dst.shared})

@@ -58,7 +58,9 @@ struct GpuLayer {
     // GQA
     GpuMatrix qkv;  // [(heads + 2 kvHeads) * headDim, hidden]
     DeviceBuffer<float> qNorm, kNorm;
-    DeviceBuffer<float> qkvBias;  // GLM-4.5: the q, k and v biases back to back, as qkv's rows
+    DeviceBuffer<float> qkvBias;  // GLM-4.5, gpt-oss: the q, k and v biases back to back, as qkv's rows
+    DeviceBuffer<float> oBias;    // gpt-oss: o_proj's bias [hidden]
+    DeviceBuffer<float> sinks;    // gpt-oss: one attention sink logit per query head
     // MLA
     GpuMatrix qaKva;  // with q LoRA: [qLora + kvLora + rope, hidden], or q_a alone [qLora, hidden] when kva is
                       // set (only one of the two FP8: they are kept apart so that one stays FP8)
@@ -72,6 +74,10 @@ struct GpuLayer {
     std::optional<GpuMlp> dense;
     DeviceBuffer<float> router;          // [experts, hidden]
     DeviceBuffer<float> correctionBias;  // [experts]
+    DeviceBuffer<float> routerBias;      // gpt-oss: [experts], added to the router's logits
+    // gpt-oss: the routed experts' biases for the GPU's expert kernels (ExpertEpilogue): gate and up
+    // [experts][inter], down [experts][hidden]
+    DeviceBuffer<float> expertGateBias, expertUpBias, expertDownBias;
     std::optional<GpuMlp> shared;
 };
 
