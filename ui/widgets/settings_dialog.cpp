@@ -268,7 +268,7 @@ QWidget* SettingsDialog::downloadsTab() {
 QWidget* SettingsDialog::serverTab() {
     auto* page = new QWidget(this);
     auto* form = new QFormLayout(page);
-    serverEnabled_ = new QCheckBox(tr("Serve the loaded model over the OpenAI API"), page);
+    serverEnabled_ = new QCheckBox(tr("S&erve the loaded model over the OpenAI API"), page);
     serverEnabled_->setAccessibleName(tr("Serve the model"));
     form->addRow(serverEnabled_);
     form->addRow(hint(tr("Other programs (editors, agents, scripts using an OpenAI client) use the model you have "
@@ -278,7 +278,7 @@ QWidget* SettingsDialog::serverTab() {
     serverHost_ = new QLineEdit(page);
     serverHost_->setPlaceholderText(QStringLiteral("127.0.0.1"));
     serverHost_->setAccessibleName(tr("Server address"));
-    form->addRow(tr("&Address:"), serverHost_);
+    form->addRow(tr("Add&ress:"), serverHost_);
     form->addRow(hint(tr("127.0.0.1: this computer only. Any other address (0.0.0.0: all of this computer's "
                          "networks) lets other computers in, and needs an API key."),
                       page));
@@ -299,7 +299,7 @@ QWidget* SettingsDialog::serverTab() {
         apiKey_->setEchoMode(shown ? QLineEdit::Normal : QLineEdit::Password);
         show->setText(shown ? tr("Hide") : tr("Show"));
     });
-    auto* generate = new QPushButton(tr("&Generate"), page);
+    auto* generate = new QPushButton(tr("Ge&nerate"), page);
     generate->setAccessibleName(tr("Generate an API key"));
     generate->setToolTip(tr("A new random key; copy it into the programs that use the server."));
     connect(generate, &QPushButton::clicked, this, [this] { apiKey_->setText(generateApiKey()); });
