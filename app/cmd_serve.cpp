@@ -63,7 +63,8 @@ private:
 
 int runServe(const CommandArgs& argv) {
     const CliArgs args(argv, {"--model", "--host", "--port", "--api-key", "--name", "--threads", "--context", "--device",
-                              "--gpu-memory", "--experts", "--dense", "--max-tokens", "--max-body", "--max-requests"});
+                              "--gpu-memory", "--experts", "--dense", "--max-tokens", "--max-body", "--max-requests",
+                              "--cache-conversations"});
     tandem::server::ServerOptions o;
     o.host = args.optional("--host").value_or(o.host);
     o.port = args.integer("--port", o.port);
@@ -79,6 +80,8 @@ int runServe(const CommandArgs& argv) {
                             "KEY'; or serve on 127.0.0.1 (the default)");
     o.maxTokens = args.integer("--max-tokens", o.maxTokens);
     o.maxRequests = args.integer("--max-requests", o.maxRequests);
+    o.cachedConversations = args.integer("--cache-conversations", 0);
+    if (o.cachedConversations < 0) throw tandem::Error("--cache-conversations must be at least 1 (0: the default)");
     if (o.maxTokens < 1 || o.maxRequests < 1) throw tandem::Error("--max-tokens and --max-requests must be 1 or more");
     if (const auto size = args.optional("--max-body")) o.maxBodyBytes = tandem::parseByteSize(*size, "--max-body");
     if (o.maxBodyBytes < 1024) throw tandem::Error("--max-body must be at least 1K");

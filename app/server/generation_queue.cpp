@@ -37,8 +37,37 @@ void GenerationJob::finish() {
     changed_.notify_all();
 }
 
-GenerationQueue::GenerationQueue(Engine& engine, const ModelText& text)
-    : engine_(engine), text_(text), thread_([this] { run(); }) {}
+GenerationQueue::GenerationQueue(Engine& engine, const ModelText& text, int cachedConversations)
+    : engine_(engine), text_(text),
+      conversations_(cachedConversations > 0 ? cachedConversations : engine.info().device == "CPU" ? 4 : 1),
+      thread_([this] { run(); }) {}
+
+std::size_t GenerationQueue::pickSession(const std::vector<int>& prompt) {
+    std::size_t best = sessions_.size(), longest = 0;
+    for (std::size_t i = 0; i < sessions_.size(); ++i) {
+        const auto& context = sessions_[i].session->context();
+        const auto shared = static_cast<std::size_t>(
+            std::mismatch(context.begin(), context.end(), prompt.begin(), prompt.end()).first - context.begin());
+        // A conversation continues where the prompt keeps at least half of its cache (a chat template's
+        // shared opening alone does not make another client's conversation this one).
+        if (shared > longest && 2 * shared >= context.size()) {
+            best = i;
+            longest = shared;
+        }
+    }
+    if (best == sessions_.size()) {
+        if (sessions_.size() < static_cast<std::size_t>(conversations_)) {
+            sessions_.push_back({engine_.newSession(), 0});
+        } else {
+            best = 0;
+            for (std::size_t i = 1; i < sessions_.size(); ++i)
+                if (sessions_[i].lastUsed < sessions_[best].lastUsed) best = i;
+        }
+    }
+    if (best == sessions_.size()) best = sessions_.size() - 1;
+    sessions_[best].lastUsed = ++uses_;
+    return best;
+}
 
 GenerationQueue::~GenerationQueue() {
     stop();
@@ -80,9 +109,9 @@ void GenerationQueue::stop() {
 }
 
 void GenerationQueue::run() {
-    // One session for every request: Session::generate keeps the cached prefix a new prompt shares with
-    // the last one, so a client that resends its growing conversation prefills only the new part.
-    std::unique_ptr<Session> session;
+    // Kept conversations (pickSession): Session::generate keeps the cached prefix a new prompt shares with
+    // the session's context, so a client that resends its growing conversation prefills only the new part,
+    // also when other clients' requests came in between.
     while (true) {
         std::shared_ptr<GenerationJob> job;
         {
@@ -94,13 +123,15 @@ void GenerationQueue::run() {
             running_ = job;
         }
         if (!job->cancelled()) {
+            std::size_t chosen = sessions_.size();
             try {
-                if (!session) session = engine_.newSession();
-                generate(*session, *job);
+                chosen = pickSession(job->prompt);
+                generate(*sessions_[chosen].session, *job);
             } catch (const std::exception& e) {
                 job->error = e.what();
                 std::fprintf(stderr, "%s: failed: %s\n", job->label.c_str(), e.what());
-                session.reset();  // its cache may be half written; the next request starts a new one
+                // Its cache may be half written: that conversation starts again.
+                if (chosen < sessions_.size()) sessions_.erase(sessions_.begin() + static_cast<std::ptrdiff_t>(chosen));
             }
         } else {
             std::fprintf(stderr, "%s: cancelled before it started (the client went away)\n", job->label.c_str());
@@ -135,6 +166,7 @@ void runGenerationJob(GenerationJob& job, const text::Tokenizer& tokenizer, cons
     stream.finish(out);
     job.deliver(out);
     job.promptTokens = stats.promptTokens;
+    job.cachedTokens = stats.reusedTokens;
     job.completionTokens = stats.generatedTokens;
     const bool length = !stats.stoppedAtEos && !stream.stopped() && stats.generatedTokens >= job.options.maxNewTokens;
     job.finishReason = length ? "length" : stream.sawToolCalls() ? "tool_calls" : "stop";

@@ -46,6 +46,7 @@ public:
     // "stop" (end of turn or a stop string), "length" (max_tokens) or "tool_calls" (it called tools)
     std::string finishReason;
     int promptTokens = 0;
+    int cachedTokens = 0;      // of the prompt, found in a kept KV cache (not prefilled again)
     int completionTokens = 0;
     std::string error;         // the generation failed: why
     // How the error is answered: 500 generation_failed, or (a queue that lost its model) 503 and a code.
@@ -88,7 +89,8 @@ void runGenerationJob(GenerationJob& job, const text::Tokenizer& tokenizer, cons
 
 class GenerationQueue : public JobQueue {
 public:
-    GenerationQueue(Engine& engine, const ModelText& text);
+    // cachedConversations: ServerOptions' (0: 4 on the CPU path, 1 on the GPU).
+    GenerationQueue(Engine& engine, const ModelText& text, int cachedConversations = 0);
     ~GenerationQueue() override;
     GenerationQueue(const GenerationQueue&) = delete;
     GenerationQueue& operator=(const GenerationQueue&) = delete;
@@ -102,10 +104,20 @@ public:
 private:
     void run();
     void generate(Session& session, GenerationJob& job);
+    // The kept conversation that shares the longest prefix with `prompt` (at least half of its cache), else a
+    // new one while there is room, else the least recently used one.
+    std::size_t pickSession(const std::vector<int>& prompt);
     int waitingLocked() const;
 
     Engine& engine_;
     const ModelText& text_;
+    int conversations_;
+    struct Kept {
+        std::unique_ptr<Session> session;
+        std::uint64_t lastUsed = 0;
+    };
+    std::vector<Kept> sessions_;  // the engine thread's only
+    std::uint64_t uses_ = 0;
     mutable std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<std::shared_ptr<GenerationJob>> waiting_;

@@ -207,7 +207,8 @@ OpenAiServer::Impl::Answer OpenAiServer::Impl::submit(const CommonRequest& reque
 Json OpenAiServer::Impl::usage(const GenerationJob& job) const {
     return {{"prompt_tokens", job.promptTokens},
             {"completion_tokens", job.completionTokens},
-            {"total_tokens", job.promptTokens + job.completionTokens}};
+            {"total_tokens", job.promptTokens + job.completionTokens},
+            {"prompt_tokens_details", {{"cached_tokens", job.cachedTokens}}}};
 }
 
 Json OpenAiServer::Impl::chunk(const Answer& a, const Json& choice) const {
@@ -426,7 +427,7 @@ void OpenAiServer::Impl::routes() {
 }
 
 OpenAiServer::OpenAiServer(Engine& engine, const ModelText& text, ServerOptions options)
-    : impl_(std::make_unique<Impl>(engine.info(), text, std::move(options), std::make_shared<GenerationQueue>(engine, text))) {}
+    : impl_(std::make_unique<Impl>(engine.info(), text, std::move(options), std::make_shared<GenerationQueue>(engine, text, options.cachedConversations))) {}
 
 OpenAiServer::OpenAiServer(const ModelInfo& info, const ModelText& text, ServerOptions options,
                            std::shared_ptr<JobQueue> queue)

@@ -22,6 +22,11 @@ struct ServerOptions {
     std::size_t maxBodyBytes = 16u << 20;     // larger request bodies get 413
     int maxTokens = 4096;                     // the most max_tokens a request may ask for
     int maxRequests = 64;                     // generations waiting or running; more get 503
+    // Conversations whose KV cache the server keeps (tandem-cli serve's queue): a request continues the
+    // one that shares the longest prefix with its prompt, so clients that take turns each prefill only
+    // what is new; the least recently used one is recycled. 0: 4 on the CPU path (its cache grows with
+    // the conversation), 1 on the GPU (each holds its context's cache in GPU memory).
+    int cachedConversations = 0;
 };
 
 // 127.0.0.0/8, ::1 and "localhost": addresses only this machine reaches.

@@ -295,6 +295,45 @@ private slots:
 
     // A template that opens <think> in the generation prompt (DeepSeek-R1's): the answer is reasoning until
     // </think>, which the tiny random model never writes, so all of it is reasoning_content.
+    // Two clients taking turns, each resending its growing conversation: with kept conversations (the
+    // CPU's default, 4) the second turn of each finds its whole first exchange cached
+    // (usage.prompt_tokens_details.cached_tokens); with one, the other client's request in between took it.
+    void conversationsTakingTurnsKeepTheirCaches_data() {
+        QTest::addColumn<int>("conversations");
+        QTest::newRow("default (4 on the CPU)") << 0;
+        QTest::newRow("one") << 1;
+    }
+    void conversationsTakingTurnsKeepTheirCaches() {
+        QFETCH(int, conversations);
+        QStringList args{"--model", kModel};
+        if (conversations > 0) args << "--cache-conversations" << QString::number(conversations);
+        Serve serve(args, tmp_.filePath(QString("turns-%1.log").arg(conversations)));
+        QVERIFY2(serve.port() > 0, qPrintable(serve.log()));
+        const auto ask = [&](Json messages) {
+            Json request{{"model", kName}, {"messages", messages}, {"temperature", 0}, {"max_tokens", 24}};
+            const auto reply = post(serve.port(), "/v1/chat/completions", request.dump());
+            return reply.json();
+        };
+        std::vector<Json> talks{Json::array({{{"role", "user"}, {"content", "What does serendipity mean?"}}}),
+                                Json::array({{{"role", "user"}, {"content", "What does ephemeral mean?"}}})};
+        std::vector<int> firstPrompt;
+        for (auto& talk : talks) {
+            const Json j = ask(talk);
+            QVERIFY2(j.contains("usage"), j.dump().c_str());
+            firstPrompt.push_back(j["usage"]["prompt_tokens"].get<int>());
+            talk.push_back({{"role", "assistant"}, {"content", j["choices"][0]["message"]["content"]}});
+            talk.push_back({{"role", "user"}, {"content", "And river?"}});
+        }
+        for (std::size_t i = 0; i < talks.size(); ++i) {
+            const Json j = ask(talks[i]);
+            const int cached = j["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>();
+            if (conversations == 1)
+                QVERIFY2(cached < firstPrompt[i], qPrintable(QString("cached %1 of a first prompt of %2").arg(cached).arg(firstPrompt[i])));
+            else
+                QVERIFY2(cached >= firstPrompt[i], qPrintable(QString("cached %1 of a first prompt of %2").arg(cached).arg(firstPrompt[i])));
+        }
+    }
+
     void reasoningComesApart() {
         const QString model = fixturePath("tiny-deepseekv3-fp8");
         Serve serve({"--model", model}, tmp_.filePath("deepseek.log"));
