@@ -15,6 +15,10 @@
 // before each (a layer's cache is not in L2 in a real step), and GB/s counts the keys and values read once.
 // `check-attention --variants` also times other tile and stage choices of the key-head kernel.
 //
+// Cases marked "sinks" give each query head a gpt-oss sink logit (AttentionArgs::sinks: one more term in
+// the softmax, attached to no value), in prefill (flash and scalar) and decode (both kernels, one part
+// and split contexts), on sliding and full layers; the float64 reference counts it the same way.
+//
 // Built and run by CHECKS=1 scripts/device-gpu-check.sh:
 //   nvcc -std=c++20 -arch=sm_90 -O3 -Iengine -Iengine/include scripts/check_attention.cu -o /tmp/check-attention
 #include <algorithm>
@@ -41,6 +45,7 @@ struct Case {
     const char* name;
     int headDim, heads, kvHeads, tokens, start, window;
     bool split;
+    bool sinks = false;  // gpt-oss: a sink logit per query head (AttentionArgs::sinks)
 };
 
 template <class T>
@@ -110,6 +115,7 @@ struct DecodeCase {
     bool split, prepare;
     int ropeDim;  // 0: the head's width
     bool interleaved, norms;
+    bool sinks = false;  // gpt-oss: a sink logit per query head (AttentionArgs::sinks)
 };
 
 // Fast pseudo-random values of unit variance (the caches reach 2 x 134 MB at 65536 positions).
@@ -179,6 +185,9 @@ bool runDecodeCase(const DecodeCase& c, bool variants) {
     std::vector<float> qNorm(static_cast<std::size_t>(hd)), kNorm(qNorm.size());
     for (auto& x : qNorm) x = 1.0f + 0.2f * rng.next();
     for (auto& x : kNorm) x = 1.0f + 0.2f * rng.next();
+    // Sinks of the size of the scores and above (one head's sink dominating its softmax).
+    std::vector<float> sinks(static_cast<std::size_t>(c.heads));
+    for (std::size_t h = 0; h < sinks.size(); ++h) sinks[h] = 2.0f * rng.next() + (h % 5 == 0 ? 6.0f : 1.0f);
     HostRope rope{{}, c.ropeDim ? c.ropeDim : hd, c.interleaved, c.ropeDim ? 1.1f : 1.0f};
     for (int i = 0; i < rope.dim / 2; ++i)
         rope.invFreq.push_back(1.0f / std::pow(1.0e6f, static_cast<float>(2 * i) / static_cast<float>(rope.dim)));
@@ -211,7 +220,8 @@ bool runDecodeCase(const DecodeCase& c, bool variants) {
                 p.push_back(sum * scale);
                 m = std::max(m, p.back());
             }
-            double l = 0;
+            if (c.sinks) m = std::max(m, static_cast<double>(sinks[static_cast<std::size_t>(h)]));
+            double l = c.sinks ? std::exp(sinks[static_cast<std::size_t>(h)] - m) : 0.0;  // the sink: no value
             for (double& x : p) l += (x = std::exp(x - m));
             for (int d = 0; d < hd; ++d) {
                 double o = 0;
@@ -229,6 +239,7 @@ bool runDecodeCase(const DecodeCase& c, bool variants) {
     float* dqNorm = upload(qNorm);
     float* dkNorm = upload(kNorm);
     float* dInvFreq = upload(rope.invFreq);
+    float* dSinks = upload(sinks);
     int* dStart = upload(std::vector<int>{position});
     bf16* dOut = nullptr;
     const std::size_t outCount = 2 * static_cast<std::size_t>(ldOut);
@@ -266,6 +277,7 @@ bool runDecodeCase(const DecodeCase& c, bool variants) {
     a.start = dStart;
     a.window = c.window;
     a.scale = scale;
+    a.sinks = c.sinks ? dSinks : nullptr;
     a.out = dOut;
     a.ldOut = ldOut;
     a.outHeadStride = hd;
@@ -346,8 +358,8 @@ bool runDecodeCase(const DecodeCase& c, bool variants) {
         std::printf("%s%s\n", good ? "" : "  FAILED", e == cudaSuccess ? "" : cudaGetErrorString(e));
     };
 
-    std::printf("%s (%d/%d heads of %d, %d positions%s%s%s)\n", c.name, c.heads, c.kvHeads, hd, c.context,
-                c.window ? ", window" : "", c.prepare ? ", prepare" : "", c.split ? "" : ", bf16");
+    std::printf("%s (%d/%d heads of %d, %d positions%s%s%s%s)\n", c.name, c.heads, c.kvHeads, hd, c.context,
+                c.window ? ", window" : "", c.prepare ? ", prepare" : "", c.split ? "" : ", bf16", c.sinks ? ", sinks" : "");
     a.perHeadDecode = true;
     const DecodeResult perHead = run(viaLaunchAttention, decodeAttentionSplits(a, multiprocessors));
     report("per query head", perHead, nullptr);
@@ -401,6 +413,7 @@ bool runDecodeCase(const DecodeCase& c, bool variants) {
     cudaFree(dqNorm);
     cudaFree(dkNorm);
     cudaFree(dInvFreq);
+    cudaFree(dSinks);
     cudaFree(dStart);
     cudaFree(dOut);
     cudaFree(dPartials);
@@ -786,6 +799,12 @@ int main(int argc, char** argv) {
         {"fixture 5 bf16", 32, 4, 2, 5, 0, 0, false},
         {"multi-head 100 after 3", 128, 8, 8, 100, 3, 0, true},
         {"two tokens", 64, 16, 2, 2, 0, 0, true},
+        // gpt-oss's sinks (a logit per query head joining each softmax, no value), sliding and full layers.
+        {"gpt-oss 300 after 50, window 128, sinks", 64, 64, 8, 300, 50, 128, true, true},
+        {"gpt-oss 512 from 0, full, sinks", 64, 64, 8, 512, 0, 0, true, true},
+        {"gpt-oss 200 after 100, window 128, sinks, bf16", 64, 64, 8, 200, 100, 128, false, true},
+        {"fixture 40 from 0, window 16, sinks", 32, 4, 2, 40, 0, 16, true, true},
+        {"fixture 7 after 3, sinks", 32, 4, 2, 7, 3, 0, true, true},
     };
     int failed = 0;
     std::mt19937 rng(7);
@@ -801,9 +820,13 @@ int main(int argc, char** argv) {
         for (auto& x : q) x = normal(rng);
         for (auto& x : k) x = normal(rng) * 1.5f;
         for (auto& x : v) x = normal(rng);
+        // Sinks of the size of the scores and above (one head's sink dominating its softmax).
+        std::vector<float> sinks(static_cast<std::size_t>(c.heads));
+        for (std::size_t h = 0; h < sinks.size(); ++h) sinks[h] = 2.0f * normal(rng) + (h % 5 == 0 ? 6.0f : 1.0f);
         float* dq = upload(q);
         float* dk = upload(k);
         float* dv = upload(v);
+        float* dSinks = upload(sinks);
         int* dStart = upload(std::vector<int>{c.start});
         bf16* dOut = nullptr;
         const std::size_t outCount = 2 * static_cast<std::size_t>(c.tokens) * ldOut;
@@ -827,6 +850,7 @@ int main(int argc, char** argv) {
         a.start = dStart;
         a.window = c.window;
         a.scale = scale;
+        a.sinks = c.sinks ? dSinks : nullptr;
         a.out = dOut;
         a.ldOut = ldOut;
         a.outHeadStride = hd;
@@ -851,7 +875,8 @@ int main(int argc, char** argv) {
                     p.push_back(s * scale);
                     m = std::max(m, p.back());
                 }
-                double l = 0;
+                if (c.sinks) m = std::max(m, static_cast<double>(sinks[static_cast<std::size_t>(h)]));
+                double l = c.sinks ? std::exp(sinks[static_cast<std::size_t>(h)] - m) : 0.0;  // the sink: no value
                 for (double& x : p) l += (x = std::exp(x - m));
                 for (int d = 0; d < hd; ++d) {
                     double o = 0;
@@ -907,6 +932,7 @@ int main(int argc, char** argv) {
         cudaFree(dq);
         cudaFree(dk);
         cudaFree(dv);
+        cudaFree(dSinks);
         cudaFree(dStart);
         cudaFree(dOut);
     }
@@ -952,6 +978,15 @@ int main(int argc, char** argv) {
         {"width 256, rotary 64 interleaved", 256, 16, 2, 8191, 0, true, true, 64, true, true},
         {"fixture after 37", 32, 4, 2, 37, 0, true, true, 0, false, true},
         {"fixture after 3000", 32, 4, 2, 3000, 0, true, true, 0, true, true},
+        // gpt-oss's sinks: part 0 of a split context counts the sink, the combine once; one part alone
+        // (context 1) normalizes with it directly.
+        {"gpt-oss sinks window 128 after 5000", 64, 64, 8, 5000, 128, true, true, 0, false, false, true},
+        {"gpt-oss sinks full after 4096", 64, 64, 8, 4096, 0, true, true, 0, false, false, true},
+        {"gpt-oss sinks after 1", 64, 64, 8, 1, 0, true, true, 0, false, false, true},
+        {"gpt-oss sinks window 128 after 100, cache ready", 64, 64, 8, 100, 128, true, false, 0, false, false, true},
+        {"gpt-oss sinks full after 3000, bf16", 64, 64, 8, 3000, 0, false, true, 0, false, false, true},
+        {"fixture sinks window 16 after 37", 32, 4, 2, 37, 16, true, true, 0, false, false, true},
+        {"fixture sinks after 3000", 32, 4, 2, 3000, 0, true, true, 0, false, false, true},
     };
     std::printf("\ndecode (us a launch, L2 flushed; speed-up against the per-query-head kernel)\n");
     for (const DecodeCase& c : decodeCases)
