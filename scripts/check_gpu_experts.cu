@@ -16,8 +16,11 @@
 // back to back), against the H200's roofline. The last lines are a
 // table. Exits 1 when any error is above its bound. Build and run on the GPU machine:
 //   nvcc -std=c++20 -arch=sm_90 -O3 -Iengine -Iengine/include scripts/check_gpu_experts.cu \
-//     engine/cpu/expert_pack.cpp engine/io/expert_layout.cpp engine/cpu/weight_matrix.cpp \
-//     engine/io/gguf_quant.cpp engine/io/dtype.cpp -o /tmp/check-gpu-experts && /tmp/check-gpu-experts
+//     BUILD/engine/libtandem_engine.a -lnuma -ldl -lpthread -o /tmp/check-gpu-experts && /tmp/check-gpu-experts
+// (BUILD: a configured build tree whose tandem_engine is built; the packer's sources alone no longer link).
+// gpt-oss shapes (epilogue) add random biases per expert and the clamped SwiGLU (cuda::ExpertEpilogue) to
+// the kernels and the reference alike; every shape also checks one token in the batch decode's router
+// kernel writes (a group per slot, ExpertPairs::groupExpert). MXFP4 has no GPU kernels and is skipped.
 // Flags: --check-only (no timings), --shapes NAME,NAME (a subset of the shapes below).
 #include <algorithm>
 #include <cmath>
@@ -40,13 +43,16 @@ namespace {
 struct Shape {
     const char* name;
     int hidden, inter, experts, topK;
+    bool epilogue = false;  // gpt-oss: random biases and the clamped SwiGLU (cuda::ExpertEpilogue)
 };
 
 // Each model's own expert count and top-k; "awkward" has no dimension a multiple of anything.
 const Shape kShapes[] = {{"qwen3-30b-a3b", 2048, 768, 128, 8},
                          {"deepseek-v2-lite", 2048, 1408, 64, 6},
                          {"deepseek-v3", 7168, 2048, 256, 8},
-                         {"awkward", 200, 136, 128, 8}};
+                         {"awkward", 200, 136, 128, 8},
+                         {"gpt-oss-20b", 2880, 2880, 32, 4, true},
+                         {"awkward-gpt-oss", 200, 136, 32, 4, true}};
 
 constexpr double kHbmBytesPerSecond = 4.3e12;  // H200, device-to-device copy measured here
 constexpr double kFp32Flops = 60e12;           // CUDA cores, fp32 FMA
@@ -267,10 +273,17 @@ double dotD(const float* w, const double* x, int n) {
     return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
-// The experts' sum for the given token rows in float64: row i of the result is token rows[i].
+// gpt-oss's biases (model::biasedExpert's layout): gate and up [experts][inter], down [experts][hidden].
+struct HostEpilogue {
+    std::vector<float> gate, up, down;
+    float alpha = 1.702f, limit = 7.0f;
+};
+
+// The experts' sum for the given token rows in float64: row i of the result is token rows[i]. With an
+// epilogue, each expert's biases and the clamped SwiGLU as model::biasedExpert computes them.
 std::vector<double> reference(const Shape& s, const std::vector<PackedExpert>& distinct, const Routing& r,
                               const std::vector<const std::uint8_t*>& table, const std::vector<float>& x, int ldx,
-                              const std::vector<int>& rows) {
+                              const std::vector<int>& rows, const HostEpilogue* ep = nullptr) {
     std::vector<double> want(rows.size() * s.hidden, 0.0);
     parallelFor(static_cast<int>(rows.size()), [&](int i) {
         const int t = rows[i];
@@ -282,13 +295,21 @@ std::vector<double> reference(const Shape& s, const std::vector<PackedExpert>& d
             if (!table[e]) continue;
             const ExpertWeights& w = distinct[e % distinct.size()].seen;
             for (int j = 0; j < s.inter; ++j) {
-                const double g = dot(w.gate.data() + static_cast<std::size_t>(j) * s.hidden, xt, s.hidden);
-                const double u = dot(w.up.data() + static_cast<std::size_t>(j) * s.hidden, xt, s.hidden);
-                h[j] = g / (1.0 + std::exp(-g)) * u;
+                double g = dot(w.gate.data() + static_cast<std::size_t>(j) * s.hidden, xt, s.hidden);
+                double u = dot(w.up.data() + static_cast<std::size_t>(j) * s.hidden, xt, s.hidden);
+                if (ep) {
+                    g += ep->gate[static_cast<std::size_t>(e) * s.inter + j];
+                    u += ep->up[static_cast<std::size_t>(e) * s.inter + j];
+                    const double gc = std::min<double>(g, ep->limit), uc = std::clamp<double>(u, -ep->limit, ep->limit);
+                    h[j] = (uc + 1.0) * gc / (1.0 + std::exp(-ep->alpha * gc));
+                } else {
+                    h[j] = g / (1.0 + std::exp(-g)) * u;
+                }
             }
             const double weight = r.weights[t * r.topK + k];
             for (int n = 0; n < s.hidden; ++n)
-                out[n] += weight * dotD(w.down.data() + static_cast<std::size_t>(n) * s.inter, h.data(), s.inter);
+                out[n] += weight * (dotD(w.down.data() + static_cast<std::size_t>(n) * s.inter, h.data(), s.inter) +
+                                    (ep ? ep->down[static_cast<std::size_t>(e) * s.hidden + n] : 0.0));
         }
     });
     return want;
@@ -429,6 +450,24 @@ void runShapeType(const Shape& s, ExpertType type, const std::vector<ExpertWeigh
         std::max(cuda::decodeScratchBytes(gl, maxTokens * s.topK), cuda::prefillScratchBytes(gl, maxTokens, maxTokens * s.topK, s.experts, 3));
     void* scratch = nullptr;
     TANDEM_CUDA_CHECK(cudaMalloc(&scratch, scratchBytes));
+    // gpt-oss shapes: random biases per expert (every expert its own, though the weights repeat) and
+    // the clamped SwiGLU, in the reference and the kernels alike.
+    HostEpilogue hostEp;
+    cuda::ExpertEpilogue ep;
+    std::vector<float*> epBuffers;
+    if (s.epilogue) {
+        for (auto* v : {&hostEp.gate, &hostEp.up}) v->resize(static_cast<std::size_t>(s.experts) * s.inter);
+        hostEp.down.resize(static_cast<std::size_t>(s.experts) * s.hidden);
+        for (auto* v : {&hostEp.gate, &hostEp.up, &hostEp.down})
+            for (auto& b : *v) b = 0.5f * normal(rng);
+        ep.gateBias = upload(hostEp.gate);
+        ep.upBias = upload(hostEp.up);
+        ep.downBias = upload(hostEp.down);
+        ep.clampedSwiglu = true;
+        ep.alpha = hostEp.alpha;
+        ep.limit = hostEp.limit;
+        epBuffers = {const_cast<float*>(ep.gateBias), const_cast<float*>(ep.upBias), const_cast<float*>(ep.downBias)};
+    }
 
     // Correctness: each case with the table where some experts are "on the CPU".
     const double perTokenFma = 3.0 * s.topK * s.hidden * s.inter;
@@ -446,7 +485,7 @@ void runShapeType(const Shape& s, ExpertType type, const std::vector<ExpertWeigh
             std::printf("FAILED  %-17s %-5s launchGroupRoutes tokens %d: %s\n", s.name, typeName, c.tokens, grouping.c_str());
         }
         const std::vector<int> rows = spreadRows(c.tokens, std::max(24, static_cast<int>(1.5e10 / perTokenFma)));
-        const std::vector<double> want = reference(s, distinct, r, pool.some, x, ldx, rows);
+        const std::vector<double> want = reference(s, distinct, r, pool.some, x, ldx, rows, s.epilogue ? &hostEp : nullptr);
         // Prefill with 2 and 3 bf16 terms; decode launched one after the other and chained.
         for (const int variant : c.prefill ? std::vector<int>{2, 3} : std::vector<int>{0, 1})
             for (const bool accumulate : {false, true}) {
@@ -461,9 +500,9 @@ void runShapeType(const Shape& s, ExpertType type, const std::vector<ExpertWeigh
                               " tokens " + std::to_string(c.tokens) + (accumulate ? " +=" : " =");
                 cuda::chain_detail::enabled = chained;
                 if (c.prefill)
-                    cuda::launchExpertsPrefill(gl, b.pairs, dx, ldx, dOut, ldOut, accumulate, splits, scratch, stream);
+                    cuda::launchExpertsPrefill(gl, b.pairs, dx, ldx, dOut, ldOut, accumulate, splits, scratch, stream, ep);
                 else
-                    cuda::launchExpertsDecode(gl, b.pairs, dx, ldx, dOut, ldOut, accumulate, scratch, stream);
+                    cuda::launchExpertsDecode(gl, b.pairs, dx, ldx, dOut, ldOut, accumulate, scratch, stream, {}, ep);
                 cuda::chain_detail::enabled = false;
                 TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream));
                 const std::vector<float> got = download(dOut, start.size());
@@ -471,6 +510,51 @@ void runShapeType(const Shape& s, ExpertType type, const std::vector<ExpertWeigh
                 report(s.name, typeName, kernel, c.tokens, splits, accumulate, e, c.prefill ? prefillBound(splits) : kDecodeBound);
             }
         freeBatch(b);
+        if (c.tokens == 1) {
+            // The batch decode's router kernel writes for a layer the GPU holds (cuda::decodeSlotBatch): a
+            // group per slot, its expert named by groupExpert (the routing's ids), which picks the biases.
+            const int k = s.topK;
+            std::vector<const std::uint8_t*> slotWeights;
+            std::vector<int> groupStart, zeros(k, 0), order;
+            for (int j = 0; j < k; ++j) {
+                slotWeights.push_back(pool.all[static_cast<std::size_t>(r.ids[j])]);
+                groupStart.push_back(j);
+                order.push_back(j);
+            }
+            groupStart.push_back(k);
+            auto* dSlotWeights = upload(slotWeights);
+            int* dGroupStart = upload(groupStart);
+            int* dZeros = upload(zeros);
+            int* dOrder = upload(order);
+            int* dIds = upload(r.ids);
+            float* dWeights = upload(r.weights);
+            cuda::ExpertPairs sb;
+            sb.groups = k;
+            sb.weights = dSlotWeights;
+            sb.groupStart = dGroupStart;
+            sb.pairToken = dZeros;
+            sb.pairGroup = dOrder;
+            sb.pairWeight = dWeights;
+            sb.maxPairs = k;
+            sb.slotPair = dOrder;
+            sb.groupExpert = dIds;
+            sb.tokens = 1;
+            sb.topK = k;
+            const std::vector<int> row0{0};
+            const std::vector<double> wantAll = reference(s, distinct, r, pool.all, x, ldx, row0, s.epilogue ? &hostEp : nullptr);
+            const std::vector<float> start(static_cast<std::size_t>(ldOut), NAN);
+            TANDEM_CUDA_CHECK(cudaMemcpy(dOut, start.data(), start.size() * sizeof(float), cudaMemcpyHostToDevice));
+            TANDEM_CUDA_CHECK(cudaMemset(scratch, 0xff, scratchBytes));
+            currentCase = std::string(s.name) + " " + typeName + " decode, a group per slot";
+            cuda::launchExpertsDecode(gl, sb, dx, ldx, dOut, ldOut, false, scratch, stream, {}, ep);
+            TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream));
+            const std::vector<float> got = download(dOut, start.size());
+            report(s.name, typeName, "decode slot", 1, 0, false, compareRows(got, ldOut, wantAll, row0, nullptr, s.hidden, 1),
+                   kDecodeBound);
+            for (void* p : {static_cast<void*>(dSlotWeights), static_cast<void*>(dGroupStart), static_cast<void*>(dZeros),
+                            static_cast<void*>(dOrder), static_cast<void*>(dIds), static_cast<void*>(dWeights)})
+                cudaFree(p);
+        }
     }
 
     if (timings) {
@@ -530,6 +614,7 @@ void runShapeType(const Shape& s, ExpertType type, const std::vector<ExpertWeigh
     cudaFree(dx);
     cudaFree(dOut);
     cudaFree(scratch);
+    for (float* p : epBuffers) cudaFree(p);
     freePool(pool);
 }
 
@@ -569,6 +654,7 @@ int main(int argc, char** argv) {
             std::printf("== %s: hidden %d, intermediate %d, %d experts, top-%d (%d distinct random experts)\n", s.name, s.hidden,
                         s.inter, s.experts, s.topK, distinctCount);
             for (const ExpertType type : io::kAllExpertTypes) {
+                if (type == ExpertType::MXFP4) continue;  // no GPU kernels (the engine keeps MXFP4 experts on the CPU)
                 table.push_back({&s, type, {}});
                 runShapeType(s, type, sources, timings, table.back().t, stream);
                 std::fflush(stdout);
