@@ -98,57 +98,12 @@ inline void int8Block(__m512i (&acc)[NT][S], const std::byte* blk, const Rows<NT
 #undef TANDEM_INT8_VECTOR
 }
 
-// Both 32-column groups of an INT4 block: integer dot products per group, then the group's fp16 scales
-// (the unsigned nibbles carry +8, removed through the activations' group sums). With separate low and
-// high nibble sums the high nibbles are taken in place (w & 0xf0, 16 times the nibble) and their sum
-// shifted back once per group: one instruction less per weight vector.
-template <int NT>
-inline void int4Block(__m512 (&acc)[NT], const std::byte* blk, const Rows<NT>& in, int k0, std::ptrdiff_t prefetch) {
-    constexpr bool kSplit = NT <= 4;  // separate low/high nibble sums halve the dependency chains
-    const __m512i nibble = _mm512_set1_epi8(0x0f);
-    const __m512i highNibble = _mm512_set1_epi8(static_cast<char>(0xf0));
-    if (prefetch)
-        for (int v = 0; v < 9; ++v) prefetchLine(blk + prefetch + 64 * v);
-#pragma GCC unroll 2
-    for (int grp = 0; grp < 2; ++grp) {
-        __m512i lo[NT], hi[NT];
-        for (int t = 0; t < NT; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
-// One 64-byte vector of nibbles (16 outputs x 4 inputs, and the same + 16) against every row.
-#define TANDEM_INT4_VECTOR(v)                                                                                       \
-    do {                                                                                                            \
-        const __m512i w = _mm512_load_si512(blk + 64 * (4 * grp + (v)));                                            \
-        const __m512i wl = _mm512_and_si512(w, nibble);                                                             \
-        const __m512i wh = kSplit ? _mm512_and_si512(w, highNibble) : _mm512_and_si512(_mm512_srli_epi16(w, 4), nibble); \
-        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t) {                                                      \
-            const std::byte* x = in.x[t] + k0 + 32 * grp + 4 * (v);                                                 \
-            lo[t] = _mm512_dpbusd_epi32(lo[t], wl, _mm512_set1_epi32(load32(x)));                                   \
-            if constexpr (kSplit)                                                                                   \
-                hi[t] = _mm512_dpbusd_epi32(hi[t], wh, _mm512_set1_epi32(load32(x + 16)));                          \
-            else                                                                                                    \
-                lo[t] = _mm512_dpbusd_epi32(lo[t], wh, _mm512_set1_epi32(load32(x + 16)));                          \
-        }                                                                                                           \
-    } while (0)
-        if constexpr (NT >= kGemmUnrollFrom) {
-#pragma GCC unroll 1
-            for (int v = 0; v < 4; ++v) TANDEM_INT4_VECTOR(v);
-        } else {
-#pragma GCC unroll 4
-            for (int v = 0; v < 4; ++v) TANDEM_INT4_VECTOR(v);
-        }
-#undef TANDEM_INT4_VECTOR
-        const __m512 scale = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk + 512 + 32 * grp)));
-        for (int t = 0; t < NT; ++t) {
-            __m512i d = kSplit ? _mm512_add_epi32(lo[t], _mm512_srai_epi32(hi[t], 4)) : lo[t];
-            d = _mm512_sub_epi32(d, _mm512_set1_epi32(8 * in.groupSums[t][k0 / kActGroup + grp]));
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), scale, acc[t]);
-        }
-    }
-}
-
-// The same for MXFP4 (and, as a template, INT4 too, though INT4 keeps int4Block above, the code its
-// kernels were measured with): MXFP4's nibbles go through a table (vpshufb) to 2v + 12, whose +12 is
-// removed through the activations' group sums like INT4's +8, and the group's bf16 scale 2^(e - 128)
-// takes the table's factor 2. Both nibbles are looked up, so the high ones are shifted down first.
+// Both 32-column groups of an INT4 or MXFP4 block: integer dot products per group, then the group's
+// scales. INT4's unsigned nibbles carry +8, removed through the activations' group sums; with separate
+// low and high nibble sums its high nibbles are taken in place (w & 0xf0, 16 times the nibble) and their
+// sum shifted back once per group: one instruction less per weight vector. MXFP4's nibbles go through a
+// table (vpshufb) to 2v + 12, whose +12 is removed the same way, and the group's bf16 scale 2^(e - 128)
+// takes the table's factor 2; both of its nibbles are looked up, so the high ones are shifted down first.
 template <ExpertType Type, int NT>
 inline void grouped4Block(__m512 (&acc)[NT], const std::byte* blk, const Rows<NT>& in, int k0, std::ptrdiff_t prefetch) {
     constexpr bool kFp4 = Type == ExpertType::MXFP4;
@@ -276,13 +231,8 @@ void gateUpPanel(const ExpertLayout& l, const std::byte* panel, const Rows<NT>& 
         for (int kb = 0; kb < kBlocks; ++kb) {
             const std::byte* blk = panel + kb * pairBytes;
             const std::ptrdiff_t pf = prefetchFor(kb);
-            if constexpr (Type == ExpertType::MXFP4) {
-                grouped4Block<Type, NT>(g, blk, in, 64 * kb, pf);
-                grouped4Block<Type, NT>(u, blk + 576, in, 64 * kb, pf);
-            } else {
-                int4Block<NT>(g, blk, in, 64 * kb, pf);
-                int4Block<NT>(u, blk + 576, in, 64 * kb, pf);
-            }
+            grouped4Block<Type, NT>(g, blk, in, 64 * kb, pf);
+            grouped4Block<Type, NT>(u, blk + 576, in, 64 * kb, pf);
         }
         for (int t = 0; t < NT; ++t) {
             const __m512 xs = _mm512_set1_ps(in.scale[t]);
@@ -426,10 +376,7 @@ void downPanel(const DownCall& c, int q, const Rows<NT>& in) {
         for (int ch = c.firstChunk; ch <= lastChunk; ++ch) {
             const std::byte* p = chunks.pieces(ch);
             const std::ptrdiff_t pf = prefetchFor(ch);
-            if constexpr (Type == ExpertType::MXFP4)
-                for (int kb = 0; kb < chunks.kBlocks(ch); ++kb) grouped4Block<Type, NT>(acc, p + kb * 576, in, ch * kChunkCols + 64 * kb, pf);
-            else
-                for (int kb = 0; kb < chunks.kBlocks(ch); ++kb) int4Block<NT>(acc, p + kb * 576, in, ch * kChunkCols + 64 * kb, pf);
+            for (int kb = 0; kb < chunks.kBlocks(ch); ++kb) grouped4Block<Type, NT>(acc, p + kb * 576, in, ch * kChunkCols + 64 * kb, pf);
         }
         for (int t = 0; t < NT; ++t) y[0][t] = _mm512_mul_ps(acc[t], _mm512_set1_ps(in.scale[t]));
     }
@@ -494,10 +441,7 @@ void downRuns(const DownCall& c, int q0, int count, const Rows<NT>& in, const st
                 for (int kb = 0; kb < kbs; ++kb) int8Block<NT, S>(sums[i], p + kb * 1024, in, ch * kChunkCols + 64 * kb, pf);
             } else {
                 __m512(&acc)[NT] = reinterpret_cast<__m512(&)[NT]>(sums[i]);  // S is 1
-                if constexpr (Type == ExpertType::MXFP4)
-                    for (int kb = 0; kb < kbs; ++kb) grouped4Block<Type, NT>(acc, p + kb * 576, in, ch * kChunkCols + 64 * kb, pf);
-                else
-                    for (int kb = 0; kb < kbs; ++kb) int4Block<NT>(acc, p + kb * 576, in, ch * kChunkCols + 64 * kb, pf);
+                for (int kb = 0; kb < kbs; ++kb) grouped4Block<Type, NT>(acc, p + kb * 576, in, ch * kChunkCols + 64 * kb, pf);
             }
         }
     }
