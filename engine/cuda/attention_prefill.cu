@@ -40,43 +40,6 @@ struct Layout {
     static constexpr std::size_t bytes(bool split) { return (split ? 2 : 1) * kPlane * sizeof(bf16); }
 };
 
-__device__ __forceinline__ std::uint32_t lds32(const bf16* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
-
-// v as bf16 at hi[0], and what rounding lost at lo[0] when Split.
-template <bool Split>
-__device__ __forceinline__ void put(float v, bf16* hi, bf16* lo) {
-    const bf16 h = __float2bfloat16(v);
-    *hi = h;
-    if constexpr (Split) *lo = __float2bfloat16(v - __bfloat162float(h));
-}
-
-// Four consecutive values of a row.
-template <bool Split>
-__device__ __forceinline__ void put4(float4 v, bf16* hi, bf16* lo) {
-    put<Split>(v.x, hi, lo);
-    put<Split>(v.y, hi + 1, lo + 1);
-    put<Split>(v.z, hi + 2, lo + 2);
-    put<Split>(v.w, hi + 3, lo + 3);
-}
-
-// The two bf16 pairs (hi, lo) of (x, y) as A-fragment registers.
-template <bool Split>
-__device__ __forceinline__ void pairs(float x, float y, std::uint32_t& hi, std::uint32_t& lo) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
-    hi = *reinterpret_cast<const std::uint32_t*>(&h);
-    if constexpr (Split) lo = bf16Pair(x - __low2float(h), y - __high2float(h));
-}
-
-// The A fragment of rows r0 .. r0 + 15, columns k0 .. k0 + 15 of a row-major tile.
-template <int Stride>
-__device__ __forceinline__ void loadA(const bf16* tile, int r0, int k0, int g, int q, std::uint32_t (&a)[4]) {
-    const bf16* p = tile + (r0 + g) * Stride + k0 + 2 * q;
-    a[0] = lds32(p);
-    a[1] = lds32(p + 8 * Stride);
-    a[2] = lds32(p + 8);
-    a[3] = lds32(p + 8 * Stride + 8);
-}
-
 template <int D, bool Split>
 __global__ void __launch_bounds__(kFlashThreads) flashPrefillKernel(AttentionArgs a) {
     waitForPrevious();

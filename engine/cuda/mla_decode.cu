@@ -136,40 +136,10 @@ static_assert(kKeys == 8 * kWarps, "a warp scores 8 keys of a tile");
 static_assert(kLatent == 64 * kWarps, "a warp sums 64 value columns");
 static_assert((kKeys * kKey / 4) % (kThreads * kUnroll) == 0, "a tile is filled in whole rounds");
 
-__device__ __forceinline__ std::uint32_t lds32(const bf16* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
-
 // Two bf16 of one column in consecutive rows as a B-fragment register (the first in the low half).
 __device__ __forceinline__ std::uint32_t column2(const bf16* p) {
     const unsigned short* u = reinterpret_cast<const unsigned short*>(p);
     return static_cast<std::uint32_t>(u[0]) | (static_cast<std::uint32_t>(u[kKeyStride]) << 16);
-}
-
-template <bool Split>
-__device__ __forceinline__ void put4(float4 v, bf16* hi, bf16* lo) {
-    const float x[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const bf16 h = __float2bfloat16(x[i]);
-        hi[i] = h;
-        if constexpr (Split) lo[i] = __float2bfloat16(x[i] - __bfloat162float(h));
-    }
-}
-
-template <bool Split>
-__device__ __forceinline__ void pairs(float x, float y, std::uint32_t& hi, std::uint32_t& lo) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
-    hi = *reinterpret_cast<const std::uint32_t*>(&h);
-    if constexpr (Split) lo = bf16Pair(x - __low2float(h), y - __high2float(h));
-}
-
-// Rows r .. r + 15 (all 16), columns k0 .. k0 + 15 of a row-major tile as an A fragment.
-template <int Stride>
-__device__ __forceinline__ void loadA(const bf16* tile, int k0, int g, int q, std::uint32_t (&a)[4]) {
-    const bf16* p = tile + g * Stride + k0 + 2 * q;
-    a[0] = lds32(p);
-    a[1] = lds32(p + 8 * Stride);
-    a[2] = lds32(p + 8);
-    a[3] = lds32(p + 8 * Stride + 8);
 }
 
 // The parts' partials: each head's weighted values [heads][splits][dimV], then running max and sum
@@ -246,8 +216,8 @@ __global__ void __launch_bounds__(kThreads) mlaSplitDecodeKernel(AttentionArgs a
 #pragma unroll 4
         for (int ks = 0; ks < kKey / 16; ++ks) {
             std::uint32_t aHi[4], aLo[4];
-            loadA<kKeyStride>(qHi, ks * 16, g, q, aHi);
-            if constexpr (Split) loadA<kKeyStride>(qLo, ks * 16, g, q, aLo);
+            loadA<kKeyStride>(qHi, 0, ks * 16, g, q, aHi);
+            if constexpr (Split) loadA<kKeyStride>(qLo, 0, ks * 16, g, q, aLo);
             const int at = (warp * 8 + g) * kKeyStride + ks * 16 + 2 * q;
             const std::uint32_t b0 = lds32(kHi + at), b1 = lds32(kHi + at + 8);
             mma(s, aHi, b0, b1);
@@ -333,8 +303,8 @@ __global__ void __launch_bounds__(kThreads) mlaSplitDecodeKernel(AttentionArgs a
 #pragma unroll
         for (int kt = 0; kt < kKeys / 16; ++kt) {
             std::uint32_t aHi[4], aLo[4];
-            loadA<kPStride>(pHi, kt * 16, g, q, aHi);
-            if constexpr (Split) loadA<kPStride>(pLo, kt * 16, g, q, aLo);
+            loadA<kPStride>(pHi, 0, kt * 16, g, q, aHi);
+            if constexpr (Split) loadA<kPStride>(pLo, 0, kt * 16, g, q, aLo);
 #pragma unroll
             for (int nt = 0; nt < kLatent / kWarps / 8; ++nt) {
                 const int at = (kt * 16 + 2 * q) * kKeyStride + warp * 64 + nt * 8 + g;

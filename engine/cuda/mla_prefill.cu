@@ -62,41 +62,6 @@ constexpr int kV = kValue * kValueStride;
 constexpr int kPlane = kQ + kK + kV;
 constexpr std::size_t sharedBytes(bool split) { return (split ? 2 : 1) * kPlane * sizeof(bf16); }
 
-__device__ __forceinline__ std::uint32_t lds32(const bf16* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
-
-// v as bf16 at hi[0], and what rounding lost at lo[0] when Split.
-template <bool Split>
-__device__ __forceinline__ void put(float v, bf16* hi, bf16* lo) {
-    const bf16 h = __float2bfloat16(v);
-    *hi = h;
-    if constexpr (Split) *lo = __float2bfloat16(v - __bfloat162float(h));
-}
-
-template <bool Split>
-__device__ __forceinline__ void put4(float4 v, bf16* hi, bf16* lo) {
-    put<Split>(v.x, hi, lo);
-    put<Split>(v.y, hi + 1, lo + 1);
-    put<Split>(v.z, hi + 2, lo + 2);
-    put<Split>(v.w, hi + 3, lo + 3);
-}
-
-// The two bf16 pairs (hi, lo) of (x, y) as A-fragment registers.
-template <bool Split>
-__device__ __forceinline__ void pairs(float x, float y, std::uint32_t& hi, std::uint32_t& lo) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
-    hi = *reinterpret_cast<const std::uint32_t*>(&h);
-    if constexpr (Split) lo = bf16Pair(x - __low2float(h), y - __high2float(h));
-}
-
-// The A fragment of rows r0 .. r0 + 15, columns k0 .. k0 + 15 of the row-major Q tile.
-__device__ __forceinline__ void loadA(const bf16* tile, int r0, int k0, int g, int q, std::uint32_t (&a)[4]) {
-    const bf16* p = tile + (r0 + g) * kRowStride + k0 + 2 * q;
-    a[0] = lds32(p);
-    a[1] = lds32(p + 8 * kRowStride);
-    a[2] = lds32(p + 8);
-    a[3] = lds32(p + 8 * kRowStride + 8);
-}
-
 __device__ __forceinline__ float4 load4(const float* p, bool valid) {
     return valid ? *reinterpret_cast<const float4*>(p) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 }
@@ -205,8 +170,8 @@ __global__ void __launch_bounds__(kThreads) mlaFlashKernel(MlaPrefillArgs a) {
 #pragma unroll
         for (int ks = 0; ks < kQk / 16; ++ks) {
             std::uint32_t aHi[4], aLo[4];
-            loadA(qHi, warp * 16, ks * 16, g, q, aHi);
-            if constexpr (Split) loadA(qLo, warp * 16, ks * 16, g, q, aLo);
+            loadA<kRowStride>(qHi, warp * 16, ks * 16, g, q, aHi);
+            if constexpr (Split) loadA<kRowStride>(qLo, warp * 16, ks * 16, g, q, aLo);
 #pragma unroll
             for (int nt = 0; nt < kKeys / 8; ++nt) {
                 const int at = (nt * 8 + g) * kRowStride + ks * 16 + 2 * q;

@@ -1,6 +1,7 @@
 #pragma once
-// The tensor-core step the prefill kernels share (expert_prefill.cu, attention_prefill.cu):
-// mma.sync m16n8k16, bf16 inputs, float32 sums.
+// The tensor-core step the prefill and decode kernels share (expert_prefill.cu, attention_prefill.cu,
+// mla_prefill.cu, mla_decode.cu): mma.sync m16n8k16, bf16 inputs, float32 sums, and the bf16 fragments
+// the attention kernels load and make (a value split as hi = bf16(x) and lo = bf16(x - hi) when Split).
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -22,6 +23,43 @@ __device__ __forceinline__ void mma(float (&c)[4], const std::uint32_t (&a)[4], 
 __device__ __forceinline__ std::uint32_t bf16Pair(float a, float b) {
     const __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
     return *reinterpret_cast<const std::uint32_t*>(&v);
+}
+
+__device__ __forceinline__ std::uint32_t lds32(const __nv_bfloat16* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
+
+// v as bf16 at hi[0], and what rounding lost at lo[0] when Split.
+template <bool Split>
+__device__ __forceinline__ void put(float v, __nv_bfloat16* hi, __nv_bfloat16* lo) {
+    const __nv_bfloat16 h = __float2bfloat16(v);
+    *hi = h;
+    if constexpr (Split) *lo = __float2bfloat16(v - __bfloat162float(h));
+}
+
+// Four consecutive values of a row.
+template <bool Split>
+__device__ __forceinline__ void put4(float4 v, __nv_bfloat16* hi, __nv_bfloat16* lo) {
+    put<Split>(v.x, hi, lo);
+    put<Split>(v.y, hi + 1, lo + 1);
+    put<Split>(v.z, hi + 2, lo + 2);
+    put<Split>(v.w, hi + 3, lo + 3);
+}
+
+// The two bf16 pairs (hi, lo) of (x, y) as A-fragment registers.
+template <bool Split>
+__device__ __forceinline__ void pairs(float x, float y, std::uint32_t& hi, std::uint32_t& lo) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
+    hi = *reinterpret_cast<const std::uint32_t*>(&h);
+    if constexpr (Split) lo = bf16Pair(x - __low2float(h), y - __high2float(h));
+}
+
+// The A fragment of rows r0 .. r0 + 15, columns k0 .. k0 + 15 of a row-major bf16 tile of row stride Stride.
+template <int Stride>
+__device__ __forceinline__ void loadA(const __nv_bfloat16* tile, int r0, int k0, int g, int q, std::uint32_t (&a)[4]) {
+    const __nv_bfloat16* p = tile + (r0 + g) * Stride + k0 + 2 * q;
+    a[0] = lds32(p);
+    a[1] = lds32(p + 8 * Stride);
+    a[2] = lds32(p + 8);
+    a[3] = lds32(p + 8 * Stride + 8);
 }
 
 }  // namespace tandem::cuda
