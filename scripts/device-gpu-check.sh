@@ -126,18 +126,17 @@ if [[ ${CHECKS:-1} == 1 ]]; then
     >"$out/check-attention-build.log" 2>&1 && "$build/check-attention" | tee "$out/check-attention.txt" ||
     { echo "check_attention FAILED: the rest runs TANDEM_GPU_FLASH=0"; tail -20 "$out/check-attention-build.log"
       export TANDEM_GPU_FLASH=0; }
-  # TANDEM_GPU_GPTOSS=1: gpt-oss on the GPU too (sinks, biases, the clamped SwiGLU in the GPU's expert kernels;
-  # off by default until this check has passed). check_golden packs tiny-gpt-oss's experts as bf16, so the
+  # gpt-oss on the GPU (sinks, biases, the clamped SwiGLU in the GPU's expert kernels): check_golden packs tiny-gpt-oss's experts as bf16, so the
   # GPU holds them (the expert kernels' epilogue); the second run keeps them on the CPU (--gpu-memory 0: the
   # bridge to the CPU's packed experts with their epilogue), the third is the MXFP4 store's case (auto:
   # MXFP4 experts stay on the CPU, whose int8 activations move rows by ~1%: printed, not judged).
-  TANDEM_GPU_GPTOSS=1 python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device cpu --device gpu 2>&1 |
+  python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device cpu --device gpu 2>&1 |
     tee "$out/golden.txt"
   echo "== tiny-gpt-oss on the GPU with its experts on the CPU (--gpu-memory 0)"
-  TANDEM_GPU_GPTOSS=1 python3 scripts/check_golden.py --cli "$cli" tests/fixtures/tiny-gpt-oss --device gpu --gpu-memory 0 2>&1 |
+  python3 scripts/check_golden.py --cli "$cli" tests/fixtures/tiny-gpt-oss --device gpu --gpu-memory 0 2>&1 |
     tee "$out/golden-gptoss-cpu-experts.txt"
   echo "== tiny-gpt-oss on the GPU, --experts mxfp4 (experts on the CPU's MXFP4 kernels: ~1% per row expected)"
-  TANDEM_GPU_GPTOSS=1 python3 scripts/check_golden.py --cli "$cli" tests/fixtures/tiny-gpt-oss --device gpu --experts mxfp4 2>&1 |
+  python3 scripts/check_golden.py --cli "$cli" tests/fixtures/tiny-gpt-oss --device gpu --experts mxfp4 2>&1 |
     grep '^tiny' | tee "$out/golden-gptoss-mxfp4.txt"
   # gpt-oss's MXFP4 experts on the MXFP4 kernels (int8 activations) with each ISA: the same error on all.
   for isa in amx avx512; do
@@ -150,7 +149,7 @@ if [[ ${CHECKS:-1} == 1 ]]; then
   # amplify, so their rows above the float tolerance are printed for comparison, not as failures.
   if [[ ${CHECKS_DENSE:-1} == 1 ]]; then
     echo "== fixtures with --dense int8 (rows above tolerance expected: the weights' own error)"
-    TANDEM_GPU_GPTOSS=1 python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device cpu --device gpu --dense int8 2>&1 |
+    python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device cpu --device gpu --dense int8 2>&1 |
       grep -v '^    ' | tee "$out/golden-dense-int8.txt"
   fi
 fi
@@ -159,7 +158,7 @@ fi
 # teacher-forced decode steps after it, the GPU's rows against the CPU's (scripts/check_long_context.py;
 # LONGCHECK_TOKENS changes the length, LONGCHECK_REFERENCE=1 adds transformers' float32 model).
 if [[ ${LONGCHECK:-0} == 1 ]]; then
-  TANDEM_GPU_GPTOSS=1 python3 scripts/check_long_context.py --cli "$cli" --fixtures tests/fixtures --device cpu --device gpu \
+  python3 scripts/check_long_context.py --cli "$cli" --fixtures tests/fixtures --device cpu --device gpu \
     --tokens "${LONGCHECK_TOKENS:-8192}" $([[ ${LONGCHECK_REFERENCE:-0} == 1 ]] && echo --reference) 2>&1 |
     grep -v Warning | tee "$out/long-context.txt"
 fi

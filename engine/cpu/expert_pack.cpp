@@ -117,15 +117,10 @@ struct Fp4Rows {
 };
 
 // The e2m1 magnitude index (0..7: 0, .5, 1, 1.5, 2, 3, 4, 6) nearest t >= 0, ties to the even index
-// (round-to-nearest-even of the e2m1 mantissa); past 6 saturates.
+// (round-to-nearest-even of the e2m1 mantissa); past 6 saturates. Counts the midpoints below t: a tie
+// at a midpoint whose lower neighbour is odd (0.75, 1.75, 3.5) goes up, the others down.
 int nearestFp4(double t) {
-    static constexpr double kMagnitude[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
-    int best = 0;
-    for (int i = 1; i < 8; ++i) {
-        const double d = std::fabs(t - kMagnitude[i]), b = std::fabs(t - kMagnitude[best]);
-        if (d < b || (d == b && i % 2 == 0)) best = i;
-    }
-    return best;
+    return (t > 0.25) + (t >= 0.75) + (t > 1.25) + (t >= 1.75) + (t > 2.5) + (t >= 3.5) + (t > 5.0);
 }
 
 // Rounds float rows to MXFP4: per group the smallest power of two 2^(e - 127) with absMax / it <= 6,
@@ -140,9 +135,10 @@ void quantizeFp4(const PanelRows& w, Fp4Rows& out) {
             const double m = std::frexp(static_cast<double>(absMax) / 6.0, &ex);  // absMax / 6 = m 2^ex, m in [0.5, 1)
             const int e = std::clamp((m == 0.5 ? ex - 1 : ex) + 127, 0, 254);
             out.exponent(o, g) = e;
+            const double inverse = std::ldexp(1.0, 127 - e);  // a power of two: t below is exact
             for (int i = 0; i < kMxfp4Group; ++i) {
                 const int k = g * kMxfp4Group + i;
-                const double t = std::ldexp(static_cast<double>(std::fabs(w.at(o, k))), 127 - e);
+                const double t = static_cast<double>(std::fabs(w.at(o, k))) * inverse;
                 const int idx = nearestFp4(t);
                 out.nibble(o, k) = static_cast<std::uint8_t>(idx == 0 ? 0 : (w.at(o, k) < 0 ? 8 | idx : idx));
             }

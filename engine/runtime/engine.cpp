@@ -288,22 +288,12 @@ struct Engine::Impl {
             gpuExperts.counter = &*usage;
         }
         try {
-            // gpt-oss (sinks, an o_proj bias, a router bias, experts with biases and the clamped SwiGLU):
-            // the GPU kernels take it (attention sinks in every GQA kernel, launchAddBias after o_proj, the
-            // router's logit bias, ExpertEpilogue in the GPU's expert kernels; MXFP4 experts stay on the
-            // CPU), but it has not run on a GPU yet, so it stays on the CPU unless TANDEM_GPU_GPTOSS=1 asks
-            // to try it (the device script's fixture check does). GLM-4.5's biases and partial rotary are
-            // on the GPU by default (checked on the H200, 2026-12-04).
-            const char* tryGptOss = std::getenv("TANDEM_GPU_GPTOSS");
-            const bool gptOssShape = config.attentionSinks || config.attentionOutputBias || config.expertBiases || config.routerBias;
-            const bool gpuModel = !gptOssShape || (tryGptOss && std::string(tryGptOss) == "1");
-            if (!gpuModel)
-                reason = config.modelType + "'s attention sinks and expert biases run on the CPU path only so far "
-                                            "(its GPU kernels are not verified yet; TANDEM_GPU_GPTOSS=1 tries them)";
-            else
-                gpu = gpuBackendForTests()
-                          ? gpuBackendForTests()(config, weights, pool, info.contextLength, expertsFactory())
-                          : runtime::createGpuBackend(config, weights, pool, info.contextLength, expertsFactory(), gpuExperts, reason);
+            // gpt-oss (sinks, an o_proj bias, a router bias, experts with biases and the clamped SwiGLU) and
+            // GLM-4.5 (biases, partial rotary) run on the GPU like the rest: checked on the H200 against the
+            // CPU path and the references (2026-12-04). MXFP4 experts stay on the CPU's kernels.
+            gpu = gpuBackendForTests()
+                      ? gpuBackendForTests()(config, weights, pool, info.contextLength, expertsFactory())
+                      : runtime::createGpuBackend(config, weights, pool, info.contextLength, expertsFactory(), gpuExperts, reason);
         } catch (const Error& e) {
             if (device == Device::Gpu) throw;
             reason = e.what();
