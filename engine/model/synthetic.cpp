@@ -40,7 +40,7 @@ ModelConfig deepseekBase() {
 }  // namespace
 
 std::vector<std::string> syntheticModelNames() {
-    return {"deepseek-v2-lite", "qwen3-30b-a3b", "deepseek-v3-4l", "glm-4.5-air", "gpt-oss-120b", "tiny"};
+    return {"deepseek-v2-lite", "qwen3-30b-a3b", "qwen3-30b-a3b-128k", "deepseek-v3-4l", "glm-4.5-air", "gpt-oss-120b", "tiny"};
 }
 
 ModelConfig syntheticConfig(const std::string& name) {
@@ -123,7 +123,7 @@ ModelConfig syntheticConfig(const std::string& name) {
         c.router = RouterSpec{ExpertScoring::Softmax, ExpertSelection::TopK, 4, 1, 1, true, 1.0f, false};
         c.routerBias = c.expertBiases = true;
         c.expertActivation = ExpertActivation::ClampedSwiglu;
-    } else if (name == "qwen3-30b-a3b" || name == "tiny") {
+    } else if (name == "qwen3-30b-a3b" || name == "qwen3-30b-a3b-128k" || name == "tiny") {
         const bool tiny = name == "tiny";
         c.modelType = "qwen3_moe";
         c.family = findFamily("qwen3_moe");
@@ -131,6 +131,15 @@ ModelConfig syntheticConfig(const std::string& name) {
         c.rmsNormEps = 1e-6f;
         c.ropeTheta = 1e6;
         c.maxPositionEmbeddings = 40960;
+        if (name == "qwen3-30b-a3b-128k") {
+            // The model card's long-context setting: rope_scaling {"rope_type": "yarn", "factor": 4.0,
+            // "original_max_position_embeddings": 32768}, 131072 positions (issue 28's 64K figures).
+            YarnScaling y;
+            y.factor = 4;
+            y.originalMaxPositions = 32768;
+            c.yarn = y;
+            c.maxPositionEmbeddings = 131072;
+        }
         c.vocabSize = tiny ? 512 : 151936;
         c.hiddenSize = tiny ? 64 : 2048;
         c.numLayers = tiny ? 2 : 48;
