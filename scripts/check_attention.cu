@@ -673,7 +673,7 @@ bool runMlaDecodeCase(const MlaDecodeCase& c) {
     bf16* dOut = nullptr;
     cudaMalloc(&dOut, outCount * sizeof(bf16));
     float* dPartials = nullptr;
-    cudaMalloc(&dPartials, static_cast<std::size_t>(c.heads) * 64 * (L + 2) * sizeof(float));
+    cudaMalloc(&dPartials, static_cast<std::size_t>(c.heads) * kMaxMlaSplits * (L + 2) * sizeof(float));
     unsigned* dDone = nullptr;
     cudaMalloc(&dDone, static_cast<std::size_t>(c.heads) * sizeof(unsigned));
     cudaMemset(dDone, 0, static_cast<std::size_t>(c.heads) * sizeof(unsigned));

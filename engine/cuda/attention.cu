@@ -290,7 +290,7 @@ int decodeAttentionSplits(const AttentionArgs& shape, int multiprocessors) {
     // MLA's decode on tensor cores: a block per 16 query heads and part, as many as fit one wave.
     if (mlaDecodeServes(shape)) {
         const int groups = (shape.heads + 15) / 16;
-        return std::clamp(std::max(1, mlaDecodeBlocksPerMultiprocessor(shape)) * multiprocessors / groups, 2, kMaxSplits);
+        return std::clamp(std::max(1, mlaDecodeBlocksPerMultiprocessor(shape)) * multiprocessors / groups, 2, kMaxMlaSplits);
     }
     // The per-head kernel: three blocks a multiprocessor (its launch bounds).
     return std::clamp(3 * multiprocessors / shape.heads, 2, 32);
@@ -298,7 +298,8 @@ int decodeAttentionSplits(const AttentionArgs& shape, int multiprocessors) {
 
 void launchAttention(const AttentionArgs& a, cudaStream_t s) {
     if (a.dimV > kThreads * kMaxValuePerThread) throw GpuError("attention value width too large for the GPU kernel");
-    if (a.splits > kMaxSplits) throw GpuError("attention split into more than 64 parts");
+    if (a.splits > (usesDecodeKernel(a) && mlaDecodeServes(a) ? kMaxMlaSplits : kMaxSplits))
+        throw GpuError("attention split into more parts than its decode kernel combines");
     if (a.prepare && (!usesDecodeKernel(a) || a.dimB || a.dimA > kThreads))
         throw GpuError("attention: preparing the step in the kernel needs the decode kernel, one key part and head size <= 256");
     const std::size_t shared = (a.dimA + a.dimB + kTile + (a.prepare ? a.dimA : 0)) * sizeof(float);

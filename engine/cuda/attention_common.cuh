@@ -11,6 +11,9 @@ namespace {
 constexpr int kTile = 64;
 constexpr int kThreads = 256;
 constexpr int kMaxSplits = 64;  // parts of a decode step's context (decodeAttentionSplits)
+// MLA's tensor-core decode: one block per 16 heads and part, so V2-Lite's 16 heads need a part per
+// multiprocessor (132 on the H200) to fill the GPU; its combine takes up to this many.
+constexpr int kMaxMlaSplits = 256;
 
 // The first position a query at lastPosition attends to (a sliding window starts later).
 __device__ inline int firstAttended(const AttentionArgs& a, int lastPosition) {

@@ -362,24 +362,31 @@ __global__ void __launch_bounds__(kCombineColumns) mlaCombineKernel(AttentionArg
     const int position = *a.start;
     const int parts = decodeParts(a, position, kKeys);
     if (parts == 1) return;  // the decode kernel wrote the output
-    __shared__ float weight[kMaxSplits];
+    constexpr int kPerLane = kMaxMlaSplits / 32;
+    __shared__ float weight[kMaxMlaSplits];
     const int h = blockIdx.x, lane = threadIdx.x & 31;
     if (threadIdx.x < 32) {
-        float mz[2], lz[2];
+        float mz[kPerLane], lz[kPerLane];
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
+        for (int r = 0; r < kPerLane; ++r) {
             const int z = lane + 32 * r;
             const float* state = partState(a, h, min(z, parts - 1));
             mz[r] = z < parts ? state[0] : -INFINITY;
             lz[r] = z < parts ? state[1] : 0.0f;
         }
-        const float m = warpMax(fmaxf(mz[0], mz[1]));
-        float ez[2];
+        float mLane = mz[0];
 #pragma unroll
-        for (int r = 0; r < 2; ++r) ez[r] = lane + 32 * r < parts ? expf(mz[r] - m) : 0.0f;
-        const float inv = 1.0f / warpSum(lz[0] * ez[0] + lz[1] * ez[1]);
+        for (int r = 1; r < kPerLane; ++r) mLane = fmaxf(mLane, mz[r]);
+        const float m = warpMax(mLane);
+        float ez[kPerLane], sum = 0.0f;
 #pragma unroll
-        for (int r = 0; r < 2; ++r)
+        for (int r = 0; r < kPerLane; ++r) {
+            ez[r] = lane + 32 * r < parts ? expf(mz[r] - m) : 0.0f;
+            sum += lz[r] * ez[r];
+        }
+        const float inv = 1.0f / warpSum(sum);
+#pragma unroll
+        for (int r = 0; r < kPerLane; ++r)
             if (lane + 32 * r < parts) weight[lane + 32 * r] = ez[r] * inv;
     }
     __syncthreads();
@@ -433,7 +440,7 @@ int mlaDecodeBlocksPerMultiprocessor(const AttentionArgs& a) {
 
 bool launchMlaDecode(const AttentionArgs& a, cudaStream_t s) {
     const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-    if (!mlaDecodeServes(a) || a.tokens != 1 || a.splits < 1 || a.splits > kMaxSplits || a.value != a.keyA ||
+    if (!mlaDecodeServes(a) || a.tokens != 1 || a.splits < 1 || a.splits > kMaxMlaSplits || a.value != a.keyA ||
         a.ldValue != a.ldKeyA || a.ldKeyA % 4 || a.ldKeyB % 4 || a.qAHeadStride % 4 || a.qBHeadStride % 4 || !aligned(a.qA) ||
         !aligned(a.qB) || !aligned(a.keyA) || !aligned(a.keyB))
         return false;

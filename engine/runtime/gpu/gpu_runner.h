@@ -149,7 +149,7 @@ private:
     // FP8 weights in prefill: a chunk of rows widened to bf16 hi and lo rows, and its GEMM's products.
     DeviceBuffer<bf16> fp8Rows_;
     DeviceBuffer<float> fp8Products_;
-    int decodeSplits_ = 1;            // parts of a decode step's context (decodeAttentionSplits), <= 64
+    int decodeSplits_ = 1;            // parts of a decode step's context (decodeAttentionSplits), <= 64 (MLA: 256)
     DeviceBuffer<float> attnPartials_;
     DeviceBuffer<unsigned> attnPartsDone_;  // decode's attention: parts finished per head (kernels.h)
     // MLA prompts on the flash kernel (Tuning::gpuFlashPrefill, where it serves the widths): a pass's
