@@ -7,7 +7,8 @@
 //
 // Precision: the KV cache is float32. With split precision (kernels.h) every operand is carried as a
 // bf16 pair hi + lo and each product takes the three terms hi·hi + hi·lo + lo·hi, which leaves ~2^-16
-// of relative error (as the split GEMMs); without it, one bf16 product.
+// of relative error (as the split GEMMs); without it, or with bf16Products (long contexts), one bf16
+// product, while the output is still stored as split asks.
 #include <cfloat>
 #include <cstdint>
 
@@ -224,7 +225,7 @@ void launchFlash(const AttentionArgs& a, cudaStream_t s) {
 
 template <int D>
 void launchFlash(const AttentionArgs& a, cudaStream_t s) {
-    if (a.split)
+    if (a.split && !a.bf16Products)
         launchFlash<D, true>(a, s);
     else
         launchFlash<D, false>(a, s);

@@ -326,7 +326,7 @@ void launchMlaFlashPrefill(const MlaPrefillArgs& a, cudaStream_t s) {
     if (a.ldq % 4 || a.qHeadStride % 4 || a.ldkv % 4 || a.kvHeadStride % 4 || a.ldRope % 4 || !aligned(a.q) ||
         !aligned(a.kv) || !aligned(a.ropeKeys) || a.kvCount < 1 || a.tokens < 1 || (!(a.firstPass && a.lastPass) && !a.state))
         throw GpuError("MLA flash prefill: misaligned rows or an empty pass");
-    if (a.split)
+    if (a.split && !a.bf16Products)
         mla_flash::launch<true>(a, s);
     else
         mla_flash::launch<false>(a, s);

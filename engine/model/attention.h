@@ -1,7 +1,9 @@
 #pragma once
 // The attention blocks. Both take normalized hidden states of T consecutive tokens that start at
 // `start` in the conversation, append their keys to the cache, attend causally over the whole cached
-// context, and write the projected output [T, hidden].
+// context, and write the projected output [T, hidden]. Or, in a decode batch (Transformer::forwardBatch),
+// T tokens of T sequences, each the next of its own: the projections run as one T-row product, each
+// token's attention against its own cache.
 #include <cstddef>
 
 #include "cpu/pool/thread_pool.h"
@@ -22,6 +24,13 @@ struct AttentionStep {
     int start;
     model::KvCache& cache;
     cpu::ThreadPool& pool;
+    // A decode batch: token t is at position positions[t] of *caches[t] (start and cache unused). Null: the
+    // tokens are one sequence's.
+    const int* positions = nullptr;
+    model::KvCache* const* caches = nullptr;
+
+    int position(std::size_t t) const { return positions ? positions[t] : start + static_cast<int>(t); }
+    model::KvCache& cacheOf(std::size_t t) const { return caches ? *caches[t] : cache; }
 };
 
 // Cache streams: 0 = keys [kvHeads * headDim], 1 = values [kvHeads * headDim].

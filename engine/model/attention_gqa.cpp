@@ -56,30 +56,35 @@ void gqaAttention(const AttentionStep& s, const GqaWeights& w, const float* x, f
             if (c.qkNorm) cpu::rmsNorm(kh, w.kNorm.data(), c.rmsNormEps, kh, hd);
             s.rope.rotate(kh, s.cos + t * half, s.sin + t * half);
         }
-        std::copy_n(&k[t * kvDim], kvDim, s.cache.row(s.layer.index, 0, s.start + static_cast<int>(t)));
-        std::copy_n(&v[t * kvDim], kvDim, s.cache.row(s.layer.index, 1, s.start + static_cast<int>(t)));
+        std::copy_n(&k[t * kvDim], kvDim, s.cacheOf(t).row(s.layer.index, 0, s.position(t)));
+        std::copy_n(&v[t * kvDim], kvDim, s.cacheOf(t).row(s.layer.index, 1, s.position(t)));
     }
 
     const float scale = attentionSoftmaxScale(c);
     const int group = c.numHeads / c.numKvHeads;
     std::vector<float> ctx(T * qDim);
     if (tuning().cpuAttentionKernels && cpu::selectedIsa() >= cpu::Isa::Avx2 && cpu::gqaAttentionFits(c.numHeads, c.numKvHeads, c.headDim)) {
-        // Split by key head and chunk of positions, each key and value row read once per group.
-        cpu::GqaAttentionArgs a;
-        a.q = q.data();
-        a.keys = s.cache.row(s.layer.index, 0, 0);
-        a.values = s.cache.row(s.layer.index, 1, 0);
-        a.tokens = static_cast<int>(T);
-        a.start = s.start;
-        a.window = s.layer.window ? *s.layer.window : 0;
-        a.heads = c.numHeads;
-        a.kvHeads = c.numKvHeads;
-        a.headDim = c.headDim;
-        a.scale = scale;
-        a.sinks = w.sinks.empty() ? nullptr : w.sinks.data();
-        a.out = ctx.data();
-        if (cpu::selectedIsa() >= cpu::Isa::Avx512) cpu::gqaAttentionAvx512(a, s.pool);
-        else cpu::gqaAttentionAvx2(a, s.pool);
+        // Split by key head and chunk of positions, each key and value row read once per group. A decode
+        // batch's tokens each attend to their own cache: one call per sequence.
+        const std::size_t sequences = s.caches ? T : 1;
+        for (std::size_t i = 0; i < sequences; ++i) {
+            KvCache& cache = s.cacheOf(i);
+            cpu::GqaAttentionArgs a;
+            a.q = &q[i * qDim];
+            a.keys = cache.row(s.layer.index, 0, 0);
+            a.values = cache.row(s.layer.index, 1, 0);
+            a.tokens = s.caches ? 1 : static_cast<int>(T);
+            a.start = s.position(i);
+            a.window = s.layer.window ? *s.layer.window : 0;
+            a.heads = c.numHeads;
+            a.kvHeads = c.numKvHeads;
+            a.headDim = c.headDim;
+            a.scale = scale;
+            a.sinks = w.sinks.empty() ? nullptr : w.sinks.data();
+            a.out = &ctx[i * qDim];
+            if (cpu::selectedIsa() >= cpu::Isa::Avx512) cpu::gqaAttentionAvx512(a, s.pool);
+            else cpu::gqaAttentionAvx2(a, s.pool);
+        }
         project(w, ctx.data(), T, out, s.pool, c);
         return;
     }
@@ -89,19 +94,20 @@ void gqaAttention(const AttentionStep& s, const GqaWeights& w, const float* x, f
             const std::size_t t = i / static_cast<std::size_t>(c.numHeads);
             const int h = static_cast<int>(i % static_cast<std::size_t>(c.numHeads));
             const int kvh = h / group;
-            const int pos = s.start + static_cast<int>(t);
+            const int pos = s.position(t);
+            KvCache& cache = s.cacheOf(t);
             const int first = s.layer.window ? std::max(0, pos - *s.layer.window + 1) : 0;
             const float* qh = &q[t * qDim + h * hd];
             // A sink (gpt-oss) is one more logit in the softmax, attached to no value.
             const std::size_t n = static_cast<std::size_t>(pos - first + 1);
             scores.resize(n + (w.sinks.empty() ? 0 : 1));
             for (int j = first; j <= pos; ++j)
-                scores[j - first] = cpu::dot(qh, s.cache.row(s.layer.index, 0, j) + kvh * hd, hd) * scale;
+                scores[j - first] = cpu::dot(qh, cache.row(s.layer.index, 0, j) + kvh * hd, hd) * scale;
             if (!w.sinks.empty()) scores[n] = w.sinks[static_cast<std::size_t>(h)];
             cpu::softmax(scores.data(), scores.size());
             float* o = &ctx[t * qDim + h * hd];
             std::fill_n(o, hd, 0.0f);
-            for (int j = first; j <= pos; ++j) cpu::axpy(scores[j - first], s.cache.row(s.layer.index, 1, j) + kvh * hd, o, hd);
+            for (int j = first; j <= pos; ++j) cpu::axpy(scores[j - first], cache.row(s.layer.index, 1, j) + kvh * hd, o, hd);
         }
     });
     project(w, ctx.data(), T, out, s.pool, c);

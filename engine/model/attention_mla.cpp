@@ -42,9 +42,10 @@ void mlaAttention(const AttentionStep& s, const MlaWeights& w, const float* x, f
     std::vector<float> kva(T * kvaWidth);
     cpu::matmul(w.kvA, x, H, T, kva.data(), kvaWidth, s.pool);
     for (std::size_t t = 0; t < T; ++t) {
-        const int pos = s.start + static_cast<int>(t);
-        cpu::rmsNorm(&kva[t * kvaWidth], w.kvANorm.data(), c.rmsNormEps, s.cache.row(s.layer.index, 0, pos), latent);
-        float* kRope = s.cache.row(s.layer.index, 1, pos);
+        const int pos = s.position(t);
+        KvCache& cache = s.cacheOf(t);
+        cpu::rmsNorm(&kva[t * kvaWidth], w.kvANorm.data(), c.rmsNormEps, cache.row(s.layer.index, 0, pos), latent);
+        float* kRope = cache.row(s.layer.index, 1, pos);
         std::copy_n(&kva[t * kvaWidth + latent], ropeDim, kRope);
         s.rope.rotate(kRope, s.cos + t * half, s.sin + t * half);
         for (std::size_t h = 0; h < heads; ++h) s.rope.rotate(&q[(t * heads + h) * qHead + nope], s.cos + t * half, s.sin + t * half);
@@ -76,37 +77,43 @@ void mlaAttention(const AttentionStep& s, const MlaWeights& w, const float* x, f
     const float scale = attentionSoftmaxScale(c);
     std::vector<float> ctxLatent(T * heads * latent);
     if (tuning().cpuAttentionKernels && cpu::selectedIsa() >= cpu::Isa::Avx2 && cpu::mlaAttentionFits(static_cast<int>(latent), static_cast<int>(ropeDim))) {
-        // Split by chunk of positions and block of heads, each cached row read once per block.
-        cpu::MlaAttentionArgs a;
-        a.qLatent = qLatent.data();
-        a.qRope = q.data() + nope;
-        a.qRopeHead = qHead;
-        a.latentRows = s.cache.row(s.layer.index, 0, 0);
-        a.ropeRows = s.cache.row(s.layer.index, 1, 0);
-        a.tokens = static_cast<int>(T);
-        a.start = s.start;
-        a.heads = static_cast<int>(heads);
-        a.latent = static_cast<int>(latent);
-        a.ropeDim = static_cast<int>(ropeDim);
-        a.scale = scale;
-        a.out = ctxLatent.data();
-        if (cpu::selectedIsa() >= cpu::Isa::Avx512) cpu::mlaAttentionAvx512(a, s.pool);
-        else cpu::mlaAttentionAvx2(a, s.pool);
+        // Split by chunk of positions and block of heads, each cached row read once per block. A decode
+        // batch's tokens each attend to their own cache: one call per sequence.
+        const std::size_t sequences = s.caches ? T : 1;
+        for (std::size_t i = 0; i < sequences; ++i) {
+            KvCache& cache = s.cacheOf(i);
+            cpu::MlaAttentionArgs a;
+            a.qLatent = &qLatent[i * heads * latent];
+            a.qRope = &q[i * heads * qHead + nope];
+            a.qRopeHead = qHead;
+            a.latentRows = cache.row(s.layer.index, 0, 0);
+            a.ropeRows = cache.row(s.layer.index, 1, 0);
+            a.tokens = s.caches ? 1 : static_cast<int>(T);
+            a.start = s.position(i);
+            a.heads = static_cast<int>(heads);
+            a.latent = static_cast<int>(latent);
+            a.ropeDim = static_cast<int>(ropeDim);
+            a.scale = scale;
+            a.out = &ctxLatent[i * heads * latent];
+            if (cpu::selectedIsa() >= cpu::Isa::Avx512) cpu::mlaAttentionAvx512(a, s.pool);
+            else cpu::mlaAttentionAvx2(a, s.pool);
+        }
     } else s.pool.parallelFor(T * heads, 1, [&](std::size_t begin, std::size_t end) {
         std::vector<float> scores;
         for (std::size_t i = begin; i < end; ++i) {
             const std::size_t t = i / heads, h = i % heads;
-            const int pos = s.start + static_cast<int>(t);
+            const int pos = s.position(t);
+            KvCache& cache = s.cacheOf(t);
             const float* ql = &qLatent[i * latent];
             const float* qr = &q[i * qHead + nope];
             scores.resize(static_cast<std::size_t>(pos + 1));
             for (int j = 0; j <= pos; ++j)
-                scores[j] = (cpu::dot(ql, s.cache.row(s.layer.index, 0, j), latent) +
-                             cpu::dot(qr, s.cache.row(s.layer.index, 1, j), ropeDim)) * scale;
+                scores[j] = (cpu::dot(ql, cache.row(s.layer.index, 0, j), latent) +
+                             cpu::dot(qr, cache.row(s.layer.index, 1, j), ropeDim)) * scale;
             cpu::softmax(scores.data(), scores.size());
             float* o = &ctxLatent[(t * heads + h) * latent];
             std::fill_n(o, latent, 0.0f);
-            for (int j = 0; j <= pos; ++j) cpu::axpy(scores[j], s.cache.row(s.layer.index, 0, j), o, latent);
+            for (int j = 0; j <= pos; ++j) cpu::axpy(scores[j], cache.row(s.layer.index, 0, j), o, latent);
         }
     });
 

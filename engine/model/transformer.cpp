@@ -24,29 +24,44 @@ model::KvCache Transformer::makeCache(int capacity) const {
     return KvCache(c.numLayers, {kvDim, kvDim}, capacity);
 }
 
-// One forward pass over `tokens` at positions start.. (model/forward.h): the activations of the run,
-// and the deferred experts' output waiting for the layer they join.
+// One forward pass (model/forward.h) over `tokens` at positions start.. of one cache, or over a decode
+// batch: token t the next of its own sequence, at positions[t] of *caches[t]. Every row's work but
+// attention is the same either way (norms, projections and experts see T rows); the activations of the
+// run, and the deferred experts' output waiting for the layer they join.
 class Transformer::Pass : public ForwardPass {
 public:
     Pass(const Transformer& t, std::span<const int> tokens, int start, KvCache& cache, const ForwardOptions& options,
          std::vector<float>& logits, std::vector<double>* expertSeconds)
-        : t_(t), c_(t.config_), tokens_(tokens), start_(start), cache_(cache), options_(options), logits_(logits),
+        : t_(t), c_(t.config_), tokens_(tokens), start_(start), cache_(cache), options_(options), logits_(&logits),
           expertSeconds_(expertSeconds), T_(tokens.size()), H_(static_cast<std::size_t>(c_.hiddenSize)), x_(T_ * H_),
           normed_(T_ * H_), branch_(T_ * H_) {}
 
+    Pass(const Transformer& t, std::span<const int> tokens, std::span<const int> positions, std::span<KvCache* const> caches,
+         const ForwardOptions& options, std::span<std::vector<float>* const> logits, std::vector<double>* expertSeconds)
+        : t_(t), c_(t.config_), tokens_(tokens), start_(0), cache_(*caches.front()), positions_(positions), caches_(caches),
+          options_(options), batchLogits_(logits), expertSeconds_(expertSeconds), T_(tokens.size()),
+          H_(static_cast<std::size_t>(c_.hiddenSize)), x_(T_ * H_), normed_(T_ * H_), branch_(T_ * H_) {}
+
     void embed() override {
-        cache_.reserve(start_ + static_cast<int>(T_));
+        if (caches_.empty())
+            cache_.reserve(start_ + static_cast<int>(T_));
+        else
+            for (std::size_t t = 0; t < T_; ++t) caches_[t]->reserve(positions_[t] + 1);
         for (std::size_t t = 0; t < T_; ++t) t_.weights_.embed.dequantRow(tokens_[t], &x_[t * H_]);
         const std::size_t half = static_cast<std::size_t>(t_.rope_.dim() / 2);
         cos_.resize(T_ * half);
         sin_.resize(T_ * half);
-        for (std::size_t t = 0; t < T_; ++t) t_.rope_.angles(start_ + static_cast<int>(t), &cos_[t * half], &sin_[t * half]);
+        for (std::size_t t = 0; t < T_; ++t) t_.rope_.angles(position(t), &cos_[t * half], &sin_[t * half]);
     }
 
     void attentionBlock(const LayerPlan& layer) override {
         const LayerWeights& lw = t_.weights_.layers[static_cast<std::size_t>(layer.index)];
         normalize(lw.inputNorm);
-        const AttentionStep step{c_, layer, t_.rope_, cos_.data(), sin_.data(), T_, start_, cache_, t_.pool_};
+        AttentionStep step{c_, layer, t_.rope_, cos_.data(), sin_.data(), T_, start_, cache_, t_.pool_};
+        if (!caches_.empty()) {
+            step.positions = positions_.data();
+            step.caches = caches_.data();
+        }
         if (layer.attention == AttentionKind::Mla)
             mlaAttention(step, lw.mla, normed_.data(), branch_.data());
         else
@@ -95,17 +110,25 @@ public:
         addBranch();
     }
 
+    // A decode batch wants every row, each into its sequence's logits.
     void head() override {
-        const std::size_t first = options_.logits == LogitsFor::AllTokens ? 0 : T_ - 1;
+        const bool every = options_.logits == LogitsFor::AllTokens || !caches_.empty();
+        const std::size_t first = every ? 0 : T_ - 1;
         const std::size_t rows = T_ - first;
         for (std::size_t t = first; t < T_; ++t)
             cpu::rmsNorm(&x_[t * H_], t_.weights_.finalNorm.data(), c_.rmsNormEps, &normed_[t * H_], H_);
         const auto V = static_cast<std::size_t>(c_.vocabSize);
-        logits_.resize(rows * V);
-        cpu::matmul(t_.weights_.lmHead, &normed_[first * H_], H_, rows, logits_.data(), V, t_.pool_);
+        std::vector<float> batch;
+        std::vector<float>& logits = logits_ ? *logits_ : batch;
+        logits.resize(rows * V);
+        cpu::matmul(t_.weights_.lmHead, &normed_[first * H_], H_, rows, logits.data(), V, t_.pool_);
+        for (std::size_t t = 0; t < batchLogits_.size(); ++t)
+            batchLogits_[t]->assign(batch.begin() + static_cast<std::ptrdiff_t>(t * V),
+                                    batch.begin() + static_cast<std::ptrdiff_t>((t + 1) * V));
     }
 
 private:
+    int position(std::size_t t) const { return caches_.empty() ? start_ + static_cast<int>(t) : positions_[t]; }
     void normalize(const std::vector<float>& weight) {
         for (std::size_t t = 0; t < T_; ++t) cpu::rmsNorm(&x_[t * H_], weight.data(), c_.rmsNormEps, &normed_[t * H_], H_);
     }
@@ -118,8 +141,11 @@ private:
     std::span<const int> tokens_;
     int start_;
     KvCache& cache_;
+    std::span<const int> positions_;      // a decode batch's; empty for one sequence's run
+    std::span<KvCache* const> caches_;   // the same
     const ForwardOptions& options_;
-    std::vector<float>& logits_;
+    std::vector<float>* logits_ = nullptr;                  // one sequence's run
+    std::span<std::vector<float>* const> batchLogits_;      // a decode batch: one row each
     std::vector<double>* expertSeconds_;
     std::size_t T_, H_;
     std::vector<float> x_, normed_, branch_, cos_, sin_;
@@ -131,6 +157,17 @@ void Transformer::forward(std::span<const int> tokens, int start, KvCache& cache
     if (tokens.empty()) throw Error("nothing to run: no tokens were given");
     if (expertSeconds) expertSeconds->resize(static_cast<std::size_t>(config_.numLayers), 0.0);
     Pass pass(*this, tokens, start, cache, options, logits, expertSeconds);
+    runForward(config_, pass);
+}
+
+void Transformer::forwardBatch(std::span<const int> tokens, std::span<const int> positions, std::span<KvCache* const> caches,
+                               const ForwardOptions& options, std::span<std::vector<float>* const> logits,
+                               std::vector<double>* expertSeconds) {
+    if (tokens.empty()) throw Error("nothing to run: no tokens were given");
+    if (positions.size() != tokens.size() || caches.size() != tokens.size() || logits.size() != tokens.size())
+        throw Error("a decode batch needs a position, a cache and logits for each of its tokens");
+    if (expertSeconds) expertSeconds->resize(static_cast<std::size_t>(config_.numLayers), 0.0);
+    Pass pass(*this, tokens, positions, caches, options, logits, expertSeconds);
     runForward(config_, pass);
 }
 

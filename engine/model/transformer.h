@@ -45,6 +45,16 @@ public:
     void forward(std::span<const int> tokens, int start, model::KvCache& cache, const ForwardOptions& options,
                  std::vector<float>& logits, std::vector<double>* expertSeconds = nullptr);
 
+    // One decode step of several sequences together (a decode batch, issue 27): tokens[i] at position
+    // positions[i] of *caches[i], its logits row [vocab] into *logits[i]. Norms, projections, the dense
+    // and shared MLPs and the lm_head run as one product of tokens.size() rows, each token attends to its own
+    // cache, and the routed experts run as one call of tokens.size() tokens, so an expert several sequences
+    // chose is read once for all of them. Each row equals its sequence's forward() of one token (up to
+    // the order of float additions). options.routing sees tokens.size() rows, in order.
+    void forwardBatch(std::span<const int> tokens, std::span<const int> positions, std::span<KvCache* const> caches,
+                      const ForwardOptions& options, std::span<std::vector<float>* const> logits,
+                      std::vector<double>* expertSeconds = nullptr);
+
     // A cache shaped for this model.
     model::KvCache makeCache(int capacity) const;
 

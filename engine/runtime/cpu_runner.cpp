@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "tandem/error.h"
+
 namespace tandem::runtime {
 
 void finishProfile(DecodeProfile& p, double wallSeconds, double waitSeconds, double expertSeconds) {
@@ -33,6 +35,31 @@ public:
         if (step) {
             ++steps_;
             wallSeconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        }
+    }
+
+    // One pass of runners.size() tokens (Transformer::forwardBatch). The step counts in every runner's
+    // profile, with the whole batch's time: each sequence waited that long for its token.
+    void decodeBatch(std::span<ModelRunner* const> runners, std::span<const int> tokens, std::span<const int> positions,
+                     const model::ForwardOptions& options, std::span<std::vector<float>* const> logits) override {
+        std::vector<CpuRunner*> batch;
+        std::vector<model::KvCache*> caches;
+        for (ModelRunner* r : runners) {
+            auto* cpu = dynamic_cast<CpuRunner*>(r);
+            if (!cpu || &cpu->transformer_ != &transformer_)
+                throw Error("a decode batch takes the CPU runners of one engine only");
+            batch.push_back(cpu);
+            caches.push_back(&cpu->cache_);
+        }
+        std::vector<double> expertSeconds;
+        const auto t0 = std::chrono::steady_clock::now();
+        transformer_.forwardBatch(tokens, positions, caches, options, logits, &expertSeconds);
+        const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        for (CpuRunner* r : batch) {
+            ++r->steps_;
+            r->wallSeconds_ += wall;
+            r->expertSeconds_.resize(expertSeconds.size(), 0.0);
+            for (std::size_t l = 0; l < expertSeconds.size(); ++l) r->expertSeconds_[l] += expertSeconds[l];
         }
     }
 

@@ -68,6 +68,7 @@ Tuning Tuning::fromEnvironment() {
     t.gpuFp8 = flag("TANDEM_GPU_FP8", t.gpuFp8);
     t.gpuChain = flag("TANDEM_GPU_CHAIN", t.gpuChain);
     t.gpuPrefetchMb = integer("TANDEM_GPU_PREFETCH_MB", t.gpuPrefetchMb, 0, 1 << 20);
+    t.gpuSplitAttentionUntil = integer("TANDEM_GPU_SPLIT_ATTENTION_UNTIL", t.gpuSplitAttentionUntil, 0, 1 << 30);
     t.gpuFlashPrefill = flag("TANDEM_GPU_FLASH", t.gpuFlashPrefill);
     t.gpuProfile = flag("TANDEM_GPU_PROFILE", t.gpuProfile);
     t.gpuStreamMinTokens = integer("TANDEM_GPU_STREAM_MIN_TOKENS", t.gpuStreamMinTokens, 0, 1 << 20);
@@ -97,6 +98,7 @@ std::string Tuning::differences() const {
     differs(out, "TANDEM_GPU_FP8", gpuFp8, d.gpuFp8);
     differs(out, "TANDEM_GPU_CHAIN", gpuChain, d.gpuChain);
     differs(out, "TANDEM_GPU_PREFETCH_MB", gpuPrefetchMb, d.gpuPrefetchMb);
+    differs(out, "TANDEM_GPU_SPLIT_ATTENTION_UNTIL", gpuSplitAttentionUntil, d.gpuSplitAttentionUntil);
     differs(out, "TANDEM_GPU_FLASH", gpuFlashPrefill, d.gpuFlashPrefill);
     differs(out, "TANDEM_GPU_PROFILE", gpuProfile, d.gpuProfile);
     differs(out, "TANDEM_GPU_STREAM_MIN_TOKENS", gpuStreamMinTokens, d.gpuStreamMinTokens);

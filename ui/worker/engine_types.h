@@ -14,6 +14,27 @@ namespace tandem::ui {
 enum class NumaPolicy { Auto, Off, SplitExperts };
 enum class CpuKernel { Auto, Amx, Avx512, Avx2 };
 
+// A model on another computer, spoken to over OpenAI's HTTP API (vLLM, SGLang, another Tandem's
+// `tandem-cli serve`, ...): what the user entered in Add a Server (ui/widgets/remote_model_dialog.h), kept
+// in the settings (AppSettings::remoteModels). Its key (remoteModelKey) stands where a local model's
+// folder stands: the configured model, each conversation's model, the model picker's rows.
+struct RemoteEndpoint {
+    QString id;       // made when it is added; never changes (the key is made of it)
+    QString name;     // what the user calls it
+    QString baseUrl;  // http(s)://host:port, with or without a trailing /v1
+    QString apiKey;   // sent as "Authorization: Bearer KEY"; empty: none
+    QString model;    // the server's model id (GET /v1/models lists them)
+
+    bool isValid() const { return !id.isEmpty(); }
+    bool operator==(const RemoteEndpoint&) const = default;
+};
+
+// "tandem-remote:ID": the key of a remote model, where a local model has its folder.
+QString remoteModelKey(const QString& id);
+// Whether `dir` is such a key, and its id (empty when it is a folder).
+bool isRemoteModelKey(const QString& dir);
+QString remoteModelId(const QString& dir);
+
 // What a model is loaded with. The engine takes threads and context length today; NUMA policy, kernel
 // and GPU device travel to the worker so that only engineOptionsFor() changes when the engine grows them.
 struct LoadRequest {
@@ -26,6 +47,8 @@ struct LoadRequest {
     int gpuExpertMemoryGb = -1;  // EngineSettings::gpuExpertMemoryGb
     bool int8Dense = true;       // EngineSettings::int8Dense
     int deferredExperts = 0;
+    // Set: the model is this server's (modelDir is its key), nothing is loaded here.
+    RemoteEndpoint remote;
 };
 
 struct ModelSummary {
@@ -52,6 +75,11 @@ struct ModelSummary {
     // On the CPU only: what a decode step reads and the speed that allows at this computer's memory speed
     // (empty on the GPU, or when the speed could not be measured).
     QString cpuExpectation;
+    // A model on a server (LoadRequest::remote): the address and model id it answers with; the engine's
+    // figures above are absent (0), contextLength is what the server's /v1/models says, if it does.
+    bool remote = false;
+    QString remoteUrl;    // the API's base, ".../v1"
+    QString remoteModel;  // the server's model id
 };
 
 struct GenerationRequest {
@@ -62,6 +90,10 @@ struct GenerationRequest {
     // The context policy: more than 0 leaves out the oldest turns after the system prompt until the
     // prompt takes at most this many tokens (ui/text/prompt_fit.h); 0 sends the whole conversation.
     int promptBudget = 0;
+    // A model on a server and the app's sampling is "the model's recommendation": temperature, top_p and
+    // the rest are left to the server (which applies the model's own defaults); max_tokens, seed and the
+    // stop strings are sent all the same.
+    bool samplingFromServer = false;
 };
 
 // Where one layer's time went during the last answer, as fractions of that layer's time.
@@ -86,6 +118,8 @@ struct AnswerStats {
     int omittedMessages = 0;     // earlier messages the context policy left out of the prompt
     QString gpuFailure;          // the GPU failed during this answer and the engine went on on the CPU: its notice
     QList<LayerSplit> layerSplit;  // empty while the engine does not report it
+    // Whether promptTokens was counted: a server that sends no usage leaves it unknown (0).
+    bool promptCounted = true;
 
     int contextUsed() const { return promptTokens + generatedTokens; }
 };

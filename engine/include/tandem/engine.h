@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -209,10 +210,61 @@ public:
     // Every forward pass from now on reports its routing to `observer` (empty: none). Not while a pass runs.
     void setRoutingObserver(RoutingObserver observer);
 
+    // One decode step of several sessions of one engine together (issue 27): session i runs tokens[i]
+    // after its context, as sessions[i]->append({tokens[i]}) would, and the result's row i is its logits
+    // [vocab] (valid until that session's next call). On the CPU path the step is one forward pass of
+    // sessions.size() tokens whose routed experts run as one call, so an expert that several sequences
+    // chose is read from memory once for all of them; the GPU path runs them one after another for now.
+    // Each row equals the session's own append() within float rounding. Sessions with different
+    // deferral settings (or one moved to the CPU by a GPU failure) run in separate batches. All or
+    // nothing: when it throws, no session's context has changed. Throws tandem::Error for sessions of
+    // different engines, a session given twice, or a token a session could not append.
+    static std::vector<std::span<const float>> decodeTogether(std::span<Session* const> sessions, std::span<const int> tokens);
+
 private:
     friend class Engine;
+    friend class Generation;
     struct Impl;
     explicit Session(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+// Session::generate a token at a time, so that generations in several sessions of one engine decode
+// together (decodeTogether): a server's clients (issue 27). Session::generate is
+//
+//   Generation g(session, conversation, options);   // keeps the cached prefix, prefills the rest
+//   while (const auto token = g.next()) {            // samples; nothing once an end token came
+//       if (!onToken(*token) || g.full()) break;
+//       Generation* one = &g;
+//       Generation::decodeTogether({&one, 1});       // runs the token: the logits next() samples from
+//   }
+//   return g.finish();
+//
+// The session must outlive the generation, and run nothing else meanwhile.
+class Generation {
+public:
+    // Keeps the cached prefix the session shares with `conversation` and prefills the rest (at least its
+    // last token, whose logits the first token is sampled from).
+    Generation(Session& session, std::span<const int> conversation, const GenerateOptions& options);
+    ~Generation();
+    Generation(const Generation&) = delete;
+    Generation& operator=(const Generation&) = delete;
+
+    // Samples the next token from the last logits: the token, or nothing when it is an end token
+    // (options.stopAtEos with an EOS or stop id; stats().stoppedAtEos), which ends the generation.
+    std::optional<int> next();
+    // Whether options.maxNewTokens tokens were sampled: the generation has ended (its last token is not run).
+    bool full() const;
+    // Runs each generation's last sampled token after its context, all in one decode step
+    // (Session::decodeTogether), so that next() can sample again. Throws as that does (nothing ran then),
+    // or tandem::Error for a generation with no token to run.
+    static void decodeTogether(std::span<Generation* const> generations);
+    // The figures of the generation, its decode time up to now (call it once it has ended).
+    GenerationStats finish();
+    Session& session() const;
+
+private:
+    struct Impl;
     std::unique_ptr<Impl> impl_;
 };
 
