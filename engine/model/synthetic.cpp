@@ -1,5 +1,6 @@
 #include "model/synthetic.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "io/dtype.h"
@@ -44,6 +45,25 @@ std::vector<std::string> syntheticModelNames() {
 }
 
 ModelConfig syntheticConfig(const std::string& name) {
+    // "SHAPE-Nl": the shape's first N layers (a quicker benchmark of the same per-layer work; the decode
+    // ceiling counts the routed bytes of the layers there are). Exact names come first (deepseek-v3-4l).
+    const auto names = syntheticModelNames();
+    if (std::find(names.begin(), names.end(), name) == names.end() && name.size() > 3 && name.back() == 'l') {
+        const std::size_t dash = name.rfind('-');
+        const std::string digits = dash == std::string::npos ? "" : name.substr(dash + 1, name.size() - dash - 2);
+        if (!digits.empty() && digits.size() < 4 && std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+            ModelConfig c = syntheticConfig(name.substr(0, dash));
+            const int n = std::stoi(digits);
+            if (n < 1 || n > c.numLayers)
+                throw Error("synthetic model '" + name + "': " + name.substr(0, dash) + " has 1 to " +
+                            std::to_string(c.numLayers) + " layers");
+            c.numLayers = n;
+            if (!c.slidingLayers.empty()) c.slidingLayers.resize(static_cast<std::size_t>(n));
+            c.firstKDenseReplace = std::min(c.firstKDenseReplace, n);
+            planLayers(c);
+            return c;
+        }
+    }
     ModelConfig c;
     if (name == "deepseek-v2-lite") {
         c = deepseekBase();
@@ -153,7 +173,7 @@ ModelConfig syntheticConfig(const std::string& name) {
     } else {
         std::string known;
         for (const auto& n : syntheticModelNames()) known += (known.empty() ? "" : ", ") + n;
-        throw Error("unknown synthetic model '" + name + "' (known: " + known + ")");
+        throw Error("unknown synthetic model '" + name + "' (known: " + known + "; NAME-Nl takes the first N layers)");
     }
     planLayers(c);
     return c;

@@ -370,18 +370,37 @@ struct Session::Impl {
             runner->forward(tokens, start, options, logits);
         } catch (const Error& e) {
             if (!onGpu) throw;
-            onGpu = false;
-            fellBack = true;
-            engine.info.deviceNotice = std::string("the GPU failed (") + e.what() + "); continuing on the CPU";
-            runner = engine.newRunner(false);
-            if (!context.empty()) {
-                std::vector<float> ignored;
-                runner->forward(context, 0, {}, ignored);
-            }
+            fallBackToCpu(e);
             runner->forward(tokens, start, options, logits);
         }
-        // NaN anywhere in the weights reaches the last row through attention; without this check the
-        // argmax of NaNs would quietly print token 0.
+        checkFinite();
+    }
+
+    // The options of a single-token step: this session's deferral and routing observer.
+    model::ForwardOptions stepOptions() const {
+        model::ForwardOptions options;
+        options.deferral = {deferred.load(), skipDeferred.load()};
+        if (routing) options.routing = &routing;
+        return options;
+    }
+
+    // The GPU failed: the session goes on on the CPU, its context run again there.
+    void fallBackToCpu(const Error& e) {
+        onGpu = false;
+        fellBack = true;
+        engine.info.deviceNotice = std::string("the GPU failed (") + e.what() + "); continuing on the CPU";
+        runner = engine.newRunner(false);
+        if (!context.empty()) {
+            std::vector<float> ignored;
+            runner->forward(context, 0, {}, ignored);
+        }
+    }
+
+    static void decodeGroup(std::span<Impl* const> group, std::span<const int> tokens);
+
+    // NaN anywhere in the weights reaches the last row through attention; without this check the
+    // argmax of NaNs would quietly print token 0.
+    void checkFinite() const {
         const std::size_t vocab = static_cast<std::size_t>(engine.info.vocabSize);
         if (logits.size() >= vocab && !allFinite(std::span<const float>(logits).last(vocab)))
             throw Error("the model computed NaN or infinite logits: one of its weights is damaged (NaN or infinity); "
@@ -451,53 +470,185 @@ const std::vector<float>& Session::append(std::span<const int> tokens, Logits wh
     return impl_->logits;
 }
 
-GenerationStats Session::generate(std::span<const int> conversation, const GenerateOptions& options,
-                                  const std::function<bool(int)>& onToken) {
+// One decode step of sessions that run together: one runner kind (GPU, or CPU) and one deferral. The
+// routing observers each see their own session's row.
+void Session::Impl::decodeGroup(std::span<Impl* const> group, std::span<const int> tokens) {
+    if (group.size() == 1) {
+        group[0]->forward(tokens, model::LogitsFor::LastToken);
+        return;
+    }
+    model::ForwardOptions options = group[0]->stepOptions();
+    RoutingObserver each;
+    if (std::any_of(group.begin(), group.end(), [](const Session::Impl* s) { return static_cast<bool>(s->routing); }))
+        each = [group](int layer, std::size_t, int experts, const float* scores) {
+            for (std::size_t i = 0; i < group.size(); ++i)
+                if (group[i]->routing) group[i]->routing(layer, 1, experts, scores + i * static_cast<std::size_t>(experts));
+        };
+    options.routing = each ? &each : nullptr;
+    std::vector<runtime::ModelRunner*> runners;
+    std::vector<int> positions;
+    std::vector<std::vector<float>*> logits;
+    for (Session::Impl* s : group) {
+        runners.push_back(s->runner.get());
+        positions.push_back(static_cast<int>(s->context.size()));
+        logits.push_back(&s->logits);
+    }
+    try {
+        runners[0]->decodeBatch(runners, tokens, positions, options, logits);
+    } catch (const Error& e) {
+        if (!group[0]->onGpu) throw;
+        // As forward() does for one: every session of the batch goes on on the CPU, its token run there.
+        for (std::size_t i = 0; i < group.size(); ++i) {
+            group[i]->fallBackToCpu(e);
+            group[i]->runner->forward(tokens.subspan(i, 1), positions[i], group[i]->stepOptions(), group[i]->logits);
+        }
+    }
+    for (const Session::Impl* s : group) s->checkFinite();
+}
+
+std::vector<std::span<const float>> Session::decodeTogether(std::span<Session* const> sessions, std::span<const int> tokens) {
+    if (sessions.empty()) throw Error("nothing to decode: no sessions were given");
+    if (tokens.size() != sessions.size())
+        throw Error("decoding sessions together takes one token for each session (" + std::to_string(sessions.size()) +
+                    " sessions, " + std::to_string(tokens.size()) + " tokens)");
+    for (std::size_t i = 0; i < sessions.size(); ++i) {
+        if (!sessions[i]) throw Error("decoding sessions together was given no session at " + std::to_string(i));
+        if (&sessions[i]->impl_->engine != &sessions[0]->impl_->engine)
+            throw Error("sessions decoded together must belong to one engine; session " + std::to_string(i) +
+                        " is of another");
+        if (std::find(sessions.begin(), sessions.begin() + static_cast<std::ptrdiff_t>(i), sessions[i]) !=
+            sessions.begin() + static_cast<std::ptrdiff_t>(i))
+            throw Error("a session takes one token per decode step, but session " + std::to_string(i) + " was given twice");
+        sessions[i]->impl_->checkTokens(tokens.subspan(i, 1), sessions[i]->position());
+    }
+    // Batches of one runner kind and one deferral, in the order their first session came.
+    std::vector<bool> done(sessions.size(), false);
+    for (std::size_t first = 0; first < sessions.size(); ++first) {
+        if (done[first]) continue;
+        const Impl& a = *sessions[first]->impl_;
+        std::vector<Impl*> group;
+        std::vector<int> groupTokens;
+        for (std::size_t i = first; i < sessions.size(); ++i) {
+            const Impl& b = *sessions[i]->impl_;
+            if (done[i] || b.onGpu != a.onGpu || b.deferred != a.deferred || b.skipDeferred != a.skipDeferred) continue;
+            group.push_back(sessions[i]->impl_.get());
+            groupTokens.push_back(tokens[i]);
+            done[i] = true;
+        }
+        Impl::decodeGroup(group, groupTokens);
+    }
+    std::vector<std::span<const float>> logits;
+    for (std::size_t i = 0; i < sessions.size(); ++i) {
+        sessions[i]->impl_->context.push_back(tokens[i]);
+        logits.emplace_back(sessions[i]->impl_->logits);
+    }
+    return logits;
+}
+
+struct Generation::Impl {
     using Clock = std::chrono::steady_clock;
-    const auto seconds = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
-    if (conversation.empty()) throw Error("nothing to generate from: the prompt is empty");
-    const auto& eos = impl_->engine.info.eosTokenIds;
-    runtime::Sampler sampler(options.sampling);
+    static double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+    Impl(Session& s, const GenerateOptions& o) : session(s), options(o), sampler(o.sampling) {}
+
+    Session& session;
+    GenerateOptions options;
+    runtime::Sampler sampler;
     GenerationStats stats;
-    stats.promptTokens = static_cast<int>(conversation.size());
-    impl_->fellBack = false;  // reported per generation
+    Clock::time_point started, prefilled;
+    int last = -1;       // the token to run next; -1: none (not sampled yet, or the generation ended)
+    bool ended = false;
+};
+
+Generation::Generation(Session& session, std::span<const int> conversation, const GenerateOptions& options)
+    : impl_(std::make_unique<Impl>(session, options)) {
+    if (conversation.empty()) throw Error("nothing to generate from: the prompt is empty");
+    Impl& g = *impl_;
+    Session::Impl& s = *session.impl_;
+    g.stats.promptTokens = static_cast<int>(conversation.size());
+    s.fellBack = false;  // reported per generation
 
     // Keep the cached prefix the conversation shares; at least its last token is run again, since its
     // logits are needed to sample. Cache rows past the prefix are simply overwritten.
-    auto& context = impl_->context;
-    const auto shared = std::mismatch(context.begin(), context.end(), conversation.begin(), conversation.end());
-    const std::size_t reuse = std::min<std::size_t>(static_cast<std::size_t>(shared.first - context.begin()),
+    const auto shared = std::mismatch(s.context.begin(), s.context.end(), conversation.begin(), conversation.end());
+    const std::size_t reuse = std::min<std::size_t>(static_cast<std::size_t>(shared.first - s.context.begin()),
                                                     conversation.size() - 1);
-    context.resize(reuse);
-    stats.reusedTokens = static_cast<int>(reuse);
-    stats.prefilledTokens = static_cast<int>(conversation.size() - reuse);
+    s.context.resize(reuse);
+    g.stats.reusedTokens = static_cast<int>(reuse);
+    g.stats.prefilledTokens = static_cast<int>(conversation.size() - reuse);
 
-    const auto t0 = Clock::now();
-    const std::vector<float>* logits = &append(conversation.subspan(reuse));
-    const auto t1 = Clock::now();
-    stats.prefillSeconds = seconds(t0, t1);
-    takeDecodeProfile();  // what follows is decode only
+    g.started = Impl::Clock::now();
+    session.append(conversation.subspan(reuse));
+    g.prefilled = Impl::Clock::now();
+    g.stats.prefillSeconds = Impl::seconds(g.started, g.prefilled);
+    session.takeDecodeProfile();  // what follows is decode only
+}
 
-    for (int i = 0; i < options.maxNewTokens; ++i) {
-        std::span<const float> choices(*logits);
-        if (options.vocabularyLimit > 0 && static_cast<std::size_t>(options.vocabularyLimit) < choices.size())
-            choices = choices.first(static_cast<std::size_t>(options.vocabularyLimit));
-        const int token = sampler.pick(choices, context);
-        if (i == 0) stats.timeToFirstTokenSeconds = seconds(t0, Clock::now());
-        ++stats.generatedTokens;
-        const auto& extra = options.stopTokenIds;
-        if (options.stopAtEos && (std::find(eos.begin(), eos.end(), token) != eos.end() ||
-                                  std::find(extra.begin(), extra.end(), token) != extra.end())) {
-            stats.stoppedAtEos = true;
-            break;
-        }
-        if (!onToken(token) || i + 1 == options.maxNewTokens) break;
-        logits = &append(std::span<const int>(&token, 1));
+Generation::~Generation() = default;
+
+std::optional<int> Generation::next() {
+    Impl& g = *impl_;
+    if (g.ended || full()) {
+        g.ended = true;
+        return std::nullopt;
     }
-    stats.decodeSeconds = seconds(t1, Clock::now());
-    stats.fellBackToCpu = impl_->fellBack;
-    stats.decode = takeDecodeProfile();
-    return stats;
+    Session::Impl& s = *g.session.impl_;
+    std::span<const float> choices(s.logits);
+    choices = choices.last(static_cast<std::size_t>(s.engine.info.vocabSize));
+    if (g.options.vocabularyLimit > 0 && static_cast<std::size_t>(g.options.vocabularyLimit) < choices.size())
+        choices = choices.first(static_cast<std::size_t>(g.options.vocabularyLimit));
+    const int token = g.sampler.pick(choices, s.context);
+    if (g.stats.generatedTokens == 0) g.stats.timeToFirstTokenSeconds = Impl::seconds(g.started, Impl::Clock::now());
+    ++g.stats.generatedTokens;
+    const auto& eos = s.engine.info.eosTokenIds;
+    const auto& extra = g.options.stopTokenIds;
+    if (g.options.stopAtEos && (std::find(eos.begin(), eos.end(), token) != eos.end() ||
+                                std::find(extra.begin(), extra.end(), token) != extra.end())) {
+        g.stats.stoppedAtEos = true;
+        g.ended = true;
+        g.last = -1;
+        return std::nullopt;
+    }
+    g.last = token;
+    if (full()) g.ended = true;
+    return token;
+}
+
+bool Generation::full() const { return impl_->stats.generatedTokens >= impl_->options.maxNewTokens; }
+
+void Generation::decodeTogether(std::span<Generation* const> generations) {
+    std::vector<Session*> sessions;
+    std::vector<int> tokens;
+    for (Generation* g : generations) {
+        if (!g || g->impl_->ended || g->impl_->last < 0)
+            throw Error("a generation in a decode step has no token to run (it has ended, or nothing was sampled)");
+        sessions.push_back(&g->impl_->session);
+        tokens.push_back(g->impl_->last);
+    }
+    Session::decodeTogether(sessions, tokens);
+    for (Generation* g : generations) g->impl_->last = -1;
+}
+
+GenerationStats Generation::finish() {
+    Impl& g = *impl_;
+    g.ended = true;
+    g.stats.decodeSeconds = Impl::seconds(g.prefilled, Impl::Clock::now());
+    g.stats.fellBackToCpu = g.session.impl_->fellBack;
+    g.stats.decode = g.session.takeDecodeProfile();
+    return g.stats;
+}
+
+Session& Generation::session() const { return impl_->session; }
+
+GenerationStats Session::generate(std::span<const int> conversation, const GenerateOptions& options,
+                                  const std::function<bool(int)>& onToken) {
+    Generation g(*this, conversation, options);
+    while (const auto token = g.next()) {
+        if (!onToken(*token) || g.full()) break;
+        Generation* one = &g;
+        Generation::decodeTogether({&one, 1});
+    }
+    return g.finish();
 }
 
 }  // namespace tandem

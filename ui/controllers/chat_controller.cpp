@@ -116,6 +116,9 @@ QList<PromptMessage> ChatController::promptMessages() const {
 }
 
 int ChatController::promptBudget() const {
+    // A model on a server: its tokenizer is there, so the whole conversation is sent (and a server that
+    // finds it too long says so).
+    if (model_->summary().remote) return 0;
     const tandem::GenerateOptions options = generateOptionsFor(currentSettings(), settings_->sampling(), model_->summary());
     return promptBudgetFor(settings_->fitConversationToContext(), model_->summary().contextLength, options.maxNewTokens);
 }
@@ -138,6 +141,8 @@ void ChatController::startAnswer(qint64 replacing) {
     request.options = generateOptionsFor(currentSettings(), settings_->sampling(), model_->summary());
     request.stopStrings = currentSettings().stopStrings;
     request.promptBudget = promptBudget();
+    request.samplingFromServer = model_->summary().remote && !currentSettings().overrideSampling &&
+                                 settings_->sampling().useModelRecommendation;
     saveTimer_.start();
     emit generatingChanged(true);
     emit generationRequested(request);
@@ -301,7 +306,8 @@ void ChatController::onAnswerFinished(quint64 requestId, const AnswerStats& stat
     m.omittedMessages = stats.omittedMessages;
     const bool current = m.conversationId == currentId_;
     finishStreaming(m);
-    if (current) setContextUsage(stats.contextUsed(), stats.contextLength, stats.omittedMessages);
+    // A server that sent no usage leaves the count unknown (-1).
+    if (current) setContextUsage(stats.promptCounted ? stats.contextUsed() : -1, stats.contextLength, stats.omittedMessages);
     if (stats.filledContext)
         emit noticeOccurred(tr("The answer stopped because the context is full (%1 tokens). Start a new chat, or raise "
                                "the context length in Settings.").arg(stats.contextLength));

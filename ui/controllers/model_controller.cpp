@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "ui/settings/app_paths.h"
+#include "ui/worker/remote_api.h"
 
 namespace tandem::ui {
 namespace {
@@ -83,6 +84,28 @@ QString ModelController::checkModelFolder(const QString& dir) {
     return {};
 }
 
+QString ModelController::checkModel(const QString& dir) const {
+    if (!isRemoteModelKey(dir)) return checkModelFolder(dir);
+    if (!settings_->remoteModel(remoteModelId(dir)).isValid())
+        return tr("That model on a server was removed from Tandem (File ▸ Add a Server… adds it again).");
+    return {};
+}
+
+RemoteEndpoint ModelController::remoteModel(const QString& dir) const {
+    return isRemoteModelKey(dir) ? settings_->remoteModel(remoteModelId(dir)) : RemoteEndpoint{};
+}
+
+QString ModelController::nameOf(const QString& dir) const {
+    if (!isRemoteModelKey(dir)) return QFileInfo(dir).fileName();
+    if (summary_.dir == dir && !summary_.name.isEmpty()) return summary_.name;
+    const RemoteEndpoint e = settings_->remoteModel(remoteModelId(dir));
+    return e.name.isEmpty() ? e.model : e.name;
+}
+
+bool ModelController::exists(const QString& dir) const {
+    return isRemoteModelKey(dir) ? checkModel(dir).isEmpty() : QFileInfo::exists(dir);
+}
+
 QList<ModelChoice> ModelController::modelChoices() const {
     QList<ModelChoice> choices;
     const auto listed = [&](const QString& dir) {
@@ -99,6 +122,8 @@ QList<ModelChoice> ModelController::modelChoices() const {
     for (const QString& dir : settings_->recentModelFolders())
         if (!listed(dir) && checkModelFolder(dir).isEmpty())
             choices.append({QFileInfo(dir).fileName(), QDir::cleanPath(dir), ModelChoice::Source::Recent});
+    for (const RemoteEndpoint& e : settings_->remoteModels())
+        choices.append({e.name.isEmpty() ? e.model : e.name, remoteModelKey(e.id), ModelChoice::Source::Remote});
     return choices;
 }
 
@@ -109,7 +134,7 @@ void ModelController::loadConfigured() {
         // The start: a saved model that is gone or fails gives way to the shipped one.
         startupLoad_ = true;
         remember_.clear();
-        if (const QString problem = checkModelFolder(saved); !problem.isEmpty()) {
+        if (const QString problem = checkModel(saved); !problem.isEmpty()) {
             fallBack(problem, saved, embeddedModelDir_);
             return;
         }
@@ -117,10 +142,11 @@ void ModelController::loadConfigured() {
         return;
     }
     const QString dir = configuredModelDir();
-    if (dir.isEmpty() || !QFileInfo::exists(dir)) {
+    if (dir.isEmpty() || !exists(dir)) {
         // Nothing to load is not a failure: the window offers to get a model instead of an error.
-        lastError_ = dir.isEmpty() ? QString()
-                                   : tr("The model folder %1 is gone (moved or deleted).").arg(QDir::toNativeSeparators(dir));
+        lastError_ = dir.isEmpty()            ? QString()
+                     : isRemoteModelKey(dir) ? checkModel(dir)
+                                             : tr("The model folder %1 is gone (moved or deleted).").arg(QDir::toNativeSeparators(dir));
         summary_ = {};
         setState(State::NoModel);
         emit modelMissing(dir);
@@ -130,7 +156,7 @@ void ModelController::loadConfigured() {
     if (isReady() && !paths::sameFolder(dir, summary_.dir)) {
         // Settings name another model than the one in use: a switch, checked first.
         const QString previous = summary_.dir;
-        if (const QString problem = checkModelFolder(dir); !problem.isEmpty()) {
+        if (const QString problem = checkModel(dir); !problem.isEmpty()) {
             rememberAsConfigured(previous);
             emit switchFailed(tr("%1 %2 is still in use.").arg(sentence(problem), summary_.name));
             return;
@@ -144,8 +170,8 @@ void ModelController::loadConfigured() {
 }
 
 QString ModelController::loadModelFolder(const QString& dir) {
-    const QString clean = QDir::cleanPath(QDir::fromNativeSeparators(dir));
-    if (const QString problem = checkModelFolder(clean); !problem.isEmpty()) {
+    const QString clean = isRemoteModelKey(dir) ? dir : QDir::cleanPath(QDir::fromNativeSeparators(dir));
+    if (const QString problem = checkModel(clean); !problem.isEmpty()) {
         const QString message = isReady() ? tr("%1 %2 is still in use.").arg(sentence(problem), summary_.name) : problem;
         emit switchFailed(message);
         return message;
@@ -170,6 +196,8 @@ void ModelController::load(const QString& dir, const QString& fallback) {
     request.gpuExpertMemoryGb = e.gpuExpertMemoryGb;
     request.int8Dense = e.int8Dense;
     request.deferredExperts = settings_->deferralForModel(dir);
+    // A model on a server: what the user entered for it (nothing is loaded here).
+    if (isRemoteModelKey(dir)) request.remote = settings_->remoteModel(remoteModelId(dir));
     // Shown at once; the worker's own modelLoading confirms it when it starts.
     onLoading(dir);
     emit loadRequested(request);
@@ -177,7 +205,7 @@ void ModelController::load(const QString& dir, const QString& fallback) {
 
 void ModelController::rememberAsConfigured(const QString& dir) {
     EngineSettings e = settings_->engine();
-    e.modelDir = isEmbedded(dir) ? QString() : QDir::cleanPath(dir);
+    e.modelDir = isEmbedded(dir) ? QString() : isRemoteModelKey(dir) ? dir : QDir::cleanPath(dir);
     if (e == settings_->engine()) return;
     settings_->setEngine(e);
 }
@@ -185,8 +213,8 @@ void ModelController::rememberAsConfigured(const QString& dir) {
 void ModelController::fallBack(const QString& problem, const QString& failedDir, QString fallback) {
     QString message = sentence(problem) + QLatin1Char(' ');
     message += isEmbedded(fallback) && startupLoad_
-                   ? tr("Tandem uses %1, the model that ships with Tandem, meanwhile.").arg(QFileInfo(fallback).fileName())
-                   : tr("Tandem went back to %1.").arg(QFileInfo(fallback).fileName());
+                   ? tr("Tandem uses %1, the model that ships with Tandem, meanwhile.").arg(nameOf(fallback))
+                   : tr("Tandem went back to %1.").arg(nameOf(fallback));
     // A folder that failed is not the model of the next start, unless it was saved before (a disk that is
     // not there today may be tomorrow).
     if (!startupLoad_ && paths::sameFolder(settings_->engine().modelDir, failedDir)) rememberAsConfigured(fallback);
@@ -218,7 +246,7 @@ void ModelController::onLoaded(const ModelSummary& summary) {
         rememberAsConfigured(summary.dir);
         remember_.clear();
     }
-    if (!isEmbedded(summary.dir)) settings_->addRecentModelFolder(QDir::cleanPath(summary.dir));
+    if (!isEmbedded(summary.dir) && !summary.remote) settings_->addRecentModelFolder(QDir::cleanPath(summary.dir));
     fallbackDir_.clear();
     startupLoad_ = false;
     setState(State::Ready);
@@ -255,8 +283,9 @@ void ModelController::onVerified(const QString& dir, const tandem::StoreCheck& r
 }
 
 void ModelController::onLoadFailed(const QString& dir, const QString& message) {
-    const QString failed = tr("Could not load the model in %1: %2").arg(QDir::toNativeSeparators(dir), message);
-    if (!fallbackDir_.isEmpty() && !paths::sameFolder(fallbackDir_, dir) && QFileInfo::exists(fallbackDir_)) {
+    const QString failed = isRemoteModelKey(dir) ? tr("Could not use %1: %2").arg(nameOf(dir), message)
+                                                 : tr("Could not load the model in %1: %2").arg(QDir::toNativeSeparators(dir), message);
+    if (!fallbackDir_.isEmpty() && !paths::sameFolder(fallbackDir_, dir) && exists(fallbackDir_)) {
         fallBack(failed, dir, fallbackDir_);
         return;
     }

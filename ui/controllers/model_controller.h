@@ -18,9 +18,9 @@ namespace tandem::ui {
 
 // A model the model picker offers.
 struct ModelChoice {
-    enum class Source { Shipped, ModelsFolder, Recent };
-    QString name;  // the folder name
-    QString dir;
+    enum class Source { Shipped, ModelsFolder, Recent, Remote };
+    QString name;  // the folder name; a model on a server: the name it was given
+    QString dir;   // a model on a server: its key (remoteModelKey)
     Source source = Source::Shipped;
 };
 
@@ -50,8 +50,18 @@ public:
     // Why `dir` is not a model folder Tandem can load, found without loading it (gone, not a folder, no
     // config.json or tandem-store.json, an unfinished conversion); empty if it looks like one.
     static QString checkModelFolder(const QString& dir);
+    // The same for a folder or a model on a server (`dir` is its key): one no longer in the settings is
+    // no model.
+    QString checkModel(const QString& dir) const;
+    // The model on a server whose key is `dir` (remoteModelKey), as the settings keep it; invalid if none.
+    RemoteEndpoint remoteModel(const QString& dir) const;
+    // What the user calls the model in `dir`: the folder's name, or the name a server's model was given.
+    QString nameOf(const QString& dir) const;
+    // The model in use (or loading) is a model on a server.
+    bool isRemote() const { return isRemoteModelKey(state_ == State::Loading ? loadingDir_ : summary_.dir); }
     // The models to choose from: the shipped one, the loadable folders of the models folder (by name),
-    // then the folders loaded before that are still there (latest first); each folder once.
+    // the folders loaded before that are still there (latest first), then the models on servers (in the
+    // order they were added); each once.
     QList<ModelChoice> modelChoices() const;
     // The loaded model is the one that ships with Tandem (a demo, not a model to rely on).
     bool isEmbeddedModelReady() const;
@@ -102,6 +112,8 @@ private:
     // Asks the worker to load `dir` with the engine settings; `fallback` is loaded instead if it fails.
     void load(const QString& dir, const QString& fallback);
     bool isEmbedded(const QString& dir) const;
+    // Whether `dir` is still there: a folder that exists, or a model on a server still in the settings.
+    bool exists(const QString& dir) const;
     // Makes `dir` the model of the next start (the shipped one: none named).
     void rememberAsConfigured(const QString& dir);
     // `failedDir` could not be loaded (`problem`): loads `fallback` instead (state Loading) and says so.

@@ -47,6 +47,13 @@ void ServerController::startOnModel() {
         setState(State::Failed, problem);
         return;
     }
+    if (model_->summary().remote) {
+        // Nothing runs here to serve: its clients can use that server themselves.
+        server_->stop();
+        setState(State::Failed, tr("%1 runs on another server (%2); Tandem serves only models it runs itself")
+                                    .arg(model_->summary().name, model_->summary().remoteUrl));
+        return;
+    }
     const QString problem = server_->start(model_->summary(), ServerAddress{wanted.host.trimmed(), wanted.port, wanted.apiKey});
     setState(problem.isEmpty() ? State::Serving : State::Failed, problem);
 }

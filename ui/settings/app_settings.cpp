@@ -5,6 +5,7 @@
 #include <QDir>
 #include <QHostAddress>
 #include <QRandomGenerator>
+#include <QUuid>
 
 #include "hub/hub_client.h"
 #include "ui/settings/app_paths.h"
@@ -240,6 +241,74 @@ void AppSettings::setModelForConversation(qint64 conversationId, const QString& 
     const QString key = QStringLiteral("conversationModels/%1").arg(conversationId);
     if (dir.isEmpty()) settings_->remove(key);
     else settings_->setValue(key, QDir::cleanPath(dir));
+}
+
+QList<RemoteEndpoint> AppSettings::remoteModels() const {
+    QList<RemoteEndpoint> list;
+    const int n = settings_->beginReadArray("remoteModels");
+    for (int i = 0; i < n; ++i) {
+        settings_->setArrayIndex(i);
+        RemoteEndpoint e;
+        e.id = settings_->value("id").toString();
+        e.name = settings_->value("name").toString();
+        e.baseUrl = settings_->value("baseUrl").toString();
+        e.apiKey = settings_->value("apiKey").toString();
+        e.model = settings_->value("model").toString();
+        if (e.isValid()) list.append(e);
+    }
+    settings_->endArray();
+    return list;
+}
+
+RemoteEndpoint AppSettings::remoteModel(const QString& id) const {
+    for (const RemoteEndpoint& e : remoteModels())
+        if (e.id == id) return e;
+    return {};
+}
+
+namespace {
+
+void writeRemoteModels(QSettings& settings, const QList<RemoteEndpoint>& list) {
+    settings.remove("remoteModels");
+    settings.beginWriteArray("remoteModels", static_cast<int>(list.size()));
+    for (int i = 0; i < list.size(); ++i) {
+        settings.setArrayIndex(i);
+        const RemoteEndpoint& e = list[i];
+        settings.setValue("id", e.id);
+        settings.setValue("name", e.name);
+        settings.setValue("baseUrl", e.baseUrl);
+        if (!e.apiKey.isEmpty()) settings.setValue("apiKey", e.apiKey);
+        settings.setValue("model", e.model);
+    }
+    settings.endArray();
+}
+
+}  // namespace
+
+QString AppSettings::saveRemoteModel(RemoteEndpoint endpoint) {
+    if (!endpoint.isValid()) endpoint.id = QUuid::createUuid().toString(QUuid::Id128).left(12);
+    endpoint.name = endpoint.name.trimmed();
+    endpoint.baseUrl = endpoint.baseUrl.trimmed();
+    endpoint.apiKey = endpoint.apiKey.trimmed();
+    endpoint.model = endpoint.model.trimmed();
+    QList<RemoteEndpoint> list = remoteModels();
+    bool replaced = false;
+    for (RemoteEndpoint& e : list)
+        if (e.id == endpoint.id) {
+            e = endpoint;
+            replaced = true;
+        }
+    if (!replaced) list.append(endpoint);
+    writeRemoteModels(*settings_, list);
+    settings_->sync();
+    return endpoint.id;
+}
+
+void AppSettings::removeRemoteModel(const QString& id) {
+    QList<RemoteEndpoint> list = remoteModels();
+    list.removeIf([&](const RemoteEndpoint& e) { return e.id == id; });
+    writeRemoteModels(*settings_, list);
+    settings_->sync();
 }
 
 QByteArray AppSettings::windowState() const { return settings_->value("window/state").toByteArray(); }

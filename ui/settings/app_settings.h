@@ -121,6 +121,15 @@ public:
     QString modelForConversation(qint64 conversationId) const;
     void setModelForConversation(qint64 conversationId, const QString& dir);
 
+    // Models on servers (Add a Server…), in the order they were added; the API keys with them, as the
+    // server's own key is kept (server/apiKey).
+    QList<RemoteEndpoint> remoteModels() const;
+    // The one with `id`, or an invalid one.
+    RemoteEndpoint remoteModel(const QString& id) const;
+    // Adds `endpoint`, or replaces the one with its id; one without an id gets a new one. Returns its id.
+    QString saveRemoteModel(RemoteEndpoint endpoint);
+    void removeRemoteModel(const QString& id);
+
     QByteArray windowState() const;
     void setWindowState(const QByteArray& state);
     QByteArray windowGeometry() const;

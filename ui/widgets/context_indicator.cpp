@@ -52,8 +52,24 @@ void ContextIndicator::setFitToContext(bool fit) {
 
 void ContextIndicator::setUsage(int used, int capacity, int omitted) {
     const QLocale locale;
-    if (capacity <= 0) {
+    if (used < 0) {
         bar_->setRange(0, 1);
+        bar_->setValue(0);
+        label_->setText(capacity > 0 ? tr("Context: %1 tokens, counted by the server").arg(locale.toString(capacity))
+                                     : tr("Context: counted by the server"));
+        setToolTip(tr("The model runs on a server, whose tokenizer counts the conversation; after an answer the "
+                      "count it reports shows here. The whole conversation is sent."));
+        return;
+    }
+    if (capacity <= 0 && used > 0) {  // a server that does not say how long its context is
+        bar_->setRange(0, 1);
+        bar_->setValue(0);
+        label_->setText(tr("%1 tokens").arg(locale.toString(used)));
+        setToolTip(tr("What the conversation took at the last answer, as the server counted it; the server does not "
+                      "say how long its context is."));
+        return;
+    }
+    if (capacity <= 0) {
         bar_->setValue(0);
         label_->setText(tr("Context: no model"));
         setToolTip(tr("How much of the model's context this conversation fills, once a model is loaded."));

@@ -15,7 +15,8 @@ class ContextIndicator : public QWidget {
 public:
     explicit ContextIndicator(QWidget* parent = nullptr);
 
-    // `omitted`: earlier messages left out of what `used` counts.
+    // `omitted`: earlier messages left out of what `used` counts. `used` < 0: counted by a server (a model
+    // on a server, before an answer's usage says how much).
     void setUsage(int used, int capacity, int omitted = 0);
     QString text() const;
     // The menu's "leave out earlier messages" choice, for tests.

@@ -7,6 +7,7 @@
 
 #include "ui/controllers/model_controller.h"
 #include "ui/settings/app_paths.h"
+#include "ui/worker/remote_api.h"
 
 namespace tandem::ui {
 namespace {
@@ -52,6 +53,11 @@ void ModelPicker::addModel(const QString& name, const QString& dir, const QStrin
     setItemData(row, name, Qt::AccessibleTextRole);
 }
 
+QString ModelPicker::remoteTooltip(const QString& key) const {
+    const RemoteEndpoint e = model_->remoteModel(key);
+    return tr("%1 at %2").arg(e.model, remoteApiBase(e.baseUrl));
+}
+
 void ModelPicker::addAction(const QString& text, RowKind kind) {
     addItem(text);
     setItemData(count() - 1, static_cast<int>(kind), kKindRole);
@@ -75,20 +81,22 @@ void ModelPicker::refresh() {
             first = false;
             addHeading(section == ModelChoice::Source::Shipped        ? tr("Ships with Tandem")
                        : section == ModelChoice::Source::ModelsFolder ? tr("In your models folder")
+                       : section == ModelChoice::Source::Remote       ? tr("On a server")
                                                                       : tr("Opened before"));
         }
-        addModel(c.name, c.dir, QDir::toNativeSeparators(c.dir));
+        addModel(c.name, c.dir, c.source == ModelChoice::Source::Remote ? remoteTooltip(c.dir) : QDir::toNativeSeparators(c.dir));
         currentListed |= paths::sameFolder(c.dir, current);
     }
     // A model in use that the list does not offer (a folder opened once, not loadable any more): shown
     // all the same, so the picker never names another model than the one in use.
     if (!current.isEmpty() && !currentListed) {
         addHeading(tr("In use"));
-        addModel(QFileInfo(current).fileName(), current, QDir::toNativeSeparators(current));
+        addModel(model_->nameOf(current), current, QDir::toNativeSeparators(current));
     }
     if (count() > 0) insertSeparator(count());
     addAction(tr("Open Model Folder…"), RowKind::OpenFolder);
     addAction(tr("Get a Model…"), RowKind::GetModel);
+    addAction(tr("Add a Server…"), RowKind::AddServer);
     setCurrentIndex(rowOf(current));
     refreshing_ = false;
 }
@@ -133,6 +141,7 @@ void ModelPicker::onActivated(int row) {
         break;
     case RowKind::OpenFolder: emit openFolderRequested(); break;
     case RowKind::GetModel: emit getModelRequested(); break;
+    case RowKind::AddServer: emit addServerRequested(); break;
     case RowKind::Heading: break;
     }
 }

@@ -1,7 +1,8 @@
 #pragma once
 // The model switcher at the top of the chat (issue 24, item 4), as LM Studio, Jan and GPT4All have one:
 // it shows the model in use, and its list offers the model that ships with Tandem, the models in the
-// models folder and the folders loaded before, then "Open Model Folder…" and "Get a Model…". The list is
+// models folder, the folders loaded before and the models on servers, then "Open Model Folder…", "Get a
+// Model…" and "Add a Server…". The list is
 // read again from the model controller each time it opens and whenever the model changes.
 #include <QComboBox>
 
@@ -13,7 +14,7 @@ class ModelPicker : public QComboBox {
     Q_OBJECT
 public:
     // What a row of the list is (Qt::UserRole + 1).
-    enum class RowKind { Heading, Model, OpenFolder, GetModel };
+    enum class RowKind { Heading, Model, OpenFolder, GetModel, AddServer };
 
     explicit ModelPicker(ModelController* model, QWidget* parent = nullptr);
 
@@ -32,12 +33,14 @@ signals:
     void modelChosen(const QString& dir);
     void openFolderRequested();
     void getModelRequested();
+    void addServerRequested();
 
 private:
     void onActivated(int row);
     void addHeading(const QString& text);
     void addModel(const QString& name, const QString& dir, const QString& tooltip);
     void addAction(const QString& text, RowKind kind);
+    QString remoteTooltip(const QString& key) const;
 
     ModelController* model_;
     bool refreshing_ = false;

@@ -2,6 +2,7 @@
 
 #include <QCoreApplication>
 #include <QDir>
+#include <QNetworkAccessManager>
 #include <QLocale>
 #include <QFileInfo>
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "tandem/convert.h"
 #include "tandem/error.h"
 #include "ui/text/prompt_fit.h"
+#include "ui/worker/remote_answer.h"
 
 namespace tandem::ui {
 
@@ -57,6 +59,11 @@ void EngineWorker::loadModel(const LoadRequest& request) {
     model_.reset();
     ++serial_;
     requestedDeferral_ = -1;
+    dropRemote(QStringLiteral("The model was changed before the answer was complete."));
+    if (request.remote.isValid()) {
+        loadRemote(request);
+        return;
+    }
     try {
         if (!QFileInfo(request.modelDir).isDir())
             throw Error(QStringLiteral("The model folder %1 does not exist.").arg(QDir::toNativeSeparators(request.modelDir)).toStdString());
@@ -96,6 +103,7 @@ void EngineWorker::loadModel(const LoadRequest& request) {
 }
 
 void EngineWorker::unloadModel() {
+    dropRemote(QStringLiteral("The model was unloaded before the answer was complete."));
     formatter_.reset();
     model_.reset();
     ++serial_;
@@ -105,6 +113,104 @@ void EngineWorker::unloadModel() {
 void EngineWorker::stop(quint64 requestId) {
     stoppedRequest_ = requestId;
     cancelRender_ = true;
+    // A remote answer runs while this thread's event loop turns: the queued call reaches it at once.
+    QMetaObject::invokeMethod(
+        this,
+        [this, requestId] {
+            if (remoteAnswer_ && (requestId == kAnyRequest || remoteAnswer_->requestId() == requestId)) remoteAnswer_->stop();
+        },
+        Qt::QueuedConnection);
+}
+
+QNetworkAccessManager* EngineWorker::network() {
+    if (!network_) network_ = new QNetworkAccessManager(this);
+    return network_;
+}
+
+void EngineWorker::dropRemote(const QString& why) {
+    if (remoteLister_) remoteLister_->deleteLater();
+    remoteLister_ = nullptr;
+    if (RemoteAnswer* answer = remoteAnswer_) {
+        remoteAnswer_ = nullptr;
+        answer->cancel(why);  // the chat hears of it through the answer's own failed()
+        answer->deleteLater();
+    }
+    remote_ = {};
+}
+
+void EngineWorker::loadRemote(const LoadRequest& request) {
+    const RemoteEndpoint endpoint = request.remote;
+    const quint64 serial = serial_;
+    auto* lister = new RemoteModelLister(network(), this);
+    remoteLister_ = lister;
+    connect(lister, &RemoteModelLister::failed, this, [this, lister, serial, dir = request.modelDir](const QString& message) {
+        lister->deleteLater();
+        if (serial != serial_) return;  // another load came since
+        emit modelLoadFailed(dir, message);
+    });
+    connect(lister, &RemoteModelLister::listed, this, [this, lister, serial, endpoint, dir = request.modelDir](const RemoteModelList& list) {
+        lister->deleteLater();
+        if (serial != serial_) return;
+        RemoteEndpoint used = endpoint;
+        if (used.model.isEmpty()) used.model = list.ids.first();
+        if (!list.ids.contains(used.model)) {
+            QStringList shown = list.ids.mid(0, 5);
+            if (list.ids.size() > shown.size()) shown << QStringLiteral("…");
+            emit modelLoadFailed(dir, QStringLiteral("The server at %1 has no model “%2”; it lists %3. Choose one of them "
+                                                     "(File ▸ Edit Server…).")
+                                          .arg(remoteServerName(used.baseUrl), used.model, shown.join(QStringLiteral(", "))));
+            return;
+        }
+        summary_ = ModelSummary{};
+        summary_.serial = serial_;
+        summary_.dir = dir;
+        summary_.name = used.name.isEmpty() ? used.model : used.name;
+        summary_.remote = true;
+        summary_.remoteUrl = remoteApiBase(used.baseUrl);
+        summary_.remoteModel = used.model;
+        summary_.contextLength = list.contextLengths.value(used.model, 0);
+        summary_.maxContextLength = summary_.contextLength;
+        summary_.textHandling = QStringLiteral("the server's own chat template");
+        remote_ = used;
+        emit modelLoaded(summary_);
+        emit deferralApplied(0);
+    });
+    lister->start(endpoint);
+}
+
+void EngineWorker::generateRemote(const GenerationRequest& request) {
+    const quint64 id = request.id;
+    if (remoteAnswer_) {
+        emit answerFailed(id, QStringLiteral("Another answer is still streaming from the server; wait for it or stop it."));
+        return;
+    }
+    if (isStopped(id)) {  // stopped before it started
+        AnswerStats stopped;
+        stopped.contextLength = summary_.contextLength;
+        stopped.stoppedByUser = true;
+        stopped.promptCounted = false;
+        emit answerFinished(id, stopped);
+        return;
+    }
+    auto* answer = new RemoteAnswer(network(), remote_, request, summary_.contextLength, this);
+    remoteAnswer_ = answer;
+    const auto done = [this, answer] {
+        if (remoteAnswer_ == answer) remoteAnswer_ = nullptr;
+        answer->deleteLater();
+    };
+    connect(answer, &RemoteAnswer::textArrived, this,
+            [this, id](const QString& text, const QString& reasoning) { emit answerTextArrived(id, text, reasoning); });
+    connect(answer, &RemoteAnswer::liveStatsMeasured, this, &EngineWorker::liveStatsMeasured);
+    connect(answer, &RemoteAnswer::finished, this, [this, id, done](const AnswerStats& stats) {
+        done();
+        emit answerFinished(id, stats);
+    });
+    connect(answer, &RemoteAnswer::failed, this, [this, id, done](const QString& message) {
+        done();
+        emit answerFailed(id, message);
+    });
+    emit answerStarted(id, 0);
+    answer->start();
 }
 
 void EngineWorker::post(ModelTask task) {
@@ -131,6 +237,11 @@ void EngineWorker::applyRequestedDeferral() {
 }
 
 void EngineWorker::countTokens(quint64 requestId, const QList<PromptMessage>& messages, int promptBudget) {
+    if (remote_.isValid()) {
+        // The server's tokenizer counts; the indicator says so (-1) until an answer's usage tells.
+        emit tokensCounted(requestId, -1, summary_.contextLength, 0);
+        return;
+    }
     if (!formatter_ || !model_) return;
     FittedPrompt fitted;
     cancelRender_ = false;
@@ -166,6 +277,10 @@ void EngineWorker::reportLive(const QElapsedTimer& decodeClock, int decodedToken
 // stop, deferral changes, timing and live statistics.
 void EngineWorker::generate(const GenerationRequest& request) {
     const quint64 id = request.id;
+    if (remote_.isValid()) {
+        generateRemote(request);
+        return;
+    }
     if (!model_ || !formatter_) {
         emit answerFailed(id, QStringLiteral("No model is loaded. Open a model folder first."));
         return;

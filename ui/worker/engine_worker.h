@@ -4,6 +4,7 @@
 // is being generated, while this thread is busy inside the engine and runs no queued slot.
 #include <QElapsedTimer>
 #include <QObject>
+#include <QPointer>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -11,7 +12,12 @@
 #include "ui/worker/engine_types.h"
 #include "ui/worker/loaded_model.h"
 
+class QNetworkAccessManager;
+
 namespace tandem::ui {
+
+class RemoteAnswer;
+class RemoteModelLister;
 
 // What a model on the CPU only can be expected to do: "On the CPU: each token reads 2.10 GB of weights, so
 // this computer's memory (40 GB/s) allows at most about 19 tokens/s; ...", from the bytes a decode step
@@ -43,7 +49,7 @@ public slots:
     void countTokens(quint64 requestId, const QList<tandem::ui::PromptMessage>& messages, int promptBudget = 0);
 
     // Thread-safe. Stops answer `requestId` at its next token (or before it starts); kAnyRequest stops
-    // whichever answer is running.
+    // whichever answer is running. A model on a server: its request is aborted, what arrived is kept.
     void stop(quint64 requestId);
     // Thread-safe. Deferred experts per token, applied before the next token (or at once when idle).
     void setDeferral(int experts);
@@ -64,6 +70,15 @@ signals:
     void deferralApplied(int experts);
 
 private:
+    // A model on a server (LoadRequest::remote): nothing is loaded here. Its "load" asks the server for
+    // its models (GET /v1/models) and fails, with the reason, when it cannot be reached, refuses the key
+    // or does not have the model; its answers are RemoteAnswers, which run while this thread's event loop
+    // turns (so a stop or another load reaches them at once).
+    void loadRemote(const LoadRequest& request);
+    void generateRemote(const GenerationRequest& request);
+    // Ends the remote answer in progress (the model is going) and forgets the remote model.
+    void dropRemote(const QString& why);
+    QNetworkAccessManager* network();
     void applyRequestedDeferral();
     void reportLive(const QElapsedTimer& decodeClock, int decodedTokens, bool force);
     bool isStopped(quint64 requestId) const;
@@ -78,6 +93,10 @@ private:
     // shutdown) waiting for its render's limits.
     std::atomic<bool> cancelRender_{false};
     std::atomic<int> requestedDeferral_{-1};  // -1: nothing new to apply
+    RemoteEndpoint remote_;      // the model on a server in use (isValid), once its load succeeded
+    QNetworkAccessManager* network_ = nullptr;
+    QPointer<RemoteModelLister> remoteLister_;
+    QPointer<RemoteAnswer> remoteAnswer_;
     qint64 lastLiveReportMs_ = 0;
     int lastLiveReportTokens_ = 0;
 };
