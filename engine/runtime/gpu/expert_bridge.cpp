@@ -46,6 +46,18 @@ void ExpertBridge::pumpUntil(const std::function<bool()>& finished, Idle idle) {
     experts_->keepAwakeFor(kLinger);
 }
 
+void ExpertBridge::pumpAllUntil(const std::vector<ExpertBridge*>& bridges, const std::function<bool()>& finished) {
+    for (ExpertBridge* b : bridges) b->experts_->keepAwakeFor(kLinger);
+    for (;;) {
+        bool any = false;
+        for (ExpertBridge* b : bridges) any |= b->pumpOnce();
+        if (any) continue;
+        if (finished()) break;
+        _mm_pause();
+    }
+    for (ExpertBridge* b : bridges) b->experts_->keepAwakeFor(kLinger);
+}
+
 void ExpertBridge::submitFromHost(ExpertSlot& slot, int layer) {
     slot.control->layer = layer;
     std::atomic_thread_fence(std::memory_order_release);

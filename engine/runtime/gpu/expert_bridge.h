@@ -75,6 +75,8 @@ public:
     // thread (both run on the core the pool leaves to its caller).
     enum class Idle { Spin, Yield };
     void pumpUntil(const std::function<bool()>& finished, Idle idle = Idle::Spin);
+    // The same for several bridges at once, in turn (a batched decode step: GpuRunner::decodeBatch).
+    static void pumpAllUntil(const std::vector<ExpertBridge*>& bridges, const std::function<bool()>& finished);
     static constexpr std::chrono::milliseconds kLinger{20};
 
     // For its lifetime, a helper thread serves the bridge (never at the same time as pumpUntil). It

@@ -46,8 +46,12 @@ public:
     }
 
     std::unique_ptr<ModelRunner> newRunner(int capacity) override {
-        return std::make_unique<cuda::GpuRunner>(config_, experts_(), gpuWeights_, gpuExperts_, rope_, capacity, prefillChunk_,
-                                                 usage_);
+        // Each runner drives a view of the batcher, which passes its work to the runner's own experts
+        // outside batched decode steps (GpuRunner::decodeBatch).
+        auto runner = std::make_unique<cuda::GpuRunner>(config_, batcher_.view(experts_()), gpuWeights_, gpuExperts_, rope_,
+                                                        capacity, prefillChunk_, usage_);
+        runner->setBatcher(&batcher_);
+        return runner;
     }
     std::string deviceName() const override { return name_; }
     std::string placement() const override {
@@ -93,6 +97,7 @@ private:
     UsageCounter* usage_;
     cuda::GpuWeights gpuWeights_;
     cuda::GpuExperts gpuExperts_;
+    ExpertBatcher batcher_{experts_(), config_.hiddenSize};  // after experts_: its combined computations' experts
 };
 
 }  // namespace

@@ -407,23 +407,7 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
         if (decodeStep) {
             // A decode step: the whole GPU side is one graph, captured once and replayed.
             prepareStreamShare(n);
-            if (!decodeGraph_) {
-                cudaGraph_t graph;
-                TANDEM_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-                capturingDecode_ = true;
-                try {
-                    enqueueStep(1, 1);
-                } catch (...) {
-                    capturingDecode_ = false;
-                    cudaStreamEndCapture(stream_, &graph);
-                    throw;
-                }
-                capturingDecode_ = false;
-                TANDEM_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
-                const cudaError_t made = cudaGraphInstantiate(&decodeGraph_, graph, 0);
-                cudaGraphDestroy(graph);
-                TANDEM_CUDA_CHECK(made);
-            }
+            ensureDecodeGraph();
             const auto t0 = std::chrono::steady_clock::now();
             TANDEM_CUDA_CHECK(cudaGraphLaunch(decodeGraph_, stream_));
             ++graphLaunches_;
@@ -479,6 +463,91 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
             std::copy_n(outLogits_.get(), static_cast<std::size_t>(rows) * V, logits.data() + firstRow * V);
         }
         done += static_cast<std::size_t>(n);
+    }
+}
+
+void GpuRunner::ensureDecodeGraph() {
+    if (decodeGraph_) return;
+    cudaGraph_t graph;
+    TANDEM_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    capturingDecode_ = true;
+    try {
+        enqueueStep(1, 1);
+    } catch (...) {
+        capturingDecode_ = false;
+        cudaStreamEndCapture(stream_, &graph);
+        throw;
+    }
+    capturingDecode_ = false;
+    TANDEM_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+    const cudaError_t made = cudaGraphInstantiate(&decodeGraph_, graph, 0);
+    cudaGraphDestroy(graph);
+    TANDEM_CUDA_CHECK(made);
+}
+
+void GpuRunner::decodeBatch(std::span<ModelRunner* const> runners, std::span<const int> tokens, std::span<const int> positions,
+                            const model::ForwardOptions& options, std::span<std::vector<float>* const> logits) {
+    std::vector<GpuRunner*> members;
+    for (ModelRunner* r : runners) {
+        auto* g = dynamic_cast<GpuRunner*>(r);
+        if (!g || !batcher_ || g->batcher_ != batcher_) return ModelRunner::decodeBatch(runners, tokens, positions, options, logits);
+        members.push_back(g);
+    }
+    if (members.size() < 2) return ModelRunner::decodeBatch(runners, tokens, positions, options, logits);
+    const auto V = static_cast<std::size_t>(config_.vocabSize);
+    std::vector<ExpertBridge*> bridges;
+    for (std::size_t i = 0; i < members.size(); ++i) {
+        GpuRunner& m = *members[i];
+        m.bridge_->setDeferral(options.deferral.deferred, options.deferral.skip);
+        logits[i]->resize(V);
+        m.inIds_.get()[0] = tokens[i];
+        *m.inStart_.get() = positions[i];
+        m.readDeferred_ = true;  // decode's graph always adds the previous layer's deferred part
+        for (auto& slot : m.slots_) {
+            slot.tokens = 1;
+            slot.deferredRead = true;
+        }
+        m.prepareStreamShare(1);
+        m.ensureDecodeGraph();
+        bridges.push_back(m.bridge_.get());
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    batcher_->open(static_cast<int>(members.size()));
+    try {
+        for (GpuRunner* m : members) {
+            TANDEM_CUDA_CHECK(cudaGraphLaunch(m->decodeGraph_, m->stream_));
+            ++m->graphLaunches_;
+        }
+        ExpertBridge::pumpAllUntil(bridges, [&members] {
+            for (GpuRunner* m : members) {
+                const cudaError_t e = cudaStreamQuery(m->stream_);
+                if (e == cudaErrorNotReady) return false;
+                TANDEM_CUDA_CHECK(e);
+            }
+            return true;
+        });
+    } catch (...) {
+        // Whatever some member's GPU still waits for runs with the members that came, then every
+        // stream drains.
+        batcher_->close();
+        for (GpuRunner* m : members) {
+            try {
+                m->finishStream();
+            } catch (...) {
+            }
+        }
+        throw;
+    }
+    batcher_->close();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (std::size_t i = 0; i < members.size(); ++i) {
+        GpuRunner& m = *members[i];
+        ++m.steps_;
+        m.stepSeconds_ += seconds;
+        m.collectStepClocks();
+        if (*m.failed_.get()) throw GpuError("the CPU did not deliver the routed experts in time; the GPU gave up waiting");
+        m.bridge_->rethrowFailure();
+        std::copy_n(m.outLogits_.get(), V, logits[i]->data());
     }
 }
 

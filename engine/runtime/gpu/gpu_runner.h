@@ -12,6 +12,7 @@
 #include "runtime/gpu/gpu_weights.h"
 #include "cuda/host_sync.h"
 #include "model/forward.h"
+#include "runtime/expert_batcher.h"
 #include "runtime/model_runner.h"
 
 namespace tandem::cuda {
@@ -31,6 +32,14 @@ public:
 
     void forward(std::span<const int> tokens, int start, const model::ForwardOptions& options,
                  std::vector<float>& logits) override;
+    // Several sequences' decode steps at once (issue 27): each member's graph on its own stream, the
+    // routed experts of every CPU layer as one computation of all members' tokens (runtime::ExpertBatcher),
+    // this thread serving every member's bridge. Members are GpuRunners of this backend (the same
+    // batcher); anything else runs one after another.
+    void decodeBatch(std::span<ModelRunner* const> runners, std::span<const int> tokens, std::span<const int> positions,
+                     const model::ForwardOptions& options, std::span<std::vector<float>* const> logits) override;
+    // The backend's batcher, whose view this runner's experts are (null: no batched decode).
+    void setBatcher(runtime::ExpertBatcher* batcher) { batcher_ = batcher; }
 
     DecodeProfile takeProfile() override;
 
@@ -102,6 +111,8 @@ private:
     // (runtime::streamCpuExperts, or Tuning::gpuStreamCpuPercent), told to the bridge, and the streamed
     // layers' expert tables for it.
     void prepareStreamShare(int tokens);
+    // Captures the decode step's graph the first time.
+    void ensureDecodeGraph();
     // y (=, or += with accumulate) W x for `tokens` rows of a bf16 GEMM input (and its lo rows when split).
     void project(const MatrixRef& w, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy, bool accumulate);
 
@@ -212,6 +223,7 @@ private:
     std::vector<MoeLayerLink> links_;     // per layer, at stable addresses for the graph's host nodes
     std::vector<double> layerGpuSeconds_, layerOverlapSeconds_, layerWaitSeconds_;
     std::unique_ptr<ExpertBridge> bridge_;
+    runtime::ExpertBatcher* batcher_ = nullptr;
     bool profileStages_ = false;
     bool capturingDecode_ = false;
     // The last wait kernel enqueued already wrote the norm that comes next into hBf16 (decode).
