@@ -3,6 +3,7 @@
 // gives. The GPU is a stand-in (flaky_gpu.h) that runs the CPU path until its Nth forward pass, then
 // throws the way the CUDA backend reports a device error.
 #include <QTest>
+#include <algorithm>
 
 #include "flaky_gpu.h"
 #include "tandem/engine.h"
@@ -82,6 +83,41 @@ private slots:
         auto reference = cpu->newSession();
         QCOMPARE(generate(*reference, g.promptIds, count), tokens);
         QCOMPARE(generate(*reference, conversation, 4), more);
+    }
+
+    // Sessions decoded together (Session::decodeTogether) when the GPU fails in their step: all of them go
+    // on on the CPU, and their tokens are the CPU path's.
+    void sessionsDecodedTogetherFallBackTogether() {
+        const Golden chat = loadGolden("tiny-mixtral", "chat"), longer = loadGolden("tiny-mixtral", "long");
+        auto engine = flakyEngine("tiny-mixtral", 3);  // each runner: the prefill, one step, then the failure
+        EngineOptions o;
+        o.threads = 2;
+        o.device = Device::Cpu;
+        auto cpu = Engine::load(fixturePath("tiny-mixtral").toStdString(), o);
+        const std::vector<std::vector<int>> prompts{chat.promptIds, longer.promptIds};
+        std::vector<std::unique_ptr<Session>> owned;
+        std::vector<Session*> sessions;
+        std::vector<int> tokens;
+        for (const auto& prompt : prompts) {
+            owned.push_back(engine->newSession());
+            sessions.push_back(owned.back().get());
+            const auto& logits = owned.back()->append(prompt);
+            tokens.push_back(static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+        }
+        std::vector<std::vector<int>> got(prompts.size());
+        for (int step = 0; step < 6; ++step) {
+            const auto rows = Session::decodeTogether(sessions, tokens);
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                got[i].push_back(tokens[i]);
+                tokens[i] = static_cast<int>(std::max_element(rows[i].begin(), rows[i].end()) - rows[i].begin());
+            }
+        }
+        QVERIFY(engine->info().deviceNotice.find("the GPU failed") == 0);
+        for (std::size_t i = 0; i < prompts.size(); ++i) {
+            got[i].push_back(tokens[i]);
+            auto reference = cpu->newSession();
+            QCOMPARE(generate(*reference, prompts[i], 7), got[i]);
+        }
     }
 
     // Without a failure the stand-in serves the whole conversation and nothing is reported.
