@@ -20,6 +20,7 @@
 #include "ui/models/stats_model.h"
 #include "ui/widgets/deferral_panel.h"
 #include "ui/widgets/placement_strip.h"
+#include "ui/worker/remote_api.h"
 
 namespace tandem::ui {
 namespace {
@@ -166,6 +167,24 @@ QLineSeries* Dashboard::addSeries(Chart& chart, const QString& name, int column,
 }
 
 void Dashboard::setModel(const ModelSummary* summary, int deferral) {
+    remote_ = summary && summary->remote;
+    remoteServer_ = remote_ ? remoteServerName(summary->remoteUrl) : QString();
+    splitMissing_->setText(remote_ ? tr("Not applicable: the model runs on the server at %1, which does not report its "
+                                        "layers.").arg(remoteServer_)
+                                   : tr("Appears after an answer: where each MoE layer's time goes (GPU attention / "
+                                        "CPU experts / waiting)."));
+    onSample();
+    if (remote_) {
+        showPlacement({});
+        modelName_->setText(summary->name);
+        QStringList details{tr("On a server: %1").arg(summary->remoteUrl), tr("model %1").arg(summary->remoteModel)};
+        if (summary->contextLength > 0) details << tr("context %1").arg(QLocale().toString(summary->contextLength));
+        modelDetails_->setText(details.join(QStringLiteral(" · ")));
+        expectation_->clear();
+        expectation_->hide();
+        deferral_->setModel(0, 0);
+        return;
+    }
     if (!summary) {
         modelName_->setText(tr("No model loaded"));
         modelDetails_->clear();
@@ -210,9 +229,25 @@ void Dashboard::onSample() {
     const double step = fastest > 1000 ? 1000 : fastest > 100 ? 100 : 10;
     decode_.y->setRange(0, std::max(10.0, std::ceil(fastest * 1.15 / step) * step));
     decode_.reading->setText(stats_->hasDecodeRate()
-                                 ? tr("Decode speed: %1 tokens/s").arg(locale.toString(stats_->latestDecodeRate(), 'f', 1))
-                                 : tr("Decode speed: none yet (measured while the model answers)"));
+                                 ? (remote_ ? tr("Decode speed: %1 tokens/s (remote, as streamed)") : tr("Decode speed: %1 tokens/s"))
+                                       .arg(locale.toString(stats_->latestDecodeRate(), 'f', 1))
+                                 : remote_ ? tr("Decode speed: none yet (measured from what the server streams)")
+                                           : tr("Decode speed: none yet (measured while the model answers)"));
 
+    if (remote_) {
+        // What this computer's CPU and GPU do says nothing about the answers: the server makes them.
+        cpu_.view->hide();
+        gpu_.view->hide();
+        gpuMissing_->show();
+        cpu_.reading->setText(tr("CPU: not applicable (remote): the model runs on the server at %1").arg(remoteServer_));
+        gpu_.reading->setText(tr("GPU: not applicable (remote)"));
+        gpuMissing_->setText(tr("The model runs on the server at %1, on its own hardware.").arg(remoteServer_));
+        memory_.reading->setText(s.memoryTotal == 0 ? tr("Memory: measuring…")
+                                                    : tr("Memory: %1 / %2 GiB in use · Tandem %3 GiB")
+                                                          .arg(gib(s.memoryUsed), gib(s.memoryTotal), gib(s.appResident)));
+        return;
+    }
+    cpu_.view->show();
     const QString machine = s.cpuBusy ? percent(*s.cpuBusy) : tr("measuring…");
     const bool pool = stats_->expertPoolAvailable();
     poolSeries_->setVisible(pool);

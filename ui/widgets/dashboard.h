@@ -1,7 +1,9 @@
 #pragma once
 // The live panel: the loaded model, charts of decode speed, CPU (machine and expert pool), GPU and
 // memory over the last minute, the per-layer time split of the last answer, and the deferral slider.
-// It shows the StatsModel and reports the slider; figures nobody measures say "not available".
+// It shows the StatsModel and reports the slider; figures nobody measures say "not available". For a model
+// on a server the speed is the server's, measured from the chunks it streams, and the CPU, GPU and layer
+// panels say they do not apply.
 #include <QWidget>
 
 #include "ui/worker/engine_types.h"
@@ -74,6 +76,9 @@ private:
     QLabel* splitMissing_;
     QChartView* splitView_;
     DeferralPanel* deferral_;
+    // The model runs on a server: this computer's CPU and GPU are not what answers; where it runs.
+    bool remote_ = false;
+    QString remoteServer_;
 };
 
 }  // namespace tandem::ui

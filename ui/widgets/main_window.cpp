@@ -47,9 +47,11 @@
 #include "ui/widgets/empty_state_page.h"
 #include "ui/widgets/model_picker.h"
 #include "ui/widgets/notification_banner.h"
+#include "ui/widgets/remote_model_dialog.h"
 #include "ui/widgets/settings_dialog.h"
 #include "ui/widgets/theme.h"
 #include "ui/wizard/model_wizard.h"
+#include "ui/worker/remote_api.h"
 
 namespace tandem::ui {
 namespace {
@@ -297,6 +299,7 @@ QWidget* MainWindow::buildChatPane() {
     connect(picker_, &ModelPicker::modelChosen, this, &MainWindow::chooseModel);
     connect(picker_, &ModelPicker::openFolderRequested, this, &MainWindow::openModelFolder);
     connect(picker_, &ModelPicker::getModelRequested, this, &MainWindow::openModelWizard);
+    connect(picker_, &ModelPicker::addServerRequested, this, &MainWindow::addRemoteModel);
     // Chosen: back to writing (typing on would go to the picker's type-ahead).
     connect(picker_, &ModelPicker::modelChosen, this, [this] { composer_->focusInput(); });
     title_->setAccessibleName(tr("Conversation title"));
@@ -363,6 +366,11 @@ void MainWindow::buildMenus() {
     });
     chooseModel->setObjectName(QStringLiteral("chooseModelAction"));
     chooseModel->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_M));
+    file->addAction(tr("Add a &Server…"), this, &MainWindow::addRemoteModel)->setObjectName(QStringLiteral("addServerAction"));
+    editServerAction_ = file->addAction(tr("&Edit Server…"), this, &MainWindow::editRemoteModel);
+    editServerAction_->setObjectName(QStringLiteral("editServerAction"));
+    editServerAction_->setToolTip(tr("The address, API key and model of the model on a server in use"));
+    editServerAction_->setEnabled(false);
     file->addAction(tr("&Reload Model"), this, [this] {
         parts_.chat->stop();  // a load waits for the answer in progress; stop it first
         parts_.model->loadConfigured();
@@ -430,7 +438,7 @@ void MainWindow::updateChatPage() {
     switch (m->state()) {
     case ModelController::State::NoModel: emptyState_->setMode(EmptyStatePage::Mode::NoModel, m->lastError()); break;
     case ModelController::State::Loading:
-        emptyState_->setMode(EmptyStatePage::Mode::Loading, QFileInfo(m->loadingDir()).fileName());
+        emptyState_->setMode(EmptyStatePage::Mode::Loading, m->nameOf(m->loadingDir()));
         break;
     case ModelController::State::Failed: emptyState_->setMode(EmptyStatePage::Mode::LoadFailed, m->lastError()); break;
     case ModelController::State::Ready: emptyState_->setMode(EmptyStatePage::Mode::Ready, m->summary().name); break;
@@ -440,6 +448,7 @@ void MainWindow::updateChatPage() {
 
 void MainWindow::updateModelState() {
     ModelController* m = parts_.model;
+    editServerAction_->setEnabled(m->isRemote() && m->state() != ModelController::State::NoModel);
     switch (m->state()) {
     case ModelController::State::NoModel:
         modelStatus_->setText(tr("No model"));
@@ -447,8 +456,9 @@ void MainWindow::updateModelState() {
         dashboard_->setModel(nullptr, 0);
         break;
     case ModelController::State::Loading:
-        modelStatus_->setText(tr("Loading %1…").arg(QFileInfo(m->loadingDir()).fileName()));
-        composer_->setUnavailableReason(tr("The model is loading…"));
+        modelStatus_->setText(m->isRemote() ? tr("Connecting to %1…").arg(m->nameOf(m->loadingDir()))
+                                            : tr("Loading %1…").arg(m->nameOf(m->loadingDir())));
+        composer_->setUnavailableReason(m->isRemote() ? tr("Connecting to the server…") : tr("The model is loading…"));
         dashboard_->setModel(nullptr, 0);
         break;
     case ModelController::State::Failed:
@@ -458,10 +468,11 @@ void MainWindow::updateModelState() {
         break;
     case ModelController::State::Ready: {
         const ModelSummary& s = m->summary();
-        modelStatus_->setText(tr("%1 · ready").arg(s.name));
-        modelStatus_->setToolTip(s.placement.isEmpty() ? tr("%1 (%2), %3").arg(s.name, s.modelType, s.textHandling)
-                                                       : tr("%1 (%2), %3; routed experts: %4")
-                                                             .arg(s.name, s.modelType, s.textHandling, s.placement));
+        modelStatus_->setText(s.remote ? tr("%1 · on %2 · ready").arg(s.name, remoteServerName(s.remoteUrl)) : tr("%1 · ready").arg(s.name));
+        modelStatus_->setToolTip(s.remote                ? tr("%1: the model %2 of the server at %3").arg(s.name, s.remoteModel, s.remoteUrl)
+                                 : s.placement.isEmpty() ? tr("%1 (%2), %3").arg(s.name, s.modelType, s.textHandling)
+                                                         : tr("%1 (%2), %3; routed experts: %4")
+                                                               .arg(s.name, s.modelType, s.textHandling, s.placement));
         composer_->setUnavailableReason({});
         dashboard_->setModel(&s, m->deferral());
         const bool keep = banner_->topic() == QLatin1String("store") || banner_->topic() == QLatin1String("verify") ||
@@ -538,8 +549,9 @@ void MainWindow::onSavingResumed() {
 }
 
 void MainWindow::openModelFolder() {
-    const QString start = parts_.settings->engine().modelDir.isEmpty() ? QStandardPaths::writableLocation(QStandardPaths::HomeLocation)
-                                                                       : parts_.settings->engine().modelDir;
+    const QString configured = parts_.settings->engine().modelDir;
+    const QString start = configured.isEmpty() || isRemoteModelKey(configured) ? QStandardPaths::writableLocation(QStandardPaths::HomeLocation)
+                                                                               : configured;
     const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Model Folder"), start);
     if (dir.isEmpty()) return;
     chooseModel(dir);
@@ -552,6 +564,31 @@ void MainWindow::chooseModel(const QString& dir) {
         parts_.conversationModels->choose(dir);
     else
         parts_.model->loadModelFolder(dir);
+}
+
+void MainWindow::addRemoteModel() {
+    RemoteModelDialog dialog(RemoteEndpoint{}, this);
+    if (dialog.exec() != QDialog::Accepted) return;
+    const QString id = parts_.settings->saveRemoteModel(dialog.endpoint());
+    chooseModel(remoteModelKey(id));
+}
+
+void MainWindow::editRemoteModel() {
+    ModelController* m = parts_.model;
+    const QString key = m->state() == ModelController::State::Loading ? m->loadingDir() : m->summary().dir;
+    const RemoteEndpoint endpoint = m->remoteModel(key);
+    if (!endpoint.isValid()) return;
+    RemoteModelDialog dialog(endpoint, this);
+    if (dialog.exec() != QDialog::Accepted) return;
+    if (dialog.removeRequested()) {
+        parts_.settings->removeRemoteModel(endpoint.id);
+        // It is no model any more: the one that ships with Tandem takes over, if there is one.
+        if (!m->embeddedModelDir().isEmpty()) chooseModel(m->embeddedModelDir());
+        picker_->refresh();
+        return;
+    }
+    parts_.settings->saveRemoteModel(dialog.endpoint());
+    chooseModel(key);  // connects again with what was changed
 }
 
 void MainWindow::openModelWizard() {
@@ -576,7 +613,7 @@ bool MainWindow::applySettings(const SettingsValues& values) {
 
 void MainWindow::openSettings() {
     SettingsDialog dialog(SettingsValues::read(*parts_.settings), parts_.monitor->gpuNames(), this);
-    dialog.setInEffect(parts_.model->isReady() ? &parts_.model->summary() : nullptr);
+    dialog.setInEffect(parts_.model->isReady() && !parts_.model->summary().remote ? &parts_.model->summary() : nullptr);
     if (dialog.exec() != QDialog::Accepted) return;
     if (!applySettings(dialog.values())) return;
     if (parts_.model->state() != ModelController::State::Ready) {

@@ -90,6 +90,10 @@ public slots:
     void chooseModel(const QString& dir);
     // Opens the model wizard, or brings it to the front when it is open already.
     void openModelWizard();
+    // Add a Server…: a model on another computer (RemoteModelDialog); once added, it is the model in use.
+    void addRemoteModel();
+    // Edit Server…: the model on a server in use (its address, key, model; or Remove).
+    void editRemoteModel();
     void openConversationSettings();
     void openAbout();
     void confirmDelete(qint64 conversationId);
@@ -140,6 +144,7 @@ private:
     QLabel* serverStatus_ = nullptr;
     QAction* stopAction_ = nullptr;
     QAction* regenerateAction_ = nullptr;
+    QAction* editServerAction_ = nullptr;
     QPointer<ModelWizard> wizard_;
     int shownVerificationPercent_ = -1;
     // A failed switch's message stays up when the model used before comes back.
