@@ -64,7 +64,7 @@ private:
 int runServe(const CommandArgs& argv) {
     const CliArgs args(argv, {"--model", "--host", "--port", "--api-key", "--name", "--threads", "--context", "--device",
                               "--gpu-memory", "--experts", "--dense", "--max-tokens", "--max-body", "--max-requests",
-                              "--cache-conversations"});
+                              "--cache-conversations", "--batch"});
     tandem::server::ServerOptions o;
     o.host = args.optional("--host").value_or(o.host);
     o.port = args.integer("--port", o.port);
@@ -82,6 +82,8 @@ int runServe(const CommandArgs& argv) {
     o.maxRequests = args.integer("--max-requests", o.maxRequests);
     o.cachedConversations = args.integer("--cache-conversations", 0);
     if (o.cachedConversations < 0) throw tandem::Error("--cache-conversations must be at least 1 (0: the default)");
+    o.batch = args.integer("--batch", 0);
+    if (o.batch < 0) throw tandem::Error("--batch must be at least 1 (0: the default, 4 on the CPU and 1 on the GPU)");
     if (o.maxTokens < 1 || o.maxRequests < 1) throw tandem::Error("--max-tokens and --max-requests must be 1 or more");
     if (const auto size = args.optional("--max-body")) o.maxBodyBytes = tandem::parseByteSize(*size, "--max-body");
     if (o.maxBodyBytes < 1024) throw tandem::Error("--max-body must be at least 1K");
@@ -105,11 +107,12 @@ int runServe(const CommandArgs& argv) {
     tandem::server::OpenAiServer server(*engine, text, o);
     const int port = server.bind();
     const std::string host = o.host.find(':') != std::string::npos && o.host.front() != '[' ? "[" + o.host + "]" : o.host;
+    const int batch = o.batch > 0 ? o.batch : engine->info().device == "CPU" ? 4 : 1;
     std::fprintf(stderr,
-                 "%s on %s, %d tokens of context; %s\n"
+                 "%s on %s, %d tokens of context, up to %d generations decoded together; %s\n"
                  "listening on http://%s:%d (OpenAI API at http://%s:%d/v1: /v1/chat/completions, /v1/completions, "
                  "/v1/models; /health); Ctrl-C stops\n",
-                 o.modelName.c_str(), engine->info().device.c_str(), engine->info().contextLength,
+                 o.modelName.c_str(), engine->info().device.c_str(), engine->info().contextLength, batch,
                  o.apiKey.empty() ? "no API key (loopback only)" : "API key required", host.c_str(), port, host.c_str(),
                  port);
     stopOnSignal.serving(&server);

@@ -79,18 +79,20 @@ commands:
             prompt, "tg N" from an empty context (as llama-bench's tg test). Each prompt size is first run
             once untimed, as llama-bench's warm-up (--no-warmup: not).
   serve     --model DIR|STORE [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--name NAME]
-            [--max-tokens N] [--max-body SIZE] [--max-requests N] [--cache-conversations N] [--threads N] [--context N]
+            [--max-tokens N] [--max-body SIZE] [--max-requests N] [--cache-conversations N] [--batch N] [--threads N] [--context N]
             [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8|int4] [--no-verify]
             Serve the model over OpenAI's HTTP API until Ctrl-C: POST /v1/chat/completions (through
             the model's chat template; streamed as server-sent events with "stream": true; reasoning
             apart as reasoning_content), POST /v1/completions, GET /v1/models (the model is NAME,
-            default the folder's name), GET /health. Requests are answered one at a time, in order.
+            default the folder's name), GET /health. Up to --batch N requests (4 on the CPU, 1 on the GPU)
+            decode together, each step one pass for all of them; more wait in order.
             Only this machine can connect unless --host names another address, which needs --api-key
             (or TANDEM_API_KEY): clients then send 'Authorization: Bearer KEY'. --port 0 takes a free
             port. Limits: max_tokens up to --max-tokens (4096), request bodies up to --max-body (16M),
             --max-requests (64) requests waiting or running; more are refused. The KV caches of
             --cache-conversations conversations are kept (4 on the CPU, 1 on the GPU): a request continues
-            the one sharing its prompt's longest prefix (usage.prompt_tokens_details.cached_tokens).
+            the one sharing its prompt's longest prefix (usage.prompt_tokens_details.cached_tokens); at
+            least --batch are kept, one for each request decoding.
   tokenize  --model DIR [--add-special]
             Read UTF-8 text from standard input and print its token ids on one line; with
             --add-special the ids the model expects around a text (e.g. BOS) are included.

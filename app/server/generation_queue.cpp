@@ -37,14 +37,15 @@ void GenerationJob::finish() {
     changed_.notify_all();
 }
 
-GenerationQueue::GenerationQueue(Engine& engine, const ModelText& text, int cachedConversations)
-    : engine_(engine), text_(text),
+GenerationQueue::GenerationQueue(Engine& engine, const ModelText& text, int cachedConversations, int batch)
+    : engine_(engine), text_(text), batch_(batch > 0 ? batch : engine.info().device == "CPU" ? 4 : 1),
       conversations_(cachedConversations > 0 ? cachedConversations : engine.info().device == "CPU" ? 4 : 1),
       thread_([this] { run(); }) {}
 
-std::size_t GenerationQueue::pickSession(const std::vector<int>& prompt) {
+Session& GenerationQueue::pickSession(const std::vector<int>& prompt) {
     std::size_t best = sessions_.size(), longest = 0;
     for (std::size_t i = 0; i < sessions_.size(); ++i) {
+        if (sessions_[i].busy) continue;
         const auto& context = sessions_[i].session->context();
         const auto shared = static_cast<std::size_t>(
             std::mismatch(context.begin(), context.end(), prompt.begin(), prompt.end()).first - context.begin());
@@ -55,18 +56,15 @@ std::size_t GenerationQueue::pickSession(const std::vector<int>& prompt) {
             longest = shared;
         }
     }
-    if (best == sessions_.size()) {
-        if (sessions_.size() < static_cast<std::size_t>(conversations_)) {
-            sessions_.push_back({engine_.newSession(), 0});
-        } else {
-            best = 0;
-            for (std::size_t i = 1; i < sessions_.size(); ++i)
-                if (sessions_[i].lastUsed < sessions_[best].lastUsed) best = i;
-        }
-    }
-    if (best == sessions_.size()) best = sessions_.size() - 1;
+    // Else the least recently used free one once `conversations_` are kept; a new one while there are fewer,
+    // or while all are busy (the generations that run together each need one).
+    if (best == sessions_.size() && sessions_.size() >= static_cast<std::size_t>(conversations_))
+        for (std::size_t i = 0; i < sessions_.size(); ++i)
+            if (!sessions_[i].busy && (best == sessions_.size() || sessions_[i].lastUsed < sessions_[best].lastUsed)) best = i;
+    if (best == sessions_.size()) sessions_.push_back({engine_.newSession(), 0, false});
     sessions_[best].lastUsed = ++uses_;
-    return best;
+    sessions_[best].busy = true;
+    return *sessions_[best].session;
 }
 
 GenerationQueue::~GenerationQueue() {
@@ -77,7 +75,7 @@ GenerationQueue::~GenerationQueue() {
 bool GenerationQueue::submit(std::shared_ptr<GenerationJob> job, int limit) {
     {
         const std::lock_guard lock(mutex_);
-        if (stopping_ || waitingLocked() + (running_ ? 1 : 0) >= limit) return false;
+        if (stopping_ || waitingLocked() + static_cast<int>(running_.size()) >= limit) return false;
         waiting_.push_back(std::move(job));
     }
     wake_.notify_one();
@@ -96,50 +94,52 @@ int GenerationQueue::waitingLocked() const {
 
 bool GenerationQueue::running() const {
     const std::lock_guard lock(mutex_);
-    return running_ != nullptr;
+    return !running_.empty();
+}
+
+int GenerationQueue::runningCount() const {
+    const std::lock_guard lock(mutex_);
+    return static_cast<int>(running_.size());
+}
+
+JobQueue::DecodeSteps GenerationQueue::decodeSteps() const {
+    const std::lock_guard lock(mutex_);
+    return steps_;
 }
 
 void GenerationQueue::stop() {
     {
         const std::lock_guard lock(mutex_);
         stopping_ = true;
-        if (running_) running_->cancel();
+        for (const auto& job : running_) job->cancel();
     }
     wake_.notify_all();
 }
 
 void GenerationQueue::run() {
-    // Kept conversations (pickSession): Session::generate keeps the cached prefix a new prompt shares with
-    // the session's context, so a client that resends its growing conversation prefills only the new part,
-    // also when other clients' requests came in between.
+    // Kept conversations (pickSession): a Generation keeps the cached prefix a new prompt shares with the
+    // session's context, so a client that resends its growing conversation prefills only the new part,
+    // also when other clients' requests came in between. Each turn of the loop prefills at most one new
+    // job, then runs one decode step of all the running ones: a long prompt delays the others by its
+    // prefill, once.
     while (true) {
         std::shared_ptr<GenerationJob> job;
         {
             std::unique_lock lock(mutex_);
-            wake_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
+            wake_.wait(lock, [&] { return stopping_ || !waiting_.empty() || !active_.empty(); });
             if (stopping_) break;
-            job = std::move(waiting_.front());
-            waiting_.pop_front();
-            running_ = job;
-        }
-        if (!job->cancelled()) {
-            std::size_t chosen = sessions_.size();
-            try {
-                chosen = pickSession(job->prompt);
-                generate(*sessions_[chosen].session, *job);
-            } catch (const std::exception& e) {
-                job->error = e.what();
-                std::fprintf(stderr, "%s: failed: %s\n", job->label.c_str(), e.what());
-                // Its cache may be half written: that conversation starts again.
-                if (chosen < sessions_.size()) sessions_.erase(sessions_.begin() + static_cast<std::ptrdiff_t>(chosen));
+            if (!waiting_.empty() && active_.size() < static_cast<std::size_t>(batch_)) {
+                job = std::move(waiting_.front());
+                waiting_.pop_front();
+                running_.push_back(job);
             }
-        } else {
-            std::fprintf(stderr, "%s: cancelled before it started (the client went away)\n", job->label.c_str());
         }
-        job->finish();
-        const std::lock_guard lock(mutex_);
-        running_.reset();
+        if (job) start(std::move(job));
+        if (!active_.empty()) step();
     }
+    // stop() cancelled the running jobs: they end with what they have.
+    for (Active& a : active_) end(a);
+    active_.clear();
     const std::lock_guard lock(mutex_);
     for (auto& job : waiting_) {
         job->error = "the server is shutting down";
@@ -148,11 +148,108 @@ void GenerationQueue::run() {
     waiting_.clear();
 }
 
-void GenerationQueue::generate(Session& session, GenerationJob& job) {
-    runGenerationJob(job, text_.tokenizer(), [&](std::span<const int> prompt, const GenerateOptions& options,
-                                                 const std::function<bool(int)>& onToken) {
-        return session.generate(prompt, options, onToken);
-    });
+void GenerationQueue::start(std::shared_ptr<GenerationJob> job) {
+    if (job->cancelled()) {
+        std::fprintf(stderr, "%s: cancelled before it started (the client went away)\n", job->label.c_str());
+        job->finish();
+        release(job);
+        return;
+    }
+    Active a;
+    a.job = std::move(job);
+    try {
+        a.session = &pickSession(a.job->prompt);
+        a.stream = std::make_unique<TextStream>(text_.tokenizer(), a.job->startsInReasoning, a.job->separateReasoning,
+                                                a.job->stops, a.job->toolCalls);
+        a.generation = std::make_unique<Generation>(*a.session, a.job->prompt, a.job->options);
+        if (advance(a))
+            active_.push_back(std::move(a));
+        else
+            end(a);
+    } catch (const std::exception& e) {
+        fail(a, e.what());
+    }
+}
+
+void GenerationQueue::step() {
+    std::vector<Generation*> generations;
+    for (const Active& a : active_) generations.push_back(a.generation.get());
+    std::vector<bool> failed(active_.size(), false);
+    try {
+        Generation::decodeTogether(generations);
+    } catch (const std::exception&) {
+        // Nothing ran (decodeTogether is all or nothing): each alone, so that one that cannot go on (its
+        // context is full) fails without the others.
+        for (std::size_t i = 0; i < active_.size(); ++i) {
+            try {
+                Generation::decodeTogether(std::span<Generation* const>(&generations[i], 1));
+            } catch (const std::exception& e) {
+                fail(active_[i], e.what());
+                failed[i] = true;
+            }
+        }
+    }
+    const int together = static_cast<int>(std::count(failed.begin(), failed.end(), false));
+    {
+        const std::lock_guard lock(mutex_);
+        ++steps_.steps;
+        if (together > 1) ++steps_.batched;
+        steps_.largest = std::max(steps_.largest, together);
+    }
+    std::vector<Active> next;
+    for (std::size_t i = 0; i < active_.size(); ++i) {
+        if (failed[i]) continue;
+        Active& a = active_[i];
+        a.largestBatch = std::max(a.largestBatch, together);
+        try {
+            if (advance(a)) {
+                next.push_back(std::move(a));
+                continue;
+            }
+            end(a);
+        } catch (const std::exception& e) {
+            fail(a, e.what());
+        }
+    }
+    active_ = std::move(next);
+}
+
+bool GenerationQueue::advance(Active& a) {
+    const auto token = a.generation->next();
+    if (!token) return false;
+    std::vector<Delta> out;
+    a.stream->push(*token, out);
+    a.job->deliver(out);
+    return !a.job->cancelled() && !a.stream->stopped() && !a.generation->full();
+}
+
+void GenerationQueue::end(Active& a) {
+    settleGenerationJob(*a.job, *a.stream, a.generation->finish(), a.largestBatch);
+    for (Kept& k : sessions_)
+        if (k.session.get() == a.session) k.busy = false;
+    // Sessions made while all were busy go again once free: `conversations_` caches are kept.
+    while (sessions_.size() > static_cast<std::size_t>(conversations_)) {
+        auto oldest = sessions_.end();
+        for (auto k = sessions_.begin(); k != sessions_.end(); ++k)
+            if (!k->busy && (oldest == sessions_.end() || k->lastUsed < oldest->lastUsed)) oldest = k;
+        if (oldest == sessions_.end()) break;
+        sessions_.erase(oldest);
+    }
+    a.job->finish();
+    release(a.job);
+}
+
+void GenerationQueue::fail(Active& a, const std::string& error) {
+    a.job->error = error;
+    std::fprintf(stderr, "%s: failed: %s\n", a.job->label.c_str(), error.c_str());
+    std::erase_if(sessions_, [&](const Kept& k) { return k.session.get() == a.session; });
+    a.job->finish();
+    release(a.job);
+}
+
+void GenerationQueue::release(const std::shared_ptr<GenerationJob>& job) {
+    const std::lock_guard lock(mutex_);
+    std::erase(running_, job);
 }
 
 void runGenerationJob(GenerationJob& job, const text::Tokenizer& tokenizer, const GenerateFunction& generateFn) {
@@ -163,6 +260,11 @@ void runGenerationJob(GenerationJob& job, const text::Tokenizer& tokenizer, cons
         job.deliver(out);
         return !job.cancelled() && !stream.stopped();
     });
+    settleGenerationJob(job, stream, stats);
+}
+
+void settleGenerationJob(GenerationJob& job, TextStream& stream, const GenerationStats& stats, int batch) {
+    std::vector<Delta> out;
     stream.finish(out);
     job.deliver(out);
     job.promptTokens = stats.promptTokens;
@@ -170,8 +272,10 @@ void runGenerationJob(GenerationJob& job, const text::Tokenizer& tokenizer, cons
     job.completionTokens = stats.generatedTokens;
     const bool length = !stats.stoppedAtEos && !stream.stopped() && stats.generatedTokens >= job.options.maxNewTokens;
     job.finishReason = length ? "length" : stream.sawToolCalls() ? "tool_calls" : "stop";
-    std::fprintf(stderr, "%s: %d prompt tokens (%d reused), %d generated at %.1f tok/s, %s\n", job.label.c_str(),
+    const std::string together = batch > 1 ? ", decoded with up to " + std::to_string(batch) + " sequences together" : "";
+    std::fprintf(stderr, "%s: %d prompt tokens (%d reused), %d generated at %.1f tok/s%s, %s\n", job.label.c_str(),
                  stats.promptTokens, stats.reusedTokens, stats.generatedTokens, stats.decodeTokensPerSecond(),
+                 together.c_str(),
                  job.cancelled() ? "cancelled (the client went away)" : length ? "stopped at max_tokens" : "done");
 }
 

@@ -1,9 +1,11 @@
 #pragma once
-// The server's one engine thread and the requests waiting for it, served first come, first served: the
-// engine runs one generation at a time (batched decode of several sequences is for later), in one Session
-// whose cached prefix a client resending its conversation reuses. An HTTP thread submits a job and then
-// takes its text as it comes; cancelling a job (its client went away) ends its generation at the next
-// token, or drops it before it starts.
+// The server's one engine thread and the requests waiting for it. Up to `batch` generations run together:
+// a new one is prefilled (one at a time, between decode steps, first come first served), then every
+// running generation takes its next token in one decode step (Generation::decodeTogether: on the CPU
+// path each routed expert is read once for all the sequences that chose it). Each runs in a kept Session
+// whose cached prefix a client resending its conversation reuses; a session serves one generation at a
+// time. An HTTP thread submits a job and then takes its text as it comes; cancelling a job (its client
+// went away) ends its generation at its next token, or drops it before it starts.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -76,6 +78,15 @@ public:
     virtual bool submit(std::shared_ptr<GenerationJob> job, int limit) = 0;
     virtual int waiting() const = 0;
     virtual bool running() const = 0;
+    // Generations running now.
+    virtual int runningCount() const { return running() ? 1 : 0; }
+    // Decode steps run so far: all, those that decoded several sequences together, and the most in one.
+    struct DecodeSteps {
+        long steps = 0;
+        long batched = 0;
+        int largest = 0;
+    };
+    virtual DecodeSteps decodeSteps() const { return {}; }
     // Ends the queue: the running generation is cancelled, waiting jobs end with an error.
     virtual void stop() = 0;
 };
@@ -86,11 +97,14 @@ using GenerateFunction = std::function<GenerationStats(std::span<const int> prom
 // Runs `job` through `generate`: its text as deltas, its usage and finish reason (not finish()). Throws
 // what the generation throws.
 void runGenerationJob(GenerationJob& job, const text::Tokenizer& tokenizer, const GenerateFunction& generate);
+// The end of a job's generation: what `stream` held back, its usage and finish reason, and its line in the
+// log (`batch`: the most sequences its decode steps ran together, said when more than one).
+void settleGenerationJob(GenerationJob& job, TextStream& stream, const GenerationStats& stats, int batch = 1);
 
 class GenerationQueue : public JobQueue {
 public:
-    // cachedConversations: ServerOptions' (0: 4 on the CPU path, 1 on the GPU).
-    GenerationQueue(Engine& engine, const ModelText& text, int cachedConversations = 0);
+    // cachedConversations and batch: ServerOptions' (0: 4 on the CPU path, 1 on the GPU).
+    GenerationQueue(Engine& engine, const ModelText& text, int cachedConversations = 0, int batch = 0);
     ~GenerationQueue() override;
     GenerationQueue(const GenerationQueue&) = delete;
     GenerationQueue& operator=(const GenerationQueue&) = delete;
@@ -98,30 +112,58 @@ public:
     bool submit(std::shared_ptr<GenerationJob> job, int limit) override;
     int waiting() const override;
     bool running() const override;
-    // Ends the engine thread: the running generation is cancelled, waiting jobs end with an error.
+    int runningCount() const override;
+    DecodeSteps decodeSteps() const override;
+    // Ends the engine thread: the running generations are cancelled, waiting jobs end with an error.
     void stop() override;
 
+    int batch() const { return batch_; }
+
 private:
+    // A job whose generation runs (the engine thread's only).
+    struct Active {
+        std::shared_ptr<GenerationJob> job;
+        Session* session = nullptr;
+        std::unique_ptr<Generation> generation;
+        std::unique_ptr<TextStream> stream;
+        int largestBatch = 1;  // the most sequences its decode steps ran with
+    };
+
     void run();
-    void generate(Session& session, GenerationJob& job);
-    // The kept conversation that shares the longest prefix with `prompt` (at least half of its cache), else a
-    // new one while there is room, else the least recently used one.
-    std::size_t pickSession(const std::vector<int>& prompt);
+    // Prefills a job's prompt and takes its first token; it joins the running ones unless it ended there.
+    void start(std::shared_ptr<GenerationJob> job);
+    // One decode step of every running generation, then each one's next token.
+    void step();
+    // Samples a running job's next token and hands on its text: whether it goes on.
+    bool advance(Active& a);
+    // The generation ended (or was cut short by stop()): the job's usage, its end, its session free again.
+    void end(Active& a);
+    // The generation failed: the job's error; its session's cache may be half written, so it is dropped.
+    void fail(Active& a, const std::string& error);
+    void release(const std::shared_ptr<GenerationJob>& job);
+    // The free kept conversation that shares the longest prefix with `prompt` (at least half of its cache),
+    // else a new one while fewer than conversations_ are kept or all are busy, else the least recently used
+    // free one. Marks it busy.
+    Session& pickSession(const std::vector<int>& prompt);
     int waitingLocked() const;
 
     Engine& engine_;
     const ModelText& text_;
-    int conversations_;
+    int batch_;
+    int conversations_;  // sessions kept between jobs; more while more jobs run (one each)
     struct Kept {
         std::unique_ptr<Session> session;
         std::uint64_t lastUsed = 0;
+        bool busy = false;  // a running job's
     };
     std::vector<Kept> sessions_;  // the engine thread's only
+    std::vector<Active> active_;  // the same
     std::uint64_t uses_ = 0;
     mutable std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<std::shared_ptr<GenerationJob>> waiting_;
-    std::shared_ptr<GenerationJob> running_;
+    std::vector<std::shared_ptr<GenerationJob>> running_;  // the jobs of active_ (and the one starting)
+    DecodeSteps steps_;
     bool stopping_ = false;
     std::thread thread_;
 };

@@ -394,8 +394,14 @@ void OpenAiServer::Impl::routes() {
     };
 
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+        // decode: the decode steps so far, those that ran several sequences together, the most in one.
+        const auto steps = queue->decodeSteps();
         sendJson(res, 200,
-                 {{"status", "ok"}, {"model", options.modelName}, {"running", queue->running() ? 1 : 0}, {"waiting", queue->waiting()}});
+                 {{"status", "ok"},
+                  {"model", options.modelName},
+                  {"running", queue->runningCount()},
+                  {"waiting", queue->waiting()},
+                  {"decode", {{"steps", steps.steps}, {"batched_steps", steps.batched}, {"largest_batch", steps.largest}}}});
     });
     http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
         sendJson(res, 200, {{"object", "list"}, {"data", Json::array({modelObject()})}});
@@ -427,7 +433,8 @@ void OpenAiServer::Impl::routes() {
 }
 
 OpenAiServer::OpenAiServer(Engine& engine, const ModelText& text, ServerOptions options)
-    : impl_(std::make_unique<Impl>(engine.info(), text, std::move(options), std::make_shared<GenerationQueue>(engine, text, options.cachedConversations))) {}
+    : impl_(std::make_unique<Impl>(engine.info(), text, std::move(options), std::make_shared<GenerationQueue>(engine, text, options.cachedConversations,
+                                                                                      options.batch))) {}
 
 OpenAiServer::OpenAiServer(const ModelInfo& info, const ModelText& text, ServerOptions options,
                            std::shared_ptr<JobQueue> queue)

@@ -2,7 +2,8 @@
 // tandem-cli serve's HTTP side: OpenAI's API over one loaded model, on cpp-httplib (Debian's
 // libcpp-httplib-dev; docs/ARCHITECTURE.md says why). GET /health, GET /v1/models, POST
 // /v1/chat/completions and /v1/completions, streamed as server-sent events or answered as one JSON.
-// Each connection has an HTTP thread; generations wait for the one engine thread (GenerationQueue).
+// Each connection has an HTTP thread; generations wait for the one engine thread (GenerationQueue), which
+// decodes several together.
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -27,6 +28,12 @@ struct ServerOptions {
     // what is new; the least recently used one is recycled. 0: 4 on the CPU path (its cache grows with
     // the conversation), 1 on the GPU (each holds its context's cache in GPU memory).
     int cachedConversations = 0;
+    // Generations that decode together (tandem-cli serve's queue, GenerationQueue): each decode step runs
+    // the next token of up to this many, reading each routed expert once for all the sequences that chose
+    // it (on the CPU path). 0: 4 on the CPU path, 1 on the GPU (whose runner runs a batch's sequences
+    // one after another until its batched step is measured there; each also holds its context's cache in
+    // GPU memory).
+    int batch = 0;
 };
 
 // 127.0.0.0/8, ::1 and "localhost": addresses only this machine reaches.

@@ -539,9 +539,9 @@ private slots:
     }
 
     // tiny-mixtral's greedy answer runs for thousands of tokens without an end of turn: long enough to
-    // watch a request run, another wait behind it, and both go away.
+    // watch a request run, another wait behind it (--batch 1: one generation at a time), and both go away.
     void goneClientsCancelAndQueuedRequestsDoNotBlock() {
-        Serve serve({"--model", fixturePath("tiny-mixtral"), "--context", "32768", "--max-tokens", "30000"},
+        Serve serve({"--model", fixturePath("tiny-mixtral"), "--context", "32768", "--max-tokens", "30000", "--batch", "1"},
                     tmp_.filePath("mixtral.log"));
         QVERIFY2(serve.port() > 0, qPrintable(serve.log()));
         const Json body{{"model", "tiny-mixtral"},
@@ -612,6 +612,100 @@ private slots:
         QCOMPARE(send(serve.port(), req, 1).status, 0);  // gives up after a second
         QVERIFY(QTest::qWaitFor([&] { return serve.log().count("cancelled (the client went away)") == 2; }, 10000));
         QCOMPARE(health()["running"].get<int>(), 0);
+    }
+
+    // --batch 4: four greedy streams at once decode together (one decode step for all four, /health's
+    // decode counters and the log say so), and each equals its request run alone.
+    void batchedStreamsEqualTheirRunAlone() {
+        Serve serve({"--model", kModel, "--batch", "4"}, tmp_.filePath("batch.log"));
+        QVERIFY2(serve.port() > 0, qPrintable(serve.log()));
+        QVERIFY2(serve.log().contains("up to 4 generations decoded together"), qPrintable(serve.log()));
+        const std::vector<std::string> words = {"river", "leather", "serendipity", "music"};
+        const auto ask = [&](const std::string& word, int maxTokens) {
+            return post(serve.port(), "/v1/chat/completions", chatRequest("What does " + word + " mean?", true, maxTokens).dump());
+        };
+        std::vector<std::string> alone;
+        for (const auto& w : words) {
+            const auto s = parseEvents(ask(w, 256).body);
+            QVERIFY2(s.problem.empty(), s.problem.c_str());
+            alone.push_back(joined(s, "content"));
+        }
+        const auto health = [&] { return get(serve.port(), "/health").json(); };
+        QCOMPARE(health()["decode"]["batched_steps"].get<long>(), 0L);  // one at a time so far
+
+        // Each word twice at once, and a fifth request that waits for a free place.
+        std::vector<Reply> replies(2 * words.size() + 1);
+        std::vector<std::thread> clients;
+        for (std::size_t i = 0; i < replies.size(); ++i)
+            clients.emplace_back([&, i] { replies[i] = ask(words[i % words.size()], 256); });
+        for (auto& t : clients) t.join();
+        for (std::size_t i = 0; i < replies.size(); ++i) {
+            QCOMPARE(replies[i].status, 200);
+            const auto s = parseEvents(replies[i].body);
+            QVERIFY2(s.problem.empty(), s.problem.c_str());
+            QCOMPARE(joined(s, "content"), alone[i % words.size()]);
+        }
+        const Json decode = health()["decode"];
+        qInfo("decode steps %ld, batched %ld, largest batch %d", decode["steps"].get<long>(), decode["batched_steps"].get<long>(),
+              decode["largest_batch"].get<int>());
+        QVERIFY(decode["batched_steps"].get<long>() > 0);
+        QCOMPARE(decode["largest_batch"].get<int>(), 4);
+        QVERIFY2(serve.log().contains("sequences together, done"), qPrintable(serve.log()));
+        QCOMPARE(health()["running"].get<int>(), 0);
+    }
+
+    // Three of tiny-mixtral's endless answers decoding together: a client that goes away ends its own
+    // generation only; the others keep streaming until they go too.
+    void aClientLeavingABatchEndsOnlyItsGeneration() {
+        Serve serve({"--model", fixturePath("tiny-mixtral"), "--context", "32768", "--max-tokens", "30000", "--batch", "4"},
+                    tmp_.filePath("mixtral-batch.log"));
+        QVERIFY2(serve.port() > 0, qPrintable(serve.log()));
+        const auto health = [&] { return get(serve.port(), "/health").json(); };
+        struct Client {
+            std::unique_ptr<httplib::Client> http;
+            std::atomic<long> received{0};
+            std::thread thread;
+            ~Client() {
+                if (!thread.joinable()) return;
+                http->stop();
+                thread.join();
+            }
+        };
+        std::vector<std::unique_ptr<Client>> clients;
+        const std::vector<std::string> words{"hello", "river", "music"};
+        for (const auto& word : words) {
+            auto c = std::make_unique<Client>();
+            c->http = std::make_unique<httplib::Client>("127.0.0.1", serve.port());
+            Client* raw = c.get();
+            const Json body{{"model", "tiny-mixtral"},
+                            {"messages", Json::array({{{"role", "user"}, {"content", word}}})},
+                            {"temperature", 0},
+                            {"max_tokens", 30000},
+                            {"stream", true}};
+            c->thread = std::thread([raw, request = body.dump()] {
+                httplib::Request req;
+                req.method = "POST";
+                req.path = "/v1/chat/completions";
+                req.body = request;
+                req.set_header("Content-Type", "application/json");
+                req.content_receiver = [raw](const char*, std::size_t n, std::uint64_t, std::uint64_t) {
+                    raw->received += static_cast<long>(n);
+                    return true;
+                };
+                raw->http->send(req);
+            });
+            clients.push_back(std::move(c));
+        }
+        QVERIFY(QTest::qWaitFor([&] { return health()["running"] == 3 && health()["decode"]["largest_batch"] == 3; }, 60000));
+        clients[0]->http->stop();
+        QVERIFY(QTest::qWaitFor([&] { return health()["running"] == 2; }, 10000));
+        const long before1 = clients[1]->received, before2 = clients[2]->received;
+        QVERIFY(QTest::qWaitFor([&] { return clients[1]->received > before1 + 1000 && clients[2]->received > before2 + 1000; }, 10000));
+        QCOMPARE(serve.log().count("cancelled (the client went away)"), 1);
+        for (std::size_t i = 1; i < clients.size(); ++i) clients[i]->http->stop();
+        QVERIFY(QTest::qWaitFor([&] { return health()["running"] == 0; }, 10000));
+        for (auto& c : clients) c->thread.join();
+        QVERIFY(QTest::qWaitFor([&] { return serve.log().count("cancelled (the client went away)") == 3; }, 10000));
     }
 
     void concurrentStreamsEqualTheirRunAlone() {
