@@ -385,8 +385,9 @@ private slots:
         QVERIFY(isRemoteModelKey(app->settings()->engine().modelDir));  // the model of the next start
         QCOMPARE(app->window()->modelPicker()->currentText().trimmed(), QStringLiteral("Pocket over HTTP"));
         QVERIFY(app->window()->modelStatusText().contains("on 127.0.0.1"));
-        QVERIFY2(app->window()->contextIndicator()->text().contains("counted by the server"),
-                 qPrintable(app->window()->contextIndicator()->text()));
+        // The worker's count comes back queued.
+        QTRY_VERIFY2_WITH_TIMEOUT(app->window()->contextIndicator()->text().contains("counted by the server"),
+                                  qPrintable(app->window()->contextIndicator()->text()), 10000);
 
         // The answer, streamed into the chat, is tandem-cli chat's greedy answer.
         int pieces = 0;
