@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "bench_streams.h"
 #include "cli_args.h"
 #include "cli_common.h"
 #include "commands.h"
@@ -100,7 +101,7 @@ void printTable(const std::string& model, const tandem::Engine& engine, const st
 
 int runBench(const CommandArgs& argv) {
     const CliArgs args(argv, {"--dense", "--synthetic", "--model", "--experts", "--prompt", "--gen", "--defer", "--threads", "--device", "--gpu-memory",
-                              "--seed", "--context", "--depth"},
+                              "--seed", "--context", "--depth", "--streams"},
                        {"--json", "--no-warmup"});
     const auto synthetic = args.optional("--synthetic");
     const auto modelDir = args.optional("--model");
@@ -122,7 +123,7 @@ int runBench(const CommandArgs& argv) {
     tandem::EngineOptions options = engineOptions(args, synthetic ? "int4" : "auto");
     int longest = *std::max_element(prompts.begin(), prompts.end());
     for (const int d : depths) longest = std::max(longest, d);
-    options.contextLength = longest + genTokens + 1;
+    options.contextLength = longest + genTokens + 2;  // --streams: a warm-up step before genTokens
     std::unique_ptr<tandem::Engine> engine;
     std::string model;
     if (synthetic) {
@@ -141,6 +142,22 @@ int runBench(const CommandArgs& argv) {
     reportDevice(engine->info());
     if (const std::string tuning = tandem::tuning().differences(); !tuning.empty())
         std::printf("tuning: %s\n", tuning.c_str());
+
+    if (const auto streams = args.optional("--streams")) {
+        // --streams 1,4,8: each count of sessions decoded together, on the first --prompt size.
+        StreamsBench bench;
+        bench.shape = shape;
+        bench.streams = commaList(*streams, "--streams");
+        for (const int s : bench.streams)
+            if (s < 1) throw tandem::Error("--streams counts must be at least 1");
+        bench.promptTokens = prompts.front();
+        bench.genSteps = genTokens;
+        bench.deferral = deferrals.front();
+        bench.warmup = !args.flag("--no-warmup");
+        bench.json = args.flag("--json");
+        runStreamsBench(*engine, bench);
+        return 0;
+    }
 
     std::mt19937 rng(7);
     std::uniform_int_distribution<int> token(0, engine->info().vocabSize - 1);

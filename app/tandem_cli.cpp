@@ -72,12 +72,15 @@ commands:
             (reasoning dimmed), then the speed; /reset, /system TEXT and /quit.
   bench     --model DIR|STORE | --synthetic deepseek-v2-lite|qwen3-30b-a3b|deepseek-v3-4l|glm-4.5-air|tiny
             [--experts TYPE] [--dense int8|int4] [--prompt 512[,2048...]] [--gen 128] [--defer D[,D...]] [--threads N]
-            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--json] [--no-verify] [--no-warmup]
+            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--streams S[,S...]] [--json] [--no-verify] [--no-warmup]
             A model (or random weights of a real model's shapes): prefill, then decode, with the time
             split and the decode ceiling (measured bandwidth / routed-expert bytes per token), then a
             table of pp N and tg N rows as llama-bench prints them: "tg N @ dP" decodes after the P-token
             prompt, "tg N" from an empty context (as llama-bench's tg test). Each prompt size is first run
-            once untimed, as llama-bench's warm-up (--no-warmup: not).
+            once untimed, as llama-bench's warm-up (--no-warmup: not). --streams 1,4,8 instead: for each
+            count S, S sessions each prefill their own random --prompt, then decode --gen steps together;
+            aggregate tok/s beside the roofline of the distinct routed experts a step reads for S sequences
+            (counted from the routing on the CPU path, else estimated for uniform routing).
   serve     --model DIR|STORE [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--name NAME]
             [--max-tokens N] [--max-body SIZE] [--max-requests N] [--cache-conversations N] [--batch N] [--threads N] [--context N]
             [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8|int4] [--no-verify]

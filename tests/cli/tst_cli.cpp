@@ -297,6 +297,40 @@ private slots:
         }
     }
 
+    // bench --streams: sessions decoded together, one JSON row per stream count, each with the distinct
+    // experts its steps read (counted from the routing on the CPU path) and the roofline they give.
+    void benchStreamsReportsEachCountBesideItsRoofline() {
+        const auto r = runCli({"bench", "--model", fixturePath("tiny-qwen3moe"), "--streams", "1,3", "--prompt", "8", "--gen",
+                               "4", "--device", "cpu", "--threads", "2", "--json"});
+        QCOMPARE(r.exitCode, 0);
+        QList<QJsonObject> rows;
+        for (const QString& line : r.out.split('\n'))
+            if (line.startsWith('{')) rows.append(QJsonDocument::fromJson(line.toUtf8()).object());
+        QCOMPARE(rows.size(), 2);
+        for (int i = 0; i < 2; ++i) {
+            const QJsonObject& j = rows[i];
+            const int S = i == 0 ? 1 : 3;
+            QCOMPARE(j["streams"].toInt(), S);
+            QCOMPARE(j["steps"].toInt(), 4);
+            QCOMPARE(j["distinct_source"].toString(), QString("counted"));
+            const int E = j["experts_per_layer"].toInt(), k = j["experts_per_token"].toInt();
+            QCOMPARE(E, 16);
+            QCOMPARE(k, 4);
+            const double distinct = j["distinct_experts_per_layer"].toDouble();
+            if (S == 1) QCOMPARE(distinct, 4.0);  // one sequence reads its own k
+            QVERIFY2(distinct >= k && distinct <= std::min(S * k, E), qPrintable(r.out));
+            QVERIFY(std::abs(j["uniform_distinct_experts"].toDouble() - E * (1 - std::pow(1.0 - double(k) / E, S))) < 1e-3);
+            const double stepBytes = j["routed_bytes_per_token"].toDouble() * distinct / k;
+            const double roofline = S * j["bandwidth_gbps"].toDouble() * 1e9 / stepBytes;
+            QVERIFY2(std::abs(j["roofline_tokens_per_second"].toDouble() / roofline - 1) < 1e-3, qPrintable(r.out));
+            QVERIFY(j["decode_tokens_per_second"].toDouble() > 0);
+        }
+        QVERIFY2(r.out.contains("counted from the routing"), qPrintable(r.out));
+        const auto zero = runCli({"bench", "--model", fixturePath("tiny-qwen3moe"), "--streams", "0"});
+        QVERIFY(zero.exitCode != 0);
+        QVERIFY2(zero.err.contains("--streams counts must be at least 1"), qPrintable(zero.err));
+    }
+
     // bench --model: a model folder or store, several prompt sizes, and the llama-bench-like table.
     void benchTakesAModelAndPrintsATable() {
         const auto r = runCli({"bench", "--model", fixturePath("tiny-qwen3moe"), "--prompt", "8,16", "--gen", "3", "--device",
