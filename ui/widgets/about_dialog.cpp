@@ -40,7 +40,9 @@ AboutDialog::AboutDialog(const ModelSummary& model, QWidget* parent) : QDialog(p
     setObjectName(QStringLiteral("aboutDialog"));
     setWindowTitle(tr("About Tandem"));
     const BuildInfo& build = tandem::buildInfo();
-    const QString modelText = model.name.isEmpty() ? tr("none loaded") : model.name;
+    const QString modelText = model.name.isEmpty() ? tr("none loaded")
+                              : model.remote       ? tr("%1 (%2 on the server at %3)").arg(model.name, model.remoteModel, model.remoteUrl)
+                                                   : model.name;
 
     auto* icon = new QLabel(this);
     icon->setPixmap(appIcon().pixmap(64, 64));
