@@ -117,7 +117,7 @@ struct AttentionArgs {
     const float* sinks;
     bf16* out; int ldOut; int outHeadStride;
     bool split;
-    // Prefill on tensor cores (launchFlashPrefill): each product in one bf16 term even with split (a long
+    // Prefill on tensor cores (launchFlashPrefill), with split: P·V in one bf16 term, Q·K still split (a long
     // context's chunk, Tuning::gpuSplitAttentionUntil); `split` still says how the output is stored.
     bool bf16Products;
     // Flash-decoding: with splits > 1 the context is cut into that many ranges, each handled by its own
@@ -187,7 +187,7 @@ struct MlaPrefillArgs {
     float scale;
     bf16* out; int ldOut; int outHeadStride;
     bool split;
-    bool bf16Products;      // products in one bf16 term even with split (AttentionArgs::bf16Products)
+    bool bf16Products;      // P·V in one bf16 term even with split (AttentionArgs::bf16Products)
 };
 // Whether the kernel serves these head widths (up to nope 128, rope 64, v 128, multiples of 4).
 bool mlaFlashPrefillServes(int nope, int rope, int vDim);

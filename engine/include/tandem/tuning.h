@@ -28,8 +28,8 @@ struct Tuning {
     bool gpuChain = true;           // TANDEM_GPU_CHAIN=0: no programmatic dependent launches
     int gpuPrefetchMb = -1;         // TANDEM_GPU_PREFETCH_MB: next layer's weights into L2; -1 = half of L2
     // TANDEM_GPU_SPLIT_ATTENTION_UNTIL: a prompt chunk whose context reaches past this many positions computes
-    // its attention's products (Q·K, P·V, GQA and MLA) in one bf16 term instead of split's three; the
-    // projections stay split. Long prompts are attention-bound (issue 28); the rows move by ~1e-3.
+    // its attention's P·V (GQA and MLA flash kernels) in one bf16 term instead of split's three; Q·K stays
+    // split. Long prompts are attention-bound (issue 28).
     int gpuSplitAttentionUntil = 4096;
     bool gpuFlashPrefill = true;    // TANDEM_GPU_FLASH=0: prompts' attention (GQA, MLA) and MLA's decode on the scalar kernels (attention.cu)
     bool gpuProfile = false;        // TANDEM_GPU_PROFILE=1: per-stage GPU times of decode steps, printed at exit
