@@ -97,6 +97,7 @@ void runStreamsBench(tandem::Engine& engine, const StreamsBench& bench) {
         const double before = engine.measureMemoryBandwidth();
         std::fprintf(stderr, "%d stream%s: %d decode steps ...\n", S, S == 1 ? "" : "s", bench.genSteps);
         routing.record(true);
+        sessions.front()->takeDecodeProfile();  // the timed steps' only
         const auto t0 = Clock::now();
         for (int s = 0; s < bench.genSteps; ++s) {
             step();
@@ -104,6 +105,9 @@ void runStreamsBench(tandem::Engine& engine, const StreamsBench& bench) {
         }
         const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
         routing.record(false);
+        // Every session of a batch counts the whole step; the CPU path times its routed experts per layer.
+        double expertsMs = 0;
+        for (const auto& layer : sessions.front()->takeDecodeProfile().layers) expertsMs += layer.cpuExpertsMs;
         std::fprintf(stderr, "measuring memory bandwidth again ...\n");
         const double after = engine.measureMemoryBandwidth();
         const double bandwidth = std::max(before, after);
@@ -118,12 +122,19 @@ void runStreamsBench(tandem::Engine& engine, const StreamsBench& bench) {
         const double stepBytes = k > 0 ? static_cast<double>(info.routedBytesPerToken) * distinct / k : 0.0;
         const double roofline = stepBytes > 0 ? static_cast<double>(S) * bandwidth * 1e9 / stepBytes : 0.0;
         const double fraction = roofline > 0 ? tokensPerSecond / roofline : 0.0;
-        std::printf("  %d stream%s  %8.2f tok/s aggregate (%.2f per stream, step %.2f ms)\n", S, S == 1 ? " " : "s",
-                    tokensPerSecond, tokensPerSecond / S, 1000.0 * seconds / bench.genSteps);
+        // On the CPU path a step also reads the dense weights, once for all S rows.
+        const double denseBytes = info.cpuBytesPerToken > info.routedBytesPerToken
+                                      ? static_cast<double>(info.cpuBytesPerToken - info.routedBytesPerToken) : 0.0;
+        const double withDense = denseBytes > 0 ? static_cast<double>(S) * bandwidth * 1e9 / (stepBytes + denseBytes) : 0.0;
+        std::printf("  %d stream%s  %8.2f tok/s aggregate (%.2f per stream, step %.2f ms, routed experts %.2f ms of it)\n", S,
+                    S == 1 ? " " : "s", tokensPerSecond, tokensPerSecond / S, 1000.0 * seconds / bench.genSteps, expertsMs);
         std::printf("             roofline %8.2f tok/s: %.1f of %d experts per MoE layer a step (%s; uniform routing "
                     "%.1f), %.0f MB of routed experts a step / %.1f GB/s measured (%.1f before, %.1f after) -> %.0f%%\n",
                     roofline, distinct, E, counted ? "counted from the routing" : "estimated: the routing is not observed here",
                     uniform, stepBytes / 1e6, bandwidth, before, after, 100.0 * fraction);
+        if (withDense > 0)
+            std::printf("             with the dense weights %8.2f tok/s: %.0f MB more a step, read once for the %d -> %.0f%%\n",
+                        withDense, denseBytes / 1e6, S, 100.0 * tokensPerSecond / withDense);
         if (!bench.json) continue;
         std::printf("{\"shape\": \"%s\", \"experts\": \"%s\", \"isa\": \"%s\", \"device\": \"%s\", \"threads\": %d, "
                     "\"deferral\": %d, \"streams\": %d, \"prompt_tokens\": %d, \"steps\": %d, "
@@ -131,11 +142,12 @@ void runStreamsBench(tandem::Engine& engine, const StreamsBench& bench) {
                     "\"distinct_experts_per_layer\": %.3f, \"distinct_source\": \"%s\", \"uniform_distinct_experts\": %.3f, "
                     "\"experts_per_layer\": %d, \"experts_per_token\": %d, \"routed_bytes_per_token\": %llu, "
                     "\"routed_bytes_per_step\": %.0f, \"bandwidth_gbps\": %.3f, \"bandwidth_before_gbps\": %.3f, "
-                    "\"bandwidth_after_gbps\": %.3f, \"roofline_tokens_per_second\": %.3f, \"roofline_fraction\": %.4f}\n",
+                    "\"bandwidth_after_gbps\": %.3f, \"roofline_tokens_per_second\": %.3f, \"roofline_fraction\": %.4f, "
+                    "\"dense_bytes_per_step\": %.0f, \"roofline_with_dense_tokens_per_second\": %.3f, \"cpu_experts_ms\": %.4f}\n",
                     bench.shape.c_str(), info.experts.c_str(), info.cpuKernels.c_str(), info.device.c_str(), engine.threads(),
                     bench.deferral, S, bench.promptTokens, bench.genSteps, tokensPerSecond, tokensPerSecond / S,
                     1000.0 * seconds / bench.genSteps, distinct, counted ? "counted" : "uniform", uniform, E, k,
                     static_cast<unsigned long long>(info.routedBytesPerToken), stepBytes, bandwidth, before, after, roofline,
-                    fraction);
+                    fraction, denseBytes, withDense, expertsMs);
     }
 }
