@@ -183,8 +183,10 @@ void Dashboard::setModel(const ModelSummary* summary, int deferral) {
         expectation_->clear();
         expectation_->hide();
         deferral_->setModel(0, 0);
+        deferral_->hide();  // the server decides how its experts run
         return;
     }
+    deferral_->show();
     if (!summary) {
         modelName_->setText(tr("No model loaded"));
         modelDetails_->clear();

@@ -367,10 +367,20 @@ void MainWindow::buildMenus() {
     chooseModel->setObjectName(QStringLiteral("chooseModelAction"));
     chooseModel->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_M));
     file->addAction(tr("Add a &Server…"), this, &MainWindow::addRemoteModel)->setObjectName(QStringLiteral("addServerAction"));
-    editServerAction_ = file->addAction(tr("&Edit Server…"), this, &MainWindow::editRemoteModel);
-    editServerAction_->setObjectName(QStringLiteral("editServerAction"));
-    editServerAction_->setToolTip(tr("The address, API key and model of the model on a server in use"));
-    editServerAction_->setEnabled(false);
+    // One entry per model on a server: its address, key and model, or Remove. Listed when it opens.
+    editServerMenu_ = file->addMenu(tr("Edit &Server"));
+    editServerMenu_->setObjectName(QStringLiteral("editServerMenu"));
+    connect(editServerMenu_, &QMenu::aboutToShow, this, [this] {
+        editServerMenu_->clear();
+        const QList<RemoteEndpoint> servers = parts_.settings->remoteModels();
+        if (servers.isEmpty()) editServerMenu_->addAction(tr("None added yet"))->setEnabled(false);
+        for (const RemoteEndpoint& e : servers) {
+            const QString key = remoteModelKey(e.id);
+            QAction* a = editServerMenu_->addAction(tr("%1 (%2)").arg(e.name, remoteServerName(e.baseUrl)).replace('&', "&&"),
+                                                    this, [this, key] { editRemoteModel(key); });
+            a->setToolTip(tr("%1 at %2").arg(e.model, remoteApiBase(e.baseUrl)));
+        }
+    });
     file->addAction(tr("&Reload Model"), this, [this] {
         parts_.chat->stop();  // a load waits for the answer in progress; stop it first
         parts_.model->loadConfigured();
@@ -448,7 +458,6 @@ void MainWindow::updateChatPage() {
 
 void MainWindow::updateModelState() {
     ModelController* m = parts_.model;
-    editServerAction_->setEnabled(m->isRemote() && m->state() != ModelController::State::NoModel);
     switch (m->state()) {
     case ModelController::State::NoModel:
         modelStatus_->setText(tr("No model"));
@@ -573,22 +582,25 @@ void MainWindow::addRemoteModel() {
     chooseModel(remoteModelKey(id));
 }
 
-void MainWindow::editRemoteModel() {
+void MainWindow::editRemoteModel(const QString& which) {
     ModelController* m = parts_.model;
-    const QString key = m->state() == ModelController::State::Loading ? m->loadingDir() : m->summary().dir;
+    const QString current = m->state() == ModelController::State::Loading ? m->loadingDir() : m->summary().dir;
+    const QString key = which.isEmpty() ? current : which;
     const RemoteEndpoint endpoint = m->remoteModel(key);
     if (!endpoint.isValid()) return;
     RemoteModelDialog dialog(endpoint, this);
     if (dialog.exec() != QDialog::Accepted) return;
+    const bool inUse = key == current && m->state() != ModelController::State::NoModel && m->state() != ModelController::State::Failed;
     if (dialog.removeRequested()) {
         parts_.settings->removeRemoteModel(endpoint.id);
         // It is no model any more: the one that ships with Tandem takes over, if there is one.
-        if (!m->embeddedModelDir().isEmpty()) chooseModel(m->embeddedModelDir());
+        if (inUse && !m->embeddedModelDir().isEmpty()) chooseModel(m->embeddedModelDir());
         picker_->refresh();
         return;
     }
     parts_.settings->saveRemoteModel(dialog.endpoint());
-    chooseModel(key);  // connects again with what was changed
+    // Connects (again) with what was changed: a server fixed after it failed is the one wanted now.
+    chooseModel(key);
 }
 
 void MainWindow::openModelWizard() {

@@ -8,6 +8,7 @@
 
 class QAction;
 class QLabel;
+class QMenu;
 class QSplitter;
 class QStackedWidget;
 class QToolButton;
@@ -92,8 +93,9 @@ public slots:
     void openModelWizard();
     // Add a Server…: a model on another computer (RemoteModelDialog); once added, it is the model in use.
     void addRemoteModel();
-    // Edit Server…: the model on a server in use (its address, key, model; or Remove).
-    void editRemoteModel();
+    // File ▸ Edit Server ▸ NAME: a model on a server (its address, key, model; or Remove); saved, it is
+    // the model in use. `key` (remoteModelKey) empty: the one in use.
+    void editRemoteModel(const QString& key = QString());
     void openConversationSettings();
     void openAbout();
     void confirmDelete(qint64 conversationId);
@@ -144,7 +146,7 @@ private:
     QLabel* serverStatus_ = nullptr;
     QAction* stopAction_ = nullptr;
     QAction* regenerateAction_ = nullptr;
-    QAction* editServerAction_ = nullptr;
+    QMenu* editServerMenu_ = nullptr;
     QPointer<ModelWizard> wizard_;
     int shownVerificationPercent_ = -1;
     // A failed switch's message stays up when the model used before comes back.

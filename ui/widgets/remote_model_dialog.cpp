@@ -107,7 +107,6 @@ RemoteModelDialog::RemoteModelDialog(const RemoteEndpoint& endpoint, QWidget* pa
     connect(lister_, &RemoteModelLister::failed, this, &RemoteModelDialog::onFailed);
     connect(url_, &QLineEdit::textChanged, this, &RemoteModelDialog::updateKeyWarning);
     connect(key_, &QLineEdit::textChanged, this, &RemoteModelDialog::updateKeyWarning);
-    connect(url_, &QLineEdit::returnPressed, this, &RemoteModelDialog::testConnection);
     setStatus(tr("Test the connection to list the server's models."), false);
     updateKeyWarning();
     (url_->text().isEmpty() ? url_ : name_)->setFocus();
@@ -168,13 +167,20 @@ void RemoteModelDialog::onListed(const RemoteModelList& models) {
 void RemoteModelDialog::onFailed(const QString& message) {
     test_->setEnabled(true);
     listed_.clear();
-    setStatus(message, true);
+    // Where to fix it is here.
+    setStatus(QString(message).remove(tr(" (File ▸ Edit Server)")), true);
     emit tested(false);
 }
 
 void RemoteModelDialog::setStatus(const QString& text, bool error) {
     status_->setText(text);
     status_->setStyleSheet(error ? QStringLiteral("color: #c62828;") : QString());
+    // A long message wraps onto more lines: the dialog grows to show it whole.
+    if (layout()) {
+        layout()->activate();
+        const int needed = layout()->totalHeightForWidth(width());
+        if (needed > height()) resize(width(), needed);
+    }
 }
 
 void RemoteModelDialog::updateKeyWarning() {
@@ -186,6 +192,11 @@ void RemoteModelDialog::updateKeyWarning() {
 }
 
 void RemoteModelDialog::accept() {
+    // Enter (or Add) with an address and no model yet: what the user wants first is the list.
+    if (remoteUrlProblem(url_->text()).isEmpty() && model_->currentText().trimmed().isEmpty()) {
+        if (!isTesting()) testConnection();
+        return;
+    }
     if (const QString p = problem(); !p.isEmpty()) {
         problem_->setText(p);
         problem_->setVisible(true);

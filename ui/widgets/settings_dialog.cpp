@@ -73,7 +73,12 @@ bool kernelRuns(int row) {
 }  // namespace
 
 SettingsValues SettingsValues::read(const AppSettings& s) {
-    return {s.engine(), s.sampling(), s.appearance(), s.defaultDeferral(), s.hubEndpoint(), s.server()};
+    SettingsValues v{s.engine(), s.sampling(), s.appearance(), s.defaultDeferral(), s.hubEndpoint(), s.server()};
+    if (isRemoteModelKey(v.engine.modelDir)) {
+        const RemoteEndpoint e = s.remoteModel(remoteModelId(v.engine.modelDir));
+        v.remoteModelName = e.name.isEmpty() ? e.model : e.name;
+    }
+    return v;
 }
 
 void SettingsValues::write(AppSettings& s) const {
@@ -363,7 +368,13 @@ void SettingsDialog::accept() {
 }
 
 void SettingsDialog::setValues(const SettingsValues& v) {
-    modelDir_->setText(v.engine.modelDir);
+    remoteKey_.clear();
+    remoteShown_.clear();
+    if (isRemoteModelKey(v.engine.modelDir)) {
+        remoteKey_ = v.engine.modelDir;
+        remoteShown_ = tr("%1 (on a server: File ▸ Edit Server)").arg(v.remoteModelName.isEmpty() ? v.engine.modelDir : v.remoteModelName);
+    }
+    modelDir_->setText(remoteKey_.isEmpty() ? v.engine.modelDir : remoteShown_);
     threads_->setValue(v.engine.threads);
     numa_->setCurrentIndex(static_cast<int>(v.engine.numaPolicy));
     kernel_->setCurrentIndex(static_cast<int>(v.engine.cpuKernel));
@@ -455,6 +466,7 @@ void SettingsDialog::updateKernelNote() {
 SettingsValues SettingsDialog::values() const {
     SettingsValues v;
     v.engine.modelDir = modelDir_->text().trimmed();
+    if (!remoteKey_.isEmpty() && modelDir_->text() == remoteShown_) v.engine.modelDir = remoteKey_;
     v.engine.threads = threads_->value();
     v.engine.numaPolicy = static_cast<NumaPolicy>(numa_->currentIndex());
     v.engine.cpuKernel = static_cast<CpuKernel>(kernel_->currentIndex());

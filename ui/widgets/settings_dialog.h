@@ -23,6 +23,8 @@ struct SettingsValues {
     int defaultDeferral = 0;
     QString hubEndpoint;
     ServerSettings server;
+    // engine.modelDir is a model on a server: the name it was given (shown instead of its key).
+    QString remoteModelName = {};
 
     static SettingsValues read(const AppSettings& settings);
     void write(AppSettings& settings) const;
@@ -65,6 +67,9 @@ private:
     void updateServerPage();
 
     QLineEdit* modelDir_;
+    // A model on a server in Model folder: its key, and the text shown for it (while it is unchanged, the
+    // key is what values() gives).
+    QString remoteKey_, remoteShown_;
     QSpinBox* threads_;
     QComboBox* numa_;
     QComboBox* kernel_;

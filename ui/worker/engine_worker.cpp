@@ -157,7 +157,7 @@ void EngineWorker::loadRemote(const LoadRequest& request) {
             QStringList shown = list.ids.mid(0, 5);
             if (list.ids.size() > shown.size()) shown << QStringLiteral("…");
             emit modelLoadFailed(dir, QStringLiteral("The server at %1 has no model “%2”; it lists %3. Choose one of them "
-                                                     "(File ▸ Edit Server…).")
+                                                     "(File ▸ Edit Server).")
                                           .arg(remoteServerName(used.baseUrl), used.model, shown.join(QStringLiteral(", "))));
             return;
         }

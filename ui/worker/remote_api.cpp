@@ -262,9 +262,9 @@ QString remoteFailureMessage(RemoteCall call, const RemoteEndpoint& endpoint, QN
     const bool listing = call == RemoteCall::ListModels;
     if (status == 401 || status == 403) {
         if (endpoint.apiKey.trimmed().isEmpty())
-            return tr("The server at %1 needs an API key (HTTP %2). Enter the key it was started with (Edit Server…).%3")
+            return tr("The server at %1 needs an API key (HTTP %2). Enter the key it was started with (File ▸ Edit Server).%3")
                 .arg(server).arg(status).arg(saying);
-        return tr("The server at %1 did not accept the API key (HTTP %2). Check the key (Edit Server…).%3")
+        return tr("The server at %1 did not accept the API key (HTTP %2). Check the key (File ▸ Edit Server).%3")
             .arg(server).arg(status).arg(saying);
     }
     if (status == 404) {
@@ -274,7 +274,7 @@ QString remoteFailureMessage(RemoteCall call, const RemoteEndpoint& endpoint, QN
                       "with the API under /v1.%3")
                 .arg(server, remoteApiUrl(endpoint.baseUrl, QStringLiteral("/models")).path(), saying);
         return tr("The server at %1 has no model “%2” or no chat API at %3 (HTTP 404). Choose one of the models it lists "
-                  "(Edit Server… ▸ Test connection).%4")
+                  "(File ▸ Edit Server).%4")
             .arg(server, endpoint.model, remoteApiUrl(endpoint.baseUrl, QStringLiteral("/chat/completions")).path(), saying);
     }
     if (status >= 400 && status < 500)
