@@ -63,7 +63,7 @@ private:
 
     std::unique_ptr<model::QueuedRoutedExperts> combined_;
     int hidden_;
-    int members_ = 0;
+    std::atomic<int> members_{0};  // read by the views, which a prefill's helper thread may drive
     // Two groups per part (immediate, deferred), alternating by layer: layer l + 1's group fills while
     // layer l's computation may still be finishing.
     std::array<Group, 4> groups_;

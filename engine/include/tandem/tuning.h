@@ -29,8 +29,10 @@ struct Tuning {
     int gpuPrefetchMb = -1;         // TANDEM_GPU_PREFETCH_MB: next layer's weights into L2; -1 = half of L2
     // TANDEM_GPU_SPLIT_ATTENTION_UNTIL: a prompt chunk whose context reaches past this many positions computes
     // its attention's P·V (GQA and MLA flash kernels) in one bf16 term instead of split's three; Q·K stays
-    // split. Long prompts are attention-bound (issue 28).
-    int gpuSplitAttentionUntil = 4096;
+    // split. Long prompts are attention-bound (issue 28). Off (1 << 30) until this form has passed the
+    // long-context check on the GPU: all-bf16 products (its first form) were 1.5-2.2x faster at 16-64K but
+    // moved tiny-gpt-oss's rows past tolerance (docs/BENCHMARKS.md, "Long context end to end").
+    int gpuSplitAttentionUntil = 1 << 30;
     bool gpuFlashPrefill = true;    // TANDEM_GPU_FLASH=0: prompts' attention (GQA, MLA) and MLA's decode on the scalar kernels (attention.cu)
     bool gpuProfile = false;        // TANDEM_GPU_PROFILE=1: per-stage GPU times of decode steps, printed at exit
     // Prefill chunks of at least this many tokens copy the routed experts of the layers the CPU holds to
