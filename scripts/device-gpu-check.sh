@@ -59,6 +59,12 @@
 # memory on both sides: llama-bench -ngl 99 -ot exps=CPU -fa 1 at pp512/pp16384 (-ub 2048) and tg32 at depth 0
 # and 16384 (-d), against tandem-cli bench --gpu-memory LONGPEER_GPU_MEMORY (default PEER_STREAM: prompts streamed) --prompt 512,16384 --gen 32 (decode after the prompt
 # is the depth row) and its one-token decode. LONGPEER_PROMPTS changes the sizes (default 512,16384).
+# BATCH=1: issue 27's batched decode on the GPU: scripts/check_batched_decode.py (serve --batch 4 on the Pocket
+# Dictionary: answers at once equal answers alone), then bench --streams BATCH_STREAMS (default 1,4,8) on
+# BATCH_SHAPE (default qwen3-30b-a3b) with --gpu-memory BATCH_GPU_MEMORY (default 0: every expert on the CPU).
+# GPTOSS=1: gpt-oss-120b's hybrid decode against the CPU path, back to back, nothing else running: bench
+# --synthetic GPTOSS_SHAPE (default gpt-oss-120b-8l) with mxfp4 experts on the CPU path, then the hybrid path
+# (--gpu-memory 0) as mxfp4 and int4, then qwen3-30b-a3b-8l int4 hybrid as the control.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tandem-out}
@@ -280,6 +286,26 @@ for r in rows:
           f'{r.get("cpu_experts_gbps", 0):5.0f} '
           f'{r["step_ms"]:7.2f} {r["graph_launches"]:>5}/{r["steps"]:<5}')
 PY
+fi
+
+if [[ ${BATCH:-0} == 1 ]]; then
+  echo "== batched decode: serve --batch 4 on the GPU against each request alone"
+  timeout 300 python3 scripts/check_batched_decode.py --cli "$cli" --model resources/models/pocket-dictionary --device gpu 2>&1 |
+    tee "$out/batched-decode.txt" | tail -6
+  echo "== bench --streams ${BATCH_STREAMS:-1,4,8} on ${BATCH_SHAPE:-qwen3-30b-a3b}"
+  "$cli" bench --synthetic "${BATCH_SHAPE:-qwen3-30b-a3b}" --experts int4 --streams "${BATCH_STREAMS:-1,4,8}" --prompt 64 \
+    --gen 64 --device gpu --gpu-memory "${BATCH_GPU_MEMORY:-0}" >"$out/streams.txt" 2>&1
+  grep -E "stream|roofline|dense" "$out/streams.txt" | tail -12
+fi
+
+if [[ ${GPTOSS:-0} == 1 ]]; then
+  for v in "cpu mxfp4 ${GPTOSS_SHAPE:-gpt-oss-120b-8l}" "gpu mxfp4 ${GPTOSS_SHAPE:-gpt-oss-120b-8l}" \
+           "gpu int4 ${GPTOSS_SHAPE:-gpt-oss-120b-8l}" "gpu int4 qwen3-30b-a3b-8l"; do
+    set -- $v
+    echo "== $3 $2 experts, --device $1 --gpu-memory 0"
+    "$cli" bench --synthetic "$3" --experts "$2" --prompt 1 --gen 64 --device "$1" --gpu-memory 0 2>&1 |
+      tee -a "$out/gptoss.txt" | grep -E "^  (decode|ceiling|step)" | head -3
+  done
 fi
 
 if [[ ${H2D:-0} == 1 ]]; then
