@@ -20,7 +20,8 @@
 // (BUILD: a configured build tree whose tandem_engine is built; the packer's sources alone no longer link).
 // gpt-oss shapes (epilogue) add random biases per expert and the clamped SwiGLU (cuda::ExpertEpilogue) to
 // the kernels and the reference alike; every shape also checks one token in the batch decode's router
-// kernel writes (a group per slot, ExpertPairs::groupExpert). MXFP4 has no GPU kernels and is skipped.
+// kernel writes (a group per slot, ExpertPairs::groupExpert). MXFP4 (gpt-oss) runs on INT4's kernels with
+// its nibbles as e2m1 values and bf16 scales (fp4Pair).
 // Flags: --check-only (no timings), --shapes NAME,NAME (a subset of the shapes below).
 #include <algorithm>
 #include <cmath>
@@ -654,7 +655,6 @@ int main(int argc, char** argv) {
             std::printf("== %s: hidden %d, intermediate %d, %d experts, top-%d (%d distinct random experts)\n", s.name, s.hidden,
                         s.inter, s.experts, s.topK, distinctCount);
             for (const ExpertType type : io::kAllExpertTypes) {
-                if (type == ExpertType::MXFP4) continue;  // no GPU kernels (the engine keeps MXFP4 experts on the CPU)
                 table.push_back({&s, type, {}});
                 runShapeType(s, type, sources, timings, table.back().t, stream);
                 std::fflush(stdout);

@@ -4,7 +4,8 @@
 // (32 for bf16, 64 for int8/int4), and a block is made of 64-byte rows in which bytes 4o..4o+3 belong
 // to output o: a bf16 row holds inputs (2j, 2j+1) of each output, an int8 row inputs 4j..4j+3, an int4
 // row (vector v) 4 inputs in its low nibbles and the 4 inputs 16 further on in its high nibbles, with
-// the block's 2 x 16 fp16 group scales after its 512 bytes of nibbles. Gate and up blocks alternate
+// the block's 2 x 16 fp16 group scales after its 512 bytes of nibbles (MXFP4: the same, its nibbles e2m1
+// values and its scales bf16 powers of two). Gate and up blocks alternate
 // along K within a 16-row panel; down's panels lie chunk by chunk (128 columns of K per chunk).
 //
 // Decode (one token or a few) streams the bytes once on the CUDA cores: a warp reads a block as 512-byte
@@ -136,6 +137,31 @@ struct DecodeFormat<ExpertType::INT4> {
     }
 };
 
+// MXFP4: INT4's geometry and loads; the nibbles are e2m1 values (times two, fp4Pair) and the group scales
+// bf16 (2^(e - 128)).
+template <>
+struct DecodeFormat<ExpertType::MXFP4> : DecodeFormat<ExpertType::INT4> {
+    __device__ static void dot(const Weights& w, const Inputs& x, float (&acc)[4]) {
+        const std::uint32_t words[4] = {w.w.x, w.w.y, w.w.z, w.w.w};
+        const float scale[4] = {bf16Bits(w.scales.x & 0xffff), bf16Bits(w.scales.x >> 16), bf16Bits(w.scales.y & 0xffff),
+                                bf16Bits(w.scales.y >> 16)};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const std::uint32_t lo = words[i] & 0x0f0f0f0fu, hi = (words[i] >> 4) & 0x0f0f0f0fu;
+            const std::uint32_t l01 = fp4Pair(lo, 0), l23 = fp4Pair(lo, 2), h01 = fp4Pair(hi, 0), h23 = fp4Pair(hi, 2);
+            float s = __uint_as_float(l01 << 16) * x.lo.x;
+            s = fmaf(__uint_as_float(l01 & 0xffff0000u), x.lo.y, s);
+            s = fmaf(__uint_as_float(l23 << 16), x.lo.z, s);
+            s = fmaf(__uint_as_float(l23 & 0xffff0000u), x.lo.w, s);
+            s = fmaf(__uint_as_float(h01 << 16), x.hi.x, s);
+            s = fmaf(__uint_as_float(h01 & 0xffff0000u), x.hi.y, s);
+            s = fmaf(__uint_as_float(h23 << 16), x.hi.z, s);
+            s = fmaf(__uint_as_float(h23 & 0xffff0000u), x.hi.w, s);
+            acc[i] = fmaf(scale[i], s, acc[i]);
+        }
+    }
+};
+
 // Sums each of acc[4] over the 8 lanes that share lane % 4 (those hold the same 4 outputs).
 __device__ __forceinline__ void sumLaneGroups(float (&acc)[4]) {
 #pragma unroll
@@ -156,7 +182,7 @@ template <ExpertType T>
 __global__ void __launch_bounds__(kDecodeWarps * 32)
     gateUpDecodeKernel(GpuExpertLayout l, ExpertPairs b, const float* x, int ldx, float* act, ExpertEpilogue ep) {
     using F = DecodeFormat<T>;
-    constexpr int kPass = T == ExpertType::INT4 ? 4 : 2;
+    constexpr int kPass = fourBit(T) ? 4 : 2;
     __shared__ float partial[kDecodeWarps][2][kPanelRows];
     waitForPrevious();
     startNext();
@@ -403,7 +429,7 @@ void decode(const GpuExpertLayout& l, const ExpertPairs& b, const float* x, int 
     };
     const int items = b.topK * l.chunks;
     constexpr int kDefault = defaultDownPass<T>();
-    if constexpr (T == ExpertType::INT4) {
+    if constexpr (fourBit(T)) {
         if (items > kDecodeWarps * kDefault && items <= kDecodeWarps * 6) return launchDown(downDecodeKernel<T, 6>);
         if (items > kDecodeWarps * 6 && items <= kDecodeWarps * 8) return launchDown(downDecodeKernel<T, 8>);
     }
@@ -413,8 +439,6 @@ void decode(const GpuExpertLayout& l, const ExpertPairs& b, const float* x, int 
 }  // namespace
 
 GpuExpertLayout gpuExpertLayout(const io::ExpertLayout& l) {
-    if (l.type == ExpertType::MXFP4)
-        throw Error("the GPU expert kernels do not take mxfp4 experts yet; run an mxfp4 model's experts on the CPU, or pack them as bf16, int8 or int4");
     GpuExpertLayout g;
     g.type = l.type;
     g.hidden = l.hidden;
@@ -473,6 +497,7 @@ void launchExpertsDecode(const GpuExpertLayout& l, const ExpertPairs& b, const f
     case ExpertType::BF16: decode<ExpertType::BF16>(l, b, x, ldx, out, ldOut, accumulate, act, s, norm, ep); return;
     case ExpertType::INT8: decode<ExpertType::INT8>(l, b, x, ldx, out, ldOut, accumulate, act, s, norm, ep); return;
     case ExpertType::INT4: decode<ExpertType::INT4>(l, b, x, ldx, out, ldOut, accumulate, act, s, norm, ep); return;
+    case ExpertType::MXFP4: decode<ExpertType::MXFP4>(l, b, x, ldx, out, ldOut, accumulate, act, s, norm, ep); return;
     }
 }
 

@@ -79,6 +79,25 @@ __device__ __forceinline__ float int4Weight(std::uint32_t nibbles, int byte) {
 
 __device__ __forceinline__ float halfBits(unsigned short bits) { return __half2float(__ushort_as_half(bits)); }
 
+// INT4 and MXFP4 share the block geometry (512 bytes of nibbles, 2 x 16 16-bit group scales).
+__host__ __device__ constexpr bool fourBit(ExpertType t) { return t == ExpertType::INT4 || t == ExpertType::MXFP4; }
+
+// MXFP4 (gpt-oss): bytes `first` and first + 1 (0 or 2) of a masked nibble word as a bf16 pair of the
+// e2m1 values times two (cpu::kFp4Doubled: 0, 1, 2, 3, 4, 6, 8, 12 by the low 3 bits, bit 3 the sign),
+// exact in bf16; the group's bf16 scale 2^(e - 128) holds the halving. Two __byte_perm table lookups give
+// each value's low and high byte (tables by magnitude: 00 80 00 40 80 C0 00 40 and 00 3F 40 40 40 40 41 41),
+// a third interleaves them, and the sign bits go to bits 15 and 31.
+__device__ __forceinline__ std::uint32_t fp4Pair(std::uint32_t nibbles, int first) {
+    const std::uint32_t w = nibbles >> (8 * first);
+    const std::uint32_t selector = (w & 7u) | ((w >> 4) & 0x70u);
+    const std::uint32_t lo = __byte_perm(0x40008000u, 0x4000C080u, selector);
+    const std::uint32_t hi = __byte_perm(0x40403F00u, 0x41414040u, selector);
+    const std::uint32_t sign = ((w & 0x08u) << 12) | ((w & 0x0800u) << 20);
+    return __byte_perm(lo, hi, 0x5140) | sign;
+}
+
+__device__ __forceinline__ float bf16Bits(unsigned short bits) { return __uint_as_float(static_cast<std::uint32_t>(bits) << 16); }
+
 // Down's block (row panel q, K block kb): chunk c = kb / blocksPerChunk holds every row panel over
 // its columns, panel after panel; every chunk but the last is full.
 template <int BlockInputs>
@@ -124,7 +143,6 @@ inline void requireBatch(const GpuExpertLayout& l, const ExpertPairs& b, const f
     if (ldx % 4 != 0 || reinterpret_cast<std::uintptr_t>(x) % 16 != 0)
         throw Error(std::string(what) + ": activation rows must be 16-byte aligned (ldx a multiple of 4)");
     if (l.hidden < 1 || l.inter < 1) throw Error(std::string(what) + ": empty expert layout");
-    if (l.type == ExpertType::MXFP4) throw Error(std::string(what) + ": the GPU kernels do not take mxfp4 experts yet");
     if (!b.weights || !b.groupStart || !b.pairToken || !b.pairGroup || !b.pairWeight || !b.slotPair)
         throw Error(std::string(what) + ": a batch needs every one of its device arrays");
 }

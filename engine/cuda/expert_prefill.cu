@@ -25,8 +25,8 @@ constexpr int kStages = 3;
 template <ExpertType T, int Splits>
 struct Stage {
     static constexpr int kBlockInputs = T == ExpertType::BF16 ? 32 : 64;
-    static constexpr int kBlockBytes = T == ExpertType::INT4 ? 576 : 1024;
-    static constexpr int kDataBytes = T == ExpertType::INT4 ? 512 : 1024;
+    static constexpr int kBlockBytes = fourBit(T) ? 576 : 1024;
+    static constexpr int kDataBytes = fourBit(T) ? 512 : 1024;
     static constexpr int kScaleBytes = kBlockBytes - kDataBytes;
     // Rows padded by 32 bytes: the 8-byte A loads of 8 rows x 4 lanes then hit 32 distinct banks.
     static constexpr int kActRowBytes = 2 * kBlockInputs + 32;
@@ -106,6 +106,16 @@ __device__ __forceinline__ void loadBInt4(const std::uint8_t* block, int group, 
     b[0][1] = int4Pair(lo, 0x5352);
     b[1][0] = int4Pair(hi, 0x5150);
     b[1][1] = int4Pair(hi, 0x5352);
+}
+
+// The same for an MXFP4 block: its nibbles as bf16 e2m1 values times two (fp4Pair).
+__device__ __forceinline__ void loadBFp4(const std::uint8_t* block, int group, int o, int q, std::uint32_t (&b)[2][2]) {
+    const std::uint32_t w = lds32(block + swizzle(64 * (4 * group + q) + 4 * o));
+    const std::uint32_t lo = w & 0x0f0f0f0fu, hi = (w >> 4) & 0x0f0f0f0fu;
+    b[0][0] = fp4Pair(lo, 0);
+    b[0][1] = fp4Pair(lo, 2);
+    b[1][0] = fp4Pair(hi, 0);
+    b[1][1] = fp4Pair(hi, 2);
 }
 
 // Prefill gate/up (Down = false) or down (Down = true) for one tile of up to 32 pairs of one group.
@@ -194,7 +204,7 @@ __global__ void __launch_bounds__(kPrefillWarps * 32)
         cpAsyncCommit();
         const std::uint8_t* stage = smem + (kb % kStages) * S::kBytes;
         const std::uint8_t* acts = stage + S::kWeights + S::kScales;
-        if constexpr (T == ExpertType::INT4) {
+        if constexpr (fourBit(T)) {
             // Each 32-input group: tile products of its two steps into part, then acc += scale * part.
 #pragma unroll
             for (int group = 0; group < 2; ++group) {
@@ -208,10 +218,17 @@ __global__ void __launch_bounds__(kPrefillWarps * 32)
                 for (int t = 0; t < 8; ++t) {
                     const int slot = slotOf(t), half = t % 2;
                     std::uint32_t bw[2][2];
-                    loadBInt4(stage + slot * S::kDataBytes, group, 8 * half + g, q, bw);
+                    if constexpr (T == ExpertType::MXFP4)
+                        loadBFp4(stage + slot * S::kDataBytes, group, 8 * half + g, q, bw);
+                    else
+                        loadBInt4(stage + slot * S::kDataBytes, group, 8 * half + g, q, bw);
                     const std::uint32_t sc =
                         lds32(stage + S::kWeights + slot * S::kScaleBytes + 2 * (16 * group + 8 * half + 2 * q));
-                    const float2 scale = __half22float2(*reinterpret_cast<const __half2*>(&sc));
+                    float2 scale;
+                    if constexpr (T == ExpertType::MXFP4)
+                        scale = make_float2(bf16Bits(sc & 0xffff), bf16Bits(sc >> 16));
+                    else
+                        scale = __half22float2(*reinterpret_cast<const __half2*>(&sc));
 #pragma unroll
                     for (int m = 0; m < 2; ++m) {
                         if (m == 1 && !upper) continue;
@@ -446,7 +463,7 @@ void launchExpertsPrefill(const GpuExpertLayout& l, const ExpertPairs& b, const 
                           bool accumulate, int splits, void* scratch, cudaStream_t s, const ExpertEpilogue& ep) {
     requireBatch(l, b, x, ldx, "prefill experts");
     if (splits < 1 || splits > 3 || (splits == 1 && l.type == ExpertType::BF16))
-        throw Error("prefill experts: activations in 2 or 3 bf16 terms (1 for int8 and int4 experts), not " + std::to_string(splits));
+        throw Error("prefill experts: activations in 2 or 3 bf16 terms (1 for int8, int4 and mxfp4 experts), not " + std::to_string(splits));
     if (b.groups > 1024) throw Error("prefill experts: at most 1024 groups");
     const PrefillBuffers buf = carvePrefill(l, b.tokens, b.maxPairs, b.groups, splits, scratch);
     if (buf.maxTiles > 65535) throw Error("prefill experts: too many pairs for one launch; split the tokens");
@@ -465,6 +482,11 @@ void launchExpertsPrefill(const GpuExpertLayout& l, const ExpertPairs& b, const 
         three           ? prefill<ExpertType::INT4, 3>(l, b, x, ldx, out, ldOut, accumulate, buf, s, ep)
         : splits == 1   ? prefill<ExpertType::INT4, 1>(l, b, x, ldx, out, ldOut, accumulate, buf, s, ep)
                         : prefill<ExpertType::INT4, 2>(l, b, x, ldx, out, ldOut, accumulate, buf, s, ep);
+        return;
+    case ExpertType::MXFP4:
+        three           ? prefill<ExpertType::MXFP4, 3>(l, b, x, ldx, out, ldOut, accumulate, buf, s, ep)
+        : splits == 1   ? prefill<ExpertType::MXFP4, 1>(l, b, x, ldx, out, ldOut, accumulate, buf, s, ep)
+                        : prefill<ExpertType::MXFP4, 2>(l, b, x, ldx, out, ldOut, accumulate, buf, s, ep);
         return;
     }
 }

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "core/expert_budget.h"
@@ -105,11 +106,13 @@ private:
 std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, const model::ModelWeights& weights,
                                              cpu::ThreadPool& pool, int capacity, ExpertsFactory experts,
                                              const GpuExpertsRequest& request, std::string& reason) {
-    // MXFP4 experts (gpt-oss) have no GPU kernels yet: every routed expert stays on the CPU, whose MXFP4
-    // kernels run them through the bridge, and the placement says why (no expert on the GPU, none streamed).
+    // MXFP4 experts (gpt-oss): the GPU's expert kernels take them (INT4's with e2m1 values, fp4Pair), but
+    // they have not run on a GPU yet, so every routed expert stays on the CPU, whose MXFP4 kernels run them
+    // through the bridge, unless TANDEM_GPU_MXFP4=1 asks to try them; the placement says why.
     GpuExpertsRequest gpuExperts = request;
     std::string expertNote;
-    if (gpuExperts.layout && gpuExperts.layout->type == io::ExpertType::MXFP4) {
+    const char* tryMxfp4 = std::getenv("TANDEM_GPU_MXFP4");
+    if (gpuExperts.layout && gpuExperts.layout->type == io::ExpertType::MXFP4 && !(tryMxfp4 && std::string(tryMxfp4) == "1")) {
         gpuExperts.layout = nullptr;
         gpuExperts.layerBytes = nullptr;
         expertNote = "mxfp4 experts run on the CPU only so far; convert with --experts int4 or bf16 to put experts on the GPU";
