@@ -94,13 +94,34 @@ struct DecodeFormat<ExpertType::INT8> {
     }
 };
 
-template <>
-struct DecodeFormat<ExpertType::INT4> {
+// The 4 values of a masked nibble word (bytes 0-3), and a 16-bit group scale: INT4 n - 8 with fp16
+// scales; MXFP4 the e2m1 values times two (fp4Pair) with bf16 scales 2^(e - 128).
+template <ExpertType T>
+__device__ __forceinline__ float4 nibbleValues(std::uint32_t nibbles) {
+    if constexpr (T == ExpertType::MXFP4) {
+        const std::uint32_t p01 = fp4Pair(nibbles, 0), p23 = fp4Pair(nibbles, 2);
+        return {__uint_as_float(p01 << 16), __uint_as_float(p01 & 0xffff0000u), __uint_as_float(p23 << 16),
+                __uint_as_float(p23 & 0xffff0000u)};
+    } else {
+        return {int4Weight(nibbles, 0), int4Weight(nibbles, 1), int4Weight(nibbles, 2), int4Weight(nibbles, 3)};
+    }
+}
+template <ExpertType T>
+__device__ __forceinline__ float groupScale(std::uint32_t bits) {
+    if constexpr (T == ExpertType::MXFP4)
+        return bf16Bits(static_cast<unsigned short>(bits));
+    else
+        return halfBits(static_cast<unsigned short>(bits));
+}
+
+// INT4 and MXFP4 (the same block geometry).
+template <ExpertType T>
+struct FourBitDecode {
     static constexpr int kPieceInputs = 64;  // the whole block: 8 vectors of 8 inputs
     static constexpr int kPiecesPerBlock = 1;
     struct Weights {
         uint4 w;
-        uint2 scales;  // fp16 scales of the lane's 4 outputs in its vector's group
+        uint2 scales;  // 16-bit scales of the lane's 4 outputs in its vector's group
     };
     struct Inputs {
         float4 lo, hi;
@@ -119,48 +140,28 @@ struct DecodeFormat<ExpertType::INT4> {
     }
     __device__ static void dot(const Weights& w, const Inputs& x, float (&acc)[4]) {
         const std::uint32_t words[4] = {w.w.x, w.w.y, w.w.z, w.w.w};
-        const float scale[4] = {halfBits(w.scales.x & 0xffff), halfBits(w.scales.x >> 16), halfBits(w.scales.y & 0xffff),
-                                halfBits(w.scales.y >> 16)};
+        const float scale[4] = {groupScale<T>(w.scales.x & 0xffff), groupScale<T>(w.scales.x >> 16),
+                                groupScale<T>(w.scales.y & 0xffff), groupScale<T>(w.scales.y >> 16)};
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-            const std::uint32_t lo = words[i] & 0x0f0f0f0fu, hi = (words[i] >> 4) & 0x0f0f0f0fu;
-            float s = int4Weight(lo, 0) * x.lo.x;
-            s = fmaf(int4Weight(lo, 1), x.lo.y, s);
-            s = fmaf(int4Weight(lo, 2), x.lo.z, s);
-            s = fmaf(int4Weight(lo, 3), x.lo.w, s);
-            s = fmaf(int4Weight(hi, 0), x.hi.x, s);
-            s = fmaf(int4Weight(hi, 1), x.hi.y, s);
-            s = fmaf(int4Weight(hi, 2), x.hi.z, s);
-            s = fmaf(int4Weight(hi, 3), x.hi.w, s);
+            const float4 lo = nibbleValues<T>(words[i] & 0x0f0f0f0fu), hi = nibbleValues<T>((words[i] >> 4) & 0x0f0f0f0fu);
+            float s = lo.x * x.lo.x;
+            s = fmaf(lo.y, x.lo.y, s);
+            s = fmaf(lo.z, x.lo.z, s);
+            s = fmaf(lo.w, x.lo.w, s);
+            s = fmaf(hi.x, x.hi.x, s);
+            s = fmaf(hi.y, x.hi.y, s);
+            s = fmaf(hi.z, x.hi.z, s);
+            s = fmaf(hi.w, x.hi.w, s);
             acc[i] = fmaf(scale[i], s, acc[i]);
         }
     }
 };
 
-// MXFP4: INT4's geometry and loads; the nibbles are e2m1 values (times two, fp4Pair) and the group scales
-// bf16 (2^(e - 128)).
 template <>
-struct DecodeFormat<ExpertType::MXFP4> : DecodeFormat<ExpertType::INT4> {
-    __device__ static void dot(const Weights& w, const Inputs& x, float (&acc)[4]) {
-        const std::uint32_t words[4] = {w.w.x, w.w.y, w.w.z, w.w.w};
-        const float scale[4] = {bf16Bits(w.scales.x & 0xffff), bf16Bits(w.scales.x >> 16), bf16Bits(w.scales.y & 0xffff),
-                                bf16Bits(w.scales.y >> 16)};
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const std::uint32_t lo = words[i] & 0x0f0f0f0fu, hi = (words[i] >> 4) & 0x0f0f0f0fu;
-            const std::uint32_t l01 = fp4Pair(lo, 0), l23 = fp4Pair(lo, 2), h01 = fp4Pair(hi, 0), h23 = fp4Pair(hi, 2);
-            float s = __uint_as_float(l01 << 16) * x.lo.x;
-            s = fmaf(__uint_as_float(l01 & 0xffff0000u), x.lo.y, s);
-            s = fmaf(__uint_as_float(l23 << 16), x.lo.z, s);
-            s = fmaf(__uint_as_float(l23 & 0xffff0000u), x.lo.w, s);
-            s = fmaf(__uint_as_float(h01 << 16), x.hi.x, s);
-            s = fmaf(__uint_as_float(h01 & 0xffff0000u), x.hi.y, s);
-            s = fmaf(__uint_as_float(h23 << 16), x.hi.z, s);
-            s = fmaf(__uint_as_float(h23 & 0xffff0000u), x.hi.w, s);
-            acc[i] = fmaf(scale[i], s, acc[i]);
-        }
-    }
-};
+struct DecodeFormat<ExpertType::INT4> : FourBitDecode<ExpertType::INT4> {};
+template <>
+struct DecodeFormat<ExpertType::MXFP4> : FourBitDecode<ExpertType::MXFP4> {};
 
 // Sums each of acc[4] over the 8 lanes that share lane % 4 (those hold the same 4 outputs).
 __device__ __forceinline__ void sumLaneGroups(float (&acc)[4]) {

@@ -97,25 +97,26 @@ __device__ __forceinline__ std::uint32_t int4Pair(std::uint32_t nibbles, unsigne
     return *reinterpret_cast<const std::uint32_t*>(&v);
 }
 
-// An int4 block, group `group` (inputs 32 group .. + 31): one word (vector 4 group + q) holds inputs
-// 4q + j in its low nibbles (step 0 of the group) and 16 + 4q + j in its high ones (step 1).
-__device__ __forceinline__ void loadBInt4(const std::uint8_t* block, int group, int o, int q, std::uint32_t (&b)[2][2]) {
-    const std::uint32_t w = lds32(block + swizzle(64 * (4 * group + q) + 4 * o));
-    const std::uint32_t lo = w & 0x0f0f0f0fu, hi = (w >> 4) & 0x0f0f0f0fu;
-    b[0][0] = int4Pair(lo, 0x5150);
-    b[0][1] = int4Pair(lo, 0x5352);
-    b[1][0] = int4Pair(hi, 0x5150);
-    b[1][1] = int4Pair(hi, 0x5352);
+// Bytes `first` and first + 1 (0 or 2) of a masked nibble word as a bf16 pair: INT4 n - 8 (int4Pair),
+// MXFP4 its e2m1 values times two (fp4Pair).
+template <ExpertType T>
+__device__ __forceinline__ std::uint32_t nibblePair(std::uint32_t nibbles, int first) {
+    if constexpr (T == ExpertType::MXFP4)
+        return fp4Pair(nibbles, first);
+    else
+        return int4Pair(nibbles, first ? 0x5352 : 0x5150);
 }
 
-// The same for an MXFP4 block: its nibbles as bf16 e2m1 values times two (fp4Pair).
-__device__ __forceinline__ void loadBFp4(const std::uint8_t* block, int group, int o, int q, std::uint32_t (&b)[2][2]) {
+// An int4 or mxfp4 block, group `group` (inputs 32 group .. + 31): one word (vector 4 group + q) holds
+// inputs 4q + j in its low nibbles (step 0 of the group) and 16 + 4q + j in its high ones (step 1).
+template <ExpertType T>
+__device__ __forceinline__ void loadBFourBit(const std::uint8_t* block, int group, int o, int q, std::uint32_t (&b)[2][2]) {
     const std::uint32_t w = lds32(block + swizzle(64 * (4 * group + q) + 4 * o));
     const std::uint32_t lo = w & 0x0f0f0f0fu, hi = (w >> 4) & 0x0f0f0f0fu;
-    b[0][0] = fp4Pair(lo, 0);
-    b[0][1] = fp4Pair(lo, 2);
-    b[1][0] = fp4Pair(hi, 0);
-    b[1][1] = fp4Pair(hi, 2);
+    b[0][0] = nibblePair<T>(lo, 0);
+    b[0][1] = nibblePair<T>(lo, 2);
+    b[1][0] = nibblePair<T>(hi, 0);
+    b[1][1] = nibblePair<T>(hi, 2);
 }
 
 // Prefill gate/up (Down = false) or down (Down = true) for one tile of up to 32 pairs of one group.
@@ -218,10 +219,7 @@ __global__ void __launch_bounds__(kPrefillWarps * 32)
                 for (int t = 0; t < 8; ++t) {
                     const int slot = slotOf(t), half = t % 2;
                     std::uint32_t bw[2][2];
-                    if constexpr (T == ExpertType::MXFP4)
-                        loadBFp4(stage + slot * S::kDataBytes, group, 8 * half + g, q, bw);
-                    else
-                        loadBInt4(stage + slot * S::kDataBytes, group, 8 * half + g, q, bw);
+                    loadBFourBit<T>(stage + slot * S::kDataBytes, group, 8 * half + g, q, bw);
                     const std::uint32_t sc =
                         lds32(stage + S::kWeights + slot * S::kScaleBytes + 2 * (16 * group + 8 * half + 2 * q));
                     float2 scale;
