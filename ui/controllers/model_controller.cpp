@@ -6,21 +6,10 @@
 #include <utility>
 
 #include "ui/settings/app_paths.h"
+#include "ui/text/sentence.h"
 #include "ui/worker/remote_api.h"
 
 namespace tandem::ui {
-namespace {
-
-// `text` as a sentence that another may follow.
-QString sentence(QString text) {
-    text = text.trimmed();
-    if (!text.isEmpty() && !text.endsWith(QLatin1Char('.')) && !text.endsWith(QLatin1Char('!')) &&
-        !text.endsWith(QLatin1Char('?')))
-        text += QLatin1Char('.');
-    return text;
-}
-
-}  // namespace
 
 ModelController::ModelController(EngineWorker* worker, AppSettings* settings, QString embeddedModelDir, QObject* parent,
                                  StoreVerifyFunction verify)

@@ -9,6 +9,8 @@
 #include <QNetworkRequest>
 #include <cmath>
 
+#include "ui/text/sentence.h"
+
 namespace tandem::ui {
 namespace {
 
@@ -49,15 +51,6 @@ QString errorText(const QJsonValue& error) {
         return QString::fromUtf8(QJsonDocument(e).toJson(QJsonDocument::Compact));
     }
     return {};
-}
-
-// `text` as a sentence that another may follow.
-QString sentence(QString text) {
-    text = text.trimmed();
-    if (!text.isEmpty() && !text.endsWith(QLatin1Char('.')) && !text.endsWith(QLatin1Char('!')) &&
-        !text.endsWith(QLatin1Char('?')))
-        text += QLatin1Char('.');
-    return text;
 }
 
 // A short, printable excerpt of what a server sent, for a message.
