@@ -122,6 +122,13 @@ variant_dense() { local d; d=$(echo "${1//,/ }" | tr ' ' '\n' | sed -n 's/^dense
 variant_cli() { local c; c=$(echo "${1//,/ }" | tr ' ' '\n' | sed -n 's/^cli=//p'); echo "${c:-$cli}"; }
 
 if [[ ${CHECKS:-1} == 1 ]]; then
+  # The routed-expert kernels (bf16, int8, int4, mxfp4; gpt-oss's epilogue) against float64
+  # (scripts/check_gpu_experts.cu) for CHECK_EXPERT_SHAPES.
+  nvcc -std=c++20 -arch=sm_90 -O3 -Iengine -Iengine/include scripts/check_gpu_experts.cu "$build/engine/libtandem_engine.a" \
+    -L"$deps/usr/lib/x86_64-linux-gnu" -lnuma -ldl -lpthread -o "$build/check-gpu-experts" >"$out/check-gpu-experts-build.log" 2>&1 &&
+    "$build/check-gpu-experts" --check-only --shapes "${CHECK_EXPERT_SHAPES:-gpt-oss-20b,awkward-gpt-oss,qwen3-30b-a3b}" \
+      >"$out/check-gpu-experts.txt" 2>&1; echo "check_gpu_experts: $(tail -1 "$out/check-gpu-experts.txt" 2>/dev/null ||
+      tail -5 "$out/check-gpu-experts-build.log")"; grep -E "^FAILED" "$out/check-gpu-experts.txt" | head -10
   # The FP8 weight kernels against float64 (scripts/check_fp8.cu).
   nvcc -std=c++20 -arch=sm_90 -O3 -Iengine -Iengine/include scripts/check_fp8.cu -lcublas -o "$build/check-fp8" \
     >"$out/check-fp8-build.log" 2>&1 && "$build/check-fp8" | tee "$out/check-fp8.txt" | tail -3 ||
