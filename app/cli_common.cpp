@@ -95,6 +95,13 @@ tandem::DensePrecision parseDense(const CliArgs& args) {
     throw tandem::Error("--dense must be checkpoint, int8 or int4, not '" + name + "'");
 }
 
+tandem::KvCacheType parseKvCache(const CliArgs& args) {
+    const std::string name = args.optional("--kv-cache").value_or("f32");
+    if (name == "f32" || name == "float32") return tandem::KvCacheType::Float32;
+    if (name == "int8") return tandem::KvCacheType::Int8;
+    throw tandem::Error("--kv-cache must be f32 or int8, not '" + name + "'");
+}
+
 tandem::EngineOptions engineOptions(const CliArgs& args, const std::string& defaultExperts) {
     tandem::EngineOptions options;
     options.threads = args.integer("--threads", 0);
@@ -103,12 +110,14 @@ tandem::EngineOptions engineOptions(const CliArgs& args, const std::string& defa
     options.gpuExpertMemory = parseGpuMemory(args);
     options.experts = parseExperts(args.optional("--experts").value_or(defaultExperts));
     options.dense = parseDense(args);
+    options.kvCache = parseKvCache(args);
     return options;
 }
 
 void reportDevice(const tandem::ModelInfo& info) {
     if (!info.deviceNotice.empty()) std::fprintf(stderr, "note: %s\n", info.deviceNotice.c_str());
     if (!info.expertsNotice.empty()) std::fprintf(stderr, "note: %s\n", info.expertsNotice.c_str());
+    if (!info.kvCacheNotice.empty()) std::fprintf(stderr, "note: %s\n", info.kvCacheNotice.c_str());
     if (info.device != "CPU" && !info.placement.empty()) std::fprintf(stderr, "routed experts: %s\n", info.placement.c_str());
 }
 

@@ -41,9 +41,9 @@ void report(const std::string& shape, const tandem::Engine& engine, const tandem
     // The rate the CPU read the routed experts at while it ran them: the kernels' own figure, next to
     // the probe's (which the ceiling uses).
     const double cpuGbps = cpu > 0 ? static_cast<double>(info.routedBytesPerToken) / (cpu * 1e-3) / 1e9 : 0.0;
-    std::printf("%s, %s experts (%s kernels), %d threads, on %s, deferral %d%s\n", shape.c_str(), info.experts.c_str(),
+    std::printf("%s, %s experts (%s kernels), %d threads, on %s, deferral %d%s%s\n", shape.c_str(), info.experts.c_str(),
                 info.cpuKernels.c_str(), engine.threads(), info.device.c_str(), session.deferral(),
-                info.dense == "int8" ? ", dense weights int8" : "");
+                info.dense == "int8" ? ", dense weights int8" : "", info.kvCache == "int8" ? ", KV cache int8" : "");
     if (info.device != "CPU" && !info.placement.empty()) std::printf("  routed experts: %s\n", info.placement.c_str());
     std::printf("  prefill   %8.1f tok/s   (%d tokens, time to first token %.2f s)\n", stats.prefillTokensPerSecond(),
                 promptTokens, stats.timeToFirstTokenSeconds);
@@ -56,6 +56,20 @@ void report(const std::string& shape, const tandem::Engine& engine, const tandem
                 "(read at %.1f GB/s); GPU busy %.0f%%, expert pool busy %.0f%%\n",
                 d.stepMs, gpu, overlap, wait, d.betweenStepsMs, cpu, cpuGbps, d.gpuBusyFraction * 100,
                 d.expertPoolBusyFraction * 100);
+    // The KV cache a decode step reads (every layer's rows of the context, the mean over the steps) and
+    // what that alone would allow at the measured bandwidth; on the CPU path also with the weights a step
+    // reads (cpuBytesPerToken): the roofline of a decode step at this depth.
+    const double kvBytes = static_cast<double>(info.kvBytesPerPosition) * (promptTokens + 0.5 * static_cast<double>(d.steps));
+    const double kvMs = m.bandwidthGbps > 0 ? kvBytes / (m.bandwidthGbps * 1e9) * 1e3 : 0.0;
+    const double roofline = m.bandwidthGbps > 0 && info.cpuBytesPerToken > 0
+                                ? m.bandwidthGbps * 1e9 / (kvBytes + static_cast<double>(info.cpuBytesPerToken))
+                                : 0.0;
+    std::printf("  kv cache  %s: %.1f MB read a step (%.0f positions), %.2f ms at %.1f GB/s", info.kvCache.c_str(), kvBytes / 1e6,
+                kvBytes / std::max<double>(1.0, static_cast<double>(info.kvBytesPerPosition)), kvMs, m.bandwidthGbps);
+    if (roofline > 0)
+        std::printf("; with the %.0f MB of weights a step reads: %.1f tok/s -> %.0f%%", static_cast<double>(info.cpuBytesPerToken) / 1e6,
+                    roofline, 100.0 * decode / roofline);
+    std::printf("\n");
     if (!json) return;
     std::printf("{\"shape\": \"%s\", \"experts\": \"%s\", \"isa\": \"%s\", \"device\": \"%s\", \"threads\": %d, "
                 "\"deferral\": %d, \"prefill_tokens_per_second\": %.3f, \"decode_tokens_per_second\": %.3f, "
@@ -63,12 +77,13 @@ void report(const std::string& shape, const tandem::Engine& engine, const tandem
                 "\"bandwidth_after_gbps\": %.3f, \"routed_bytes_per_token\": %llu, "
                 "\"time_to_first_token_seconds\": %.4f, \"step_ms\": %.4f, \"gpu_busy\": %.4f, \"expert_pool_busy\": %.4f, "
                 "\"gpu_alone_ms\": %.4f, \"waiting_ms\": %.4f, \"between_steps_ms\": %.4f, \"cpu_experts_ms\": %.6f, "
-                "\"cpu_experts_gbps\": %.3f, \"graph_launches\": %ld, \"steps\": %ld, \"placement\": \"%s\", \"prompt_tokens\": %d}\n",
+                "\"cpu_experts_gbps\": %.3f, \"graph_launches\": %ld, \"steps\": %ld, \"placement\": \"%s\", \"prompt_tokens\": %d, "
+                "\"kv_cache\": \"%s\", \"kv_bytes_per_step\": %.0f, \"roofline_with_kv_tokens_per_second\": %.3f}\n",
                 shape.c_str(), info.experts.c_str(), info.cpuKernels.c_str(), info.device.c_str(), engine.threads(),
                 session.deferral(), stats.prefillTokensPerSecond(), decode, m.ceiling, m.bandwidthGbps, m.beforeGbps,
                 m.afterGbps, static_cast<unsigned long long>(info.routedBytesPerToken), stats.timeToFirstTokenSeconds, d.stepMs,
                 d.gpuBusyFraction, d.expertPoolBusyFraction, gpu, wait, d.betweenStepsMs, cpu, cpuGbps, d.graphLaunches, d.steps,
-                info.device == "CPU" ? "CPU" : info.placement.c_str(), promptTokens);
+                info.device == "CPU" ? "CPU" : info.placement.c_str(), promptTokens, info.kvCache.c_str(), kvBytes, roofline);
 }
 
 // "512,2048" -> {512, 2048}.
@@ -100,7 +115,7 @@ void printTable(const std::string& model, const tandem::Engine& engine, const st
 }  // namespace
 
 int runBench(const CommandArgs& argv) {
-    const CliArgs args(argv, {"--dense", "--synthetic", "--model", "--experts", "--prompt", "--gen", "--defer", "--threads", "--device", "--gpu-memory",
+    const CliArgs args(argv, {"--dense", "--kv-cache", "--synthetic", "--model", "--experts", "--prompt", "--gen", "--defer", "--threads", "--device", "--gpu-memory",
                               "--seed", "--context", "--depth", "--streams"},
                        {"--json", "--no-warmup"});
     const auto synthetic = args.optional("--synthetic");

@@ -7,7 +7,7 @@
 #include "tandem/engine.h"
 
 int runGenerate(const CommandArgs& argv) {
-    const CliArgs args(argv, {"--dense", "--model", "--ids", "--ids-file", "--new-tokens", "--temperature", "--top-p", "--top-k",
+    const CliArgs args(argv, {"--dense", "--kv-cache", "--model", "--ids", "--ids-file", "--new-tokens", "--temperature", "--top-p", "--top-k",
                               "--seed", "--threads", "--context", "--min-p", "--repetition-penalty",
                               "--presence-penalty", "--frequency-penalty", "--device", "--gpu-memory", "--experts", "--defer", "--skip",
                               "--prompts-file"},

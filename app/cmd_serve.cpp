@@ -63,7 +63,7 @@ private:
 
 int runServe(const CommandArgs& argv) {
     const CliArgs args(argv, {"--model", "--host", "--port", "--api-key", "--name", "--threads", "--context", "--device",
-                              "--gpu-memory", "--experts", "--dense", "--max-tokens", "--max-body", "--max-requests",
+                              "--gpu-memory", "--experts", "--dense", "--kv-cache", "--max-tokens", "--max-body", "--max-requests",
                               "--cache-conversations", "--batch"});
     tandem::server::ServerOptions o;
     o.host = args.optional("--host").value_or(o.host);

@@ -50,7 +50,7 @@ commands:
             repositories) and the endpoint (a mirror) default to HF_TOKEN and HF_ENDPOINT. Ctrl-C keeps
             the partial files in DIR/.tandem-download; the same command resumes them.
   eval      --model DIR --ids-file FILE --new-tokens N --logits-out FILE [--threads N]
-            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8|int4] [--defer D | --skip D] [--defer-prefill] [--no-verify]
+            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8|int4] [--kv-cache f32|int8] [--defer D | --skip D] [--defer-prefill] [--no-verify]
             [--forced-ids FILE] [--router-out FILE]
             Prefill the prompt ids in FILE, then decode N tokens greedily. Writes every logits row
             (prompt positions, then one row per generated token) as little-endian float32 to the
@@ -61,17 +61,17 @@ commands:
   generate  --model DIR (--ids "ID ..." | --ids-file FILE | --prompts-file FILE) [--new-tokens N]
             [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R]
             [--presence-penalty P] [--frequency-penalty F] [--seed S] [--threads N] [--context N]
-            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8|int4] [--defer D | --skip D] [--defer-prefill] [--no-verify]
+            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8|int4] [--kv-cache f32|int8] [--defer D | --skip D] [--defer-prefill] [--no-verify]
             Generate from prompt ids, printing ids as they come and the speed at the end.
             --prompts-file holds one prompt per line; each gets a fresh session and one output line.
   chat      --model DIR [--system TEXT] [--stop TEXT]... [--no-think] [--reasoning-effort low|medium|high] [--max-tokens N]
             [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R] [--seed S]
-            [--threads N] [--context N] [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8|int4] [--defer D]
+            [--threads N] [--context N] [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8|int4] [--kv-cache f32|int8] [--defer D]
             [--defer-prefill] [--no-verify]
             An interactive chat with the model's own chat template: type a message, the answer streams
             (reasoning dimmed), then the speed; /reset, /system TEXT and /quit.
   bench     --model DIR|STORE | --synthetic deepseek-v2-lite|qwen3-30b-a3b|deepseek-v3-4l|glm-4.5-air|tiny
-            [--experts TYPE] [--dense int8|int4] [--prompt 512[,2048...]] [--gen 128] [--defer D[,D...]] [--threads N]
+            [--experts TYPE] [--dense int8|int4] [--kv-cache f32|int8] [--prompt 512[,2048...]] [--gen 128] [--defer D[,D...]] [--threads N]
             [--device cpu|gpu|auto] [--gpu-memory SIZE] [--streams S[,S...]] [--json] [--no-verify] [--no-warmup]
             A model (or random weights of a real model's shapes): prefill, then decode, with the time
             split and the decode ceiling (measured bandwidth / routed-expert bytes per token), then a
@@ -83,7 +83,7 @@ commands:
             (counted from the routing on the CPU path, else estimated for uniform routing).
   serve     --model DIR|STORE [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--name NAME]
             [--max-tokens N] [--max-body SIZE] [--max-requests N] [--cache-conversations N] [--batch N] [--threads N] [--context N]
-            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8|int4] [--no-verify]
+            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8|int4] [--kv-cache f32|int8] [--no-verify]
             Serve the model over OpenAI's HTTP API until Ctrl-C: POST /v1/chat/completions (through
             the model's chat template; streamed as server-sent events with "stream": true; reasoning
             apart as reasoning_content), POST /v1/completions, GET /v1/models (the model is NAME,
@@ -122,6 +122,10 @@ commands:
             on the GPU). A store converted with --dense int8 holds them in int8 already. int4 (CPU
             path only): groups of 32 weights with a scale, packed at load for the expert kernels, a
             quarter of bf16's bytes and less exact
+  --kv-cache  how each conversation's KV cache holds keys and values: f32 (default, exact) or int8 (CPU
+            path only so far: int8 with a float scale per head and position, a quarter of the memory plus
+            the scales, so about 3.9x the context fits; attention reads a quarter of the bytes at long
+            contexts). With a GPU the cache stays float32, and a note says so
   --defer   Expert Deferral: the D lowest-weighted routed experts of a layer overlap the next layer
   --skip    drop the D lowest-weighted routed experts instead (for comparison with --defer)
   --defer-prefill  apply --defer or --skip to the prompt too (by default only decode defers, so the

@@ -56,8 +56,9 @@ void gqaAttention(const AttentionStep& s, const GqaWeights& w, const float* x, f
             if (c.qkNorm) cpu::rmsNorm(kh, w.kNorm.data(), c.rmsNormEps, kh, hd);
             s.rope.rotate(kh, s.cos + t * half, s.sin + t * half);
         }
-        std::copy_n(&k[t * kvDim], kvDim, s.cacheOf(t).row(s.layer.index, 0, s.position(t)));
-        std::copy_n(&v[t * kvDim], kvDim, s.cacheOf(t).row(s.layer.index, 1, s.position(t)));
+        // Copied into a float32 cache; quantized per key head into an int8 one.
+        s.cacheOf(t).write(s.layer.index, 0, s.position(t), &k[t * kvDim]);
+        s.cacheOf(t).write(s.layer.index, 1, s.position(t), &v[t * kvDim]);
     }
 
     const float scale = attentionSoftmaxScale(c);
@@ -71,8 +72,15 @@ void gqaAttention(const AttentionStep& s, const GqaWeights& w, const float* x, f
             KvCache& cache = s.cacheOf(i);
             cpu::GqaAttentionArgs a;
             a.q = &q[i * qDim];
-            a.keys = cache.row(s.layer.index, 0, 0);
-            a.values = cache.row(s.layer.index, 1, 0);
+            if (cache.quantized()) {
+                a.keyCodes = cache.codes(s.layer.index, 0, 0);
+                a.keyScales = cache.scales(s.layer.index, 0, 0);
+                a.valueCodes = cache.codes(s.layer.index, 1, 0);
+                a.valueScales = cache.scales(s.layer.index, 1, 0);
+            } else {
+                a.keys = cache.row(s.layer.index, 0, 0);
+                a.values = cache.row(s.layer.index, 1, 0);
+            }
             a.tokens = s.caches ? 1 : static_cast<int>(T);
             a.start = s.position(i);
             a.window = s.layer.window ? *s.layer.window : 0;
@@ -101,13 +109,21 @@ void gqaAttention(const AttentionStep& s, const GqaWeights& w, const float* x, f
             // A sink (gpt-oss) is one more logit in the softmax, attached to no value.
             const std::size_t n = static_cast<std::size_t>(pos - first + 1);
             scores.resize(n + (w.sinks.empty() ? 0 : 1));
-            for (int j = first; j <= pos; ++j)
-                scores[j - first] = cpu::dot(qh, cache.row(s.layer.index, 0, j) + kvh * hd, hd) * scale;
+            const int offset = kvh * static_cast<int>(hd);
+            if (!cache.quantized())
+                for (int j = first; j <= pos; ++j)
+                    scores[j - first] = cpu::dot(qh, cache.row(s.layer.index, 0, j) + kvh * hd, hd) * scale;
+            else
+                for (int j = first; j <= pos; ++j)
+                    scores[j - first] = cache.dot(s.layer.index, 0, j, offset, qh, static_cast<int>(hd)) * scale;
             if (!w.sinks.empty()) scores[n] = w.sinks[static_cast<std::size_t>(h)];
             cpu::softmax(scores.data(), scores.size());
             float* o = &ctx[t * qDim + h * hd];
             std::fill_n(o, hd, 0.0f);
-            for (int j = first; j <= pos; ++j) cpu::axpy(scores[j - first], cache.row(s.layer.index, 1, j) + kvh * hd, o, hd);
+            if (!cache.quantized())
+                for (int j = first; j <= pos; ++j) cpu::axpy(scores[j - first], cache.row(s.layer.index, 1, j) + kvh * hd, o, hd);
+            else
+                for (int j = first; j <= pos; ++j) cache.axpy(scores[j - first], s.layer.index, 1, j, offset, o, static_cast<int>(hd));
         }
     });
     project(w, ctx.data(), T, out, s.pool, c);

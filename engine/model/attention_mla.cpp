@@ -44,10 +44,19 @@ void mlaAttention(const AttentionStep& s, const MlaWeights& w, const float* x, f
     for (std::size_t t = 0; t < T; ++t) {
         const int pos = s.position(t);
         KvCache& cache = s.cacheOf(t);
-        cpu::rmsNorm(&kva[t * kvaWidth], w.kvANorm.data(), c.rmsNormEps, cache.row(s.layer.index, 0, pos), latent);
-        float* kRope = cache.row(s.layer.index, 1, pos);
-        std::copy_n(&kva[t * kvaWidth + latent], ropeDim, kRope);
-        s.rope.rotate(kRope, s.cos + t * half, s.sin + t * half);
+        if (!cache.quantized()) {
+            cpu::rmsNorm(&kva[t * kvaWidth], w.kvANorm.data(), c.rmsNormEps, cache.row(s.layer.index, 0, pos), latent);
+            float* kRope = cache.row(s.layer.index, 1, pos);
+            std::copy_n(&kva[t * kvaWidth + latent], ropeDim, kRope);
+            s.rope.rotate(kRope, s.cos + t * half, s.sin + t * half);
+        } else {
+            // Normalized and rotated in place, then quantized into the int8 cache (one scale per row).
+            float* row = &kva[t * kvaWidth];
+            cpu::rmsNorm(row, w.kvANorm.data(), c.rmsNormEps, row, latent);
+            s.rope.rotate(row + latent, s.cos + t * half, s.sin + t * half);
+            cache.write(s.layer.index, 0, pos, row);
+            cache.write(s.layer.index, 1, pos, row + latent);
+        }
         for (std::size_t h = 0; h < heads; ++h) s.rope.rotate(&q[(t * heads + h) * qHead + nope], s.cos + t * half, s.sin + t * half);
     }
 
@@ -86,8 +95,15 @@ void mlaAttention(const AttentionStep& s, const MlaWeights& w, const float* x, f
             a.qLatent = &qLatent[i * heads * latent];
             a.qRope = &q[i * heads * qHead + nope];
             a.qRopeHead = qHead;
-            a.latentRows = cache.row(s.layer.index, 0, 0);
-            a.ropeRows = cache.row(s.layer.index, 1, 0);
+            if (cache.quantized()) {
+                a.latentCodes = cache.codes(s.layer.index, 0, 0);
+                a.latentScales = cache.scales(s.layer.index, 0, 0);
+                a.ropeCodes = cache.codes(s.layer.index, 1, 0);
+                a.ropeScales = cache.scales(s.layer.index, 1, 0);
+            } else {
+                a.latentRows = cache.row(s.layer.index, 0, 0);
+                a.ropeRows = cache.row(s.layer.index, 1, 0);
+            }
             a.tokens = s.caches ? 1 : static_cast<int>(T);
             a.start = s.position(i);
             a.heads = static_cast<int>(heads);
@@ -107,13 +123,21 @@ void mlaAttention(const AttentionStep& s, const MlaWeights& w, const float* x, f
             const float* ql = &qLatent[i * latent];
             const float* qr = &q[i * qHead + nope];
             scores.resize(static_cast<std::size_t>(pos + 1));
-            for (int j = 0; j <= pos; ++j)
-                scores[j] = (cpu::dot(ql, cache.row(s.layer.index, 0, j), latent) +
-                             cpu::dot(qr, cache.row(s.layer.index, 1, j), ropeDim)) * scale;
+            if (!cache.quantized())
+                for (int j = 0; j <= pos; ++j)
+                    scores[j] = (cpu::dot(ql, cache.row(s.layer.index, 0, j), latent) +
+                                 cpu::dot(qr, cache.row(s.layer.index, 1, j), ropeDim)) * scale;
+            else
+                for (int j = 0; j <= pos; ++j)
+                    scores[j] = (cache.dot(s.layer.index, 0, j, 0, ql, static_cast<int>(latent)) +
+                                 cache.dot(s.layer.index, 1, j, 0, qr, static_cast<int>(ropeDim))) * scale;
             cpu::softmax(scores.data(), scores.size());
             float* o = &ctxLatent[(t * heads + h) * latent];
             std::fill_n(o, latent, 0.0f);
-            for (int j = 0; j <= pos; ++j) cpu::axpy(scores[j], cache.row(s.layer.index, 0, j), o, latent);
+            if (!cache.quantized())
+                for (int j = 0; j <= pos; ++j) cpu::axpy(scores[j], cache.row(s.layer.index, 0, j), o, latent);
+            else
+                for (int j = 0; j <= pos; ++j) cache.axpy(scores[j], s.layer.index, 0, j, 0, o, static_cast<int>(latent));
         }
     });
 

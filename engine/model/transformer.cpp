@@ -17,11 +17,13 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
                          cpu::ThreadPool& pool)
     : config_(config), weights_(weights), experts_(experts), pool_(pool), rope_(config) {}
 
-model::KvCache Transformer::makeCache(int capacity) const {
+model::KvCache Transformer::makeCache(int capacity, KvCacheType type) const {
     const ModelConfig& c = config_;
-    if (c.attention == AttentionKind::Mla) return KvCache(c.numLayers, {c.kvLoraRank, c.qkRopeHeadDim}, capacity);
+    // Int8 groups (a scale each): MLA's latent row and rope row whole, GQA's rows per key head.
+    if (c.attention == AttentionKind::Mla)
+        return KvCache(c.numLayers, {c.kvLoraRank, c.qkRopeHeadDim}, capacity, type, {c.kvLoraRank, c.qkRopeHeadDim});
     const int kvDim = c.numKvHeads * c.headDim;
-    return KvCache(c.numLayers, {kvDim, kvDim}, capacity);
+    return KvCache(c.numLayers, {kvDim, kvDim}, capacity, type, {c.headDim, c.headDim});
 }
 
 // One forward pass (model/forward.h) over `tokens` at positions start.. of one cache, or over a decode

@@ -55,8 +55,8 @@ public:
                       const ForwardOptions& options, std::span<std::vector<float>* const> logits,
                       std::vector<double>* expertSeconds = nullptr);
 
-    // A cache shaped for this model.
-    model::KvCache makeCache(int capacity) const;
+    // A cache shaped for this model, float32 or int8 (a scale per key head; MLA: per latent and rope row).
+    model::KvCache makeCache(int capacity, KvCacheType type = KvCacheType::Float32) const;
 
 private:
     class Pass;

@@ -24,8 +24,8 @@ namespace {
 
 class CpuRunner : public ModelRunner {
 public:
-    CpuRunner(model::Transformer& transformer, int capacity)
-        : transformer_(transformer), cache_(transformer.makeCache(capacity)) {}
+    CpuRunner(model::Transformer& transformer, int capacity, KvCacheType kvCache)
+        : transformer_(transformer), cache_(transformer.makeCache(capacity, kvCache)) {}
 
     void forward(std::span<const int> tokens, int start, const model::ForwardOptions& options,
                  std::vector<float>& logits) override {
@@ -89,8 +89,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<ModelRunner> makeCpuRunner(model::Transformer& transformer, int capacity) {
-    return std::make_unique<CpuRunner>(transformer, capacity);
+std::unique_ptr<ModelRunner> makeCpuRunner(model::Transformer& transformer, int capacity, KvCacheType kvCache) {
+    return std::make_unique<CpuRunner>(transformer, capacity, kvCache);
 }
 
 }  // namespace tandem::runtime

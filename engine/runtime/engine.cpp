@@ -140,6 +140,7 @@ struct Engine::Impl {
     }
 
     void finish(const EngineOptions& options) {
+        requestedKvCache = options.kvCache;
         info.modelType = config.modelType;
         info.vocabSize = config.vocabSize;
         info.hiddenSize = config.hiddenSize;
@@ -148,9 +149,8 @@ struct Engine::Impl {
         info.expertsPerToken = config.numExperts ? config.router.topK : 0;
         info.contextLength = std::max(1, std::min(options.contextLength, config.maxPositionEmbeddings));
         info.maxContextLength = config.maxPositionEmbeddings;
-        const int perLayer = config.attention == model::AttentionKind::Mla ? config.kvLoraRank + config.qkRopeHeadDim
-                                                                           : 2 * config.numKvHeads * config.headDim;
-        info.kvBytesPerPosition = static_cast<std::uint64_t>(perLayer) * sizeof(float) * static_cast<std::uint64_t>(config.numLayers);
+        info.kvBytesPerPositionFloat32 = kvBytesPerPosition(KvCacheType::Float32);
+        info.kvBytesPerPositionInt8 = kvBytesPerPosition(KvCacheType::Int8);
         info.eosTokenIds = config.eosTokenIds;
         if (config.generation.doSample) {
             info.defaultSampling.temperature = config.generation.temperature;
@@ -178,6 +178,13 @@ struct Engine::Impl {
         const bool int8Dense = options.dense == DensePrecision::Int8;
         if (int8Dense) model::quantizeDenseInt8(weights, config, pool, /*keepFp8=*/options.device != Device::Cpu);
         chooseDevice(options.device, options.gpuExpertMemory);
+        // The 8-bit KV cache is the CPU path's so far: a GPU's sessions keep float32 caches, and say so.
+        kvCache = gpu ? KvCacheType::Float32 : options.kvCache;
+        if (gpu && options.kvCache == KvCacheType::Int8)
+            info.kvCacheNotice = "the 8-bit KV cache applies on the CPU path only so far; the GPU (" + info.device +
+                                 ") keeps a float32 KV cache";
+        info.kvCache = kvCache == KvCacheType::Int8 ? "int8" : "float32";
+        info.kvBytesPerPosition = kvBytesPerPosition(kvCache);
         if (int8Dense) {
             if (!gpu) model::quantizeDenseInt8(weights, config, pool, false);  // FP8 too, for the CPU's int8 kernels
             info.dense = "int8";
@@ -198,6 +205,15 @@ struct Engine::Impl {
                 static_cast<std::uint64_t>(cpuLayers * config.router.topK * static_cast<double>(packed->expertDataBytes()));
         }
         if (!gpu) info.cpuBytesPerToken = denseBytesPerToken(weights) + info.routedBytesPerToken;
+    }
+
+    // One session's cache per position (every layer) of `type`, as Transformer::makeCache shapes it.
+    std::uint64_t kvBytesPerPosition(KvCacheType type) const {
+        if (config.attention == model::AttentionKind::Mla)
+            return model::KvCache::bytesPerPosition(config.numLayers, {config.kvLoraRank, config.qkRopeHeadDim},
+                                                    {config.kvLoraRank, config.qkRopeHeadDim}, type);
+        const int kvDim = config.numKvHeads * config.headDim;
+        return model::KvCache::bytesPerPosition(config.numLayers, {kvDim, kvDim}, {config.headDim, config.headDim}, type);
     }
 
     // The routed experts for the CPU: packed for the expert kernels, or the float32 reference.
@@ -312,7 +328,9 @@ struct Engine::Impl {
     }
 
     std::unique_ptr<runtime::ModelRunner> newRunner(bool onGpu) {
-        return onGpu && gpu ? gpu->newRunner(info.contextLength) : runtime::makeCpuRunner(*transformer, info.contextLength);
+        // A GPU failure's CPU runner takes the cache type that was asked for.
+        return onGpu && gpu ? gpu->newRunner(info.contextLength)
+                            : runtime::makeCpuRunner(*transformer, info.contextLength, requestedKvCache);
     }
 
     model::ModelConfig config;
@@ -323,6 +341,8 @@ struct Engine::Impl {
     model::ModelWeights weights;
     std::uint64_t syntheticSeed = 0;
     ModelInfo info;
+    KvCacheType kvCache = KvCacheType::Float32;           // the sessions' (float32 on the GPU path)
+    KvCacheType requestedKvCache = KvCacheType::Float32;  // EngineOptions::kvCache (the CPU path's)
     std::unique_ptr<runtime::PackedExperts> packed;
     std::unique_ptr<model::RoutedExperts> experts;  // the engine thread's (CPU path)
     std::optional<runtime::UsageCounter> usage;     // MoE models

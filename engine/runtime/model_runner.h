@@ -37,6 +37,8 @@ public:
 // Turns the sums a runner collected into means per step and fractions of the wall time.
 void finishProfile(DecodeProfile& profile, double wallSeconds, double waitSeconds, double expertSeconds);
 
-std::unique_ptr<ModelRunner> makeCpuRunner(model::Transformer& transformer, int capacity);
+// A runner of the CPU path with its own KV cache of `capacity` positions, float32 or int8.
+std::unique_ptr<ModelRunner> makeCpuRunner(model::Transformer& transformer, int capacity,
+                                           KvCacheType kvCache = KvCacheType::Float32);
 
 }  // namespace tandem::runtime

@@ -1,5 +1,5 @@
 #pragma once
-// Causal grouped-query attention over the CPU path's float32 KV cache, on AVX-512 and AVX2 (issue 25: attention
+// Causal grouped-query attention over the CPU path's KV cache, on AVX-512 and AVX2 (issue 25: attention
 // that stays fast at long contexts). The work is split by query token, key head and chunk of cached
 // positions (flash-decoding), so a decode step's few heads still use every thread at 8k positions; each
 // chunk reads a key or value row once for all the query heads of its group, takes the scores' softmax in
@@ -8,7 +8,12 @@
 // selectedIsa() is Avx512 or Amx, gqaAttentionAvx2 when it is at least Avx2, and only for shapes
 // gqaAttentionFits takes (headDim a multiple of 16, at most 256; at most 16 query heads per key head);
 // model/attention_gqa.cpp decides. MLA below the same way.
+//
+// The cache is float32 rows, or int8 codes with a float scale per (position, key head) (model::KvCache's
+// Int8 type, issue 28): a work item then widens its chunk's codes times their scales to float32 (in L2),
+// once for all the query heads of its block, and attends over those.
 #include <cstddef>
+#include <cstdint>
 
 #include "cpu/pool/thread_pool.h"
 
@@ -25,6 +30,12 @@ struct GqaAttentionArgs {
     float scale = 1.0f;
     const float* sinks = nullptr;  // optional: one logit per head that joins each softmax, with no value (gpt-oss)
     float* out = nullptr;  // [tokens, heads * headDim]
+    // An int8 cache instead of keys and values: position p's codes at keyCodes + p * kvHeads * headDim (as
+    // keys), key head g's scale at keyScales[p * kvHeads + g]; the same for values.
+    const std::int8_t* keyCodes = nullptr;
+    const std::int8_t* valueCodes = nullptr;
+    const float* keyScales = nullptr;
+    const float* valueScales = nullptr;
 };
 
 // The shapes the kernels take. Inline, so it runs in the caller's instruction set, before one is chosen.
@@ -50,6 +61,12 @@ struct MlaAttentionArgs {
     int tokens = 0, start = 0, heads = 0, latent = 0, ropeDim = 0;
     float scale = 1.0f;
     float* out = nullptr;  // [tokens, heads, latent]
+    // An int8 cache instead of latentRows and ropeRows: position p's codes at latentCodes + p * latent and
+    // ropeCodes + p * ropeDim, one scale each at latentScales[p] and ropeScales[p].
+    const std::int8_t* latentCodes = nullptr;
+    const std::int8_t* ropeCodes = nullptr;
+    const float* latentScales = nullptr;
+    const float* ropeScales = nullptr;
 };
 inline bool mlaAttentionFits(int latent, int ropeDim) {
     return latent > 0 && latent % 16 == 0 && ropeDim >= 0 && ropeDim % 16 == 0;

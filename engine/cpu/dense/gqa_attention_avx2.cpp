@@ -14,6 +14,7 @@ struct Avx2 {
     static V loadu(const float* p) { return _mm256_loadu_ps(p); }
     static void store(float* p, V v) { _mm256_store_ps(p, v); }
     static void storeu(float* p, V v) { _mm256_storeu_ps(p, v); }
+    static V loadInt8(const std::int8_t* p) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))); }
     static V set1(float x) { return _mm256_set1_ps(x); }
     static V add(V a, V b) { return _mm256_add_ps(a, b); }
     static V sub(V a, V b) { return _mm256_sub_ps(a, b); }

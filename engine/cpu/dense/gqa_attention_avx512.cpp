@@ -14,6 +14,7 @@ struct Avx512 {
     static V loadu(const float* p) { return _mm512_loadu_ps(p); }
     static void store(float* p, V v) { _mm512_store_ps(p, v); }
     static void storeu(float* p, V v) { _mm512_storeu_ps(p, v); }
+    static V loadInt8(const std::int8_t* p) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))); }
     static V set1(float x) { return _mm512_set1_ps(x); }
     static V add(V a, V b) { return _mm512_add_ps(a, b); }
     static V sub(V a, V b) { return _mm512_sub_ps(a, b); }

@@ -7,6 +7,12 @@
 // head's query and its key head's keys; MLA in the absorbed form: the latent query against the cached
 // latent rows, plus the rope part against the rope keys), and the values are rows of their own (MLA:
 // the latent rows again), each with its strides.
+//
+// An int8 cache (model::KvCache's Int8 type) gives codes and a scale per (position, key head) instead of
+// float rows: attendChunk widens its chunk's rows of its key head (codes times scale, S::loadInt8) into a
+// per-thread buffer once, and the float32 code runs over that buffer (rows rebased to the chunk's first
+// position, Terms::rowBase) for all the query heads of its block; MLA's values, being its latent keys, are
+// widened once for both.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -23,8 +29,12 @@ struct Segment {
     const float* q = nullptr;
     std::size_t qToken = 0, qHead = 0;  // query (t, h) at q + t * qToken + h * qHead
     const float* k = nullptr;
-    std::size_t kRow = 0, kHead = 0;    // key head g of position p at k + p * kRow + g * kHead
+    std::size_t kRow = 0, kHead = 0;    // key head g of position p at k + (p - rowBase) * kRow + g * kHead
     int dim = 0;                        // a multiple of S::N
+    // Int8 instead of k: the codes at kCodes + p * kRow + g * kHead, their scale kScales[p * sRow + g * sHead].
+    const std::int8_t* kCodes = nullptr;
+    const float* kScales = nullptr;
+    std::size_t sRow = 0, sHead = 0;
 };
 
 struct Terms {
@@ -38,6 +48,12 @@ struct Terms {
     int tokens = 0, start = 0, window = 0, heads = 0, kvHeads = 0;
     float scale = 1.0f;
     const float* sinks = nullptr;         // per head, or none
+    int rowBase = 0;                      // the position of k's and v's first row
+    // Int8 instead of v, as Segment's.
+    const std::int8_t* vCodes = nullptr;
+    const float* vScales = nullptr;
+    std::size_t vsRow = 0, vsHead = 0;
+    bool quantized() const { return seg[0].kCodes != nullptr; }
     int group() const { return heads / kvHeads; }
     int blocks() const { return (group() + kBlock - 1) / kBlock; }
 };
@@ -52,7 +68,7 @@ inline int chunksOf(const Terms& a, int t) {
 // One chunk of one token's positions for block b of the query heads of key head g: each head's running
 // maximum, sum of exponentials and weighted sum of values, written to part[i * (vDim + 2) ...].
 template <class S>
-void attendChunk(const Terms& a, int t, int g, int b, int chunk, float* part) {
+void attendFloat(const Terms& a, int t, int g, int b, int chunk, float* part) {
     using V = typename S::V;
     constexpr int N = S::N;
     const int groupFirst = g * a.group() + b * kBlock;
@@ -63,7 +79,9 @@ void attendChunk(const Terms& a, int t, int g, int b, int chunk, float* part) {
     alignas(64) float scores[kBlock][kChunk];
     const V scale = S::set1(a.scale);
     const auto query = [&](int s, int i) { return a.seg[s].q + t * a.seg[s].qToken + static_cast<std::size_t>(groupFirst + i) * a.seg[s].qHead; };
-    const auto key = [&](int s, int p) { return a.seg[s].k + static_cast<std::size_t>(p) * a.seg[s].kRow + static_cast<std::size_t>(g) * a.seg[s].kHead; };
+    const auto key = [&](int s, int p) {
+        return a.seg[s].k + static_cast<std::size_t>(p - a.rowBase) * a.seg[s].kRow + static_cast<std::size_t>(g) * a.seg[s].kHead;
+    };
 
     // Scores: N key rows at a time (they stay in L1) for every head of the block, each head's query vector
     // loaded once for the N; the rest one row at a time.
@@ -115,7 +133,7 @@ void attendChunk(const Terms& a, int t, int g, int b, int chunk, float* part) {
         float* out = part + static_cast<std::size_t>(i) * stride;
         out[0] = m;
         out[1] = S::sum(lN);
-        const float* values = a.v + static_cast<std::size_t>(p0) * a.vRow + static_cast<std::size_t>(g) * a.vHead;
+        const float* values = a.v + static_cast<std::size_t>(p0 - a.rowBase) * a.vRow + static_cast<std::size_t>(g) * a.vHead;
         const auto weighted = [&]<int kVectors>(int column) {
             V acc[kVectors];
             for (int v = 0; v < kVectors; ++v) acc[v] = S::set1(0.0f);
@@ -130,6 +148,53 @@ void attendChunk(const Terms& a, int t, int g, int b, int chunk, float* part) {
         for (; column + 4 * N <= vd; column += 4 * N) weighted.template operator()<4>(column);
         for (; column < vd; column += N) weighted.template operator()<1>(column);
     }
+}
+
+// rows x dim codes (row r at codes + r * row) times their scales (row r's at scales[r * scaleRow]) as float32
+// rows of dim.
+template <class S>
+void widen(const std::int8_t* codes, std::size_t row, const float* scales, std::size_t scaleRow, int rows, int dim, float* out) {
+    for (int r = 0; r < rows; ++r) {
+        const std::int8_t* c = codes + static_cast<std::size_t>(r) * row;
+        const typename S::V scale = S::set1(scales[static_cast<std::size_t>(r) * scaleRow]);
+        float* o = out + static_cast<std::size_t>(r) * dim;
+        for (int i = 0; i < dim; i += S::N) S::storeu(o + i, S::mul(S::loadInt8(c + i), scale));
+    }
+}
+
+// One chunk (attendFloat's): over the float32 rows, or an int8 cache's rows of key head g widened first.
+template <class S>
+void attendChunk(const Terms& a, int t, int g, int b, int chunk, float* part) {
+    if (!a.quantized()) return attendFloat<S>(a, t, g, b, chunk, part);
+    const int position = a.start + t;
+    const int p0 = firstPosition(a, position) + chunk * kChunk, n = std::min(p0 + kChunk, position + 1) - p0;
+    const bool valuesAreKeys = a.vCodes == a.seg[0].kCodes && a.vRow == a.seg[0].kRow && a.vHead == a.seg[0].kHead;
+    std::size_t floats = valuesAreKeys ? 0 : static_cast<std::size_t>(a.vDim);
+    for (int s = 0; s < a.segments; ++s) floats += static_cast<std::size_t>(a.seg[s].dim);
+    thread_local std::vector<float> rows;  // the buffer only; its rows are this chunk's
+    rows.resize(floats * static_cast<std::size_t>(kChunk));
+    Terms f = a;
+    f.rowBase = p0;
+    float* next = rows.data();
+    const auto gs = static_cast<std::size_t>(g), ps = static_cast<std::size_t>(p0);
+    for (int s = 0; s < a.segments; ++s) {
+        const Segment& q = a.seg[s];
+        if (q.dim > 0)
+            widen<S>(q.kCodes + ps * q.kRow + gs * q.kHead, q.kRow, q.kScales + ps * q.sRow + gs * q.sHead, q.sRow, n, q.dim, next);
+        f.seg[s].k = next;
+        f.seg[s].kRow = static_cast<std::size_t>(q.dim);
+        f.seg[s].kHead = 0;
+        next += static_cast<std::size_t>(q.dim) * kChunk;
+    }
+    if (valuesAreKeys) {
+        f.v = f.seg[0].k;
+    } else {
+        widen<S>(a.vCodes + ps * a.vRow + gs * a.vHead, a.vRow, a.vScales + ps * a.vsRow + gs * a.vsHead, a.vsRow, n, a.vDim, next);
+        f.v = next;
+    }
+    f.vRow = static_cast<std::size_t>(a.vDim);
+    f.vHead = 0;
+    attendFloat<S>(f, t, g, b, chunk, part);
 }
 
 template <class S>
@@ -211,6 +276,16 @@ inline Terms gqaTerms(const GqaAttentionArgs& a) {
     x.kvHeads = a.kvHeads;
     x.scale = a.scale;
     x.sinks = a.sinks;
+    if (a.keyCodes) {
+        x.seg[0].kCodes = a.keyCodes;
+        x.seg[0].kScales = a.keyScales;
+        x.seg[0].sRow = static_cast<std::size_t>(a.kvHeads);
+        x.seg[0].sHead = 1;
+        x.vCodes = a.valueCodes;
+        x.vScales = a.valueScales;
+        x.vsRow = static_cast<std::size_t>(a.kvHeads);
+        x.vsHead = 1;
+    }
     return x;
 }
 
@@ -232,6 +307,17 @@ inline Terms mlaTerms(const MlaAttentionArgs& a) {
     x.heads = a.heads;
     x.kvHeads = 1;
     x.scale = a.scale;
+    if (a.latentCodes) {
+        x.seg[0].kCodes = a.latentCodes;
+        x.seg[0].kScales = a.latentScales;
+        x.seg[0].sRow = 1;
+        x.seg[1].kCodes = a.ropeCodes;
+        x.seg[1].kScales = a.ropeScales;
+        x.seg[1].sRow = 1;
+        x.vCodes = a.latentCodes;
+        x.vScales = a.latentScales;
+        x.vsRow = 1;
+    }
     return x;
 }
 

@@ -46,6 +46,15 @@ enum class DensePrecision {
                  // kernels: a quarter of bf16's bytes, less exact; with a GPU the weights stay as they are
 };
 
+// How a session's KV cache holds the keys and values (issue 28).
+enum class KvCacheType {
+    Float32,  // exact (the default)
+    Int8,     // CPU path only so far: each position's row quantized per head (MLA: the latent row and the rope
+              // row) to int8 with a float scale (absmax / 127, rounded to nearest): a quarter of float32's
+              // bytes plus 4 bytes a head, so about 3.9x the context in the same memory. The GPU path keeps
+              // float32 (ModelInfo::kvCacheNotice says so).
+};
+
 struct EngineOptions {
     int threads = 0;             // CPU threads; 0 = one per physical core
     int contextLength = 4096;    // tokens a session can hold; capped by the model's own limit
@@ -56,6 +65,7 @@ struct EngineOptions {
     std::int64_t gpuExpertMemory = -1;
     // The dense weights, on both paths (an FP8 checkpoint's stay FP8 on the GPU).
     DensePrecision dense = DensePrecision::Checkpoint;
+    KvCacheType kvCache = KvCacheType::Float32;
 };
 
 struct SamplingOptions {
@@ -94,9 +104,15 @@ struct ModelInfo {
     int expertsPerToken = 0;
     int contextLength = 0;       // what a session can hold
     int maxContextLength = 0;    // the most the model was made for (max_position_embeddings)
-    // One session's KV cache per position of context, every layer (float32 on either path): at
+    // One session's KV cache per position of context, every layer, as the sessions hold it (kvCache): at
     // contextLength it is what each conversation may take.
     std::uint64_t kvBytesPerPosition = 0;
+    // The same for each choice of EngineOptions::kvCache (Settings shows both): float32, and int8 with its
+    // scales (CPU path).
+    std::uint64_t kvBytesPerPositionFloat32 = 0;
+    std::uint64_t kvBytesPerPositionInt8 = 0;
+    std::string kvCache;         // how the sessions hold it: "float32" or "int8"
+    std::string kvCacheNotice;   // int8 was asked for but the GPU path holds float32, if so
     std::vector<int> eosTokenIds;
     SamplingOptions defaultSampling;  // from generation_config.json
     std::uint64_t weightBytes = 0;
