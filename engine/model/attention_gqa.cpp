@@ -73,10 +73,12 @@ void gqaAttention(const AttentionStep& s, const GqaWeights& w, const float* x, f
             cpu::GqaAttentionArgs a;
             a.q = &q[i * qDim];
             if (cache.quantized()) {
-                a.keyCodes = cache.codes(s.layer.index, 0, 0);
-                a.keyScales = cache.scales(s.layer.index, 0, 0);
-                a.valueCodes = cache.codes(s.layer.index, 1, 0);
-                a.valueScales = cache.scales(s.layer.index, 1, 0);
+                a.keyCodes = cache.codes(s.layer.index, 0, 0, 0);
+                a.keyScales = cache.scale(s.layer.index, 0, 0, 0);
+                a.valueCodes = cache.codes(s.layer.index, 1, 0, 0);
+                a.valueScales = cache.scale(s.layer.index, 1, 0, 0);
+                a.codesHead = cache.groupStride(0);
+                a.scalesHead = cache.scaleGroupStride();
             } else {
                 a.keys = cache.row(s.layer.index, 0, 0);
                 a.values = cache.row(s.layer.index, 1, 0);

@@ -96,10 +96,10 @@ void mlaAttention(const AttentionStep& s, const MlaWeights& w, const float* x, f
             a.qRope = &q[i * heads * qHead + nope];
             a.qRopeHead = qHead;
             if (cache.quantized()) {
-                a.latentCodes = cache.codes(s.layer.index, 0, 0);
-                a.latentScales = cache.scales(s.layer.index, 0, 0);
-                a.ropeCodes = cache.codes(s.layer.index, 1, 0);
-                a.ropeScales = cache.scales(s.layer.index, 1, 0);
+                a.latentCodes = cache.codes(s.layer.index, 0, 0, 0);
+                a.latentScales = cache.scale(s.layer.index, 0, 0, 0);
+                a.ropeCodes = cache.codes(s.layer.index, 1, 0, 0);
+                a.ropeScales = cache.scale(s.layer.index, 1, 0, 0);
             } else {
                 a.latentRows = cache.row(s.layer.index, 0, 0);
                 a.ropeRows = cache.row(s.layer.index, 1, 0);

@@ -64,9 +64,19 @@ void KvCache::reserve(int positions) {
     const int target = std::min(capacity_, std::max(positions, std::max(256, reserved_ * 2)));
     const auto rows = static_cast<std::size_t>(target);
     for (std::size_t i = 0; i < buffers_.size(); ++i) buffers_[i].resize(rows * widths_[i % widths_.size()]);
+    // Int8, group-major: each group's rows move to their place in the larger buffer.
+    const auto old = static_cast<std::size_t>(reserved_);
     for (std::size_t i = 0; i < codes_.size(); ++i) {
-        codes_[i].resize(rows * widths_[i % widths_.size()]);
-        scales_[i].resize(rows * groups_[i % widths_.size()]);
+        const int stream = static_cast<int>(i % widths_.size());
+        const auto groups = static_cast<std::size_t>(groups_[stream]), width = static_cast<std::size_t>(groupWidth(stream));
+        std::vector<std::int8_t> codes(groups * rows * width);
+        std::vector<float> scales(groups * rows);
+        for (std::size_t g = 0; g < groups && old > 0; ++g) {
+            std::copy_n(codes_[i].data() + g * old * width, old * width, codes.data() + g * rows * width);
+            std::copy_n(scales_[i].data() + g * old, old, scales.data() + g * rows);
+        }
+        codes_[i] = std::move(codes);
+        scales_[i] = std::move(scales);
     }
     reserved_ = target;
 }
@@ -78,25 +88,26 @@ void KvCache::write(int layer, int stream, int position, const float* values) {
     }
     const int g = groupWidth(stream);
     if (g == 0) return;
-    std::int8_t* c = codes(layer, stream, position);
-    float* s = scales(layer, stream, position);
-    for (int i = 0; i < groups_[stream]; ++i) quantizeKvGroup(values + i * g, g, c + i * g, s + i);
+    for (int i = 0; i < groups_[stream]; ++i)
+        quantizeKvGroup(values + i * g, g, codes(layer, stream, i, position), scale(layer, stream, i, position));
 }
 
 float KvCache::dot(int layer, int stream, int position, int offset, const float* q, int n) {
     if (!quantized()) return cpu::dot(q, row(layer, stream, position) + offset, static_cast<std::size_t>(n));
     if (n == 0) return 0.0f;
-    const std::int8_t* c = codes(layer, stream, position) + offset;
+    const int group = offset / groupWidth(stream);
+    const std::int8_t* c = codes(layer, stream, group, position) + offset % groupWidth(stream);
     float sum = 0.0f;
     for (int i = 0; i < n; ++i) sum += q[i] * static_cast<float>(c[i]);
-    return sum * scales(layer, stream, position)[offset / groupWidth(stream)];
+    return sum * *scale(layer, stream, group, position);
 }
 
 void KvCache::axpy(float a, int layer, int stream, int position, int offset, float* y, int n) {
     if (!quantized()) return cpu::axpy(a, row(layer, stream, position) + offset, y, static_cast<std::size_t>(n));
     if (n == 0) return;
-    const std::int8_t* c = codes(layer, stream, position) + offset;
-    const float w = a * scales(layer, stream, position)[offset / groupWidth(stream)];
+    const int group = offset / groupWidth(stream);
+    const std::int8_t* c = codes(layer, stream, group, position) + offset % groupWidth(stream);
+    const float w = a * *scale(layer, stream, group, position);
     for (int i = 0; i < n; ++i) y[i] += w * static_cast<float>(c[i]);
 }
 

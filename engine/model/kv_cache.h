@@ -8,10 +8,12 @@
 // - Int8: each row cut into groups of groupWidth(stream) values (GQA: one key head's headDim values; MLA: the
 //   whole latent row, the whole rope row), each group stored as int8 codes with one float scale
 //   (symmetric: scale = the group's largest magnitude / 127, code = x / scale rounded to nearest, so a value
-//   is off by at most half a step), the codes of a position's row contiguous (codes()) and its groups'
-//   scales beside them in a stream of their own (scales(): position p's at p * groups(stream)).
-//   A quarter of float32's bytes plus 4 bytes a group.
+//   is off by at most half a step). Group-major: a stream's buffer holds group 0's rows of every position,
+//   then group 1's, ... (codes(l, s, g, p) = base + (g * reserved + p) * groupWidth; the scales likewise,
+//   scale(l, s, g, p) = scales + g * reserved + p), so the attention kernels read one key head's rows of a
+//   run of positions as one sequential stream. A quarter of float32's bytes plus 4 bytes a group.
 // write() stores a row in either type; the attention kernels read the int8 codes and scales directly.
+// Rows are valid for positions below the last reserve().
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -40,15 +42,18 @@ public:
         return buffers_[static_cast<std::size_t>(layer) * widths_.size() + stream].data() +
                static_cast<std::size_t>(position) * widths_[stream];
     }
-    // Int8: position's codes [width] and its groups' scales [groups].
-    std::int8_t* codes(int layer, int stream, int position) {
+    // Int8: group g of position's row, its groupWidth codes and its scale. Group g + 1's codes follow g's
+    // groupStride() codes further (its scales scaleGroupStride() further); both change when reserve() grows.
+    std::int8_t* codes(int layer, int stream, int group, int position) {
         return codes_[static_cast<std::size_t>(layer) * widths_.size() + stream].data() +
-               static_cast<std::size_t>(position) * widths_[stream];
+               (static_cast<std::size_t>(group) * reserved_ + position) * groupWidth(stream);
     }
-    float* scales(int layer, int stream, int position) {
-        return scales_[static_cast<std::size_t>(layer) * widths_.size() + stream].data() +
-               static_cast<std::size_t>(position) * groups_[stream];
+    float* scale(int layer, int stream, int group, int position) {
+        return scales_[static_cast<std::size_t>(layer) * widths_.size() + stream].data() + static_cast<std::size_t>(group) * reserved_ +
+               position;
     }
+    std::size_t groupStride(int stream) const { return static_cast<std::size_t>(reserved_) * groupWidth(stream); }
+    std::size_t scaleGroupStride() const { return static_cast<std::size_t>(reserved_); }
     int groupWidth(int stream) const { return widths_[stream] / groups_[stream]; }
     int groups(int stream) const { return groups_[stream]; }
 

@@ -70,7 +70,9 @@ double worstAgainstSoftmax(int first, int last, int dim, Score score, Value valu
     return worst;
 }
 
-// Rows of `width` floats quantized in groups of `group` (model::quantizeKvGroup), and the values they stand for.
+// n rows of `width` floats quantized in groups of `group` (model::quantizeKvGroup), group-major as
+// model::KvCache holds them (group g of row p: codes at (g * n + p) * group, scale at g * n + p), and the
+// values they stand for (row-major, as `rows`).
 struct Quantized {
     std::vector<std::int8_t> codes;
     std::vector<float> scales;
@@ -82,10 +84,12 @@ Quantized quantize(const std::vector<float>& rows, int width, int group) {
     q.codes.resize(rows.size());
     q.scales.resize(n * groups);
     q.values.resize(rows.size());
-    for (std::size_t g = 0; g < n * groups; ++g) {
-        model::quantizeKvGroup(rows.data() + g * group, group, q.codes.data() + g * group, &q.scales[g]);
-        for (int i = 0; i < group; ++i) q.values[g * group + i] = static_cast<float>(q.codes[g * group + i]) * q.scales[g];
-    }
+    for (std::size_t p = 0; p < n; ++p)
+        for (std::size_t g = 0; g < groups; ++g) {
+            const std::size_t from = p * width + g * group, to = (g * n + p) * group;
+            model::quantizeKvGroup(rows.data() + from, group, q.codes.data() + to, &q.scales[g * n + p]);
+            for (int i = 0; i < group; ++i) q.values[from + i] = static_cast<float>(q.codes[to + i]) * q.scales[g * n + p];
+        }
     return q;
 }
 
@@ -135,14 +139,14 @@ private slots:
             row[5] = 40.0f;  // an outlier: the first group's scale is coarse, the second's not
             cache.write(1, 0, p, row.data());
             for (int g = 0; g < 2; ++g) {
-                const float scale = cache.scales(1, 0, p)[g];
+                const float scale = *cache.scale(1, 0, g, p);
                 float largest = 0;
                 for (int i = 0; i < 32; ++i) largest = std::max(largest, std::abs(row[g * 32 + i]));
                 QCOMPARE(scale, largest / 127.0f);
                 int widest = 0;
                 double dot = 0;
                 for (int i = 0; i < 32; ++i) {
-                    const int code = cache.codes(1, 0, p)[g * 32 + i];
+                    const int code = cache.codes(1, 0, g, p)[i];
                     widest = std::max(widest, std::abs(code));
                     QVERIFY(std::abs(code * scale - row[g * 32 + i]) <= 0.5f * scale * (1 + 1e-5f));
                     dot += double(q[i]) * code * scale;
@@ -152,17 +156,31 @@ private slots:
                 std::vector<float> y(32, 1.0f);
                 cache.axpy(0.5f, 1, 0, p, g * 32, y.data(), 32);
                 for (int i = 0; i < 32; ++i)
-                    QVERIFY(std::abs(y[i] - (1.0f + 0.5f * cache.codes(1, 0, p)[g * 32 + i] * scale)) < 1e-5f * (1 + std::abs(y[i])));
+                    QVERIFY(std::abs(y[i] - (1.0f + 0.5f * cache.codes(1, 0, g, p)[i] * scale)) < 1e-5f * (1 + std::abs(y[i])));
             }
         }
         std::vector<float> zero(48, 0.0f);
         cache.write(0, 1, 3, zero.data());
-        QCOMPARE(cache.scales(0, 1, 3)[0], 0.0f);
-        QVERIFY(std::all_of(cache.codes(0, 1, 3), cache.codes(0, 1, 3) + 48, [](std::int8_t c) { return c == 0; }));
+        QCOMPARE(*cache.scale(0, 1, 0, 3), 0.0f);
+        QVERIFY(std::all_of(cache.codes(0, 1, 0, 3), cache.codes(0, 1, 0, 3) + 48, [](std::int8_t c) { return c == 0; }));
         zero[7] = std::numeric_limits<float>::quiet_NaN();
         cache.write(0, 1, 4, zero.data());
-        QVERIFY(std::isnan(cache.scales(0, 1, 4)[0]));
+        QVERIFY(std::isnan(*cache.scale(0, 1, 0, 4)));
         QVERIFY(std::isnan(cache.dot(0, 1, 4, 0, q.data(), 48)));
+
+        // Group-major rows move when the cache grows: what was written reads back the same.
+        model::KvCache growing(1, {64, 64}, 5000, KvCacheType::Int8, {32, 32});
+        growing.reserve(10);
+        std::vector<float> before;
+        for (int p = 0; p < 10; ++p) {
+            for (float& x : row) x = normal(rng);
+            growing.write(0, 1, p, row.data());
+            for (int g = 0; g < 2; ++g) before.push_back(growing.dot(0, 1, p, g * 32, q.data(), 32));
+        }
+        growing.reserve(4000);
+        QVERIFY(growing.groupStride(1) >= 4000 * 32);
+        for (int p = 0, i = 0; p < 10; ++p)
+            for (int g = 0; g < 2; ++g, ++i) QCOMPARE(growing.dot(0, 1, p, g * 32, q.data(), 32), before[i]);
     }
 
     // A quarter of float32's bytes plus a 4-byte scale per group: per position and layer, GQA 2 x kvHeads x
@@ -217,6 +235,8 @@ private slots:
             a.keyScales = k.scales.data();
             a.valueCodes = v.codes.data();
             a.valueScales = v.scales.data();
+            a.codesHead = static_cast<std::size_t>(positions) * c.headDim;
+            a.scalesHead = static_cast<std::size_t>(positions);
             a.tokens = c.tokens;
             a.start = c.start;
             a.window = c.window;

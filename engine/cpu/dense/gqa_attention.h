@@ -30,12 +30,14 @@ struct GqaAttentionArgs {
     float scale = 1.0f;
     const float* sinks = nullptr;  // optional: one logit per head that joins each softmax, with no value (gpt-oss)
     float* out = nullptr;  // [tokens, heads * headDim]
-    // An int8 cache instead of keys and values: position p's codes at keyCodes + p * kvHeads * headDim (as
-    // keys), key head g's scale at keyScales[p * kvHeads + g]; the same for values.
+    // An int8 cache instead of keys and values (model::KvCache's, key head by key head): key head g's codes
+    // of position p at keyCodes + g * codesHead + p * headDim, its scale at keyScales[g * scalesHead + p]; the
+    // same for values.
     const std::int8_t* keyCodes = nullptr;
     const std::int8_t* valueCodes = nullptr;
     const float* keyScales = nullptr;
     const float* valueScales = nullptr;
+    std::size_t codesHead = 0, scalesHead = 0;
 };
 
 // The shapes the kernels take. Inline, so it runs in the caller's instruction set, before one is chosen.

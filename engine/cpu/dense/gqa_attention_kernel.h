@@ -31,7 +31,8 @@ struct Segment {
     const float* k = nullptr;
     std::size_t kRow = 0, kHead = 0;    // key head g of position p at k + (p - rowBase) * kRow + g * kHead
     int dim = 0;                        // a multiple of S::N
-    // Int8 instead of k: the codes at kCodes + p * kRow + g * kHead, their scale kScales[p * sRow + g * sHead].
+    // Int8 instead of k: the codes at kCodes + p * kRow + g * kHead (these strides then the codes'), their
+    // scale kScales[p * sRow + g * sHead].
     const std::int8_t* kCodes = nullptr;
     const float* kScales = nullptr;
     std::size_t sRow = 0, sHead = 0;
@@ -49,7 +50,7 @@ struct Terms {
     float scale = 1.0f;
     const float* sinks = nullptr;         // per head, or none
     int rowBase = 0;                      // the position of k's and v's first row
-    // Int8 instead of v, as Segment's.
+    // Int8 instead of v, as Segment's (vRow and vHead then the codes' strides).
     const std::int8_t* vCodes = nullptr;
     const float* vScales = nullptr;
     std::size_t vsRow = 0, vsHead = 0;
@@ -276,15 +277,19 @@ inline Terms gqaTerms(const GqaAttentionArgs& a) {
     x.kvHeads = a.kvHeads;
     x.scale = a.scale;
     x.sinks = a.sinks;
-    if (a.keyCodes) {
+    if (a.keyCodes) {  // key head by key head: a head's rows one after another
         x.seg[0].kCodes = a.keyCodes;
+        x.seg[0].kRow = hd;
+        x.seg[0].kHead = a.codesHead;
         x.seg[0].kScales = a.keyScales;
-        x.seg[0].sRow = static_cast<std::size_t>(a.kvHeads);
-        x.seg[0].sHead = 1;
+        x.seg[0].sRow = 1;
+        x.seg[0].sHead = a.scalesHead;
         x.vCodes = a.valueCodes;
+        x.vRow = hd;
+        x.vHead = a.codesHead;
         x.vScales = a.valueScales;
-        x.vsRow = static_cast<std::size_t>(a.kvHeads);
-        x.vsHead = 1;
+        x.vsRow = 1;
+        x.vsHead = a.scalesHead;
     }
     return x;
 }
