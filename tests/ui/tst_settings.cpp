@@ -2,6 +2,8 @@
 // showing and returning exactly what it was given.
 #include <QCheckBox>
 #include <QComboBox>
+#include <QLabel>
+#include <QLocale>
 #include <QSettings>
 #include <QSpinBox>
 #include <QTemporaryDir>
@@ -28,6 +30,7 @@ SettingsValues changedValues() {
     v.engine.contextLength = 16384;
     v.engine.gpuExpertMemoryGb = 24;
     v.engine.int8Dense = false;
+    v.engine.int8KvCache = true;
     v.sampling.useModelRecommendation = false;
     v.sampling.sampling.temperature = 0.7f;
     v.sampling.sampling.topP = 0.9f;
@@ -62,6 +65,7 @@ private slots:
         QCOMPARE(e.contextLength, 4096);
         QCOMPARE(e.gpuExpertMemoryGb, -1);  // automatic: what the GPU has free
         QVERIFY(e.int8Dense);               // the dense weights in int8
+        QVERIFY(!e.int8KvCache);            // the KV cache in float32, exact
         QVERIFY(settings.sampling().useModelRecommendation);
         QCOMPARE(settings.appearance().theme, ThemeChoice::System);
         QCOMPARE(settings.defaultDeferral(), 0);  // exact
@@ -176,6 +180,44 @@ private slots:
         QVERIFY(device);
         QCOMPARE(device->count(), 2);
         QVERIFY(device->itemText(1).contains("NVIDIA H200"));
+    }
+
+    // The KV cache choice beside the context length: the note under the length shows what each choice costs
+    // a conversation at that length, the chosen one first, and that a GPU keeps float32.
+    void kvCacheChoiceShowsWhatEachCosts() {
+        SettingsValues values;
+        values.engine.contextLength = 8192;
+        SettingsDialog dialog(values, {});
+        QComboBox* kv = nullptr;
+        for (QComboBox* c : dialog.findChildren<QComboBox*>())
+            if (c->accessibleName() == "KV cache") kv = c;
+        QVERIFY(kv);
+        QCOMPARE(kv->currentIndex(), 0);
+        QVERIFY(!dialog.values().engine.int8KvCache);
+        ModelSummary model;
+        model.contextLength = 8192;
+        model.maxContextLength = 40960;
+        model.kvBytesPerPosition = model.kvBytesPerPositionFloat32 = 98304;  // Qwen3-30B-A3B: 48 layers x 2 x 512 x 4
+        model.kvBytesPerPositionInt8 = 25344;                                  // 48 x 2 x (512 + 4 x 4)
+        dialog.setInEffect(&model);
+        const auto note = [&] {
+            for (QLabel* l : dialog.findChildren<QLabel*>())
+                if (l->text().contains("KV cache")) return l->text();
+            return QString();
+        };
+        const QLocale locale;
+        const QString f32 = locale.formattedDataSize(98304LL * 8192, 1, QLocale::DataSizeSIFormat);
+        const QString int8 = locale.formattedDataSize(25344LL * 8192, 1, QLocale::DataSizeSIFormat);
+        QVERIFY2(note().contains("Each conversation's KV cache: up to " + f32 + " at"), qPrintable(note()));
+        QVERIFY2(note().contains("In int8: " + int8), qPrintable(note()));
+        kv->setCurrentIndex(1);
+        QVERIFY(dialog.values().engine.int8KvCache);
+        QVERIFY2(note().contains("Each conversation's KV cache: up to " + int8 + " at"), qPrintable(note()));
+        QVERIFY2(note().contains("In float32: " + f32), qPrintable(note()));
+        model.onGpu = true;
+        dialog.setInEffect(&model);
+        QVERIFY2(note().contains("up to " + f32 + " at"), qPrintable(note()));
+        QVERIFY2(note().contains("The GPU keeps it in float32"), qPrintable(note()));
     }
 };
 

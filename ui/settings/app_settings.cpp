@@ -50,6 +50,7 @@ EngineSettings AppSettings::engine() const {
     e.contextLength = std::clamp(settings_->value("engine/contextLength", d.contextLength).toInt(), 256, 1 << 20);
     e.gpuExpertMemoryGb = std::clamp(settings_->value("engine/gpuExpertMemoryGb", d.gpuExpertMemoryGb).toInt(), -1, 1 << 16);
     e.int8Dense = settings_->value("engine/int8Dense", d.int8Dense).toBool();
+    e.int8KvCache = settings_->value("engine/kvCache", d.int8KvCache ? "int8" : "float32").toString() == QLatin1String("int8");
     return e;
 }
 
@@ -62,6 +63,7 @@ void AppSettings::setEngine(const EngineSettings& e) {
     settings_->setValue("engine/contextLength", e.contextLength);
     settings_->setValue("engine/gpuExpertMemoryGb", e.gpuExpertMemoryGb);
     settings_->setValue("engine/int8Dense", e.int8Dense);
+    settings_->setValue("engine/kvCache", e.int8KvCache ? "int8" : "float32");
 }
 
 SamplingDefaults AppSettings::sampling() const {

@@ -24,6 +24,9 @@ struct EngineSettings {
     // The dense weights in int8 when the model runs on the CPU (tandem::DensePrecision::Int8): about twice
     // the decode speed, nearly the same answers (docs/BENCHMARKS.md).
     bool int8Dense = true;
+    // Each conversation's KV cache in int8 with a scale per head (tandem::KvCacheType::Int8): about a quarter
+    // of the memory, so about 3.9x the context fits, on the CPU path (a GPU keeps float32); off by default.
+    bool int8KvCache = false;
 
     bool operator==(const EngineSettings&) const = default;
 };

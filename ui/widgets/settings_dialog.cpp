@@ -211,6 +211,19 @@ QWidget* SettingsDialog::engineTab(const QStringList& gpuNames) {
     contextBox->addWidget(contextLength_);
     contextBox->addWidget(contextNote_);
     form->addRow(buddyLabel(tr("&Context length:") + kReload, contextLength_, page), contextBox);
+
+    // How each conversation's keys and values are held: the context note below the length shows what each
+    // choice costs at that length.
+    kvCache_ = new QComboBox(page);
+    kvCache_->addItem(tr("float32 (exact)"));
+    kvCache_->addItem(tr("int8 (about a quarter of the memory; CPU only for now)"));
+    kvCache_->setAccessibleName(tr("KV cache"));
+    kvCache_->setToolTip(tr("How each conversation's keys and values are held. int8 keeps a scale per head and "
+                            "position: about 3.9x the context in the same memory, and long contexts read faster on the "
+                            "CPU; answers stay nearly the same (docs/BENCHMARKS.md). On the GPU the cache stays float32 "
+                            "for now."));
+    connect(kvCache_, &QComboBox::currentIndexChanged, this, &SettingsDialog::updateContextNote);
+    form->addRow(tr("&KV cache:") + kReload, kvCache_);
     form->addRow(hint(tr("⟳ These take effect when the model is loaded again; Tandem offers to do it when you press OK."), page));
     return page;
 }
@@ -391,6 +404,7 @@ void SettingsDialog::setValues(const SettingsValues& v) {
     contextLength_->setValue(v.engine.contextLength);
     gpuExpertMemory_->setValue(v.engine.gpuExpertMemoryGb);
     int8Dense_->setChecked(v.engine.int8Dense);
+    kvCache_->setCurrentIndex(v.engine.int8KvCache ? 1 : 0);
     defaultDeferral_->setValue(v.defaultDeferral);
     useModelSampling_->setChecked(v.sampling.useModelRecommendation);
     sampling_->setEnabled(!v.sampling.useModelRecommendation);
@@ -410,6 +424,9 @@ void SettingsDialog::setInEffect(const ModelSummary* model) {
     modelContext_ = model ? model->contextLength : 0;
     modelMaxContext_ = model ? model->maxContextLength : 0;
     kvBytesPerPosition_ = model ? model->kvBytesPerPosition : 0;
+    kvFloat32_ = model ? model->kvBytesPerPositionFloat32 : 0;
+    kvInt8_ = model ? model->kvBytesPerPositionInt8 : 0;
+    onGpu_ = model && model->onGpu;
     threads_->setSpecialValueText(model && model->threads > 0 ? tr("Automatic (%1 in use)").arg(model->threads)
                                                               : tr("Automatic (%1)").arg(QThread::idealThreadCount()));
     updateContextNote();
@@ -425,16 +442,30 @@ void SettingsDialog::updateContextNote() {
                        ? tr("In effect: %1 tokens, the most this model holds.").arg(locale.toString(modelContext_))
                        : tr("In effect: %1 tokens.").arg(locale.toString(modelContext_));
     // What the length set here costs: each conversation's KV cache grows to it (in the GPU's memory when
-    // the GPU runs the model, else in RAM).
+    // the GPU runs the model, else in RAM), as the KV cache choice holds it, and what the other choice would.
     if (kvBytesPerPosition_ > 0) {
         const bool capped = modelMaxContext_ > 0 && contextLength_->value() >= modelMaxContext_;
         const int length = capped ? modelMaxContext_ : contextLength_->value();
-        const QString size =
-            locale.formattedDataSize(static_cast<qint64>(kvBytesPerPosition_ * static_cast<quint64>(length)), 1, QLocale::DataSizeSIFormat);
+        const auto sizeAt = [&](quint64 perPosition) {
+            return locale.formattedDataSize(static_cast<qint64>(perPosition * static_cast<quint64>(length)), 1, QLocale::DataSizeSIFormat);
+        };
+        // A GPU holds float32 whatever is chosen (ModelInfo::kvCacheNotice): the cost is what it holds.
+        const bool int8 = kvCache_->currentIndex() == 1;
+        const bool gpuKeepsFloat = onGpu_;
+        const quint64 chosen = int8 && kvInt8_ > 0 && !gpuKeepsFloat ? kvInt8_ : !int8 && kvFloat32_ > 0 ? kvFloat32_ : kvBytesPerPosition_;
+        const QString size = sizeAt(chosen);
         note += QLatin1Char(' ') + (capped || modelMaxContext_ <= 0
                                         ? tr("Each conversation's KV cache: up to %1 at %2 tokens.").arg(size, locale.toString(length))
                                         : tr("Each conversation's KV cache: up to %1 at %2 tokens; the model holds up to %3.")
                                               .arg(size, locale.toString(length), locale.toString(modelMaxContext_)));
+        if (kvFloat32_ > 0 && kvInt8_ > 0) {
+            if (gpuKeepsFloat && int8)
+                note += QLatin1Char(' ') + tr("The GPU keeps it in float32 for now: int8 (%1) applies on the CPU only.").arg(sizeAt(kvInt8_));
+            else if (int8)
+                note += QLatin1Char(' ') + tr("In float32: %1.").arg(sizeAt(kvFloat32_));
+            else
+                note += QLatin1Char(' ') + tr("In int8: %1 (CPU only for now).").arg(sizeAt(kvInt8_));
+        }
     }
     contextNote_->setText(note);
     contextNote_->setVisible(true);
@@ -474,6 +505,7 @@ SettingsValues SettingsDialog::values() const {
     v.engine.contextLength = contextLength_->value();
     v.engine.gpuExpertMemoryGb = gpuExpertMemory_->value();
     v.engine.int8Dense = int8Dense_->isChecked();
+    v.engine.int8KvCache = kvCache_->currentIndex() == 1;
     v.defaultDeferral = defaultDeferral_->value();
     v.sampling.useModelRecommendation = useModelSampling_->isChecked();
     v.sampling.sampling = sampling_->sampling();

@@ -77,11 +77,14 @@ private:
     QSpinBox* contextLength_;
     QSpinBox* gpuExpertMemory_;
     QCheckBox* int8Dense_;
+    QComboBox* kvCache_;  // float32, int8
     QLabel* kernelNote_;
     QLabel* contextNote_;
     int modelContext_ = 0;  // the loaded model's context length, 0: none loaded
     int modelMaxContext_ = 0;         // the most it holds
-    quint64 kvBytesPerPosition_ = 0;  // its KV cache per position of one conversation
+    quint64 kvBytesPerPosition_ = 0;  // its KV cache per position of one conversation, as held now
+    quint64 kvFloat32_ = 0, kvInt8_ = 0;  // the same for each choice of kvCache_
+    bool onGpu_ = false;                  // the model runs on the GPU path, which keeps float32 caches
     QSpinBox* defaultDeferral_;
     QCheckBox* useModelSampling_;
     SamplingEditor* sampling_;

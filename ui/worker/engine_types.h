@@ -46,6 +46,7 @@ struct LoadRequest {
     int contextLength = 4096;
     int gpuExpertMemoryGb = -1;  // EngineSettings::gpuExpertMemoryGb
     bool int8Dense = true;       // EngineSettings::int8Dense
+    bool int8KvCache = false;    // EngineSettings::int8KvCache
     int deferredExperts = 0;
     // Set: the model is this server's (modelDir is its key), nothing is loaded here.
     RemoteEndpoint remote;
@@ -61,7 +62,14 @@ struct ModelSummary {
     int expertsPerToken = 0;
     int contextLength = 0;
     int maxContextLength = 0;       // the most the model holds (tandem::ModelInfo)
-    quint64 kvBytesPerPosition = 0;  // one conversation's KV cache per position
+    quint64 kvBytesPerPosition = 0;  // one conversation's KV cache per position, as held (kvCache)
+    // The same for each choice of Settings' KV cache (tandem::ModelInfo), how it is held ("float32",
+    // "int8") and why not as asked (a GPU keeps float32), if so.
+    quint64 kvBytesPerPositionFloat32 = 0;
+    quint64 kvBytesPerPositionInt8 = 0;
+    QString kvCache;
+    QString kvCacheNotice;
+    bool onGpu = false;  // the hybrid GPU path runs it (its KV cache float32 whatever is asked)
     int threads = 0;
     quint64 weightBytes = 0;
     tandem::SamplingOptions recommendedSampling;

@@ -83,6 +83,11 @@ void EngineWorker::loadModel(const LoadRequest& request) {
         summary_.contextLength = info.contextLength;
         summary_.maxContextLength = info.maxContextLength;
         summary_.kvBytesPerPosition = info.kvBytesPerPosition;
+        summary_.kvBytesPerPositionFloat32 = info.kvBytesPerPositionFloat32;
+        summary_.kvBytesPerPositionInt8 = info.kvBytesPerPositionInt8;
+        summary_.kvCache = QString::fromStdString(info.kvCache);
+        summary_.kvCacheNotice = QString::fromStdString(info.kvCacheNotice);
+        summary_.onGpu = info.device != "CPU";
         summary_.threads = model->threads();
         summary_.weightBytes = info.weightBytes;
         summary_.recommendedSampling = info.defaultSampling;

@@ -58,6 +58,7 @@ tandem::EngineOptions engineOptionsFor(const LoadRequest& request) {
     options.gpuExpertMemory =
         request.gpuExpertMemoryGb < 0 ? -1 : static_cast<std::int64_t>(request.gpuExpertMemoryGb) * 1'000'000'000;
     options.dense = request.int8Dense ? tandem::DensePrecision::Int8 : tandem::DensePrecision::Checkpoint;
+    options.kvCache = request.int8KvCache ? tandem::KvCacheType::Int8 : tandem::KvCacheType::Float32;
     return options;
 }
 
