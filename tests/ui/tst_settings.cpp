@@ -197,8 +197,8 @@ private slots:
         ModelSummary model;
         model.contextLength = 8192;
         model.maxContextLength = 40960;
-        model.kvBytesPerPosition = model.kvBytesPerPositionFloat32 = 98304;  // Qwen3-30B-A3B: 48 layers x 2 x 512 x 4
-        model.kvBytesPerPositionInt8 = 25344;                                  // 48 x 2 x (512 + 4 x 4)
+        model.kvBytesPerPosition = model.kvBytesPerPositionFloat32 = 196608;  // Qwen3-30B-A3B: 48 layers x 2 x 512 x 4
+        model.kvBytesPerPositionInt8 = 50688;                                   // 48 x 2 x (512 + 4 x 4)
         dialog.setInEffect(&model);
         const auto note = [&] {
             for (QLabel* l : dialog.findChildren<QLabel*>())
@@ -206,8 +206,8 @@ private slots:
             return QString();
         };
         const QLocale locale;
-        const QString f32 = locale.formattedDataSize(98304LL * 8192, 1, QLocale::DataSizeSIFormat);
-        const QString int8 = locale.formattedDataSize(25344LL * 8192, 1, QLocale::DataSizeSIFormat);
+        const QString f32 = locale.formattedDataSize(196608LL * 8192, 1, QLocale::DataSizeSIFormat);
+        const QString int8 = locale.formattedDataSize(50688LL * 8192, 1, QLocale::DataSizeSIFormat);
         QVERIFY2(note().contains("Each conversation's KV cache: up to " + f32 + " at"), qPrintable(note()));
         QVERIFY2(note().contains("In int8: " + int8), qPrintable(note()));
         kv->setCurrentIndex(1);
