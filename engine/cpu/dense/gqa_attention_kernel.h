@@ -129,25 +129,40 @@ void attendFloat(const Terms& a, int t, int g, int b, int chunk, float* part) {
             S::store(s + j, e);
             lN = S::add(lN, e);
         }
-        // The weighted values: the chunk's value rows (in L2) once per head and block of 4 vectors of
-        // columns, the block's sums in registers (a fixed number of them, so they stay there).
         float* out = part + static_cast<std::size_t>(i) * stride;
         out[0] = m;
         out[1] = S::sum(lN);
-        const float* values = a.v + static_cast<std::size_t>(p0 - a.rowBase) * a.vRow + static_cast<std::size_t>(g) * a.vHead;
-        const auto weighted = [&]<int kVectors>(int column) {
-            V acc[kVectors];
-            for (int v = 0; v < kVectors; ++v) acc[v] = S::set1(0.0f);
-            for (int j = 0; j < n; ++j) {
-                const float* vr = values + static_cast<std::size_t>(j) * a.vRow + column;
-                const V w = S::set1(s[j]);
-                for (int v = 0; v < kVectors; ++v) acc[v] = S::fmadd(w, S::loadu(vr + N * v), acc[v]);
+    }
+    // The weighted values: the chunk's value rows (in L2) once per pair of heads and block of 4 vectors of
+    // columns, each row's vectors loaded once for both heads, the sums in registers (a fixed number of them,
+    // so they stay there). Each head's sums are added in the same order as one head at a time would.
+    const float* values = a.v + static_cast<std::size_t>(p0 - a.rowBase) * a.vRow + static_cast<std::size_t>(g) * a.vHead;
+    const auto weighted = [&]<int kHeads, int kVectors>(int i, int column) {
+        V acc[kHeads][kVectors];
+        for (int h = 0; h < kHeads; ++h)
+            for (int v = 0; v < kVectors; ++v) acc[h][v] = S::set1(0.0f);
+        for (int j = 0; j < n; ++j) {
+            const float* vr = values + static_cast<std::size_t>(j) * a.vRow + column;
+            V x[kVectors];
+            for (int v = 0; v < kVectors; ++v) x[v] = S::loadu(vr + N * v);
+            for (int h = 0; h < kHeads; ++h) {
+                const V w = S::set1(scores[i + h][j]);
+                for (int v = 0; v < kVectors; ++v) acc[h][v] = S::fmadd(w, x[v], acc[h][v]);
             }
-            for (int v = 0; v < kVectors; ++v) S::storeu(out + 2 + column + N * v, acc[v]);
-        };
+        }
+        for (int h = 0; h < kHeads; ++h)
+            for (int v = 0; v < kVectors; ++v) S::storeu(part + static_cast<std::size_t>(i + h) * stride + 2 + column + N * v, acc[h][v]);
+    };
+    int i = 0;
+    for (; i + 2 <= heads; i += 2) {
         int column = 0;
-        for (; column + 4 * N <= vd; column += 4 * N) weighted.template operator()<4>(column);
-        for (; column < vd; column += N) weighted.template operator()<1>(column);
+        for (; column + 4 * N <= vd; column += 4 * N) weighted.template operator()<2, 4>(i, column);
+        for (; column < vd; column += N) weighted.template operator()<2, 1>(i, column);
+    }
+    for (; i < heads; ++i) {
+        int column = 0;
+        for (; column + 4 * N <= vd; column += 4 * N) weighted.template operator()<1, 4>(i, column);
+        for (; column < vd; column += N) weighted.template operator()<1, 1>(i, column);
     }
 }
 
