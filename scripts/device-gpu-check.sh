@@ -4,7 +4,11 @@
 # shapes (tandem-cli bench). Needs, carried into the repo root:
 #   .deps/      what the machine lacks, unpacked from Debian 12's packages: nlohmann-json3-dev's headers
 #               and CMake files (.deps/include, .deps/share), and libpcre2-dev, libpcre2-8-0,
-#               libutf8proc-dev, libutf8proc2, libnuma-dev, libnuma1 (dpkg -x into .deps, so .deps/usr)
+#               libutf8proc-dev, libutf8proc2, libnuma-dev, libnuma1 (dpkg -x into .deps, so .deps/usr); for
+#               serve: libcpp-httplib-dev, libcpp-httplib0.11, libssl-dev, zlib1g-dev, libbrotli-dev (headers
+#               and .pc files, whose prefix=/usr becomes prefix=${pcfiledir}/../../.., libssl.pc and
+#               libcrypto.pc also -I${includedir}/x86_64-linux-gnu), and pkgconf-bin, libpkgconf3 (used
+#               when the machine has no pkg-config)
 #   (the fixture models are tests/fixtures, tracked in the repository)
 # Steps: CHECKS=0 skips the fixture checks (CHECKS_DENSE=0 only their --dense int8 pass), BENCH=0 the benchmarks; BENCH_SHAPES, BENCH_EXPERTS,
 # BENCH_DEFER narrow them; BENCH_ROUNDS=2 repeats the lot, alternating, to show the machine's noise.
@@ -74,11 +78,14 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 start=$(date +%s)
 deps=$PWD/.deps
 export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PKG_CONFIG_PATH="$deps/usr/lib/x86_64-linux-gnu/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+pkgconfig_flag=()
+command -v pkg-config >/dev/null || pkgconfig_flag=(-DPKG_CONFIG_EXECUTABLE="$deps/usr/bin/pkgconf")
 # build_tree SOURCE BUILD LOGNAME: configure and build tandem-cli with CUDA for sm_90.
 build_tree() {
   cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_BUILD_TESTS=OFF -DTANDEM_GUI=OFF \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$deps;$deps/usr" \
-    -DNUMA_INCLUDE_DIR="$deps/usr/include" -DNUMA_LIBRARY="$deps/usr/lib/x86_64-linux-gnu/libnuma.so" \
+    -DNUMA_INCLUDE_DIR="$deps/usr/include" -DNUMA_LIBRARY="$deps/usr/lib/x86_64-linux-gnu/libnuma.so" "${pkgconfig_flag[@]}" \
     >"$out/configure$3.log" 2>&1 || { tail -30 "$out/configure$3.log"; exit 1; }
   cmake --build "$2" -j16 >"$out/build$3.log" 2>&1 || { grep -E "error" -A3 "$out/build$3.log" | head -60; exit 1; }
 }
@@ -300,24 +307,24 @@ for r in rows:
 PY
 fi
 
-if [[ ${BATCH:-0} == 1 ]]; then
-  echo "== batched decode: serve --batch 4 on the GPU against each request alone"
-  timeout 300 python3 scripts/check_batched_decode.py --cli "$cli" --model resources/models/pocket-dictionary --device gpu 2>&1 |
-    tee "$out/batched-decode.txt" | tail -6
-  echo "== bench --streams ${BATCH_STREAMS:-1,4,8} on ${BATCH_SHAPE:-qwen3-30b-a3b}"
-  "$cli" bench --synthetic "${BATCH_SHAPE:-qwen3-30b-a3b}" --experts int4 --streams "${BATCH_STREAMS:-1,4,8}" --prompt 64 \
-    --gen 64 --device gpu --gpu-memory "${BATCH_GPU_MEMORY:-0}" >"$out/streams.txt" 2>&1
-  grep -E "stream|roofline|dense" "$out/streams.txt" | tail -12
-fi
-
 if [[ ${GPTOSS:-0} == 1 ]]; then
   for v in "cpu mxfp4 ${GPTOSS_SHAPE:-gpt-oss-120b-8l}" "gpu mxfp4 ${GPTOSS_SHAPE:-gpt-oss-120b-8l}" \
            "gpu int4 ${GPTOSS_SHAPE:-gpt-oss-120b-8l}" "gpu int4 qwen3-30b-a3b-8l"; do
     set -- $v
     echo "== $3 $2 experts, --device $1 --gpu-memory 0"
-    "$cli" bench --synthetic "$3" --experts "$2" --prompt 1 --gen 64 --device "$1" --gpu-memory 0 2>&1 |
+    timeout 150 "$cli" bench --synthetic "$3" --experts "$2" --prompt 1 --gen 64 --device "$1" --gpu-memory 0 2>&1 |
       tee -a "$out/gptoss.txt" | grep -E "^  (decode|ceiling|step)" | head -3
   done
+fi
+
+if [[ ${BATCH:-0} == 1 ]]; then
+  echo "== batched decode: serve --batch 4 on the GPU against each request alone"
+  timeout 150 python3 scripts/check_batched_decode.py --cli "$cli" --model resources/models/pocket-dictionary --device gpu 2>&1 |
+    tee "$out/batched-decode.txt" | tail -6
+  echo "== bench --streams ${BATCH_STREAMS:-1,4,8} on ${BATCH_SHAPE:-qwen3-30b-a3b}"
+  timeout "${BATCH_TIMEOUT:-240}" "$cli" bench --synthetic "${BATCH_SHAPE:-qwen3-30b-a3b}" --experts int4 --streams "${BATCH_STREAMS:-1,4,8}" --prompt 64 \
+    --gen 64 --device gpu --gpu-memory "${BATCH_GPU_MEMORY:-0}" >"$out/streams.txt" 2>&1
+  tail -25 "$out/streams.txt"
 fi
 
 if [[ ${H2D:-0} == 1 ]]; then
