@@ -7,6 +7,7 @@
 
 #include "cli_verify.h"
 #include "commands.h"
+#include "stack_dump.h"
 #include "tandem/build_info.h"
 #include "tandem/error.h"
 
@@ -167,6 +168,7 @@ constexpr Command kCommands[] = {
 }  // namespace
 
 int main(int argc, char** argv) {
+    tandem::cli::installStackDumpIfAsked();
     const std::vector<std::string> rest(argv + std::min(argc, 2), argv + argc);
     const std::string command = argc > 1 ? argv[1] : "";
     try {

@@ -364,6 +364,7 @@ GpuRunner::~GpuRunner() {
     }
     printStageProfile();
     if (decodeGraph_) cudaGraphExecDestroy(decodeGraph_);
+    if (batchGraph_) cudaGraphExecDestroy(batchGraph_);
     if (copyStream_) {
         cudaStreamSynchronize(copyStream_);
         cudaStreamDestroy(copyStream_);
@@ -466,8 +467,18 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
     }
 }
 
-void GpuRunner::ensureDecodeGraph() {
-    if (decodeGraph_) return;
+void GpuRunner::ensureDecodeGraph() { captureDecodeGraph(decodeGraph_, chained_); }
+
+// A batched step's graph: the same step, its kernels launched unchained. Chained, a member waiting for
+// the CPU's rows lets its next kernel's blocks start early, where they sit until the wait ends; several
+// members' early blocks can fill every multiprocessor, so another member never reaches the layer the
+// batch waits for, and the CPU never computes it (seen on the H200: 4 streams of qwen3-30b-a3b hung until
+// the wait kernels' timeout). Unchained, a waiting member holds only its wait kernel's block.
+void GpuRunner::ensureBatchGraph() { captureDecodeGraph(batchGraph_, false); }
+
+void GpuRunner::captureDecodeGraph(cudaGraphExec_t& exec, bool chained) {
+    if (exec) return;
+    enableChainedLaunches(chained);
     cudaGraph_t graph;
     TANDEM_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     capturingDecode_ = true;
@@ -476,11 +487,13 @@ void GpuRunner::ensureDecodeGraph() {
     } catch (...) {
         capturingDecode_ = false;
         cudaStreamEndCapture(stream_, &graph);
+        enableChainedLaunches(chained_);
         throw;
     }
     capturingDecode_ = false;
+    enableChainedLaunches(chained_);
     TANDEM_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
-    const cudaError_t made = cudaGraphInstantiate(&decodeGraph_, graph, 0);
+    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);
     TANDEM_CUDA_CHECK(made);
 }
@@ -508,14 +521,14 @@ void GpuRunner::decodeBatch(std::span<ModelRunner* const> runners, std::span<con
             slot.deferredRead = true;
         }
         m.prepareStreamShare(1);
-        m.ensureDecodeGraph();
+        m.ensureBatchGraph();
         bridges.push_back(m.bridge_.get());
     }
     const auto t0 = std::chrono::steady_clock::now();
     batcher_->open(static_cast<int>(members.size()));
     try {
         for (GpuRunner* m : members) {
-            TANDEM_CUDA_CHECK(cudaGraphLaunch(m->decodeGraph_, m->stream_));
+            TANDEM_CUDA_CHECK(cudaGraphLaunch(m->batchGraph_, m->stream_));
             ++m->graphLaunches_;
         }
         ExpertBridge::pumpAllUntil(bridges, [&members] {

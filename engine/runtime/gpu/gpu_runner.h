@@ -113,6 +113,8 @@ private:
     void prepareStreamShare(int tokens);
     // Captures the decode step's graph the first time.
     void ensureDecodeGraph();
+    void ensureBatchGraph();  // decodeBatch's: unchained (gpu_runner.cpp says why)
+    void captureDecodeGraph(cudaGraphExec_t& exec, bool chained);
     // y (=, or += with accumulate) W x for `tokens` rows of a bf16 GEMM input (and its lo rows when split).
     void project(const MatrixRef& w, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy, bool accumulate);
 
@@ -135,6 +137,7 @@ private:
     cublasHandle_t blas_ = nullptr;
     DeviceBuffer<char> blasWorkspace_;
     cudaGraphExec_t decodeGraph_ = nullptr;
+    cudaGraphExec_t batchGraph_ = nullptr;
     long graphLaunches_ = 0;
     long steps_ = 0;
     double stepSeconds_ = 0;
