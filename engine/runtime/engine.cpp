@@ -306,7 +306,7 @@ struct Engine::Impl {
         try {
             // gpt-oss (sinks, an o_proj bias, a router bias, experts with biases and the clamped SwiGLU) and
             // GLM-4.5 (biases, partial rotary) run on the GPU like the rest: checked on the H200 against the
-            // CPU path and the references (2026-12-04). MXFP4 experts stay on the CPU's kernels.
+            // CPU path and the references (2026-12-04). MXFP4 experts go to the GPU too (gpu_backend.cpp).
             gpu = gpuBackendForTests()
                       ? gpuBackendForTests()(config, weights, pool, info.contextLength, expertsFactory())
                       : runtime::createGpuBackend(config, weights, pool, info.contextLength, expertsFactory(), gpuExperts, reason);

@@ -106,16 +106,18 @@ private:
 std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, const model::ModelWeights& weights,
                                              cpu::ThreadPool& pool, int capacity, ExpertsFactory experts,
                                              const GpuExpertsRequest& request, std::string& reason) {
-    // MXFP4 experts (gpt-oss): the GPU's expert kernels take them (INT4's with e2m1 values, fp4Pair), but
-    // they have not run on a GPU yet, so every routed expert stays on the CPU, whose MXFP4 kernels run them
-    // through the bridge, unless TANDEM_GPU_MXFP4=1 asks to try them; the placement says why.
+    // MXFP4 experts (gpt-oss) go to the GPU like INT4's: its expert kernels read each nibble as its e2m1
+    // value (fp4Pair) with the block's E8M0 scale as bf16. Checked on the H200 (2026-12-04):
+    // check_gpu_experts' MXFP4 cases against float64, and tiny-gpt-oss --experts mxfp4 against its golden
+    // within the GPU tolerance. TANDEM_GPU_MXFP4=0 keeps them on the CPU's MXFP4 kernels (through the
+    // bridge), for A/B runs; the placement says so.
     GpuExpertsRequest gpuExperts = request;
     std::string expertNote;
-    const char* tryMxfp4 = std::getenv("TANDEM_GPU_MXFP4");
-    if (gpuExperts.layout && gpuExperts.layout->type == io::ExpertType::MXFP4 && !(tryMxfp4 && std::string(tryMxfp4) == "1")) {
+    const char* mxfp4 = std::getenv("TANDEM_GPU_MXFP4");
+    if (gpuExperts.layout && gpuExperts.layout->type == io::ExpertType::MXFP4 && mxfp4 && std::string(mxfp4) == "0") {
         gpuExperts.layout = nullptr;
         gpuExperts.layerBytes = nullptr;
-        expertNote = "mxfp4 experts run on the CPU only so far; convert with --experts int4 or bf16 to put experts on the GPU";
+        expertNote = "TANDEM_GPU_MXFP4=0 keeps the mxfp4 experts on the CPU";
     }
     int count = 0;
     const cudaError_t probe = cudaGetDeviceCount(&count);
