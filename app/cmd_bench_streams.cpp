@@ -107,7 +107,8 @@ void runStreamsBench(tandem::Engine& engine, const StreamsBench& bench) {
         routing.record(false);
         // Every session of a batch counts the whole step; the CPU path times its routed experts per layer.
         double expertsMs = 0;
-        for (const auto& layer : sessions.front()->takeDecodeProfile().layers) expertsMs += layer.cpuExpertsMs;
+        const tandem::DecodeProfile profile = sessions.front()->takeDecodeProfile();
+        for (const auto& layer : profile.layers) expertsMs += layer.cpuExpertsMs;
         std::fprintf(stderr, "measuring memory bandwidth again ...\n");
         const double after = engine.measureMemoryBandwidth();
         const double bandwidth = std::max(before, after);
@@ -135,6 +136,11 @@ void runStreamsBench(tandem::Engine& engine, const StreamsBench& bench) {
         if (withDense > 0)
             std::printf("             with the dense weights %8.2f tok/s: %.0f MB more a step, read once for the %d -> %.0f%%\n",
                         withDense, denseBytes / 1e6, S, 100.0 * tokensPerSecond / withDense);
+        if (profile.batchedSteps > 0)
+            std::printf("             a batched step on the GPU's clocks: members handing a layer over %.2f ms apart, "
+                        "the CPU's turn %.2f ms (last hand-over to the first rows back), a member's GPU work %.2f ms "
+                        "(summed over the layers, mean of %ld steps)\n",
+                        profile.batchSpreadMs, profile.batchRoundMs, profile.batchGpuMs, profile.batchedSteps);
         if (!bench.json) continue;
         std::printf("{\"shape\": \"%s\", \"experts\": \"%s\", \"isa\": \"%s\", \"device\": \"%s\", \"threads\": %d, "
                     "\"deferral\": %d, \"streams\": %d, \"prompt_tokens\": %d, \"steps\": %d, "

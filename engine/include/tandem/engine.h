@@ -156,6 +156,12 @@ struct DecodeProfile {
     double betweenStepsMs = 0.0;     // GPU idle between steps: the host reading logits, sampling, launching
     double expertPoolBusyFraction = 0.0;
     std::vector<LayerTiming> layers;
+    // Batched steps on the GPU path (several sequences' steps together), per step, summed over the MoE
+    // layers whose experts the CPU computes, from the GPU's clocks (0 elsewhere):
+    long batchedSteps = 0;
+    double batchSpreadMs = 0.0;  // the last member's hand-over after the first's (members arriving apart)
+    double batchRoundMs = 0.0;   // the last hand-over to the first member getting its rows back (the CPU's turn)
+    double batchGpuMs = 0.0;     // a member's GPU work between getting its rows and its next hand-over (mean)
 };
 
 struct GenerationStats {

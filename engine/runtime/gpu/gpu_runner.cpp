@@ -553,10 +553,37 @@ void GpuRunner::decodeBatch(std::span<ModelRunner* const> runners, std::span<con
     }
     batcher_->close();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    // Where a batched step's time goes, from the members' GPU clocks (one timer for the whole GPU): for each
+    // layer whose experts the CPU computes, how far apart the members handed it over, how long from the
+    // last hand-over until the first member had its rows, and each member's GPU work up to its hand-over.
+    double spread = 0, round = 0, gpu = 0;
+    std::vector<std::uint64_t> previousEnd(members.size());
+    for (std::size_t i = 0; i < members.size(); ++i) previousEnd[i] = members[i]->clocks_.get()[config_.numLayers].signalNs;
+    for (std::size_t l = 0; l < links_.size(); ++l) {
+        if (links_[l].slot < 0) continue;
+        std::uint64_t firstSignal = ~0ull, lastSignal = 0, firstEnd = ~0ull;
+        double work = 0;
+        for (std::size_t i = 0; i < members.size(); ++i) {
+            const LayerClock& c = members[i]->clocks_.get()[l];
+            const std::uint64_t signal = c.signalNs, end = c.waitEndNs;
+            firstSignal = std::min(firstSignal, signal);
+            lastSignal = std::max(lastSignal, signal);
+            firstEnd = std::min(firstEnd, end);
+            if (signal > previousEnd[i]) work += static_cast<double>(signal - previousEnd[i]) * 1e-9;
+            previousEnd[i] = end;
+        }
+        spread += static_cast<double>(lastSignal - firstSignal) * 1e-9;
+        if (firstEnd > lastSignal) round += static_cast<double>(firstEnd - lastSignal) * 1e-9;
+        gpu += work / static_cast<double>(members.size());
+    }
     for (std::size_t i = 0; i < members.size(); ++i) {
         GpuRunner& m = *members[i];
         ++m.steps_;
         m.stepSeconds_ += seconds;
+        ++m.batchedSteps_;
+        m.batchSpreadSeconds_ += spread;
+        m.batchRoundSeconds_ += round;
+        m.batchGpuSeconds_ += gpu;
         m.collectStepClocks();
         if (*m.failed_.get()) throw GpuError("the CPU did not deliver the routed experts in time; the GPU gave up waiting");
         m.bridge_->rethrowFailure();
@@ -588,6 +615,15 @@ DecodeProfile GpuRunner::takeProfile() {
     }
     runtime::finishProfile(p, stepSeconds_, wait, experts);
     if (p.steps > 0) p.betweenStepsMs = betweenStepsSeconds_ * 1e3 / static_cast<double>(p.steps);
+    p.batchedSteps = batchedSteps_;
+    if (batchedSteps_ > 0) {
+        const double perStep = 1e3 / static_cast<double>(batchedSteps_);
+        p.batchSpreadMs = batchSpreadSeconds_ * perStep;
+        p.batchRoundMs = batchRoundSeconds_ * perStep;
+        p.batchGpuMs = batchGpuSeconds_ * perStep;
+    }
+    batchedSteps_ = 0;
+    batchSpreadSeconds_ = batchRoundSeconds_ = batchGpuSeconds_ = 0;
     steps_ = 0;
     graphLaunches_ = 0;
     stepSeconds_ = 0;

@@ -138,6 +138,9 @@ private:
     DeviceBuffer<char> blasWorkspace_;
     cudaGraphExec_t decodeGraph_ = nullptr;
     cudaGraphExec_t batchGraph_ = nullptr;
+    // decodeBatch's clocks across its members (DecodeProfile::batch*), summed over steps, in seconds.
+    long batchedSteps_ = 0;
+    double batchSpreadSeconds_ = 0, batchRoundSeconds_ = 0, batchGpuSeconds_ = 0;
     long graphLaunches_ = 0;
     long steps_ = 0;
     double stepSeconds_ = 0;
