@@ -12,6 +12,7 @@
 #include "io/expert_layout.h"
 #include "io/text_file.h"
 #include "model/config.h"
+#include "model/kv_cache.h"
 #include "convert/expert_precision.h"
 #include "tandem/convert.h"
 
@@ -185,6 +186,15 @@ std::uint64_t kvValuesPerPosition(const model::ModelConfig& c) {
     return 2 * static_cast<std::uint64_t>(c.numKvHeads) * static_cast<std::uint64_t>(c.headDim);
 }
 
+// Per position, every layer, an int8 cache's codes and scales, as the engine shapes it (runtime/engine.cpp).
+std::uint64_t kvInt8BytesPerPosition(const model::ModelConfig& c) {
+    if (c.attention == model::AttentionKind::Mla)
+        return model::KvCache::bytesPerPosition(c.numLayers, {c.kvLoraRank, c.qkRopeHeadDim}, {c.kvLoraRank, c.qkRopeHeadDim},
+                                                KvCacheType::Int8);
+    const int kvDim = c.numKvHeads * c.headDim;
+    return model::KvCache::bytesPerPosition(c.numLayers, {kvDim, kvDim}, {c.headDim, c.headDim}, KvCacheType::Int8);
+}
+
 }  // namespace
 
 Footprint estimateFootprintFromJson(const std::string& configJson, ExpertPrecision experts, int contextLength,
@@ -237,6 +247,7 @@ Footprint estimateFootprintFromJson(const std::string& configJson, ExpertPrecisi
     f.denseInt8Bytes = denseInt8.bytes;
     f.kvCacheBytes = kvValuesPerPosition(c) * 4 * static_cast<std::uint64_t>(c.numLayers) *
                      static_cast<std::uint64_t>(f.contextLength);
+    f.kvCacheInt8Bytes = kvInt8BytesPerPosition(c) * static_cast<std::uint64_t>(f.contextLength);
     f.ramBytes = f.routedExpertBytes + f.kvCacheBytes;
     f.vramBytes = f.denseBytes + f.kvCacheBytes;
     Tally published = dense;
@@ -263,6 +274,12 @@ Footprint withInt8Dense(Footprint f) {
     f.denseBytes = f.denseInt8Bytes;
     f.storeBytes = f.storeBytes - f.storeDenseBytes + f.denseInt8Bytes;
     f.storeDenseBytes = f.denseInt8Bytes;
+    return f;
+}
+
+Footprint withInt8KvCache(Footprint f) {
+    f.ramBytes = f.ramBytes - f.kvCacheBytes + f.kvCacheInt8Bytes;
+    f.kvCacheBytes = f.kvCacheInt8Bytes;
     return f;
 }
 

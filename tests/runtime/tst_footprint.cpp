@@ -97,6 +97,25 @@ private slots:
         QCOMPARE(mla.kvCacheBytes, std::uint64_t{3} * (32 + 16) * 4 * 100);
     }
 
+    // The CPU path's int8 cache (KvCacheType::Int8): a byte a value and a float32 scale per key head (GQA)
+    // or per stream (MLA's latent and rotary key); withInt8KvCache puts it in the RAM figure.
+    void anInt8KvCacheTakesAByteAValueAndItsScales() {
+        const QString config = fixturePath("tiny-qwen3moe") + "/config.json";
+        const Footprint f = estimateFootprint(config.toStdString(), ExpertPrecision::BF16, 1000);
+        // 3 layers x (keys + values: 2 heads x 32 codes and 2 scales).
+        QCOMPARE(f.kvCacheInt8Bytes, std::uint64_t{3} * 2 * (2 * 32 + 2 * 4) * 1000);
+        const Footprint g = withInt8KvCache(f);
+        QCOMPARE(g.kvCacheBytes, f.kvCacheInt8Bytes);
+        QCOMPARE(g.ramBytes, f.routedExpertBytes + f.kvCacheInt8Bytes);
+        QCOMPARE(g.vramBytes, f.vramBytes);  // a GPU engine keeps float32
+        const Footprint mla = estimateFootprint(fixturePath("tiny-deepseekv2").toStdString(), ExpertPrecision::BF16, 100);
+        QCOMPARE(mla.kvCacheInt8Bytes, std::uint64_t{3} * (32 + 16 + 2 * 4) * 100);
+        // Qwen3-30B-A3B at 32K: 6.4 GB in float32, about a quarter in int8.
+        const Footprint qwen = curatedFootprint("Qwen3-30B-A3B", ExpertPrecision::INT4, 32768);
+        QCOMPARE(qwen.kvCacheBytes, std::uint64_t{48} * 2 * 512 * 4 * 32768);
+        QCOMPARE(qwen.kvCacheInt8Bytes, std::uint64_t{48} * 2 * (512 + 4 * 4) * 32768);
+    }
+
     void theCuratedModelsHaveTheirPublishedSizes_data() {
         QTest::addColumn<QString>("name");
         QTest::addColumn<double>("totalBillions");

@@ -204,9 +204,12 @@ void QuantizationPage::showAdvice() {
             fail(QString::fromStdString(e.what()));
             needs.clear();
         }
-        // The engine's dense weights as Settings has them (int8 by default).
+        // The engine's dense weights as Settings has them (int8 by default); its KV cache too, int8 if
+        // chosen, on a machine without a GPU (a GPU engine keeps it in float32).
         if (wizard_->parts().settings->engine().int8Dense)
             for (auto& need : needs) need = tandem::withInt8Dense(need);
+        if (wizard_->parts().settings->engine().int8KvCache && wizard_->machineFigures().vramBytes == 0)
+            for (auto& need : needs) need = tandem::withInt8KvCache(need);
         // Once listed, the download's real size is known: what is not on disk yet.
         if (plan.fromHub() && lookup_ == Lookup::Ready)
             for (auto& need : needs) need.downloadBytes = static_cast<quint64>(totalSize(filesMissingFrom(plan.files, plan.downloadFolder)));
