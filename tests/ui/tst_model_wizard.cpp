@@ -132,12 +132,19 @@ MachineFigures bigMachine(int, const QString& folder) {
     return {2000 * kGB, 141 * kGB, QStringLiteral("NVIDIA H200"), 5000 * kGB, folder};
 }
 
+// A machine of plenty of RAM and no GPU.
+MachineFigures noGpuMachine(int, const QString& folder) { return {2000 * kGB, 0, QString(), 5000 * kGB, folder}; }
+
 struct Harness {
     QTemporaryDir dir;
     std::shared_ptr<FakeHub> hub = std::make_shared<FakeHub>();
     std::unique_ptr<TandemApp> app;
+    MachineFiguresProvider figures = bigMachine;
 
-    explicit Harness(std::optional<QString> embeddedModel = std::nullopt) { start(embeddedModel); }
+    explicit Harness(std::optional<QString> embeddedModel = std::nullopt, MachineFiguresProvider machine = bigMachine)
+        : figures(std::move(machine)) {
+        start(embeddedModel);
+    }
 
     // Starts (or, after stop(), restarts) the app on the same settings and folders.
     void start(std::optional<QString> embeddedModel = std::nullopt) {
@@ -145,7 +152,7 @@ struct Harness {
         if (embeddedModel) options.embeddedModelDir = *embeddedModel;
         std::shared_ptr<FakeHub> h = hub;
         options.downloaderFactory = [h] { return std::make_unique<FakeDownloader>(h.get()); };
-        options.machineFigures = bigMachine;
+        options.machineFigures = figures;
         app = std::make_unique<TandemApp>(std::move(options));
         app->settings()->setModelsFolder(dir.filePath(QStringLiteral("models")));
         app->start();
@@ -359,6 +366,32 @@ private slots:
         QVERIFY(q->table()->item(0, 1)->text().endsWith("TB"));
         // Where bf16's experts would run there: a few of the 58 layers fit beside the rest.
         QVERIFY2(q->table()->item(0, 5)->text().contains(" of 58 layers on GPU"), qPrintable(q->table()->item(0, 5)->text()));
+    }
+
+    // Settings' int8 KV cache counts in the RAM figures of a machine without a GPU (the CPU path holds it
+    // so), and not where a GPU engine would keep float32.
+    void theAdviceCountsTheInt8KvCacheOnTheCpuPath() {
+        for (const bool gpu : {false, true}) {
+            Harness h(std::nullopt, gpu ? MachineFiguresProvider(bigMachine) : MachineFiguresProvider(noGpuMachine));
+            EngineSettings engine = h.app->settings()->engine();
+            engine.int8KvCache = true;
+            h.app->settings()->setEngine(engine);
+            ModelWizard* w = h.openWizard();
+            auto* choose = page<ChoosePage>(w, ModelWizard::ChooseId);
+            choose->curatedList()->setCurrentItem(choose->curatedList()->topLevelItem(0));  // DeepSeek-V3
+            w->next();
+            auto* q = page<QuantizationPage>(w, ModelWizard::QuantizationId);
+            QVERIFY(QTest::qWaitFor([&] { return q->errorLabel()->isVisible(); }, 10000));
+            QCOMPARE(q->advice().choices.size(), 3);
+            const tandem::Footprint& need = q->advice().choices[0].need;
+            QVERIFY(need.kvCacheInt8Bytes > 0);
+            if (gpu) {
+                QVERIFY(need.kvCacheBytes > 3 * need.kvCacheInt8Bytes);  // float32, as the GPU holds it
+            } else {
+                QCOMPARE(need.kvCacheBytes, need.kvCacheInt8Bytes);
+                QCOMPARE(q->advice().choices[0].ramBytes, need.routedExpertBytes + need.denseBytes + need.kvCacheInt8Bytes);
+            }
+        }
     }
 
     void aRepositoryDownloadsConvertsLoadsAndOpensAChat() {
