@@ -12,6 +12,7 @@
 #include "cli_args.h"
 #include "cli_common.h"
 #include "commands.h"
+#include "server/generation_queue.h"
 #include "server/model_text.h"
 #include "server/openai_server.h"
 #include "tandem/byte_size.h"
@@ -64,7 +65,7 @@ private:
 int runServe(const CommandArgs& argv) {
     const CliArgs args(argv, {"--model", "--host", "--port", "--api-key", "--name", "--threads", "--context", "--device",
                               "--gpu-memory", "--experts", "--dense", "--kv-cache", "--max-tokens", "--max-body", "--max-requests",
-                              "--cache-conversations", "--batch"});
+                              "--cache-conversations", "--batch", "--prefill-chunk"});
     tandem::server::ServerOptions o;
     o.host = args.optional("--host").value_or(o.host);
     o.port = args.integer("--port", o.port);
@@ -84,6 +85,9 @@ int runServe(const CommandArgs& argv) {
     if (o.cachedConversations < 0) throw tandem::Error("--cache-conversations must be at least 1 (0: the default)");
     o.batch = args.integer("--batch", 0);
     if (o.batch < 0) throw tandem::Error("--batch must be at least 1 (0: the default, 4 on the CPU and 1 on the GPU)");
+    o.prefillChunk = args.integer("--prefill-chunk", -1);
+    if (o.prefillChunk < 0 && args.optional("--prefill-chunk"))
+        throw tandem::Error("--prefill-chunk must be a number of tokens, or 0 to prefill each prompt whole");
     if (o.maxTokens < 1 || o.maxRequests < 1) throw tandem::Error("--max-tokens and --max-requests must be 1 or more");
     if (const auto size = args.optional("--max-body")) o.maxBodyBytes = tandem::parseByteSize(*size, "--max-body");
     if (o.maxBodyBytes < 1024) throw tandem::Error("--max-body must be at least 1K");
@@ -108,11 +112,14 @@ int runServe(const CommandArgs& argv) {
     const int port = server.bind();
     const std::string host = o.host.find(':') != std::string::npos && o.host.front() != '[' ? "[" + o.host + "]" : o.host;
     const int batch = o.batch > 0 ? o.batch : engine->info().device == "CPU" ? 4 : 1;
+    const int chunk = o.prefillChunk >= 0 ? o.prefillChunk : tandem::server::GenerationQueue::defaultPrefillChunk(batch);
+    const std::string prefill = chunk > 0 ? "prompts prefilled " + std::to_string(chunk) + " tokens at a time between decode steps"
+                                          : "prompts prefilled whole";
     std::fprintf(stderr,
-                 "%s on %s, %d tokens of context, up to %d generations decoded together; %s\n"
+                 "%s on %s, %d tokens of context, up to %d generations decoded together, %s; %s\n"
                  "listening on http://%s:%d (OpenAI API at http://%s:%d/v1: /v1/chat/completions, /v1/completions, "
                  "/v1/models; /health); Ctrl-C stops\n",
-                 o.modelName.c_str(), engine->info().device.c_str(), engine->info().contextLength, batch,
+                 o.modelName.c_str(), engine->info().device.c_str(), engine->info().contextLength, batch, prefill.c_str(),
                  o.apiKey.empty() ? "no API key (loopback only)" : "API key required", host.c_str(), port, host.c_str(),
                  port);
     stopOnSignal.serving(&server);

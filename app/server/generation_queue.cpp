@@ -37,8 +37,10 @@ void GenerationJob::finish() {
     changed_.notify_all();
 }
 
-GenerationQueue::GenerationQueue(Engine& engine, const ModelText& text, int cachedConversations, int batch)
+GenerationQueue::GenerationQueue(Engine& engine, const ModelText& text, int cachedConversations, int batch,
+                                 int prefillChunk)
     : engine_(engine), text_(text), batch_(batch > 0 ? batch : engine.info().device == "CPU" ? 4 : 1),
+      prefillChunk_(prefillChunk >= 0 ? prefillChunk : defaultPrefillChunk(batch_)),
       conversations_(cachedConversations > 0 ? cachedConversations : engine.info().device == "CPU" ? 4 : 1),
       thread_([this] { run(); }) {}
 
@@ -107,6 +109,11 @@ JobQueue::DecodeSteps GenerationQueue::decodeSteps() const {
     return steps_;
 }
 
+JobQueue::PrefillChunks GenerationQueue::prefillChunks() const {
+    const std::lock_guard lock(mutex_);
+    return prefills_;
+}
+
 void GenerationQueue::stop() {
     {
         const std::lock_guard lock(mutex_);
@@ -119,25 +126,30 @@ void GenerationQueue::stop() {
 void GenerationQueue::run() {
     // Kept conversations (pickSession): a Generation keeps the cached prefix a new prompt shares with the
     // session's context, so a client that resends its growing conversation prefills only the new part,
-    // also when other clients' requests came in between. Each turn of the loop prefills at most one new
-    // job, then runs one decode step of all the running ones: a long prompt delays the others by its
-    // prefill, once.
+    // also when other clients' requests came in between. Each turn of the loop admits at most one new
+    // job, prefills at most one chunk of one admitted job's prompt, then runs one decode step of all the
+    // running ones: a long prompt delays each of the others' tokens by one chunk's prefill at most, and a
+    // short prompt admitted behind it is prefilled in its turn, not after all of it.
     while (true) {
         std::shared_ptr<GenerationJob> job;
         {
             std::unique_lock lock(mutex_);
-            wake_.wait(lock, [&] { return stopping_ || !waiting_.empty() || !active_.empty(); });
+            wake_.wait(lock, [&] { return stopping_ || !waiting_.empty() || !active_.empty() || !prefilling_.empty(); });
             if (stopping_) break;
-            if (!waiting_.empty() && active_.size() < static_cast<std::size_t>(batch_)) {
+            // A prefilling job counts: it decodes with the others once prefilled.
+            if (!waiting_.empty() && active_.size() + prefilling_.size() < static_cast<std::size_t>(batch_)) {
                 job = std::move(waiting_.front());
                 waiting_.pop_front();
                 running_.push_back(job);
             }
         }
-        if (job) start(std::move(job));
+        if (job) admit(std::move(job));
+        if (!prefilling_.empty()) prefillNext();
         if (!active_.empty()) step();
     }
     // stop() cancelled the running jobs: they end with what they have.
+    for (Active& a : prefilling_) end(a);
+    prefilling_.clear();
     for (Active& a : active_) end(a);
     active_.clear();
     const std::lock_guard lock(mutex_);
@@ -148,7 +160,7 @@ void GenerationQueue::run() {
     waiting_.clear();
 }
 
-void GenerationQueue::start(std::shared_ptr<GenerationJob> job) {
+void GenerationQueue::admit(std::shared_ptr<GenerationJob> job) {
     if (job->cancelled()) {
         std::fprintf(stderr, "%s: cancelled before it started (the client went away)\n", job->label.c_str());
         job->finish();
@@ -161,7 +173,41 @@ void GenerationQueue::start(std::shared_ptr<GenerationJob> job) {
         a.session = &pickSession(a.job->prompt);
         a.stream = std::make_unique<TextStream>(text_.tokenizer(), a.job->startsInReasoning, a.job->separateReasoning,
                                                 a.job->stops, a.job->toolCalls);
-        a.generation = std::make_unique<Generation>(*a.session, a.job->prompt, a.job->options);
+        // Only the part after the session's cached prefix is left to prefill.
+        a.generation = std::make_unique<Generation>(*a.session, a.job->prompt, a.job->options, Generation::Prefill::InChunks);
+        prefilling_.push_back(std::move(a));
+    } catch (const std::exception& e) {
+        fail(a, e.what());
+    }
+}
+
+void GenerationQueue::prefillNext() {
+    // A client that went away stops its prefill here, at a chunk's end: its session keeps the prompt's
+    // tokens run so far (a retry continues from them) and is free again.
+    for (auto it = prefilling_.begin(); it != prefilling_.end();) {
+        if (!it->job->cancelled()) {
+            ++it;
+            continue;
+        }
+        end(*it);
+        it = prefilling_.erase(it);
+    }
+    if (prefilling_.empty()) return;
+    Active a = std::move(prefilling_.front());
+    prefilling_.pop_front();
+    try {
+        const int tokens = std::min(a.generation->prefillLeft(), prefillChunk_ > 0 ? prefillChunk_ : a.generation->prefillLeft());
+        const bool done = a.generation->prefill(prefillChunk_);
+        {
+            const std::lock_guard lock(mutex_);
+            ++prefills_.chunks;
+            prefills_.tokens += tokens;
+        }
+        if (!done) {
+            prefilling_.push_back(std::move(a));  // the others' turn first
+            return;
+        }
+        // Prefilled: its first token, and it decodes with the others from this turn's step on.
         if (advance(a))
             active_.push_back(std::move(a));
         else

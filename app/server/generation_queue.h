@@ -1,11 +1,12 @@
 #pragma once
 // The server's one engine thread and the requests waiting for it. Up to `batch` generations run together:
-// a new one is prefilled (one at a time, between decode steps, first come first served), then every
+// a new one is admitted (one a turn, first come first served) and its prompt prefilled a chunk at a time
+// between decode steps, so that a long prompt does not stall the others' streams; once prefilled, every
 // running generation takes its next token in one decode step (Generation::decodeTogether: on the CPU
 // path each routed expert is read once for all the sequences that chose it). Each runs in a kept Session
 // whose cached prefix a client resending its conversation reuses; a session serves one generation at a
 // time. An HTTP thread submits a job and then takes its text as it comes; cancelling a job (its client
-// went away) ends its generation at its next token, or drops it before it starts.
+// went away) ends its generation at its next token or chunk of prompt, or drops it before it starts.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -87,6 +88,13 @@ public:
         int largest = 0;
     };
     virtual DecodeSteps decodeSteps() const { return {}; }
+    // Prompt prefills run so far: forward passes of a prompt or a chunk of one, and their tokens (the
+    // cached prefixes reused are not counted).
+    struct PrefillChunks {
+        long chunks = 0;
+        long tokens = 0;
+    };
+    virtual PrefillChunks prefillChunks() const { return {}; }
     // Ends the queue: the running generation is cancelled, waiting jobs end with an error.
     virtual void stop() = 0;
 };
@@ -103,8 +111,11 @@ void settleGenerationJob(GenerationJob& job, TextStream& stream, const Generatio
 
 class GenerationQueue : public JobQueue {
 public:
-    // cachedConversations and batch: ServerOptions' (0: 4 on the CPU path, 1 on the GPU).
-    GenerationQueue(Engine& engine, const ModelText& text, int cachedConversations = 0, int batch = 0);
+    // cachedConversations and batch: ServerOptions' (0: 4 on the CPU path, 1 on the GPU). prefillChunk:
+    // the most prompt tokens prefilled between two decode steps; 0 the whole prompt at once; < 0 the
+    // default (defaultPrefillChunk).
+    GenerationQueue(Engine& engine, const ModelText& text, int cachedConversations = 0, int batch = 0,
+                    int prefillChunk = -1);
     ~GenerationQueue() override;
     GenerationQueue(const GenerationQueue&) = delete;
     GenerationQueue& operator=(const GenerationQueue&) = delete;
@@ -114,10 +125,17 @@ public:
     bool running() const override;
     int runningCount() const override;
     DecodeSteps decodeSteps() const override;
+    PrefillChunks prefillChunks() const override;
     // Ends the engine thread: the running generations are cancelled, waiting jobs end with an error.
     void stop() override;
 
     int batch() const { return batch_; }
+    int prefillChunk() const { return prefillChunk_; }
+    // 512 tokens where generations decode together (`batch` > 1): the running ones wait at most one chunk's
+    // prefill for each token, and a chunk is still long enough that each routed expert it reads serves many
+    // of its tokens. With one generation at a time there is nobody to interleave with, and the whole prompt
+    // at once is the fastest (the GPU path streams a long prompt's CPU-held experts through the GPU).
+    static int defaultPrefillChunk(int batch) { return batch > 1 ? 512 : 0; }
 
 private:
     // A job whose generation runs (the engine thread's only).
@@ -130,8 +148,12 @@ private:
     };
 
     void run();
-    // Prefills a job's prompt and takes its first token; it joins the running ones unless it ended there.
-    void start(std::shared_ptr<GenerationJob> job);
+    // Gives a new job its session and generation; it joins the prefilling ones (unless it was cancelled).
+    void admit(std::shared_ptr<GenerationJob> job);
+    // Ends the prefilling jobs whose clients went away, then prefills one chunk of the next one in turn
+    // (round robin, so a short prompt admitted behind a long one is not held up by all of it). One whose
+    // prompt is all run takes its first token and joins the running ones unless it ended there.
+    void prefillNext();
     // One decode step of every running generation, then each one's next token.
     void step();
     // Samples a running job's next token and hands on its text: whether it goes on.
@@ -150,6 +172,7 @@ private:
     Engine& engine_;
     const ModelText& text_;
     int batch_;
+    int prefillChunk_;   // 0: whole prompts
     int conversations_;  // sessions kept between jobs; more while more jobs run (one each)
     struct Kept {
         std::unique_ptr<Session> session;
@@ -157,13 +180,15 @@ private:
         bool busy = false;  // a running job's
     };
     std::vector<Kept> sessions_;  // the engine thread's only
-    std::vector<Active> active_;  // the same
+    std::vector<Active> active_;  // the same: generations decoding
+    std::deque<Active> prefilling_;  // the same: generations whose prompt is being prefilled, next turn first
     std::uint64_t uses_ = 0;
     mutable std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<std::shared_ptr<GenerationJob>> waiting_;
-    std::vector<std::shared_ptr<GenerationJob>> running_;  // the jobs of active_ (and the one starting)
+    std::vector<std::shared_ptr<GenerationJob>> running_;  // the jobs of active_ and prefilling_
     DecodeSteps steps_;
+    PrefillChunks prefills_;
     bool stopping_ = false;
     std::thread thread_;
 };

@@ -395,13 +395,17 @@ void OpenAiServer::Impl::routes() {
 
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
         // decode: the decode steps so far, those that ran several sequences together, the most in one.
+        // prefill: the prompt prefills run (whole prompts, or chunks of them between decode steps) and
+        // their tokens.
         const auto steps = queue->decodeSteps();
+        const auto prefills = queue->prefillChunks();
         sendJson(res, 200,
                  {{"status", "ok"},
                   {"model", options.modelName},
                   {"running", queue->runningCount()},
                   {"waiting", queue->waiting()},
-                  {"decode", {{"steps", steps.steps}, {"batched_steps", steps.batched}, {"largest_batch", steps.largest}}}});
+                  {"decode", {{"steps", steps.steps}, {"batched_steps", steps.batched}, {"largest_batch", steps.largest}}},
+                  {"prefill", {{"chunks", prefills.chunks}, {"tokens", prefills.tokens}}}});
     });
     http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
         sendJson(res, 200, {{"object", "list"}, {"data", Json::array({modelObject()})}});
@@ -434,7 +438,7 @@ void OpenAiServer::Impl::routes() {
 
 OpenAiServer::OpenAiServer(Engine& engine, const ModelText& text, ServerOptions options)
     : impl_(std::make_unique<Impl>(engine.info(), text, std::move(options), std::make_shared<GenerationQueue>(engine, text, options.cachedConversations,
-                                                                                      options.batch))) {}
+                                                                                      options.batch, options.prefillChunk))) {}
 
 OpenAiServer::OpenAiServer(const ModelInfo& info, const ModelText& text, ServerOptions options,
                            std::shared_ptr<JobQueue> queue)

@@ -34,6 +34,11 @@ struct ServerOptions {
     // one after another until its batched step is measured there; each also holds its context's cache in
     // GPU memory).
     int batch = 0;
+    // The most prompt tokens prefilled between two decode steps (tandem-cli serve's queue): a new request's
+    // prompt (after its cached prefix) runs a chunk at a time between the running generations' tokens, so
+    // a long prompt does not stall their streams for all of its prefill. 0: the whole prompt at once;
+    // < 0: the default, 512 where several generations decode together, else the whole prompt.
+    int prefillChunk = -1;
 };
 
 // 127.0.0.0/8, ::1 and "localhost": addresses only this machine reaches.

@@ -378,11 +378,13 @@ struct Session::Impl {
     }
 
     // Runs tokens after the context. A GPU failure moves the session to the CPU: the context is run
-    // again there, so the conversation goes on.
-    void forward(std::span<const int> tokens, model::LogitsFor which) {
+    // again there, so the conversation goes on. A single token is a decode step (Expert Deferral applies)
+    // unless it is `promptPiece`, a piece of a prompt prefilled in chunks (Generation::prefill), which runs
+    // as the whole prompt would have.
+    void forward(std::span<const int> tokens, model::LogitsFor which, bool promptPiece = false) {
         model::ForwardOptions options;
         options.logits = which;
-        if (tokens.size() == 1 || deferInPrefill) options.deferral = {deferred.load(), skipDeferred.load()};
+        if ((tokens.size() == 1 && !promptPiece) || deferInPrefill) options.deferral = {deferred.load(), skipDeferred.load()};
         if (routing) options.routing = &routing;
         const int start = static_cast<int>(context.size());
         checkTokens(tokens, start);
@@ -576,11 +578,13 @@ struct Generation::Impl {
     runtime::Sampler sampler;
     GenerationStats stats;
     Clock::time_point started, prefilled;
+    std::vector<int> prompt;  // the prompt after the cached prefix, to prefill
+    std::size_t run = 0;      // of `prompt`, the tokens prefilled so far
     int last = -1;       // the token to run next; -1: none (not sampled yet, or the generation ended)
     bool ended = false;
 };
 
-Generation::Generation(Session& session, std::span<const int> conversation, const GenerateOptions& options)
+Generation::Generation(Session& session, std::span<const int> conversation, const GenerateOptions& options, Prefill when)
     : impl_(std::make_unique<Impl>(session, options)) {
     if (conversation.empty()) throw Error("nothing to generate from: the prompt is empty");
     Impl& g = *impl_;
@@ -595,19 +599,43 @@ Generation::Generation(Session& session, std::span<const int> conversation, cons
                                                     conversation.size() - 1);
     s.context.resize(reuse);
     g.stats.reusedTokens = static_cast<int>(reuse);
-    g.stats.prefilledTokens = static_cast<int>(conversation.size() - reuse);
+    g.prompt.assign(conversation.begin() + static_cast<std::ptrdiff_t>(reuse), conversation.end());
 
     g.started = Impl::Clock::now();
-    session.append(conversation.subspan(reuse));
-    g.prefilled = Impl::Clock::now();
-    g.stats.prefillSeconds = Impl::seconds(g.started, g.prefilled);
-    session.takeDecodeProfile();  // what follows is decode only
+    if (when == Prefill::Now) prefill(0);
 }
 
 Generation::~Generation() = default;
 
+bool Generation::prefill(int maxTokens) {
+    Impl& g = *impl_;
+    const std::size_t left = g.prompt.size() - g.run;
+    if (left == 0) return true;
+    const std::size_t n = maxTokens > 0 ? std::min(left, static_cast<std::size_t>(maxTokens)) : left;
+    const std::span<const int> piece = std::span<const int>(g.prompt).subspan(g.run, n);
+    Session::Impl& s = *g.session.impl_;
+    // The whole prompt at once runs as Session::append would; a piece of it runs as a prompt even when it
+    // is one token, so that the cache does not depend on where the chunks were cut.
+    s.forward(piece, model::LogitsFor::LastToken, n < g.prompt.size());
+    s.context.insert(s.context.end(), piece.begin(), piece.end());
+    g.run += n;
+    g.stats.prefilledTokens = static_cast<int>(g.run);
+    if (g.run < g.prompt.size()) return false;
+    g.prefilled = Impl::Clock::now();
+    g.stats.prefillSeconds = Impl::seconds(g.started, g.prefilled);
+    g.prompt = {};
+    g.run = 0;
+    g.session.takeDecodeProfile();  // what follows is decode only
+    return true;
+}
+
+int Generation::prefillLeft() const { return static_cast<int>(impl_->prompt.size() - impl_->run); }
+
 std::optional<int> Generation::next() {
     Impl& g = *impl_;
+    if (prefillLeft() > 0)
+        throw Error("a generation samples once its prompt is prefilled, but " + std::to_string(prefillLeft()) +
+                    " of its tokens have not run yet");
     if (g.ended || full()) {
         g.ended = true;
         return std::nullopt;
@@ -652,7 +680,10 @@ void Generation::decodeTogether(std::span<Generation* const> generations) {
 GenerationStats Generation::finish() {
     Impl& g = *impl_;
     g.ended = true;
-    g.stats.decodeSeconds = Impl::seconds(g.prefilled, Impl::Clock::now());
+    if (prefillLeft() > 0)  // given up while its prompt was being prefilled: no decode time
+        g.stats.prefillSeconds = Impl::seconds(g.started, Impl::Clock::now());
+    else
+        g.stats.decodeSeconds = Impl::seconds(g.prefilled, Impl::Clock::now());
     g.stats.fellBackToCpu = g.session.impl_->fellBack;
     g.stats.decode = g.session.takeDecodeProfile();
     return g.stats;

@@ -263,17 +263,37 @@ private:
 //   return g.finish();
 //
 // The session must outlive the generation, and run nothing else meanwhile.
+//
+// A server that must not hold its running generations up for a long prompt constructs one with
+// Prefill::InChunks and runs the prompt a piece at a time between their decode steps:
+//
+//   Generation g(session, conversation, options, Generation::Prefill::InChunks);
+//   while (!g.prefill(512)) { /* a decode step of the others */ }
+//   ... as above
 class Generation {
 public:
+    enum class Prefill {
+        Now,       // the constructor prefills the whole prompt
+        InChunks,  // prefill() runs it, as many tokens at a time as it is given
+    };
     // Keeps the cached prefix the session shares with `conversation` and prefills the rest (at least its
-    // last token, whose logits the first token is sampled from).
-    Generation(Session& session, std::span<const int> conversation, const GenerateOptions& options);
+    // last token, whose logits the first token is sampled from), now or with prefill().
+    Generation(Session& session, std::span<const int> conversation, const GenerateOptions& options,
+               Prefill when = Prefill::Now);
     ~Generation();
     Generation(const Generation&) = delete;
     Generation& operator=(const Generation&) = delete;
 
+    // Runs up to `maxTokens` more of the prompt after the cached prefix (the rest when maxTokens <= 0) and
+    // says whether all of it has run. The cache then holds what one prefill of the whole prompt would,
+    // within float rounding: every piece is run as a prompt (Expert Deferral only with prefillDeferral).
+    // A generation given up half-way leaves its session's context at the prompt's tokens run so far.
+    bool prefill(int maxTokens);
+    // Prompt tokens still to run before next() may sample (0 once prefilled).
+    int prefillLeft() const;
     // Samples the next token from the last logits: the token, or nothing when it is an end token
     // (options.stopAtEos with an EOS or stop id; stats().stoppedAtEos), which ends the generation.
+    // Throws tandem::Error while the prompt is not all prefilled.
     std::optional<int> next();
     // Whether options.maxNewTokens tokens were sampled: the generation has ended (its last token is not run).
     bool full() const;
