@@ -83,13 +83,15 @@ commands:
             aggregate tok/s beside the roofline of the distinct routed experts a step reads for S sequences
             (counted from the routing on the CPU path, else estimated for uniform routing).
   serve     --model DIR|STORE [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--name NAME]
-            [--max-tokens N] [--max-body SIZE] [--max-requests N] [--cache-conversations N] [--batch N] [--threads N] [--context N]
-            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8|int4] [--kv-cache f32|int8] [--no-verify]
+            [--max-tokens N] [--max-body SIZE] [--max-requests N] [--cache-conversations N] [--batch N] [--prefill-chunk N]
+            [--threads N] [--context N] [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8|int4] [--kv-cache f32|int8] [--no-verify]
             Serve the model over OpenAI's HTTP API until Ctrl-C: POST /v1/chat/completions (through
             the model's chat template; streamed as server-sent events with "stream": true; reasoning
             apart as reasoning_content), POST /v1/completions, GET /v1/models (the model is NAME,
             default the folder's name), GET /health. Up to --batch N requests (4 on the CPU, 1 on the GPU)
-            decode together, each step one pass for all of them; more wait in order.
+            decode together, each step one pass for all of them; more wait in order. A new request's
+            prompt is prefilled --prefill-chunk N tokens at a time between the running requests' decode
+            steps (512 when --batch is over 1; 0: the whole prompt at once).
             Only this machine can connect unless --host names another address, which needs --api-key
             (or TANDEM_API_KEY): clients then send 'Authorization: Bearer KEY'. --port 0 takes a free
             port. Limits: max_tokens up to --max-tokens (4096), request bodies up to --max-body (16M),
