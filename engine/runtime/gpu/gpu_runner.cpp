@@ -472,8 +472,8 @@ void GpuRunner::ensureDecodeGraph() { captureDecodeGraph(decodeGraph_, chained_)
 // A batched step's graph: the same step, its kernels launched unchained. Chained, a member waiting for
 // the CPU's rows lets its next kernel's blocks start early, where they sit until the wait ends; several
 // members' early blocks can fill every multiprocessor, so another member never reaches the layer the
-// batch waits for, and the CPU never computes it (seen on the H200: 4 streams of qwen3-30b-a3b hung until
-// the wait kernels' timeout). Unchained, a waiting member holds only its wait kernel's block.
+// batch waits for, and the CPU never computes it (seen on the H200: 4 streams of qwen3-30b-a3b hung).
+// Unchained, a waiting member holds only its wait kernel's block.
 void GpuRunner::ensureBatchGraph() { captureDecodeGraph(batchGraph_, false); }
 
 void GpuRunner::captureDecodeGraph(cudaGraphExec_t& exec, bool chained) {
