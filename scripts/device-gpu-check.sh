@@ -8,7 +8,8 @@
 #               serve: libcpp-httplib-dev, libcpp-httplib0.11, libssl-dev, zlib1g-dev, libbrotli-dev (headers
 #               and .pc files, whose prefix=/usr becomes prefix=${pcfiledir}/../../.., libssl.pc and
 #               libcrypto.pc also -I${includedir}/x86_64-linux-gnu), and pkgconf-bin, libpkgconf3 (used
-#               when the machine has no pkg-config)
+#               when the machine has no pkg-config); delete .deps' *.a and usr/share/{doc,man}: the working
+#               tree and carry must stay under 64 MiB
 #   (the fixture models are tests/fixtures, tracked in the repository)
 # Steps: CHECKS=0 skips the fixture checks (CHECKS_DENSE=0 only their --dense int8 pass), BENCH=0 the benchmarks; BENCH_SHAPES, BENCH_EXPERTS,
 # BENCH_DEFER narrow them; BENCH_ROUNDS=2 repeats the lot, alternating, to show the machine's noise.
