@@ -196,12 +196,12 @@ void GenerationQueue::prefillNext() {
     Active a = std::move(prefilling_.front());
     prefilling_.pop_front();
     try {
-        const int tokens = std::min(a.generation->prefillLeft(), prefillChunk_ > 0 ? prefillChunk_ : a.generation->prefillLeft());
+        const int before = a.generation->prefillLeft();
         const bool done = a.generation->prefill(prefillChunk_);
         {
             const std::lock_guard lock(mutex_);
             ++prefills_.chunks;
-            prefills_.tokens += tokens;
+            prefills_.tokens += before - a.generation->prefillLeft();
         }
         if (!done) {
             prefilling_.push_back(std::move(a));  // the others' turn first

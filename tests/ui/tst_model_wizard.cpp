@@ -172,6 +172,15 @@ Page* page(ModelWizard* w, int id) {
     return qobject_cast<Page*>(w->page(id));
 }
 
+// The wizard's quantization page for the curated list's first model, DeepSeek-V3.
+QuantizationPage* quantizationPageOfDeepSeekV3(Harness& h) {
+    ModelWizard* w = h.openWizard();
+    auto* choose = page<ChoosePage>(w, ModelWizard::ChooseId);
+    choose->curatedList()->setCurrentItem(choose->curatedList()->topLevelItem(0));
+    w->next();
+    return page<QuantizationPage>(w, ModelWizard::QuantizationId);
+}
+
 bool waitForPage(ModelWizard* w, int id) {
     return QTest::qWaitFor([&] { return w->currentId() == id; }, 60000);
 }
@@ -350,11 +359,7 @@ private slots:
 
     void theQuantizationPageShowsTheAdviceForThisMachine() {
         Harness h;
-        ModelWizard* w = h.openWizard();
-        auto* choose = page<ChoosePage>(w, ModelWizard::ChooseId);
-        choose->curatedList()->setCurrentItem(choose->curatedList()->topLevelItem(0));  // DeepSeek-V3
-        w->next();
-        auto* q = page<QuantizationPage>(w, ModelWizard::QuantizationId);
+        auto* q = quantizationPageOfDeepSeekV3(h);
         // The fake Hub does not know deepseek-ai/DeepSeek-V3: the listing's failure is shown, with a retry.
         QVERIFY(QTest::qWaitFor([&] { return q->errorLabel()->isVisible(); }, 10000));
         QVERIFY(q->errorLabel()->text().contains("deepseek-ai/DeepSeek-V3"));
@@ -376,11 +381,7 @@ private slots:
             EngineSettings engine = h.app->settings()->engine();
             engine.int8KvCache = true;
             h.app->settings()->setEngine(engine);
-            ModelWizard* w = h.openWizard();
-            auto* choose = page<ChoosePage>(w, ModelWizard::ChooseId);
-            choose->curatedList()->setCurrentItem(choose->curatedList()->topLevelItem(0));  // DeepSeek-V3
-            w->next();
-            auto* q = page<QuantizationPage>(w, ModelWizard::QuantizationId);
+            auto* q = quantizationPageOfDeepSeekV3(h);
             QVERIFY(QTest::qWaitFor([&] { return q->errorLabel()->isVisible(); }, 10000));
             QCOMPARE(q->advice().choices.size(), 3);
             const tandem::Footprint& need = q->advice().choices[0].need;
