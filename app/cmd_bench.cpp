@@ -167,10 +167,12 @@ int runBench(const CommandArgs& argv) {
             if (s < 1) throw tandem::Error("--streams counts must be at least 1");
         bench.promptTokens = prompts.front();
         bench.genSteps = genTokens;
-        bench.deferral = deferrals.front();
         bench.warmup = !args.flag("--no-warmup");
         bench.json = args.flag("--json");
-        runStreamsBench(*engine, bench);
+        for (const int d : deferrals) {  // --defer 0,1: every stream count at each deferral, in turn
+            bench.deferral = d;
+            runStreamsBench(*engine, bench);
+        }
         return 0;
     }
 

@@ -81,7 +81,8 @@ commands:
             once untimed, as llama-bench's warm-up (--no-warmup: not). --streams 1,4,8 instead: for each
             count S, S sessions each prefill their own random --prompt, then decode --gen steps together;
             aggregate tok/s beside the roofline of the distinct routed experts a step reads for S sequences
-            (counted from the routing on the CPU path, else estimated for uniform routing).
+            (counted from the routing on the CPU path, else estimated for uniform routing), at each
+            --defer in turn.
   serve     --model DIR|STORE [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--name NAME]
             [--max-tokens N] [--max-body SIZE] [--max-requests N] [--cache-conversations N] [--batch N] [--prefill-chunk N]
             [--threads N] [--context N] [--device cpu|gpu|auto] [--gpu-memory SIZE] [--experts TYPE] [--dense int8|int4] [--kv-cache f32|int8] [--no-verify]

@@ -69,7 +69,9 @@
 # BATCH_SHAPE (default qwen3-30b-a3b) with --gpu-memory BATCH_GPU_MEMORY (default 0: every expert on the CPU).
 # GPTOSS=1: gpt-oss-120b's hybrid decode against the CPU path, back to back, nothing else running: bench
 # --synthetic GPTOSS_SHAPE (default gpt-oss-120b-8l) with mxfp4 experts on the CPU path, then the hybrid path
-# (--gpu-memory 0) as mxfp4 and int4, then qwen3-30b-a3b-8l int4 hybrid as the control.
+# (--gpu-memory 0) as mxfp4 and int4, then qwen3-30b-a3b-8l int4 hybrid as the control. GPTOSS_RUNS replaces
+# that list (words DEVICE:EXPERTS:SHAPE), GPTOSS_DEFER is bench's --defer (e.g. 0,1,2: one model, three runs),
+# GPTOSS_TIMEOUT bounds each run (default 150 s).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/tandem-out}
@@ -309,12 +311,12 @@ PY
 fi
 
 if [[ ${GPTOSS:-0} == 1 ]]; then
-  for v in "cpu mxfp4 ${GPTOSS_SHAPE:-gpt-oss-120b-8l}" "gpu mxfp4 ${GPTOSS_SHAPE:-gpt-oss-120b-8l}" \
-           "gpu int4 ${GPTOSS_SHAPE:-gpt-oss-120b-8l}" "gpu int4 qwen3-30b-a3b-8l"; do
-    set -- $v
-    echo "== $3 $2 experts, --device $1 --gpu-memory 0"
-    timeout 150 "$cli" bench --synthetic "$3" --experts "$2" --prompt 1 --gen 64 --device "$1" --gpu-memory 0 2>&1 |
-      tee -a "$out/gptoss.txt" | grep -E "^  (decode|ceiling|step)" | head -3
+  gshape=${GPTOSS_SHAPE:-gpt-oss-120b-8l}
+  for v in ${GPTOSS_RUNS:-"cpu:mxfp4:$gshape" "gpu:mxfp4:$gshape" "gpu:int4:$gshape" "gpu:int4:qwen3-30b-a3b-8l"}; do
+    IFS=: read -r dev experts shape <<<"$v"
+    echo "== $shape $experts experts, --device $dev --gpu-memory 0 --defer ${GPTOSS_DEFER:-0}"
+    timeout "${GPTOSS_TIMEOUT:-150}" "$cli" bench --synthetic "$shape" --experts "$experts" --prompt 1 --gen 64 --device "$dev" \
+      --gpu-memory 0 --defer "${GPTOSS_DEFER:-0}" 2>&1 | tee -a "$out/gptoss.txt" | grep -E "^  (decode|ceiling|step)"
   done
 fi
 
