@@ -87,7 +87,8 @@ __device__ inline float dot16(uint4 w, const float (&v)[16]) {
 // flight. Without `vectorized` (k no multiple of 16, or unaligned rows) one warp a row reads byte by byte.
 template <Weight8 F, int SplitK, int Unroll>
 __global__ void gemv8Kernel(const std::uint8_t* w, const float* scales, int scaleCols, int blockCols, int n, int k,
-                              const bf16* x, const bf16* lo, float* y, bool accumulate, bool vectorized) {
+                              const bf16* x, const bf16* lo, float* y, bool accumulate, bool vectorized,
+                              const float* bias) {
     __shared__ float partial[kWarpsPerBlock];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int row = blockIdx.x * (kWarpsPerBlock / SplitK) + warp / SplitK, part = warp % SplitK;
@@ -134,15 +135,15 @@ __global__ void gemv8Kernel(const std::uint8_t* w, const float* scales, int scal
         if (part != 0) return;
         for (int p = 1; p < SplitK; ++p) sum += partial[warp + p];
     }
-    if (valid && lane == 0) y[row] = (accumulate ? y[row] : 0.0f) + sum;
+    if (valid && lane == 0) y[row] = (accumulate ? y[row] : 0.0f) + sum + (bias ? bias[row] : 0.0f);
 }
 
 template <Weight8 F, int SplitK, int Unroll>
 void launchVariant8(const std::uint8_t* w, const float* scales, int scaleCols, int blockCols, int n, int k, const bf16* x,
-                      const bf16* lo, float* y, bool accumulate, bool vectorized, cudaStream_t s) {
+                      const bf16* lo, float* y, bool accumulate, bool vectorized, const float* bias, cudaStream_t s) {
     constexpr int rows = kWarpsPerBlock / SplitK;
     launchChained(gemv8Kernel<F, SplitK, Unroll>, (n + rows - 1) / rows, kWarpsPerBlock * 32, 0, s, w, scales, scaleCols,
-                  blockCols, n, k, x, lo, y, accumulate, vectorized);
+                  blockCols, n, k, x, lo, y, accumulate, vectorized, bias);
 }
 
 // Int8 rows are widened as the integers they are (scales null: the row scale multiplies the products).
@@ -180,7 +181,7 @@ int gridFor(long count) { return static_cast<int>(std::min<long>((count + 255) /
 }  // namespace
 
 void launchGemv8(Weight8 format, const std::uint8_t* w, const float* scales, int scaleCols, int blockCols, int n, int k,
-                 const bf16* x, int ldx, bool split, float* y, bool accumulate, cudaStream_t s) {
+                 const bf16* x, int ldx, bool split, float* y, bool accumulate, cudaStream_t s, const float* bias) {
     auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
     const bool vectorized = k % 16 == 0 && blockCols % 16 == 0 && aligned(w) && aligned(x) && (!split || aligned(x + ldx));
     const bf16* lo = split ? x + ldx : nullptr;
@@ -189,11 +190,11 @@ void launchGemv8(Weight8 format, const std::uint8_t* w, const float* scales, int
     const auto launch = [&](auto f) {
         constexpr Weight8 F = decltype(f)::value;
         if (vectorized && n < 4096 && k % 32 == 0)
-            launchVariant8<F, 2, 2>(w, scales, scaleCols, blockCols, n, k, x, lo, y, accumulate, true, s);
+            launchVariant8<F, 2, 2>(w, scales, scaleCols, blockCols, n, k, x, lo, y, accumulate, true, bias, s);
         else if (vectorized && n >= 16384)
-            launchVariant8<F, 1, 4>(w, scales, scaleCols, blockCols, n, k, x, lo, y, accumulate, true, s);
+            launchVariant8<F, 1, 4>(w, scales, scaleCols, blockCols, n, k, x, lo, y, accumulate, true, bias, s);
         else
-            launchVariant8<F, 1, 2>(w, scales, scaleCols, blockCols, n, k, x, lo, y, accumulate, vectorized, s);
+            launchVariant8<F, 1, 2>(w, scales, scaleCols, blockCols, n, k, x, lo, y, accumulate, vectorized, bias, s);
     };
     if (format == Weight8::E4M3) launch(std::integral_constant<Weight8, Weight8::E4M3>{});
     else launch(std::integral_constant<Weight8, Weight8::Int8>{});

@@ -38,7 +38,7 @@ __device__ inline float dot8(uint4 w, uint4 x) {
 // multiple of 8 * SplitK); without `vectorized` (unaligned rows) one warp a row reads bf16 by bf16.
 template <int SplitK, int Unroll>
 __global__ void gemvKernel(const bf16* w, int n, int k, const bf16* x, const bf16* lo, float* y, bool accumulate,
-                           bool vectorized) {
+                           bool vectorized, const float* bias) {
     __shared__ float partial[kWarpsPerBlock];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int row = blockIdx.x * (kWarpsPerBlock / SplitK) + warp / SplitK, part = warp % SplitK;
@@ -80,21 +80,21 @@ __global__ void gemvKernel(const bf16* w, int n, int k, const bf16* x, const bf1
         if (part != 0) return;
         for (int p = 1; p < SplitK; ++p) sum += partial[warp + p];
     }
-    if (valid && lane == 0) y[row] = (accumulate ? y[row] : 0.0f) + sum;
+    if (valid && lane == 0) y[row] = (accumulate ? y[row] : 0.0f) + sum + (bias ? bias[row] : 0.0f);
 }
 
 template <int SplitK, int Unroll>
 void launchVariant(const bf16* w, int n, int k, const bf16* x, const bf16* lo, float* y, bool accumulate,
-                   bool vectorized, cudaStream_t s) {
+                   bool vectorized, const float* bias, cudaStream_t s) {
     constexpr int rows = kWarpsPerBlock / SplitK;
     launchChained(gemvKernel<SplitK, Unroll>, (n + rows - 1) / rows, kWarpsPerBlock * 32, 0, s, w, n, k, x, lo, y,
-                  accumulate, vectorized);
+                  accumulate, vectorized, bias);
 }
 
 }  // namespace
 
 void launchGemv(const bf16* w, int n, int k, const bf16* x, int ldx, bool split, float* y, bool accumulate,
-                cudaStream_t s) {
+                cudaStream_t s, const float* bias) {
     // 16-byte loads need every row of W and both input rows to start 16-byte aligned.
     auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
     const bool vectorized = k % 8 == 0 && aligned(w) && aligned(x) && (!split || aligned(x + ldx));
@@ -103,13 +103,13 @@ void launchGemv(const bf16* w, int n, int k, const bf16* x, int ldx, bool split,
     // flight, so two share a row; from 4096 one warp a row does as well or better (DeepSeek-V3's o_proj,
     // 7168 x 16384: 60 against 69 us); the vocabulary's matrix takes four loads in flight.
     if (vectorized && n >= 16384)
-        launchVariant<1, 4>(w, n, k, x, lo, y, accumulate, true, s);
+        launchVariant<1, 4>(w, n, k, x, lo, y, accumulate, true, bias, s);
     else if (vectorized && n >= 4096)
-        launchVariant<1, 1>(w, n, k, x, lo, y, accumulate, true, s);
+        launchVariant<1, 1>(w, n, k, x, lo, y, accumulate, true, bias, s);
     else if (vectorized && k % 16 == 0)
-        launchVariant<2, 2>(w, n, k, x, lo, y, accumulate, true, s);
+        launchVariant<2, 2>(w, n, k, x, lo, y, accumulate, true, bias, s);
     else
-        launchVariant<1, 2>(w, n, k, x, lo, y, accumulate, vectorized, s);
+        launchVariant<1, 2>(w, n, k, x, lo, y, accumulate, vectorized, bias, s);
 }
 
 bool chainedLaunchesSupported() {

@@ -46,16 +46,18 @@ void launchAddFromHost(const float* hostA, const float* hostB, float* x, long co
 void launchAddBias(float* y, int ldy, int tokens, int width, const float* bias, cudaStream_t s);
 
 // Decode's y = W x (or y += W x) for one token, W bf16 [n, k] row-major; with split, x's lo row (ldx
-// below it) is added to x as it is read: one kernel for what a GEMM and a pair sum did.
+// below it) is added to x as it is read: one kernel for what a GEMM and a pair sum did. bias (n floats,
+// may be null) is added to each row's result: gpt-oss's and GLM's projection biases, without a kernel of
+// their own.
 void launchGemv(const bf16* w, int n, int k, const bf16* x, int ldx, bool split, float* y, bool accumulate,
-                cudaStream_t s);
+                cudaStream_t s, const float* bias = nullptr);
 
 // The same for 8-bit weights (fp8.cu): w [n, k] of `format` with scales [n, scaleCols], one per row and
 // block of blockCols columns, multiplied in float32. FP8 e4m3 keeps a checkpoint's block scales; int8
 // (dense weights quantized at load) has one scale per row (scaleCols 1, blockCols k).
 enum class Weight8 { E4M3, Int8 };
 void launchGemv8(Weight8 format, const std::uint8_t* w, const float* scales, int scaleCols, int blockCols, int n, int k,
-                 const bf16* x, int ldx, bool split, float* y, bool accumulate, cudaStream_t s);
+                 const bf16* x, int ldx, bool split, float* y, bool accumulate, cudaStream_t s, const float* bias = nullptr);
 // Prefill's 8-bit products: rows of w widened to bf16 hi rows, scaled as above, and, when lo is not null,
 // the bf16 of what hi lost; int8 rows without their scales (scales null: integers, exact in bf16). Then,
 // after a GEMM of [hi; lo] by the split input, launchSumQuadrants adds its products:

@@ -690,20 +690,26 @@ void GpuRunner::head() {
 }
 
 void GpuRunner::project(const MatrixRef& m, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy,
-                        bool accumulate) {
-    if (m.eight) {
-        if (tokens == 1)
-            launchGemv8(m.format, m.eight, m.scales, m.scaleCols, m.blockCols, n, k, x, ldx, split_, y, accumulate, stream_);
+                        bool accumulate, const float* bias) {
+    if (tokens == 1) {  // the GEMV adds the bias itself
+        if (m.eight)
+            launchGemv8(m.format, m.eight, m.scales, m.scaleCols, m.blockCols, n, k, x, ldx, split_, y, accumulate, stream_, bias);
         else
+            launchGemv(m.values, n, k, x, ldx, split_, y, accumulate, stream_, bias);
+        return;
+    }
+    projectRows(m, n, k, x, ldx, tokens, y, ldy, accumulate);
+    if (bias) launchAddBias(y, ldy, tokens, n, bias, stream_);
+}
+
+void GpuRunner::projectRows(const MatrixRef& m, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy,
+                            bool accumulate) {
+    if (m.eight) {
             gemm8(blas_, stream_, m.format, m.eight, m.scales, m.scaleCols, m.blockCols, n, k, x, ldx, tokens, split_, y, ldy,
                   accumulate, {fp8Rows_.get(), fp8Rows_.size() * sizeof(bf16), fp8Products_.get(), kFp8MaxChunkRows});
         return;
     }
     const bf16* w = m.values;
-    if (tokens == 1) {
-        launchGemv(w, n, k, x, ldx, split_, y, accumulate, stream_);
-        return;
-    }
     if (!split_) {
         gemmBf16(blas_, w, n, k, x, ldx, tokens, y, ldy, accumulate ? 1.0f : 0.0f);
         return;

@@ -115,8 +115,12 @@ private:
     void ensureDecodeGraph();
     void ensureBatchGraph();  // decodeBatch's: unchained (gpu_runner.cpp says why)
     void captureDecodeGraph(cudaGraphExec_t& exec, bool chained);
-    // y (=, or += with accumulate) W x for `tokens` rows of a bf16 GEMM input (and its lo rows when split).
-    void project(const MatrixRef& w, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy, bool accumulate);
+    // y (=, or += with accumulate) W x (+ bias, n floats, when not null) for `tokens` rows of a bf16 GEMM
+    // input (and its lo rows when split). A decode step's GEMV adds the bias in its own epilogue.
+    void project(const MatrixRef& w, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy, bool accumulate,
+                 const float* bias = nullptr);
+    // project's products of several rows (GEMM), without the bias.
+    void projectRows(const MatrixRef& w, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy, bool accumulate);
 
     const model::ModelConfig& config_;
     const GpuWeights& weights_;

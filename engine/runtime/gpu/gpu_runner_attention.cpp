@@ -27,8 +27,7 @@ void GpuRunner::attentionBlock(const model::LayerPlan& layer) {
         enqueueGqa(layer, tokens);
     // o_proj adds straight into the residual stream.
     const int attnWidth = static_cast<int>(widthsOf(config_).attn);
-    project(w.o.ref(), H, attnWidth, attnOut_.get(), attnWidth, tokens, x_.get(), H, true);
-    if (w.oBias) launchAddBias(x_.get(), H, tokens, H, w.oBias.get(), stream_);  // gpt-oss
+    project(w.o.ref(), H, attnWidth, attnOut_.get(), attnWidth, tokens, x_.get(), H, true, w.oBias.get());  // bias: gpt-oss
     stamp(l, kAttnDone);
 }
 
@@ -41,8 +40,8 @@ void GpuRunner::enqueueGqa(const model::LayerPlan& layer, int tokens) {
     const int kvDim = c.numKvHeads * hd;
     float* kCache = cacheA_[static_cast<std::size_t>(l)].get();
     float* vCache = cacheB_[static_cast<std::size_t>(l)].get();
-    project(w.qkv.ref(), qkvWidth, H, hBf16_.get(), H, tokens, qkv_.get(), qkvWidth, false);
-    if (c.attentionBias) launchAddBias(qkv_.get(), qkvWidth, tokens, qkvWidth, w.qkvBias.get(), stream_);
+    project(w.qkv.ref(), qkvWidth, H, hBf16_.get(), H, tokens, qkv_.get(), qkvWidth, false,
+            c.attentionBias ? w.qkvBias.get() : nullptr);
     stamp(l, kAttnProjected);
     AttentionArgs a{};
     a.qA = qkv_.get();
