@@ -78,6 +78,7 @@ Tuning Tuning::fromEnvironment() {
     t.gpuStreamRouted = integer("TANDEM_GPU_STREAM_ROUTED", t.gpuStreamRouted, 0, 1);
     t.gpuStreamLog = flag("TANDEM_GPU_STREAM_LOG", t.gpuStreamLog);
     t.gpuExpertSplits = integer("TANDEM_GPU_EXPERT_SPLITS", t.gpuExpertSplits, 0, 3);
+    t.gpuStages = integer("TANDEM_GPU_STAGES", t.gpuStages, 1, 16);
     return t;
 }
 
@@ -108,6 +109,7 @@ std::string Tuning::differences() const {
     differs(out, "TANDEM_GPU_STREAM_ROUTED", gpuStreamRouted, d.gpuStreamRouted);
     differs(out, "TANDEM_GPU_STREAM_LOG", gpuStreamLog, d.gpuStreamLog);
     differs(out, "TANDEM_GPU_EXPERT_SPLITS", gpuExpertSplits, d.gpuExpertSplits);
+    differs(out, "TANDEM_GPU_STAGES", gpuStages, d.gpuStages);
     return out;
 }
 

@@ -52,6 +52,10 @@ struct Tuning {
     // Prompt tokens per GPU prefill chunk; 0 = chosen at load (2048 where the activations fit easily, else
     // down to 512; runtime/gpu/gpu_backend.cpp).
     int gpuPrefillChunk = 0;        // TANDEM_GPU_CHUNK
+    // Issue 29's pipeline on one GPU: the layers split into this many stages, each a runner of its own
+    // (own stream, buffers, KV cache of its layers, decode graph) handing the residual rows to the next,
+    // as GPUs of a machine would; 1 = one runner for every layer. For checks against the one-stage path.
+    int gpuStages = 1;              // TANDEM_GPU_STAGES
 
     // From the environment; throws tandem::Error naming the variable for a value out of its range.
     static Tuning fromEnvironment();

@@ -24,6 +24,61 @@ namespace {
 constexpr int kPrefillChunk = 512;
 constexpr int kMaxPrefillChunk = 2048;
 
+// A pipeline by layer (issue 29): the stages run one after another for each chunk of tokens, each
+// from the residual rows of the one before (GpuRunner::receiveFrom); the last one's logits are the
+// pass's. Each stage has its own stream, buffers, KV cache of its layers, expert bridge and decode graph,
+// as it would on a GPU of its own. Batched decode steps run the sequences one after another.
+class PipelineRunner : public ModelRunner {
+public:
+    explicit PipelineRunner(std::vector<std::unique_ptr<cuda::GpuRunner>> stages) : stages_(std::move(stages)) {}
+
+    void forward(std::span<const int> tokens, int start, const model::ForwardOptions& options,
+                 std::vector<float>& logits) override {
+        const bool all = options.logits == model::LogitsFor::AllTokens;
+        std::vector<float> rows;
+        std::vector<float> out;
+        const auto chunk = static_cast<std::size_t>(stages_.front()->chunkLimit(all));
+        for (std::size_t done = 0; done < tokens.size();) {
+            const std::size_t n = std::min(chunk, tokens.size() - done);
+            for (std::size_t s = 0; s < stages_.size(); ++s)
+                stages_[s]->forward(tokens.subspan(done, n), start + static_cast<int>(done), options,
+                                    s + 1 == stages_.size() ? rows : scratch_);
+            if (all)
+                out.insert(out.end(), rows.begin(), rows.end());
+            else if (done + n == tokens.size())
+                out = rows;
+            done += n;
+        }
+        logits = std::move(out);
+    }
+
+    DecodeProfile takeProfile() override {
+        // The stages' steps run one after another: a step is the sum of theirs, each stage's layers its own.
+        DecodeProfile p;
+        double wall = 0, busy = 0, pool = 0;
+        for (const auto& stage : stages_) {
+            const DecodeProfile s = stage->takeProfile();
+            p.steps = std::max(p.steps, s.steps);
+            p.graphLaunches += s.graphLaunches;
+            wall += s.stepMs;
+            busy += s.gpuBusyFraction * s.stepMs;
+            pool += s.expertPoolBusyFraction * s.stepMs;
+            p.betweenStepsMs += s.betweenStepsMs;
+            p.layers.insert(p.layers.end(), s.layers.begin(), s.layers.end());
+        }
+        p.stepMs = wall;
+        if (wall > 0) {
+            p.gpuBusyFraction = busy / wall;
+            p.expertPoolBusyFraction = pool / wall;
+        }
+        return p;
+    }
+
+private:
+    std::vector<std::unique_ptr<cuda::GpuRunner>> stages_;
+    std::vector<float> scratch_;  // what the stages before the last return (nothing they compute)
+};
+
 class CudaBackend : public GpuBackend {
 public:
     CudaBackend(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ThreadPool& pool,
@@ -47,6 +102,17 @@ public:
     }
 
     std::unique_ptr<ModelRunner> newRunner(int capacity) override {
+        if (const int stages = std::min(tuning().gpuStages, config_.numLayers); stages > 1) {
+            // Issue 29's pipeline on this one GPU (TANDEM_GPU_STAGES): the layers in equal ranges.
+            std::vector<std::unique_ptr<cuda::GpuRunner>> parts;
+            for (int s = 0; s < stages; ++s) {
+                const cuda::GpuStage stage{config_.numLayers * s / stages, config_.numLayers * (s + 1) / stages};
+                parts.push_back(std::make_unique<cuda::GpuRunner>(config_, experts_(), gpuWeights_, gpuExperts_, rope_, capacity,
+                                                                  prefillChunk_, usage_, stage));
+                if (s > 0) parts.back()->receiveFrom(*parts[static_cast<std::size_t>(s) - 1]);
+            }
+            return std::make_unique<PipelineRunner>(std::move(parts));
+        }
         // Each runner drives a view of the batcher, which passes its work to the runner's own experts
         // outside batched decode steps (GpuRunner::decodeBatch).
         auto runner = std::make_unique<cuda::GpuRunner>(config_, batcher_.view(experts_()), gpuWeights_, gpuExperts_, rope_,

@@ -145,12 +145,25 @@ std::uint64_t GpuRunner::deviceBytes(const model::ModelConfig& c, bool eightBitW
 
 GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::QueuedRoutedExperts> experts,
                      const GpuWeights& weights, const GpuExperts& gpuExperts, const model::Rope& rope, int capacity,
-                     int maxChunk, runtime::UsageCounter* usage)
+                     int maxChunk, runtime::UsageCounter* usage, GpuStage stage)
     : config_(config), weights_(weights), gpuExperts_(gpuExperts),
       layers_(gpuExperts.layers.empty() ? config.layers : gpuExperts.layers),
+      firstLayer_(stage.firstLayer), endLayer_(stage.endLayer < 0 ? config.numLayers : stage.endLayer),
       rope_{weights.ropeInvFreq.get(), rope.dim(), config.ropeInterleaved, rope.attentionFactor()},
       split_(splitPrecision()), capacity_(capacity), maxChunk_(maxChunk) {
     const model::ModelConfig& c = config;
+    if (firstLayer_ < 0 || firstLayer_ >= endLayer_ || endLayer_ > c.numLayers)
+        throw GpuError("a GPU stage must run some of the model's " + std::to_string(c.numLayers) + " layers (asked for " +
+                       std::to_string(firstLayer_) + " to " + std::to_string(endLayer_) + ")");
+    // Deferral stops at the stage's edges: the deferred experts of a layer join the next MoE layer's
+    // output, which another stage's runner computes.
+    for (model::LayerPlan& layer : layers_)
+        if (layer.deferredFrom >= 0 && inStage(layer.index) != inStage(layer.deferredFrom)) {
+            layers_[static_cast<std::size_t>(layer.deferredFrom)].mayDefer = false;
+            layer.deferredFrom = -1;
+        }
+    for (const model::LayerPlan& layer : layers_)
+        if (inStage(layer.index)) stageLayers_.push_back(layer);
     const Widths w = widthsOf(c);
     const std::size_t T = static_cast<std::size_t>(maxChunk);
     const std::size_t T2 = split_ ? 2 * T : T;  // rows of bf16 GEMM inputs
@@ -166,9 +179,9 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
     outLogits_ = PinnedBuffer<float>(std::min(T, kHeadRows) * static_cast<std::size_t>(c.vocabSize));
     ids_ = DeviceBuffer<int>(T);
     start_ = DeviceBuffer<int>(1);
-    for (int l = 0; l < c.numLayers; ++l) {
-        cacheA_.emplace_back(static_cast<std::size_t>(capacity) * static_cast<std::size_t>(w.cacheA));
-        cacheB_.emplace_back(static_cast<std::size_t>(capacity) * static_cast<std::size_t>(w.cacheB));
+    for (int l = 0; l < c.numLayers; ++l) {  // the stage's layers only
+        cacheA_.emplace_back(inStage(l) ? static_cast<std::size_t>(capacity) * static_cast<std::size_t>(w.cacheA) : 0);
+        cacheB_.emplace_back(inStage(l) ? static_cast<std::size_t>(capacity) * static_cast<std::size_t>(w.cacheB) : 0);
     }
     x_ = DeviceBuffer<float>(T * H);
     hF32_ = DeviceBuffer<float>(T * H);
@@ -211,7 +224,8 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
     enableChainedLaunches(chained_);
     const std::size_t budget = prefetchBudget(device);
     prefetch_.resize(static_cast<std::size_t>(c.numLayers));
-    for (std::size_t l = 0; l + 1 < prefetch_.size(); ++l) prefetch_[l] = attentionWeights(weights.layers[l + 1], budget);
+    for (int l = firstLayer_; l + 1 < endLayer_; ++l)
+        prefetch_[static_cast<std::size_t>(l)] = attentionWeights(weights.layers[static_cast<std::size_t>(l) + 1], budget);
     const std::size_t valueWidth = static_cast<std::size_t>(c.attention == model::AttentionKind::Mla ? c.kvLoraRank : c.headDim);
     attnPartials_ = DeviceBuffer<float>(static_cast<std::size_t>(c.numHeads) * decodeSplits_ * (valueWidth + 2));
     attnPartsDone_ = DeviceBuffer<unsigned>(static_cast<std::size_t>(c.numHeads));
@@ -245,7 +259,7 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
         }
         if (gpuExperts.streamLayerBytes > 0) {
             for (const model::LayerPlan& layer : c.layers)
-                if (layer.moe && gpuExperts.streams(layer.index)) streamOrder_.push_back(layer.index);
+                if (layer.moe && gpuExperts.streams(layer.index) && inStage(layer.index)) streamOrder_.push_back(layer.index);
             TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&copyStream_, cudaStreamNonBlocking));
             streamTables_ = DeviceBuffer<const std::uint8_t*>(streamOrder_.size() * static_cast<std::size_t>(c.numExperts));
             for (int b = 0; b < 2; ++b) {
@@ -305,7 +319,7 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
     layerWaitSeconds_.assign(links_.size(), 0.0);
     // Layers whose experts the GPU holds use no slot.
     int moeIndex = 0;
-    for (const model::LayerPlan& layer : layers_) {
+    for (const model::LayerPlan& layer : stageLayers_) {
         if (!layer.moe || gpuExperts.wholeLayer(layer.index)) continue;
         const int previous = layer.deferredFrom >= 0 ? links_[static_cast<std::size_t>(layer.deferredFrom)].slot : -1;
         links_[static_cast<std::size_t>(layer.index)] = {moeIndex++ % 2, previous};
@@ -381,6 +395,10 @@ GpuRunner::~GpuRunner() {
     if (stream_) cudaStreamDestroy(stream_);
 }
 
+int GpuRunner::chunkLimit(bool allLogits) const {
+    return allLogits ? std::min(maxChunk_, static_cast<int>(kHeadRows)) : maxChunk_;
+}
+
 void GpuRunner::forward(std::span<const int> tokens, int start, const model::ForwardOptions& options,
                         std::vector<float>& logits) {
     const auto V = static_cast<std::size_t>(config_.vocabSize);
@@ -389,8 +407,7 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
     logits.resize((all ? tokens.size() : 1) * V);
 
     for (std::size_t done = 0; done < tokens.size();) {
-        const std::size_t chunk = all ? std::min<std::size_t>(static_cast<std::size_t>(maxChunk_), kHeadRows)
-                                      : static_cast<std::size_t>(maxChunk_);
+        const auto chunk = static_cast<std::size_t>(chunkLimit(all));
         const int n = static_cast<int>(std::min(chunk, tokens.size() - done));
         const bool lastChunk = done + static_cast<std::size_t>(n) == tokens.size();
         const int rows = all ? n : (lastChunk ? 1 : 0);
@@ -459,7 +476,7 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
         }
         if (*failed_.get()) throw GpuError("the CPU did not deliver the routed experts in time; the GPU gave up waiting");
         bridge_->rethrowFailure();
-        if (rows > 0) {
+        if (rows > 0 && heads()) {
             const std::size_t firstRow = all ? done : 0;
             std::copy_n(outLogits_.get(), static_cast<std::size_t>(rows) * V, logits.data() + firstRow * V);
         }
@@ -608,7 +625,9 @@ DecodeProfile GpuRunner::takeProfile() {
     double wait = 0, experts = 0;
     const auto cpu = bridge_->takeCpuSeconds();
     for (std::size_t l = 0; l < cpu.size(); ++l) {
-        if (!config_.isMoeLayer(static_cast<int>(l)) || gpuExperts_.wholeLayer(static_cast<int>(l))) continue;
+        if (!config_.isMoeLayer(static_cast<int>(l)) || gpuExperts_.wholeLayer(static_cast<int>(l)) ||
+            !inStage(static_cast<int>(l)))
+            continue;
         p.layers.push_back({static_cast<int>(l), layerGpuSeconds_[l], layerOverlapSeconds_[l], layerWaitSeconds_[l], cpu[l]});
         wait += layerWaitSeconds_[l];
         experts += cpu[l];
@@ -656,7 +675,7 @@ void GpuRunner::collectStepClocks() {
 void GpuRunner::enqueueStep(int tokens, int rows) {
     stepTokens_ = tokens;
     stepRows_ = rows;
-    model::runForward(layers_, *this);
+    model::runForward(stageLayers_, *this);
 }
 
 void GpuRunner::embed() {
@@ -665,7 +684,14 @@ void GpuRunner::embed() {
     launchStamp(clocks_.devicePointer(), c.numLayers, stream_);
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(ids_.get(), inIds_.get(), sizeof(int) * tokens, cudaMemcpyHostToDevice, stream_));
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(start_.get(), inStart_.get(), sizeof(int), cudaMemcpyHostToDevice, stream_));
-    launchEmbed(ids_.get(), tokens, weights_.embed.get(), c.hiddenSize, x_.get(), stream_);
+    if (embeds()) {
+        launchEmbed(ids_.get(), tokens, weights_.embed.get(), c.hiddenSize, x_.get(), stream_);
+    } else {
+        // A later stage: the residual rows the stage before it left (it ran these tokens first).
+        if (!handIn_) throw GpuError("a GPU stage after the first was given no stage to take its rows from");
+        TANDEM_CUDA_CHECK(cudaMemcpyAsync(x_.get(), handIn_, sizeof(float) * static_cast<std::size_t>(tokens) * c.hiddenSize,
+                                          cudaMemcpyDefault, stream_));
+    }
     normalizedAhead_ = false;
     if (streamingChunk_) {
         streamCount_ = 0;
@@ -677,6 +703,11 @@ void GpuRunner::embed() {
 void GpuRunner::head() {
     const model::ModelConfig& c = config_;
     const int H = c.hiddenSize, tokens = stepTokens_, rows = stepRows_;
+    if (!heads()) {  // a stage before the last: its rows go on to the next stage (receiveFrom)
+        if (capturingDecode_)
+            launchTimestamp(const_cast<std::uint64_t*>(&clocks_.devicePointer()[c.numLayers].waitEndNs), stream_);
+        return;
+    }
     if (rows == 0) return;
     const float* lastRows = x_.get() + static_cast<long>(tokens - rows) * H;
     if (!normalizedAhead_)

@@ -17,6 +17,15 @@
 
 namespace tandem::cuda {
 
+// One stage of a pipeline by layer (issue 29): the runner runs layers [firstLayer, endLayer) of the model.
+// The first stage embeds the tokens; a later one starts from the residual rows of the stage before it
+// (GpuRunner::receiveFrom); only the last applies the final norm and the head. Deferral does not cross a
+// stage's edge (a layer whose deferred experts would join a layer of another stage does not defer).
+struct GpuStage {
+    int firstLayer = 0;
+    int endLayer = -1;  // -1: to the model's last layer
+};
+
 // The GPU's side of the forward pass (model/forward.h): each block enqueues its kernels on the stream, so
 // a whole pass (and, captured once, a decode step's graph) is runForward over the layer plan.
 class GpuRunner : public runtime::ModelRunner, private model::ForwardPass {
@@ -27,8 +36,16 @@ public:
     // `usage`, when not null, counts the routing of the layers handed to the CPU.
     GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::QueuedRoutedExperts> experts, const GpuWeights& weights,
               const GpuExperts& gpuExperts, const model::Rope& rope, int capacity, int maxChunk,
-              runtime::UsageCounter* usage = nullptr);
+              runtime::UsageCounter* usage = nullptr, GpuStage stage = {});
     ~GpuRunner() override;
+
+    // A stage after the first: its passes start from `previous`'s residual rows, which the caller has
+    // run for the same tokens first (same device, or one the previous can reach).
+    void receiveFrom(const GpuRunner& previous) { handIn_ = previous.x_.get(); }
+    bool embeds() const { return firstLayer_ == 0; }
+    bool heads() const { return endLayer_ == config_.numLayers; }
+    // The most tokens forward() runs in one pass (more are run in chunks of this size).
+    int chunkLimit(bool allLogits) const;
 
     void forward(std::span<const int> tokens, int start, const model::ForwardOptions& options,
                  std::vector<float>& logits) override;
@@ -125,7 +142,12 @@ private:
     const model::ModelConfig& config_;
     const GpuWeights& weights_;
     const GpuExperts& gpuExperts_;
-    std::vector<model::LayerPlan> layers_;  // gpuExperts_.layers: who defers with this placement
+    // gpuExperts_.layers: who defers with this placement (and the stage's edges), indexed by layer.
+    std::vector<model::LayerPlan> layers_;
+    int firstLayer_ = 0, endLayer_ = 0;           // the stage (GpuStage)
+    std::vector<model::LayerPlan> stageLayers_;  // layers_ [firstLayer_, endLayer_): what a pass runs
+    const float* handIn_ = nullptr;              // a later stage: the previous stage's residual rows
+    bool inStage(int layer) const { return layer >= firstLayer_ && layer < endLayer_; }
     RopeParams rope_;
     bool split_;  // split-precision GEMM inputs (kernels.h); Tuning::gpuSplitPrecision
     int stepTokens_ = 0, stepRows_ = 0;  // the step being enqueued
