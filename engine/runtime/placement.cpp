@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstdio>
 #include <numeric>
+#include <stdexcept>
 
 #include "io/output_file.h"
 #include "io/text_file.h"
@@ -245,10 +246,11 @@ void StreamCopyChoice::record(int tokens, bool routedCopies, double share, doubl
 ExpertPlacement planPlacement(const model::ModelConfig& config, const PlacementRequest& request) {
     ExpertPlacement p;
     p.gpu.resize(static_cast<std::size_t>(config.numLayers));
-    std::vector<int> moe;
+    std::vector<int> moe;  // the MoE layers of the range
+    const int end = request.endLayer < 0 ? config.numLayers : request.endLayer;
     for (const model::LayerPlan& layer : config.layers)
         if (layer.moe) {
-            moe.push_back(layer.index);
+            if (layer.index >= request.firstLayer && layer.index < end) moe.push_back(layer.index);
             p.gpu[static_cast<std::size_t>(layer.index)].assign(static_cast<std::size_t>(config.numExperts), false);
         }
     if (request.expertBytes == 0 || moe.empty()) return p;
@@ -301,6 +303,27 @@ ExpertPlacement planPlacement(const model::ModelConfig& config, const PlacementR
         place(c.layer, c.expert);
     }
     return p;
+}
+
+ExpertPlacement mergePlacements(const model::ModelConfig& config, const std::vector<ExpertPlacement>& placements) {
+    ExpertPlacement merged = planPlacement(config, {});  // every row, nothing on the GPU
+    for (const ExpertPlacement& part : placements) {
+        if (part.gpu.size() != merged.gpu.size()) throw std::logic_error("mergePlacements: a placement of another model");
+        for (std::size_t l = 0; l < part.gpu.size(); ++l) {
+            if (part.gpu[l].size() != merged.gpu[l].size()) throw std::logic_error("mergePlacements: a placement of another model");
+            for (std::size_t e = 0; e < part.gpu[l].size(); ++e) {
+                if (!part.gpu[l][e]) continue;
+                if (merged.gpu[l][e])
+                    throw std::logic_error("mergePlacements: layer " + std::to_string(l) + "'s expert " + std::to_string(e) +
+                                           " placed by two stages");
+                merged.gpu[l][e] = true;
+            }
+        }
+        merged.wholeLayers += part.wholeLayers;
+        merged.gpuExperts += part.gpuExperts;
+        merged.gpuBytes += part.gpuBytes;
+    }
+    return merged;
 }
 
 }  // namespace tandem::runtime

@@ -56,6 +56,10 @@ struct PlacementRequest {
     std::uint64_t expertBytes = 0;  // one routed expert as the GPU holds it
     std::uint64_t budgetBytes = 0;  // VRAM for routed experts
     ExpertUsage usage;              // may be empty
+    // Only MoE layers in [firstLayer, endLayer) get experts on the GPU (one GPU's stage of a pipeline,
+    // issue 29); endLayer -1: to the last layer.
+    int firstLayer = 0;
+    int endLayer = -1;
 };
 
 struct ExpertPlacement {
@@ -76,6 +80,11 @@ struct ExpertPlacement {
 };
 
 ExpertPlacement planPlacement(const model::ModelConfig& config, const PlacementRequest& request);
+
+// Several GPUs (issue 29, runtime/stage_plan.h): the placements of the stages, each planned with its own
+// layer range, as one: the union of their experts, wholeLayers, gpuExperts and gpuBytes summed. The
+// placements must be of this model and disjoint (std::logic_error otherwise); none: everything on the CPU.
+ExpertPlacement mergePlacements(const model::ModelConfig& config, const std::vector<ExpertPlacement>& placements);
 
 // The layer plan a runner follows with this placement: Expert Deferral hands a layer's deferred experts
 // to the CPU's next MoE layer, so a layer wholly on the GPU neither defers nor takes a deferred part, and
