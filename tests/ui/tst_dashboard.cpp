@@ -13,9 +13,52 @@
 #include "ui/widgets/deferral_panel.h"
 #include "ui/widgets/placement_strip.h"
 
+#include <QChart>
+#include <QChartView>
+#include <QLegend>
+#include <QProgressBar>
 #include <QSlider>
+#include <algorithm>
 
 using namespace tandem::ui;
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+quint64 gib(double n) { return static_cast<quint64>(n * kGiB); }
+
+// GPU readings without an NVIDIA driver: what NVML would report on a machine with these GPUs.
+class FakeGpus : public GpuSource {
+public:
+    explicit FakeGpus(QList<GpuReading> gpus, QString reason = {}) : gpus_(std::move(gpus)), reason_(std::move(reason)) {}
+    bool isAvailable() const override { return reason_.isEmpty(); }
+    QString unavailableReason() const override { return reason_; }
+    QStringList deviceNames() const override {
+        QStringList names;
+        for (const GpuReading& g : gpus_) names << g.name;
+        return names;
+    }
+    QList<GpuReading> readAll() const override { return isAvailable() ? gpus_ : QList<GpuReading>{}; }
+
+private:
+    QList<GpuReading> gpus_;
+    QString reason_;
+};
+
+const GpuReading kH200a{"NVIDIA H200", 0.25, gib(12.3), gib(141.0), 0};
+const GpuReading kH200b{"NVIDIA H200", 0.75, gib(100.5), gib(141.0), 1};
+
+QChart* gpuChart(const Dashboard& dashboard) {
+    for (QChartView* view : dashboard.findChildren<QChartView*>())
+        if (view->accessibleName().startsWith("GPU chart")) return view->chart();
+    return nullptr;
+}
+
+QList<QWidget*> gpuRowWidgets(const Dashboard& dashboard) {
+    return dashboard.findChildren<QWidget*>(QStringLiteral("gpuRow"));
+}
+
+}  // namespace
 
 class DashboardTest : public QObject {
     Q_OBJECT
@@ -71,6 +114,61 @@ private slots:
         QVERIFY(samples[1].memoryUsed <= samples[1].memoryTotal);
         QVERIFY(samples[1].appResident > 0);
         QVERIFY(samples[1].gpu.has_value() != !samples[1].gpuUnavailableReason.isEmpty());
+    }
+
+    // Every GPU NVML reports goes into the sample; the one chosen in Settings is also the sample's gpu.
+    void aSampleCarriesEveryGpu() {
+        const FakeGpus two({kH200a, kH200b});
+        SystemSample s;
+        addGpuReadings(s, two, 1);
+        QCOMPARE(s.gpus.size(), 2);
+        QCOMPARE(s.gpus[0].index, 0);
+        QCOMPARE(s.gpus[0].busy, 0.25);
+        QCOMPARE(s.gpus[1].index, 1);
+        QCOMPARE(s.gpus[1].memoryUsed, gib(100.5));
+        QVERIFY(s.gpu);
+        QCOMPARE(s.gpu->index, 1);
+        QCOMPARE(s.gpu->busy, 0.75);
+        QVERIFY(s.gpuUnavailableReason.isEmpty());
+        QCOMPARE(s.gpuReadings().size(), 2);
+
+        SystemSample missing;  // the chosen GPU is not there: the others still show
+        addGpuReadings(missing, two, 3);
+        QCOMPARE(missing.gpus.size(), 2);
+        QVERIFY(!missing.gpu);
+        QCOMPARE(missing.gpuUnavailableReason, QStringLiteral("GPU 3 not found"));
+
+        SystemSample cpuOnly;
+        addGpuReadings(cpuOnly, two, -1);
+        QVERIFY(cpuOnly.gpus.isEmpty() && !cpuOnly.gpu);
+        QCOMPARE(cpuOnly.gpuUnavailableReason, QStringLiteral("CPU only, as chosen in Settings"));
+
+        SystemSample noDriver;
+        addGpuReadings(noDriver, FakeGpus({}, "no NVIDIA driver found"), 0);
+        QVERIFY(noDriver.gpus.isEmpty() && !noDriver.gpu);
+        QCOMPARE(noDriver.gpuUnavailableReason, QStringLiteral("no NVIDIA driver found"));
+
+        SystemSample onlyGpu;  // a sample filled in by hand with the chosen GPU alone shows that one
+        onlyGpu.gpu = kH200b;
+        QCOMPARE(onlyGpu.gpuReadings().size(), 1);
+        QCOMPARE(onlyGpu.gpuReadings()[0].index, 1);
+    }
+
+    // The monitor with another GPU source than NVML, on its own thread, as the app runs it.
+    void monitorReportsEveryGpuFromItsSource() {
+        SystemMonitor monitor([] { return std::make_unique<FakeGpus>(QList<GpuReading>{kH200a, kH200b}); });
+        QList<SystemSample> samples;
+        QSignalSpy found(&monitor, &SystemMonitor::gpusFound);
+        connect(&monitor, &SystemMonitor::sampled, this, [&](const SystemSample& s) { samples << s; });
+        monitor.setGpuDevice(1);
+        monitor.start();
+        QTRY_VERIFY_WITH_TIMEOUT(!samples.isEmpty(), 30000);
+        QCOMPARE(monitor.gpuNames(), (QStringList{"NVIDIA H200", "NVIDIA H200"}));
+        QCOMPARE(found.size(), 1);
+        QCOMPARE(samples[0].gpus.size(), 2);
+        QCOMPARE(samples[0].gpus[1].memoryUsed, gib(100.5));
+        QVERIFY(samples[0].gpu);
+        QCOMPARE(samples[0].gpu->index, 1);
     }
 
     void statsModelKeepsAMinuteAndDropsToIdle() {
@@ -133,6 +231,104 @@ private slots:
         answer.layerSplit = {{0.5, 0.3, 0.2}, {0.4, 0.4, 0.2}};
         stats.setAnswerStats(answer);
         QCOMPARE(dashboard.layerSplitReading(), QStringLiteral("2 layers"));
+    }
+
+    // Several GPUs: a labelled line and a gauge each, with its own figures; the chart plots the chosen one.
+    void dashboardShowsARowPerGpu() {
+        StatsModel stats;
+        Dashboard dashboard(&stats);
+        SystemSample s;
+        s.cpuBusy = 0.5;
+        addGpuReadings(s, FakeGpus({kH200a, kH200b}), 1);
+        stats.addSample(s);
+        const QStringList rows = dashboard.gpuRows();
+        QCOMPARE(rows.size(), 2);
+        QCOMPARE(rows[0], QStringLiteral("GPU 0 · NVIDIA H200: 25% busy · VRAM 12.3 / 141.0 GiB"));
+        QCOMPARE(rows[1], QStringLiteral("GPU 1 · NVIDIA H200: 75% busy · VRAM 100.5 / 141.0 GiB"));
+        const QList<QWidget*> widgets = gpuRowWidgets(dashboard);
+        QCOMPARE(widgets.size(), 2);
+        QList<int> gauges;
+        for (QWidget* row : widgets) {
+            auto* gauge = row->findChild<QProgressBar*>();
+            QVERIFY(gauge && gauge->isVisibleTo(&dashboard));
+            gauges << gauge->value();
+        }
+        std::sort(gauges.begin(), gauges.end());
+        QCOMPARE(gauges, (QList<int>{25, 75}));
+        QVERIFY(!dashboard.gpuReading().contains("not available"));
+        QVERIFY(dashboard.gpuReading().contains("GPU 1 · NVIDIA H200: 75% busy"));
+        QChart* chart = gpuChart(dashboard);
+        QVERIFY(chart && chart->legend()->isVisible());
+        QCOMPARE(chart->series().size(), 1);
+        QCOMPARE(chart->series()[0]->name(), QStringLiteral("GPU 1 busy"));
+
+        // The chosen GPU goes away: the others still show, and the dashboard says why nothing is charted.
+        SystemSample missing;
+        addGpuReadings(missing, FakeGpus({kH200a, kH200b}), 4);
+        stats.addSample(missing);
+        QCOMPARE(dashboard.gpuRows().size(), 2);
+        QVERIFY2(dashboard.gpuReading().contains("Not charted: GPU 4 not found."), qPrintable(dashboard.gpuReading()));
+
+        // A model on a server: no rows, this computer's GPUs are not what answers.
+        ModelSummary remote;
+        remote.name = "remote";
+        remote.remote = true;
+        remote.remoteUrl = "http://example.org:8080";
+        dashboard.setModel(&remote, 0);
+        QVERIFY(dashboard.gpuRows().isEmpty());
+        QVERIFY(dashboard.gpuReading().contains("not applicable (remote)"));
+        dashboard.setModel(nullptr, 0);
+        QCOMPARE(dashboard.gpuRows().size(), 2);
+    }
+
+    // One GPU looks as it did before there were several: its line over the chart, no gauge, no legend.
+    void dashboardShowsOneRowForOneGpu() {
+        StatsModel stats;
+        Dashboard dashboard(&stats);
+        SystemSample s;
+        addGpuReadings(s, FakeGpus({kH200a}), 0);
+        stats.addSample(s);
+        QCOMPARE(dashboard.gpuRows(), QStringList{"GPU 0 · NVIDIA H200: 25% busy · VRAM 12.3 / 141.0 GiB"});
+        const QList<QWidget*> widgets = gpuRowWidgets(dashboard);
+        QCOMPARE(widgets.size(), 1);
+        QVERIFY(!widgets[0]->findChild<QProgressBar*>()->isVisibleTo(&dashboard));
+        QCOMPARE(dashboard.gpuReading(), QStringLiteral("GPU 0 · NVIDIA H200: 25% busy · VRAM 12.3 / 141.0 GiB"));
+        QChart* chart = gpuChart(dashboard);
+        QVERIFY(chart && !chart->legend()->isVisible());
+        QCOMPARE(chart->series()[0]->name(), QStringLiteral("busy"));
+    }
+
+    // From two GPUs to one to none: the rows of the GPUs that went away go, and none says why.
+    void dashboardDropsTheRowsOfGpusThatWentAway() {
+        StatsModel stats;
+        Dashboard dashboard(&stats);
+        dashboard.show();  // rows made while the dashboard is on screen must show too
+        SystemSample s;
+        addGpuReadings(s, FakeGpus({kH200a, kH200b}), 0);
+        stats.addSample(s);
+        QCOMPARE(dashboard.gpuRows().size(), 2);
+        QCOMPARE(gpuRowWidgets(dashboard).size(), 2);
+
+        SystemSample one;
+        addGpuReadings(one, FakeGpus({kH200a}), 0);
+        stats.addSample(one);
+        QCOMPARE(dashboard.gpuRows(), QStringList{"GPU 0 · NVIDIA H200: 25% busy · VRAM 12.3 / 141.0 GiB"});
+        QCOMPARE(gpuRowWidgets(dashboard).size(), 1);
+        QVERIFY(!dashboard.gpuReading().contains("GPU 1"));
+        QVERIFY(!gpuRowWidgets(dashboard)[0]->findChild<QProgressBar*>()->isVisible());
+
+        SystemSample two;  // and back: a new row, shown although the dashboard already is
+        addGpuReadings(two, FakeGpus({kH200a, kH200b}), 0);
+        stats.addSample(two);
+        QCOMPARE(dashboard.gpuRows().size(), 2);
+        for (QWidget* row : gpuRowWidgets(dashboard)) QVERIFY(row->isVisible());
+
+        SystemSample none;
+        addGpuReadings(none, FakeGpus({}, "no NVIDIA driver found"), 0);
+        stats.addSample(none);
+        QVERIFY(dashboard.gpuRows().isEmpty());
+        QVERIFY(gpuRowWidgets(dashboard).isEmpty());
+        QCOMPARE(dashboard.gpuReading(), QStringLiteral("GPU: not available Not available: no NVIDIA driver found."));
     }
 
     // Where each layer's routed experts run (ModelSummary::expertLayers): a strip and a reading.

@@ -97,7 +97,17 @@ std::optional<GpuReading> NvmlGpu::read(int index) const {
         return std::nullopt;
     char name[96] = {};
     api_->name(device, name, sizeof name);
-    return GpuReading{QString::fromUtf8(name), utilization.gpu / 100.0, memory.used, memory.total};
+    return GpuReading{QString::fromUtf8(name), utilization.gpu / 100.0, memory.used, memory.total, index};
+}
+
+QList<GpuReading> NvmlGpu::readAll() const {
+    QList<GpuReading> readings;
+    if (!initialized_) return readings;
+    unsigned int count = 0;
+    if (api_->deviceCount(&count) != kNvmlSuccess) return readings;
+    for (unsigned int i = 0; i < count; ++i)
+        if (auto reading = read(static_cast<int>(i))) readings << *reading;
+    return readings;
 }
 
 }  // namespace tandem::ui

@@ -2,6 +2,7 @@
 
 #include <QFile>
 #include <unistd.h>
+#include <utility>
 
 namespace tandem::ui {
 namespace {
@@ -14,12 +15,28 @@ QByteArray readProc(const char* path) {
 
 }  // namespace
 
-SystemSampler::SystemSampler(int intervalMs) : intervalMs_(intervalMs) {}
+void addGpuReadings(SystemSample& sample, const GpuSource& source, int chosenDevice) {
+    if (chosenDevice < 0) {
+        sample.gpuUnavailableReason = QStringLiteral("CPU only, as chosen in Settings");
+        return;
+    }
+    if (!source.isAvailable()) {
+        sample.gpuUnavailableReason = source.unavailableReason();
+        return;
+    }
+    sample.gpus = source.readAll();
+    for (const GpuReading& reading : std::as_const(sample.gpus))
+        if (reading.index == chosenDevice) sample.gpu = reading;
+    if (!sample.gpu) sample.gpuUnavailableReason = QStringLiteral("GPU %1 not found").arg(chosenDevice);
+}
+
+SystemSampler::SystemSampler(int intervalMs, GpuSourceFactory makeGpuSource)
+    : intervalMs_(intervalMs), makeGpuSource_(std::move(makeGpuSource)) {}
 SystemSampler::~SystemSampler() = default;
 
 void SystemSampler::start() {
-    nvml_ = std::make_unique<NvmlGpu>();
-    emit gpusFound(nvml_->deviceNames());
+    gpuSource_ = makeGpuSource_ ? makeGpuSource_() : std::make_unique<NvmlGpu>();
+    emit gpusFound(gpuSource_->deviceNames());
     clock_.start();
     timer_ = new QTimer(this);
     timer_->setInterval(intervalMs_);
@@ -42,17 +59,14 @@ void SystemSampler::sample() {
         s.memoryUsed = memory->total - memory->available;
     }
     s.appResident = parseStatmResident(readProc("/proc/self/statm"), static_cast<quint64>(sysconf(_SC_PAGESIZE)));
-    if (gpuDevice_ < 0) {
-        s.gpuUnavailableReason = QStringLiteral("CPU only, as chosen in Settings");
-    } else {
-        s.gpu = nvml_->read(gpuDevice_);
-        if (!s.gpu) s.gpuUnavailableReason = nvml_->isAvailable() ? QStringLiteral("GPU %1 not found").arg(gpuDevice_)
-                                                                 : nvml_->unavailableReason();
-    }
+    addGpuReadings(s, *gpuSource_, gpuDevice_);
     emit sampled(s);
 }
 
-SystemMonitor::SystemMonitor(QObject* parent) : QObject(parent), sampler_(new SystemSampler(kIntervalMs)) {
+SystemMonitor::SystemMonitor(QObject* parent) : SystemMonitor(GpuSourceFactory{}, parent) {}
+
+SystemMonitor::SystemMonitor(GpuSourceFactory makeGpuSource, QObject* parent)
+    : QObject(parent), sampler_(new SystemSampler(kIntervalMs, std::move(makeGpuSource))) {
     qRegisterMetaType<SystemSample>();
     thread_.setObjectName(QStringLiteral("monitor"));
     sampler_->moveToThread(&thread_);

@@ -5,6 +5,7 @@
 #include <QObject>
 #include <QThread>
 #include <QTimer>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -14,11 +15,18 @@
 
 namespace tandem::ui {
 
+// Makes the GPU source on the monitor thread; an empty one makes NvmlGpu.
+using GpuSourceFactory = std::function<std::unique_ptr<GpuSource>()>;
+
+// Fills a sample's GPU readings: every GPU the source reports in gpus, the one chosen in Settings
+// (chosenDevice, -1 for CPU only) in gpu, and, where gpu stays empty, why.
+void addGpuReadings(SystemSample& sample, const GpuSource& source, int chosenDevice);
+
 // Lives on the monitor thread.
 class SystemSampler : public QObject {
     Q_OBJECT
 public:
-    explicit SystemSampler(int intervalMs);
+    explicit SystemSampler(int intervalMs, GpuSourceFactory makeGpuSource = {});
     ~SystemSampler() override;
 
 public slots:
@@ -33,8 +41,9 @@ private:
     void sample();
 
     int intervalMs_;
+    GpuSourceFactory makeGpuSource_;
     QTimer* timer_ = nullptr;
-    std::unique_ptr<NvmlGpu> nvml_;
+    std::unique_ptr<GpuSource> gpuSource_;
     std::optional<CpuTimes> lastCpu_;
     QElapsedTimer clock_;
     int gpuDevice_ = 0;
@@ -46,10 +55,12 @@ public:
     static constexpr int kIntervalMs = 500;
 
     explicit SystemMonitor(QObject* parent = nullptr);
+    // Readings from another GPU source than NVML: for tests.
+    explicit SystemMonitor(GpuSourceFactory makeGpuSource, QObject* parent = nullptr);
     ~SystemMonitor() override;
 
     void start();
-    // Which GPU to report; -1 reports none.
+    // Which GPU is the chosen one (SystemSample::gpu); -1 reports none at all (CPU only).
     void setGpuDevice(int device);
     // The NVIDIA GPUs found once the monitor has started; empty without a driver.
     QStringList gpuNames() const { return gpuNames_; }

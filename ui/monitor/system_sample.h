@@ -12,6 +12,7 @@ struct GpuReading {
     double busy = 0;  // 0..1
     quint64 memoryUsed = 0;
     quint64 memoryTotal = 0;
+    int index = 0;  // NVML's device index (what Settings calls GPU 0, GPU 1, ...)
 };
 
 struct SystemSample {
@@ -20,8 +21,15 @@ struct SystemSample {
     quint64 memoryUsed = 0;          // bytes, MemTotal - MemAvailable
     quint64 memoryTotal = 0;
     quint64 appResident = 0;         // this process
-    std::optional<GpuReading> gpu;   // absent without an NVIDIA driver
-    QString gpuUnavailableReason;
+    std::optional<GpuReading> gpu;   // the GPU chosen in Settings; absent without an NVIDIA driver or CPU only
+    QList<GpuReading> gpus;          // every GPU NVML reports, by index; empty without a driver or CPU only
+    QString gpuUnavailableReason;    // why gpu is absent
+
+    // Each GPU to show, by index: gpus, or gpu alone where a sample carries only that.
+    QList<GpuReading> gpuReadings() const {
+        if (!gpus.isEmpty() || !gpu) return gpus;
+        return {*gpu};
+    }
 };
 
 }  // namespace tandem::ui

@@ -5,11 +5,13 @@
 #include <QChart>
 #include <QChartView>
 #include <QEvent>
+#include <QHBoxLayout>
 #include <QHorizontalStackedBarSeries>
 #include <QLabel>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QLocale>
+#include <QProgressBar>
 #include <QScrollArea>
 #include <QStackedBarSeries>
 #include <QVBoxLayout>
@@ -49,7 +51,7 @@ Dashboard::Dashboard(StatsModel* stats, QWidget* parent)
     : QWidget(parent), stats_(stats), modelName_(new QLabel(this)), modelDetails_(new QLabel(this)), expectation_(new QLabel(this)),
       placementTitle_(sectionTitle(tr("Where the experts run"), this)), placementReading_(new QLabel(this)),
       placement_(new PlacementStrip(this)),
-      gpuMissing_(new QLabel(this)), splitMissing_(new QLabel(this)), splitView_(new QChartView(this)), deferral_(new DeferralPanel(this)) {
+      gpuRowsBox_(new QWidget(this)), gpuMissing_(new QLabel(this)), splitMissing_(new QLabel(this)), splitView_(new QChartView(this)), deferral_(new DeferralPanel(this)) {
     setObjectName(QStringLiteral("dashboard"));
     setAccessibleName(tr("Dashboard"));
     auto* layout = new QVBoxLayout(this);
@@ -80,7 +82,7 @@ Dashboard::Dashboard(StatsModel* stats, QWidget* parent)
     addSeries(cpu_, tr("machine"), StatsModel::CpuPercent, kOrange);
     poolSeries_ = addSeries(cpu_, tr("expert pool"), StatsModel::ExpertPoolPercent, kPurple);
     gpu_ = makeChart(tr("GPU"), QStringLiteral("%"), 100);
-    addSeries(gpu_, tr("busy"), StatsModel::GpuPercent, kGreen);
+    gpuSeries_ = addSeries(gpu_, tr("busy"), StatsModel::GpuPercent, kGreen);
     memory_ = makeChart(tr("Memory"), QStringLiteral("%"), 100);
     addSeries(memory_, tr("RAM in use"), StatsModel::RamPercent, kBlue);
 
@@ -89,6 +91,10 @@ Dashboard::Dashboard(StatsModel* stats, QWidget* parent)
         layout->addWidget(c->view);
     }
     layout->addWidget(gpu_.reading);
+    auto* gpuRowsLayout = new QVBoxLayout(gpuRowsBox_);
+    gpuRowsLayout->setContentsMargins(0, 0, 0, 0);
+    gpuRowsLayout->setSpacing(2);
+    layout->addWidget(gpuRowsBox_);
     gpuMissing_->setWordWrap(true);
     gpuMissing_->setObjectName(QStringLiteral("hint"));
     layout->addWidget(gpu_.view);
@@ -240,6 +246,8 @@ void Dashboard::onSample() {
         // What this computer's CPU and GPU do says nothing about the answers: the server makes them.
         cpu_.view->hide();
         gpu_.view->hide();
+        gpuRowsBox_->hide();
+        gpu_.reading->show();
         gpuMissing_->show();
         cpu_.reading->setText(tr("CPU: not applicable (remote): the model runs on the server at %1").arg(remoteServer_));
         gpu_.reading->setText(tr("GPU: not applicable (remote)"));
@@ -257,23 +265,65 @@ void Dashboard::onSample() {
     cpu_.reading->setText(pool ? tr("CPU: %1 machine").arg(machine)
                                : tr("CPU: %1 machine · expert pool: not available").arg(machine));
 
-    if (s.gpu) {
-        gpu_.view->show();
-        gpuMissing_->hide();
-        gpu_.reading->setText(tr("GPU: %1 busy · VRAM %2 / %3 GiB")
-                                  .arg(percent(s.gpu->busy), gib(s.gpu->memoryUsed), gib(s.gpu->memoryTotal)));
-    } else {
-        gpu_.view->hide();
-        gpuMissing_->show();
-        gpu_.reading->setText(tr("GPU: not available"));
-        gpuMissing_->setText(s.gpuUnavailableReason.isEmpty()
-                                 ? tr("Not available.")
-                                 : tr("Not available: %1.").arg(s.gpuUnavailableReason));
-    }
+    showGpus(s);
 
     memory_.reading->setText(s.memoryTotal == 0 ? tr("Memory: measuring…")
                                                 : tr("Memory: %1 / %2 GiB in use · Tandem %3 GiB")
                                                       .arg(gib(s.memoryUsed), gib(s.memoryTotal), gib(s.appResident)));
+}
+
+void Dashboard::showGpus(const SystemSample& s) {
+    const QList<GpuReading> gpus = s.gpuReadings();
+    // A row per GPU: the rows of GPUs that went away go with them.
+    while (gpuRows_.size() > gpus.size()) delete gpuRows_.takeLast().row;
+    while (gpuRows_.size() < gpus.size()) {
+        GpuRow r;
+        r.row = new QWidget(gpuRowsBox_);
+        r.row->setObjectName(QStringLiteral("gpuRow"));
+        auto* rowLayout = new QHBoxLayout(r.row);
+        rowLayout->setContentsMargins(0, 0, 0, 0);
+        r.label = sectionTitle(QString(), r.row);  // each GPU's line reads as the section's title
+        r.gauge = new QProgressBar(r.row);
+        r.gauge->setRange(0, 100);
+        r.gauge->setTextVisible(false);
+        r.gauge->setFixedWidth(90);
+        rowLayout->addWidget(r.label, 1);
+        rowLayout->addWidget(r.gauge);
+        gpuRowsBox_->layout()->addWidget(r.row);
+        r.row->show();
+        gpuRows_.append(r);
+    }
+    for (qsizetype i = 0; i < gpus.size(); ++i) {
+        const GpuReading& g = gpus[i];
+        const QString label = g.name.isEmpty() ? tr("GPU %1").arg(g.index) : tr("GPU %1 · %2").arg(g.index).arg(g.name);
+        gpuRows_[i].label->setText(tr("%1: %2 busy · VRAM %3 / %4 GiB")
+                                       .arg(label, percent(g.busy), gib(g.memoryUsed), gib(g.memoryTotal)));
+        gpuRows_[i].gauge->setValue(static_cast<int>(std::lround(g.busy * 100.0)));
+        gpuRows_[i].gauge->setAccessibleName(tr("%1 utilization").arg(label));
+        // One GPU: its line over the chart, as before there were several.
+        gpuRows_[i].gauge->setVisible(gpus.size() > 1);
+    }
+    gpuRowsBox_->setVisible(!gpus.isEmpty());
+    gpu_.reading->setVisible(gpus.isEmpty());
+
+    // The chart plots the GPU chosen in Settings; with several, the legend says which.
+    const bool several = gpus.size() > 1;
+    if (s.gpu) gpuSeries_->setName(several ? tr("GPU %1 busy").arg(s.gpu->index) : tr("busy"));
+    gpu_.chart->legend()->setVisible(several && s.gpu);
+    gpu_.view->setVisible(s.gpu.has_value());
+    if (gpus.isEmpty()) {
+        gpu_.reading->setText(tr("GPU: not available"));
+        gpuMissing_->setText(s.gpuUnavailableReason.isEmpty() ? tr("Not available.")
+                                                              : tr("Not available: %1.").arg(s.gpuUnavailableReason));
+        gpuMissing_->show();
+    } else if (!s.gpu) {
+        // GPUs answer, but not the one chosen in Settings: nothing to chart.
+        gpuMissing_->setText(s.gpuUnavailableReason.isEmpty() ? tr("Not charted.")
+                                                              : tr("Not charted: %1.").arg(s.gpuUnavailableReason));
+        gpuMissing_->show();
+    } else {
+        gpuMissing_->hide();
+    }
 }
 
 void Dashboard::showLayerSplit() {
@@ -345,7 +395,20 @@ void Dashboard::applyPalette() {
 
 QString Dashboard::decodeReading() const { return decode_.reading->text(); }
 QString Dashboard::cpuReading() const { return cpu_.reading->text(); }
-QString Dashboard::gpuReading() const { return gpu_.reading->text() + QLatin1Char(' ') + (gpuMissing_->isVisibleTo(this) ? gpuMissing_->text() : QString()); }
+QString Dashboard::gpuReading() const {
+    QStringList parts;
+    if (gpu_.reading->isVisibleTo(this)) parts << gpu_.reading->text();
+    parts << gpuRows();
+    if (gpuMissing_->isVisibleTo(this)) parts << gpuMissing_->text();
+    return parts.join(QLatin1Char(' '));
+}
+
+QStringList Dashboard::gpuRows() const {
+    QStringList rows;
+    if (!gpuRowsBox_->isVisibleTo(this)) return rows;
+    for (const GpuRow& r : gpuRows_) rows << r.label->text();
+    return rows;
+}
 QString Dashboard::memoryReading() const { return memory_.reading->text(); }
 QString Dashboard::expectationReading() const { return expectation_->isVisibleTo(this) ? expectation_->text() : QString(); }
 

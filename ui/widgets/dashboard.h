@@ -1,6 +1,7 @@
 #pragma once
 // The live panel: the loaded model, charts of decode speed, CPU (machine and expert pool), GPU and
-// memory over the last minute, the per-layer time split of the last answer, and the deferral slider.
+// memory over the last minute (a line per GPU above the GPU chart: its utilization and memory, and with
+// several GPUs a gauge each; the chart plots the GPU chosen in Settings), the per-layer time split of the last answer, and the deferral slider.
 // It shows the StatsModel and reports the slider; figures nobody measures say "not available". For a model
 // on a server the speed is the server's, measured from the chunks it streams, and the CPU, GPU and layer
 // panels say they do not apply.
@@ -9,6 +10,7 @@
 #include "ui/worker/engine_types.h"
 
 class QLabel;
+class QProgressBar;
 class QChart;
 class QChartView;
 class QLineSeries;
@@ -19,6 +21,7 @@ namespace tandem::ui {
 class DeferralPanel;
 class PlacementStrip;
 class StatsModel;
+struct SystemSample;
 
 class Dashboard : public QWidget {
     Q_OBJECT
@@ -32,6 +35,9 @@ public:
     QString decodeReading() const;
     QString cpuReading() const;
     QString gpuReading() const;
+    // One line per GPU shown, by index: "GPU 0 · NVIDIA H200: 25% busy · VRAM 10.0 / 80.0 GiB"; empty
+    // without GPU readings or for a model on a server.
+    QStringList gpuRows() const;
     QString memoryReading() const;
     QString layerSplitReading() const;
     QString placementReading() const;
@@ -56,6 +62,7 @@ private:
     Chart makeChart(const QString& title, const QString& unit, double yMax);
     QLineSeries* addSeries(Chart& chart, const QString& name, int column, const QColor& color);
     void onSample();
+    void showGpus(const SystemSample& sample);
     void showLayerSplit();
     void showPlacement(const QString& map);  // ModelSummary::expertLayers; empty hides the section
     void applyPalette();
@@ -72,6 +79,14 @@ private:
     Chart gpu_;
     Chart memory_;
     QLineSeries* poolSeries_ = nullptr;
+    QLineSeries* gpuSeries_ = nullptr;
+    struct GpuRow {
+        QWidget* row = nullptr;
+        QLabel* label = nullptr;
+        QProgressBar* gauge = nullptr;  // shown with several GPUs, where the chart plots only one
+    };
+    QWidget* gpuRowsBox_;
+    QList<GpuRow> gpuRows_;  // one per GPU in the latest sample, by index
     QLabel* gpuMissing_;
     QLabel* splitMissing_;
     QChartView* splitView_;
