@@ -14,6 +14,7 @@
 #include "model/config.h"
 #include "model/kv_cache.h"
 #include "convert/expert_precision.h"
+#include "convert/layer_footprint.h"
 #include "tandem/convert.h"
 
 namespace tandem {
@@ -196,6 +197,10 @@ std::uint64_t kvInt8BytesPerPosition(const model::ModelConfig& c) {
 }
 
 }  // namespace
+
+std::uint64_t layerDenseParameters(const model::ModelConfig& config, bool moe) {
+    return layerDense(config, TensorCounter(Storage{}), moe).parameters;
+}
 
 Footprint estimateFootprintFromJson(const std::string& configJson, ExpertPrecision experts, int contextLength,
                                     const std::string& where) {

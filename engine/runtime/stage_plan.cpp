@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "convert/layer_footprint.h"
 #include "model/kv_cache.h"
 #include "tandem/byte_size.h"
 #include "tandem/error.h"
@@ -36,43 +37,6 @@ std::vector<GpuMemory> usedGpus(const std::vector<GpuMemory>& gpus, std::size_t 
     return used;
 }
 
-// One layer's weights as the GPU holds them, in bf16 elements: the tensors model/weights.cpp loads for a
-// layer, as convert/footprint.cpp counts them (tst_stage_plan checks the two agree on the fixtures).
-std::uint64_t layerDenseElements(const model::ModelConfig& c, bool moe) {
-    const std::uint64_t H = static_cast<std::uint64_t>(c.hiddenSize);
-    const std::uint64_t heads = static_cast<std::uint64_t>(c.numHeads);
-    std::uint64_t n = 2 * H;  // input_layernorm, post_attention_layernorm
-    if (c.attention == model::AttentionKind::Mla) {
-        const std::uint64_t qHead = static_cast<std::uint64_t>(c.qkNopeHeadDim + c.qkRopeHeadDim);
-        const std::uint64_t kvLora = static_cast<std::uint64_t>(c.kvLoraRank);
-        if (c.qLoraRank > 0) {
-            const std::uint64_t qLora = static_cast<std::uint64_t>(c.qLoraRank);
-            n += qLora * H + qLora + heads * qHead * qLora;  // q_a_proj, q_a_layernorm, q_b_proj
-        } else {
-            n += heads * qHead * H;  // q_proj
-        }
-        n += (kvLora + static_cast<std::uint64_t>(c.qkRopeHeadDim)) * H;                       // kv_a_proj_with_mqa
-        n += kvLora;                                                                           // kv_a_layernorm
-        n += heads * static_cast<std::uint64_t>(c.qkNopeHeadDim + c.vHeadDim) * kvLora;        // kv_b_proj
-        n += H * heads * static_cast<std::uint64_t>(c.vHeadDim);                               // o_proj
-    } else {
-        const std::uint64_t headDim = static_cast<std::uint64_t>(c.headDim);
-        const std::uint64_t kv = static_cast<std::uint64_t>(c.numKvHeads) * headDim;
-        n += heads * headDim * H + 2 * kv * H + H * heads * headDim;  // q, k, v, o
-        if (c.qkNorm) n += 2 * headDim;
-        if (c.attentionBias) n += heads * headDim + 2 * kv;
-        if (c.attentionOutputBias) n += H;
-        if (c.attentionSinks) n += heads;
-    }
-    if (!moe) return n + 3 * H * static_cast<std::uint64_t>(c.intermediateSize);  // gate, up, down
-    const std::uint64_t experts = static_cast<std::uint64_t>(c.numExperts);
-    n += experts * H;  // router
-    if (c.router.hasCorrectionBias) n += experts;
-    if (c.routerBias) n += experts;
-    if (c.expertBiases) n += experts * (2 * static_cast<std::uint64_t>(c.moeIntermediateSize) + H);
-    n += 3 * H * static_cast<std::uint64_t>(c.moeIntermediateSize) * static_cast<std::uint64_t>(c.numSharedExperts);
-    return n;
-}
 
 }  // namespace
 
@@ -172,7 +136,7 @@ std::vector<LayerCost> layerCosts(const model::ModelConfig& config, int contextT
     std::vector<LayerCost> costs(static_cast<std::size_t>(config.numLayers));
     for (int l = 0; l < config.numLayers; ++l) {
         LayerCost& c = costs[static_cast<std::size_t>(l)];
-        c.denseBytes = 2 * layerDenseElements(config, config.isMoeLayer(l));
+        c.denseBytes = 2 * layerDenseParameters(config, config.isMoeLayer(l));
         c.kvBytes = kvPerPosition * positions;
     }
     return costs;
