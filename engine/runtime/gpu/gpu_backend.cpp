@@ -55,18 +55,24 @@ public:
     DecodeProfile takeProfile() override {
         // The stages' steps run one after another: a step is the sum of theirs, each stage's layers its own.
         DecodeProfile p;
-        double wall = 0, busy = 0, pool = 0;
+        double wall = 0, busy = 0, pool = 0, firstGap = 0, laterSteps = 0;
         for (const auto& stage : stages_) {
             const DecodeProfile s = stage->takeProfile();
+            // The first stage's GPU is idle between its steps while the later stages run and while the
+            // host samples: only the latter is "between steps".
+            if (&stage == &stages_.front())
+                firstGap = s.betweenStepsMs;
+            else
+                laterSteps += s.stepMs;
             p.steps = std::max(p.steps, s.steps);
             p.graphLaunches += s.graphLaunches;
             wall += s.stepMs;
             busy += s.gpuBusyFraction * s.stepMs;
             pool += s.expertPoolBusyFraction * s.stepMs;
-            p.betweenStepsMs += s.betweenStepsMs;
             p.layers.insert(p.layers.end(), s.layers.begin(), s.layers.end());
         }
         p.stepMs = wall;
+        p.betweenStepsMs = std::max(0.0, firstGap - laterSteps);
         if (wall > 0) {
             p.gpuBusyFraction = busy / wall;
             p.expertPoolBusyFraction = pool / wall;
