@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One-off device call (tenth session, the last): issue 27's streams on the full qwen3-30b-a3b shape a third
 # time, gpt-oss-120b at d = 0 twice more, and the pipeline's merged profile (TANDEM_GPU_STAGES=2, the
-# between-steps figure). The call before it (commit 62f3cbc's version of this script) checked the
+# between-steps figure). The call before it (commit 7098a7c's version of this script) checked the
 # pipeline: every fixture with 2 and 3 stages, greedy ids with 1-3 stages. Build first with
 # device-gpu-check.sh.
 set -u
