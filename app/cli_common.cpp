@@ -119,6 +119,7 @@ void reportDevice(const tandem::ModelInfo& info) {
     if (!info.expertsNotice.empty()) std::fprintf(stderr, "note: %s\n", info.expertsNotice.c_str());
     if (!info.kvCacheNotice.empty()) std::fprintf(stderr, "note: %s\n", info.kvCacheNotice.c_str());
     if (info.device != "CPU" && !info.placement.empty()) std::fprintf(stderr, "routed experts: %s\n", info.placement.c_str());
+    for (const std::string& stage : info.gpuStages) std::fprintf(stderr, "pipeline stage: %s\n", stage.c_str());
 }
 
 void applyDeferral(const CliArgs& args, tandem::Session& session) {

@@ -316,6 +316,7 @@ struct Engine::Impl {
         }
         if (gpu) {
             info.device = gpu->deviceName();
+            info.gpuStages = gpu->stages();
             if (config.numExperts) {
                 info.placement = gpu->placement();
                 info.expertLayers = gpu->expertLayerMap(config);

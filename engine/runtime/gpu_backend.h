@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cpu/pool/thread_pool.h"
 #include "io/expert_layout.h"
@@ -28,6 +29,8 @@ public:
     virtual std::string placement() const { return "all routed experts on the CPU"; }
     // The routed experts on the GPU, in layers' worth (a split layer's share counts as its fraction).
     virtual double expertLayersOnGpu() const { return 0; }
+    // A pipeline by layer (issue 29): each GPU's share (ModelInfo::gpuStages); empty with one stage.
+    virtual std::vector<std::string> stages() const { return {}; }
     // Per layer (ModelInfo::expertLayers): where its routed experts run.
     virtual std::string expertLayerMap(const model::ModelConfig& config) const { return cpuExpertLayerMap(config); }
 };

@@ -4,6 +4,7 @@
 // error. While a FlakyGpu lives, engines loaded with Device::Auto or Gpu get it.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/routed_experts.h"
 #include "model/transformer.h"
@@ -35,12 +36,14 @@ private:
 class FlakyBackend : public runtime::GpuBackend {
 public:
     FlakyBackend(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ThreadPool& pool,
-                 runtime::ExpertsFactory experts, int failOn)
-        : config_(config), weights_(weights), pool_(pool), experts_(std::move(experts)), failOn_(failOn) {}
+                 runtime::ExpertsFactory experts, int failOn, std::vector<std::string> stages = {})
+        : config_(config), weights_(weights), pool_(pool), experts_(std::move(experts)), failOn_(failOn),
+          stages_(std::move(stages)) {}
     std::unique_ptr<runtime::ModelRunner> newRunner(int capacity) override {
         return std::make_unique<FlakyRunner>(config_, weights_, pool_, capacity, experts_, failOn_);
     }
     std::string deviceName() const override { return "Stand-in GPU"; }
+    std::vector<std::string> stages() const override { return stages_; }
 
 private:
     const model::ModelConfig& config_;
@@ -48,15 +51,17 @@ private:
     cpu::ThreadPool& pool_;
     runtime::ExpertsFactory experts_;
     int failOn_;
+    std::vector<std::string> stages_;  // what stages() reports: a pipeline by layer (issue 29)
 };
 
 class FlakyGpu {
 public:
-    // The stand-in's runners fail on their failOn-th forward pass (1: the first).
-    explicit FlakyGpu(int failOn) {
-        runtime::setGpuBackendFactoryForTests([failOn](const model::ModelConfig& c, const model::ModelWeights& w, cpu::ThreadPool& p,
-                                                       int, runtime::ExpertsFactory e) {
-            return std::make_unique<FlakyBackend>(c, w, p, std::move(e), failOn);
+    // The stand-in's runners fail on their failOn-th forward pass (1: the first); `stages`: the pipeline
+    // the backend reports (GpuBackend::stages).
+    explicit FlakyGpu(int failOn, std::vector<std::string> stages = {}) {
+        runtime::setGpuBackendFactoryForTests([failOn, stages](const model::ModelConfig& c, const model::ModelWeights& w,
+                                                               cpu::ThreadPool& p, int, runtime::ExpertsFactory e) {
+            return std::make_unique<FlakyBackend>(c, w, p, std::move(e), failOn, stages);
         });
     }
     ~FlakyGpu() { runtime::setGpuBackendFactoryForTests({}); }

@@ -85,6 +85,24 @@ private slots:
         QCOMPARE(generate(*reference, conversation, 4), more);
     }
 
+    // A backend that runs the layers as a pipeline over several GPUs (issue 29) reports each GPU's share,
+    // and the engine passes it on in ModelInfo::gpuStages, as it is; one GPU reports none.
+    void theGpusSharesReachTheModelInfo() {
+        const std::vector<std::string> stages{"GPU 0 (A): layers 0-0, 1.00 MB dense + KV, 2.00 GB for experts",
+                                              "GPU 1 (B): layer 1, 1.00 MB dense + KV, 3.00 GB for experts"};
+        {
+            const FlakyGpu gpu(1000, stages);
+            EngineOptions o;
+            o.threads = 2;
+            o.device = Device::Auto;
+            auto engine = Engine::load(fixturePath("tiny-mixtral").toStdString(), o);
+            QCOMPARE(engine->info().device, std::string("Stand-in GPU"));
+            QCOMPARE(engine->info().gpuStages, stages);
+        }
+        auto one = flakyEngine("tiny-mixtral", 1000);
+        QVERIFY(one->info().gpuStages.empty());
+    }
+
     // Sessions decoded together (Session::decodeTogether) when the GPU fails in their step: all of them go
     // on on the CPU, and their tokens are the CPU path's.
     void sessionsDecodedTogetherFallBackTogether() {

@@ -122,6 +122,9 @@ struct ModelInfo {
     std::string expertsNotice;   // why Auto chose the slow reference path, and what to do about it
     std::string placement;       // where the routed experts run: "all routed experts on the CPU", "48 of 48 MoE
                                  // layers wholly on the GPU (16.3 GB)"; empty for a model without experts
+    // The GPU path as a pipeline by layer (issue 29): each GPU's share, one line per GPU ("GPU 0 (NVIDIA
+    // H200): layers 0-23, 9.10 GB dense + KV, 30.20 GB for experts"); empty with one stage.
+    std::vector<std::string> gpuStages;
     // The same per layer, one character each: 'G' routed experts on the GPU, 'P' split (the most used on
     // the GPU, the rest on the CPU), 'S' on the CPU and streamed through the GPU for long prompts, 'C' on
     // the CPU, '-' a layer without routed experts; empty for a model without experts.

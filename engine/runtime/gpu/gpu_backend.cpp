@@ -15,6 +15,7 @@
 #include "tandem/tuning.h"
 #include "model/rope.h"
 #include "runtime/gpu_backend.h"
+#include "runtime/stage_plan.h"
 
 namespace tandem::runtime {
 
@@ -89,13 +90,19 @@ class CudaBackend : public GpuBackend {
 public:
     CudaBackend(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ThreadPool& pool,
                 ExpertsFactory experts, std::string name, const GpuExpertsRequest& request, ExpertPlacement placement,
-                bool stream, int prefillChunk, std::string expertNote)
+                bool stream, int prefillChunk, std::string expertNote, std::vector<StagePlan> stages = {},
+                std::vector<std::string> stagesText = {})
         : config_(config), experts_(std::move(experts)), rope_(config), name_(std::move(name)), prefillChunk_(prefillChunk),
           expertNote_(std::move(expertNote)),
-          usage_(request.counter),
-          gpuWeights_(cuda::uploadWeights(config, weights, rope_.inverseFrequencies(), pool)),
+          usage_(request.counter), stages_(std::move(stages)), stagesText_(std::move(stagesText)),
+          gpuWeights_(stages_.size() > 1 ? cuda::GpuWeights{} : cuda::uploadWeights(config, weights, rope_.inverseFrequencies(), pool)),
           gpuExperts_(request.layout ? cuda::uploadExperts(config, *request.layout, request.layerBytes, std::move(placement))
                                      : cuda::noGpuExperts(config)) {
+        // A pipeline: each stage's own part of the dense weights, as a GPU of its own would hold it.
+        if (stages_.size() > 1)
+            for (const StagePlan& s : stages_)
+                stageWeights_.push_back(std::make_unique<cuda::GpuWeights>(cuda::uploadWeights(
+                    config, weights, rope_.inverseFrequencies(), pool, {s.firstLayer, s.endLayer})));
         if (stream) cuda::enableStreaming(gpuExperts_, config, *request.layout, request.layerBytes);
         if (gpuExperts_.streamLayerBytes > 0 && tuning().gpuStreamCpuPercent < 0) {
             // The cost model of the CPU's share of streamed layers, at the chunk sizes prompts use.
@@ -108,14 +115,14 @@ public:
     }
 
     std::unique_ptr<ModelRunner> newRunner(int capacity) override {
-        if (const int stages = std::min(tuning().gpuStages, config_.numLayers); stages > 1) {
-            // Issue 29's pipeline on this one GPU (TANDEM_GPU_STAGES): the layers in equal ranges.
+        if (stages_.size() > 1) {
+            // A pipeline by layer: a runner per stage, each over its stage's weights.
             std::vector<std::unique_ptr<cuda::GpuRunner>> parts;
-            for (int s = 0; s < stages; ++s) {
-                const cuda::GpuStage stage{config_.numLayers * s / stages, config_.numLayers * (s + 1) / stages};
-                parts.push_back(std::make_unique<cuda::GpuRunner>(config_, experts_(), gpuWeights_, gpuExperts_, rope_, capacity,
-                                                                  prefillChunk_, usage_, stage));
-                if (s > 0) parts.back()->receiveFrom(*parts[static_cast<std::size_t>(s) - 1]);
+            for (std::size_t s = 0; s < stages_.size(); ++s) {
+                const cuda::GpuStage stage{stages_[s].firstLayer, stages_[s].endLayer};
+                parts.push_back(std::make_unique<cuda::GpuRunner>(config_, experts_(), *stageWeights_[s], gpuExperts_, rope_,
+                                                                  capacity, prefillChunk_, usage_, stage));
+                if (s > 0) parts.back()->receiveFrom(*parts[s - 1]);
             }
             return std::make_unique<PipelineRunner>(std::move(parts));
         }
@@ -127,6 +134,7 @@ public:
         return runner;
     }
     std::string deviceName() const override { return name_; }
+    std::vector<std::string> stages() const override { return stagesText_; }
     std::string placement() const override {
         std::string text = gpuExperts_.placement.describe(config_);
         if (gpuExperts_.streamLayerBytes > 0) {
@@ -168,7 +176,10 @@ private:
     int prefillChunk_;
     std::string expertNote_;  // why no routed expert is on the GPU, where a kind of experts keeps them off
     UsageCounter* usage_;
-    cuda::GpuWeights gpuWeights_;
+    std::vector<StagePlan> stages_;  // a pipeline by layer (issue 29); empty or one: a single runner
+    std::vector<std::string> stagesText_;
+    cuda::GpuWeights gpuWeights_;    // every layer's, with one stage
+    std::vector<std::unique_ptr<cuda::GpuWeights>> stageWeights_;  // each stage's own, with several
     cuda::GpuExperts gpuExperts_;
     ExpertBatcher batcher_{experts_(), config_.hiddenSize};  // after experts_: its combined computations' experts
 };
@@ -279,8 +290,27 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
         request.usage = gpuExperts.usage;
         placement = planPlacement(config, request);
     }
+    // Issue 29's pipeline on this one GPU (TANDEM_GPU_STAGES=N): N logical GPUs of equal memory, the layers
+    // split by the stage plan (runtime/stage_plan.h), each stage's weights uploaded on their own.
+    std::vector<StagePlan> stages;
+    std::vector<std::string> stagesText;
+    if (const int n = std::min(tuning().gpuStages, config.numLayers); n > 1) {
+        const std::uint64_t table = static_cast<std::uint64_t>(config.vocabSize) * static_cast<std::uint64_t>(config.hiddenSize) * 2;
+        std::vector<GpuMemory> logical;
+        for (int i = 0; i < n; ++i)
+            logical.push_back({i, freeBytes / static_cast<std::uint64_t>(n),
+                               std::string(prop.name) + ", stage " + std::to_string(i + 1) + " of " + std::to_string(n) + " on GPU 0"});
+        stages = planStages(layerCosts(config, capacity), table, table, logical);
+        const std::string text = describeStages(stages, logical);
+        for (std::size_t from = 0; from <= text.size();) {
+            const std::size_t to = std::min(text.find('\n', from), text.size());
+            stagesText.push_back(text.substr(from, to - from));
+            from = to + 1;
+        }
+    }
     return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), prop.name, gpuExperts,
-                                         std::move(placement), stream, chunk, std::move(expertNote));
+                                         std::move(placement), stream, chunk, std::move(expertNote), std::move(stages),
+                                         std::move(stagesText));
 }
 
 }  // namespace tandem::runtime

@@ -395,6 +395,12 @@ GpuRunner::~GpuRunner() {
     if (stream_) cudaStreamDestroy(stream_);
 }
 
+const float* GpuRunner::followingNorm(int layer) const {
+    if (layer + 1 == config_.numLayers) return weights_.finalNorm.get();
+    if (layer + 1 >= endLayer_) return nullptr;
+    return weights_.layers[static_cast<std::size_t>(layer) + 1].inputNorm.get();
+}
+
 int GpuRunner::chunkLimit(bool allLogits) const {
     return allLogits ? std::min(maxChunk_, static_cast<int>(kHeadRows)) : maxChunk_;
 }

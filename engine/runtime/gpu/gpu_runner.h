@@ -148,6 +148,10 @@ private:
     std::vector<model::LayerPlan> stageLayers_;  // layers_ [firstLayer_, endLayer_): what a pass runs
     const float* handIn_ = nullptr;              // a later stage: the previous stage's residual rows
     bool inStage(int layer) const { return layer >= firstLayer_ && layer < endLayer_; }
+    // The norm a decode step's last kernel of layer l applies ahead: the next layer's input norm, the
+    // final norm after the last layer, none at the end of a stage before the last (the next stage
+    // normalizes its own rows).
+    const float* followingNorm(int layer) const;
     RopeParams rope_;
     bool split_;  // split-precision GEMM inputs (kernels.h); Tuning::gpuSplitPrecision
     int stepTokens_ = 0, stepRows_ = 0;  // the step being enqueued

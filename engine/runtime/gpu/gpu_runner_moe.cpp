@@ -183,9 +183,7 @@ void GpuRunner::handOverMoe(const model::LayerPlan& layer, const std::uint8_t* c
         const SlotControl* controls = controls_.devicePointer();
         const bool chained = link.previous >= 0;
         // The wait kernel also applies the norm that comes next: the next layer's input norm or the final one.
-        const bool last = l + 1 == c.numLayers;
-        FollowingNorm norm{last ? weights_.finalNorm.get() : weights_.layers[static_cast<std::size_t>(l) + 1].inputNorm.get(),
-                           c.rmsNormEps, hBf16_.get(), split_};
+        FollowingNorm norm{followingNorm(l), c.rmsNormEps, hBf16_.get(), split_};
         launchWaitAdd(controls + link.slot, counters_.get() + link.slot, chained ? controls + link.previous : nullptr,
                       chained ? counters_.get() + link.previous : nullptr, l, clocks_.devicePointer(),
                       failed_.devicePointer(), kCpuTimeoutSeconds, immediate, previous, x_.get(), H, norm,
@@ -360,9 +358,7 @@ void GpuRunner::enqueueGpuMoe(const model::LayerPlan& layer, const std::uint8_t*
     if (tokens == 1) {
         // The kernel's last block also applies the norm that comes next (the next layer's input norm or the
         // final one), as the wait kernel does for a layer handed to the CPU.
-        const bool lastLayer = l + 1 == c.numLayers;
-        DecodeNorm norm{lastLayer ? weights_.finalNorm.get() : weights_.layers[static_cast<std::size_t>(l) + 1].inputNorm.get(),
-                        c.rmsNormEps, hBf16_.get(), split_, expertsDone_.get()};
+        DecodeNorm norm{followingNorm(l), c.rmsNormEps, hBf16_.get(), split_, expertsDone_.get()};
         launchExpertsDecode(gpuExperts_.layout, *batch, hF32_.get(), H, x_.get(), H, true, expertScratch_.get(), stream_, norm,
                             expertEpilogue(l));
         normalizedAhead_ = true;

@@ -257,11 +257,13 @@ bool hasEightBitWeights(const model::ModelConfig& c, const model::ModelWeights& 
 }
 
 GpuWeights uploadWeights(const model::ModelConfig& c, const model::ModelWeights& w, const std::vector<float>& ropeInvFreq,
-                         cpu::ThreadPool& pool) {
+                         cpu::ThreadPool& pool, WeightRange range) {
     GpuWeights g;
-    uploadSplit(w.embed, pool, g.embed, nullptr);  // launchEmbed reads bf16
-    if (!c.tieWordEmbeddings) g.lmHead = upload(w.lmHead, pool);
-    g.finalNorm = uploadF32(w.finalNorm);
+    const int end = range.endLayer < 0 ? static_cast<int>(w.layers.size()) : range.endLayer;
+    const bool embeds = range.firstLayer == 0, heads = end == static_cast<int>(w.layers.size());
+    if (embeds || (heads && c.tieWordEmbeddings)) uploadSplit(w.embed, pool, g.embed, nullptr);  // launchEmbed reads bf16
+    if (heads && !c.tieWordEmbeddings) g.lmHead = upload(w.lmHead, pool);
+    if (heads) g.finalNorm = uploadF32(w.finalNorm);
     g.ropeInvFreq = uploadF32(ropeInvFreq);
     g.layers.resize(w.layers.size());
     const auto note = [&](const GpuMatrix& m) {
@@ -271,6 +273,7 @@ GpuWeights uploadWeights(const model::ModelConfig& c, const model::ModelWeights&
     };
     note(g.lmHead);
     for (std::size_t l = 0; l < w.layers.size(); ++l) {
+        if (static_cast<int>(l) < range.firstLayer || static_cast<int>(l) >= end) continue;
         const model::LayerWeights& src = w.layers[l];
         GpuLayer& dst = g.layers[l];
         const LayerParts p = layerParts(c, src);

@@ -98,8 +98,17 @@ std::uint64_t gpuWeightBytes(const model::ModelConfig& config, const model::Mode
 // Whether some projection stays 8-bit on the GPU (FP8 or int8): GpuWeights::hasEightBit before the upload.
 bool hasEightBitWeights(const model::ModelConfig& config, const model::ModelWeights& weights);
 
-// Uploads, converting F16 and F32 to bf16 on the CPU in parallel; FP8 stays FP8, int8 stays int8.
+// The part of the dense weights one stage of a pipeline by layer holds (issue 29; GpuStage): its layers,
+// the embedding when it embeds (or applies a head tied to it), the final norm and output head when it
+// applies the head. The default: everything.
+struct WeightRange {
+    int firstLayer = 0;
+    int endLayer = -1;  // -1: to the last layer
+};
+
+// Uploads, converting F16 and F32 to bf16 on the CPU in parallel; FP8 stays FP8, int8 stays int8. Layers
+// outside `range` are left empty (GpuWeights::layers keeps one entry per layer).
 GpuWeights uploadWeights(const model::ModelConfig& config, const model::ModelWeights& weights,
-                         const std::vector<float>& ropeInvFreq, cpu::ThreadPool& pool);
+                         const std::vector<float>& ropeInvFreq, cpu::ThreadPool& pool, WeightRange range = {});
 
 }  // namespace tandem::cuda
