@@ -326,6 +326,17 @@ private slots:
             QVERIFY(j["decode_tokens_per_second"].toDouble() > 0);
         }
         QVERIFY2(r.out.contains("counted from the routing"), qPrintable(r.out));
+        // --defer 0,1: every stream count at each deferral, in turn.
+        const auto deferred = runCli({"bench", "--model", fixturePath("tiny-qwen3moe"), "--streams", "1,2", "--defer", "0,1",
+                                      "--prompt", "8", "--gen", "2", "--device", "cpu", "--threads", "2", "--json"});
+        QCOMPARE(deferred.exitCode, 0);
+        QList<QPair<int, int>> runs;  // (deferral, streams)
+        for (const QString& line : deferred.out.split('\n'))
+            if (line.startsWith('{')) {
+                const QJsonObject j = QJsonDocument::fromJson(line.toUtf8()).object();
+                runs.append({j["deferral"].toInt(), j["streams"].toInt()});
+            }
+        QCOMPARE(runs, (QList<QPair<int, int>>{{0, 1}, {0, 2}, {1, 1}, {1, 2}}));
         const auto zero = runCli({"bench", "--model", fixturePath("tiny-qwen3moe"), "--streams", "0"});
         QVERIFY(zero.exitCode != 0);
         QVERIFY2(zero.err.contains("--streams counts must be at least 1"), qPrintable(zero.err));
