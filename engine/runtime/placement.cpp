@@ -140,6 +140,17 @@ std::vector<model::LayerPlan> placedLayers(const std::vector<model::LayerPlan>& 
     return out;
 }
 
+std::vector<model::LayerPlan> stageLayers(const std::vector<model::LayerPlan>& layers, int firstLayer, int endLayer) {
+    std::vector<model::LayerPlan> out = layers;
+    const auto inStage = [&](int l) { return l >= firstLayer && l < endLayer; };
+    for (model::LayerPlan& layer : out)
+        if (layer.deferredFrom >= 0 && inStage(layer.index) != inStage(layer.deferredFrom)) {
+            out[static_cast<std::size_t>(layer.deferredFrom)].mayDefer = false;
+            layer.deferredFrom = -1;
+        }
+    return out;
+}
+
 double StreamCost::cpuSecondsPerTokenExpert(int tokens) const {
     if (cpu.empty()) return 0;
     if (tokens <= cpu.front().first) return cpu.front().second;

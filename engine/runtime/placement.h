@@ -178,4 +178,10 @@ private:
 
 std::vector<model::LayerPlan> placedLayers(const std::vector<model::LayerPlan>& layers, const ExpertPlacement& placement);
 
+// The same plan for one stage of a pipeline by layer (issue 29), layers [firstLayer, endLayer): deferral
+// does not cross the stage's edges (the layer the deferred experts would join runs on another GPU), so a
+// layer whose deferred part would join a layer on the other side of an edge does not defer, and that
+// layer takes none. Every layer keeps its entry (indexed by layer).
+std::vector<model::LayerPlan> stageLayers(const std::vector<model::LayerPlan>& layers, int firstLayer, int endLayer);
+
 }  // namespace tandem::runtime

@@ -88,6 +88,27 @@ private slots:
         }
     }
 
+    // A pipeline stage (issue 29) keeps deferral inside its layers: with stages [0, 1) and [1, 3), layer 0
+    // would defer into layer 1 on the other GPU, so it does not, and layer 1 takes nothing; inside the
+    // second stage layer 1 still defers into layer 2. Both stages agree.
+    void deferralStopsAtAStagesEdges() {
+        QCOMPARE(qwen_.layers.size(), std::size_t{3});
+        QVERIFY(qwen_.layers[0].mayDefer && qwen_.layers[1].deferredFrom == 0 && qwen_.layers[2].deferredFrom == 1);
+        for (const auto& stage : {runtime::stageLayers(qwen_.layers, 0, 1), runtime::stageLayers(qwen_.layers, 1, 3)}) {
+            QCOMPARE(stage.size(), qwen_.layers.size());
+            QVERIFY(!stage[0].mayDefer);
+            QCOMPARE(stage[1].deferredFrom, -1);
+            QVERIFY(stage[1].mayDefer);
+            QCOMPARE(stage[2].deferredFrom, 1);
+        }
+        // One stage of every layer: the model's own plan.
+        const auto whole = runtime::stageLayers(qwen_.layers, 0, 3);
+        for (std::size_t l = 0; l < whole.size(); ++l) {
+            QCOMPARE(whole[l].mayDefer, qwen_.layers[l].mayDefer);
+            QCOMPARE(whole[l].deferredFrom, qwen_.layers[l].deferredFrom);
+        }
+    }
+
     // Deferral hands a layer's deferred experts to the next MoE layer on the CPU: with layer 2 on the GPU,
     // layer 1 may not defer into it, and layer 2 takes nothing; layer 0 still defers into layer 1.
     void layersOnTheGpuNeitherDeferNorTakeDeferredExperts() {

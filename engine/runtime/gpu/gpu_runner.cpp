@@ -147,7 +147,6 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
                      const GpuWeights& weights, const GpuExperts& gpuExperts, const model::Rope& rope, int capacity,
                      int maxChunk, runtime::UsageCounter* usage, GpuStage stage)
     : config_(config), weights_(weights), gpuExperts_(gpuExperts),
-      layers_(gpuExperts.layers.empty() ? config.layers : gpuExperts.layers),
       firstLayer_(stage.firstLayer), endLayer_(stage.endLayer < 0 ? config.numLayers : stage.endLayer),
       rope_{weights.ropeInvFreq.get(), rope.dim(), config.ropeInterleaved, rope.attentionFactor()},
       split_(splitPrecision()), capacity_(capacity), maxChunk_(maxChunk) {
@@ -157,11 +156,7 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
                        std::to_string(firstLayer_) + " to " + std::to_string(endLayer_) + ")");
     // Deferral stops at the stage's edges: the deferred experts of a layer join the next MoE layer's
     // output, which another stage's runner computes.
-    for (model::LayerPlan& layer : layers_)
-        if (layer.deferredFrom >= 0 && inStage(layer.index) != inStage(layer.deferredFrom)) {
-            layers_[static_cast<std::size_t>(layer.deferredFrom)].mayDefer = false;
-            layer.deferredFrom = -1;
-        }
+    layers_ = runtime::stageLayers(gpuExperts.layers.empty() ? config.layers : gpuExperts.layers, firstLayer_, endLayer_);
     for (const model::LayerPlan& layer : layers_)
         if (inStage(layer.index)) stageLayers_.push_back(layer);
     const Widths w = widthsOf(c);
