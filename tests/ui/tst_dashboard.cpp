@@ -15,6 +15,7 @@
 
 #include <QChart>
 #include <QChartView>
+#include <QLabel>
 #include <QLegend>
 #include <QProgressBar>
 #include <QSlider>
@@ -359,6 +360,45 @@ private slots:
         QCOMPARE(dashboard.placementReading(), QString());
         QCOMPARE(layerRanges("GGCGGGC", QLatin1Char('G')), QStringLiteral("0-1, 3-5"));
         QCOMPARE(layerRanges("GGCGGGC", QLatin1Char('C')), QStringLiteral("2, 6"));
+    }
+
+    // The GPU path as a pipeline over several GPUs (ModelSummary::gpuStages): a line per GPU under the
+    // placement reading; one GPU or none adds nothing.
+    void dashboardListsEachGpusShare() {
+        StatsModel stats;
+        Dashboard dashboard(&stats);
+        auto* stages = dashboard.findChild<QWidget*>(QStringLiteral("dashboardGpuStages"));
+        QVERIFY(stages);
+        const auto shown = [&] {
+            QStringList texts;
+            if (!stages->isVisibleTo(&dashboard)) return texts;
+            for (QLabel* l : stages->findChildren<QLabel*>())
+                if (l->isVisibleTo(&dashboard)) texts << l->text();
+            return texts;
+        };
+        QVERIFY(shown().isEmpty());  // no model
+        ModelSummary model;
+        model.name = "moe";
+        model.expertsPerToken = 8;
+        model.expertLayers = "-GGGG";
+        model.gpuStages = {"GPU 0 (NVIDIA H200): layers 0-1, 9.10 GB dense + KV, 30.20 GB for experts",
+                           "GPU 1 (NVIDIA H200): layers 2-4, 8.90 GB dense + KV, 29.80 GB for experts"};
+        dashboard.setModel(&model, 0);
+        QCOMPARE(shown().size(), 1);
+        const QString text = shown().first();
+        QVERIFY2(text.contains("2 GPUs"), qPrintable(text));
+        QVERIFY2(text.contains(model.gpuStages[0]) && text.contains(model.gpuStages[1]), qPrintable(text));
+        QVERIFY2(text.indexOf(model.gpuStages[0]) < text.indexOf(model.gpuStages[1]), qPrintable(text));
+        QCOMPARE(dashboard.placementReading(), QStringLiteral("4 of 4 MoE layers on the GPU (layers 1-4)"));  // still there
+        model.gpuStages = {model.gpuStages[0]};  // one GPU: the strip says it all
+        dashboard.setModel(&model, 0);
+        QVERIFY(shown().isEmpty());
+        model.gpuStages.clear();
+        dashboard.setModel(&model, 0);
+        QVERIFY(shown().isEmpty());
+        QVERIFY(!dashboard.placementReading().isEmpty());
+        dashboard.setModel(nullptr, 0);
+        QVERIFY(shown().isEmpty());
     }
 
     // On the CPU only, the dashboard says what to expect: the bytes a token reads over the memory speed.

@@ -219,6 +219,40 @@ private slots:
         QVERIFY2(note().contains("up to " + f32 + " at"), qPrintable(note()));
         QVERIFY2(note().contains("The GPU keeps it in float32"), qPrintable(note()));
     }
+
+    // A model whose GPU path spans several GPUs: under Device, a line per GPU with its share; one GPU,
+    // the CPU or no model add nothing.
+    void dialogShowsEachGpusShare() {
+        SettingsDialog dialog(SettingsValues{}, {"NVIDIA H200", "NVIDIA H200"});
+        auto* stages = dialog.findChild<QWidget*>(QStringLiteral("settingsGpuStages"));
+        QVERIFY(stages);
+        const auto shown = [&] {
+            QStringList texts;
+            if (!stages->isVisibleTo(&dialog)) return texts;
+            for (QLabel* l : stages->findChildren<QLabel*>())
+                if (l->isVisibleTo(&dialog)) texts << l->text();
+            return texts;
+        };
+        QVERIFY(shown().isEmpty());  // no model
+        ModelSummary model;
+        model.contextLength = 4096;
+        model.onGpu = true;
+        dialog.setInEffect(&model);
+        QVERIFY(shown().isEmpty());  // one GPU
+        model.gpuStages = {"GPU 0 (NVIDIA H200): layers 0-23, 9.10 GB dense + KV, 30.20 GB for experts",
+                           "GPU 1 (NVIDIA H200): layers 24-47, 8.90 GB dense + KV, 29.80 GB for experts"};
+        dialog.setInEffect(&model);
+        QCOMPARE(shown().size(), 1);
+        const QString text = shown().first();
+        QVERIFY2(text.contains("2 GPUs"), qPrintable(text));
+        QVERIFY2(text.contains(model.gpuStages[0]) && text.contains(model.gpuStages[1]), qPrintable(text));
+        QVERIFY2(text.indexOf(model.gpuStages[0]) < text.indexOf(model.gpuStages[1]), qPrintable(text));
+        model.gpuStages = {model.gpuStages[0]};
+        dialog.setInEffect(&model);
+        QVERIFY(shown().isEmpty());
+        dialog.setInEffect(nullptr);
+        QVERIFY(shown().isEmpty());
+    }
 };
 
 QTEST_MAIN(SettingsTest)

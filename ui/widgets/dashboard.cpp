@@ -50,7 +50,7 @@ QLabel* sectionTitle(const QString& text, QWidget* parent) {
 Dashboard::Dashboard(StatsModel* stats, QWidget* parent)
     : QWidget(parent), stats_(stats), modelName_(new QLabel(this)), modelDetails_(new QLabel(this)), expectation_(new QLabel(this)),
       placementTitle_(sectionTitle(tr("Where the experts run"), this)), placementReading_(new QLabel(this)),
-      placement_(new PlacementStrip(this)),
+      placement_(new PlacementStrip(this)), gpuStages_(new QWidget(this)), gpuStagesText_(new QLabel(gpuStages_)),
       gpuRowsBox_(new QWidget(this)), gpuMissing_(new QLabel(this)), splitMissing_(new QLabel(this)), splitView_(new QChartView(this)), deferral_(new DeferralPanel(this)) {
     setObjectName(QStringLiteral("dashboard"));
     setAccessibleName(tr("Dashboard"));
@@ -73,6 +73,16 @@ Dashboard::Dashboard(StatsModel* stats, QWidget* parent)
     layout->addWidget(placementTitle_);
     layout->addWidget(placement_);
     layout->addWidget(placementReading_);
+    // With the GPU path as a pipeline over several GPUs: a line per GPU, its layers and memory.
+    gpuStages_->setObjectName(QStringLiteral("dashboardGpuStages"));
+    auto* stagesLayout = new QVBoxLayout(gpuStages_);
+    stagesLayout->setContentsMargins(0, 0, 0, 0);
+    gpuStagesText_->setWordWrap(true);
+    gpuStagesText_->setTextFormat(Qt::PlainText);
+    gpuStagesText_->setObjectName(QStringLiteral("hint"));
+    stagesLayout->addWidget(gpuStagesText_);
+    gpuStages_->hide();
+    layout->addWidget(gpuStages_);
 
     decode_ = makeChart(tr("Decode speed"), tr("tokens/s"), 10);
     // Qt Charts sizes the label column once; room for five digits keeps 10,000 tokens/s readable.
@@ -202,7 +212,7 @@ void Dashboard::setModel(const ModelSummary* summary, int deferral) {
         deferral_->setModel(0, 0);
         return;
     }
-    showPlacement(summary->expertLayers);
+    showPlacement(summary->expertLayers, summary->gpuStages);
     modelName_->setText(summary->name);
     QStringList details{summary->modelType, tr("%1 layers").arg(summary->layers)};
     if (summary->experts > 0) details << tr("%1 experts, %2 per token").arg(summary->experts).arg(summary->expertsPerToken);
@@ -217,11 +227,17 @@ void Dashboard::setModel(const ModelSummary* summary, int deferral) {
 
 void Dashboard::setDeferral(int experts) { deferral_->setDeferral(experts); }
 
-void Dashboard::showPlacement(const QString& map) {
+void Dashboard::showPlacement(const QString& map, const QStringList& gpuStages) {
     placement_->setMap(map);
     placementReading_->setText(placement_->reading());
-    for (QWidget* w : {static_cast<QWidget*>(placementTitle_), static_cast<QWidget*>(placementReading_)})
-        w->setVisible(!map.isEmpty());
+    placementReading_->setVisible(!map.isEmpty());
+    // One GPU (or none) says nothing more than the strip does.
+    const bool stages = gpuStages.size() >= 2;
+    gpuStagesText_->setText(stages ? tr("Across %1 GPUs, by layer:").arg(gpuStages.size()) + QLatin1Char('\n') +
+                                         gpuStages.join(QLatin1Char('\n'))
+                                   : QString());
+    gpuStages_->setVisible(stages);
+    placementTitle_->setVisible(!map.isEmpty() || stages);
 }
 
 void Dashboard::onSample() {

@@ -64,7 +64,9 @@ private:
     void onSample();
     void showGpus(const SystemSample& sample);
     void showLayerSplit();
-    void showPlacement(const QString& map);  // ModelSummary::expertLayers; empty hides the section
+    // ModelSummary::expertLayers and gpuStages (listed under the reading with two or more); both empty
+    // hide the section.
+    void showPlacement(const QString& map, const QStringList& gpuStages = {});
     void applyPalette();
 
     StatsModel* stats_;
@@ -74,6 +76,8 @@ private:
     QLabel* placementTitle_;
     QLabel* placementReading_;
     PlacementStrip* placement_;
+    QWidget* gpuStages_;  // "dashboardGpuStages": each GPU's share when the GPU path spans several
+    QLabel* gpuStagesText_;
     Chart decode_;
     Chart cpu_;
     Chart gpu_;

@@ -178,7 +178,19 @@ QWidget* SettingsDialog::engineTab(const QStringList& gpuNames) {
         device_->addItem(tr("CPU only"), -1);
         for (int i = 0; i < gpuNames.size(); ++i) device_->addItem(tr("GPU %1: %2").arg(i).arg(gpuNames[i]), i);
     }
-    form->addRow(tr("&Device:") + kReload, device_);
+    // The loaded model over several GPUs (a pipeline by layer): what each one holds; filled by setInEffect.
+    gpuStages_ = new QWidget(page);
+    gpuStages_->setObjectName(QStringLiteral("settingsGpuStages"));
+    auto* stagesLayout = new QVBoxLayout(gpuStages_);
+    stagesLayout->setContentsMargins(0, 0, 0, 0);
+    gpuStagesText_ = hint(QString(), gpuStages_);
+    gpuStagesText_->setTextFormat(Qt::PlainText);
+    stagesLayout->addWidget(gpuStagesText_);
+    gpuStages_->setVisible(false);
+    auto* deviceBox = new QVBoxLayout;
+    deviceBox->addWidget(device_);
+    deviceBox->addWidget(gpuStages_);
+    form->addRow(buddyLabel(tr("&Device:") + kReload, device_, page), deviceBox);
 
     gpuExpertMemory_ = new QSpinBox(page);
     gpuExpertMemory_->setRange(-1, 1 << 16);
@@ -427,6 +439,12 @@ void SettingsDialog::setInEffect(const ModelSummary* model) {
     kvFloat32_ = model ? model->kvBytesPerPositionFloat32 : 0;
     kvInt8_ = model ? model->kvBytesPerPositionInt8 : 0;
     onGpu_ = model && model->onGpu;
+    // With one GPU (or none) the Device row says it all.
+    const bool stages = model && model->gpuStages.size() >= 2;
+    gpuStagesText_->setText(stages ? tr("In effect: the model's layers span %1 GPUs:").arg(model->gpuStages.size()) +
+                                         QLatin1Char('\n') + model->gpuStages.join(QLatin1Char('\n'))
+                                   : QString());
+    gpuStages_->setVisible(stages);
     threads_->setSpecialValueText(model && model->threads > 0 ? tr("Automatic (%1 in use)").arg(model->threads)
                                                               : tr("Automatic (%1)").arg(QThread::idealThreadCount()));
     updateContextNote();

@@ -40,7 +40,7 @@ public:
     SettingsValues values() const;
     void setValues(const SettingsValues& values);
     // What the loaded model runs with, shown beside what is asked for (a context length the model caps,
-    // the threads "Automatic" means); null: no model loaded.
+    // the threads "Automatic" means, each GPU's share when it spans several); null: no model loaded.
     void setInEffect(const ModelSummary* model);
     // Why the Server page's values cannot be used, or empty (OK is refused while there is a reason).
     QString serverProblem() const;
@@ -74,6 +74,10 @@ private:
     QComboBox* numa_;
     QComboBox* kernel_;
     QComboBox* device_;
+    // Under Device, "settingsGpuStages": the loaded model's share on each GPU when the GPU path spans
+    // two or more (ModelSummary::gpuStages); hidden otherwise.
+    QWidget* gpuStages_;
+    QLabel* gpuStagesText_;
     QSpinBox* contextLength_;
     QSpinBox* gpuExpertMemory_;
     QCheckBox* int8Dense_;

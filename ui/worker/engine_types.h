@@ -80,6 +80,9 @@ struct ModelSummary {
     QString storeNotice;
     QString placement;  // where the routed experts run (tandem::ModelInfo::placement)
     QString expertLayers;  // the same per layer (tandem::ModelInfo::expertLayers)
+    // The GPU path as a pipeline over several GPUs: each GPU's share, one line per GPU
+    // (tandem::ModelInfo::gpuStages); empty with one GPU or on the CPU.
+    QStringList gpuStages;
     // On the CPU only: what a decode step reads and the speed that allows at this computer's memory speed
     // (empty on the GPU, or when the speed could not be measured).
     QString cpuExpectation;

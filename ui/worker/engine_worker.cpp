@@ -94,7 +94,10 @@ void EngineWorker::loadModel(const LoadRequest& request) {
         summary_.textHandling = formatter->description();
         summary_.store = info.store;
         summary_.storeNotice = QString::fromStdString(info.storeNotice);
-        if (info.device != "CPU") summary_.placement = QString::fromStdString(info.placement);
+        if (info.device != "CPU") {
+            summary_.placement = QString::fromStdString(info.placement);
+            for (const std::string& stage : info.gpuStages) summary_.gpuStages << QString::fromStdString(stage);
+        }
         summary_.expertLayers = QString::fromStdString(info.expertLayers);
         summary_.cpuExpectation = cpuExpectation(info.cpuBytesPerToken);
         model_ = std::move(model);
