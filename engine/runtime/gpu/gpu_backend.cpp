@@ -36,9 +36,14 @@ public:
     void forward(std::span<const int> tokens, int start, const model::ForwardOptions& options,
                  std::vector<float>& logits) override {
         const bool all = options.logits == model::LogitsFor::AllTokens;
+        const auto chunk = static_cast<std::size_t>(stages_.front()->chunkLimit(all));
+        if (tokens.size() <= chunk) {  // a decode step, a short prompt: the last stage writes the logits
+            for (std::size_t s = 0; s < stages_.size(); ++s)
+                stages_[s]->forward(tokens, start, options, s + 1 == stages_.size() ? logits : scratch_);
+            return;
+        }
         std::vector<float> rows;
         std::vector<float> out;
-        const auto chunk = static_cast<std::size_t>(stages_.front()->chunkLimit(all));
         for (std::size_t done = 0; done < tokens.size();) {
             const std::size_t n = std::min(chunk, tokens.size() - done);
             for (std::size_t s = 0; s < stages_.size(); ++s)

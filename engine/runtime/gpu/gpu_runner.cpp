@@ -405,7 +405,7 @@ void GpuRunner::forward(std::span<const int> tokens, int start, const model::For
     const auto V = static_cast<std::size_t>(config_.vocabSize);
     const bool all = options.logits == model::LogitsFor::AllTokens;
     bridge_->setDeferral(options.deferral.deferred, options.deferral.skip);
-    logits.resize((all ? tokens.size() : 1) * V);
+    if (heads()) logits.resize((all ? tokens.size() : 1) * V);  // a stage before the last returns none
 
     for (std::size_t done = 0; done < tokens.size();) {
         const auto chunk = static_cast<std::size_t>(chunkLimit(all));
