@@ -737,8 +737,8 @@ void GpuRunner::project(const MatrixRef& m, int n, int k, const bf16* x, int ldx
 void GpuRunner::projectRows(const MatrixRef& m, int n, int k, const bf16* x, int ldx, int tokens, float* y, int ldy,
                             bool accumulate) {
     if (m.eight) {
-            gemm8(blas_, stream_, m.format, m.eight, m.scales, m.scaleCols, m.blockCols, n, k, x, ldx, tokens, split_, y, ldy,
-                  accumulate, {fp8Rows_.get(), fp8Rows_.size() * sizeof(bf16), fp8Products_.get(), kFp8MaxChunkRows});
+        gemm8(blas_, stream_, m.format, m.eight, m.scales, m.scaleCols, m.blockCols, n, k, x, ldx, tokens, split_, y, ldy,
+              accumulate, {fp8Rows_.get(), fp8Rows_.size() * sizeof(bf16), fp8Products_.get(), kFp8MaxChunkRows});
         return;
     }
     const bf16* w = m.values;
