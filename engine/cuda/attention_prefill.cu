@@ -7,9 +7,10 @@
 //
 // Precision: the KV cache is float32. With split precision (kernels.h) every operand is carried as a
 // bf16 pair hi + lo and each product takes the three terms hi·hi + hi·lo + lo·hi, which leaves ~2^-16
-// of relative error (as the split GEMMs); without it, one bf16 product. With bf16Products (a long
+// of relative error (as the split GEMMs); without it, one bf16 product. With oneTermValues (a long
 // context's chunk) the scores Q·K stay split, where the rounding of a large score would move its weight,
-// and P·V takes one term (weights in [0, 1], whose rounding averages out over the keys).
+// and P·V takes one fp16 term (weights in [0, 1], whose rounding averages out over the keys; fp16 since
+// one bf16 term moved tiny-gpt-oss past tolerance at 8192 tokens).
 #include <cfloat>
 #include <cstdint>
 
@@ -42,12 +43,13 @@ struct Layout {
     static constexpr std::size_t bytes(bool split) { return (split ? 2 : 1) * kPlane * sizeof(bf16); }
 };
 
-// SplitValues: P·V split too (Split without it: the long-context form, Q·K split, P·V one bf16 term).
+// SplitValues: P·V split too (Split without it: the long-context form, Q·K split, P·V one fp16 term).
 template <int D, bool Split, bool SplitValues>
 __global__ void __launch_bounds__(kFlashThreads) flashPrefillKernel(AttentionArgs a) {
     waitForPrevious();
     startNext();
     using L = Layout<D>;
+    constexpr ValueForm VF = kValueForm<Split, SplitValues>;
     extern __shared__ __align__(16) unsigned char flashShared[];
     bf16* const qHi = reinterpret_cast<bf16*>(flashShared);
     bf16* const kHi = qHi + L::kQ;
@@ -99,10 +101,10 @@ __global__ void __launch_bounds__(kFlashThreads) flashPrefillKernel(AttentionArg
             }
             put4<Split>(k, kHi + key * L::kRowStride + d, kLo + key * L::kRowStride + d);
             const int at = d * L::kValueStride + key;
-            put<SplitValues>(v.x, vHi + at, vLo + at);
-            put<SplitValues>(v.y, vHi + at + L::kValueStride, vLo + at + L::kValueStride);
-            put<SplitValues>(v.z, vHi + at + 2 * L::kValueStride, vLo + at + 2 * L::kValueStride);
-            put<SplitValues>(v.w, vHi + at + 3 * L::kValueStride, vLo + at + 3 * L::kValueStride);
+            putValue<VF>(v.x, vHi + at, vLo + at);
+            putValue<VF>(v.y, vHi + at + L::kValueStride, vLo + at + L::kValueStride);
+            putValue<VF>(v.z, vHi + at + 2 * L::kValueStride, vLo + at + 2 * L::kValueStride);
+            putValue<VF>(v.w, vHi + at + 3 * L::kValueStride, vLo + at + 3 * L::kValueStride);
         }
         __syncthreads();
 
@@ -172,15 +174,15 @@ __global__ void __launch_bounds__(kFlashThreads) flashPrefillKernel(AttentionArg
 #pragma unroll
         for (int kt = 0; kt < kFlashKeys / 16; ++kt) {
             std::uint32_t pHi[4], pLo[4];
-            pairs<SplitValues>(s[2 * kt][0], s[2 * kt][1], pHi[0], pLo[0]);
-            pairs<SplitValues>(s[2 * kt][2], s[2 * kt][3], pHi[1], pLo[1]);
-            pairs<SplitValues>(s[2 * kt + 1][0], s[2 * kt + 1][1], pHi[2], pLo[2]);
-            pairs<SplitValues>(s[2 * kt + 1][2], s[2 * kt + 1][3], pHi[3], pLo[3]);
+            weightPair<VF>(s[2 * kt][0], s[2 * kt][1], pHi[0], pLo[0]);
+            weightPair<VF>(s[2 * kt][2], s[2 * kt][3], pHi[1], pLo[1]);
+            weightPair<VF>(s[2 * kt + 1][0], s[2 * kt + 1][1], pHi[2], pLo[2]);
+            weightPair<VF>(s[2 * kt + 1][2], s[2 * kt + 1][3], pHi[3], pLo[3]);
 #pragma unroll
             for (int dt = 0; dt < D / 8; ++dt) {
                 const int at = (dt * 8 + g) * L::kValueStride + kt * 16 + 2 * q;
                 const std::uint32_t b0 = lds32(vHi + at), b1 = lds32(vHi + at + 8);
-                mma(o[dt], pHi, b0, b1);
+                mmaValues<VF>(o[dt], pHi, b0, b1);
                 if constexpr (SplitValues) {
                     mma(o[dt], pHi, lds32(vLo + at), lds32(vLo + at + 8));
                     mma(o[dt], pLo, b0, b1);
@@ -229,7 +231,7 @@ template <int D>
 void launchFlash(const AttentionArgs& a, cudaStream_t s) {
     if (!a.split)
         launchFlash<D, false, false>(a, s);
-    else if (a.bf16Products)
+    else if (a.oneTermValues)
         launchFlash<D, true, false>(a, s);  // a long context's chunk: Q·K split, P·V one term
     else
         launchFlash<D, true, true>(a, s);

@@ -119,9 +119,10 @@ struct AttentionArgs {
     const float* sinks;
     bf16* out; int ldOut; int outHeadStride;
     bool split;
-    // Prefill on tensor cores (launchFlashPrefill), with split: P·V in one bf16 term, Q·K still split (a long
-    // context's chunk, Tuning::gpuSplitAttentionUntil); `split` still says how the output is stored.
-    bool bf16Products;
+    // Prefill on tensor cores (launchFlashPrefill), with split: P·V in one fp16 term, Q·K still split (a long
+    // context's chunk, Tuning::gpuSplitAttentionUntil; mma.cuh's ValueForm::Half); `split` still says how
+    // the output is stored.
+    bool oneTermValues;
     // Flash-decoding: with splits > 1 the context is cut into that many ranges, each handled by its own
     // block (one query head has too little work to fill the GPU alone), and a second kernel combines
     // the partial softmaxes. partials holds tokens * heads * splits * (dimV + 2) floats; splits <= 64.
@@ -189,7 +190,7 @@ struct MlaPrefillArgs {
     float scale;
     bf16* out; int ldOut; int outHeadStride;
     bool split;
-    bool bf16Products;      // P·V in one bf16 term even with split (AttentionArgs::bf16Products)
+    bool oneTermValues;     // P·V in one fp16 term even with split (AttentionArgs::oneTermValues)
 };
 // Whether the kernel serves these head widths (up to nope 128, rope 64, v 128, multiples of 4).
 bool mlaFlashPrefillServes(int nope, int rope, int vDim);

@@ -25,7 +25,7 @@
 //   V2-Lite, 16 heads:  134M x 16 x 640  = 1.37 TFLOP a layer, x 27 layers = 37 TFLOP
 //                       -> 62 ms at ~600 TFLOP/s dense bf16 on the H200 (~3.8 us a prompt token)
 //   V3, 128 heads:      134M x 128 x 640 = 11 TFLOP a layer,   x 61 layers = 671 TFLOP -> 1.1 s
-// (Split precision triples the tensor-core work; a long context's chunks split Q·K only, bf16Products.) The absorbed form would cost 2 x (576 + 512) = 2176
+// (Split precision triples the tensor-core work; a long context's chunks split Q·K only, oneTermValues.) The absorbed form would cost 2 x (576 + 512) = 2176
 // FLOPs a pair and head, 3.4 times as much. The decompression adds, per chunk, context x heads x
 // latent x (nope + v) x 2 FLOPs (V2-Lite: 4.2 MFLOP a position; a 2048-token chunk at 16K: 69 GFLOP
 // against its ~340 GFLOP of attention).
@@ -74,11 +74,12 @@ __device__ __forceinline__ float* stateSoftmax(const MlaPrefillArgs& a, int t, i
     return a.state + static_cast<long>(a.tokens) * a.heads * a.vDim + (static_cast<long>(t) * a.heads + h) * 2;
 }
 
-// SplitValues: P·V split too (Split without it: a long context's chunk, Q·K split, P·V one bf16 term).
+// SplitValues: P·V split too (Split without it: a long context's chunk, Q·K split, P·V one fp16 term).
 template <bool Split, bool SplitValues>
 __global__ void __launch_bounds__(kThreads) mlaFlashKernel(MlaPrefillArgs a) {
     waitForPrevious();
     startNext();
+    constexpr ValueForm VF = kValueForm<Split, SplitValues>;
     extern __shared__ __align__(16) unsigned char mlaFlashShared[];
     bf16* const qHi = reinterpret_cast<bf16*>(mlaFlashShared);
     bf16* const kHi = qHi + kQ;
@@ -157,10 +158,10 @@ __global__ void __launch_bounds__(kThreads) mlaFlashKernel(MlaPrefillArgs a) {
             const bool valid = key < n && d < a.vDim;
             const float4 v = load4(a.kv + static_cast<long>(j - a.kvFirst) * a.ldkv + headKv + a.nope + d, valid);
             const int at = d * kValueStride + key;
-            put<SplitValues>(v.x, vHi + at, vLo + at);
-            put<SplitValues>(v.y, vHi + at + kValueStride, vLo + at + kValueStride);
-            put<SplitValues>(v.z, vHi + at + 2 * kValueStride, vLo + at + 2 * kValueStride);
-            put<SplitValues>(v.w, vHi + at + 3 * kValueStride, vLo + at + 3 * kValueStride);
+            putValue<VF>(v.x, vHi + at, vLo + at);
+            putValue<VF>(v.y, vHi + at + kValueStride, vLo + at + kValueStride);
+            putValue<VF>(v.z, vHi + at + 2 * kValueStride, vLo + at + 2 * kValueStride);
+            putValue<VF>(v.w, vHi + at + 3 * kValueStride, vLo + at + 3 * kValueStride);
         }
         __syncthreads();
 
@@ -232,15 +233,15 @@ __global__ void __launch_bounds__(kThreads) mlaFlashKernel(MlaPrefillArgs a) {
 #pragma unroll
         for (int kt = 0; kt < kKeys / 16; ++kt) {
             std::uint32_t pHi[4], pLo[4];
-            pairs<SplitValues>(s[2 * kt][0], s[2 * kt][1], pHi[0], pLo[0]);
-            pairs<SplitValues>(s[2 * kt][2], s[2 * kt][3], pHi[1], pLo[1]);
-            pairs<SplitValues>(s[2 * kt + 1][0], s[2 * kt + 1][1], pHi[2], pLo[2]);
-            pairs<SplitValues>(s[2 * kt + 1][2], s[2 * kt + 1][3], pHi[3], pLo[3]);
+            weightPair<VF>(s[2 * kt][0], s[2 * kt][1], pHi[0], pLo[0]);
+            weightPair<VF>(s[2 * kt][2], s[2 * kt][3], pHi[1], pLo[1]);
+            weightPair<VF>(s[2 * kt + 1][0], s[2 * kt + 1][1], pHi[2], pLo[2]);
+            weightPair<VF>(s[2 * kt + 1][2], s[2 * kt + 1][3], pHi[3], pLo[3]);
 #pragma unroll
             for (int dt = 0; dt < kValue / 8; ++dt) {
                 const int at = (dt * 8 + g) * kValueStride + kt * 16 + 2 * q;
                 const std::uint32_t b0 = lds32(vHi + at), b1 = lds32(vHi + at + 8);
-                mma(o[dt], pHi, b0, b1);
+                mmaValues<VF>(o[dt], pHi, b0, b1);
                 if constexpr (SplitValues) {
                     mma(o[dt], pHi, lds32(vLo + at), lds32(vLo + at + 8));
                     mma(o[dt], pLo, b0, b1);
@@ -329,7 +330,7 @@ void launchMlaFlashPrefill(const MlaPrefillArgs& a, cudaStream_t s) {
         throw GpuError("MLA flash prefill: misaligned rows or an empty pass");
     if (!a.split)
         mla_flash::launch<false, false>(a, s);
-    else if (a.bf16Products)
+    else if (a.oneTermValues)
         mla_flash::launch<true, false>(a, s);  // a long context's chunk: Q·K split, P·V one term
     else
         mla_flash::launch<true, true>(a, s);

@@ -3,6 +3,7 @@
 // mla_prefill.cu, mla_decode.cu): mma.sync m16n8k16, bf16 inputs, float32 sums, and the bf16 fragments
 // the attention kernels load and make (a value split as hi = bf16(x) and lo = bf16(x - hi) when Split).
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cstdint>
 
@@ -15,6 +16,15 @@ namespace tandem::cuda {
 __device__ __forceinline__ void mma(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// The same with fp16 inputs (the same fragment layout and rate).
+__device__ __forceinline__ void mmaHalf(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
         "{%0, %1, %2, %3};"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -60,6 +70,48 @@ __device__ __forceinline__ void loadA(const __nv_bfloat16* tile, int r0, int k0,
     a[1] = lds32(p + 8 * Stride);
     a[2] = lds32(p + 8);
     a[3] = lds32(p + 8 * Stride + 8);
+}
+
+// How the flash attention kernels carry the values and the weights of O += P V:
+//   Split  bf16 hi + lo of each (three products: split precision);
+//   Bf16   one bf16 term of each (split precision off);
+//   Half   one fp16 term of each: a long context's chunk with split precision (Tuning::gpuSplitAttentionUntil),
+//          three mantissa bits more than bf16 at the same tensor-core rate. P is in [0, 1]; a value beyond
+//          fp16's range (65504) is clamped to it rather than made infinite.
+enum class ValueForm { Split, Bf16, Half };
+
+template <bool Split, bool SplitValues>
+inline constexpr ValueForm kValueForm = SplitValues ? ValueForm::Split : Split ? ValueForm::Half : ValueForm::Bf16;
+
+// A value into the values' planes (hi, and lo with Split); Half keeps its fp16 bits in the hi plane.
+template <ValueForm F>
+__device__ __forceinline__ void putValue(float v, __nv_bfloat16* hi, __nv_bfloat16* lo) {
+    if constexpr (F == ValueForm::Half) {
+        const __half h = __float2half_rn(fminf(fmaxf(v, -65504.0f), 65504.0f));
+        *reinterpret_cast<__half*>(hi) = h;
+    } else {
+        put<F == ValueForm::Split>(v, hi, lo);
+    }
+}
+
+// Two weights as an A-fragment register (and, with Split, the register of what rounding lost).
+template <ValueForm F>
+__device__ __forceinline__ void weightPair(float x, float y, std::uint32_t& hi, std::uint32_t& lo) {
+    if constexpr (F == ValueForm::Half) {
+        const __half2 h = __floats2half2_rn(x, y);
+        hi = *reinterpret_cast<const std::uint32_t*>(&h);
+    } else {
+        pairs<F == ValueForm::Split>(x, y, hi, lo);
+    }
+}
+
+// c += P V for one fragment (the hi terms; Split adds its two other products itself).
+template <ValueForm F>
+__device__ __forceinline__ void mmaValues(float (&c)[4], const std::uint32_t (&p)[4], std::uint32_t b0, std::uint32_t b1) {
+    if constexpr (F == ValueForm::Half)
+        mmaHalf(c, p, b0, b1);
+    else
+        mma(c, p, b0, b1);
 }
 
 }  // namespace tandem::cuda

@@ -28,10 +28,11 @@ struct Tuning {
     bool gpuChain = true;           // TANDEM_GPU_CHAIN=0: no programmatic dependent launches
     int gpuPrefetchMb = -1;         // TANDEM_GPU_PREFETCH_MB: next layer's weights into L2; -1 = half of L2
     // TANDEM_GPU_SPLIT_ATTENTION_UNTIL: a prompt chunk whose context reaches past this many positions computes
-    // its attention's P·V (GQA and MLA flash kernels) in one bf16 term instead of split's three; Q·K stays
+    // its attention's P·V (GQA and MLA flash kernels) in one fp16 term instead of split's three; Q·K stays
     // split. Long prompts are attention-bound (issue 28). Off (1 << 30) until this form has passed the
     // long-context check on the GPU: all-bf16 products (its first form) were 1.5-2.2x faster at 16-64K but
-    // moved tiny-gpt-oss's rows past tolerance (docs/BENCHMARKS.md, "Long context end to end").
+    // moved tiny-gpt-oss's rows past tolerance, and so did P·V in one bf16 term (its second form, 2026-12-04);
+    // the fp16 term (three more mantissa bits, the same rate) has not run yet (docs/BENCHMARKS.md).
     int gpuSplitAttentionUntil = 1 << 30;
     bool gpuFlashPrefill = true;    // TANDEM_GPU_FLASH=0: prompts' attention (GQA, MLA) and MLA's decode on the scalar kernels (attention.cu)
     bool gpuProfile = false;        // TANDEM_GPU_PROFILE=1: per-stage GPU times of decode steps, printed at exit

@@ -71,8 +71,8 @@ void GpuRunner::enqueueGqa(const model::LayerPlan& layer, int tokens) {
     a.partsDone = attnPartsDone_.get();
     a.noFlash = !tuning().gpuFlashPrefill;
     // A prompt chunk (enqueued, not captured: inStart_ holds its first position) whose context reaches past
-    // Tuning::gpuSplitAttentionUntil takes its attention's products in one bf16 term.
-    a.bf16Products = tokens > 1 && *inStart_.get() + tokens > tuning().gpuSplitAttentionUntil;
+    // Tuning::gpuSplitAttentionUntil takes its attention's P·V in one fp16 term (Q·K stays split).
+    a.oneTermValues = tokens > 1 && *inStart_.get() + tokens > tuning().gpuSplitAttentionUntil;
     // Decode: the attention kernel normalizes, rotates and caches the step's q/k/v itself (a kernel
     // fewer a layer); otherwise the prepare kernel does, in place.
     const float* qNorm = c.qkNorm ? w.qNorm.get() : nullptr;
@@ -230,7 +230,7 @@ void GpuRunner::enqueueMlaFlash(const GpuLayer& w, int layer, int tokens) {
     a.ldOut = heads * vDim;
     a.outHeadStride = vDim;
     a.split = split_;
-    a.bf16Products = context > tuning().gpuSplitAttentionUntil;
+    a.oneTermValues = context > tuning().gpuSplitAttentionUntil;
     for (int p0 = 0; p0 < context; p0 += mlaPassRows_) {
         const int n = std::min(mlaPassRows_, context - p0);
         // k_nope and v of every head for the pass's positions: kv_b_proj (and FP8's kvbLo) times the
