@@ -1,5 +1,6 @@
 #include "tandem/tuning.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <mutex>
@@ -79,6 +80,22 @@ Tuning Tuning::fromEnvironment() {
     t.gpuStreamLog = flag("TANDEM_GPU_STREAM_LOG", t.gpuStreamLog);
     t.gpuExpertSplits = integer("TANDEM_GPU_EXPERT_SPLITS", t.gpuExpertSplits, 0, 3);
     t.gpuStages = integer("TANDEM_GPU_STAGES", t.gpuStages, 1, 16);
+    if (const auto devices = variable("TANDEM_GPU_DEVICES")) {
+        // "0,1": distinct device numbers, comma-separated.
+        std::size_t from = 0;
+        while (from <= devices->size()) {
+            const std::size_t to = std::min(devices->find(',', from), devices->size());
+            int d = -1;
+            const char* first = devices->data() + from;
+            const char* last = devices->data() + to;
+            const auto [end, error] = std::from_chars(first, last, d);
+            if (error != std::errc() || end != last || d < 0 || d > 63 ||
+                std::find(t.gpuDevices.begin(), t.gpuDevices.end(), d) != t.gpuDevices.end())
+                throw Error("TANDEM_GPU_DEVICES='" + *devices + "' must list distinct GPU numbers separated by commas, e.g. 0,1");
+            t.gpuDevices.push_back(d);
+            from = to + 1;
+        }
+    }
     return t;
 }
 
@@ -110,6 +127,9 @@ std::string Tuning::differences() const {
     differs(out, "TANDEM_GPU_STREAM_LOG", gpuStreamLog, d.gpuStreamLog);
     differs(out, "TANDEM_GPU_EXPERT_SPLITS", gpuExpertSplits, d.gpuExpertSplits);
     differs(out, "TANDEM_GPU_STAGES", gpuStages, d.gpuStages);
+    std::string devices;
+    for (const int device : gpuDevices) devices += (devices.empty() ? "" : ",") + std::to_string(device);
+    differs(out, "TANDEM_GPU_DEVICES", devices, std::string());
     return out;
 }
 

@@ -43,6 +43,23 @@ private slots:
         QTest::newRow("out of range") << QByteArray("TANDEM_AMX_INT4_LAG") << QByteArray("9") << "from 0 to 3";
         QTest::newRow("flag") << QByteArray("TANDEM_GPU_FP8") << QByteArray("yes") << "TANDEM_GPU_FP8='yes' must be a whole number from 0 to 1";
         QTest::newRow("precision") << QByteArray("TANDEM_GPU_PRECISION") << QByteArray("fp16") << "must be split (the default) or bf16";
+        QTest::newRow("stages") << QByteArray("TANDEM_GPU_STAGES") << QByteArray("0") << "TANDEM_GPU_STAGES='0' must be a whole number from 1 to 16";
+        QTest::newRow("devices: a word") << QByteArray("TANDEM_GPU_DEVICES") << QByteArray("0,gpu1") << "must list distinct GPU numbers";
+        QTest::newRow("devices: twice") << QByteArray("TANDEM_GPU_DEVICES") << QByteArray("1,1") << "must list distinct GPU numbers";
+        QTest::newRow("devices: empty entry") << QByteArray("TANDEM_GPU_DEVICES") << QByteArray("0,,1") << "must list distinct GPU numbers";
+    }
+
+    // Issue 29's pipeline settings: the stages on one GPU, the GPUs of several, listed as given.
+    void pipelineSettings() {
+        qputenv("TANDEM_GPU_STAGES", "3");
+        qputenv("TANDEM_GPU_DEVICES", "1,0");
+        const Tuning t = Tuning::fromEnvironment();
+        qunsetenv("TANDEM_GPU_STAGES");
+        qunsetenv("TANDEM_GPU_DEVICES");
+        QCOMPARE(t.gpuStages, 3);
+        QCOMPARE(t.gpuDevices, (std::vector<int>{1, 0}));
+        QCOMPARE(QString::fromStdString(t.differences()), QString("TANDEM_GPU_STAGES=3 TANDEM_GPU_DEVICES=1,0"));
+        QVERIFY(Tuning::fromEnvironment().gpuDevices.empty());
     }
 
     void malformedValuesNameTheVariable() {

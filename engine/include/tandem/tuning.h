@@ -6,6 +6,7 @@
 //
 //   const tandem::Tuning& t = tandem::tuning();   // throws tandem::Error for a malformed variable
 #include <string>
+#include <vector>
 
 namespace tandem {
 
@@ -57,6 +58,10 @@ struct Tuning {
     // (own stream, buffers, KV cache of its layers, decode graph) handing the residual rows to the next,
     // as GPUs of a machine would; 1 = one runner for every layer. For checks against the one-stage path.
     int gpuStages = 1;              // TANDEM_GPU_STAGES
+    // Issue 29's pipeline over several GPUs: the CUDA devices, in order (TANDEM_GPU_DEVICES=0,1), each
+    // running a stage of the layers planned by runtime::planStages from its free memory; empty = GPU 0 alone.
+    // Not yet run on a machine with two GPUs; the routed experts stay on the CPU with it.
+    std::vector<int> gpuDevices;    // TANDEM_GPU_DEVICES
 
     // From the environment; throws tandem::Error naming the variable for a value out of its range.
     static Tuning fromEnvironment();

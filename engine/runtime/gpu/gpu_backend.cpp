@@ -8,6 +8,7 @@
 
 #include "core/expert_budget.h"
 #include "cuda/cublas_loader.h"
+#include "cuda/device_scope.h"
 #include "runtime/gpu/gpu_experts.h"
 #include "runtime/gpu/gpu_runner.h"
 #include "runtime/gpu/gpu_weights.h"
@@ -96,18 +97,21 @@ public:
     CudaBackend(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ThreadPool& pool,
                 ExpertsFactory experts, std::string name, const GpuExpertsRequest& request, ExpertPlacement placement,
                 bool stream, int prefillChunk, std::string expertNote, std::vector<StagePlan> stages = {},
-                std::vector<std::string> stagesText = {})
+                std::vector<std::string> stagesText = {}, bool stagesOnTheirGpus = false)
         : config_(config), experts_(std::move(experts)), rope_(config), name_(std::move(name)), prefillChunk_(prefillChunk),
           expertNote_(std::move(expertNote)),
           usage_(request.counter), stages_(std::move(stages)), stagesText_(std::move(stagesText)),
+          stagesOnTheirGpus_(stagesOnTheirGpus),
           gpuWeights_(stages_.size() > 1 ? cuda::GpuWeights{} : cuda::uploadWeights(config, weights, rope_.inverseFrequencies(), pool)),
           gpuExperts_(request.layout ? cuda::uploadExperts(config, *request.layout, request.layerBytes, std::move(placement))
                                      : cuda::noGpuExperts(config)) {
         // A pipeline: each stage's own part of the dense weights, as a GPU of its own would hold it.
         if (stages_.size() > 1)
-            for (const StagePlan& s : stages_)
+            for (const StagePlan& s : stages_) {
+                const cuda::DeviceScope onDevice(stageDevice(s));
                 stageWeights_.push_back(std::make_unique<cuda::GpuWeights>(cuda::uploadWeights(
                     config, weights, rope_.inverseFrequencies(), pool, {s.firstLayer, s.endLayer})));
+            }
         if (stream) cuda::enableStreaming(gpuExperts_, config, *request.layout, request.layerBytes);
         if (gpuExperts_.streamLayerBytes > 0 && tuning().gpuStreamCpuPercent < 0) {
             // The cost model of the CPU's share of streamed layers, at the chunk sizes prompts use.
@@ -119,12 +123,19 @@ public:
         }
     }
 
+    ~CudaBackend() override {
+        for (std::size_t s = 0; s < stageWeights_.size(); ++s) {  // each stage's weights freed on its GPU
+            const cuda::DeviceScope onDevice(stageDevice(stages_[s]));
+            stageWeights_[s].reset();
+        }
+    }
+
     std::unique_ptr<ModelRunner> newRunner(int capacity) override {
         if (stages_.size() > 1) {
             // A pipeline by layer: a runner per stage, each over its stage's weights.
             std::vector<std::unique_ptr<cuda::GpuRunner>> parts;
             for (std::size_t s = 0; s < stages_.size(); ++s) {
-                const cuda::GpuStage stage{stages_[s].firstLayer, stages_[s].endLayer};
+                const cuda::GpuStage stage{stages_[s].firstLayer, stages_[s].endLayer, stageDevice(stages_[s])};
                 parts.push_back(std::make_unique<cuda::GpuRunner>(config_, experts_(), *stageWeights_[s], gpuExperts_, rope_,
                                                                   capacity, prefillChunk_, usage_, stage));
                 if (s > 0) parts.back()->receiveFrom(*parts[s - 1]);
@@ -183,11 +194,66 @@ private:
     UsageCounter* usage_;
     std::vector<StagePlan> stages_;  // a pipeline by layer (issue 29); empty or one: a single runner
     std::vector<std::string> stagesText_;
+    // The stages on the GPUs their plan names (TANDEM_GPU_DEVICES), or all on the current one
+    // (TANDEM_GPU_STAGES: the plan's GPUs are logical).
+    bool stagesOnTheirGpus_ = false;
+    int stageDevice(const StagePlan& s) const { return stagesOnTheirGpus_ ? s.device : -1; }
     cuda::GpuWeights gpuWeights_;    // every layer's, with one stage
     std::vector<std::unique_ptr<cuda::GpuWeights>> stageWeights_;  // each stage's own, with several
     cuda::GpuExperts gpuExperts_;
     ExpertBatcher batcher_{experts_(), config_.hiddenSize};  // after experts_: its combined computations' experts
 };
+
+// The pipeline over the GPUs TANDEM_GPU_DEVICES names (issue 29): each GPU's free memory, less a runner's
+// activations (`runnerBytes`) and the headroom, is what planStages shares out; the stages run on their GPUs,
+// and consecutive ones reach each other's memory directly where the GPUs allow it (else CUDA copies through
+// the host). The routed experts stay on the CPU: each GPU's own share of them is not built yet.
+std::unique_ptr<GpuBackend> severalGpus(const model::ModelConfig& config, const model::ModelWeights& weights,
+                                        cpu::ThreadPool& pool, int capacity, ExpertsFactory experts,
+                                        const GpuExpertsRequest& request, int chunk, std::uint64_t runnerBytes, int count) {
+    std::vector<GpuMemory> gpus;
+    std::string names;
+    for (const int d : tuning().gpuDevices) {
+        if (d >= count)
+            throw Error("TANDEM_GPU_DEVICES names GPU " + std::to_string(d) + ", but this machine has " + std::to_string(count) +
+                        (count == 1 ? " GPU" : " GPUs") + " (numbered from 0)");
+        cudaDeviceProp prop{};
+        TANDEM_CUDA_CHECK(cudaGetDeviceProperties(&prop, d));
+        if (prop.major < 8)
+            throw Error(std::string("GPU ") + std::to_string(d) + " (" + prop.name +
+                        ") is older than the Ampere generation Tandem needs (bf16)");
+        const cuda::DeviceScope onDevice(d);
+        if (cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess) cudaGetLastError();  // already set up
+        std::size_t free = 0, total = 0;
+        TANDEM_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+        const std::uint64_t reserved = runnerBytes + kGpuHeadroomBytes;
+        gpus.push_back({d, free > reserved ? free - reserved : 0, prop.name});
+        names += (names.empty() ? "" : " + ") + std::string(prop.name);
+    }
+    const std::uint64_t table = static_cast<std::uint64_t>(config.vocabSize) * static_cast<std::uint64_t>(config.hiddenSize) * 2;
+    std::vector<StagePlan> stages = planStages(layerCosts(config, capacity), table, table, gpus);
+    for (std::size_t i = 1; i < stages.size(); ++i) {
+        int reachable = 0;
+        TANDEM_CUDA_CHECK(cudaDeviceCanAccessPeer(&reachable, stages[i].device, stages[i - 1].device));
+        if (!reachable) continue;
+        const cuda::DeviceScope onDevice(stages[i].device);
+        const cudaError_t e = cudaDeviceEnablePeerAccess(stages[i - 1].device, 0);
+        if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) TANDEM_CUDA_CHECK(e);
+        cudaGetLastError();
+    }
+    std::vector<std::string> text;
+    const std::string described = describeStages(stages, gpus);
+    for (std::size_t from = 0; from <= described.size();) {
+        const std::size_t to = std::min(described.find('\n', from), described.size());
+        text.push_back(described.substr(from, to - from));
+        from = to + 1;
+    }
+    GpuExpertsRequest cpuExperts;
+    cpuExperts.counter = request.counter;
+    return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), names, cpuExperts, planPlacement(config, {}),
+                                         false, chunk, "several GPUs keep every routed expert on the CPU for now",
+                                         std::move(stages), std::move(text), true);
+}
 
 }  // namespace
 
@@ -254,6 +320,9 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
             if (used < freeBytes && (deviceBytes(capacity, c) - base) * 16 <= freeBytes - used)
                 chunk = c;
     }
+    // Several GPUs (TANDEM_GPU_DEVICES): the layers as a pipeline over them.
+    if (tuning().gpuDevices.size() > 1)
+        return severalGpus(config, weights, pool, capacity, std::move(experts), gpuExperts, chunk, deviceBytes(0, chunk), count);
     const std::uint64_t sessionBytes = deviceBytes(capacity, chunk);
     if (weightBytes + sessionBytes + kGpuHeadroomBytes > freeBytes) {
         std::string message = "the model's GPU part needs " + tandem::formatBytes(weightBytes) + " for weights and " +

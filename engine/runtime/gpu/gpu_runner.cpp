@@ -8,6 +8,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "cuda/device_scope.h"
 #include "cuda/gemm.h"
 #include "cuda/host_sync.h"
 #include "model/rope.h"
@@ -147,10 +148,11 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
                      const GpuWeights& weights, const GpuExperts& gpuExperts, const model::Rope& rope, int capacity,
                      int maxChunk, runtime::UsageCounter* usage, GpuStage stage)
     : config_(config), weights_(weights), gpuExperts_(gpuExperts),
-      firstLayer_(stage.firstLayer), endLayer_(stage.endLayer < 0 ? config.numLayers : stage.endLayer),
+      firstLayer_(stage.firstLayer), endLayer_(stage.endLayer < 0 ? config.numLayers : stage.endLayer), device_(stage.device),
       rope_{weights.ropeInvFreq.get(), rope.dim(), config.ropeInterleaved, rope.attentionFactor()},
       split_(splitPrecision()), capacity_(capacity), maxChunk_(maxChunk) {
     const model::ModelConfig& c = config;
+    const DeviceScope onDevice(device_);
     if (firstLayer_ < 0 || firstLayer_ >= endLayer_ || endLayer_ > c.numLayers)
         throw GpuError("a GPU stage must run some of the model's " + std::to_string(c.numLayers) + " layers (asked for " +
                        std::to_string(firstLayer_) + " to " + std::to_string(endLayer_) + ")");
@@ -364,6 +366,7 @@ void GpuRunner::addStageTimes(std::vector<double>& seconds) const {
 }
 
 GpuRunner::~GpuRunner() {
+    const DeviceScope onDevice(device_);
     if (stream_) {
         try {
             finishStream();  // a forward pass that failed may have left GPU waits the bridge must serve
@@ -402,6 +405,7 @@ int GpuRunner::chunkLimit(bool allLogits) const {
 
 void GpuRunner::forward(std::span<const int> tokens, int start, const model::ForwardOptions& options,
                         std::vector<float>& logits) {
+    const DeviceScope onDevice(device_);
     const auto V = static_cast<std::size_t>(config_.vocabSize);
     const bool all = options.logits == model::LogitsFor::AllTokens;
     bridge_->setDeferral(options.deferral.deferred, options.deferral.skip);

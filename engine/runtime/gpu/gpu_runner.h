@@ -24,6 +24,7 @@ namespace tandem::cuda {
 struct GpuStage {
     int firstLayer = 0;
     int endLayer = -1;  // -1: to the model's last layer
+    int device = -1;    // the CUDA device it runs on (cuda/device_scope.h); -1: the current one
 };
 
 // The GPU's side of the forward pass (model/forward.h): each block enqueues its kernels on the stream, so
@@ -145,6 +146,7 @@ private:
     // gpuExperts_.layers: who defers with this placement (and the stage's edges), indexed by layer.
     std::vector<model::LayerPlan> layers_;
     int firstLayer_ = 0, endLayer_ = 0;           // the stage (GpuStage)
+    int device_ = -1;                             // GpuStage::device: every CUDA call runs there
     std::vector<model::LayerPlan> stageLayers_;  // layers_ [firstLayer_, endLayer_): what a pass runs
     const float* handIn_ = nullptr;              // a later stage: the previous stage's residual rows
     bool inStage(int layer) const { return layer >= firstLayer_ && layer < endLayer_; }
