@@ -204,6 +204,18 @@ private:
     ExpertBatcher batcher_{experts_(), config_.hiddenSize};  // after experts_: its combined computations' experts
 };
 
+// describeStages' lines, one per GPU (ModelInfo::gpuStages).
+std::vector<std::string> stageLines(const std::vector<StagePlan>& stages, const std::vector<GpuMemory>& gpus) {
+    std::vector<std::string> lines;
+    const std::string text = describeStages(stages, gpus);
+    for (std::size_t from = 0; from <= text.size();) {
+        const std::size_t to = std::min(text.find('\n', from), text.size());
+        lines.push_back(text.substr(from, to - from));
+        from = to + 1;
+    }
+    return lines;
+}
+
 // The pipeline over the GPUs TANDEM_GPU_DEVICES names (issue 29): each GPU's free memory, less a runner's
 // activations (`runnerBytes`) and the headroom, is what planStages shares out; the stages run on their GPUs,
 // and consecutive ones reach each other's memory directly where the GPUs allow it (else CUDA copies through
@@ -241,13 +253,7 @@ std::unique_ptr<GpuBackend> severalGpus(const model::ModelConfig& config, const 
         if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) TANDEM_CUDA_CHECK(e);
         cudaGetLastError();
     }
-    std::vector<std::string> text;
-    const std::string described = describeStages(stages, gpus);
-    for (std::size_t from = 0; from <= described.size();) {
-        const std::size_t to = std::min(described.find('\n', from), described.size());
-        text.push_back(described.substr(from, to - from));
-        from = to + 1;
-    }
+    std::vector<std::string> text = stageLines(stages, gpus);
     GpuExpertsRequest cpuExperts;
     cpuExperts.counter = request.counter;
     return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), names, cpuExperts, planPlacement(config, {}),
@@ -375,12 +381,7 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
             logical.push_back({i, freeBytes / static_cast<std::uint64_t>(n),
                                std::string(prop.name) + ", stage " + std::to_string(i + 1) + " of " + std::to_string(n) + " on GPU 0"});
         stages = planStages(layerCosts(config, capacity), table, table, logical);
-        const std::string text = describeStages(stages, logical);
-        for (std::size_t from = 0; from <= text.size();) {
-            const std::size_t to = std::min(text.find('\n', from), text.size());
-            stagesText.push_back(text.substr(from, to - from));
-            from = to + 1;
-        }
+        stagesText = stageLines(stages, logical);
     }
     return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), prop.name, gpuExperts,
                                          std::move(placement), stream, chunk, std::move(expertNote), std::move(stages),
