@@ -1,7 +1,8 @@
 #pragma once
 // The tensor-core step the prefill and decode kernels share (expert_prefill.cu, attention_prefill.cu,
-// mla_prefill.cu, mla_decode.cu): mma.sync m16n8k16, bf16 inputs, float32 sums, and the bf16 fragments
-// the attention kernels load and make (a value split as hi = bf16(x) and lo = bf16(x - hi) when Split).
+// mla_prefill.cu, mla_decode.cu): mma.sync m16n8k16, bf16 inputs (fp16 for a long context's one-term P·V,
+// ValueForm below), float32 sums, and the bf16 fragments the attention kernels load and make (a value split
+// as hi = bf16(x) and lo = bf16(x - hi) when Split).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
