@@ -67,6 +67,9 @@
 # BATCH=1: issue 27's batched decode on the GPU: scripts/check_batched_decode.py (serve --batch 4 on the Pocket
 # Dictionary: answers at once equal answers alone), then bench --streams BATCH_STREAMS (default 1,4,8) on
 # BATCH_SHAPE (default qwen3-30b-a3b) with --gpu-memory BATCH_GPU_MEMORY (default 0: every expert on the CPU).
+# PIPELINE=1: issue 29's pipeline by layer: the fixtures and greedy ids with TANDEM_GPU_STAGES=2 and 3 on one GPU,
+# and with TANDEM_GPU_DEVICES=0,1 on a machine with two GPUs, then bench of PIPELINE_SHAPE (default
+# qwen3-30b-a3b-8l) with one stage and the pipelines.
 # GPTOSS=1: gpt-oss-120b's hybrid decode against the CPU path, back to back, nothing else running: bench
 # --synthetic GPTOSS_SHAPE (default gpt-oss-120b-8l) with mxfp4 experts on the CPU path, then the hybrid path
 # (--gpu-memory 0) as mxfp4 and int4, then qwen3-30b-a3b-8l int4 hybrid as the control. GPTOSS_RUNS replaces
@@ -317,6 +320,32 @@ if [[ ${GPTOSS:-0} == 1 ]]; then
     echo "== $shape $experts experts, --device $dev --gpu-memory 0 --defer ${GPTOSS_DEFER:-0}"
     timeout "${GPTOSS_TIMEOUT:-150}" "$cli" bench --synthetic "$shape" --experts "$experts" --prompt 1 --gen 64 --device "$dev" \
       --gpu-memory 0 --defer "${GPTOSS_DEFER:-0}" 2>&1 | tee -a "$out/gptoss.txt" | grep -E "^  (decode|ceiling|step)"
+  done
+fi
+
+if [[ ${PIPELINE:-0} == 1 ]]; then
+  # Issue 29's pipeline by layer: every fixture with 2 stages and with 3 (every expert on the CPU) on this
+  # GPU (TANDEM_GPU_STAGES), greedy ids of the Pocket Dictionary with 1-3 stages (equal), and, on a machine
+  # with two GPUs or more, the same over GPUs 0 and 1 (TANDEM_GPU_DEVICES=0,1) with PIPELINE_SHAPE's bench.
+  variants=("TANDEM_GPU_STAGES=2" "TANDEM_GPU_STAGES=3")
+  [[ $(nvidia-smi -L | wc -l) -ge 2 ]] && variants+=("TANDEM_GPU_DEVICES=0,1")
+  for v in "${variants[@]}"; do
+    echo "== check_golden, $v"
+    env "$v" timeout 150 python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device gpu \
+      $([[ $v == *STAGES=3 ]] && echo --gpu-memory 0) 2>&1 | tee -a "$out/pipeline-golden.txt" | grep -E "runs checked|FAIL|UNEXPL"
+  done
+  ids="1 393 264 201 337 372 322 82 265 899 288 316 33 2 201 1 527 644 201"
+  for v in "TANDEM_GPU_STAGES=1" "${variants[@]}"; do
+    env "$v" timeout 60 "$cli" generate --model resources/models/pocket-dictionary --ids "$ids" --new-tokens 48 --temperature 0 \
+      --device gpu --gpu-memory 0 >"$out/pipeline-gen.txt" 2>>"$out/pipeline-gen.log"
+    echo "greedy ids, $v: $(md5sum <"$out/pipeline-gen.txt" | cut -c1-8)"
+  done
+  benches=("TANDEM_GPU_STAGES=1" "TANDEM_GPU_STAGES=2")
+  [[ ${#variants[@]} -gt 2 ]] && benches+=("TANDEM_GPU_DEVICES=0,1")
+  for v in "${benches[@]}"; do
+    echo "== bench ${PIPELINE_SHAPE:-qwen3-30b-a3b-8l}, $v"
+    env "$v" timeout 120 "$cli" bench --synthetic "${PIPELINE_SHAPE:-qwen3-30b-a3b-8l}" --experts int4 --prompt 512 --gen 64 \
+      --device gpu --gpu-memory 0 2>&1 | tee -a "$out/pipeline-bench.txt" | grep -E "^  (prefill|decode|step)|pipeline stage" | cut -c1-160
   done
 fi
 
