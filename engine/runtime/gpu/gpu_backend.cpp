@@ -204,6 +204,13 @@ private:
     ExpertBatcher batcher_{experts_(), config_.hiddenSize};  // after experts_: its combined computations' experts
 };
 
+// The model's stages over `gpus`: its layers' dense weights and KV cache at `capacity` positions, the
+// embedding on the first GPU and the head (as large, bf16) on the last.
+std::vector<StagePlan> planModelStages(const model::ModelConfig& config, int capacity, const std::vector<GpuMemory>& gpus) {
+    const std::uint64_t table = static_cast<std::uint64_t>(config.vocabSize) * static_cast<std::uint64_t>(config.hiddenSize) * 2;
+    return planStages(layerCosts(config, capacity), table, table, gpus);
+}
+
 // describeStages' lines, one per GPU (ModelInfo::gpuStages).
 std::vector<std::string> stageLines(const std::vector<StagePlan>& stages, const std::vector<GpuMemory>& gpus) {
     std::vector<std::string> lines;
@@ -242,8 +249,7 @@ std::unique_ptr<GpuBackend> severalGpus(const model::ModelConfig& config, const 
         gpus.push_back({d, free > reserved ? free - reserved : 0, prop.name});
         names += (names.empty() ? "" : " + ") + std::string(prop.name);
     }
-    const std::uint64_t table = static_cast<std::uint64_t>(config.vocabSize) * static_cast<std::uint64_t>(config.hiddenSize) * 2;
-    std::vector<StagePlan> stages = planStages(layerCosts(config, capacity), table, table, gpus);
+    std::vector<StagePlan> stages = planModelStages(config, capacity, gpus);
     for (std::size_t i = 1; i < stages.size(); ++i) {
         int reachable = 0;
         TANDEM_CUDA_CHECK(cudaDeviceCanAccessPeer(&reachable, stages[i].device, stages[i - 1].device));
@@ -375,12 +381,11 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
     std::vector<StagePlan> stages;
     std::vector<std::string> stagesText;
     if (const int n = std::min(tuning().gpuStages, config.numLayers); n > 1) {
-        const std::uint64_t table = static_cast<std::uint64_t>(config.vocabSize) * static_cast<std::uint64_t>(config.hiddenSize) * 2;
         std::vector<GpuMemory> logical;
         for (int i = 0; i < n; ++i)
             logical.push_back({i, freeBytes / static_cast<std::uint64_t>(n),
                                std::string(prop.name) + ", stage " + std::to_string(i + 1) + " of " + std::to_string(n) + " on GPU 0"});
-        stages = planStages(layerCosts(config, capacity), table, table, logical);
+        stages = planModelStages(config, capacity, logical);
         stagesText = stageLines(stages, logical);
     }
     return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), prop.name, gpuExperts,
