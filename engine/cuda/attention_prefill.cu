@@ -29,27 +29,32 @@ constexpr int kFlashKeys = 64;  // keys per tile
 constexpr int kFlashWarps = 4;
 constexpr int kFlashThreads = 32 * kFlashWarps;
 
-// Shared memory, in bf16 elements: Q [64 rows][D] and K [64 keys][D] row-major, V transposed
-// [D][64 keys], each row padded by 8 so that the fragments' 32-bit loads (8 rows x 4 lanes) fall in 32
-// distinct banks; the three hi planes, then with split the three lo planes.
+// Shared memory, in bf16 elements: Q [64 rows][D], K [64 keys][D] and V [64 keys][D], all row-major,
+// each row padded by 8 so that ldmatrix's eight 16-byte rows (and the staging's 8-byte stores) fall in
+// distinct banks; the three hi planes, then with split the three lo planes. Q is read into registers
+// once; K's fragments load with ldmatrix, V's with ldmatrix.trans (no transposed stores).
 template <int D>
 struct Layout {
     static constexpr int kRowStride = D + 8;
-    static constexpr int kValueStride = kFlashKeys + 8;
     static constexpr int kQ = kFlashRows * kRowStride;
     static constexpr int kK = kFlashKeys * kRowStride;
-    static constexpr int kV = D * kValueStride;
+    static constexpr int kV = kFlashKeys * kRowStride;
     static constexpr int kPlane = kQ + kK + kV;
     static constexpr std::size_t bytes(bool split) { return (split ? 2 : 1) * kPlane * sizeof(bf16); }
 };
 
+// Float4 loads a thread has in flight while filling a tile (of K and of V each).
+constexpr int kFlashUnroll = 4;
+
 // SplitValues: P·V split too (Split without it: the long-context form, Q·K split, P·V one fp16 term).
+// Scores are kept in log2 units (scaled by log2 e) so that the softmax's exponentials are exp2.
 template <int D, bool Split, bool SplitValues>
 __global__ void __launch_bounds__(kFlashThreads) flashPrefillKernel(AttentionArgs a) {
     waitForPrevious();
     startNext();
     using L = Layout<D>;
     constexpr ValueForm VF = kValueForm<Split, SplitValues>;
+    constexpr float kLog2e = 1.4426950408889634f;
     extern __shared__ __align__(16) unsigned char flashShared[];
     bf16* const qHi = reinterpret_cast<bf16*>(flashShared);
     bf16* const kHi = qHi + L::kQ;
@@ -62,6 +67,7 @@ __global__ void __launch_bounds__(kFlashThreads) flashPrefillKernel(AttentionArg
     const int start = *a.start;
     const long headOffset = static_cast<long>(keyHead) * a.keyHeadStride;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, q = lane & 3;
+    const float scale = a.scale * kLog2e;
 
     for (int i = tid; i < kFlashRows * D / 4; i += kFlashThreads) {
         const int r = i / (D / 4), d = i % (D / 4) * 4, row = firstRow + r;
@@ -71,6 +77,14 @@ __global__ void __launch_bounds__(kFlashThreads) flashPrefillKernel(AttentionArg
             v = *reinterpret_cast<const float4*>(a.qA + static_cast<long>(t) * a.ldqA + static_cast<long>(h) * a.qAHeadStride + d);
         }
         put4<Split>(v, qHi + r * L::kRowStride + d, qLo + r * L::kRowStride + d);
+    }
+    __syncthreads();
+    // The warp's 16 rows of Q as A fragments, for every tile.
+    std::uint32_t qa[D / 16][4], qaLo[Split ? D / 16 : 1][4];
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks) {
+        ldmatrixA<L::kRowStride>(qHi, warp * 16, ks * 16, lane, qa[ks]);
+        if constexpr (Split) ldmatrixA<L::kRowStride>(qLo, warp * 16, ks * 16, lane, qaLo[ks]);
     }
 
     // This thread's two rows (g and g + 8 of its warp's 16): their query positions (-1: no row) and the
@@ -85,47 +99,55 @@ __global__ void __launch_bounds__(kFlashThreads) flashPrefillKernel(AttentionArg
 
     float o[D / 8][4] = {};
     // A sink (gpt-oss) starts a row's softmax: m = the sink; its exp(sink - m) joins the sum at the end,
-    // after the quad's lanes are summed (each lane's l holds only its columns).
-    const float sinkA = a.sinks && rowA < rowCount ? a.sinks[keyHead * a.group + rowA % a.group] : -INFINITY;
-    const float sinkB = a.sinks && rowB < rowCount ? a.sinks[keyHead * a.group + rowB % a.group] : -INFINITY;
+    // after the quad's lanes are summed (each lane's l holds only its columns). Log2 units, as the scores.
+    const float sinkA = a.sinks && rowA < rowCount ? a.sinks[keyHead * a.group + rowA % a.group] * kLog2e : -INFINITY;
+    const float sinkB = a.sinks && rowB < rowCount ? a.sinks[keyHead * a.group + rowB % a.group] * kLog2e : -INFINITY;
     float mA = sinkA, mB = sinkB, lA = 0.0f, lB = 0.0f;
     for (int j0 = firstKey; j0 <= lastKey; j0 += kFlashKeys) {
         const int n = min(kFlashKeys, lastKey - j0 + 1);
-        __syncthreads();  // the previous tile is read (and, the first time, Q is written)
-        for (int i = tid; i < kFlashKeys * D / 4; i += kFlashThreads) {
-            const int key = i / (D / 4), d = i % (D / 4) * 4;
-            float4 k = make_float4(0.0f, 0.0f, 0.0f, 0.0f), v = k;  // zeros past the tile's end: P is 0 there
-            if (key < n) {
-                k = *reinterpret_cast<const float4*>(a.keyA + static_cast<long>(j0 + key) * a.ldKeyA + headOffset + d);
-                v = *reinterpret_cast<const float4*>(a.value + static_cast<long>(j0 + key) * a.ldValue + headOffset + d);
+        __syncthreads();  // the previous tile is read
+        // K and V row-major, kFlashUnroll rows' float4 of each in flight a thread; zeros past the tile's
+        // end (P is 0 there, and 0 x NaN would not be).
+        for (int i0 = tid; i0 < kFlashKeys * D / 4; i0 += kFlashThreads * kFlashUnroll) {
+            float4 k[kFlashUnroll], v[kFlashUnroll];
+#pragma unroll
+            for (int u = 0; u < kFlashUnroll; ++u) {
+                const int i = i0 + u * kFlashThreads, key = i / (D / 4), d = i % (D / 4) * 4;
+                k[u] = v[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                if (i < kFlashKeys * D / 4 && key < n) {
+                    k[u] = *reinterpret_cast<const float4*>(a.keyA + static_cast<long>(j0 + key) * a.ldKeyA + headOffset + d);
+                    v[u] = *reinterpret_cast<const float4*>(a.value + static_cast<long>(j0 + key) * a.ldValue + headOffset + d);
+                }
             }
-            put4<Split>(k, kHi + key * L::kRowStride + d, kLo + key * L::kRowStride + d);
-            const int at = d * L::kValueStride + key;
-            putValue<VF>(v.x, vHi + at, vLo + at);
-            putValue<VF>(v.y, vHi + at + L::kValueStride, vLo + at + L::kValueStride);
-            putValue<VF>(v.z, vHi + at + 2 * L::kValueStride, vLo + at + 2 * L::kValueStride);
-            putValue<VF>(v.w, vHi + at + 3 * L::kValueStride, vLo + at + 3 * L::kValueStride);
+#pragma unroll
+            for (int u = 0; u < kFlashUnroll; ++u) {
+                const int i = i0 + u * kFlashThreads, key = i / (D / 4), d = i % (D / 4) * 4;
+                if (i >= kFlashKeys * D / 4) continue;
+                const int at = key * L::kRowStride + d;
+                put4<Split>(k[u], kHi + at, kLo + at);
+                putValues4<VF>(v[u], vHi + at, vLo + at);
+            }
         }
         __syncthreads();
 
-        // S = Q Kᵀ for the warp's 16 rows and the tile's 64 keys (8 blocks of 8 keys).
+        // S = Q Kᵀ for the warp's 16 rows and the tile's 64 keys (8 blocks of 8 keys, two a load).
         float s[kFlashKeys / 8][4] = {};
 #pragma unroll
-        for (int ks = 0; ks < D / 16; ++ks) {
-            std::uint32_t aHi[4], aLo[4];
-            loadA<L::kRowStride>(qHi, warp * 16, ks * 16, g, q, aHi);
-            if constexpr (Split) loadA<L::kRowStride>(qLo, warp * 16, ks * 16, g, q, aLo);
+        for (int ks = 0; ks < D / 16; ++ks)
 #pragma unroll
-            for (int nt = 0; nt < kFlashKeys / 8; ++nt) {
-                const int at = (nt * 8 + g) * L::kRowStride + ks * 16 + 2 * q;
-                const std::uint32_t b0 = lds32(kHi + at), b1 = lds32(kHi + at + 8);
-                mma(s[nt], aHi, b0, b1);
+            for (int nt = 0; nt < kFlashKeys / 8; nt += 2) {
+                std::uint32_t b[4], bLo[4];
+                ldmatrixB<L::kRowStride>(kHi, nt * 8, ks * 16, lane, b);
+                mma(s[nt], qa[ks], b[0], b[1]);
+                mma(s[nt + 1], qa[ks], b[2], b[3]);
                 if constexpr (Split) {
-                    mma(s[nt], aHi, lds32(kLo + at), lds32(kLo + at + 8));
-                    mma(s[nt], aLo, b0, b1);
+                    ldmatrixB<L::kRowStride>(kLo, nt * 8, ks * 16, lane, bLo);
+                    mma(s[nt], qa[ks], bLo[0], bLo[1]);
+                    mma(s[nt + 1], qa[ks], bLo[2], bLo[3]);
+                    mma(s[nt], qaLo[ks], b[0], b[1]);
+                    mma(s[nt + 1], qaLo[ks], b[2], b[3]);
                 }
             }
-        }
 
         // Mask, then the online softmax; the four lanes of a quad share their rows.
         float maxA = -INFINITY, maxB = -INFINITY;
@@ -134,8 +156,8 @@ __global__ void __launch_bounds__(kFlashThreads) flashPrefillKernel(AttentionArg
 #pragma unroll
             for (int c = 0; c < 2; ++c) {
                 const int key = j0 + nt * 8 + 2 * q + c;
-                s[nt][c] = key <= posA && key >= fromA ? s[nt][c] * a.scale : -INFINITY;
-                s[nt][2 + c] = key <= posB && key >= fromB ? s[nt][2 + c] * a.scale : -INFINITY;
+                s[nt][c] = key <= posA && key >= fromA ? s[nt][c] * scale : -INFINITY;
+                s[nt][2 + c] = key <= posB && key >= fromB ? s[nt][2 + c] * scale : -INFINITY;
                 maxA = fmaxf(maxA, s[nt][c]);
                 maxB = fmaxf(maxB, s[nt][2 + c]);
             }
@@ -147,7 +169,7 @@ __global__ void __launch_bounds__(kFlashThreads) flashPrefillKernel(AttentionArg
         const float newA = fmaxf(mA, maxA), newB = fmaxf(mB, maxB);
         // A row with nothing attended yet keeps m = -inf: its p are 0 and nothing is rescaled.
         const float baseA = newA == -INFINITY ? 0.0f : newA, baseB = newB == -INFINITY ? 0.0f : newB;
-        const float alphaA = expf(mA - baseA), alphaB = expf(mB - baseB);
+        const float alphaA = exp2f(mA - baseA), alphaB = exp2f(mB - baseB);
         mA = newA;
         mB = newB;
         float sumA = 0.0f, sumB = 0.0f;
@@ -155,8 +177,8 @@ __global__ void __launch_bounds__(kFlashThreads) flashPrefillKernel(AttentionArg
         for (int nt = 0; nt < kFlashKeys / 8; ++nt)
 #pragma unroll
             for (int c = 0; c < 2; ++c) {
-                s[nt][c] = expf(s[nt][c] - baseA);
-                s[nt][2 + c] = expf(s[nt][2 + c] - baseB);
+                s[nt][c] = exp2f(s[nt][c] - baseA);
+                s[nt][2 + c] = exp2f(s[nt][2 + c] - baseB);
                 sumA += s[nt][c];
                 sumB += s[nt][2 + c];
             }
@@ -170,7 +192,8 @@ __global__ void __launch_bounds__(kFlashThreads) flashPrefillKernel(AttentionArg
             o[dt][3] *= alphaB;
         }
 
-        // O += P V: P's A fragments are S's accumulators of two blocks of 8 keys.
+        // O += P V: P's A fragments are S's accumulators of two blocks of 8 keys; V's B fragments for two
+        // blocks of 8 columns a load.
 #pragma unroll
         for (int kt = 0; kt < kFlashKeys / 16; ++kt) {
             std::uint32_t pHi[4], pLo[4];
@@ -179,13 +202,17 @@ __global__ void __launch_bounds__(kFlashThreads) flashPrefillKernel(AttentionArg
             weightPair<VF>(s[2 * kt + 1][0], s[2 * kt + 1][1], pHi[2], pLo[2]);
             weightPair<VF>(s[2 * kt + 1][2], s[2 * kt + 1][3], pHi[3], pLo[3]);
 #pragma unroll
-            for (int dt = 0; dt < D / 8; ++dt) {
-                const int at = (dt * 8 + g) * L::kValueStride + kt * 16 + 2 * q;
-                const std::uint32_t b0 = lds32(vHi + at), b1 = lds32(vHi + at + 8);
-                mmaValues<VF>(o[dt], pHi, b0, b1);
+            for (int dt = 0; dt < D / 8; dt += 2) {
+                std::uint32_t b[4], bLo[4];
+                ldmatrixBTrans<L::kRowStride>(vHi, kt * 16, dt * 8, lane, b);
+                mmaValues<VF>(o[dt], pHi, b[0], b[1]);
+                mmaValues<VF>(o[dt + 1], pHi, b[2], b[3]);
                 if constexpr (SplitValues) {
-                    mma(o[dt], pHi, lds32(vLo + at), lds32(vLo + at + 8));
-                    mma(o[dt], pLo, b0, b1);
+                    ldmatrixBTrans<L::kRowStride>(vLo, kt * 16, dt * 8, lane, bLo);
+                    mma(o[dt], pHi, bLo[0], bLo[1]);
+                    mma(o[dt + 1], pHi, bLo[2], bLo[3]);
+                    mma(o[dt], pLo, b[0], b[1]);
+                    mma(o[dt + 1], pLo, b[2], b[3]);
                 }
             }
         }
@@ -196,8 +223,8 @@ __global__ void __launch_bounds__(kFlashThreads) flashPrefillKernel(AttentionArg
         lA += __shfl_xor_sync(0xffffffffu, lA, o2);
         lB += __shfl_xor_sync(0xffffffffu, lB, o2);
     }
-    if (sinkA > -INFINITY) lA += expf(sinkA - mA);
-    if (sinkB > -INFINITY) lB += expf(sinkB - mB);
+    if (sinkA > -INFINITY) lA += exp2f(sinkA - mA);
+    if (sinkB > -INFINITY) lB += exp2f(sinkB - mB);
     // Every row attends at least to its own position, so l > 0 for rows that exist.
 #pragma unroll
     for (int half = 0; half < 2; ++half) {

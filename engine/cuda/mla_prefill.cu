@@ -51,14 +51,15 @@ constexpr int kThreads = 32 * kWarps;
 constexpr int kNope = 128, kRope = 64, kValue = 128;  // the widest heads served
 constexpr int kQk = kNope + kRope;
 
-// Shared memory, in bf16 elements: Q [64 rows][nope | rope] and K [64 keys][nope | rope] row-major, V
-// transposed [value column][64 keys], each row padded by 8 so that the fragments' 32-bit loads (8 rows
-// x 4 lanes) fall in 32 distinct banks; the three hi planes, then with split the three lo planes.
+// Shared memory, in bf16 elements: Q [64 rows][nope | rope], K [64 keys][nope | rope] and V [64 keys]
+// [value] row-major, each row padded by 8 so that ldmatrix's eight 16-byte rows (and the staging's 8-byte
+// stores) fall in distinct banks; the three hi planes, then with split the three lo planes. Fragments
+// load with ldmatrix, V's with ldmatrix.trans.
 constexpr int kRowStride = kQk + 8;
-constexpr int kValueStride = kKeys + 8;
+constexpr int kValueStride = kValue + 8;
 constexpr int kQ = kRows * kRowStride;
 constexpr int kK = kKeys * kRowStride;
-constexpr int kV = kValue * kValueStride;
+constexpr int kV = kKeys * kValueStride;
 constexpr int kPlane = kQ + kK + kV;
 constexpr std::size_t sharedBytes(bool split) { return (split ? 2 : 1) * kPlane * sizeof(bf16); }
 
@@ -91,6 +92,9 @@ __global__ void __launch_bounds__(kThreads) mlaFlashKernel(MlaPrefillArgs a) {
     const int h = blockIdx.y, firstRow = blockIdx.x * kRows;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, q = lane & 3;
     const long headKv = static_cast<long>(h) * a.kvHeadStride;
+    // Scores in log2 units (scaled by log2 e), so the softmax's exponentials are exp2; the running max
+    // kept between passes is in the same units.
+    const float scale = a.scale * 1.4426950408889634f;
 
     // Q: nope columns at [0, kNope), rope columns at [kNope, kQk), zeros past the head's widths and rows.
     for (int i = tid; i < kRows * (kQk / 4); i += kThreads) {
@@ -152,16 +156,12 @@ __global__ void __launch_bounds__(kThreads) mlaFlashKernel(MlaPrefillArgs a) {
             const bool valid = key < n && (nopePart ? d < a.nope : d - kNope < a.rope);
             put4<Split>(load4(src, valid), kHi + key * kRowStride + d, kLo + key * kRowStride + d);
         }
-        // V, transposed; zeros past the tile's end (P is 0 there, and 0 x NaN would not be).
+        // V row-major; zeros past the tile's end (P is 0 there, and 0 x NaN would not be).
         for (int i = tid; i < kKeys * (kValue / 4); i += kThreads) {
             const int key = i / (kValue / 4), d = i % (kValue / 4) * 4, j = j0 + key;
             const bool valid = key < n && d < a.vDim;
             const float4 v = load4(a.kv + static_cast<long>(j - a.kvFirst) * a.ldkv + headKv + a.nope + d, valid);
-            const int at = d * kValueStride + key;
-            putValue<VF>(v.x, vHi + at, vLo + at);
-            putValue<VF>(v.y, vHi + at + kValueStride, vLo + at + kValueStride);
-            putValue<VF>(v.z, vHi + at + 2 * kValueStride, vLo + at + 2 * kValueStride);
-            putValue<VF>(v.w, vHi + at + 3 * kValueStride, vLo + at + 3 * kValueStride);
+            putValues4<VF>(v, vHi + key * kValueStride + d, vLo + key * kValueStride + d);
         }
         __syncthreads();
 
@@ -172,16 +172,20 @@ __global__ void __launch_bounds__(kThreads) mlaFlashKernel(MlaPrefillArgs a) {
 #pragma unroll
         for (int ks = 0; ks < kQk / 16; ++ks) {
             std::uint32_t aHi[4], aLo[4];
-            loadA<kRowStride>(qHi, warp * 16, ks * 16, g, q, aHi);
-            if constexpr (Split) loadA<kRowStride>(qLo, warp * 16, ks * 16, g, q, aLo);
+            ldmatrixA<kRowStride>(qHi, warp * 16, ks * 16, lane, aHi);
+            if constexpr (Split) ldmatrixA<kRowStride>(qLo, warp * 16, ks * 16, lane, aLo);
 #pragma unroll
-            for (int nt = 0; nt < kKeys / 8; ++nt) {
-                const int at = (nt * 8 + g) * kRowStride + ks * 16 + 2 * q;
-                const std::uint32_t b0 = lds32(kHi + at), b1 = lds32(kHi + at + 8);
-                mma(s[nt], aHi, b0, b1);
+            for (int nt = 0; nt < kKeys / 8; nt += 2) {
+                std::uint32_t b[4], bLo[4];
+                ldmatrixB<kRowStride>(kHi, nt * 8, ks * 16, lane, b);
+                mma(s[nt], aHi, b[0], b[1]);
+                mma(s[nt + 1], aHi, b[2], b[3]);
                 if constexpr (Split) {
-                    mma(s[nt], aHi, lds32(kLo + at), lds32(kLo + at + 8));
-                    mma(s[nt], aLo, b0, b1);
+                    ldmatrixB<kRowStride>(kLo, nt * 8, ks * 16, lane, bLo);
+                    mma(s[nt], aHi, bLo[0], bLo[1]);
+                    mma(s[nt + 1], aHi, bLo[2], bLo[3]);
+                    mma(s[nt], aLo, b[0], b[1]);
+                    mma(s[nt + 1], aLo, b[2], b[3]);
                 }
             }
         }
@@ -193,8 +197,8 @@ __global__ void __launch_bounds__(kThreads) mlaFlashKernel(MlaPrefillArgs a) {
 #pragma unroll
             for (int c = 0; c < 2; ++c) {
                 const int key = j0 + nt * 8 + 2 * q + c;
-                s[nt][c] = key <= posA && key <= last ? s[nt][c] * a.scale : -INFINITY;
-                s[nt][2 + c] = key <= posB && key <= last ? s[nt][2 + c] * a.scale : -INFINITY;
+                s[nt][c] = key <= posA && key <= last ? s[nt][c] * scale : -INFINITY;
+                s[nt][2 + c] = key <= posB && key <= last ? s[nt][2 + c] * scale : -INFINITY;
                 maxA = fmaxf(maxA, s[nt][c]);
                 maxB = fmaxf(maxB, s[nt][2 + c]);
             }
@@ -206,7 +210,7 @@ __global__ void __launch_bounds__(kThreads) mlaFlashKernel(MlaPrefillArgs a) {
         const float newA = fmaxf(mA, maxA), newB = fmaxf(mB, maxB);
         // A row with nothing attended yet keeps m = -inf: its p are 0 and nothing is rescaled.
         const float baseA = newA == -INFINITY ? 0.0f : newA, baseB = newB == -INFINITY ? 0.0f : newB;
-        const float alphaA = expf(mA - baseA), alphaB = expf(mB - baseB);
+        const float alphaA = exp2f(mA - baseA), alphaB = exp2f(mB - baseB);
         mA = newA;
         mB = newB;
         float sumA = 0.0f, sumB = 0.0f;
@@ -214,8 +218,8 @@ __global__ void __launch_bounds__(kThreads) mlaFlashKernel(MlaPrefillArgs a) {
         for (int nt = 0; nt < kKeys / 8; ++nt)
 #pragma unroll
             for (int c = 0; c < 2; ++c) {
-                s[nt][c] = expf(s[nt][c] - baseA);
-                s[nt][2 + c] = expf(s[nt][2 + c] - baseB);
+                s[nt][c] = exp2f(s[nt][c] - baseA);
+                s[nt][2 + c] = exp2f(s[nt][2 + c] - baseB);
                 sumA += s[nt][c];
                 sumB += s[nt][2 + c];
             }
@@ -238,13 +242,17 @@ __global__ void __launch_bounds__(kThreads) mlaFlashKernel(MlaPrefillArgs a) {
             weightPair<VF>(s[2 * kt + 1][0], s[2 * kt + 1][1], pHi[2], pLo[2]);
             weightPair<VF>(s[2 * kt + 1][2], s[2 * kt + 1][3], pHi[3], pLo[3]);
 #pragma unroll
-            for (int dt = 0; dt < kValue / 8; ++dt) {
-                const int at = (dt * 8 + g) * kValueStride + kt * 16 + 2 * q;
-                const std::uint32_t b0 = lds32(vHi + at), b1 = lds32(vHi + at + 8);
-                mmaValues<VF>(o[dt], pHi, b0, b1);
+            for (int dt = 0; dt < kValue / 8; dt += 2) {
+                std::uint32_t b[4], bLo[4];
+                ldmatrixBTrans<kValueStride>(vHi, kt * 16, dt * 8, lane, b);
+                mmaValues<VF>(o[dt], pHi, b[0], b[1]);
+                mmaValues<VF>(o[dt + 1], pHi, b[2], b[3]);
                 if constexpr (SplitValues) {
-                    mma(o[dt], pHi, lds32(vLo + at), lds32(vLo + at + 8));
-                    mma(o[dt], pLo, b0, b1);
+                    ldmatrixBTrans<kValueStride>(vLo, kt * 16, dt * 8, lane, bLo);
+                    mma(o[dt], pHi, bLo[0], bLo[1]);
+                    mma(o[dt + 1], pHi, bLo[2], bLo[3]);
+                    mma(o[dt], pLo, b[0], b[1]);
+                    mma(o[dt + 1], pLo, b[2], b[3]);
                 }
             }
         }

@@ -46,13 +46,14 @@ __device__ __forceinline__ void put(float v, __nv_bfloat16* hi, __nv_bfloat16* l
     if constexpr (Split) *lo = __float2bfloat16(v - __bfloat162float(h));
 }
 
-// Four consecutive values of a row.
+// Four consecutive values of a row, one 8-byte store a plane (hi and lo 8-byte aligned).
 template <bool Split>
 __device__ __forceinline__ void put4(float4 v, __nv_bfloat16* hi, __nv_bfloat16* lo) {
-    put<Split>(v.x, hi, lo);
-    put<Split>(v.y, hi + 1, lo + 1);
-    put<Split>(v.z, hi + 2, lo + 2);
-    put<Split>(v.w, hi + 3, lo + 3);
+    const __nv_bfloat162 h01 = __floats2bfloat162_rn(v.x, v.y), h23 = __floats2bfloat162_rn(v.z, v.w);
+    *reinterpret_cast<uint2*>(hi) = make_uint2(*reinterpret_cast<const std::uint32_t*>(&h01), *reinterpret_cast<const std::uint32_t*>(&h23));
+    if constexpr (Split)
+        *reinterpret_cast<uint2*>(lo) = make_uint2(bf16Pair(v.x - __low2float(h01), v.y - __high2float(h01)),
+                                                   bf16Pair(v.z - __low2float(h23), v.w - __high2float(h23)));
 }
 
 // The two bf16 pairs (hi, lo) of (x, y) as A-fragment registers.
@@ -73,6 +74,44 @@ __device__ __forceinline__ void loadA(const __nv_bfloat16* tile, int r0, int k0,
     a[3] = lds32(p + 8 * Stride + 8);
 }
 
+// ldmatrix: four 8x8 tiles of 16-bit elements from shared memory, each lane giving one tile row's address
+// (lanes 8i .. 8i + 7 the rows of tile i, 16-byte aligned); lane 4g + q receives elements (g, 2q) and
+// (g, 2q + 1) of each tile, or with .trans (2q, g) and (2q + 1, g).
+__device__ __forceinline__ void ldmatrix4(std::uint32_t (&r)[4], const void* row) {
+    const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(row));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(at) : "memory");
+}
+__device__ __forceinline__ void ldmatrix4Trans(std::uint32_t (&r)[4], const void* row) {
+    const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(row));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(at) : "memory");
+}
+
+// The A fragment (loadA's) of rows r0 .. r0 + 15, columns k0 .. k0 + 15 of a row-major tile, by ldmatrix.
+template <int Stride>
+__device__ __forceinline__ void ldmatrixA(const __nv_bfloat16* tile, int r0, int k0, int lane, std::uint32_t (&a)[4]) {
+    const int t = lane >> 3;
+    ldmatrix4(a, tile + (r0 + (t & 1) * 8 + (lane & 7)) * Stride + k0 + (t >> 1) * 8);
+}
+
+// B fragments (b0, b1) of two blocks of 8 columns n0 .. n0 + 15, k-slots k0 .. k0 + 15, from a tile whose
+// rows are B's columns (keys [key][dim], for S = Q Kᵀ): b[0], b[1] for columns n0 .. n0 + 7, b[2], b[3]
+// for n0 + 8 .. n0 + 15.
+template <int Stride>
+__device__ __forceinline__ void ldmatrixB(const __nv_bfloat16* tile, int n0, int k0, int lane, std::uint32_t (&b)[4]) {
+    const int t = lane >> 3;
+    ldmatrix4(b, tile + (n0 + (t >> 1) * 8 + (lane & 7)) * Stride + k0 + (t & 1) * 8);
+}
+
+// The same from a tile whose rows are B's k-slots (values [key][dim], for O += P V): columns n0 .. n0 + 15
+// of rows k0 .. k0 + 15, transposed as they load.
+template <int Stride>
+__device__ __forceinline__ void ldmatrixBTrans(const __nv_bfloat16* tile, int k0, int n0, int lane, std::uint32_t (&b)[4]) {
+    const int t = lane >> 3;
+    ldmatrix4Trans(b, tile + (k0 + (t & 1) * 8 + (lane & 7)) * Stride + n0 + (t >> 1) * 8);
+}
+
 // How the flash attention kernels carry the values and the weights of O += P V:
 //   Split  bf16 hi + lo of each (three products: split precision);
 //   Bf16   one bf16 term of each (split precision off);
@@ -84,14 +123,16 @@ enum class ValueForm { Split, Bf16, Half };
 template <bool Split, bool SplitValues>
 inline constexpr ValueForm kValueForm = SplitValues ? ValueForm::Split : Split ? ValueForm::Half : ValueForm::Bf16;
 
-// A value into the values' planes (hi, and lo with Split); Half keeps its fp16 bits in the hi plane.
+// Four consecutive values of a row into the values' planes (hi, and lo with Split); Half keeps its fp16
+// bits in the hi plane.
 template <ValueForm F>
-__device__ __forceinline__ void putValue(float v, __nv_bfloat16* hi, __nv_bfloat16* lo) {
+__device__ __forceinline__ void putValues4(float4 v, __nv_bfloat16* hi, __nv_bfloat16* lo) {
     if constexpr (F == ValueForm::Half) {
-        const __half h = __float2half_rn(fminf(fmaxf(v, -65504.0f), 65504.0f));
-        *reinterpret_cast<__half*>(hi) = h;
+        const auto clamp = [](float x) { return fminf(fmaxf(x, -65504.0f), 65504.0f); };
+        const __half2 h01 = __floats2half2_rn(clamp(v.x), clamp(v.y)), h23 = __floats2half2_rn(clamp(v.z), clamp(v.w));
+        *reinterpret_cast<uint2*>(hi) = make_uint2(*reinterpret_cast<const std::uint32_t*>(&h01), *reinterpret_cast<const std::uint32_t*>(&h23));
     } else {
-        put<F == ValueForm::Split>(v, hi, lo);
+        put4<F == ValueForm::Split>(v, hi, lo);
     }
 }
 
