@@ -13,7 +13,8 @@
 // (norm, rotation and the new key and value written into the caches: that cache row is poisoned before
 // each run). Every head is compared with the float64 reference; times are per launch with L2 flushed
 // before each (a layer's cache is not in L2 in a real step), and GB/s counts the keys and values read once.
-// `check-attention --variants` also times other tile and stage choices of the key-head kernel.
+// `check-attention --variants` also times other tile and stage choices of the key-head kernel;
+// `--prefill` runs the prompt's kernels alone.
 //
 // Cases marked "sinks" give each query head a gpt-oss sink logit (AttentionArgs::sinks: one more term in
 // the softmax, attached to no value), in prefill (flash and scalar) and decode (both kernels, one part
@@ -789,10 +790,13 @@ bool runMlaDecodeCase(const MlaDecodeCase& c) {
 
 int main(int argc, char** argv) {
     // --variants: the key-head kernel's alternatives too; --only TEXT: only the decode cases named with it.
-    bool variants = false;
+    // --prefill: only the prompt's kernels (GQA and MLA), not decode.
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a line at a time, also into a file a timeout may cut short
+    bool variants = false, prefillOnly = false;
     const char* only = nullptr;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--variants") == 0) variants = true;
+        if (std::strcmp(argv[i], "--prefill") == 0) prefillOnly = true;
         if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
     }
     const Case cases[] = {
@@ -980,6 +984,10 @@ int main(int argc, char** argv) {
     for (const MlaCase& c : mlaCases)
         if (!only && !runMlaPrefillCase(c)) ++failed;
 
+    if (prefillOnly) {
+        std::printf("%s\n", failed ? "attention check FAILED" : "attention check: all within bounds");
+        return failed ? 1 : 0;
+    }
     const DecodeCase decodeCases[] = {
         // name, width, heads, key heads, context, window, split, prepare, rotary width, interleaved, norms
         {"qwen3 decode after 1", 128, 32, 4, 1, 0, true, true, 0, false, true},
