@@ -50,18 +50,22 @@ constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kNope = 128, kRope = 64, kValue = 128;  // the widest heads served
 constexpr int kQk = kNope + kRope;
+constexpr int kUnroll = 4;  // float4 loads a thread has in flight while filling a tile
+static_assert(kKeys * (kQk / 4) % (kThreads * kUnroll) == 0 && kKeys * (kValue / 4) % (kThreads * kUnroll) == 0);
 
 // Shared memory, in bf16 elements: Q [64 rows][nope | rope], K [64 keys][nope | rope] and V [64 keys]
 // [value] row-major, each row padded by 8 so that ldmatrix's eight 16-byte rows (and the staging's 8-byte
-// stores) fall in distinct banks; the three hi planes, then with split the three lo planes. Fragments
-// load with ldmatrix, V's with ldmatrix.trans.
+// stores) fall in distinct banks. Fragments load with ldmatrix, V's with ldmatrix.trans.
 constexpr int kRowStride = kQk + 8;
 constexpr int kValueStride = kValue + 8;
 constexpr int kQ = kRows * kRowStride;
 constexpr int kK = kKeys * kRowStride;
 constexpr int kV = kKeys * kValueStride;
-constexpr int kPlane = kQ + kK + kV;
-constexpr std::size_t sharedBytes(bool split) { return (split ? 2 : 1) * kPlane * sizeof(bf16); }
+// Q's hi plane is staged in K's (kQ == kK) and read into registers before the first tile; with split
+// the lo planes of K and V follow, then Q's lo plane (read a tile at a time). 112 KB with split, so two
+// blocks share a multiprocessor.
+static_assert(kQ == kK);
+constexpr std::size_t sharedBytes(bool split) { return (split ? 2 * (kK + kV) + kQ : kK + kV) * sizeof(bf16); }
 
 __device__ __forceinline__ float4 load4(const float* p, bool valid) {
     return valid ? *reinterpret_cast<const float4*>(p) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -82,12 +86,12 @@ __global__ void __launch_bounds__(kThreads) mlaFlashKernel(MlaPrefillArgs a) {
     startNext();
     constexpr ValueForm VF = kValueForm<Split, SplitValues>;
     extern __shared__ __align__(16) unsigned char mlaFlashShared[];
-    bf16* const qHi = reinterpret_cast<bf16*>(mlaFlashShared);
-    bf16* const kHi = qHi + kQ;
+    bf16* const kHi = reinterpret_cast<bf16*>(mlaFlashShared);
+    bf16* const qHi = kHi;  // until Q's fragments are in registers
     bf16* const vHi = kHi + kK;
-    bf16* const qLo = qHi + kPlane;  // the lo planes: only with Split
-    bf16* const kLo = kHi + kPlane;
-    bf16* const vLo = vHi + kPlane;
+    bf16* const kLo = vHi + kV;  // the lo planes: only with Split
+    bf16* const vLo = kLo + kK;
+    bf16* const qLo = vLo + kV;
 
     const int h = blockIdx.y, firstRow = blockIdx.x * kRows;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, q = lane & 3;
@@ -105,6 +109,13 @@ __global__ void __launch_bounds__(kThreads) mlaFlashKernel(MlaPrefillArgs a) {
         const bool valid = t < a.tokens && (nopePart ? d < a.nope : d - kNope < a.rope);
         put4<Split>(load4(row + column, valid), qHi + r * kRowStride + d, qLo + r * kRowStride + d);
     }
+
+    __syncthreads();
+    // The warp's 16 rows of Q's hi plane as A fragments for every tile (the lo plane is read a tile at a time:
+    // both would not fit the registers).
+    std::uint32_t qa[kQk / 16][4];
+#pragma unroll
+    for (int ks = 0; ks < kQk / 16; ++ks) ldmatrixA<kRowStride>(qHi, warp * 16, ks * 16, lane, qa[ks]);
 
     // This thread's two rows (g and g + 8 of its warp's 16): their positions (-1: no row).
     const int rowA = firstRow + warp * 16 + g, rowB = rowA + 8;
@@ -146,22 +157,38 @@ __global__ void __launch_bounds__(kThreads) mlaFlashKernel(MlaPrefillArgs a) {
 
     for (int j0 = a.kvFirst; j0 <= last; j0 += kKeys) {
         const int n = min(kKeys, last - j0 + 1);
-        __syncthreads();  // the previous tile is read (and, the first time, Q is written)
-        // K: k_nope of this head from the pass's rows, k_rope of the position from the cache.
-        for (int i = tid; i < kKeys * (kQk / 4); i += kThreads) {
-            const int key = i / (kQk / 4), d = i % (kQk / 4) * 4, j = j0 + key;
-            const bool nopePart = d < kNope;
-            const float* src = nopePart ? a.kv + static_cast<long>(j - a.kvFirst) * a.ldkv + headKv + d
-                                        : a.ropeKeys + static_cast<long>(j) * a.ldRope + (d - kNope);
-            const bool valid = key < n && (nopePart ? d < a.nope : d - kNope < a.rope);
-            put4<Split>(load4(src, valid), kHi + key * kRowStride + d, kLo + key * kRowStride + d);
+        __syncthreads();  // the previous tile is read (the first time: Q's hi fragments, from K's plane)
+        // K: k_nope of this head from the pass's rows, k_rope of the position from the cache; kUnroll
+        // float4 loads in flight a thread.
+        for (int i0 = tid; i0 < kKeys * (kQk / 4); i0 += kThreads * kUnroll) {
+            float4 x[kUnroll];
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u) {
+                const int i = i0 + u * kThreads, key = i / (kQk / 4), d = i % (kQk / 4) * 4, j = j0 + key;
+                const bool nopePart = d < kNope;
+                const float* src = nopePart ? a.kv + static_cast<long>(j - a.kvFirst) * a.ldkv + headKv + d
+                                            : a.ropeKeys + static_cast<long>(j) * a.ldRope + (d - kNope);
+                x[u] = load4(src, key < n && (nopePart ? d < a.nope : d - kNope < a.rope));
+            }
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u) {
+                const int i = i0 + u * kThreads, key = i / (kQk / 4), d = i % (kQk / 4) * 4;
+                put4<Split>(x[u], kHi + key * kRowStride + d, kLo + key * kRowStride + d);
+            }
         }
         // V row-major; zeros past the tile's end (P is 0 there, and 0 x NaN would not be).
-        for (int i = tid; i < kKeys * (kValue / 4); i += kThreads) {
-            const int key = i / (kValue / 4), d = i % (kValue / 4) * 4, j = j0 + key;
-            const bool valid = key < n && d < a.vDim;
-            const float4 v = load4(a.kv + static_cast<long>(j - a.kvFirst) * a.ldkv + headKv + a.nope + d, valid);
-            putValues4<VF>(v, vHi + key * kValueStride + d, vLo + key * kValueStride + d);
+        for (int i0 = tid; i0 < kKeys * (kValue / 4); i0 += kThreads * kUnroll) {
+            float4 x[kUnroll];
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u) {
+                const int i = i0 + u * kThreads, key = i / (kValue / 4), d = i % (kValue / 4) * 4, j = j0 + key;
+                x[u] = load4(a.kv + static_cast<long>(j - a.kvFirst) * a.ldkv + headKv + a.nope + d, key < n && d < a.vDim);
+            }
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u) {
+                const int i = i0 + u * kThreads, key = i / (kValue / 4), d = i % (kValue / 4) * 4;
+                putValues4<VF>(x[u], vHi + key * kValueStride + d, vLo + key * kValueStride + d);
+            }
         }
         __syncthreads();
 
@@ -171,8 +198,8 @@ __global__ void __launch_bounds__(kThreads) mlaFlashKernel(MlaPrefillArgs a) {
         for (int nt = 0; nt < kKeys / 8; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
 #pragma unroll
         for (int ks = 0; ks < kQk / 16; ++ks) {
-            std::uint32_t aHi[4], aLo[4];
-            ldmatrixA<kRowStride>(qHi, warp * 16, ks * 16, lane, aHi);
+            const std::uint32_t(&aHi)[4] = qa[ks];
+            std::uint32_t aLo[4];
             if constexpr (Split) ldmatrixA<kRowStride>(qLo, warp * 16, ks * 16, lane, aLo);
 #pragma unroll
             for (int nt = 0; nt < kKeys / 8; nt += 2) {
