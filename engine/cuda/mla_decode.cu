@@ -117,7 +117,6 @@ constexpr int kHeads = 16;   // query heads a block
 constexpr int kKeys = 64;    // positions a tile
 constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
-constexpr int kUnroll = 6;   // float4 loads a thread has in flight while filling a tile
 constexpr int kCombineColumns = 128;
 // Shared memory in bf16 elements: Q [16 heads][576] and K [64 keys][576] row-major, P [16 heads][64 keys],
 // rows padded by 8 (Q and K rows are 292 words apart, P's 36: 4 banks apart, so the fragments' loads
@@ -134,13 +133,15 @@ constexpr std::size_t sharedBytes(bool split) {
 }
 static_assert(kKeys == 8 * kWarps, "a warp scores 8 keys of a tile");
 static_assert(kLatent == 64 * kWarps, "a warp sums 64 value columns");
-static_assert((kKeys * kKey / 4) % (kThreads * kUnroll) == 0, "a tile is filled in whole rounds");
-
-// Two bf16 of one column in consecutive rows as a B-fragment register (the first in the low half).
-__device__ __forceinline__ std::uint32_t column2(const bf16* p) {
-    const unsigned short* u = reinterpret_cast<const unsigned short*>(p);
-    return static_cast<std::uint32_t>(u[0]) | (static_cast<std::uint32_t>(u[kKeyStride]) << 16);
-}
+constexpr int kTileLoads = kKeys * kKey / 4 / kThreads;  // float4 a thread loads a tile
+// Of them, loaded during the previous tile's products: half (18 leaves no register spills; a build with
+// -DTANDEM_MLA_DECODE_PREFETCH=N tries others, as scripts/device-probe.sh did).
+#ifndef TANDEM_MLA_DECODE_PREFETCH
+#define TANDEM_MLA_DECODE_PREFETCH 18
+#endif
+constexpr int kPrefetch = TANDEM_MLA_DECODE_PREFETCH;
+constexpr int kRest = 6;       // the others' loads in flight at once
+static_assert((kKeys * kKey / 4) % kThreads == 0 && (kTileLoads - kPrefetch) % kRest == 0, "a tile is filled in whole rounds");
 
 // The parts' partials: each head's weighted values [heads][splits][dimV], then running max and sum
 // [heads][splits][2] (heads * splits * (dimV + 2) floats, as the other decode kernels).
@@ -188,28 +189,45 @@ __global__ void __launch_bounds__(kThreads) mlaSplitDecodeKernel(AttentionArgs a
     // This thread's heads g and g + 8: the same running max and sum in every warp.
     float mA = -INFINITY, mB = -INFINITY, lA = 0.0f, lB = 0.0f;
     float o[kLatent / kWarps / 8][4] = {};
+    // The tile's rows go through registers: the first kPrefetch float4 a thread of the next tile are loaded
+    // before this tile's products, so they are in flight while the tensor cores work; the rest (all would
+    // not fit the registers) as the tile is stored. Zeros past the part and the widths.
+    const auto loadRow = [&](int j0, int u) {
+        const int n = min(kKeys, last - j0 + 1);
+        const int i = tid + u * kThreads, key = i / (kKey / 4), d = i % (kKey / 4) * 4;
+        const long j = j0 + key;
+        const bool latentPart = d < kLatent;
+        const bool valid = key < n && (latentPart ? d < a.dimA : d - kLatent < a.dimB);
+        const float* src = latentPart ? a.keyA + j * a.ldKeyA + d : a.keyB + j * a.ldKeyB + (d - kLatent);
+        return valid ? *reinterpret_cast<const float4*>(src) : zero;
+    };
+    const auto storeRow = [&](int u, float4 v) {
+        const int i = tid + u * kThreads, key = i / (kKey / 4), d = i % (kKey / 4) * 4;
+        put4<Split>(v, kHi + key * kKeyStride + d, kLo + key * kKeyStride + d);
+    };
+    float4 rows[kPrefetch];
+    if (first <= last) {
+#pragma unroll
+        for (int u = 0; u < kPrefetch; ++u) rows[u] = loadRow(first, u);
+    }
     for (int j0 = first; j0 <= last; j0 += kKeys) {
         const int n = min(kKeys, last - j0 + 1);
         __syncthreads();  // the previous tile's K and P are read (and, the first time, Q is written)
-        // The tile's rows, kUnroll float4 loads in flight a thread; zeros past the part and the widths.
-        for (int i0 = tid; i0 < kKeys * (kKey / 4); i0 += kThreads * kUnroll) {
-            float4 v[kUnroll];
 #pragma unroll
-            for (int u = 0; u < kUnroll; ++u) {
-                const int i = i0 + u * kThreads, key = i / (kKey / 4), d = i % (kKey / 4) * 4;
-                const long j = j0 + key;
-                const bool latentPart = d < kLatent;
-                const bool valid = key < n && (latentPart ? d < a.dimA : d - kLatent < a.dimB);
-                const float* src = latentPart ? a.keyA + j * a.ldKeyA + d : a.keyB + j * a.ldKeyB + (d - kLatent);
-                v[u] = valid ? *reinterpret_cast<const float4*>(src) : zero;
-            }
+        for (int u0 = kPrefetch; u0 < kTileLoads; u0 += kRest) {
+            float4 rest[kRest];
 #pragma unroll
-            for (int u = 0; u < kUnroll; ++u) {
-                const int i = i0 + u * kThreads, key = i / (kKey / 4), d = i % (kKey / 4) * 4;
-                put4<Split>(v[u], kHi + key * kKeyStride + d, kLo + key * kKeyStride + d);
-            }
+            for (int u = 0; u < kRest; ++u) rest[u] = loadRow(j0, u0 + u);
+#pragma unroll
+            for (int u = 0; u < kRest; ++u) storeRow(u0 + u, rest[u]);
         }
+#pragma unroll
+        for (int u = 0; u < kPrefetch; ++u) storeRow(u, rows[u]);
         __syncthreads();
+        if (j0 + kKeys <= last) {
+#pragma unroll
+            for (int u = 0; u < kPrefetch; ++u) rows[u] = loadRow(j0 + kKeys, u);
+        }
 
         // S for the 16 heads and this warp's 8 keys.
         float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -306,13 +324,17 @@ __global__ void __launch_bounds__(kThreads) mlaSplitDecodeKernel(AttentionArgs a
             loadA<kPStride>(pHi, 0, kt * 16, g, q, aHi);
             if constexpr (Split) loadA<kPStride>(pLo, 0, kt * 16, g, q, aLo);
 #pragma unroll
-            for (int nt = 0; nt < kLatent / kWarps / 8; ++nt) {
-                const int at = (kt * 16 + 2 * q) * kKeyStride + warp * 64 + nt * 8 + g;
-                const std::uint32_t b0 = column2(kHi + at), b1 = column2(kHi + at + 8 * kKeyStride);
-                mma(o[nt], aHi, b0, b1);
+            for (int nt = 0; nt < kLatent / kWarps / 8; nt += 2) {
+                std::uint32_t b[4], bLo[4];
+                ldmatrixBTrans<kKeyStride>(kHi, kt * 16, warp * 64 + nt * 8, lane, b);
+                mma(o[nt], aHi, b[0], b[1]);
+                mma(o[nt + 1], aHi, b[2], b[3]);
                 if constexpr (Split) {
-                    mma(o[nt], aHi, column2(kLo + at), column2(kLo + at + 8 * kKeyStride));
-                    mma(o[nt], aLo, b0, b1);
+                    ldmatrixBTrans<kKeyStride>(kLo, kt * 16, warp * 64 + nt * 8, lane, bLo);
+                    mma(o[nt], aHi, bLo[0], bLo[1]);
+                    mma(o[nt + 1], aHi, bLo[2], bLo[3]);
+                    mma(o[nt], aLo, b[0], b[1]);
+                    mma(o[nt + 1], aLo, b[2], b[3]);
                 }
             }
         }
