@@ -1,4 +1,5 @@
 // tandem-cli serve: the model over OpenAI's HTTP API (app/server) until Ctrl-C or SIGTERM.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -102,6 +103,9 @@ int runServe(const CommandArgs& argv) {
     StopOnSignal stopOnSignal;
 
     tandem::EngineOptions options = engineOptions(args);
+    // Each generation running at once and each conversation kept holds a session; on the GPU the plan
+    // reserves their KV caches before the routed experts' share (the GPU's defaults are one of each).
+    options.gpuSessions = std::max({1, o.batch, o.cachedConversations});
     std::fprintf(stderr, "loading %s ...\n", modelDir.c_str());
     auto engine = tandem::Engine::load(modelDir, options);
     reportDevice(engine->info());
@@ -112,6 +116,9 @@ int runServe(const CommandArgs& argv) {
     const int port = server.bind();
     const std::string host = o.host.find(':') != std::string::npos && o.host.front() != '[' ? "[" + o.host + "]" : o.host;
     const int batch = o.batch > 0 ? o.batch : engine->info().device == "CPU" ? 4 : 1;
+    if (engine->info().device != "CPU" && options.gpuSessions > 1)
+        std::fprintf(stderr, "the GPU holds the KV caches of %d sessions of %d tokens (--batch, --cache-conversations)\n",
+                     options.gpuSessions, engine->info().contextLength);
     const int chunk = o.prefillChunk >= 0 ? o.prefillChunk : tandem::server::GenerationQueue::defaultPrefillChunk(batch);
     const std::string prefill = chunk > 0 ? "prompts prefilled " + std::to_string(chunk) + " tokens at a time between decode steps"
                                           : "prompts prefilled whole";

@@ -99,7 +99,9 @@ commands:
             --max-requests (64) requests waiting or running; more are refused. The KV caches of
             --cache-conversations conversations are kept (4 on the CPU, 1 on the GPU): a request continues
             the one sharing its prompt's longest prefix (usage.prompt_tokens_details.cached_tokens); at
-            least --batch are kept, one for each request decoding.
+            least --batch are kept, one for each request decoding. On the GPU each of them holds a KV
+            cache there: the plan reserves the larger of --batch and --cache-conversations at --context
+            before it gives the routed experts the rest.
   tokenize  --model DIR [--add-special]
             Read UTF-8 text from standard input and print its token ids on one line; with
             --add-special the ids the model expects around a text (e.g. BOS) are included.

@@ -177,7 +177,7 @@ struct Engine::Impl {
         });
         const bool int8Dense = options.dense == DensePrecision::Int8;
         if (int8Dense) model::quantizeDenseInt8(weights, config, pool, /*keepFp8=*/options.device != Device::Cpu);
-        chooseDevice(options.device, options.gpuExpertMemory);
+        chooseDevice(options.device, options.gpuExpertMemory, options.gpuSessions);
         // The 8-bit KV cache is the CPU path's so far: a GPU's sessions keep float32 caches, and say so.
         kvCache = gpu ? KvCacheType::Float32 : options.kvCache;
         if (gpu && options.kvCache == KvCacheType::Int8)
@@ -287,7 +287,7 @@ struct Engine::Impl {
         return [this] { return model::computeOnSubmit(model::makeReferenceExperts(weights, pool)); };
     }
 
-    void chooseDevice(Device device, std::int64_t gpuExpertMemory) {
+    void chooseDevice(Device device, std::int64_t gpuExpertMemory, int gpuSessions) {
         info.device = "CPU";
         info.placement = config.numExperts ? "all routed experts on the CPU" : "";
         info.expertLayers = runtime::cpuExpertLayerMap(config);
@@ -299,6 +299,7 @@ struct Engine::Impl {
             gpuExperts.layerBytes = [this](int layer) { return packed->layerBytes(layer); };
         }
         gpuExperts.budgetBytes = gpuExpertMemory;
+        gpuExperts.sessions = std::max(1, gpuSessions);
         if (usage) {
             gpuExperts.usage = usage->snapshot();
             gpuExperts.counter = &*usage;
@@ -308,7 +309,7 @@ struct Engine::Impl {
             // GLM-4.5 (biases, partial rotary) run on the GPU like the rest: checked on the H200 against the
             // CPU path and the references (2026-12-04). MXFP4 experts go to the GPU too (gpu_backend.cpp).
             gpu = gpuBackendForTests()
-                      ? gpuBackendForTests()(config, weights, pool, info.contextLength, expertsFactory())
+                      ? gpuBackendForTests()(config, weights, pool, info.contextLength, expertsFactory(), gpuExperts)
                       : runtime::createGpuBackend(config, weights, pool, info.contextLength, expertsFactory(), gpuExperts, reason);
         } catch (const Error& e) {
             if (device == Device::Gpu) throw;

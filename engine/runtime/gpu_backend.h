@@ -52,6 +52,9 @@ struct GpuExpertsRequest {
     ExpertUsage usage;
     // Where the runners count the choices they see (the layers handed to the CPU), or null.
     UsageCounter* counter = nullptr;
+    // Runners (sessions) that exist at once, each with its KV cache and buffers: reserved before the
+    // experts' automatic budget (EngineOptions::gpuSessions).
+    int sessions = 1;
 };
 
 // nullptr, with `reason` set, when there is no usable GPU. Throws tandem::Error when there is one but
@@ -62,9 +65,11 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
 
 // Tests: while set, engines loaded from then on take their GPU backend from `factory` instead of
 // createGpuBackend, so the runtime's side of a GPU (choosing it, a failure in the middle of a
-// conversation) is tested on machines without one. An empty function restores createGpuBackend.
+// conversation) is tested on machines without one; it is given what createGpuBackend would be (the
+// capacity, and the request: budget, sessions). An empty function restores createGpuBackend.
 using GpuBackendFactory = std::function<std::unique_ptr<GpuBackend>(const model::ModelConfig&, const model::ModelWeights&,
-                                                                    cpu::ThreadPool&, int capacity, ExpertsFactory)>;
+                                                                    cpu::ThreadPool&, int capacity, ExpertsFactory,
+                                                                    const GpuExpertsRequest&)>;
 void setGpuBackendFactoryForTests(GpuBackendFactory factory);
 
 }  // namespace tandem::runtime

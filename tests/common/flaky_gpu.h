@@ -59,11 +59,17 @@ public:
     // The stand-in's runners fail on their failOn-th forward pass (1: the first); `stages`: the pipeline
     // the backend reports (GpuBackend::stages).
     explicit FlakyGpu(int failOn, std::vector<std::string> stages = {}) {
-        runtime::setGpuBackendFactoryForTests([failOn, stages](const model::ModelConfig& c, const model::ModelWeights& w,
-                                                               cpu::ThreadPool& p, int, runtime::ExpertsFactory e) {
+        runtime::setGpuBackendFactoryForTests([this, failOn, stages](const model::ModelConfig& c, const model::ModelWeights& w,
+                                                                     cpu::ThreadPool& p, int capacity, runtime::ExpertsFactory e,
+                                                                     const runtime::GpuExpertsRequest& request) {
+            lastCapacity = capacity;
+            lastSessions = request.sessions;
             return std::make_unique<FlakyBackend>(c, w, p, std::move(e), failOn, stages);
         });
     }
+    // What the last engine loaded asked of its GPU: positions a session holds, sessions at once.
+    mutable int lastCapacity = 0;
+    mutable int lastSessions = 0;
     ~FlakyGpu() { runtime::setGpuBackendFactoryForTests({}); }
     FlakyGpu(const FlakyGpu&) = delete;
     FlakyGpu& operator=(const FlakyGpu&) = delete;

@@ -103,6 +103,28 @@ private slots:
         QVERIFY(one->info().gpuStages.empty());
     }
 
+    // The sessions a server holds at once (EngineOptions::gpuSessions: serve's --batch and kept
+    // conversations) reach the GPU's plan, which reserves each one's KV cache at the session's context:
+    // one by default, never fewer than one.
+    void theGpuPlanIsToldHowManySessions() {
+        const FlakyGpu gpu(1000);
+        EngineOptions o;
+        o.threads = 2;
+        o.device = Device::Auto;
+        o.contextLength = 256;
+        const auto path = fixturePath("tiny-mixtral").toStdString();
+        auto one = Engine::load(path, o);
+        QCOMPARE(gpu.lastSessions, 1);
+        QCOMPARE(gpu.lastCapacity, 256);
+        o.gpuSessions = 4;
+        auto four = Engine::load(path, o);
+        QCOMPARE(gpu.lastSessions, 4);
+        QCOMPARE(four->info().device, std::string("Stand-in GPU"));
+        o.gpuSessions = 0;
+        auto atLeastOne = Engine::load(path, o);
+        QCOMPARE(gpu.lastSessions, 1);
+    }
+
     // Sessions decoded together (Session::decodeTogether) when the GPU fails in their step: all of them go
     // on on the CPU, and their tokens are the CPU path's.
     void sessionsDecodedTogetherFallBackTogether() {

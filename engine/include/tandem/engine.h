@@ -66,6 +66,10 @@ struct EngineOptions {
     // The dense weights, on both paths (an FP8 checkpoint's stay FP8 on the GPU).
     DensePrecision dense = DensePrecision::Checkpoint;
     KvCacheType kvCache = KvCacheType::Float32;
+    // Sessions that hold a GPU KV cache at once (tandem-cli serve --batch, its kept conversations): the GPU
+    // plan reserves each one's KV cache and buffers at contextLength before it gives the routed experts
+    // what is left. The CPU path ignores it.
+    int gpuSessions = 1;
 };
 
 struct SamplingOptions {

@@ -319,34 +319,39 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
     const auto deviceBytes = [&](int contextTokens, int chunkTokens, const cuda::GpuExpertLayout* layout = nullptr) {
         return cuda::GpuRunner::deviceBytes(config, eightBit, contextTokens, chunkTokens, layout);
     };
+    // Every session that may exist at once has its runner: its KV cache and buffers (serve --batch).
+    const std::uint64_t sessions = static_cast<std::uint64_t>(std::max(1, gpuExperts.sessions));
     // The prompt's chunk, before the experts' budget: larger chunks read the weights (and, streaming, copy
     // the CPU's experts) fewer times per token; each costs activation memory, which may take at most a
-    // sixteenth of what is free beside the weights and a 512-token session.
+    // sixteenth of what is free beside the weights and the sessions' 512-token buffers.
     int chunk = kPrefillChunk;
     if (tuning().gpuPrefillChunk > 0) {
         chunk = tuning().gpuPrefillChunk;
     } else {
         const std::uint64_t base = deviceBytes(capacity, kPrefillChunk);
-        const std::uint64_t used = weightBytes + base + kGpuHeadroomBytes;
+        const std::uint64_t used = weightBytes + base * sessions + kGpuHeadroomBytes;
         for (int c = kMaxPrefillChunk; c > kPrefillChunk && chunk == kPrefillChunk; c /= 2)
-            if (used < freeBytes && (deviceBytes(capacity, c) - base) * 16 <= freeBytes - used)
+            if (used < freeBytes && (deviceBytes(capacity, c) - base) * sessions * 16 <= freeBytes - used)
                 chunk = c;
     }
     // Several GPUs (TANDEM_GPU_DEVICES): the layers as a pipeline over them.
     if (tuning().gpuDevices.size() > 1)
         return severalGpus(config, weights, pool, capacity, std::move(experts), gpuExperts, chunk, deviceBytes(0, chunk), count);
-    const std::uint64_t sessionBytes = deviceBytes(capacity, chunk);
+    const std::uint64_t sessionBytes = deviceBytes(capacity, chunk) * sessions;
     if (weightBytes + sessionBytes + kGpuHeadroomBytes > freeBytes) {
         std::string message = "the model's GPU part needs " + tandem::formatBytes(weightBytes) + " for weights and " +
-                              tandem::formatBytes(sessionBytes) + " for a " + std::to_string(capacity) +
-                              "-token context, but the GPU has " + tandem::formatBytes(freeBytes) + " free.";
+                              tandem::formatBytes(sessionBytes) + " for " +
+                              (sessions > 1 ? std::to_string(sessions) + " sessions' " : std::string("a ")) +
+                              std::to_string(capacity) + "-token context" + (sessions > 1 ? "s" : "") +
+                              ", but the GPU has " + tandem::formatBytes(freeBytes) + " free.";
         if (weightBytes + kGpuHeadroomBytes < freeBytes) {
             const std::uint64_t perToken = deviceBytes(2, chunk) -
                                            deviceBytes(1, chunk);
             const std::uint64_t spare = freeBytes - weightBytes - kGpuHeadroomBytes -
                                         std::min(freeBytes - weightBytes - kGpuHeadroomBytes,
-                                                 deviceBytes(0, chunk));
-            message += " A context of up to " + std::to_string(perToken ? spare / perToken : 0) + " tokens would fit.";
+                                                 deviceBytes(0, chunk) * sessions);
+            message += " A context of up to " + std::to_string(perToken ? spare / (perToken * sessions) : 0) + " tokens" +
+                       (sessions > 1 ? " each" : "") + " would fit.";
         } else {
             message += " Run on the CPU only, or use a GPU with more memory.";
         }
@@ -358,7 +363,7 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
     bool stream = false;
     if (gpuExperts.layout && gpuExperts.layerBytes && gpuExperts.budgetBytes != 0 && config.numExperts > 0) {
         const cuda::GpuExpertLayout layout = cuda::gpuExpertLayout(*gpuExperts.layout);
-        const std::uint64_t withExperts = deviceBytes(capacity, chunk, &layout);
+        const std::uint64_t withExperts = deviceBytes(capacity, chunk, &layout) * sessions;
         const std::uint64_t used = weightBytes + withExperts + kGpuHeadroomBytes;
         const std::uint64_t budget = gpuExperts.budgetBytes > 0 ? static_cast<std::uint64_t>(gpuExperts.budgetBytes)
                                                                 : automaticExpertBudget(freeBytes, used);
