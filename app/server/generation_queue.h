@@ -1,12 +1,11 @@
 #pragma once
-// The server's one engine thread and the requests waiting for it. Up to `batch` generations run together:
-// a new one is admitted (one a turn, first come first served) and its prompt prefilled a chunk at a time
-// between decode steps, so that a long prompt does not stall the others' streams; once prefilled, every
-// running generation takes its next token in one decode step (Generation::decodeTogether: on the CPU
-// path each routed expert is read once for all the sequences that chose it). Each runs in a kept Session
-// whose cached prefix a client resending its conversation reuses; a session serves one generation at a
-// time. An HTTP thread submits a job and then takes its text as it comes; cancelling a job (its client
-// went away) ends its generation at its next token or chunk of prompt, or drops it before it starts.
+// The server's jobs and the queues they wait in. Up to `batch` generations run together
+// (GenerationScheduler, generation_scheduler.h): a new one is admitted (one a turn, first come first
+// served) and its prompt prefilled a chunk at a time between decode steps, so that a long prompt does not
+// stall the others' streams; once prefilled, every running generation takes its next token in one decode
+// step. Each runs in a kept Session whose cached prefix a client resending its conversation reuses. An
+// HTTP thread submits a job and then takes its text as it comes; cancelling a job (its client went away)
+// ends its generation at its next token or chunk of prompt, or drops it before it starts.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -109,6 +108,9 @@ void runGenerationJob(GenerationJob& job, const text::Tokenizer& tokenizer, cons
 // log (`batch`: the most sequences its decode steps ran together, said when more than one).
 void settleGenerationJob(GenerationJob& job, TextStream& stream, const GenerationStats& stats, int batch = 1);
 
+class GenerationScheduler;
+
+// tandem-cli serve's queue: an engine thread of its own runs a GenerationScheduler (generation_scheduler.h).
 class GenerationQueue : public JobQueue {
 public:
     // cachedConversations and batch: ServerOptions' (0: 4 on the CPU path, 1 on the GPU). prefillChunk:
@@ -129,8 +131,8 @@ public:
     // Ends the engine thread: the running generations are cancelled, waiting jobs end with an error.
     void stop() override;
 
-    int batch() const { return batch_; }
-    int prefillChunk() const { return prefillChunk_; }
+    int batch() const;
+    int prefillChunk() const;
     // 512 tokens where generations decode together (`batch` > 1): the running ones wait at most one chunk's
     // prefill for each token, and a chunk is still long enough that each routed expert it reads serves many
     // of its tokens. With one generation at a time there is nobody to interleave with, and the whole prompt
@@ -138,57 +140,14 @@ public:
     static int defaultPrefillChunk(int batch) { return batch > 1 ? 512 : 0; }
 
 private:
-    // A job whose generation runs (the engine thread's only).
-    struct Active {
-        std::shared_ptr<GenerationJob> job;
-        Session* session = nullptr;
-        std::unique_ptr<Generation> generation;
-        std::unique_ptr<TextStream> stream;
-        int largestBatch = 1;  // the most sequences its decode steps ran with
-    };
-
     void run();
-    // Gives a new job its session and generation; it joins the prefilling ones (unless it was cancelled).
-    void admit(std::shared_ptr<GenerationJob> job);
-    // Ends the prefilling jobs whose clients went away, then prefills one chunk of the next one in turn
-    // (round robin, so a short prompt admitted behind a long one is not held up by all of it). One whose
-    // prompt is all run takes its first token and joins the running ones unless it ended there.
-    void prefillNext();
-    // One decode step of every running generation, then each one's next token.
-    void step();
-    // Samples a running job's next token and hands on its text: whether it goes on.
-    bool advance(Active& a);
-    // The generation ended (or was cut short by stop()): the job's usage, its end, its session free again.
-    void end(Active& a);
-    // The generation failed: the job's error; its session's cache may be half written, so it is dropped.
-    void fail(Active& a, const std::string& error);
-    void release(const std::shared_ptr<GenerationJob>& job);
-    // The free kept conversation that shares the longest prefix with `prompt` (at least half of its cache),
-    // else a new one while fewer than conversations_ are kept or all are busy, else the least recently used
-    // free one. Marks it busy.
-    Session& pickSession(const std::vector<int>& prompt);
     int waitingLocked() const;
 
-    Engine& engine_;
-    const ModelText& text_;
-    int batch_;
-    int prefillChunk_;   // 0: whole prompts
-    int conversations_;  // sessions kept between jobs; more while more jobs run (one each)
-    struct Kept {
-        std::unique_ptr<Session> session;
-        std::uint64_t lastUsed = 0;
-        bool busy = false;  // a running job's
-    };
-    std::vector<Kept> sessions_;  // the engine thread's only
-    std::vector<Active> active_;  // the same: generations decoding
-    std::deque<Active> prefilling_;  // the same: generations whose prompt is being prefilled, next turn first
-    std::uint64_t uses_ = 0;
+    std::unique_ptr<GenerationScheduler> scheduler_;  // the engine thread's, but for its counters
     mutable std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<std::shared_ptr<GenerationJob>> waiting_;
-    std::vector<std::shared_ptr<GenerationJob>> running_;  // the jobs of active_ and prefilling_
-    DecodeSteps steps_;
-    PrefillChunks prefills_;
+    std::vector<std::shared_ptr<GenerationJob>> running_;  // the jobs the scheduler has
     bool stopping_ = false;
     std::thread thread_;
 };
