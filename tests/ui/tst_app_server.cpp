@@ -3,7 +3,8 @@
 // QNetworkAccessManager on 127.0.0.1: /health, /v1/models, chat completions whole and streamed, equal to
 // tandem-cli's greedy answer; the address in the status bar; turned off, the port closes. A request in
 // flight when the model is reloaded ends with a 503 error body and the server comes back on the new
-// load; the dialog refuses an address for other computers without a key; a port in use is shown.
+// load; the dialog refuses an address for other computers without a key; a port in use is shown. Several
+// requests at once decode together (the CPU path) and each equals its answer alone.
 #include <QApplication>
 #include <QEventLoop>
 #include <QJsonArray>
@@ -292,6 +293,72 @@ private slots:
         changeServerSettings(app->window(), [](SettingsDialog* dialog) { byName<QCheckBox>(dialog, "Serve the model")->click(); });
         QCOMPARE(app->server()->state(), ServerController::State::Off);
         QVERIFY(app->window()->serverStatusText().isEmpty());
+        QVERIFY(!portOpen(port));
+    }
+
+    // Several clients at once: on the CPU path the app's server decodes their requests together, in
+    // sessions of its own (GenerationScheduler), and each answer equals the same request sent alone; the
+    // chat goes on answering after them.
+    void concurrentRequestsDecodeTogether() {
+        QTemporaryDir dir;
+        auto app = std::make_unique<TandemApp>(pocketOptions(dir));
+        test::limitAnswers(*app);
+        app->start();
+        app->window()->show();
+        QVERIFY(test::waitForModel(*app));
+        QVERIFY(!app->model()->summary().onGpu);
+        const int port = freePort();
+        QVERIFY(port > 0);
+        changeServerSettings(app->window(), [&](SettingsDialog* dialog) {
+            byName<QCheckBox>(dialog, "Serve the model")->click();
+            byName<QSpinBox>(dialog, "Server port")->setValue(port);
+        });
+        QCOMPARE(app->server()->state(), ServerController::State::Serving);
+
+        QNetworkAccessManager http;
+        const QStringList questions = {kQuestion, QStringLiteral("What does ephemeral mean?"),
+                                       QStringLiteral("What does ubiquitous mean?"), QStringLiteral("What does candid mean?")};
+        const auto content = [](const Reply& r) {
+            return r.json()["choices"].toArray().at(0).toObject()["message"].toObject()["content"].toString();
+        };
+        QStringList alone;
+        for (const QString& q : questions) {
+            const Reply r = finish(http.post(request(port, "/v1/chat/completions"), chatBody(q, false, 48)));
+            QCOMPARE(r.status, 200);
+            alone << content(r);
+            QVERIFY(!alone.back().isEmpty());
+        }
+        const auto decode = [&] { return finish(http.get(request(port, "/health"))).json()["decode"].toObject(); };
+        QCOMPARE(decode()["batched_steps"].toInt(), 0);  // one at a time so far
+
+        QList<QNetworkReply*> pending;
+        for (const QString& q : questions) pending << http.post(request(port, "/v1/chat/completions"), chatBody(q, false, 48));
+        for (int i = 0; i < questions.size(); ++i) {
+            const Reply r = finish(pending[i]);
+            QCOMPARE(r.status, 200);
+            QCOMPARE(content(r), alone[i]);
+        }
+        const QJsonObject together = decode();
+        qInfo("decode steps %d, batched %d, largest batch %d", together["steps"].toInt(), together["batched_steps"].toInt(),
+              together["largest_batch"].toInt());
+        QVERIFY(together["batched_steps"].toInt() > 0);
+        QVERIFY(together["largest_batch"].toInt() >= 2);
+
+        test::typeAndSend(*app, QStringLiteral("Hello"));
+        QVERIFY(test::waitForIdle(*app));
+        QVERIFY(app->messages()->rowCount() >= 2);
+
+        // Loaded again: the sessions the server kept on the old model go with it (before its engine), and
+        // the server answers from the new load the same way.
+        const quint64 firstSerial = app->model()->summary().serial;
+        app->model()->loadConfigured();
+        QVERIFY(test::waitForModel(*app));
+        QVERIFY(app->model()->summary().serial != firstSerial);
+        QCOMPARE(app->server()->state(), ServerController::State::Serving);
+        const Reply again = finish(http.post(request(port, "/v1/chat/completions"), chatBody(questions[1], false, 48)));
+        QCOMPARE(again.status, 200);
+        QCOMPARE(content(again), alone[1]);
+        app.reset();  // quits with the server on and sessions kept: it stops cleanly
         QVERIFY(!portOpen(port));
     }
 

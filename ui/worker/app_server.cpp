@@ -12,6 +12,7 @@
 
 #include "server/api_error.h"
 #include "server/generation_queue.h"
+#include "server/generation_scheduler.h"
 #include "server/model_text.h"
 #include "server/openai_server.h"
 #include "tandem/error.h"
@@ -42,18 +43,48 @@ QString bindProblem(const QString& host, int port) {
 
 #if TANDEM_APP_SERVER
 
-// The server's line of requests, run on the engine thread: each submit posts one task, which takes the
-// first request waiting. Tasks hold the queue (and, through it, the model's text) alive, so a task that
-// runs after the server stopped finds the queue closed and does nothing.
+// What the server keeps on a model between its requests (LoadedModel::serverState): a scheduler with its
+// kept sessions, made by the queue `owner` (a server started again makes its own).
+class AppServerState {
+public:
+    AppServerState(tandem::Engine& engine, std::shared_ptr<server::ModelText> text, const void* owner)
+        : owner(owner), text_(std::move(text)),
+          scheduler(engine, *text_, kConversations, kBatch, server::GenerationQueue::defaultPrefillChunk(kBatch)) {}
+
+    // Four generations decode together, as tandem-cli serve's default on the CPU path; two conversations'
+    // caches are kept between requests (serve keeps four): each KV cache grows in RAM with its context,
+    // beside the chat's own, and they are let go when the server stops.
+    static constexpr int kBatch = 4;
+    static constexpr int kConversations = 2;
+
+    const void* const owner;
+
+private:
+    const std::shared_ptr<server::ModelText> text_;  // the scheduler's, so declared before it
+
+public:
+    server::GenerationScheduler scheduler;
+};
+
+// The server's line of requests, run on the engine thread: each submit posts one task. On the CPU path
+// (the model gives its engine) a task runs the requests waiting then, and those that come while they run,
+// together through the model's AppServerState (sessions of the server's own: the chat's cache is left
+// alone), until none runs; at most kDrainAdmissions requests a task, so that the chat's next answer is
+// not held up for ever by a busy server. Otherwise (the GPU path, whose plan holds one session's KV cache)
+// a task takes the first request waiting and answers it through the chat's session. Tasks hold the queue
+// (and, through it, the model's text) alive, so a task that runs after the server stopped finds the queue
+// closed and does nothing.
 class AppServer::Queue : public server::JobQueue, public std::enable_shared_from_this<AppServer::Queue> {
 public:
     Queue(EngineWorker* worker, quint64 serial, std::shared_ptr<server::ModelText> text)
         : worker_(worker), serial_(serial), text_(std::move(text)) {}
 
+    static constexpr int kDrainAdmissions = 16;
+
     bool submit(std::shared_ptr<server::GenerationJob> job, int limit) override {
         const std::lock_guard lock(mutex_);
         if (closed_) throw server::ApiError(503, closedReason_, "", "model_unavailable");
-        if (waitingLocked() + (running_ ? 1 : 0) >= limit) return false;
+        if (waitingLocked() + static_cast<int>(running_.size()) >= limit) return false;
         waiting_.push_back(std::move(job));
         // Posted under the lock: once close() has run, nothing more reaches the worker.
         worker_->post([self = shared_from_this()](LoadedModel* model, quint64 serial) { self->runNext(model, serial); });
@@ -65,11 +96,24 @@ public:
     }
     bool running() const override {
         const std::lock_guard lock(mutex_);
-        return running_ != nullptr;
+        return !running_.empty();
+    }
+    int runningCount() const override {
+        const std::lock_guard lock(mutex_);
+        return static_cast<int>(running_.size());
+    }
+    DecodeSteps decodeSteps() const override {
+        const std::lock_guard lock(mutex_);
+        return steps_;
+    }
+    PrefillChunks prefillChunks() const override {
+        const std::lock_guard lock(mutex_);
+        return prefills_;
     }
     void stop() override { close("the server is stopping"); }
 
-    // Ends the line: waiting requests end now with `reason`, the running one at its next token.
+    // Ends the line: waiting requests end now with `reason`, the running ones at their next token; the
+    // sessions it kept on the model are let go.
     void close(const std::string& reason) {
         const std::lock_guard lock(mutex_);
         if (closed_) return;
@@ -80,7 +124,11 @@ public:
             job->finish();
         }
         waiting_.clear();
-        if (running_) running_->cancel();
+        for (const auto& job : running_) job->cancel();
+        worker_->post([owner = static_cast<const void*>(this), serial = serial_](LoadedModel* model, quint64 loaded) {
+            if (model && loaded == serial && model->serverState() && model->serverState()->owner == owner)
+                model->setServerState(nullptr);
+        });
     }
 
 private:
@@ -98,17 +146,67 @@ private:
 
     // On the engine thread, between (or instead of) the chat's answers.
     void runNext(LoadedModel* model, quint64 serial) {
+        tandem::Engine* engine = model && serial == serial_ && model->info().device == "CPU" ? model->engine() : nullptr;
+        if (engine)
+            runTogether(*model, *engine);
+        else
+            runOne(model, serial);
+    }
+
+    void runTogether(LoadedModel& model, tandem::Engine& engine) {
+        std::shared_ptr<AppServerState> state = model.serverState();
+        if (!state || state->owner != this) {
+            state = std::make_shared<AppServerState>(engine, text_, this);
+            model.setServerState(state);
+        }
+        server::GenerationScheduler& scheduler = state->scheduler;
+        // The queue may go before the state does: its hook is the drain's only.
+        struct Unhook {
+            server::GenerationScheduler& s;
+            ~Unhook() { s.onEnd = nullptr; }
+        } unhook{scheduler};
+        scheduler.onEnd = [this](server::GenerationJob& job) {
+            const std::lock_guard lock(mutex_);
+            std::erase_if(running_, [&](const auto& j) { return j.get() == &job; });
+            // Cut short because the model is going: an error, not an answer that merely ended early.
+            if (closed_ && job.error.empty()) fail(job, closedReason_);
+        };
+        int admitted = 0;
+        while (true) {
+            std::shared_ptr<server::GenerationJob> job;
+            {
+                const std::lock_guard lock(mutex_);
+                if (!waiting_.empty() && scheduler.canAdmit() && admitted < kDrainAdmissions) {
+                    job = std::move(waiting_.front());
+                    waiting_.pop_front();
+                    running_.push_back(job);
+                    ++admitted;
+                }
+            }
+            if (job) scheduler.admit(std::move(job));
+            if (!scheduler.busy()) {
+                if (job) continue;  // it ended at once (cancelled): look for another
+                break;
+            }
+            scheduler.turn();
+            const std::lock_guard lock(mutex_);
+            steps_ = scheduler.decodeSteps();
+            prefills_ = scheduler.prefillChunks();
+        }
+    }
+
+    void runOne(LoadedModel* model, quint64 serial) {
         std::shared_ptr<server::GenerationJob> job;
         {
             const std::lock_guard lock(mutex_);
-            if (waiting_.empty()) return;  // closed meanwhile: its jobs have ended
+            if (waiting_.empty()) return;  // closed meanwhile, or taken by a task before this one
             job = std::move(waiting_.front());
             waiting_.pop_front();
             if (job->cancelled()) {  // its client went away while it waited
                 job->finish();
                 return;
             }
-            running_ = job;
+            running_.push_back(job);
         }
         try {
             if (!model || serial != serial_) {
@@ -125,7 +223,7 @@ private:
         }
         {
             const std::lock_guard lock(mutex_);
-            running_.reset();
+            running_.clear();
             // Cut short because the model is going: an error, not an answer that merely ended early.
             if (closed_ && job->error.empty()) fail(*job, closedReason_);
         }
@@ -137,7 +235,9 @@ private:
     const std::shared_ptr<server::ModelText> text_;
     mutable std::mutex mutex_;
     std::deque<std::shared_ptr<server::GenerationJob>> waiting_;
-    std::shared_ptr<server::GenerationJob> running_;
+    std::vector<std::shared_ptr<server::GenerationJob>> running_;
+    DecodeSteps steps_;
+    PrefillChunks prefills_;
     bool closed_ = false;
     std::string closedReason_;
 };
@@ -182,7 +282,7 @@ QString AppServer::start(const ModelSummary& model, const ServerAddress& address
     options.port = address.port;
     options.apiKey = address.apiKey.toStdString();
     options.modelName = model.name.toStdString();
-    // Fewer connection threads than tandem-cli serve's: the app's one model answers one at a time anyway.
+    // Fewer than tandem-cli serve's: the app's server decodes at most four requests together.
     options.maxRequests = 16;
     auto queue = std::make_shared<Queue>(worker_, model.serial, text);
     auto httpServer = std::make_unique<server::OpenAiServer>(info, *text, options, queue);

@@ -41,11 +41,15 @@ public:
         }
         return t;
     }
+    tandem::Engine* engine() override { return engine_.get(); }
+    std::shared_ptr<AppServerState> serverState() const override { return serverState_; }
+    void setServerState(std::shared_ptr<AppServerState> state) override { serverState_ = std::move(state); }
 
 private:
     mutable tandem::DecodeProfile recent_;
     std::unique_ptr<tandem::Engine> engine_;
     std::unique_ptr<tandem::Session> session_;
+    std::shared_ptr<AppServerState> serverState_;  // declared last: its sessions go before the engine
 };
 
 }  // namespace

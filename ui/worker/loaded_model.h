@@ -13,6 +13,8 @@
 
 namespace tandem::ui {
 
+class AppServerState;  // app_server.cpp: what the app's server keeps on a model between requests
+
 // Hardware figures the engine reports about its recent work; empty until the engine measures them.
 struct EngineTelemetry {
     std::optional<double> expertPoolBusy;  // 0..1 over the last decode steps
@@ -30,6 +32,13 @@ public:
     virtual void setDeferredExperts(int count) = 0;
     virtual int deferredExperts() const = 0;
     virtual EngineTelemetry telemetry() const = 0;
+    // The engine under the chat's session, on which the app's server opens sessions of its own (null: the
+    // server answers through generate(), one request at a time).
+    virtual tandem::Engine* engine() { return nullptr; }
+    // What the app's server keeps on this model between its requests (its kept sessions): held here, and
+    // only here, so that it goes before the engine its sessions belong to.
+    virtual std::shared_ptr<AppServerState> serverState() const { return nullptr; }
+    virtual void setServerState(std::shared_ptr<AppServerState> state) { (void)state; }
 };
 
 // Loads a model; throws tandem::Error (or std::exception) with a message for the user.
