@@ -38,14 +38,6 @@ __device__ __forceinline__ std::uint32_t bf16Pair(float a, float b) {
 
 __device__ __forceinline__ std::uint32_t lds32(const __nv_bfloat16* p) { return *reinterpret_cast<const std::uint32_t*>(p); }
 
-// v as bf16 at hi[0], and what rounding lost at lo[0] when Split.
-template <bool Split>
-__device__ __forceinline__ void put(float v, __nv_bfloat16* hi, __nv_bfloat16* lo) {
-    const __nv_bfloat16 h = __float2bfloat16(v);
-    *hi = h;
-    if constexpr (Split) *lo = __float2bfloat16(v - __bfloat162float(h));
-}
-
 // Four consecutive values of a row, one 8-byte store a plane (hi and lo 8-byte aligned).
 template <bool Split>
 __device__ __forceinline__ void put4(float4 v, __nv_bfloat16* hi, __nv_bfloat16* lo) {
