@@ -54,6 +54,7 @@ void GenerationScheduler::admit(std::shared_ptr<GenerationJob> job) {
     a.job = std::move(job);
     try {
         a.session = &pickSession(a.job->prompt);
+        if (deferral_ >= 0) a.session->setDeferral(deferral_);
         a.stream = std::make_unique<TextStream>(text_.tokenizer(), a.job->startsInReasoning, a.job->separateReasoning,
                                                 a.job->stops, a.job->toolCalls);
         // Only the part after the session's cached prefix is left to prefill.

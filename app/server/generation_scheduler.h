@@ -30,6 +30,9 @@ public:
     // owner's bookkeeping, and the last chance to set the job's error.
     std::function<void(GenerationJob&)> onEnd;
 
+    // The Expert Deferral of the sessions' generations from the next admitted job on (Session::setDeferral;
+    // the desktop app's slider).
+    void setDeferral(int experts) { deferral_ = experts; }
     // Whether another job may join (fewer than `batch` are prefilling or decoding).
     bool canAdmit() const { return active_.size() + prefilling_.size() < static_cast<std::size_t>(batch_); }
     // Gives a job its session and generation; it joins the prefilling ones (a cancelled one ends here).
@@ -86,6 +89,7 @@ private:
     std::vector<Active> active_;       // generations decoding
     std::deque<Active> prefilling_;    // generations whose prompt is being prefilled, next turn first
     std::uint64_t uses_ = 0;
+    int deferral_ = -1;  // < 0: the sessions' own
     mutable std::mutex statsMutex_;
     JobQueue::DecodeSteps steps_;
     JobQueue::PrefillChunks prefills_;

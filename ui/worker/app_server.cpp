@@ -160,6 +160,7 @@ private:
             model.setServerState(state);
         }
         server::GenerationScheduler& scheduler = state->scheduler;
+        scheduler.setDeferral(model.deferredExperts());  // the slider's, as the chat's answers have
         // The queue may go before the state does: its hook is the drain's only.
         struct Unhook {
             server::GenerationScheduler& s;
