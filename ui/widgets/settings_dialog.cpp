@@ -302,7 +302,8 @@ QWidget* SettingsDialog::serverTab() {
     serverEnabled_->setAccessibleName(tr("Serve the model"));
     form->addRow(serverEnabled_);
     form->addRow(hint(tr("Other programs (editors, agents, scripts using an OpenAI client) use the model you have "
-                         "loaded, with no second copy in memory; their requests take turns with your chats."),
+                         "loaded, with no second copy in memory; their requests take turns with your chats, and "
+                         "on the CPU up to four of them are answered together."),
                       page));
 
     serverHost_ = new QLineEdit(page);
