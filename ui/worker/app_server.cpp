@@ -6,6 +6,7 @@
 #include <chrono>
 
 #if TANDEM_APP_SERVER
+#include <atomic>
 #include <csignal>
 #include <deque>
 #include <mutex>
@@ -44,10 +45,10 @@ QString bindProblem(const QString& host, int port) {
 #if TANDEM_APP_SERVER
 
 // What the server keeps on a model between its requests (LoadedModel::serverState): a scheduler with its
-// kept sessions, made by the queue `owner` (a server started again makes its own).
+// kept sessions, made by the queue numbered `owner` (a server started again makes its own).
 class AppServerState {
 public:
-    AppServerState(tandem::Engine& engine, std::shared_ptr<server::ModelText> text, const void* owner)
+    AppServerState(tandem::Engine& engine, std::shared_ptr<server::ModelText> text, quint64 owner)
         : owner(owner), text_(std::move(text)),
           scheduler(engine, *text_, kConversations, kBatch, server::GenerationQueue::defaultPrefillChunk(kBatch)) {}
 
@@ -57,7 +58,7 @@ public:
     static constexpr int kBatch = 4;
     static constexpr int kConversations = 2;
 
-    const void* const owner;
+    const quint64 owner;
 
 private:
     const std::shared_ptr<server::ModelText> text_;  // the scheduler's, so declared before it
@@ -125,13 +126,18 @@ public:
         }
         waiting_.clear();
         for (const auto& job : running_) job->cancel();
-        worker_->post([owner = static_cast<const void*>(this), serial = serial_](LoadedModel* model, quint64 loaded) {
+        worker_->post([owner = id_, serial = serial_](LoadedModel* model, quint64 loaded) {
             if (model && loaded == serial && model->serverState() && model->serverState()->owner == owner)
                 model->setServerState(nullptr);
         });
     }
 
 private:
+    static quint64 nextId() {
+        static std::atomic<quint64> last{0};
+        return ++last;
+    }
+
     static void fail(server::GenerationJob& job, const std::string& reason) {
         job.error = reason;
         job.errorStatus = 503;
@@ -155,8 +161,8 @@ private:
 
     void runTogether(LoadedModel& model, tandem::Engine& engine) {
         std::shared_ptr<AppServerState> state = model.serverState();
-        if (!state || state->owner != this) {
-            state = std::make_shared<AppServerState>(engine, text_, this);
+        if (!state || state->owner != id_) {
+            state = std::make_shared<AppServerState>(engine, text_, id_);
             model.setServerState(state);
         }
         server::GenerationScheduler& scheduler = state->scheduler;
@@ -233,6 +239,7 @@ private:
 
     EngineWorker* worker_;
     const quint64 serial_;
+    const quint64 id_ = nextId();  // names the AppServerState it makes
     const std::shared_ptr<server::ModelText> text_;
     mutable std::mutex mutex_;
     std::deque<std::shared_ptr<server::GenerationJob>> waiting_;
