@@ -49,8 +49,8 @@ QString bindProblem(const QString& host, int port) {
 class AppServerState {
 public:
     AppServerState(tandem::Engine& engine, std::shared_ptr<server::ModelText> text, quint64 owner)
-        : owner(owner), text_(std::move(text)),
-          scheduler(engine, *text_, kConversations, kBatch, server::GenerationQueue::defaultPrefillChunk(kBatch)) {}
+        : owner(owner), text(std::move(text)),
+          scheduler(engine, *this->text, kConversations, kBatch, server::GenerationQueue::defaultPrefillChunk(kBatch)) {}
 
     // Four generations decode together, as tandem-cli serve's default on the CPU path; two conversations'
     // caches are kept between requests (serve keeps four): each KV cache grows in RAM with its context,
@@ -59,11 +59,7 @@ public:
     static constexpr int kConversations = 2;
 
     const quint64 owner;
-
-private:
-    const std::shared_ptr<server::ModelText> text_;  // the scheduler's, so declared before it
-
-public:
+    const std::shared_ptr<server::ModelText> text;  // the scheduler's, so declared before it
     server::GenerationScheduler scheduler;
 };
 
