@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
-# One-off device call (eleventh session, fifth call): decode at depth on qwen3-30b-a3b-128k again (the GQA
-# decode kernels are unchanged this session; a second sample of the machine's noise): prompts 512, 16384,
-# 65536, then 512 and 16384 again in one process. Build first with device-gpu-check.sh (CHECKS=0 BENCH=0).
+# One-off device call (twelfth session, first call): after `PEER=1 PEER_ONLY=none CHECKS=0 BENCH=0
+# scripts/device-gpu-check.sh` (the build; llama.cpp's build started in the background, the GGUF and its
+# store made): serve --batch 4 on the GPU (the sessions' reservation) against each request alone, the
+# fixtures on the GPU, then wait for llama-bench until DEADLINE (epoch seconds).
 set -u
 out=${OUT:-/tmp/tandem-out}
 cli=/tmp/tandem-build/app/tandem-cli
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu
-timeout 200 "$cli" bench --synthetic qwen3-30b-a3b-128k --experts int4 --prompt 512,16384,65536,512,16384 --gen 32 --device gpu \
-  --gpu-memory 1G >"$out/bench-qwen3.txt" 2>&1; echo "rc $?"
-grep "^|" "$out/bench-qwen3.txt" | sed 's/.*prompts[^|]*|//' | tail -11
-grep -E "^  (ceiling|step)" "$out/bench-qwen3.txt" | cut -c1-170
+echo "== serve --batch 4 on the GPU"
+timeout 150 python3 scripts/check_batched_decode.py --cli "$cli" --model resources/models/pocket-dictionary --device gpu 2>&1 |
+  tee "$out/batched-decode.txt" | tail -6
+echo "== serve --batch 4 on the GPU, --gpu-memory 0"
+timeout 150 python3 scripts/check_batched_decode.py --cli "$cli" --model resources/models/pocket-dictionary --device gpu \
+  --gpu-memory 0 2>&1 | tee "$out/batched-decode-0.txt" | tail -3
+echo "== check_golden --device gpu"
+timeout 200 python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device gpu 2>&1 | tee "$out/golden.txt" |
+  grep -E "runs checked|FAIL|UNEXPL"
+lb=/tmp/lcpp/build/bin/llama-bench
+while [[ ! -x $lb && $(date +%s) -lt ${DEADLINE:-0} ]]; do sleep 5; done
+echo "llama-bench: $([[ -x $lb ]] && echo built || echo "not yet: $(tail -c 200 /tmp/peer/lcpp-build.log | tr '\n' ' ')")"
+ls /tmp/peer
