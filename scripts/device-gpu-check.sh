@@ -214,6 +214,11 @@ if [[ ${REALWIDTH:-0} == 1 ]]; then
   echo "real-width checks: $(( $(date +%s) - t0 )) s"
 fi
 
+# A fixture's routed experts: $2 layers' worth of bf16 experts (3 matrices of hidden x intermediate each).
+layer_bytes() { python3 -c "import json; c = json.load(open('$1/config.json')); h = c['hidden_size']; \
+i = c.get('moe_intermediate_size') or c['intermediate_size']; \
+e = c.get('num_experts') or c.get('n_routed_experts') or c.get('num_local_experts'); print(int($2 * e * 6 * h * i))"; }
+
 if [[ ${PLACEMENT:-0} == 1 ]]; then
   for experts in ${PLACEMENT_TYPES:-auto int8 int4}; do
     [[ $experts == none ]] && continue
@@ -238,9 +243,6 @@ e = c.get('num_experts') or c.get('n_routed_experts') or c.get('num_local_expert
   # split (its first experts on the GPU, the rest on the CPU). Then streaming with the CPU computing half
   # of each streamed layer's experts while the rest are copied (TANDEM_GPU_STREAM_CPU=50; the 2.2-layer
   # budget above also splits a layer: 0.2 of a layer beside the two staging layers).
-  layer_bytes() { python3 -c "import json; c = json.load(open('$1/config.json')); h = c['hidden_size']; \
-i = c.get('moe_intermediate_size') or c['intermediate_size']; \
-e = c.get('num_experts') or c.get('n_routed_experts') or c.get('num_local_experts'); print(int($2 * e * 6 * h * i))"; }
   # stream-routed: every prompt streamed copying only the experts its tokens chose, alone and with the
   # CPU computing half of each layer's experts.
   for mode in split stream-cpu stream-routed stream-routed-cpu; do
@@ -324,9 +326,13 @@ if [[ ${GPTOSS:-0} == 1 ]]; then
 fi
 
 if [[ ${PIPELINE:-0} == 1 ]]; then
-  # Issue 29's pipeline by layer: every fixture with 2 stages and with 3 (every expert on the CPU) on this
-  # GPU (TANDEM_GPU_STAGES), greedy ids of the Pocket Dictionary with 1-3 stages (equal), and, on a machine
-  # with two GPUs or more, the same over GPUs 0 and 1 (TANDEM_GPU_DEVICES=0,1) with PIPELINE_SHAPE's bench.
+  # Issue 29's pipeline by layer: every fixture with 2 stages (each stage's routed experts on its GPU,
+  # automatic budgets) and with 3 (every expert on the CPU) on this GPU (TANDEM_GPU_STAGES), then with 2
+  # stages holding split layers (1.5 layers' experts shared by the stages, no streaming); greedy ids of the
+  # Pocket Dictionary with 1-3 stages (equal), experts on the CPU and on the GPU; and, on a machine with two
+  # GPUs or more, the same over GPUs 0 and 1 (TANDEM_GPU_DEVICES=0,1). Then bench of PIPELINE_SHAPE
+  # (default qwen3-30b-a3b-8l) at each of PIPELINE_MEMORY (default "0 auto 1.7G": none, every expert, and
+  # 2.5 layers a stage with two of them staging prompt streaming) with 1 and 2 stages (and two GPUs).
   variants=("TANDEM_GPU_STAGES=2" "TANDEM_GPU_STAGES=3")
   [[ $(nvidia-smi -L | wc -l) -ge 2 ]] && variants+=("TANDEM_GPU_DEVICES=0,1")
   for v in "${variants[@]}"; do
@@ -334,18 +340,33 @@ if [[ ${PIPELINE:-0} == 1 ]]; then
     env "$v" timeout 150 python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device gpu \
       $([[ $v == *STAGES=3 ]] && echo --gpu-memory 0) 2>&1 | tee -a "$out/pipeline-golden.txt" | grep -E "runs checked|FAIL|UNEXPL"
   done
+  for v in "TANDEM_GPU_STAGES=2" $([[ ${#variants[@]} -gt 2 ]] && echo "TANDEM_GPU_DEVICES=0,1"); do
+    echo "== check_golden, $v, split layers in each stage (1.5 layers' experts in all)"
+    for f in tests/fixtures/tiny-*; do
+      budget=$(layer_bytes "$f" 1.5)
+      env "$v" TANDEM_GPU_STREAM_MIN_TOKENS=0 "$cli" generate --model "$f" --ids "1 2 3" --new-tokens 1 --device gpu \
+        --gpu-memory "$budget" 2>&1 | grep -E "routed experts|pipeline stage" | sed "s|^|$(basename "$f"): |" | cut -c1-220 >>"$out/pipeline-split.txt"
+      env "$v" TANDEM_GPU_STREAM_MIN_TOKENS=0 timeout 60 python3 scripts/check_golden.py --cli "$cli" "$f" --device gpu \
+        --gpu-memory "$budget" 2>&1 | tee -a "$out/pipeline-golden.txt" | grep -E "runs checked|FAIL|UNEXPL" | sed "s|^|$(basename "$f"): |"
+    done
+    grep -c "pipeline stage.*single experts" "$out/pipeline-split.txt" | sed 's|^|stages holding split layers: |'
+  done
   ids="1 393 264 201 337 372 322 82 265 899 288 316 33 2 201 1 527 644 201"
-  for v in "TANDEM_GPU_STAGES=1" "${variants[@]}"; do
-    env "$v" timeout 60 "$cli" generate --model resources/models/pocket-dictionary --ids "$ids" --new-tokens 48 --temperature 0 \
-      --device gpu --gpu-memory 0 >"$out/pipeline-gen.txt" 2>>"$out/pipeline-gen.log"
-    echo "greedy ids, $v: $(md5sum <"$out/pipeline-gen.txt" | cut -c1-8)"
+  for gm in 0 auto; do
+    for v in "TANDEM_GPU_STAGES=1" "${variants[@]}"; do
+      env "$v" timeout 60 "$cli" generate --model resources/models/pocket-dictionary --ids "$ids" --new-tokens 48 --temperature 0 \
+        --device gpu --gpu-memory "$gm" >"$out/pipeline-gen.txt" 2>>"$out/pipeline-gen.log"
+      echo "greedy ids, $v, --gpu-memory $gm: $(md5sum <"$out/pipeline-gen.txt" | cut -c1-8)"
+    done
   done
   benches=("TANDEM_GPU_STAGES=1" "TANDEM_GPU_STAGES=2")
   [[ ${#variants[@]} -gt 2 ]] && benches+=("TANDEM_GPU_DEVICES=0,1")
-  for v in "${benches[@]}"; do
-    echo "== bench ${PIPELINE_SHAPE:-qwen3-30b-a3b-8l}, $v"
-    env "$v" timeout 120 "$cli" bench --synthetic "${PIPELINE_SHAPE:-qwen3-30b-a3b-8l}" --experts int4 --prompt 512 --gen 64 \
-      --device gpu --gpu-memory 0 2>&1 | tee -a "$out/pipeline-bench.txt" | grep -E "^  (prefill|decode|step)|pipeline stage" | cut -c1-160
+  for gm in ${PIPELINE_MEMORY:-0 auto 1.7G}; do
+    for v in "${benches[@]}"; do
+      echo "== bench ${PIPELINE_SHAPE:-qwen3-30b-a3b-8l}, $v, --gpu-memory $gm"
+      env "$v" timeout 120 "$cli" bench --synthetic "${PIPELINE_SHAPE:-qwen3-30b-a3b-8l}" --experts int4 --prompt 512,2048 --gen 64 \
+        --device gpu --gpu-memory "$gm" 2>&1 | tee -a "$out/pipeline-bench.txt" | grep -E "^  (prefill|decode)|pipeline stage|^routed" | cut -c1-200
+    done
   done
 fi
 

@@ -1,22 +1,15 @@
 #!/usr/bin/env bash
-# One-off device call (twelfth session, first call): after `PEER=1 PEER_ONLY=none CHECKS=0 BENCH=0
-# scripts/device-gpu-check.sh` (the build; llama.cpp's build started in the background, the GGUF and its
-# store made): serve --batch 4 on the GPU (the sessions' reservation) against each request alone, the
-# fixtures on the GPU, then wait for llama-bench until DEADLINE (epoch seconds).
+# One-off device call (twelfth session): decode at depth with the depths alternating in one process, so the
+# machine's bandwidth drifting between runs shows in each pair: prompts 512 (a warm-up), then 512, 16384,
+# 65536, 512, 16384, 65536, 512 for qwen3-30b-a3b-128k and deepseek-v2-lite. Build first with
+# device-gpu-check.sh (CHECKS=0 BENCH=0).
 set -u
 out=${OUT:-/tmp/tandem-out}
 cli=/tmp/tandem-build/app/tandem-cli
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu
-echo "== serve --batch 4 on the GPU"
-timeout 150 python3 scripts/check_batched_decode.py --cli "$cli" --model resources/models/pocket-dictionary --device gpu 2>&1 |
-  tee "$out/batched-decode.txt" | tail -6
-echo "== serve --batch 4 on the GPU, --gpu-memory 0"
-timeout 150 python3 scripts/check_batched_decode.py --cli "$cli" --model resources/models/pocket-dictionary --device gpu \
-  --gpu-memory 0 2>&1 | tee "$out/batched-decode-0.txt" | tail -3
-echo "== check_golden --device gpu"
-timeout 200 python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device gpu 2>&1 | tee "$out/golden.txt" |
-  grep -E "runs checked|FAIL|UNEXPL"
-lb=/tmp/lcpp/build/bin/llama-bench
-while [[ ! -x $lb && $(date +%s) -lt ${DEADLINE:-0} ]]; do sleep 5; done
-echo "llama-bench: $([[ -x $lb ]] && echo built || echo "not yet: $(tail -c 200 /tmp/peer/lcpp-build.log | tr '\n' ' ')")"
-ls /tmp/peer
+for s in qwen3-30b-a3b-128k deepseek-v2-lite; do
+  timeout 280 "$cli" bench --synthetic "$s" --experts int4 --prompt 512,512,16384,65536,512,16384,65536,512 --gen 32 \
+    --device gpu --gpu-memory 1G --no-warmup >"$out/depth-$s.txt" 2>&1; echo "$s rc $?"
+  grep "^|" "$out/depth-$s.txt" | awk -F'|' '{print $8, $9}' | tail -17 | paste -sd' '
+  grep -E "^  step" "$out/depth-$s.txt" | cut -c1-150
+done

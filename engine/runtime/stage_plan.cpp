@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 
 #include "convert/layer_footprint.h"
+#include "core/expert_budget.h"
 #include "model/kv_cache.h"
 #include "tandem/byte_size.h"
 #include "tandem/error.h"
@@ -123,6 +125,58 @@ std::string describeStages(const std::vector<StagePlan>& stages, const std::vect
                 formatBytes(s.expertBudget) + " for experts";
     }
     return text;
+}
+
+std::vector<std::uint64_t> stageExpertBudgets(const std::vector<StagePlan>& stages, const std::vector<GpuMemory>& gpus,
+                                              std::int64_t requested, std::uint64_t scratchBytes) {
+    std::vector<std::uint64_t> room;  // what each stage has for experts beside the scratch
+    std::uint64_t total = 0;
+    for (const StagePlan& s : stages) {
+        room.push_back(s.expertBudget > scratchBytes ? s.expertBudget - scratchBytes : 0);
+        total += room.back();
+    }
+    std::vector<std::uint64_t> budgets(stages.size(), 0);
+    if (requested == 0) return budgets;
+    if (requested < 0) {
+        for (std::size_t i = 0; i < stages.size(); ++i) {
+            std::uint64_t memory = 0;
+            for (const GpuMemory& g : gpus)
+                if (g.device == stages[i].device) memory = g.bytes;
+            const std::uint64_t margin = std::min<std::uint64_t>(memory / 10, kExpertMarginBytes);
+            budgets[i] = room[i] > margin ? room[i] - margin : 0;
+        }
+        return budgets;
+    }
+    const auto wanted = static_cast<std::uint64_t>(requested);
+    if (wanted > total)
+        throw Error("the routed experts were given " + formatBytes(wanted) + " of GPU memory, but the " +
+                    std::to_string(stages.size()) + (stages.size() == 1 ? " GPU has only " : " GPUs have only ") +
+                    formatBytes(total) + " free besides the rest of the model and the context; give them less (--gpu-memory)");
+    for (std::size_t i = 0; i < stages.size(); ++i)
+        budgets[i] = static_cast<std::uint64_t>(static_cast<long double>(wanted) * static_cast<long double>(room[i]) /
+                                                static_cast<long double>(total));
+    return budgets;
+}
+
+std::vector<StageExperts> planStageExperts(const model::ModelConfig& config, const std::vector<StagePlan>& stages,
+                                           const std::vector<std::uint64_t>& budgets, std::uint64_t expertBytes,
+                                           const ExpertUsage& usage, bool streaming) {
+    if (budgets.size() != stages.size()) throw std::logic_error("planStageExperts: one budget a stage");
+    const std::uint64_t layerBytes = expertBytes * static_cast<std::uint64_t>(config.numExperts);
+    std::vector<StageExperts> plan;
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+        int moeLayers = 0;
+        for (int l = stages[i].firstLayer; l < stages[i].endLayer; ++l) moeLayers += config.isMoeLayer(l) ? 1 : 0;
+        const ExpertBudget split = splitExpertBudget(budgets[i], layerBytes, moeLayers, streaming && moeLayers > 0);
+        PlacementRequest request;
+        request.expertBytes = expertBytes;
+        request.budgetBytes = split.layersBytes;
+        request.usage = usage;
+        request.firstLayer = stages[i].firstLayer;
+        request.endLayer = stages[i].endLayer;
+        plan.push_back({planPlacement(config, request), split.stagingBytes > 0});
+    }
+    return plan;
 }
 
 std::vector<LayerCost> layerCosts(const model::ModelConfig& config, int contextTokens) {

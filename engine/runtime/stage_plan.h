@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "runtime/placement.h"
 
 namespace tandem::runtime {
 
@@ -54,6 +55,29 @@ std::vector<StagePlan> planStages(const std::vector<LayerCost>& layers, std::uin
 // "GPU 0 (NVIDIA H200): layers 0-23, 9.10 GB dense + KV, 30.20 GB for experts", one such line per stage
 // (joined by '\n', no trailing newline); the name from `gpus` by device ("GPU 0: ..." without one).
 std::string describeStages(const std::vector<StagePlan>& stages, const std::vector<GpuMemory>& gpus);
+
+// Each stage's budget for routed experts of its own layers: its plan's expertBudget less `scratchBytes`
+// (what the stage's runners need beside them to compute experts on the GPU), then
+//   requested < 0 (automatic): less a margin of a tenth of its GPU's memory (`gpus`, by device), at most
+//                              kExpertMarginBytes, as automaticExpertBudget leaves on one GPU;
+//   requested == 0:            nothing (every routed expert on the CPU);
+//   requested > 0:             that many bytes in all, shared in proportion to what each stage has room for.
+// Throws tandem::Error when `requested` is more than the stages have room for together (naming both).
+std::vector<std::uint64_t> stageExpertBudgets(const std::vector<StagePlan>& stages, const std::vector<GpuMemory>& gpus,
+                                              std::int64_t requested, std::uint64_t scratchBytes);
+
+// A stage's routed experts: its placement, planned within its own layers and budget (whole MoE layers
+// from the stage's last backwards, then single experts; planPlacement), and whether it keeps two layers of
+// its budget as prefill streaming's staging (splitExpertBudget over the stage's MoE layers, when
+// `streaming` and not every one of its layers fits).
+struct StageExperts {
+    ExpertPlacement placement;
+    bool streams = false;
+};
+// One per stage, budgets[i] for stages[i]; expertBytes is one routed expert as the GPU holds it.
+std::vector<StageExperts> planStageExperts(const model::ModelConfig& config, const std::vector<StagePlan>& stages,
+                                           const std::vector<std::uint64_t>& budgets, std::uint64_t expertBytes,
+                                           const ExpertUsage& usage, bool streaming);
 
 // Per-layer costs of a model from its config: dense bytes of each layer as the GPU holds them (bf16:
 // attention projections and biases, norms, a dense MLP or the router and shared experts) and the KV

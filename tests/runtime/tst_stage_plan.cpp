@@ -6,6 +6,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "core/expert_budget.h"
 #include "model/config.h"
 #include "runtime/placement.h"
 #include "runtime/stage_plan.h"
@@ -366,6 +367,83 @@ private slots:
         const auto merged = runtime::mergePlacements(deepseek_, parts);
         QCOMPARE(merged.gpuExperts, parts[0].gpuExperts + parts[1].gpuExperts);
         QVERIFY(merged.gpuExperts > 0);
+    }
+
+    // Each stage's budget for experts: automatic (its room less the scratch and a margin), none, or a total
+    // shared in proportion to the stages' room; more than the room throws.
+    void stageBudgets() {
+        StagePlan a;
+        a.device = 0;
+        a.endLayer = 2;
+        a.expertBudget = 10 * GB;
+        StagePlan b;
+        b.device = 1;
+        b.firstLayer = 2;
+        b.endLayer = 3;
+        b.expertBudget = 5 * GB;
+        const std::vector<StagePlan> stages{a, b};
+        const std::vector<GpuMemory> gpus{{0, 40 * GB, "A"}, {1, 12 * GB, "B"}};
+        // Margins: a tenth of each GPU, at most 2 GiB.
+        const auto automatic = runtime::stageExpertBudgets(stages, gpus, -1, 1 * GB);
+        QCOMPARE(automatic.size(), std::size_t{2});
+        QCOMPARE(automatic[0], 9 * GB - kExpertMarginBytes);
+        QCOMPARE(automatic[1], 4 * GB - 12 * GB / 10);
+        QCOMPARE(runtime::stageExpertBudgets(stages, gpus, 0, 1 * GB), (std::vector<std::uint64_t>{0, 0}));
+        // 6.5 GB over rooms of 9 and 4 GB: 4.5 and 2 GB.
+        const auto shared = runtime::stageExpertBudgets(stages, gpus, static_cast<std::int64_t>(6.5 * GB), 1 * GB);
+        QCOMPARE(shared[0], 4'500'000'000ull);
+        QCOMPARE(shared[1], 2'000'000'000ull);
+        // All the room is allowed; a byte more is not, and the message names both sizes.
+        QCOMPARE(runtime::stageExpertBudgets(stages, gpus, static_cast<std::int64_t>(13 * GB), 1 * GB),
+                 (std::vector<std::uint64_t>{9 * GB, 4 * GB}));
+        try {
+            runtime::stageExpertBudgets(stages, gpus, static_cast<std::int64_t>(13 * GB) + 1, 1 * GB);
+            QFAIL("no error for more than the stages have room for");
+        } catch (const Error& e) {
+            const QString message = e.what();
+            QVERIFY2(message.contains("2 GPUs have only") && message.contains(QString::fromStdString(formatBytes(13 * GB))) &&
+                         message.contains("--gpu-memory"),
+                     e.what());
+        }
+        // A scratch larger than a stage's room leaves it nothing, automatic or shared.
+        QCOMPARE(runtime::stageExpertBudgets(stages, gpus, -1, 6 * GB)[1], std::uint64_t{0});
+        QCOMPARE(runtime::stageExpertBudgets(stages, gpus, static_cast<std::int64_t>(2 * GB), 6 * GB)[1], std::uint64_t{0});
+    }
+
+    // Each stage's experts are planned within its layers and budget; a stage whose layers do not all fit
+    // keeps two of them as staging for prompt streaming, when streaming is allowed.
+    void stageExpertsKeepToTheirStages() {
+        StagePlan a;
+        a.endLayer = 2;
+        StagePlan b;
+        b.device = 1;
+        b.firstLayer = 2;
+        b.endLayer = 3;
+        ExpertUsage usage = ExpertUsage::empty(qwen_);
+        usage.counts[0][7] = 50;
+        // Stage a: 1.5 layers' budget (less than 2 staging layers: no streaming), layer 1 whole and the 8
+        // most used of layer 0 (expert 7 among them). Stage b: its one layer fits whole.
+        const auto plan = runtime::planStageExperts(qwen_, {a, b}, {24 * kExpert, 40 * kExpert}, kExpert, usage, true);
+        QCOMPARE(plan.size(), std::size_t{2});
+        QVERIFY(plan[0].placement.wholeLayer(1) && plan[0].placement.splitLayer(0) && plan[0].placement.onGpu(0, 7));
+        QVERIFY(!plan[0].placement.wholeLayer(2) && !plan[0].placement.splitLayer(2));
+        QCOMPARE(plan[0].placement.gpuExperts, 24);
+        QVERIFY(!plan[0].streams);
+        QVERIFY(plan[1].placement.wholeLayer(2) && !plan[1].placement.wholeLayer(1) && !plan[1].placement.splitLayer(0));
+        QCOMPARE(plan[1].placement.gpuExperts, 16);
+        QVERIFY(!plan[1].streams);  // every one of its layers fits
+        QCOMPARE(runtime::mergePlacements(qwen_, {plan[0].placement, plan[1].placement}).gpuExperts, 40);
+
+        // One stage of all three layers with 2.5 layers' budget: two layers' staging, 8 experts placed.
+        StagePlan all;
+        all.endLayer = 3;
+        const auto streamed = runtime::planStageExperts(qwen_, {all}, {40 * kExpert}, kExpert, {}, true);
+        QVERIFY(streamed[0].streams);
+        QCOMPARE(streamed[0].placement.gpuExperts, 8);
+        const auto unstreamed = runtime::planStageExperts(qwen_, {all}, {40 * kExpert}, kExpert, {}, false);
+        QVERIFY(!unstreamed[0].streams);
+        QCOMPARE(unstreamed[0].placement.gpuExperts, 40);
+        QVERIFY_THROWS_EXCEPTION(std::logic_error, runtime::planStageExperts(qwen_, {a, b}, {kExpert}, kExpert, {}, true));
     }
 };
 

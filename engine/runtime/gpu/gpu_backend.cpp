@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
+#include <stdexcept>
 #include <string>
 
 #include "core/expert_budget.h"
@@ -94,39 +96,53 @@ private:
 
 class CudaBackend : public GpuBackend {
 public:
+    // `plan`: the routed experts of the one GPU (one entry), or of each stage of a pipeline (one a stage).
     CudaBackend(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ThreadPool& pool,
-                ExpertsFactory experts, std::string name, const GpuExpertsRequest& request, ExpertPlacement placement,
-                bool stream, int prefillChunk, std::string expertNote, std::vector<StagePlan> stages = {},
+                ExpertsFactory experts, std::string name, const GpuExpertsRequest& request, std::vector<StageExperts> plan,
+                int prefillChunk, std::string expertNote, std::vector<StagePlan> stages = {},
                 std::vector<std::string> stagesText = {}, bool stagesOnTheirGpus = false)
         : config_(config), experts_(std::move(experts)), rope_(config), name_(std::move(name)), prefillChunk_(prefillChunk),
           expertNote_(std::move(expertNote)),
           usage_(request.counter), stages_(std::move(stages)), stagesText_(std::move(stagesText)),
           stagesOnTheirGpus_(stagesOnTheirGpus),
           gpuWeights_(stages_.size() > 1 ? cuda::GpuWeights{} : cuda::uploadWeights(config, weights, rope_.inverseFrequencies(), pool)),
-          gpuExperts_(request.layout ? cuda::uploadExperts(config, *request.layout, request.layerBytes, std::move(placement))
-                                     : cuda::noGpuExperts(config)) {
-        // A pipeline: each stage's own part of the dense weights, as a GPU of its own would hold it.
+          gpuExperts_(stages_.size() <= 1 && request.layout
+                          ? cuda::uploadExperts(config, *request.layout, request.layerBytes, std::move(plan.front().placement))
+                          : cuda::noGpuExperts(config)) {
+        if (stages_.size() > 1 && plan.size() != stages_.size()) throw std::logic_error("CudaBackend: one expert plan a stage");
+        // A pipeline: each stage's own part of the dense weights and its own routed experts, on its GPU.
         if (stages_.size() > 1)
-            for (const StagePlan& s : stages_) {
+            for (std::size_t i = 0; i < stages_.size(); ++i) {
+                const StagePlan& s = stages_[i];
                 const cuda::DeviceScope onDevice(stageDevice(s));
                 stageWeights_.push_back(std::make_unique<cuda::GpuWeights>(cuda::uploadWeights(
                     config, weights, rope_.inverseFrequencies(), pool, {s.firstLayer, s.endLayer})));
+                stageExperts_.push_back(std::make_unique<cuda::GpuExperts>(
+                    request.layout ? cuda::uploadExperts(config, *request.layout, request.layerBytes, std::move(plan[i].placement))
+                                   : cuda::noGpuExperts(config)));
+                if (plan[i].streams && request.layout)
+                    cuda::enableStreaming(*stageExperts_.back(), config, *request.layout, request.layerBytes, s.firstLayer, s.endLayer);
             }
-        if (stream) cuda::enableStreaming(gpuExperts_, config, *request.layout, request.layerBytes);
-        if (gpuExperts_.streamLayerBytes > 0 && tuning().gpuStreamCpuPercent < 0) {
+        else if (plan.front().streams && request.layout)
+            cuda::enableStreaming(gpuExperts_, config, *request.layout, request.layerBytes);
+        for (std::size_t i = 0; i < std::max<std::size_t>(1, stageExperts_.size()); ++i) {
+            cuda::GpuExperts& g = stageExperts_.empty() ? gpuExperts_ : *stageExperts_[i];
+            if (g.streamLayerBytes == 0 || tuning().gpuStreamCpuPercent >= 0) continue;
             // The cost model of the CPU's share of streamed layers, at the chunk sizes prompts use.
+            const cuda::DeviceScope onDevice(stageExperts_.empty() ? -1 : stageDevice(stages_[i]));
             std::vector<int> sizes{std::max(1, tuning().gpuStreamMinTokens)};
             for (const int t : {kPrefillChunk, prefillChunk})
                 if (t > sizes.back()) sizes.push_back(t);
             const auto cpu = experts_();
-            cuda::measureStreamCost(gpuExperts_, config, *cpu, sizes);
+            cuda::measureStreamCost(g, config, *cpu, sizes);
         }
     }
 
     ~CudaBackend() override {
-        for (std::size_t s = 0; s < stageWeights_.size(); ++s) {  // each stage's weights freed on its GPU
+        for (std::size_t s = 0; s < stageWeights_.size(); ++s) {  // each stage's weights and experts freed on its GPU
             const cuda::DeviceScope onDevice(stageDevice(stages_[s]));
             stageWeights_[s].reset();
+            if (s < stageExperts_.size()) stageExperts_[s].reset();
         }
     }
 
@@ -136,7 +152,7 @@ public:
             std::vector<std::unique_ptr<cuda::GpuRunner>> parts;
             for (std::size_t s = 0; s < stages_.size(); ++s) {
                 const cuda::GpuStage stage{stages_[s].firstLayer, stages_[s].endLayer, stageDevice(stages_[s])};
-                parts.push_back(std::make_unique<cuda::GpuRunner>(config_, experts_(), *stageWeights_[s], gpuExperts_, rope_,
+                parts.push_back(std::make_unique<cuda::GpuRunner>(config_, experts_(), *stageWeights_[s], *stageExperts_[s], rope_,
                                                                   capacity, prefillChunk_, usage_, stage));
                 if (s > 0) parts.back()->receiveFrom(*parts[s - 1]);
             }
@@ -152,39 +168,62 @@ public:
     std::string deviceName() const override { return name_; }
     std::vector<std::string> stages() const override { return stagesText_; }
     std::string placement() const override {
-        std::string text = gpuExperts_.placement.describe(config_);
-        if (gpuExperts_.streamLayerBytes > 0) {
+        std::string text = mergedPlacement().describe(config_);
+        // Prompt streaming as the one GPU has it, or the first stage that streams (a pipeline's stages
+        // differ only by their GPU's link), else the first stage's note on why not.
+        const cuda::GpuExperts* shown = stageExperts_.empty() ? &gpuExperts_ : stageExperts_.front().get();
+        for (const auto& g : stageExperts_)
+            if (g->streamLayerBytes > 0) {
+                shown = g.get();
+                break;
+            }
+        if (shown->streamLayerBytes > 0) {
             text += "; prompts of " + std::to_string(tuning().gpuStreamMinTokens) +
                     "+ tokens stream the others through the GPU";
             const int share = tuning().gpuStreamCpuPercent;
             if (share >= 0)
                 text += ", the CPU computing " + std::to_string(share) + "% of their experts";
-            else if (gpuExperts_.streamCost.linkBytesPerSecond > 0)
+            else if (shown->streamCost.linkBytesPerSecond > 0)
                 text += ", the CPU computing a share of their experts where that is faster (" +
-                        gpuExperts_.streamCost.describe() + ")";
+                        shown->streamCost.describe() + ")";
         }
-        else if (!gpuExperts_.streamNote.empty())
-            text += "; " + gpuExperts_.streamNote;
+        else if (!shown->streamNote.empty())
+            text += "; " + shown->streamNote;
         if (!expertNote_.empty()) text += " (" + expertNote_ + ")";
         return text;
     }
     double expertLayersOnGpu() const override {
-        return config_.numExperts > 0 ? static_cast<double>(gpuExperts_.placement.gpuExperts) / config_.numExperts : 0.0;
+        return config_.numExperts > 0 ? static_cast<double>(mergedPlacement().gpuExperts) / config_.numExperts : 0.0;
     }
     std::string expertLayerMap(const model::ModelConfig& config) const override {
         std::string map = cpuExpertLayerMap(config);
         for (int l = 0; l < static_cast<int>(map.size()); ++l) {
-            if (gpuExperts_.wholeLayer(l))
+            const cuda::GpuExperts& g = expertsOf(l);
+            if (g.wholeLayer(l))
                 map[static_cast<std::size_t>(l)] = 'G';
-            else if (gpuExperts_.holdsSome(l))
+            else if (g.holdsSome(l))
                 map[static_cast<std::size_t>(l)] = 'P';
-            else if (gpuExperts_.streams(l))
+            else if (g.streams(l))
                 map[static_cast<std::size_t>(l)] = 'S';
         }
         return map;
     }
 
 private:
+    // The routed experts that layer `layer` has on the GPU: its stage's, or the one GPU's.
+    const cuda::GpuExperts& expertsOf(int layer) const {
+        for (std::size_t s = 0; s < stageExperts_.size(); ++s)
+            if (layer >= stages_[s].firstLayer && layer < stages_[s].endLayer) return *stageExperts_[s];
+        return gpuExperts_;
+    }
+    // The one GPU's placement, or the stages' together.
+    ExpertPlacement mergedPlacement() const {
+        if (stageExperts_.empty()) return gpuExperts_.placement;
+        std::vector<ExpertPlacement> parts;
+        for (const auto& g : stageExperts_) parts.push_back(g->placement);
+        return mergePlacements(config_, parts);
+    }
+
     const model::ModelConfig& config_;
     ExpertsFactory experts_;
     model::Rope rope_;
@@ -200,7 +239,8 @@ private:
     int stageDevice(const StagePlan& s) const { return stagesOnTheirGpus_ ? s.device : -1; }
     cuda::GpuWeights gpuWeights_;    // every layer's, with one stage
     std::vector<std::unique_ptr<cuda::GpuWeights>> stageWeights_;  // each stage's own, with several
-    cuda::GpuExperts gpuExperts_;
+    cuda::GpuExperts gpuExperts_;    // the one GPU's routed experts (none with several stages)
+    std::vector<std::unique_ptr<cuda::GpuExperts>> stageExperts_;  // each stage's own, on its GPU
     ExpertBatcher batcher_{experts_(), config_.hiddenSize};  // after experts_: its combined computations' experts
 };
 
@@ -223,13 +263,43 @@ std::vector<std::string> stageLines(const std::vector<StagePlan>& stages, const 
     return lines;
 }
 
-// The pipeline over the GPUs TANDEM_GPU_DEVICES names (issue 29): each GPU's free memory, less a runner's
-// activations (`runnerBytes`) and the headroom, is what planStages shares out; the stages run on their GPUs,
-// and consecutive ones reach each other's memory directly where the GPUs allow it (else CUDA copies through
-// the host). The routed experts stay on the CPU: each GPU's own share of them is not built yet.
+// A pipeline's stages over `gpus` (their usable bytes) and each stage's routed experts: the layers' dense
+// weights and every session's KV cache at `capacity` positions shared out by planStages, then each stage's
+// budget for experts of its own layers (stageExpertBudgets, less `scratchBytes` for its runners' expert
+// scratch) and its placement (planStageExperts); `text` is describeStages' line for each, with its experts.
+struct PipelinePlan {
+    std::vector<StagePlan> stages;
+    std::vector<StageExperts> experts;
+    std::vector<std::string> text;
+};
+PipelinePlan planPipeline(const model::ModelConfig& config, int capacity, int sessions, const std::vector<GpuMemory>& gpus,
+                          const GpuExpertsRequest& request, std::uint64_t scratchBytes) {
+    PipelinePlan plan;
+    const auto positions = static_cast<int>(std::min<std::int64_t>(std::numeric_limits<int>::max(),
+                                                                   std::int64_t{capacity} * std::max(1, sessions)));
+    plan.stages = planModelStages(config, positions, gpus);
+    if (request.layout && request.layerBytes && request.budgetBytes != 0 && config.numExperts > 0) {
+        const std::vector<std::uint64_t> budgets = stageExpertBudgets(plan.stages, gpus, request.budgetBytes, scratchBytes);
+        plan.experts = planStageExperts(config, plan.stages, budgets, cuda::gpuExpertBytes(*request.layout), request.usage,
+                                        tuning().gpuStreamMinTokens > 0);
+    } else {
+        plan.experts.assign(plan.stages.size(), StageExperts{planPlacement(config, {}), false});
+    }
+    plan.text = stageLines(plan.stages, gpus);
+    for (std::size_t i = 0; i < plan.text.size() && i < plan.experts.size(); ++i)
+        plan.text[i] += "; routed experts: " + plan.experts[i].placement.describe(config);
+    return plan;
+}
+
+// The pipeline over the GPUs TANDEM_GPU_DEVICES names (issue 29): each GPU's free memory, less its runners'
+// activations (`runnerBytes`, every session's) and the headroom, is what planPipeline shares out; the
+// stages run on their GPUs, each with the routed experts of its own layers that its memory holds, and
+// consecutive ones reach each other's memory directly where the GPUs allow it (else CUDA copies through
+// the host).
 std::unique_ptr<GpuBackend> severalGpus(const model::ModelConfig& config, const model::ModelWeights& weights,
                                         cpu::ThreadPool& pool, int capacity, ExpertsFactory experts,
-                                        const GpuExpertsRequest& request, int chunk, std::uint64_t runnerBytes, int count) {
+                                        const GpuExpertsRequest& request, int chunk, std::uint64_t runnerBytes,
+                                        std::uint64_t scratchBytes, int count) {
     std::vector<GpuMemory> gpus;
     std::string names;
     for (const int d : tuning().gpuDevices) {
@@ -249,7 +319,8 @@ std::unique_ptr<GpuBackend> severalGpus(const model::ModelConfig& config, const 
         gpus.push_back({d, free > reserved ? free - reserved : 0, prop.name});
         names += (names.empty() ? "" : " + ") + std::string(prop.name);
     }
-    std::vector<StagePlan> stages = planModelStages(config, capacity, gpus);
+    PipelinePlan plan = planPipeline(config, capacity, request.sessions, gpus, request, scratchBytes);
+    const std::vector<StagePlan>& stages = plan.stages;
     for (std::size_t i = 1; i < stages.size(); ++i) {
         int reachable = 0;
         TANDEM_CUDA_CHECK(cudaDeviceCanAccessPeer(&reachable, stages[i].device, stages[i - 1].device));
@@ -259,12 +330,8 @@ std::unique_ptr<GpuBackend> severalGpus(const model::ModelConfig& config, const 
         if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) TANDEM_CUDA_CHECK(e);
         cudaGetLastError();
     }
-    std::vector<std::string> text = stageLines(stages, gpus);
-    GpuExpertsRequest cpuExperts;
-    cpuExperts.counter = request.counter;
-    return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), names, cpuExperts, planPlacement(config, {}),
-                                         false, chunk, "several GPUs keep every routed expert on the CPU for now",
-                                         std::move(stages), std::move(text), true);
+    return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), names, request, std::move(plan.experts),
+                                         chunk, "", std::move(plan.stages), std::move(plan.text), true);
 }
 
 }  // namespace
@@ -334,9 +401,16 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
             if (used < freeBytes && (deviceBytes(capacity, c) - base) * sessions * 16 <= freeBytes - used)
                 chunk = c;
     }
+    // What computing routed experts on the GPU adds to a runner's buffers, every session's.
+    std::uint64_t scratch = 0;
+    if (gpuExperts.layout) {
+        const cuda::GpuExpertLayout layout = cuda::gpuExpertLayout(*gpuExperts.layout);
+        scratch = (deviceBytes(capacity, chunk, &layout) - deviceBytes(capacity, chunk)) * sessions;
+    }
     // Several GPUs (TANDEM_GPU_DEVICES): the layers as a pipeline over them.
     if (tuning().gpuDevices.size() > 1)
-        return severalGpus(config, weights, pool, capacity, std::move(experts), gpuExperts, chunk, deviceBytes(0, chunk), count);
+        return severalGpus(config, weights, pool, capacity, std::move(experts), gpuExperts, chunk, deviceBytes(0, chunk) * sessions,
+                           scratch, count);
     const std::uint64_t sessionBytes = deviceBytes(capacity, chunk) * sessions;
     if (weightBytes + sessionBytes + kGpuHeadroomBytes > freeBytes) {
         std::string message = "the model's GPU part needs " + tandem::formatBytes(weightBytes) + " for weights and " +
@@ -356,6 +430,22 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
             message += " Run on the CPU only, or use a GPU with more memory.";
         }
         throw Error(message);
+    }
+
+    // Issue 29's pipeline on this one GPU (TANDEM_GPU_STAGES=N): N logical GPUs, each an Nth of what is free
+    // beside the headroom, less its runners' activations; the layers split by the stage plan
+    // (runtime/stage_plan.h), each stage's weights and routed experts uploaded on their own, as on GPUs of
+    // their own.
+    if (const int n = std::min(tuning().gpuStages, config.numLayers); n > 1) {
+        const std::uint64_t share = (freeBytes - kGpuHeadroomBytes) / static_cast<std::uint64_t>(n);  // fits: checked above
+        const std::uint64_t runners = deviceBytes(0, chunk) * sessions;
+        std::vector<GpuMemory> logical;
+        for (int i = 0; i < n; ++i)
+            logical.push_back({i, share > runners ? share - runners : 0,
+                               std::string(prop.name) + ", stage " + std::to_string(i + 1) + " of " + std::to_string(n) + " on GPU 0"});
+        PipelinePlan plan = planPipeline(config, capacity, gpuExperts.sessions, logical, gpuExperts, scratch);
+        return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), prop.name, gpuExperts, std::move(plan.experts),
+                                             chunk, std::move(expertNote), std::move(plan.stages), std::move(plan.text));
     }
 
     // The routed experts' share (runtime/placement.h): whole MoE layers, from the last, within the budget.
@@ -381,21 +471,10 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
         request.usage = gpuExperts.usage;
         placement = planPlacement(config, request);
     }
-    // Issue 29's pipeline on this one GPU (TANDEM_GPU_STAGES=N): N logical GPUs of equal memory, the layers
-    // split by the stage plan (runtime/stage_plan.h), each stage's weights uploaded on their own.
-    std::vector<StagePlan> stages;
-    std::vector<std::string> stagesText;
-    if (const int n = std::min(tuning().gpuStages, config.numLayers); n > 1) {
-        std::vector<GpuMemory> logical;
-        for (int i = 0; i < n; ++i)
-            logical.push_back({i, freeBytes / static_cast<std::uint64_t>(n),
-                               std::string(prop.name) + ", stage " + std::to_string(i + 1) + " of " + std::to_string(n) + " on GPU 0"});
-        stages = planModelStages(config, capacity, logical);
-        stagesText = stageLines(stages, logical);
-    }
-    return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), prop.name, gpuExperts,
-                                         std::move(placement), stream, chunk, std::move(expertNote), std::move(stages),
-                                         std::move(stagesText));
+    std::vector<StageExperts> plan;
+    plan.push_back({std::move(placement), stream});
+    return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), prop.name, gpuExperts, std::move(plan), chunk,
+                                         std::move(expertNote));
 }
 
 }  // namespace tandem::runtime

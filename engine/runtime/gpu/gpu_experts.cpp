@@ -21,12 +21,16 @@ HostRegistration::~HostRegistration() {
 }
 
 void enableStreaming(GpuExperts& g, const model::ModelConfig& config, const io::ExpertLayout& layout,
-                     const std::function<const std::byte*(int layer)>& layerBytes) {
+                     const std::function<const std::byte*(int layer)>& layerBytes, int firstLayer, int endLayer) {
     const std::size_t layerSize = static_cast<std::size_t>(config.numExperts) * layout.expertBytes;
+    const int end = endLayer < 0 ? config.numLayers : endLayer;
+    const auto streamed = [&](const model::LayerPlan& layer) {
+        return layer.moe && !g.wholeLayer(layer.index) && layer.index >= firstLayer && layer.index < end;
+    };
     // Pinned pages cannot be swapped or dropped from the page cache: pin at most 3/4 of the machine's RAM.
     std::uint64_t cpuBytes = 0;
     for (const model::LayerPlan& layer : config.layers)
-        if (layer.moe && !g.wholeLayer(layer.index)) cpuBytes += layerSize;
+        if (streamed(layer)) cpuBytes += layerSize;
     const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
     const std::uint64_t ram = pages > 0 && pageSize > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(pageSize) : 0;
     if (ram == 0 || cpuBytes > ram / 4 * 3) {
@@ -37,7 +41,7 @@ void enableStreaming(GpuExperts& g, const model::ModelConfig& config, const io::
     std::vector<const std::uint8_t*> host(static_cast<std::size_t>(config.numLayers), nullptr);
     std::vector<HostRegistration> pinned;
     for (const model::LayerPlan& layer : config.layers) {
-        if (!layer.moe || g.wholeLayer(layer.index)) continue;
+        if (!streamed(layer)) continue;
         const auto* bytes = reinterpret_cast<const std::uint8_t*>(layerBytes(layer.index));
         // The layer's experts are their own allocation or mapping (a store's experts-LLL.bin, or memory
         // packed at load), so registering whole pages touches no other layer's.

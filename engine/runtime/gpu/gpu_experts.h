@@ -86,10 +86,12 @@ std::uint64_t gpuExpertBytes(const io::ExpertLayout& layout);
 GpuExperts uploadExperts(const model::ModelConfig& config, const io::ExpertLayout& layout,
                          const std::function<const std::byte*(int layer)>& layerBytes, runtime::ExpertPlacement placement);
 
-// Pins the layers the placement leaves on the CPU for prefill streaming (cudaHostRegister, read-only);
-// if the memory cannot be pinned, leaves streaming off and says why in streamNote.
+// Pins the layers the placement leaves on the CPU for prefill streaming (cudaHostRegister, read-only,
+// portable: every GPU may copy from them); only layers in [firstLayer, endLayer) (endLayer -1: to the
+// last), a pipeline stage's own. If the memory cannot be pinned, leaves streaming off and says why in
+// streamNote.
 void enableStreaming(GpuExperts& g, const model::ModelConfig& config, const io::ExpertLayout& layout,
-                     const std::function<const std::byte*(int layer)>& layerBytes);
+                     const std::function<const std::byte*(int layer)>& layerBytes, int firstLayer = 0, int endLayer = -1);
 
 // Measures g.streamCost (streaming enabled): the link copying a streamed layer from pinned memory to
 // the GPU, and `cpu` computing a whole streamed layer at each of `tokens` (random routing, after one
