@@ -128,7 +128,9 @@ std::string describeStages(const std::vector<StagePlan>& stages, const std::vect
 }
 
 std::vector<std::uint64_t> stageExpertBudgets(const std::vector<StagePlan>& stages, const std::vector<GpuMemory>& gpus,
-                                              std::int64_t requested, std::uint64_t scratchBytes) {
+                                              std::int64_t requested, std::uint64_t scratchBytes,
+                                              const std::vector<std::uint64_t>& needs) {
+    if (needs.size() != stages.size()) throw std::logic_error("stageExpertBudgets: one need a stage");
     std::vector<std::uint64_t> room;  // what each stage has for experts beside the scratch
     std::uint64_t total = 0;
     for (const StagePlan& s : stages) {
@@ -143,7 +145,7 @@ std::vector<std::uint64_t> stageExpertBudgets(const std::vector<StagePlan>& stag
             for (const GpuMemory& g : gpus)
                 if (g.device == stages[i].device) memory = g.bytes;
             const std::uint64_t margin = std::min<std::uint64_t>(memory / 10, kExpertMarginBytes);
-            budgets[i] = room[i] > margin ? room[i] - margin : 0;
+            budgets[i] = std::min(room[i] > margin ? room[i] - margin : 0, needs[i]);
         }
         return budgets;
     }
@@ -152,9 +154,26 @@ std::vector<std::uint64_t> stageExpertBudgets(const std::vector<StagePlan>& stag
         throw Error("the routed experts were given " + formatBytes(wanted) + " of GPU memory, but the " +
                     std::to_string(stages.size()) + (stages.size() == 1 ? " GPU has only " : " GPUs have only ") +
                     formatBytes(total) + " free besides the rest of the model and the context; give them less (--gpu-memory)");
-    for (std::size_t i = 0; i < stages.size(); ++i)
-        budgets[i] = static_cast<std::uint64_t>(static_cast<long double>(wanted) * static_cast<long double>(room[i]) /
-                                                static_cast<long double>(total));
+    // Shares in proportion to the room of the stages that can still take more, until all is given or none can.
+    std::vector<std::uint64_t> cap(stages.size());
+    for (std::size_t i = 0; i < stages.size(); ++i) cap[i] = std::min(room[i], needs[i]);
+    std::uint64_t left = wanted;
+    while (left > 0) {
+        long double open = 0;
+        for (std::size_t i = 0; i < stages.size(); ++i)
+            if (budgets[i] < cap[i]) open += static_cast<long double>(room[i]);
+        if (open == 0) break;
+        std::uint64_t given = 0;
+        for (std::size_t i = 0; i < stages.size(); ++i) {
+            if (budgets[i] >= cap[i]) continue;
+            const auto share = static_cast<std::uint64_t>(static_cast<long double>(left) * static_cast<long double>(room[i]) / open);
+            const std::uint64_t g = std::min(share, cap[i] - budgets[i]);
+            budgets[i] += g;
+            given += g;
+        }
+        if (given == 0) break;  // only a rounding's bytes left
+        left -= given;
+    }
     return budgets;
 }
 

@@ -56,15 +56,20 @@ std::vector<StagePlan> planStages(const std::vector<LayerCost>& layers, std::uin
 // (joined by '\n', no trailing newline); the name from `gpus` by device ("GPU 0: ..." without one).
 std::string describeStages(const std::vector<StagePlan>& stages, const std::vector<GpuMemory>& gpus);
 
-// Each stage's budget for routed experts of its own layers: its plan's expertBudget less `scratchBytes`
-// (what the stage's runners need beside them to compute experts on the GPU), then
-//   requested < 0 (automatic): less a margin of a tenth of its GPU's memory (`gpus`, by device), at most
-//                              kExpertMarginBytes, as automaticExpertBudget leaves on one GPU;
+// Each stage's budget for routed experts of its own layers. A stage's room is its plan's expertBudget less
+// `scratchBytes` (what the stage's runners need beside them to compute experts on the GPU); its need is
+// needs[i], the bytes of every routed expert of its layers (0 for a stage of dense layers only). Then
+//   requested < 0 (automatic): the room less a margin of a tenth of its GPU's memory (`gpus`, by device),
+//                              at most kExpertMarginBytes, as automaticExpertBudget leaves on one GPU, and no
+//                              more than the need;
 //   requested == 0:            nothing (every routed expert on the CPU);
-//   requested > 0:             that many bytes in all, shared in proportion to what each stage has room for.
+//   requested > 0:             that many bytes in all, shared in proportion to the stages' room, no stage
+//                              given more than its room or its need: what a stage cannot take goes to the
+//                              others in the same proportion, and what none can take is left unused.
 // Throws tandem::Error when `requested` is more than the stages have room for together (naming both).
 std::vector<std::uint64_t> stageExpertBudgets(const std::vector<StagePlan>& stages, const std::vector<GpuMemory>& gpus,
-                                              std::int64_t requested, std::uint64_t scratchBytes);
+                                              std::int64_t requested, std::uint64_t scratchBytes,
+                                              const std::vector<std::uint64_t>& needs);
 
 // A stage's routed experts: its placement, planned within its own layers and budget (whole MoE layers
 // from the stage's last backwards, then single experts; planPlacement), and whether it keeps two layers of

@@ -370,7 +370,8 @@ private slots:
     }
 
     // Each stage's budget for experts: automatic (its room less the scratch and a margin), none, or a total
-    // shared in proportion to the stages' room; more than the room throws.
+    // shared in proportion to the stages' room; more than the room throws. No stage gets more than its
+    // layers' experts need; what it cannot take goes to the others.
     void stageBudgets() {
         StagePlan a;
         a.device = 0;
@@ -383,21 +384,22 @@ private slots:
         b.expertBudget = 5 * GB;
         const std::vector<StagePlan> stages{a, b};
         const std::vector<GpuMemory> gpus{{0, 40 * GB, "A"}, {1, 12 * GB, "B"}};
+        const std::vector<std::uint64_t> lots{1000 * GB, 1000 * GB};  // needs no budget reaches
         // Margins: a tenth of each GPU, at most 2 GiB.
-        const auto automatic = runtime::stageExpertBudgets(stages, gpus, -1, 1 * GB);
+        const auto automatic = runtime::stageExpertBudgets(stages, gpus, -1, 1 * GB, lots);
         QCOMPARE(automatic.size(), std::size_t{2});
         QCOMPARE(automatic[0], 9 * GB - kExpertMarginBytes);
         QCOMPARE(automatic[1], 4 * GB - 12 * GB / 10);
-        QCOMPARE(runtime::stageExpertBudgets(stages, gpus, 0, 1 * GB), (std::vector<std::uint64_t>{0, 0}));
+        QCOMPARE(runtime::stageExpertBudgets(stages, gpus, 0, 1 * GB, lots), (std::vector<std::uint64_t>{0, 0}));
         // 6.5 GB over rooms of 9 and 4 GB: 4.5 and 2 GB.
-        const auto shared = runtime::stageExpertBudgets(stages, gpus, static_cast<std::int64_t>(6.5 * GB), 1 * GB);
+        const auto shared = runtime::stageExpertBudgets(stages, gpus, static_cast<std::int64_t>(6.5 * GB), 1 * GB, lots);
         QCOMPARE(shared[0], 4'500'000'000ull);
         QCOMPARE(shared[1], 2'000'000'000ull);
         // All the room is allowed; a byte more is not, and the message names both sizes.
-        QCOMPARE(runtime::stageExpertBudgets(stages, gpus, static_cast<std::int64_t>(13 * GB), 1 * GB),
+        QCOMPARE(runtime::stageExpertBudgets(stages, gpus, static_cast<std::int64_t>(13 * GB), 1 * GB, lots),
                  (std::vector<std::uint64_t>{9 * GB, 4 * GB}));
         try {
-            runtime::stageExpertBudgets(stages, gpus, static_cast<std::int64_t>(13 * GB) + 1, 1 * GB);
+            runtime::stageExpertBudgets(stages, gpus, static_cast<std::int64_t>(13 * GB) + 1, 1 * GB, lots);
             QFAIL("no error for more than the stages have room for");
         } catch (const Error& e) {
             const QString message = e.what();
@@ -406,8 +408,23 @@ private slots:
                      e.what());
         }
         // A scratch larger than a stage's room leaves it nothing, automatic or shared.
-        QCOMPARE(runtime::stageExpertBudgets(stages, gpus, -1, 6 * GB)[1], std::uint64_t{0});
-        QCOMPARE(runtime::stageExpertBudgets(stages, gpus, static_cast<std::int64_t>(2 * GB), 6 * GB)[1], std::uint64_t{0});
+        QCOMPARE(runtime::stageExpertBudgets(stages, gpus, -1, 6 * GB, lots)[1], std::uint64_t{0});
+        QCOMPARE(runtime::stageExpertBudgets(stages, gpus, static_cast<std::int64_t>(2 * GB), 6 * GB, lots)[1], std::uint64_t{0});
+
+        // Needs: stage a's layers take 2 GB of experts, b's 10. 6.5 GB: a is given its 2, b its room of 4
+        // (4.5 GB shared first, a capped; the rest to b), and the half GB neither can take is left.
+        const std::vector<std::uint64_t> needs{2 * GB, 10 * GB};
+        QCOMPARE(runtime::stageExpertBudgets(stages, gpus, static_cast<std::int64_t>(6.5 * GB), 1 * GB, needs),
+                 (std::vector<std::uint64_t>{2 * GB, 4 * GB}));
+        // 3 GB: a's share of 2.08 is capped at 2, b takes the rest.
+        QCOMPARE(runtime::stageExpertBudgets(stages, gpus, static_cast<std::int64_t>(3 * GB), 1 * GB, needs),
+                 (std::vector<std::uint64_t>{2 * GB, 1 * GB}));
+        // Automatic: no more than the need; a stage of dense layers only (need 0) gets nothing.
+        QCOMPARE(runtime::stageExpertBudgets(stages, gpus, -1, 1 * GB, needs)[0], 2 * GB);
+        QCOMPARE(runtime::stageExpertBudgets(stages, gpus, -1, 1 * GB, {0, 10 * GB})[0], std::uint64_t{0});
+        QCOMPARE(runtime::stageExpertBudgets(stages, gpus, static_cast<std::int64_t>(3 * GB), 1 * GB, {0, 10 * GB}),
+                 (std::vector<std::uint64_t>{0, 3 * GB}));
+        QVERIFY_THROWS_EXCEPTION(std::logic_error, runtime::stageExpertBudgets(stages, gpus, -1, 1 * GB, {GB}));
     }
 
     // Each stage's experts are planned within its layers and budget; a stage whose layers do not all fit

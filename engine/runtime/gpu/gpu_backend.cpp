@@ -279,7 +279,14 @@ PipelinePlan planPipeline(const model::ModelConfig& config, int capacity, int se
                                                                    std::int64_t{capacity} * std::max(1, sessions)));
     plan.stages = planModelStages(config, positions, gpus);
     if (request.layout && request.layerBytes && request.budgetBytes != 0 && config.numExperts > 0) {
-        const std::vector<std::uint64_t> budgets = stageExpertBudgets(plan.stages, gpus, request.budgetBytes, scratchBytes);
+        // What each stage's layers' experts take, all of them on its GPU.
+        const std::uint64_t layerBytes = cuda::gpuExpertBytes(*request.layout) * static_cast<std::uint64_t>(config.numExperts);
+        std::vector<std::uint64_t> needs;
+        for (const StagePlan& s : plan.stages) {
+            needs.push_back(0);
+            for (int l = s.firstLayer; l < s.endLayer; ++l) needs.back() += config.isMoeLayer(l) ? layerBytes : 0;
+        }
+        const std::vector<std::uint64_t> budgets = stageExpertBudgets(plan.stages, gpus, request.budgetBytes, scratchBytes, needs);
         plan.experts = planStageExperts(config, plan.stages, budgets, cuda::gpuExpertBytes(*request.layout), request.usage,
                                         tuning().gpuStreamMinTokens > 0);
     } else {
