@@ -332,7 +332,9 @@ if [[ ${PIPELINE:-0} == 1 ]]; then
   # Pocket Dictionary with 1-3 stages (equal), experts on the CPU and on the GPU; and, on a machine with two
   # GPUs or more, the same over GPUs 0 and 1 (TANDEM_GPU_DEVICES=0,1). Then bench of PIPELINE_SHAPE
   # (default qwen3-30b-a3b-8l) at each of PIPELINE_MEMORY (default "0 auto 1.7G": none, every expert, and
-  # 2.5 layers a stage with two of them staging prompt streaming) with 1 and 2 stages (and two GPUs).
+  # 2.5 layers a stage with two of them staging prompt streaming) with 1 and 2 stages (and two GPUs);
+  # PIPELINE_TIMEOUT (default 120 s) each. A size is shared by the stages: "8G 16G" compares one GPU's 8G
+  # with two stages of 8G each.
   variants=("TANDEM_GPU_STAGES=2" "TANDEM_GPU_STAGES=3")
   [[ $(nvidia-smi -L | wc -l) -ge 2 ]] && variants+=("TANDEM_GPU_DEVICES=0,1")
   for v in "${variants[@]}"; do
@@ -364,7 +366,7 @@ if [[ ${PIPELINE:-0} == 1 ]]; then
   for gm in ${PIPELINE_MEMORY:-0 auto 1.7G}; do
     for v in "${benches[@]}"; do
       echo "== bench ${PIPELINE_SHAPE:-qwen3-30b-a3b-8l}, $v, --gpu-memory $gm"
-      env "$v" timeout 120 "$cli" bench --synthetic "${PIPELINE_SHAPE:-qwen3-30b-a3b-8l}" --experts int4 --prompt 512,2048 --gen 64 \
+      env "$v" timeout "${PIPELINE_TIMEOUT:-120}" "$cli" bench --synthetic "${PIPELINE_SHAPE:-qwen3-30b-a3b-8l}" --experts int4 --prompt 512,2048 --gen 64 \
         --device gpu --gpu-memory "$gm" 2>&1 | tee -a "$out/pipeline-bench.txt" | grep -E "^  (prefill|decode)|pipeline stage|^routed" | cut -c1-200
     done
   done
