@@ -306,7 +306,7 @@ PipelinePlan planPipeline(const model::ModelConfig& config, int capacity, int se
 std::unique_ptr<GpuBackend> severalGpus(const model::ModelConfig& config, const model::ModelWeights& weights,
                                         cpu::ThreadPool& pool, int capacity, ExpertsFactory experts,
                                         const GpuExpertsRequest& request, int chunk, std::uint64_t runnerBytes,
-                                        std::uint64_t scratchBytes, int count) {
+                                        std::uint64_t scratchBytes, int count, std::string expertNote) {
     std::vector<GpuMemory> gpus;
     std::string names;
     for (const int d : tuning().gpuDevices) {
@@ -338,7 +338,7 @@ std::unique_ptr<GpuBackend> severalGpus(const model::ModelConfig& config, const 
         cudaGetLastError();
     }
     return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), names, request, std::move(plan.experts),
-                                         chunk, "", std::move(plan.stages), std::move(plan.text), true);
+                                         chunk, std::move(expertNote), std::move(plan.stages), std::move(plan.text), true);
 }
 
 }  // namespace
@@ -417,7 +417,7 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
     // Several GPUs (TANDEM_GPU_DEVICES): the layers as a pipeline over them.
     if (tuning().gpuDevices.size() > 1)
         return severalGpus(config, weights, pool, capacity, std::move(experts), gpuExperts, chunk, deviceBytes(0, chunk) * sessions,
-                           scratch, count);
+                           scratch, count, std::move(expertNote));
     const std::uint64_t sessionBytes = deviceBytes(capacity, chunk) * sessions;
     if (weightBytes + sessionBytes + kGpuHeadroomBytes > freeBytes) {
         std::string message = "the model's GPU part needs " + tandem::formatBytes(weightBytes) + " for weights and " +
