@@ -108,6 +108,7 @@ tandem::EngineOptions engineOptions(const CliArgs& args, const std::string& defa
     options.contextLength = args.integer("--context", options.contextLength);
     options.device = parseDevice(args.optional("--device").value_or("auto"));
     options.gpuExpertMemory = parseGpuMemory(args);
+    if (const auto gpus = args.optional("--gpus")) options.gpuDevices = tandem::parseGpuDevices(*gpus, "--gpus");
     options.experts = parseExperts(args.optional("--experts").value_or(defaultExperts));
     options.dense = parseDense(args);
     options.kvCache = parseKvCache(args);

@@ -121,7 +121,7 @@ void printTable(const std::string& model, const tandem::Engine& engine, const st
 }  // namespace
 
 int runBench(const CommandArgs& argv) {
-    const CliArgs args(argv, {"--dense", "--kv-cache", "--synthetic", "--model", "--experts", "--prompt", "--gen", "--defer", "--threads", "--device", "--gpu-memory",
+    const CliArgs args(argv, {"--dense", "--kv-cache", "--synthetic", "--model", "--experts", "--prompt", "--gen", "--defer", "--threads", "--device", "--gpu-memory", "--gpus",
                               "--seed", "--context", "--depth", "--streams"},
                        {"--json", "--no-warmup"});
     const auto synthetic = args.optional("--synthetic");

@@ -37,7 +37,7 @@ struct Style {
 
 int runChat(const CommandArgs& argv) {
     const CliArgs args(argv,
-                       {"--dense", "--kv-cache", "--model", "--threads", "--context", "--device", "--gpu-memory", "--temperature", "--top-p", "--top-k", "--min-p",
+                       {"--dense", "--kv-cache", "--model", "--threads", "--context", "--device", "--gpu-memory", "--gpus", "--temperature", "--top-p", "--top-k", "--min-p",
                         "--repetition-penalty", "--seed", "--max-tokens", "--system", "--experts", "--defer",
                         "--reasoning-effort"},
                        {"--no-think", "--defer-prefill"}, {"--stop"});

@@ -122,7 +122,7 @@ private:
 }  // namespace
 
 int runEval(const CommandArgs& argv) {
-    const CliArgs args(argv, {"--dense", "--kv-cache", "--model", "--ids-file", "--new-tokens", "--logits-out", "--threads", "--device", "--gpu-memory", "--experts", "--defer",
+    const CliArgs args(argv, {"--dense", "--kv-cache", "--model", "--ids-file", "--new-tokens", "--logits-out", "--threads", "--device", "--gpu-memory", "--gpus", "--experts", "--defer",
                               "--skip", "--forced-ids", "--router-out"},
                        {"--defer-prefill"});
     const auto prompt = readIdsFile(args.required("--ids-file"));

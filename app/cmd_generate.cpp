@@ -9,7 +9,7 @@
 int runGenerate(const CommandArgs& argv) {
     const CliArgs args(argv, {"--dense", "--kv-cache", "--model", "--ids", "--ids-file", "--new-tokens", "--temperature", "--top-p", "--top-k",
                               "--seed", "--threads", "--context", "--min-p", "--repetition-penalty",
-                              "--presence-penalty", "--frequency-penalty", "--device", "--gpu-memory", "--experts", "--defer", "--skip",
+                              "--presence-penalty", "--frequency-penalty", "--device", "--gpu-memory", "--gpus", "--experts", "--defer", "--skip",
                               "--prompts-file"},
                        {"--defer-prefill"});
     // --prompts-file: one prompt of ids per line, each answered in a fresh session on one line of output,

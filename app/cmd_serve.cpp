@@ -65,7 +65,7 @@ private:
 
 int runServe(const CommandArgs& argv) {
     const CliArgs args(argv, {"--model", "--host", "--port", "--api-key", "--name", "--threads", "--context", "--device",
-                              "--gpu-memory", "--experts", "--dense", "--kv-cache", "--max-tokens", "--max-body", "--max-requests",
+                              "--gpu-memory", "--gpus", "--experts", "--dense", "--kv-cache", "--max-tokens", "--max-body", "--max-requests",
                               "--cache-conversations", "--batch", "--prefill-chunk"});
     tandem::server::ServerOptions o;
     o.host = args.optional("--host").value_or(o.host);

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "tandem/build_info.h"
+#include "tandem/engine.h"
 #include "ui/settings/app_paths.h"
 #include "ui/settings/settings_reset.h"
 #include "ui/shell/screenshot.h"
@@ -31,6 +32,7 @@ bool opensNoWindow(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    tandem::numberGpusAsNvidiaSmi();  // Settings' GPU list is NVML's
     if (opensNoWindow(argc, argv) && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
         qputenv("QT_QPA_PLATFORM", "offscreen");
 

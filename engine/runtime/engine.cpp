@@ -177,7 +177,7 @@ struct Engine::Impl {
         });
         const bool int8Dense = options.dense == DensePrecision::Int8;
         if (int8Dense) model::quantizeDenseInt8(weights, config, pool, /*keepFp8=*/options.device != Device::Cpu);
-        chooseDevice(options.device, options.gpuExpertMemory, options.gpuSessions);
+        chooseDevice(options.device, options.gpuExpertMemory, options.gpuSessions, options.gpuDevices);
         // The 8-bit KV cache is the CPU path's so far: a GPU's sessions keep float32 caches, and say so.
         kvCache = gpu ? KvCacheType::Float32 : options.kvCache;
         if (gpu && options.kvCache == KvCacheType::Int8)
@@ -287,7 +287,7 @@ struct Engine::Impl {
         return [this] { return model::computeOnSubmit(model::makeReferenceExperts(weights, pool)); };
     }
 
-    void chooseDevice(Device device, std::int64_t gpuExpertMemory, int gpuSessions) {
+    void chooseDevice(Device device, std::int64_t gpuExpertMemory, int gpuSessions, const std::vector<int>& gpuDevices) {
         info.device = "CPU";
         info.placement = config.numExperts ? "all routed experts on the CPU" : "";
         info.expertLayers = runtime::cpuExpertLayerMap(config);
@@ -300,6 +300,7 @@ struct Engine::Impl {
         }
         gpuExperts.budgetBytes = gpuExpertMemory;
         gpuExperts.sessions = std::max(1, gpuSessions);
+        gpuExperts.devices = gpuDevices;
         if (usage) {
             gpuExperts.usage = usage->snapshot();
             gpuExperts.counter = &*usage;

@@ -55,6 +55,9 @@ struct GpuExpertsRequest {
     // Runners (sessions) that exist at once, each with its KV cache and buffers: reserved before the
     // experts' automatic budget (EngineOptions::gpuSessions).
     int sessions = 1;
+    // The GPUs to run on (EngineOptions::gpuDevices): empty, TANDEM_GPU_DEVICES or else GPU 0; one, that
+    // GPU; several, a pipeline by layer over them.
+    std::vector<int> devices;
 };
 
 // nullptr, with `reason` set, when there is no usable GPU. Throws tandem::Error when there is one but

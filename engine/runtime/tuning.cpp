@@ -7,6 +7,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "tandem/engine.h"
 #include "tandem/error.h"
 
 namespace tandem {
@@ -80,22 +81,7 @@ Tuning Tuning::fromEnvironment() {
     t.gpuStreamLog = flag("TANDEM_GPU_STREAM_LOG", t.gpuStreamLog);
     t.gpuExpertSplits = integer("TANDEM_GPU_EXPERT_SPLITS", t.gpuExpertSplits, 0, 3);
     t.gpuStages = integer("TANDEM_GPU_STAGES", t.gpuStages, 1, 16);
-    if (const auto devices = variable("TANDEM_GPU_DEVICES")) {
-        // "0,1": distinct device numbers, comma-separated.
-        std::size_t from = 0;
-        while (from <= devices->size()) {
-            const std::size_t to = std::min(devices->find(',', from), devices->size());
-            int d = -1;
-            const char* first = devices->data() + from;
-            const char* last = devices->data() + to;
-            const auto [end, error] = std::from_chars(first, last, d);
-            if (error != std::errc() || end != last || d < 0 || d > 63 ||
-                std::find(t.gpuDevices.begin(), t.gpuDevices.end(), d) != t.gpuDevices.end())
-                throw Error("TANDEM_GPU_DEVICES='" + *devices + "' must list distinct GPU numbers separated by commas, e.g. 0,1");
-            t.gpuDevices.push_back(d);
-            from = to + 1;
-        }
-    }
+    if (const auto devices = variable("TANDEM_GPU_DEVICES")) t.gpuDevices = parseGpuDevices(*devices, "TANDEM_GPU_DEVICES");
     return t;
 }
 
@@ -131,6 +117,25 @@ std::string Tuning::differences() const {
     for (const int device : gpuDevices) devices += (devices.empty() ? "" : ",") + std::to_string(device);
     differs(out, "TANDEM_GPU_DEVICES", devices, std::string());
     return out;
+}
+
+void numberGpusAsNvidiaSmi() { setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0); }
+
+std::vector<int> parseGpuDevices(const std::string& text, const std::string& source) {
+    std::vector<int> devices;
+    std::size_t from = 0;
+    while (from <= text.size()) {
+        const std::size_t to = std::min(text.find(',', from), text.size());
+        int d = -1;
+        const char* first = text.data() + from;
+        const char* last = text.data() + to;
+        const auto [end, error] = std::from_chars(first, last, d);
+        if (error != std::errc() || end != last || d < 0 || d > 63 || std::find(devices.begin(), devices.end(), d) != devices.end())
+            throw Error(source + "='" + text + "' must list distinct GPU numbers separated by commas, e.g. 1 or 0,1");
+        devices.push_back(d);
+        from = to + 1;
+    }
+    return devices;
 }
 
 const Tuning& tuning() {

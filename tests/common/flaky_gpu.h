@@ -64,12 +64,14 @@ public:
                                                                      const runtime::GpuExpertsRequest& request) {
             lastCapacity = capacity;
             lastSessions = request.sessions;
+            lastDevices = request.devices;
             return std::make_unique<FlakyBackend>(c, w, p, std::move(e), failOn, stages);
         });
     }
-    // What the last engine loaded asked of its GPU: positions a session holds, sessions at once.
+    // What the last engine loaded asked of its GPU: positions a session holds, sessions at once, the GPUs.
     mutable int lastCapacity = 0;
     mutable int lastSessions = 0;
+    mutable std::vector<int> lastDevices;
     ~FlakyGpu() { runtime::setGpuBackendFactoryForTests({}); }
     FlakyGpu(const FlakyGpu&) = delete;
     FlakyGpu& operator=(const FlakyGpu&) = delete;

@@ -125,6 +125,41 @@ private slots:
         QCOMPARE(gpu.lastSessions, 1);
     }
 
+    // The GPUs chosen (EngineOptions::gpuDevices: Settings' GPU, --gpus) reach the GPU backend as they were
+    // given; none chosen leaves the choice to it (TANDEM_GPU_DEVICES, else GPU 0).
+    void theGpuBackendIsToldWhichGpus() {
+        const FlakyGpu gpu(1000);
+        EngineOptions o;
+        o.threads = 2;
+        o.device = Device::Auto;
+        o.contextLength = 128;
+        const auto path = fixturePath("tiny-mixtral").toStdString();
+        auto chosen = Engine::load(path, o);
+        QVERIFY(gpu.lastDevices.empty());
+        o.gpuDevices = {1};
+        auto second = Engine::load(path, o);
+        QCOMPARE(gpu.lastDevices, std::vector<int>{1});
+        o.gpuDevices = {2, 0};
+        auto pipeline = Engine::load(path, o);
+        QCOMPARE(gpu.lastDevices, (std::vector<int>{2, 0}));
+    }
+
+    // --gpus and TANDEM_GPU_DEVICES take distinct GPU numbers separated by commas; anything else is an
+    // error that names where it came from.
+    void gpuListsAreParsed() {
+        QCOMPARE(parseGpuDevices("1", "--gpus"), std::vector<int>{1});
+        QCOMPARE(parseGpuDevices("0,1", "--gpus"), (std::vector<int>{0, 1}));
+        QCOMPARE(parseGpuDevices("3,0,2", "--gpus"), (std::vector<int>{3, 0, 2}));
+        for (const char* bad : {"", "1,1", "0,,1", "gpu1", "-1", "64", "1 ", "0,1,"}) {
+            try {
+                parseGpuDevices(bad, "--gpus");
+                QFAIL(qPrintable(QString("no error for '%1'").arg(bad)));
+            } catch (const Error& e) {
+                QVERIFY2(QString(e.what()).startsWith("--gpus='") && QString(e.what()).contains("distinct GPU numbers"), e.what());
+            }
+        }
+    }
+
     // Sessions decoded together (Session::decodeTogether) when the GPU fails in their step: all of them go
     // on on the CPU, and their tokens are the CPU path's.
     void sessionsDecodedTogetherFallBackTogether() {

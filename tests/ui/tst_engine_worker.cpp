@@ -108,6 +108,13 @@ private slots:
         QCOMPARE(engineOptionsFor(request).gpuExpertMemory, std::int64_t{0});
         request.gpuDevice = -1;
         QVERIFY(engineOptionsFor(request).device == tandem::Device::Cpu);
+        // Settings' GPU: the first leaves the engine's default (GPU 0, or TANDEM_GPU_DEVICES); another is
+        // asked for by number.
+        request.gpuDevice = 0;
+        QVERIFY(engineOptionsFor(request).gpuDevices.empty());
+        request.gpuDevice = 1;
+        QCOMPARE(engineOptionsFor(request).gpuDevices, std::vector<int>{1});
+        QVERIFY(engineOptionsFor(request).device == tandem::Device::Auto);
     }
 
     void runsOnItsOwnThread() {

@@ -58,9 +58,9 @@ struct Tuning {
     // (own stream, buffers, KV cache of its layers, decode graph) handing the residual rows to the next,
     // as GPUs of a machine would; 1 = one runner for every layer. For checks against the one-stage path.
     int gpuStages = 1;              // TANDEM_GPU_STAGES
-    // Issue 29's pipeline over several GPUs: the CUDA devices, in order (TANDEM_GPU_DEVICES=0,1), each
-    // running a stage of the layers planned by runtime::planStages from its free memory; empty = GPU 0 alone.
-    // Not yet run on a machine with two GPUs; the routed experts stay on the CPU with it.
+    // The GPUs to run on when EngineOptions::gpuDevices names none (TANDEM_GPU_DEVICES=1, or 0,1 for issue
+    // 29's pipeline over several GPUs, each running a stage of the layers and the routed experts of them
+    // its memory holds); empty = GPU 0 alone. The pipeline has not yet run on a machine with two GPUs.
     std::vector<int> gpuDevices;    // TANDEM_GPU_DEVICES
 
     // From the environment; throws tandem::Error naming the variable for a value out of its range.

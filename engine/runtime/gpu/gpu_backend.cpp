@@ -24,6 +24,13 @@ namespace tandem::runtime {
 
 namespace {
 
+// f() with `device` current (-1: the current one), for what a member initializer allocates there.
+template <class F>
+auto onDevice(int device, F f) {
+    const cuda::DeviceScope scope(device);
+    return f();
+}
+
 // Prompt tokens a chunk takes at least; larger chunks (up to kMaxPrefillChunk) when memory allows.
 constexpr int kPrefillChunk = 512;
 constexpr int kMaxPrefillChunk = 2048;
@@ -97,18 +104,22 @@ private:
 class CudaBackend : public GpuBackend {
 public:
     // `plan`: the routed experts of the one GPU (one entry), or of each stage of a pipeline (one a stage).
+    // `device`: the one GPU's CUDA number (-1: the current one, GPU 0); a pipeline's stages name their own.
     CudaBackend(const model::ModelConfig& config, const model::ModelWeights& weights, cpu::ThreadPool& pool,
                 ExpertsFactory experts, std::string name, const GpuExpertsRequest& request, std::vector<StageExperts> plan,
                 int prefillChunk, std::string expertNote, std::vector<StagePlan> stages = {},
-                std::vector<std::string> stagesText = {}, bool stagesOnTheirGpus = false)
+                std::vector<std::string> stagesText = {}, bool stagesOnTheirGpus = false, int device = -1)
         : config_(config), experts_(std::move(experts)), rope_(config), name_(std::move(name)), prefillChunk_(prefillChunk),
           expertNote_(std::move(expertNote)),
           usage_(request.counter), stages_(std::move(stages)), stagesText_(std::move(stagesText)),
-          stagesOnTheirGpus_(stagesOnTheirGpus),
-          gpuWeights_(stages_.size() > 1 ? cuda::GpuWeights{} : cuda::uploadWeights(config, weights, rope_.inverseFrequencies(), pool)),
-          gpuExperts_(stages_.size() <= 1 && request.layout
-                          ? cuda::uploadExperts(config, *request.layout, request.layerBytes, std::move(plan.front().placement))
-                          : cuda::noGpuExperts(config)) {
+          stagesOnTheirGpus_(stagesOnTheirGpus), device_(device),
+          gpuWeights_(stages_.size() > 1 ? cuda::GpuWeights{} : onDevice(device_, [&] {
+              return cuda::uploadWeights(config, weights, rope_.inverseFrequencies(), pool);
+          })),
+          gpuExperts_(stages_.size() <= 1 && request.layout ? onDevice(device_, [&] {
+              return cuda::uploadExperts(config, *request.layout, request.layerBytes, std::move(plan.front().placement));
+          })
+                                                            : cuda::noGpuExperts(config)) {
         if (stages_.size() > 1 && plan.size() != stages_.size()) throw std::logic_error("CudaBackend: one expert plan a stage");
         // A pipeline: each stage's own part of the dense weights and its own routed experts, on its GPU.
         if (stages_.size() > 1)
@@ -124,12 +135,12 @@ public:
                     cuda::enableStreaming(*stageExperts_.back(), config, *request.layout, request.layerBytes, s.firstLayer, s.endLayer);
             }
         else if (plan.front().streams && request.layout)
-            cuda::enableStreaming(gpuExperts_, config, *request.layout, request.layerBytes);
+            cuda::enableStreaming(gpuExperts_, config, *request.layout, request.layerBytes);  // host memory: any GPU
         for (std::size_t i = 0; i < std::max<std::size_t>(1, stageExperts_.size()); ++i) {
             cuda::GpuExperts& g = stageExperts_.empty() ? gpuExperts_ : *stageExperts_[i];
             if (g.streamLayerBytes == 0 || tuning().gpuStreamCpuPercent >= 0) continue;
             // The cost model of the CPU's share of streamed layers, at the chunk sizes prompts use.
-            const cuda::DeviceScope onDevice(stageExperts_.empty() ? -1 : stageDevice(stages_[i]));
+            const cuda::DeviceScope onDevice(stageExperts_.empty() ? device_ : stageDevice(stages_[i]));
             std::vector<int> sizes{std::max(1, tuning().gpuStreamMinTokens)};
             for (const int t : {kPrefillChunk, prefillChunk})
                 if (t > sizes.back()) sizes.push_back(t);
@@ -144,6 +155,9 @@ public:
             stageWeights_[s].reset();
             if (s < stageExperts_.size()) stageExperts_[s].reset();
         }
+        const cuda::DeviceScope onDevice(device_);  // the one GPU's, freed there
+        gpuWeights_ = cuda::GpuWeights{};
+        gpuExperts_ = cuda::GpuExperts{};
     }
 
     std::unique_ptr<ModelRunner> newRunner(int capacity) override {
@@ -161,7 +175,7 @@ public:
         // Each runner drives a view of the batcher, which passes its work to the runner's own experts
         // outside batched decode steps (GpuRunner::decodeBatch).
         auto runner = std::make_unique<cuda::GpuRunner>(config_, batcher_.view(experts_()), gpuWeights_, gpuExperts_, rope_,
-                                                        capacity, prefillChunk_, usage_);
+                                                        capacity, prefillChunk_, usage_, cuda::GpuStage{0, -1, device_});
         runner->setBatcher(&batcher_);
         return runner;
     }
@@ -233,10 +247,11 @@ private:
     UsageCounter* usage_;
     std::vector<StagePlan> stages_;  // a pipeline by layer (issue 29); empty or one: a single runner
     std::vector<std::string> stagesText_;
-    // The stages on the GPUs their plan names (TANDEM_GPU_DEVICES), or all on the current one
-    // (TANDEM_GPU_STAGES: the plan's GPUs are logical).
+    // The stages on the GPUs their plan names (several GPUs), or all on the one GPU (TANDEM_GPU_STAGES:
+    // the plan's GPUs are logical).
     bool stagesOnTheirGpus_ = false;
-    int stageDevice(const StagePlan& s) const { return stagesOnTheirGpus_ ? s.device : -1; }
+    int stageDevice(const StagePlan& s) const { return stagesOnTheirGpus_ ? s.device : device_; }
+    int device_ = -1;  // the one GPU's CUDA number (logical stages' too); -1: the current one (GPU 0)
     cuda::GpuWeights gpuWeights_;    // every layer's, with one stage
     std::vector<std::unique_ptr<cuda::GpuWeights>> stageWeights_;  // each stage's own, with several
     cuda::GpuExperts gpuExperts_;    // the one GPU's routed experts (none with several stages)
@@ -298,21 +313,26 @@ PipelinePlan planPipeline(const model::ModelConfig& config, int capacity, int se
     return plan;
 }
 
-// The pipeline over the GPUs TANDEM_GPU_DEVICES names (issue 29): each GPU's free memory, less its runners'
-// activations (`runnerBytes`, every session's) and the headroom, is what planPipeline shares out; the
-// stages run on their GPUs, each with the routed experts of its own layers that its memory holds, and
-// consecutive ones reach each other's memory directly where the GPUs allow it (else CUDA copies through
-// the host).
+// Why `devices` cannot be used on a machine with `count` GPUs, or "" when they can.
+std::string missingGpu(const std::vector<int>& devices, int count) {
+    for (const int d : devices)
+        if (d >= count)
+            return "GPU " + std::to_string(d) + " was chosen, but this machine has " + std::to_string(count) +
+                   (count == 1 ? " GPU (GPU 0)" : " GPUs (GPU 0 to " + std::to_string(count - 1) + ")");
+    return "";
+}
+
+// The pipeline over `devices` (issue 29): each GPU's free memory, less its runners' activations
+// (`runnerBytes`, every session's) and the headroom, is what planPipeline shares out; the stages run on
+// their GPUs, each with the routed experts of its own layers that its memory holds, and consecutive ones
+// reach each other's memory directly where the GPUs allow it (else CUDA copies through the host).
 std::unique_ptr<GpuBackend> severalGpus(const model::ModelConfig& config, const model::ModelWeights& weights,
                                         cpu::ThreadPool& pool, int capacity, ExpertsFactory experts,
-                                        const GpuExpertsRequest& request, int chunk, std::uint64_t runnerBytes,
-                                        std::uint64_t scratchBytes, int count, std::string expertNote) {
+                                        const GpuExpertsRequest& request, const std::vector<int>& devices, int chunk,
+                                        std::uint64_t runnerBytes, std::uint64_t scratchBytes, std::string expertNote) {
     std::vector<GpuMemory> gpus;
     std::string names;
-    for (const int d : tuning().gpuDevices) {
-        if (d >= count)
-            throw Error("TANDEM_GPU_DEVICES names GPU " + std::to_string(d) + ", but this machine has " + std::to_string(count) +
-                        (count == 1 ? " GPU" : " GPUs") + " (numbered from 0)");
+    for (const int d : devices) {
         cudaDeviceProp prop{};
         TANDEM_CUDA_CHECK(cudaGetDeviceProperties(&prop, d));
         if (prop.major < 8)
@@ -376,15 +396,28 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
         reason = missing;
         return nullptr;
     }
+    // The GPUs chosen (EngineOptions::gpuDevices, else TANDEM_GPU_DEVICES, else GPU 0); the first one's
+    // memory sizes the prompt chunk below.
+    const std::vector<int> devices = !gpuExperts.devices.empty() ? gpuExperts.devices : tuning().gpuDevices;
+    if (std::string missing = missingGpu(devices, count); !missing.empty()) {
+        reason = std::move(missing);
+        return nullptr;
+    }
+    const int device = devices.empty() ? 0 : devices.front();
     cudaDeviceProp prop{};
-    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess || prop.major < 8) {
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess || prop.major < 8) {
         reason = std::string("the GPU ") + prop.name + " is older than the Ampere generation Tandem needs (bf16)";
         return nullptr;
     }
+    // This thread's CUDA work below runs on that GPU (GPU 0 is every thread's own already); the backend
+    // and its runners keep to it (CudaBackend's device).
+    const int scoped = device == 0 ? -1 : device;
+    const cuda::DeviceScope onDevice(scoped);
+    const std::string name = std::string(prop.name) + (device == 0 ? "" : " (GPU " + std::to_string(device) + ")");
     // The engine thread polls the stream while it serves the expert bridge (GpuRunner::finishStream);
     // where the runtime still waits (uploads), let it sleep, not spin on a core the expert pool needs.
     if (cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess) cudaGetLastError();  // already set up
-    TANDEM_CUDA_CHECK(cudaSetDevice(0));
+    if (device == 0) TANDEM_CUDA_CHECK(cudaSetDevice(0));
     std::size_t freeBytes = 0, totalBytes = 0;
     TANDEM_CUDA_CHECK(cudaMemGetInfo(&freeBytes, &totalBytes));
 
@@ -414,10 +447,10 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
         const cuda::GpuExpertLayout layout = cuda::gpuExpertLayout(*gpuExperts.layout);
         scratch = (deviceBytes(capacity, chunk, &layout) - deviceBytes(capacity, chunk)) * sessions;
     }
-    // Several GPUs (TANDEM_GPU_DEVICES): the layers as a pipeline over them.
-    if (tuning().gpuDevices.size() > 1)
-        return severalGpus(config, weights, pool, capacity, std::move(experts), gpuExperts, chunk, deviceBytes(0, chunk) * sessions,
-                           scratch, count, std::move(expertNote));
+    // Several GPUs: the layers as a pipeline over them.
+    if (devices.size() > 1)
+        return severalGpus(config, weights, pool, capacity, std::move(experts), gpuExperts, devices, chunk,
+                           deviceBytes(0, chunk) * sessions, scratch, std::move(expertNote));
     const std::uint64_t sessionBytes = deviceBytes(capacity, chunk) * sessions;
     if (weightBytes + sessionBytes + kGpuHeadroomBytes > freeBytes) {
         std::string message = "the model's GPU part needs " + tandem::formatBytes(weightBytes) + " for weights and " +
@@ -449,10 +482,11 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
         std::vector<GpuMemory> logical;
         for (int i = 0; i < n; ++i)
             logical.push_back({i, share > runners ? share - runners : 0,
-                               std::string(prop.name) + ", stage " + std::to_string(i + 1) + " of " + std::to_string(n) + " on GPU 0"});
+                               std::string(prop.name) + ", stage " + std::to_string(i + 1) + " of " + std::to_string(n) + " on GPU " +
+                                   std::to_string(device)});
         PipelinePlan plan = planPipeline(config, capacity, gpuExperts.sessions, logical, gpuExperts, scratch);
-        return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), prop.name, gpuExperts, std::move(plan.experts),
-                                             chunk, std::move(expertNote), std::move(plan.stages), std::move(plan.text));
+        return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), name, gpuExperts, std::move(plan.experts),
+                                             chunk, std::move(expertNote), std::move(plan.stages), std::move(plan.text), false, scoped);
     }
 
     // The routed experts' share (runtime/placement.h): whole MoE layers, from the last, within the budget.
@@ -480,8 +514,8 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
     }
     std::vector<StageExperts> plan;
     plan.push_back({std::move(placement), stream});
-    return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), prop.name, gpuExperts, std::move(plan), chunk,
-                                         std::move(expertNote));
+    return std::make_unique<CudaBackend>(config, weights, pool, std::move(experts), name, gpuExperts, std::move(plan), chunk,
+                                         std::move(expertNote), std::vector<StagePlan>{}, std::vector<std::string>{}, false, scoped);
 }
 
 }  // namespace tandem::runtime

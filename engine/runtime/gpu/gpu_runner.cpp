@@ -522,6 +522,7 @@ void GpuRunner::captureDecodeGraph(cudaGraphExec_t& exec, bool chained) {
 
 void GpuRunner::decodeBatch(std::span<ModelRunner* const> runners, std::span<const int> tokens, std::span<const int> positions,
                             const model::ForwardOptions& options, std::span<std::vector<float>* const> logits) {
+    const DeviceScope onDevice(device_);  // the members share this runner's backend, so its GPU
     std::vector<GpuRunner*> members;
     for (ModelRunner* r : runners) {
         auto* g = dynamic_cast<GpuRunner*>(r);
