@@ -1,15 +1,27 @@
 #!/usr/bin/env bash
-# One-off device call (twelfth session): decode at depth with the depths alternating in one process, so the
-# machine's bandwidth drifting between runs shows in each pair: prompts 512 (a warm-up), then 512, 16384,
-# 65536, 512, 16384, 65536, 512 for qwen3-30b-a3b-128k and deepseek-v2-lite. Build first with
-# device-gpu-check.sh (CHECKS=0 BENCH=0).
+# One-off device call (twelfth session, last): the chosen GPU (--gpus). After `CHECKS=0 BENCH=0
+# scripts/device-gpu-check.sh` (the build): the Pocket Dictionary's greedy ids by default, with --gpus 0
+# and with 2 logical stages (equal); --gpus 1 on this one-GPU machine (the CPU, with the reason; an error
+# with --device gpu); every fixture on the GPU; decode speed with --gpus 0 against the default.
 set -u
 out=${OUT:-/tmp/tandem-out}
 cli=/tmp/tandem-build/app/tandem-cli
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu
-for s in qwen3-30b-a3b-128k deepseek-v2-lite; do
-  timeout 280 "$cli" bench --synthetic "$s" --experts int4 --prompt 512,512,16384,65536,512,16384,65536,512 --gen 32 \
-    --device gpu --gpu-memory 1G --no-warmup >"$out/depth-$s.txt" 2>&1; echo "$s rc $?"
-  grep "^|" "$out/depth-$s.txt" | awk -F'|' '{print $8, $9}' | tail -17 | paste -sd' '
-  grep -E "^  step" "$out/depth-$s.txt" | cut -c1-150
+ids="1 393 264 201 337 372 322 82 265 899 288 316 33 2 201 1 527 644 201"
+gen() { "$cli" generate --model resources/models/pocket-dictionary --ids "$ids" --new-tokens 48 --temperature 0 "$@"; }
+for v in "" "--gpus 0" "--gpus 0 --device gpu"; do
+  echo "greedy ids, ${v:-default}: $(gen $v 2>"$out/gen.log" | md5sum | cut -c1-8) on $(grep -m1 -o 'device: .*\|on NVIDIA[^,]*' "$out/gen.log" | head -1)"
+done
+echo "greedy ids, TANDEM_GPU_STAGES=2 --gpus 0: $(TANDEM_GPU_STAGES=2 gen --gpus 0 2>/dev/null | md5sum | cut -c1-8)"
+echo "greedy ids, --device cpu: $(gen --device cpu 2>/dev/null | md5sum | cut -c1-8)"
+echo "--gpus 1 (auto): $(gen --gpus 1 2>&1 >/dev/null | grep -m1 note)"
+echo "--gpus 1 --device gpu: $(gen --gpus 1 --device gpu 2>&1 >/dev/null | tail -1) (exit ${PIPESTATUS[0]})"
+echo "--gpus 0,1 (auto): $(gen --gpus 0,1 2>&1 >/dev/null | grep -m1 note)"
+echo "== check_golden --device gpu"
+timeout 200 python3 scripts/check_golden.py --cli "$cli" --fixtures tests/fixtures --device gpu 2>&1 | tee "$out/golden.txt" |
+  grep -E "runs checked|FAIL|UNEXPL"
+for v in "" "--gpus 0"; do
+  timeout 120 "$cli" bench --synthetic qwen3-30b-a3b-8l --experts int4 --prompt 512 --gen 64 --device gpu --gpu-memory 0 $v \
+    >"$out/bench.txt" 2>&1
+  echo "bench 8l ${v:-default}: $(grep -E '^  decode' "$out/bench.txt" | awk '{print $2}' | paste -sd' ') tok/s; $(grep -m1 'on NVIDIA' "$out/bench.txt" | cut -c1-80)"
 done
