@@ -52,7 +52,7 @@ commands:
             repositories) and the endpoint (a mirror) default to HF_TOKEN and HF_ENDPOINT. Ctrl-C keeps
             the partial files in DIR/.tandem-download; the same command resumes them.
   eval      --model DIR --ids-file FILE --new-tokens N --logits-out FILE [--threads N]
-            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--gpus N[,N...]] [--experts TYPE] [--dense int8|int4] [--kv-cache f32|int8] [--defer D | --skip D] [--defer-prefill] [--no-verify]
+            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--gpus N[,N...]|all] [--experts TYPE] [--dense int8|int4] [--kv-cache f32|int8] [--defer D | --skip D] [--defer-prefill] [--no-verify]
             [--forced-ids FILE] [--router-out FILE]
             Prefill the prompt ids in FILE, then decode N tokens greedily. Writes every logits row
             (prompt positions, then one row per generated token) as little-endian float32 to the
@@ -63,18 +63,18 @@ commands:
   generate  --model DIR (--ids "ID ..." | --ids-file FILE | --prompts-file FILE) [--new-tokens N]
             [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R]
             [--presence-penalty P] [--frequency-penalty F] [--seed S] [--threads N] [--context N]
-            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--gpus N[,N...]] [--experts TYPE] [--dense int8|int4] [--kv-cache f32|int8] [--defer D | --skip D] [--defer-prefill] [--no-verify]
+            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--gpus N[,N...]|all] [--experts TYPE] [--dense int8|int4] [--kv-cache f32|int8] [--defer D | --skip D] [--defer-prefill] [--no-verify]
             Generate from prompt ids, printing ids as they come and the speed at the end.
             --prompts-file holds one prompt per line; each gets a fresh session and one output line.
   chat      --model DIR [--system TEXT] [--stop TEXT]... [--no-think] [--reasoning-effort low|medium|high] [--max-tokens N]
             [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--repetition-penalty R] [--seed S]
-            [--threads N] [--context N] [--device cpu|gpu|auto] [--gpu-memory SIZE] [--gpus N[,N...]] [--experts TYPE] [--dense int8|int4] [--kv-cache f32|int8] [--defer D]
+            [--threads N] [--context N] [--device cpu|gpu|auto] [--gpu-memory SIZE] [--gpus N[,N...]|all] [--experts TYPE] [--dense int8|int4] [--kv-cache f32|int8] [--defer D]
             [--defer-prefill] [--no-verify]
             An interactive chat with the model's own chat template: type a message, the answer streams
             (reasoning dimmed), then the speed; /reset, /system TEXT and /quit.
   bench     --model DIR|STORE | --synthetic deepseek-v2-lite|qwen3-30b-a3b|deepseek-v3-4l|glm-4.5-air|tiny
             [--experts TYPE] [--dense int8|int4] [--kv-cache f32|int8] [--prompt 512[,2048...]] [--gen 128] [--defer D[,D...]] [--threads N]
-            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--gpus N[,N...]] [--streams S[,S...]] [--json] [--no-verify] [--no-warmup]
+            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--gpus N[,N...]|all] [--streams S[,S...]] [--json] [--no-verify] [--no-warmup]
             A model (or random weights of a real model's shapes): prefill, then decode, with the time
             split and the decode ceiling (measured bandwidth / routed-expert bytes per token), then a
             table of pp N and tg N rows as llama-bench prints them: "tg N @ dP" decodes after the P-token
@@ -86,7 +86,7 @@ commands:
             --defer in turn.
   serve     --model DIR|STORE [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--name NAME]
             [--max-tokens N] [--max-body SIZE] [--max-requests N] [--cache-conversations N] [--batch N] [--prefill-chunk N]
-            [--threads N] [--context N] [--device cpu|gpu|auto] [--gpu-memory SIZE] [--gpus N[,N...]] [--experts TYPE] [--dense int8|int4] [--kv-cache f32|int8] [--no-verify]
+            [--threads N] [--context N] [--device cpu|gpu|auto] [--gpu-memory SIZE] [--gpus N[,N...]|all] [--experts TYPE] [--dense int8|int4] [--kv-cache f32|int8] [--no-verify]
             Serve the model over OpenAI's HTTP API until Ctrl-C: POST /v1/chat/completions (through
             the model's chat template; streamed as server-sent events with "stream": true; reasoning
             apart as reasoning_content), POST /v1/completions, GET /v1/models (the model is NAME,
@@ -122,8 +122,8 @@ commands:
             computed on the GPU from a copy there; the rest on the CPU. Default (auto): what is free
             once the rest of the model and the context are counted; 0 keeps every expert on the CPU
   --gpus    which GPUs to run on, by number as nvidia-smi lists them: 1 for the second GPU, or several
-            (0,1) for a pipeline by layer over them, each holding its layers and the routed experts its
-            memory leaves room for (not yet tried on a machine with two GPUs). Default: GPU 0, or
+            (0,1, or all) for a pipeline by layer over them, each holding its layers and the routed experts
+            its memory leaves room for (not yet tried on a machine with two GPUs). Default: GPU 0, or
             TANDEM_GPU_DEVICES. A GPU the machine lacks runs on the CPU (auto) or fails (--device gpu)
   --experts how the routed experts run on the CPU: auto (a store's type; bf16 for a Hugging Face
             folder), bf16, int8, int4 (packed at load), or reference (float32, exact, slow)

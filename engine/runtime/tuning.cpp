@@ -114,7 +114,7 @@ std::string Tuning::differences() const {
     differs(out, "TANDEM_GPU_EXPERT_SPLITS", gpuExpertSplits, d.gpuExpertSplits);
     differs(out, "TANDEM_GPU_STAGES", gpuStages, d.gpuStages);
     std::string devices;
-    for (const int device : gpuDevices) devices += (devices.empty() ? "" : ",") + std::to_string(device);
+    for (const int device : gpuDevices) devices += (devices.empty() ? "" : ",") + (device == kEveryGpu ? "all" : std::to_string(device));
     differs(out, "TANDEM_GPU_DEVICES", devices, std::string());
     return out;
 }
@@ -122,6 +122,7 @@ std::string Tuning::differences() const {
 void numberGpusAsNvidiaSmi() { setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0); }
 
 std::vector<int> parseGpuDevices(const std::string& text, const std::string& source) {
+    if (text == "all") return {kEveryGpu};
     std::vector<int> devices;
     std::size_t from = 0;
     while (from <= text.size()) {
@@ -131,7 +132,7 @@ std::vector<int> parseGpuDevices(const std::string& text, const std::string& sou
         const char* last = text.data() + to;
         const auto [end, error] = std::from_chars(first, last, d);
         if (error != std::errc() || end != last || d < 0 || d > 63 || std::find(devices.begin(), devices.end(), d) != devices.end())
-            throw Error(source + "='" + text + "' must list distinct GPU numbers separated by commas, e.g. 1 or 0,1");
+            throw Error(source + "='" + text + "' must list distinct GPU numbers separated by commas, e.g. 1 or 0,1, or be all");
         devices.push_back(d);
         from = to + 1;
     }

@@ -150,6 +150,7 @@ private slots:
         QCOMPARE(parseGpuDevices("1", "--gpus"), std::vector<int>{1});
         QCOMPARE(parseGpuDevices("0,1", "--gpus"), (std::vector<int>{0, 1}));
         QCOMPARE(parseGpuDevices("3,0,2", "--gpus"), (std::vector<int>{3, 0, 2}));
+        QCOMPARE(parseGpuDevices("all", "--gpus"), std::vector<int>{kEveryGpu});
         for (const char* bad : {"", "1,1", "0,,1", "gpu1", "-1", "64", "1 ", "0,1,"}) {
             try {
                 parseGpuDevices(bad, "--gpus");

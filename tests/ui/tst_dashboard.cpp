@@ -139,6 +139,13 @@ private slots:
         QVERIFY(!missing.gpu);
         QCOMPARE(missing.gpuUnavailableReason, QStringLiteral("GPU 3 not found"));
 
+        SystemSample every;  // every GPU as a pipeline: each has its line, the first leads
+        addGpuReadings(every, two, kEveryGpuDevice);
+        QCOMPARE(every.gpus.size(), 2);
+        QVERIFY(every.gpu);
+        QCOMPARE(every.gpu->index, 0);
+        QVERIFY(every.gpuUnavailableReason.isEmpty());
+
         SystemSample cpuOnly;
         addGpuReadings(cpuOnly, two, -1);
         QVERIFY(cpuOnly.gpus.isEmpty() && !cpuOnly.gpu);

@@ -115,6 +115,9 @@ private slots:
         request.gpuDevice = 1;
         QCOMPARE(engineOptionsFor(request).gpuDevices, std::vector<int>{1});
         QVERIFY(engineOptionsFor(request).device == tandem::Device::Auto);
+        request.gpuDevice = kEveryGpuDevice;  // every GPU: the engine's own word for it
+        QCOMPARE(engineOptionsFor(request).gpuDevices, std::vector<int>{tandem::kEveryGpu});
+        QVERIFY(engineOptionsFor(request).device == tandem::Device::Auto);
     }
 
     void runsOnItsOwnThread() {

@@ -220,6 +220,59 @@ private slots:
         QVERIFY2(note().contains("The GPU keeps it in float32"), qPrintable(note()));
     }
 
+    // The Device list: the CPU, each GPU, and with several GPUs every GPU (the layers split across them);
+    // the choice is kept. A saved "every GPU" on a machine with one is shown as running on it; a saved
+    // GPU that is gone as running on the CPU; either entry goes when another value is shown.
+    void deviceChoices() {
+        const auto items = [](QComboBox* box) {
+            QList<int> data;
+            for (int i = 0; i < box->count(); ++i) data << box->itemData(i).toInt();
+            return data;
+        };
+        {
+            SettingsDialog dialog(SettingsValues{}, {"NVIDIA RTX 4090", "NVIDIA RTX 3090"});
+            QComboBox* device = nullptr;
+            for (QComboBox* box : dialog.findChildren<QComboBox*>())
+                if (box->accessibleName() == "Device") device = box;
+            QVERIFY(device);
+            QCOMPARE(items(device), (QList<int>{-1, 0, 1, kEveryGpuDevice}));
+            QVERIFY2(device->itemText(3).contains("Every GPU (2)"), qPrintable(device->itemText(3)));
+            QCOMPARE(device->currentData().toInt(), 0);  // the default: the first GPU
+            device->setCurrentIndex(3);
+            QCOMPARE(dialog.values().engine.gpuDevice, kEveryGpuDevice);
+            device->setCurrentIndex(2);
+            QCOMPARE(dialog.values().engine.gpuDevice, 1);
+        }
+        SettingsValues every;
+        every.engine.gpuDevice = kEveryGpuDevice;
+        SettingsDialog one(every, {"NVIDIA H200"});
+        QComboBox* device = nullptr;
+        for (QComboBox* box : one.findChildren<QComboBox*>())
+            if (box->accessibleName() == "Device") device = box;
+        QVERIFY(device);
+        QCOMPARE(items(device), (QList<int>{-1, 0, kEveryGpuDevice}));
+        QVERIFY2(device->currentText().contains("one found"), qPrintable(device->currentText()));
+        QCOMPARE(one.values().engine.gpuDevice, kEveryGpuDevice);
+        SettingsValues gone;
+        gone.engine.gpuDevice = 3;
+        one.setValues(gone);
+        QCOMPARE(items(device), (QList<int>{-1, 0, 3}));
+        QVERIFY2(device->currentText().contains("not found"), qPrintable(device->currentText()));
+        one.setValues(SettingsValues{});
+        QCOMPARE(items(device), (QList<int>{-1, 0}));
+
+        // Kept by the settings store, and nothing below it.
+        QTemporaryDir dir;
+        AppSettings store(iniIn(dir));
+        EngineSettings e;
+        e.gpuDevice = kEveryGpuDevice;
+        store.setEngine(e);
+        QCOMPARE(store.engine().gpuDevice, kEveryGpuDevice);
+        e.gpuDevice = -7;
+        store.setEngine(e);
+        QCOMPARE(store.engine().gpuDevice, kEveryGpuDevice);
+    }
+
     // A model whose GPU path spans several GPUs: under Device, a line per GPU with its share; one GPU,
     // the CPU or no model add nothing.
     void dialogShowsEachGpusShare() {

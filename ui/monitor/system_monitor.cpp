@@ -16,6 +16,8 @@ QByteArray readProc(const char* path) {
 }  // namespace
 
 void addGpuReadings(SystemSample& sample, const GpuSource& source, int chosenDevice) {
+    // Below -1: every GPU (Settings' kEveryGpuDevice, a pipeline by layer): each has its line; the first leads.
+    if (chosenDevice < -1) chosenDevice = 0;
     if (chosenDevice < 0) {
         sample.gpuUnavailableReason = QStringLiteral("CPU only, as chosen in Settings");
         return;

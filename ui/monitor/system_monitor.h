@@ -19,7 +19,7 @@ namespace tandem::ui {
 using GpuSourceFactory = std::function<std::unique_ptr<GpuSource>()>;
 
 // Fills a sample's GPU readings: every GPU the source reports in gpus, the one chosen in Settings
-// (chosenDevice, -1 for CPU only) in gpu, and, where gpu stays empty, why.
+// (chosenDevice, -1 for CPU only, below -1 every GPU: the first) in gpu, and, where gpu stays empty, why.
 void addGpuReadings(SystemSample& sample, const GpuSource& source, int chosenDevice);
 
 // Lives on the monitor thread.

@@ -46,7 +46,7 @@ EngineSettings AppSettings::engine() const {
     e.threads = std::max(0, settings_->value("engine/threads", d.threads).toInt());
     e.numaPolicy = enumValue(*settings_, "engine/numaPolicy", d.numaPolicy, 3);
     e.cpuKernel = enumValue(*settings_, "engine/cpuKernel", d.cpuKernel, 4);
-    e.gpuDevice = std::max(-1, settings_->value("engine/gpuDevice", d.gpuDevice).toInt());
+    e.gpuDevice = std::max(kEveryGpuDevice, settings_->value("engine/gpuDevice", d.gpuDevice).toInt());
     e.contextLength = std::clamp(settings_->value("engine/contextLength", d.contextLength).toInt(), 256, 1 << 20);
     e.gpuExpertMemoryGb = std::clamp(settings_->value("engine/gpuExpertMemoryGb", d.gpuExpertMemoryGb).toInt(), -1, 1 << 16);
     e.int8Dense = settings_->value("engine/int8Dense", d.int8Dense).toBool();

@@ -16,7 +16,7 @@ struct EngineSettings {
     int threads = 0;   // 0: all hardware threads
     NumaPolicy numaPolicy = NumaPolicy::Auto;
     CpuKernel cpuKernel = CpuKernel::Auto;
-    int gpuDevice = 0;  // -1: CPU only
+    int gpuDevice = 0;  // -1: CPU only; kEveryGpuDevice (-2): every GPU, a pipeline by layer
     int contextLength = 4096;
     // GPU memory for routed experts, in GB (whole MoE layers, the last first): -1 automatic (what is free
     // once the rest of the model and the context are counted), 0 none (all on the CPU).

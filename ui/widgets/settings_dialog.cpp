@@ -177,6 +177,9 @@ QWidget* SettingsDialog::engineTab(const QStringList& gpuNames) {
     } else {
         device_->addItem(tr("CPU only"), -1);
         for (int i = 0; i < gpuNames.size(); ++i) device_->addItem(tr("GPU %1: %2").arg(i).arg(gpuNames[i]), i);
+        // Several GPUs: the layers split across them, each holding the routed experts its memory allows.
+        if (gpuNames.size() > 1)
+            device_->addItem(tr("Every GPU (%1): the layers split across them, new").arg(gpuNames.size()), kEveryGpuDevice);
     }
     // The loaded model over several GPUs (a pipeline by layer): what each one holds; filled by setInEffect.
     gpuStages_ = new QWidget(page);
@@ -409,9 +412,13 @@ void SettingsDialog::setValues(const SettingsValues& v) {
     } else {
         // A GPU saved that is not here now is shown as such, not taken for another.
         for (int row = device_->count() - 1; row > 0; --row)
-            if (device_->itemData(row).toInt() >= 0 && device_->itemText(row).contains(tr("not found"))) device_->removeItem(row);
-        if (device_->findData(v.engine.gpuDevice) < 0)
-            device_->addItem(tr("GPU %1 (not found: runs on the CPU)").arg(v.engine.gpuDevice), v.engine.gpuDevice);
+            if (device_->itemData(row, Qt::UserRole + 1).toBool()) device_->removeItem(row);
+        if (device_->findData(v.engine.gpuDevice) < 0) {
+            device_->addItem(v.engine.gpuDevice == kEveryGpuDevice ? tr("Every GPU (one found: runs on it)")
+                                                                   : tr("GPU %1 (not found: runs on the CPU)").arg(v.engine.gpuDevice),
+                             v.engine.gpuDevice);
+            device_->setItemData(device_->count() - 1, true, Qt::UserRole + 1);  // the saved choice's own entry
+        }
         device_->setCurrentIndex(device_->findData(v.engine.gpuDevice));
     }
     contextLength_->setValue(v.engine.contextLength);

@@ -10,6 +10,7 @@
 
 #include "ui/monitor/nvml_gpu.h"
 #include "ui/monitor/proc_readers.h"
+#include "ui/worker/engine_types.h"
 
 namespace tandem::ui {
 namespace {
@@ -62,6 +63,14 @@ MachineFigures readMachineFigures(int gpuDevice, const QString& folder) {
             m.vramBytes = gpu->memoryTotal;
             m.gpuName = gpu->name;
         }
+    } else if (gpuDevice == kEveryGpuDevice) {  // the layers split across every GPU: their memory together
+        const NvmlGpu nvml;
+        QStringList names;
+        for (const GpuReading& gpu : nvml.readAll()) {
+            m.vramBytes += gpu.memoryTotal;
+            names << gpu.name;
+        }
+        m.gpuName = names.join(QStringLiteral(" + "));
     }
     QString existing = QDir::cleanPath(folder);
     while (!QFileInfo::exists(existing) && QFileInfo(existing).dir().path() != existing)

@@ -37,12 +37,16 @@ QString remoteModelId(const QString& dir);
 
 // What a model is loaded with. The engine takes threads and context length today; NUMA policy, kernel
 // and GPU device travel to the worker so that only engineOptionsFor() changes when the engine grows them.
+// Settings' "every GPU" (EngineSettings::gpuDevice, LoadRequest::gpuDevice): the model as a pipeline by layer
+// over all the machine's GPUs (tandem::kEveryGpu); with one GPU, that one.
+inline constexpr int kEveryGpuDevice = -2;
+
 struct LoadRequest {
     QString modelDir;
     int threads = 0;  // 0 = all hardware threads
     NumaPolicy numaPolicy = NumaPolicy::Auto;
     CpuKernel cpuKernel = CpuKernel::Auto;
-    int gpuDevice = 0;  // -1 = CPU only
+    int gpuDevice = 0;  // -1 = CPU only; kEveryGpuDevice: every GPU, a pipeline by layer
     int contextLength = 4096;
     int gpuExpertMemoryGb = -1;  // EngineSettings::gpuExpertMemoryGb
     bool int8Dense = true;       // EngineSettings::int8Dense

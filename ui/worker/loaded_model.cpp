@@ -58,10 +58,11 @@ tandem::EngineOptions engineOptionsFor(const LoadRequest& request) {
     tandem::EngineOptions options;
     options.threads = request.threads;
     options.contextLength = request.contextLength;
-    options.device = request.gpuDevice < 0 ? tandem::Device::Cpu : tandem::Device::Auto;
+    options.device = request.gpuDevice == -1 ? tandem::Device::Cpu : tandem::Device::Auto;
     // Settings' GPU: another than the first is asked for by number (GPU 0 leaves the engine's default,
-    // which TANDEM_GPU_DEVICES may change).
+    // which TANDEM_GPU_DEVICES may change); every GPU as the engine's kEveryGpu.
     if (request.gpuDevice > 0) options.gpuDevices = {request.gpuDevice};
+    if (request.gpuDevice == kEveryGpuDevice) options.gpuDevices = {tandem::kEveryGpu};
     options.gpuExpertMemory =
         request.gpuExpertMemoryGb < 0 ? -1 : static_cast<std::int64_t>(request.gpuExpertMemoryGb) * 1'000'000'000;
     options.dense = request.int8Dense ? tandem::DensePrecision::Int8 : tandem::DensePrecision::Checkpoint;

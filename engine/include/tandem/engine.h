@@ -70,12 +70,16 @@ struct EngineOptions {
     // plan reserves each one's KV cache and buffers at contextLength before it gives the routed experts
     // what is left. The CPU path ignores it.
     int gpuSessions = 1;
-    // The GPUs to run on, by CUDA number (Settings' GPU, tandem-cli --gpus): one runs the model on that GPU;
+    // The GPUs to run on, by number (Settings' GPU, tandem-cli --gpus): one runs the model on that GPU;
     // several run it as a pipeline by layer over them, in this order (issue 29; not yet run on a machine
-    // with two GPUs). Empty: TANDEM_GPU_DEVICES when set, else GPU 0. A GPU this machine lacks leaves the
-    // model on the CPU with Device::Auto (ModelInfo::deviceNotice says why) and is an error with Device::Gpu.
+    // with two GPUs); {kEveryGpu}: every GPU of the machine, in order (one GPU: that one). Empty:
+    // TANDEM_GPU_DEVICES when set, else GPU 0. A GPU this machine lacks leaves the model on the CPU with
+    // Device::Auto (ModelInfo::deviceNotice says why) and is an error with Device::Gpu.
     std::vector<int> gpuDevices;
 };
+
+// EngineOptions::gpuDevices' {kEveryGpu}: every GPU the machine has.
+inline constexpr int kEveryGpu = -1;
 
 // GPU numbers as nvidia-smi (and NVML, which the app's GPU list and monitor read) give them, by PCI bus,
 // instead of CUDA's default of the fastest first, for EngineOptions::gpuDevices: sets CUDA_DEVICE_ORDER to
@@ -83,8 +87,8 @@ struct EngineOptions {
 // CUDA starts (it reads the variable once).
 void numberGpusAsNvidiaSmi();
 
-// "1" or "0,1": distinct GPU numbers (0-63) separated by commas, as --gpus and TANDEM_GPU_DEVICES take
-// them; throws tandem::Error naming `source` otherwise.
+// "1" or "0,1": distinct GPU numbers (0-63) separated by commas, or "all" ({kEveryGpu}), as --gpus and
+// TANDEM_GPU_DEVICES take them; throws tandem::Error naming `source` otherwise.
 std::vector<int> parseGpuDevices(const std::string& text, const std::string& source);
 
 struct SamplingOptions {

@@ -398,7 +398,11 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
     }
     // The GPUs chosen (EngineOptions::gpuDevices, else TANDEM_GPU_DEVICES, else GPU 0); the first one's
     // memory sizes the prompt chunk below.
-    const std::vector<int> devices = !gpuExperts.devices.empty() ? gpuExperts.devices : tuning().gpuDevices;
+    std::vector<int> devices = !gpuExperts.devices.empty() ? gpuExperts.devices : tuning().gpuDevices;
+    if (devices == std::vector<int>{kEveryGpu}) {  // every GPU, in order
+        devices.clear();
+        for (int d = 0; d < count; ++d) devices.push_back(d);
+    }
     if (std::string missing = missingGpu(devices, count); !missing.empty()) {
         reason = std::move(missing);
         return nullptr;
