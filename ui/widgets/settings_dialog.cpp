@@ -179,7 +179,7 @@ QWidget* SettingsDialog::engineTab(const QStringList& gpuNames) {
         for (int i = 0; i < gpuNames.size(); ++i) device_->addItem(tr("GPU %1: %2").arg(i).arg(gpuNames[i]), i);
         // Several GPUs: the layers split across them, each holding the routed experts its memory allows.
         if (gpuNames.size() > 1)
-            device_->addItem(tr("Every GPU (%1): the layers split across them, new").arg(gpuNames.size()), kEveryGpuDevice);
+            device_->addItem(tr("Every GPU (%1), the layers split across them (new)").arg(gpuNames.size()), kEveryGpuDevice);
     }
     // The loaded model over several GPUs (a pipeline by layer): what each one holds; filled by setInEffect.
     gpuStages_ = new QWidget(page);

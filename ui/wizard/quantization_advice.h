@@ -26,8 +26,9 @@ struct MachineFigures {
 };
 
 // What this machine has: total RAM (/proc/meminfo), the GPU's memory (NVML, as the dashboard reads it;
-// gpuDevice -1: none; kEveryGpuDevice: every GPU's together), the free space at `folder` or the nearest existing folder above it, and the memory
-// read speed (tandem::measureMemoryBandwidthGbps, measured once per process: under a second).
+// gpuDevice -1: none; kEveryGpuDevice: every GPU's together), the free space at `folder` or the nearest
+// existing folder above it, and the memory read speed (tandem::measureMemoryBandwidthGbps, measured once
+// per process: under a second).
 MachineFigures readMachineFigures(int gpuDevice, const QString& folder);
 
 struct QuantizationChoice {
