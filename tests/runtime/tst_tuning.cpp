@@ -3,6 +3,7 @@
 #include <QTest>
 
 #include "tandem/error.h"
+#include "tandem/engine.h"
 #include "tandem/tuning.h"
 
 using tandem::Tuning;
@@ -60,6 +61,12 @@ private slots:
         QCOMPARE(t.gpuDevices, (std::vector<int>{1, 0}));
         QCOMPARE(QString::fromStdString(t.differences()), QString("TANDEM_GPU_STAGES=3 TANDEM_GPU_DEVICES=1,0"));
         QVERIFY(Tuning::fromEnvironment().gpuDevices.empty());
+        // Every GPU, said as such.
+        qputenv("TANDEM_GPU_DEVICES", "all");
+        const Tuning every = Tuning::fromEnvironment();
+        qunsetenv("TANDEM_GPU_DEVICES");
+        QCOMPARE(every.gpuDevices, std::vector<int>{tandem::kEveryGpu});
+        QCOMPARE(QString::fromStdString(every.differences()), QString("TANDEM_GPU_DEVICES=all"));
     }
 
     void malformedValuesNameTheVariable() {
