@@ -315,12 +315,13 @@ PipelinePlan planPipeline(const model::ModelConfig& config, int capacity, int se
 
 // Why `devices` cannot be used on a machine with `count` GPUs, or "" when they can.
 std::string missingGpu(const std::vector<int>& devices, int count) {
-    for (const int d : devices)
-        if (d < 0)
-            return "GPU " + std::to_string(d) + " was chosen, but GPUs are numbered from 0 (every GPU is a list of its own)";
-        else if (d >= count)
+    for (const int d : devices) {
+        if (d < 0)  // kEveryGpu beside other numbers: a caller's mistake
+            return "GPU " + std::to_string(d) + " was chosen, but GPUs are numbered from 0";
+        if (d >= count)
             return "GPU " + std::to_string(d) + " was chosen, but this machine has " + std::to_string(count) +
                    (count == 1 ? " GPU (GPU 0)" : " GPUs (GPU 0 to " + std::to_string(count - 1) + ")");
+    }
     return "";
 }
 
