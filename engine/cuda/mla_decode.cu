@@ -140,6 +140,14 @@ constexpr int kTileLoads = kKeys * kKey / 4 / kThreads;  // float4 a thread load
 #define TANDEM_MLA_DECODE_PREFETCH 18
 #endif
 constexpr int kPrefetch = TANDEM_MLA_DECODE_PREFETCH;
+// Fragments by ldmatrix (an experiment for the next GPU call, off until measured: ncu showed the kernel
+// bound by instruction issue, and a k-step's Q and K fragments take twelve 32-bit shared loads with split
+// precision, three ldmatrix.x4 with this; scripts/check_attention.cu built with
+// -DTANDEM_MLA_DECODE_LDMATRIX=1 against the default compares them).
+#ifndef TANDEM_MLA_DECODE_LDMATRIX
+#define TANDEM_MLA_DECODE_LDMATRIX 0
+#endif
+constexpr bool kLdmatrix = TANDEM_MLA_DECODE_LDMATRIX != 0;
 constexpr int kRest = 6;       // the others' loads in flight at once
 static_assert((kKeys * kKey / 4) % kThreads == 0 && (kTileLoads - kPrefetch) % kRest == 0, "a tile is filled in whole rounds");
 
@@ -234,14 +242,27 @@ __global__ void __launch_bounds__(kThreads) mlaSplitDecodeKernel(AttentionArgs a
 #pragma unroll 4
         for (int ks = 0; ks < kKey / 16; ++ks) {
             std::uint32_t aHi[4], aLo[4];
-            loadA<kKeyStride>(qHi, 0, ks * 16, g, q, aHi);
-            if constexpr (Split) loadA<kKeyStride>(qLo, 0, ks * 16, g, q, aLo);
-            const int at = (warp * 8 + g) * kKeyStride + ks * 16 + 2 * q;
-            const std::uint32_t b0 = lds32(kHi + at), b1 = lds32(kHi + at + 8);
-            mma(s, aHi, b0, b1);
-            if constexpr (Split) {
-                mma(s, aHi, lds32(kLo + at), lds32(kLo + at + 8));
-                mma(s, aLo, b0, b1);
+            if constexpr (kLdmatrix && Split) {
+                ldmatrixA<kKeyStride>(qHi, 0, ks * 16, lane, aHi);
+                ldmatrixA<kKeyStride>(qLo, 0, ks * 16, lane, aLo);
+                // The warp's 8 keys, k-slots ks * 16 .. + 15: hi's two halves, then lo's (lanes 0-7, 8-15,
+                // 16-23, 24-31 address the four 8 x 8 matrices' rows).
+                std::uint32_t b[4];
+                const int m = lane >> 3;
+                ldmatrix4(b, (m < 2 ? kHi : kLo) + (warp * 8 + (lane & 7)) * kKeyStride + ks * 16 + (m & 1) * 8);
+                mma(s, aHi, b[0], b[1]);
+                mma(s, aHi, b[2], b[3]);
+                mma(s, aLo, b[0], b[1]);
+            } else {
+                loadA<kKeyStride>(qHi, 0, ks * 16, g, q, aHi);
+                if constexpr (Split) loadA<kKeyStride>(qLo, 0, ks * 16, g, q, aLo);
+                const int at = (warp * 8 + g) * kKeyStride + ks * 16 + 2 * q;
+                const std::uint32_t b0 = lds32(kHi + at), b1 = lds32(kHi + at + 8);
+                mma(s, aHi, b0, b1);
+                if constexpr (Split) {
+                    mma(s, aHi, lds32(kLo + at), lds32(kLo + at + 8));
+                    mma(s, aLo, b0, b1);
+                }
             }
         }
         float maxA = -INFINITY, maxB = -INFINITY;
@@ -321,8 +342,13 @@ __global__ void __launch_bounds__(kThreads) mlaSplitDecodeKernel(AttentionArgs a
 #pragma unroll
         for (int kt = 0; kt < kKeys / 16; ++kt) {
             std::uint32_t aHi[4], aLo[4];
-            loadA<kPStride>(pHi, 0, kt * 16, g, q, aHi);
-            if constexpr (Split) loadA<kPStride>(pLo, 0, kt * 16, g, q, aLo);
+            if constexpr (kLdmatrix) {
+                ldmatrixA<kPStride>(pHi, 0, kt * 16, lane, aHi);
+                if constexpr (Split) ldmatrixA<kPStride>(pLo, 0, kt * 16, lane, aLo);
+            } else {
+                loadA<kPStride>(pHi, 0, kt * 16, g, q, aHi);
+                if constexpr (Split) loadA<kPStride>(pLo, 0, kt * 16, g, q, aLo);
+            }
 #pragma unroll
             for (int nt = 0; nt < kLatent / kWarps / 8; nt += 2) {
                 std::uint32_t b[4], bLo[4];
