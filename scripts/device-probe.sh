@@ -12,7 +12,8 @@ done
 for round in 1 2; do
   for v in 0 1; do
     echo "== ldmatrix $v, round $round"
-    /tmp/ca$v --only "decode after" 2>&1 | tee -a "$out/mla-ab.txt" | grep -E "tensor cores|within bounds|FAIL" | grep -iE "16 heads|within|FAIL"
+    /tmp/ca$v --only "decode after" 2>&1 | tee -a "$out/mla-ab.txt" |
+      awk '/^MLA decode/{m=1} /bounds|FAIL/{print} m && /decode after|tensor cores/{print}' | cut -c1-110
   done
 done
 timeout 100 ncu --clock-control none -k regex:mlaSplitDecode -c 1 --section SpeedOfLight --section SchedulerStats \
