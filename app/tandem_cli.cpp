@@ -123,8 +123,9 @@ commands:
             once the rest of the model and the context are counted; 0 keeps every expert on the CPU
   --gpus    which GPUs to run on, by number as nvidia-smi lists them: 1 for the second GPU, or several
             (0,1, or all) for a pipeline by layer over them, each holding its layers and the routed experts
-            its memory leaves room for (not yet tried on a machine with two GPUs). Default: GPU 0, or
-            TANDEM_GPU_DEVICES. A GPU the machine lacks runs on the CPU (auto) or fails (--device gpu)
+            its memory leaves room for (not yet tried on a machine with two GPUs). Default: the GPU with
+            the most memory, or TANDEM_GPU_DEVICES. A GPU the machine lacks runs on the CPU (auto) or
+            fails (--device gpu)
   --experts how the routed experts run on the CPU: auto (a store's type; bf16 for a Hugging Face
             folder), bf16, int8, int4 (packed at load), or reference (float32, exact, slow)
   --dense   how the dense weights are held (attention, dense and shared MLPs, output head), on the

@@ -59,8 +59,8 @@ tandem::EngineOptions engineOptionsFor(const LoadRequest& request) {
     options.threads = request.threads;
     options.contextLength = request.contextLength;
     options.device = request.gpuDevice == -1 ? tandem::Device::Cpu : tandem::Device::Auto;
-    // Settings' GPU: another than the first is asked for by number (GPU 0 leaves the engine's default,
-    // which TANDEM_GPU_DEVICES may change); every GPU as the engine's kEveryGpu.
+    // Settings' GPU: another than the first is asked for by number (GPU 0, the default, leaves the engine's
+    // own: the GPU with the most memory, or TANDEM_GPU_DEVICES); every GPU as the engine's kEveryGpu.
     if (request.gpuDevice > 0) options.gpuDevices = {request.gpuDevice};
     if (request.gpuDevice == kEveryGpuDevice) options.gpuDevices = {tandem::kEveryGpu};
     options.gpuExpertMemory =

@@ -70,11 +70,12 @@ struct EngineOptions {
     // plan reserves each one's KV cache and buffers at contextLength before it gives the routed experts
     // what is left. The CPU path ignores it.
     int gpuSessions = 1;
-    // The GPUs to run on, by number (Settings' GPU, tandem-cli --gpus): one runs the model on that GPU;
-    // several run it as a pipeline by layer over them, in this order (issue 29; not yet run on a machine
-    // with two GPUs); {kEveryGpu}: every GPU of the machine, in order (one GPU: that one). Empty:
-    // TANDEM_GPU_DEVICES when set, else GPU 0. A GPU this machine lacks leaves the model on the CPU with
-    // Device::Auto (ModelInfo::deviceNotice says why) and is an error with Device::Gpu.
+    // The GPUs to run on, by number as nvidia-smi gives them (Settings' GPU, tandem-cli --gpus): one runs the
+    // model on that GPU; several run it as a pipeline by layer over them, in this order (issue 29; not yet
+    // run on a machine with two GPUs); {kEveryGpu}: every GPU of the machine, in order (one GPU: that one).
+    // Empty: TANDEM_GPU_DEVICES when set, else the GPU with the most memory (the first of equals, so GPU 0
+    // of like GPUs; another's name says its number). A GPU this machine lacks leaves the model on the CPU
+    // with Device::Auto (ModelInfo::deviceNotice says why) and is an error with Device::Gpu.
     std::vector<int> gpuDevices;
 };
 

@@ -410,7 +410,16 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
         reason = std::move(missing);
         return nullptr;
     }
-    const int device = devices.empty() ? 0 : devices.front();
+    // None chosen: the GPU with the most memory (the first of equals). GPUs are numbered by PCI bus
+    // (numberGpusAsNvidiaSmi), where CUDA's own order put the fastest first.
+    int device = devices.empty() ? 0 : devices.front();
+    if (devices.empty())
+        for (int d = 1; d < count; ++d) {
+            cudaDeviceProp a{}, b{};
+            if (cudaGetDeviceProperties(&a, d) == cudaSuccess && cudaGetDeviceProperties(&b, device) == cudaSuccess &&
+                a.totalGlobalMem > b.totalGlobalMem)
+                device = d;
+        }
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, device) != cudaSuccess || prop.major < 8) {
         reason = std::string("the GPU ") + prop.name + " is older than the Ampere generation Tandem needs (bf16)";
