@@ -14,13 +14,19 @@ using namespace tandem::test;
 
 namespace {
 
-// An engine whose "GPU" fails on its runner's failOn-th forward pass (1: the prefill).
-std::unique_ptr<Engine> flakyEngine(const QString& fixture, int failOn) {
-    const FlakyGpu gpu(failOn);
+// Two threads, the GPU when there is one (the stand-in), and contextLength (0: the default).
+EngineOptions standInOptions(int contextLength = 0) {
     EngineOptions o;
     o.threads = 2;
     o.device = Device::Auto;
-    return Engine::load(fixturePath(fixture).toStdString(), o);
+    if (contextLength > 0) o.contextLength = contextLength;
+    return o;
+}
+
+// An engine whose "GPU" fails on its runner's failOn-th forward pass (1: the prefill).
+std::unique_ptr<Engine> flakyEngine(const QString& fixture, int failOn) {
+    const FlakyGpu gpu(failOn);
+    return Engine::load(fixturePath(fixture).toStdString(), standInOptions());
 }
 
 std::vector<int> generate(Session& session, const std::vector<int>& conversation, int count, GenerationStats* stats = nullptr) {
@@ -108,10 +114,7 @@ private slots:
     // one by default, never fewer than one.
     void theGpuPlanIsToldHowManySessions() {
         const FlakyGpu gpu(1000);
-        EngineOptions o;
-        o.threads = 2;
-        o.device = Device::Auto;
-        o.contextLength = 256;
+        EngineOptions o = standInOptions(256);
         const auto path = fixturePath("tiny-mixtral").toStdString();
         auto one = Engine::load(path, o);
         QCOMPARE(gpu.lastSessions, 1);
@@ -126,13 +129,10 @@ private slots:
     }
 
     // The GPUs chosen (EngineOptions::gpuDevices: Settings' GPU, --gpus) reach the GPU backend as they were
-    // given; none chosen leaves the choice to it (TANDEM_GPU_DEVICES, else GPU 0).
+    // given; none chosen leaves the choice to it (TANDEM_GPU_DEVICES, else the GPU with the most memory).
     void theGpuBackendIsToldWhichGpus() {
         const FlakyGpu gpu(1000);
-        EngineOptions o;
-        o.threads = 2;
-        o.device = Device::Auto;
-        o.contextLength = 128;
+        EngineOptions o = standInOptions(128);
         const auto path = fixturePath("tiny-mixtral").toStdString();
         auto chosen = Engine::load(path, o);
         QVERIFY(gpu.lastDevices.empty());

@@ -413,13 +413,14 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
     // None chosen: the GPU with the most memory (the first of equals). GPUs are numbered by PCI bus
     // (numberGpusAsNvidiaSmi), where CUDA's own order put the fastest first.
     int device = devices.empty() ? 0 : devices.front();
-    if (devices.empty())
-        for (int d = 1; d < count; ++d) {
-            cudaDeviceProp a{}, b{};
-            if (cudaGetDeviceProperties(&a, d) == cudaSuccess && cudaGetDeviceProperties(&b, device) == cudaSuccess &&
-                a.totalGlobalMem > b.totalGlobalMem)
+    if (devices.empty()) {
+        std::size_t most = 0;
+        for (int d = 0; d < count; ++d)
+            if (cudaDeviceProp p{}; cudaGetDeviceProperties(&p, d) == cudaSuccess && p.totalGlobalMem > most) {
+                most = p.totalGlobalMem;
                 device = d;
-        }
+            }
+    }
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, device) != cudaSuccess || prop.major < 8) {
         reason = std::string("the GPU ") + prop.name + " is older than the Ampere generation Tandem needs (bf16)";
