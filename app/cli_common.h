@@ -25,10 +25,9 @@ tandem::ExpertPrecision parseExperts(const std::string& name);
 std::int64_t parseGpuMemory(const CliArgs& args);
 // --dense checkpoint|int8 (default checkpoint): the CPU path's dense weights.
 tandem::DensePrecision parseDense(const CliArgs& args);
-// --kv-cache f32|int8 (default f32): how the sessions hold their KV cache (int8: the CPU path only so far).
+// --kv-cache f32|int8 (default f32): how the sessions hold their KV cache, on either path.
 tandem::KvCacheType parseKvCache(const CliArgs& args);
-// Prints why the CPU runs what the GPU would have, if so (and that a GPU keeps a float32 KV cache when
-// --kv-cache int8 was asked for).
+// Prints why the CPU runs what the GPU would have, if so.
 void reportDevice(const tandem::ModelInfo& info);
 // The engine options every model command takes: --threads, --context (when given), --device,
 // --gpu-memory, --experts (defaultExperts when absent), --dense and --kv-cache.

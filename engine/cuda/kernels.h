@@ -83,19 +83,46 @@ struct RopeParams {
     float attentionFactor;
 };
 
+// A stream of the 8-bit KV cache (EngineOptions::kvCache = Int8, issue 28): int8 codes [positions][width],
+// row-major as the float32 cache's rows, each row cut into groups of groupWidth values (GQA: a key head's
+// headDim; MLA: the whole latent row, the whole rope row) that share one float scale, scales
+// [positions][width / groupWidth]. Quantized as on the CPU (model/kv_cache.h, quantizeKvGroup): scale =
+// the group's largest magnitude / 127, code = x * 127 / largest rounded to nearest; a zero group has zero
+// codes and scale 0, a group with a NaN or infinity scale NaN. Null codes: the float32 cache.
+struct Int8Rows {
+    std::int8_t* codes = nullptr;
+    float* scales = nullptr;
+    int width = 0;
+    int groupWidth = 0;
+    __host__ __device__ explicit operator bool() const { return codes != nullptr; }
+};
+
 // GQA: qkv [tokens, (heads + 2 kvHeads) * headDim] as produced by one fused projection. Applies the
 // optional per-head q/k RMSNorm and rotary embeddings in place, and writes keys and values of
-// positions *start + t into the caches ([positions, kvHeads * headDim]).
+// positions *start + t into the caches ([positions, kvHeads * headDim]), or, when kInt8 / vInt8 hold
+// codes, into those 8-bit streams instead (groups of headDim).
 void launchGqaPrepare(float* qkv, int tokens, int heads, int kvHeads, int headDim, const float* qNorm,
                       const float* kNorm, float eps, RopeParams rope, const int* start, float* kCache, float* vCache,
-                      cudaStream_t s);
+                      cudaStream_t s, Int8Rows kInt8 = {}, Int8Rows vInt8 = {});
 
 // MLA: kv [tokens, ldkv] holds the compressed latent then the rotary key part. Writes the normalized
-// latent and the rotated key of positions *start + t into the caches. q [tokens, heads, nope + rope]:
-// rotates the rotary part in place and writes the nope part as bf16 [tokens, heads, nope].
+// latent and the rotated key of positions *start + t into the caches (or their 8-bit streams, one group a
+// row, when latentInt8 holds codes). q [tokens, heads, nope + rope]: rotates the rotary part in place and
+// writes the nope part as bf16 [tokens, heads, nope].
 void launchMlaPrepare(const float* kv, int ldkv, float* q, int tokens, int heads, int nope, int kvLora,
                       const float* kvNorm, float eps, RopeParams rope, const int* start, float* latentCache,
-                      float* ropeCache, bf16* qNope, bool split, cudaStream_t s);
+                      float* ropeCache, bf16* qNope, bool split, cudaStream_t s, Int8Rows latentInt8 = {},
+                      Int8Rows ropeInt8 = {});
+
+// The rows [first, *start + extra) of an 8-bit stream as float32 rows [position][ld] of out (ld >= width):
+// code * scale, for the kernels that read a float32 cache (prompt chunks, and decode where no kernel reads
+// the codes themselves). first and extra are host values, *start the device's, so a captured step stays
+// valid; the grid is sized for `capacity` positions.
+void launchDequantizeRows(Int8Rows rows, int first, const int* start, int extra, int capacity, float* out, int ld,
+                          cudaStream_t s);
+// The same rows [first, first + count) as a bf16 GEMM input [count][width] (lo rows `count` further with
+// split): MLA's prompt passes decompress the latent from it.
+void launchDequantizeRowsToBf16(Int8Rows rows, int first, int count, bf16* out, bool split, cudaStream_t s);
 
 // Causal attention of `tokens` queries at positions *start + t over the cached context, one block per
 // (head, token), online softmax. score(j) = (qA·keyA[j] + qB·keyB[j]) * scale; out = Σ p(j) value[j].

@@ -140,7 +140,7 @@ struct Engine::Impl {
     }
 
     void finish(const EngineOptions& options) {
-        requestedKvCache = options.kvCache;
+        kvCache = options.kvCache;
         info.modelType = config.modelType;
         info.vocabSize = config.vocabSize;
         info.hiddenSize = config.hiddenSize;
@@ -177,12 +177,8 @@ struct Engine::Impl {
         });
         const bool int8Dense = options.dense == DensePrecision::Int8;
         if (int8Dense) model::quantizeDenseInt8(weights, config, pool, /*keepFp8=*/options.device != Device::Cpu);
-        chooseDevice(options.device, options.gpuExpertMemory, options.gpuSessions, options.gpuDevices);
-        // The 8-bit KV cache is the CPU path's so far: a GPU's sessions keep float32 caches, and say so.
-        kvCache = gpu ? KvCacheType::Float32 : options.kvCache;
-        if (gpu && options.kvCache == KvCacheType::Int8)
-            info.kvCacheNotice = "the 8-bit KV cache applies on the CPU path only so far; the GPU (" + info.device +
-                                 ") keeps a float32 KV cache";
+        // The KV cache's type holds on both paths: the GPU's 8-bit cache has the CPU's groups and rounding.
+        chooseDevice(options.device, options.gpuExpertMemory, options.gpuSessions, options.gpuDevices, kvCache);
         info.kvCache = kvCache == KvCacheType::Int8 ? "int8" : "float32";
         info.kvBytesPerPosition = kvBytesPerPosition(kvCache);
         if (int8Dense) {
@@ -287,7 +283,8 @@ struct Engine::Impl {
         return [this] { return model::computeOnSubmit(model::makeReferenceExperts(weights, pool)); };
     }
 
-    void chooseDevice(Device device, std::int64_t gpuExpertMemory, int gpuSessions, const std::vector<int>& gpuDevices) {
+    void chooseDevice(Device device, std::int64_t gpuExpertMemory, int gpuSessions, const std::vector<int>& gpuDevices,
+                      KvCacheType kvCacheType) {
         info.device = "CPU";
         info.placement = config.numExperts ? "all routed experts on the CPU" : "";
         info.expertLayers = runtime::cpuExpertLayerMap(config);
@@ -301,6 +298,7 @@ struct Engine::Impl {
         gpuExperts.budgetBytes = gpuExpertMemory;
         gpuExperts.sessions = std::max(1, gpuSessions);
         gpuExperts.devices = gpuDevices;
+        gpuExperts.kvCache = kvCacheType;
         if (usage) {
             gpuExperts.usage = usage->snapshot();
             gpuExperts.counter = &*usage;
@@ -331,9 +329,9 @@ struct Engine::Impl {
     }
 
     std::unique_ptr<runtime::ModelRunner> newRunner(bool onGpu) {
-        // A GPU failure's CPU runner takes the cache type that was asked for.
+        // A GPU failure's CPU runner takes the same cache type.
         return onGpu && gpu ? gpu->newRunner(info.contextLength)
-                            : runtime::makeCpuRunner(*transformer, info.contextLength, requestedKvCache);
+                            : runtime::makeCpuRunner(*transformer, info.contextLength, kvCache);
     }
 
     model::ModelConfig config;
@@ -344,8 +342,7 @@ struct Engine::Impl {
     model::ModelWeights weights;
     std::uint64_t syntheticSeed = 0;
     ModelInfo info;
-    KvCacheType kvCache = KvCacheType::Float32;           // the sessions' (float32 on the GPU path)
-    KvCacheType requestedKvCache = KvCacheType::Float32;  // EngineOptions::kvCache (the CPU path's)
+    KvCacheType kvCache = KvCacheType::Float32;  // the sessions' on either path (EngineOptions::kvCache)
     std::unique_ptr<runtime::PackedExperts> packed;
     std::unique_ptr<model::RoutedExperts> experts;  // the engine thread's (CPU path)
     std::optional<runtime::UsageCounter> usage;     // MoE models

@@ -58,6 +58,8 @@ struct GpuExpertsRequest {
     // The GPUs to run on (EngineOptions::gpuDevices): empty, TANDEM_GPU_DEVICES or else GPU 0; one, that
     // GPU; several, a pipeline by layer over them.
     std::vector<int> devices;
+    // How the runners hold their KV caches (EngineOptions::kvCache): the plan counts what each takes.
+    KvCacheType kvCache = KvCacheType::Float32;
 };
 
 // nullptr, with `reason` set, when there is no usable GPU. Throws tandem::Error when there is one but

@@ -198,13 +198,14 @@ std::vector<StageExperts> planStageExperts(const model::ModelConfig& config, con
     return plan;
 }
 
-std::vector<LayerCost> layerCosts(const model::ModelConfig& config, int contextTokens) {
-    // One layer's float32 cache a position, as the engine shapes it (runtime/engine.cpp).
+std::vector<LayerCost> layerCosts(const model::ModelConfig& config, int contextTokens, KvCacheType kvCache) {
+    // One layer's cache a position, as the engine shapes it (runtime/engine.cpp): int8 groups of a key head
+    // (GQA) or a whole row (MLA), as the GPU's 8-bit cache has them too.
     const std::uint64_t kvPerPosition =
         config.attention == model::AttentionKind::Mla
-            ? model::KvCache::bytesPerPosition(1, {config.kvLoraRank, config.qkRopeHeadDim}, {}, KvCacheType::Float32)
-            : model::KvCache::bytesPerPosition(1, {config.numKvHeads * config.headDim, config.numKvHeads * config.headDim}, {},
-                                               KvCacheType::Float32);
+            ? model::KvCache::bytesPerPosition(1, {config.kvLoraRank, config.qkRopeHeadDim}, {}, kvCache)
+            : model::KvCache::bytesPerPosition(1, {config.numKvHeads * config.headDim, config.numKvHeads * config.headDim},
+                                               {config.headDim, config.headDim}, kvCache);
     const std::uint64_t positions = static_cast<std::uint64_t>(std::max(0, contextTokens));
     std::vector<LayerCost> costs(static_cast<std::size_t>(config.numLayers));
     for (int l = 0; l < config.numLayers; ++l) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "tandem/engine.h"
 #include "runtime/placement.h"
 
 namespace tandem::runtime {
@@ -89,6 +90,9 @@ std::vector<StageExperts> planStageExperts(const model::ModelConfig& config, con
 // cache of `contextTokens` positions (float32 keys and values for GQA: 2 * numKvHeads * headDim * 4 bytes
 // a position; MLA: (kvLoraRank + qkRopeHeadDim) * 4 bytes). The embedding, the final norm and the output
 // head are not in any layer: the caller adds them as embedBytes and headBytes.
-std::vector<LayerCost> layerCosts(const model::ModelConfig& config, int contextTokens);
+// With kvCache Int8, the 8-bit cache's codes and scales instead (the GPU runner's one layer of float32 rows
+// beside it is part of its activations).
+std::vector<LayerCost> layerCosts(const model::ModelConfig& config, int contextTokens,
+                                  KvCacheType kvCache = KvCacheType::Float32);
 
 }  // namespace tandem::runtime

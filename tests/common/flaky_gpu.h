@@ -65,13 +65,16 @@ public:
             lastCapacity = capacity;
             lastSessions = request.sessions;
             lastDevices = request.devices;
+            lastKvCache = request.kvCache;
             return std::make_unique<FlakyBackend>(c, w, p, std::move(e), failOn, stages);
         });
     }
-    // What the last engine loaded asked of its GPU: positions a session holds, sessions at once, the GPUs.
+    // What the last engine loaded asked of its GPU: positions a session holds, sessions at once, the GPUs,
+    // the KV cache's type.
     mutable int lastCapacity = 0;
     mutable int lastSessions = 0;
     mutable std::vector<int> lastDevices;
+    mutable KvCacheType lastKvCache = KvCacheType::Float32;
     ~FlakyGpu() { runtime::setGpuBackendFactoryForTests({}); }
     FlakyGpu(const FlakyGpu&) = delete;
     FlakyGpu& operator=(const FlakyGpu&) = delete;

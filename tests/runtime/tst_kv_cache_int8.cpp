@@ -199,7 +199,6 @@ private slots:
         QCOMPARE(gqa->info().kvBytesPerPositionFloat32, std::uint64_t{3} * 2 * 2 * 32 * 4);
         QCOMPARE(gqa->info().kvBytesPerPositionInt8, std::uint64_t{3} * 2 * 2 * (32 + 4));
         QCOMPARE(gqa->info().kvBytesPerPosition, gqa->info().kvBytesPerPositionInt8);
-        QVERIFY(gqa->info().kvCacheNotice.empty());
         auto mla = load("tiny-deepseekv2", KvCacheType::Int8);
         QCOMPARE(mla->info().kvBytesPerPosition, std::uint64_t{3} * (32 + 16 + 2 * 4));
         QCOMPARE(load("tiny-deepseekv2", KvCacheType::Float32)->info().kvBytesPerPosition, std::uint64_t{3} * (32 + 16) * 4);
@@ -423,17 +422,19 @@ private slots:
         }
     }
 
-    // The GPU path keeps float32 caches: an int8 request on a GPU engine says so and counts float32 bytes.
-    void aGpuKeepsFloat32AndSaysSo() {
+    // The GPU path holds the cache that was asked for (its 8-bit cache since 2026-12-04): the backend is
+    // asked for it and the engine counts its bytes.
+    void aGpuIsAskedForTheInt8Cache() {
         const FlakyGpu gpu(1 << 30);
         auto engine = load("tiny-mixtral", KvCacheType::Int8, Device::Auto);
         QCOMPARE(engine->info().device, std::string("Stand-in GPU"));
-        QCOMPARE(engine->info().kvCache, std::string("float32"));
-        QCOMPARE(engine->info().kvBytesPerPosition, engine->info().kvBytesPerPositionFloat32);
-        const std::string& notice = engine->info().kvCacheNotice;
-        QVERIFY2(notice.find("8-bit KV cache applies on the CPU path only so far") != std::string::npos, notice.c_str());
-        QVERIFY2(notice.find("float32") != std::string::npos, notice.c_str());
-        QVERIFY(load("tiny-mixtral", KvCacheType::Float32, Device::Auto)->info().kvCacheNotice.empty());
+        QCOMPARE(gpu.lastKvCache, KvCacheType::Int8);
+        QCOMPARE(engine->info().kvCache, std::string("int8"));
+        QCOMPARE(engine->info().kvBytesPerPosition, engine->info().kvBytesPerPositionInt8);
+        QVERIFY(engine->info().kvBytesPerPositionInt8 < engine->info().kvBytesPerPositionFloat32 / 3);
+        auto plain = load("tiny-mixtral", KvCacheType::Float32, Device::Auto);
+        QCOMPARE(gpu.lastKvCache, KvCacheType::Float32);
+        QCOMPARE(plain->info().kvCache, std::string("float32"));
     }
 };
 

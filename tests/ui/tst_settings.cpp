@@ -214,10 +214,11 @@ private slots:
         QVERIFY(dialog.values().engine.int8KvCache);
         QVERIFY2(note().contains("Each conversation's KV cache: up to " + int8 + " at"), qPrintable(note()));
         QVERIFY2(note().contains("In float32: " + f32), qPrintable(note()));
+        // The GPU holds the choice too: the same figures.
         model.onGpu = true;
         dialog.setInEffect(&model);
-        QVERIFY2(note().contains("up to " + f32 + " at"), qPrintable(note()));
-        QVERIFY2(note().contains("The GPU keeps it in float32"), qPrintable(note()));
+        QVERIFY2(note().contains("Each conversation's KV cache: up to " + int8 + " at"), qPrintable(note()));
+        QVERIFY2(note().contains("In float32: " + f32), qPrintable(note()));
     }
 
     // The Device list: the CPU, each GPU, and with several GPUs every GPU (the layers split across them);

@@ -231,12 +231,12 @@ QWidget* SettingsDialog::engineTab(const QStringList& gpuNames) {
     // choice costs at that length.
     kvCache_ = new QComboBox(page);
     kvCache_->addItem(tr("float32 (exact)"));
-    kvCache_->addItem(tr("int8 (about a quarter of the memory; CPU only for now)"));
+    kvCache_->addItem(tr("int8 (about a quarter of the memory)"));
     kvCache_->setAccessibleName(tr("KV cache"));
     kvCache_->setToolTip(tr("How each conversation's keys and values are held. int8 keeps a scale per head and "
-                            "position: about 3.9x the context in the same memory, and long contexts read faster on the "
-                            "CPU; answers stay nearly the same (docs/BENCHMARKS.md). On the GPU the cache stays float32 "
-                            "for now."));
+                            "position: about 3.9x the context in the same memory, on the CPU or the GPU; answers stay "
+                            "nearly the same (docs/BENCHMARKS.md). The GPU also keeps the layer it is computing in "
+                            "float32 while it reads it."));
     connect(kvCache_, &QComboBox::currentIndexChanged, this, &SettingsDialog::updateContextNote);
     form->addRow(tr("&KV cache:") + kReload, kvCache_);
     form->addRow(hint(tr("⟳ These take effect when the model is loaded again; Tandem offers to do it when you press OK."), page));
@@ -446,7 +446,6 @@ void SettingsDialog::setInEffect(const ModelSummary* model) {
     kvBytesPerPosition_ = model ? model->kvBytesPerPosition : 0;
     kvFloat32_ = model ? model->kvBytesPerPositionFloat32 : 0;
     kvInt8_ = model ? model->kvBytesPerPositionInt8 : 0;
-    onGpu_ = model && model->onGpu;
     // With one GPU (or none) the Device row says it all.
     const bool stages = model && model->gpuStages.size() >= 2;
     gpuStagesText_->setText(stages ? tr("In effect: the model's layers span %1 GPUs:").arg(model->gpuStages.size()) +
@@ -475,22 +474,18 @@ void SettingsDialog::updateContextNote() {
         const auto sizeAt = [&](quint64 perPosition) {
             return locale.formattedDataSize(static_cast<qint64>(perPosition * static_cast<quint64>(length)), 1, QLocale::DataSizeSIFormat);
         };
-        // A GPU holds float32 whatever is chosen (ModelInfo::kvCacheNotice): the cost is what it holds.
         const bool int8 = kvCache_->currentIndex() == 1;
-        const bool gpuKeepsFloat = onGpu_;
-        const quint64 chosen = int8 && kvInt8_ > 0 && !gpuKeepsFloat ? kvInt8_ : !int8 && kvFloat32_ > 0 ? kvFloat32_ : kvBytesPerPosition_;
+        const quint64 chosen = int8 && kvInt8_ > 0 ? kvInt8_ : !int8 && kvFloat32_ > 0 ? kvFloat32_ : kvBytesPerPosition_;
         const QString size = sizeAt(chosen);
         note += QLatin1Char(' ') + (capped || modelMaxContext_ <= 0
                                         ? tr("Each conversation's KV cache: up to %1 at %2 tokens.").arg(size, locale.toString(length))
                                         : tr("Each conversation's KV cache: up to %1 at %2 tokens; the model holds up to %3.")
                                               .arg(size, locale.toString(length), locale.toString(modelMaxContext_)));
         if (kvFloat32_ > 0 && kvInt8_ > 0) {
-            if (gpuKeepsFloat && int8)
-                note += QLatin1Char(' ') + tr("The GPU keeps it in float32 for now: int8 (%1) applies on the CPU only.").arg(sizeAt(kvInt8_));
-            else if (int8)
+            if (int8)
                 note += QLatin1Char(' ') + tr("In float32: %1.").arg(sizeAt(kvFloat32_));
             else
-                note += QLatin1Char(' ') + tr("In int8: %1 (CPU only for now).").arg(sizeAt(kvInt8_));
+                note += QLatin1Char(' ') + tr("In int8: %1.").arg(sizeAt(kvInt8_));
         }
     }
     contextNote_->setText(note);

@@ -88,7 +88,6 @@ private:
     int modelMaxContext_ = 0;         // the most it holds
     quint64 kvBytesPerPosition_ = 0;  // its KV cache per position of one conversation, as held now
     quint64 kvFloat32_ = 0, kvInt8_ = 0;  // the same for each choice of kvCache_
-    bool onGpu_ = false;                  // the model runs on the GPU path, which keeps float32 caches
     QSpinBox* defaultDeferral_;
     QCheckBox* useModelSampling_;
     SamplingEditor* sampling_;

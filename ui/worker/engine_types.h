@@ -72,8 +72,7 @@ struct ModelSummary {
     quint64 kvBytesPerPositionFloat32 = 0;
     quint64 kvBytesPerPositionInt8 = 0;
     QString kvCache;
-    QString kvCacheNotice;
-    bool onGpu = false;  // the hybrid GPU path runs it (its KV cache float32 whatever is asked)
+    bool onGpu = false;  // the hybrid GPU path runs it
     int threads = 0;
     quint64 weightBytes = 0;
     tandem::SamplingOptions recommendedSampling;

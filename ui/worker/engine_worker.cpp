@@ -86,7 +86,6 @@ void EngineWorker::loadModel(const LoadRequest& request) {
         summary_.kvBytesPerPositionFloat32 = info.kvBytesPerPositionFloat32;
         summary_.kvBytesPerPositionInt8 = info.kvBytesPerPositionInt8;
         summary_.kvCache = QString::fromStdString(info.kvCache);
-        summary_.kvCacheNotice = QString::fromStdString(info.kvCacheNotice);
         summary_.onGpu = info.device != "CPU";
         summary_.threads = model->threads();
         summary_.weightBytes = info.weightBytes;

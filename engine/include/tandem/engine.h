@@ -49,10 +49,10 @@ enum class DensePrecision {
 // How a session's KV cache holds the keys and values (issue 28).
 enum class KvCacheType {
     Float32,  // exact (the default)
-    Int8,     // CPU path only so far: each position's row quantized per head (MLA: the latent row and the rope
-              // row) to int8 with a float scale (absmax / 127, rounded to nearest): a quarter of float32's
-              // bytes plus 4 bytes a head, so about 3.9x the context in the same memory. The GPU path keeps
-              // float32 (ModelInfo::kvCacheNotice says so).
+    Int8,     // each position's row quantized per head (MLA: the latent row and the rope row) to int8 with a
+              // float scale (absmax / 127, rounded to nearest): a quarter of float32's bytes plus 4 bytes a
+              // head, so about 3.9x the context in the same memory. Both paths, the same codes (the GPU's
+              // since 2026-12-04; its runner keeps one layer's rows as float32 beside them).
 };
 
 struct EngineOptions {
@@ -132,11 +132,10 @@ struct ModelInfo {
     // contextLength it is what each conversation may take.
     std::uint64_t kvBytesPerPosition = 0;
     // The same for each choice of EngineOptions::kvCache (Settings shows both): float32, and int8 with its
-    // scales (CPU path).
+    // scales.
     std::uint64_t kvBytesPerPositionFloat32 = 0;
     std::uint64_t kvBytesPerPositionInt8 = 0;
     std::string kvCache;         // how the sessions hold it: "float32" or "int8"
-    std::string kvCacheNotice;   // int8 was asked for but the GPU path holds float32, if so
     std::vector<int> eosTokenIds;
     SamplingOptions defaultSampling;  // from generation_config.json
     std::uint64_t weightBytes = 0;

@@ -110,7 +110,7 @@ public:
                 int prefillChunk, std::string expertNote, std::vector<StagePlan> stages = {},
                 std::vector<std::string> stagesText = {}, bool stagesOnTheirGpus = false, int device = -1)
         : config_(config), experts_(std::move(experts)), rope_(config), name_(std::move(name)), prefillChunk_(prefillChunk),
-          expertNote_(std::move(expertNote)),
+          kvCache_(request.kvCache), expertNote_(std::move(expertNote)),
           usage_(request.counter), stages_(std::move(stages)), stagesText_(std::move(stagesText)),
           stagesOnTheirGpus_(stagesOnTheirGpus), device_(device),
           gpuWeights_(stages_.size() > 1 ? cuda::GpuWeights{} : onDevice(device_, [&] {
@@ -167,7 +167,7 @@ public:
             for (std::size_t s = 0; s < stages_.size(); ++s) {
                 const cuda::GpuStage stage{stages_[s].firstLayer, stages_[s].endLayer, stageDevice(stages_[s])};
                 parts.push_back(std::make_unique<cuda::GpuRunner>(config_, experts_(), *stageWeights_[s], *stageExperts_[s], rope_,
-                                                                  capacity, prefillChunk_, usage_, stage));
+                                                                  capacity, prefillChunk_, usage_, stage, kvCache_));
                 if (s > 0) parts.back()->receiveFrom(*parts[s - 1]);
             }
             return std::make_unique<PipelineRunner>(std::move(parts));
@@ -175,7 +175,7 @@ public:
         // Each runner drives a view of the batcher, which passes its work to the runner's own experts
         // outside batched decode steps (GpuRunner::decodeBatch).
         auto runner = std::make_unique<cuda::GpuRunner>(config_, batcher_.view(experts_()), gpuWeights_, gpuExperts_, rope_,
-                                                        capacity, prefillChunk_, usage_, cuda::GpuStage{0, -1, device_});
+                                                        capacity, prefillChunk_, usage_, cuda::GpuStage{0, -1, device_}, kvCache_);
         runner->setBatcher(&batcher_);
         return runner;
     }
@@ -243,6 +243,7 @@ private:
     model::Rope rope_;
     std::string name_;
     int prefillChunk_;
+    KvCacheType kvCache_;  // the runners' KV caches (EngineOptions::kvCache)
     std::string expertNote_;  // why no routed expert is on the GPU, where a kind of experts keeps them off
     UsageCounter* usage_;
     std::vector<StagePlan> stages_;  // a pipeline by layer (issue 29); empty or one: a single runner
@@ -261,9 +262,10 @@ private:
 
 // The model's stages over `gpus`: its layers' dense weights and KV cache at `capacity` positions, the
 // embedding on the first GPU and the head (as large, bf16) on the last.
-std::vector<StagePlan> planModelStages(const model::ModelConfig& config, int capacity, const std::vector<GpuMemory>& gpus) {
+std::vector<StagePlan> planModelStages(const model::ModelConfig& config, int capacity, const std::vector<GpuMemory>& gpus,
+                                       KvCacheType kvCache) {
     const std::uint64_t table = static_cast<std::uint64_t>(config.vocabSize) * static_cast<std::uint64_t>(config.hiddenSize) * 2;
-    return planStages(layerCosts(config, capacity), table, table, gpus);
+    return planStages(layerCosts(config, capacity, kvCache), table, table, gpus);
 }
 
 // describeStages' lines, one per GPU (ModelInfo::gpuStages).
@@ -292,7 +294,7 @@ PipelinePlan planPipeline(const model::ModelConfig& config, int capacity, int se
     PipelinePlan plan;
     const auto positions = static_cast<int>(std::min<std::int64_t>(std::numeric_limits<int>::max(),
                                                                    std::int64_t{capacity} * std::max(1, sessions)));
-    plan.stages = planModelStages(config, positions, gpus);
+    plan.stages = planModelStages(config, positions, gpus, request.kvCache);
     if (request.layout && request.layerBytes && request.budgetBytes != 0 && config.numExperts > 0) {
         // What each stage's layers' experts take, all of them on its GPU.
         const std::uint64_t layerBytes = cuda::gpuExpertBytes(*request.layout) * static_cast<std::uint64_t>(config.numExperts);
@@ -441,7 +443,7 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
     const std::uint64_t weightBytes = cuda::gpuWeightBytes(config, weights);
     const bool eightBit = cuda::hasEightBitWeights(config, weights);
     const auto deviceBytes = [&](int contextTokens, int chunkTokens, const cuda::GpuExpertLayout* layout = nullptr) {
-        return cuda::GpuRunner::deviceBytes(config, eightBit, contextTokens, chunkTokens, layout);
+        return cuda::GpuRunner::deviceBytes(config, eightBit, contextTokens, chunkTokens, layout, gpuExperts.kvCache);
     };
     // Every session that may exist at once has its runner: its KV cache and buffers (serve --batch).
     const std::uint64_t sessions = static_cast<std::uint64_t>(std::max(1, gpuExperts.sessions));
@@ -464,10 +466,12 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
         const cuda::GpuExpertLayout layout = cuda::gpuExpertLayout(*gpuExperts.layout);
         scratch = (deviceBytes(capacity, chunk, &layout) - deviceBytes(capacity, chunk)) * sessions;
     }
+    // A pipeline's runners beside their activations: the 8-bit cache's float32 rows (layerCosts has its codes).
+    const std::uint64_t floatRows = cuda::GpuRunner::floatRowsBytes(config, capacity, gpuExperts.kvCache);
     // Several GPUs: the layers as a pipeline over them.
     if (devices.size() > 1)
         return severalGpus(config, weights, pool, capacity, std::move(experts), gpuExperts, devices, chunk,
-                           deviceBytes(0, chunk) * sessions, scratch, std::move(expertNote));
+                           (deviceBytes(0, chunk) + floatRows) * sessions, scratch, std::move(expertNote));
     const std::uint64_t sessionBytes = deviceBytes(capacity, chunk) * sessions;
     if (weightBytes + sessionBytes + kGpuHeadroomBytes > freeBytes) {
         std::string message = "the model's GPU part needs " + tandem::formatBytes(weightBytes) + " for weights and " +
@@ -495,7 +499,7 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
     // their own.
     if (const int n = std::min(tuning().gpuStages, config.numLayers); n > 1) {
         const std::uint64_t share = (freeBytes - kGpuHeadroomBytes) / static_cast<std::uint64_t>(n);  // fits: checked above
-        const std::uint64_t runners = deviceBytes(0, chunk) * sessions;
+        const std::uint64_t runners = (deviceBytes(0, chunk) + floatRows) * sessions;
         std::vector<GpuMemory> logical;
         for (int i = 0; i < n; ++i)
             logical.push_back({i, share > runners ? share - runners : 0,

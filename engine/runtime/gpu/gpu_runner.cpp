@@ -126,11 +126,16 @@ std::size_t expertScratchBytes(const model::ModelConfig& c, const GpuExpertLayou
 }  // namespace
 
 std::uint64_t GpuRunner::deviceBytes(const model::ModelConfig& c, bool eightBitWeights, int capacity, int maxChunk,
-                                     const GpuExpertLayout* experts) {
+                                     const GpuExpertLayout* experts, KvCacheType kvCache) {
     const Widths w = widthsOf(c);
     const std::uint64_t T = static_cast<std::uint64_t>(maxChunk);
     const std::uint64_t rows = splitPrecision() ? 2 : 1;
-    const std::uint64_t cache = static_cast<std::uint64_t>(c.numLayers) * capacity * (w.cacheA + w.cacheB) * 4;
+    const std::uint64_t positions = static_cast<std::uint64_t>(std::max(0, capacity));
+    // Int8: codes and a float scale a group (cacheGroups), every layer, and one layer's float32 rows.
+    const std::uint64_t cache = kvCache == KvCacheType::Int8
+                                    ? c.numLayers * positions * (w.cacheA + w.cacheB + 4 * (2 * cacheGroups(c))) +
+                                          floatRowsBytes(c, capacity, kvCache)
+                                    : c.numLayers * positions * (w.cacheA + w.cacheB) * 4;
     const std::uint64_t f32 = T * (2ull * c.hiddenSize + w.qkv + w.q + w.comb + rows * w.qLatent + w.gateUp +
                                    static_cast<std::uint64_t>(c.numExperts) + 2ull * c.router.topK) +
                               std::min<std::uint64_t>(T, kHeadRows) * c.vocabSize + pairsFloats(c, T);
@@ -144,9 +149,14 @@ std::uint64_t GpuRunner::deviceBytes(const model::ModelConfig& c, bool eightBitW
     return cache + f32 * 4 + half * 2 + fp8 + routed + kBlasWorkspaceBytes + mlaFlashBytes(c, capacity, maxChunk, rows == 2);
 }
 
+std::uint64_t GpuRunner::floatRowsBytes(const model::ModelConfig& c, int capacity, KvCacheType kvCache) {
+    const Widths w = widthsOf(c);
+    return kvCache == KvCacheType::Int8 ? static_cast<std::uint64_t>(std::max(0, capacity)) * (w.cacheA + w.cacheB) * 4 : 0;
+}
+
 GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::QueuedRoutedExperts> experts,
                      const GpuWeights& weights, const GpuExperts& gpuExperts, const model::Rope& rope, int capacity,
-                     int maxChunk, runtime::UsageCounter* usage, GpuStage stage)
+                     int maxChunk, runtime::UsageCounter* usage, GpuStage stage, KvCacheType kvCache)
     : config_(config), weights_(weights), gpuExperts_(gpuExperts),
       firstLayer_(stage.firstLayer), endLayer_(stage.endLayer < 0 ? config.numLayers : stage.endLayer), device_(stage.device),
       rope_{weights.ropeInvFreq.get(), rope.dim(), config.ropeInterleaved, rope.attentionFactor()},
@@ -176,9 +186,22 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
     outLogits_ = PinnedBuffer<float>(std::min(T, kHeadRows) * static_cast<std::size_t>(c.vocabSize));
     ids_ = DeviceBuffer<int>(T);
     start_ = DeviceBuffer<int>(1);
+    int8Cache_ = kvCache == KvCacheType::Int8;
+    const std::size_t positions = static_cast<std::size_t>(capacity);
     for (int l = 0; l < c.numLayers; ++l) {  // the stage's layers only
-        cacheA_.emplace_back(inStage(l) ? static_cast<std::size_t>(capacity) * static_cast<std::size_t>(w.cacheA) : 0);
-        cacheB_.emplace_back(inStage(l) ? static_cast<std::size_t>(capacity) * static_cast<std::size_t>(w.cacheB) : 0);
+        const std::size_t n = inStage(l) ? positions : 0;
+        if (int8Cache_) {
+            codesA_.emplace_back(n * static_cast<std::size_t>(w.cacheA));
+            codesB_.emplace_back(n * static_cast<std::size_t>(w.cacheB));
+            scalesA_.emplace_back(n * static_cast<std::size_t>(cacheGroups(c)));
+            scalesB_.emplace_back(n * static_cast<std::size_t>(cacheGroups(c)));
+        }
+        cacheA_.emplace_back(int8Cache_ ? 0 : n * static_cast<std::size_t>(w.cacheA));
+        cacheB_.emplace_back(int8Cache_ ? 0 : n * static_cast<std::size_t>(w.cacheB));
+    }
+    if (int8Cache_) {
+        floatRowsA_ = DeviceBuffer<float>(positions * static_cast<std::size_t>(w.cacheA));
+        floatRowsB_ = DeviceBuffer<float>(positions * static_cast<std::size_t>(w.cacheB));
     }
     x_ = DeviceBuffer<float>(T * H);
     hF32_ = DeviceBuffer<float>(T * H);

@@ -37,7 +37,7 @@ public:
     // `usage`, when not null, counts the routing of the layers handed to the CPU.
     GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::QueuedRoutedExperts> experts, const GpuWeights& weights,
               const GpuExperts& gpuExperts, const model::Rope& rope, int capacity, int maxChunk,
-              runtime::UsageCounter* usage = nullptr, GpuStage stage = {});
+              runtime::UsageCounter* usage = nullptr, GpuStage stage = {}, KvCacheType kvCache = KvCacheType::Float32);
     ~GpuRunner() override;
 
     // A stage after the first: its passes start from `previous`'s residual rows, which the caller has
@@ -63,9 +63,13 @@ public:
 
     // Device bytes a runner allocates for this capacity and chunk size (eightBitWeights: some projection is
     // FP8 or int8, GpuWeights::hasEightBit, whose prefill needs a widening buffer; `experts`: the layout of
-    // routed experts on the GPU, whose kernels need scratch, or null).
+    // routed experts on the GPU, whose kernels need scratch, or null; kvCache: the KV cache's type, Int8 with
+    // one layer's float32 rows beside it for the kernels that read float32).
     static std::uint64_t deviceBytes(const model::ModelConfig& config, bool eightBitWeights, int capacity, int maxChunk,
-                                     const GpuExpertLayout* experts = nullptr);
+                                     const GpuExpertLayout* experts = nullptr, KvCacheType kvCache = KvCacheType::Float32);
+    // Of them, what the 8-bit cache's one layer of float32 rows takes (0 for a float32 cache): a pipeline's
+    // stages count it with each runner's activations, not with the layers' caches.
+    static std::uint64_t floatRowsBytes(const model::ModelConfig& config, int capacity, KvCacheType kvCache);
     static bool splitPrecision();
 
 private:
@@ -190,6 +194,14 @@ private:
 
     // KV cache per layer.
     std::vector<DeviceBuffer<float>> cacheA_, cacheB_;  // GQA: keys, values; MLA: latent, rotary key
+    // The 8-bit KV cache (EngineOptions::kvCache = Int8) instead: each layer's codes and scales
+    // (kernels.h, Int8Rows), and one layer's rows as float32 for the kernels that read float32 (prompt
+    // chunks; decode where no kernel reads the codes), dequantized before them.
+    bool int8Cache_ = false;
+    std::vector<DeviceBuffer<std::int8_t>> codesA_, codesB_;
+    std::vector<DeviceBuffer<float>> scalesA_, scalesB_;
+    DeviceBuffer<float> floatRowsA_, floatRowsB_;
+    Int8Rows int8Rows(int layer, bool b);
 
     // Activations for up to maxChunk tokens.
     DeviceBuffer<float> x_, hF32_, qkv_, q_, comb_, qLatent_, gateUp_, routerLogits_, logits_, pairs_;

@@ -31,6 +31,15 @@ void GpuRunner::attentionBlock(const model::LayerPlan& layer) {
     stamp(l, kAttnDone);
 }
 
+Int8Rows GpuRunner::int8Rows(int layer, bool b) {
+    if (!int8Cache_) return {};
+    const auto l = static_cast<std::size_t>(layer);
+    const Widths w = widthsOf(config_);
+    const int width = static_cast<int>(b ? w.cacheB : w.cacheA);
+    return {(b ? codesB_ : codesA_)[l].get(), (b ? scalesB_ : scalesA_)[l].get(), width,
+            width / static_cast<int>(cacheGroups(config_))};
+}
+
 void GpuRunner::enqueueGqa(const model::LayerPlan& layer, int tokens) {
     const model::ModelConfig& c = config_;
     const int l = layer.index;
@@ -38,8 +47,9 @@ void GpuRunner::enqueueGqa(const model::LayerPlan& layer, int tokens) {
     const int H = c.hiddenSize, hd = c.headDim;
     const int qkvWidth = (c.numHeads + 2 * c.numKvHeads) * hd;
     const int kvDim = c.numKvHeads * hd;
-    float* kCache = cacheA_[static_cast<std::size_t>(l)].get();
-    float* vCache = cacheB_[static_cast<std::size_t>(l)].get();
+    // The 8-bit cache: the kernels below read its rows as float32, dequantized once the step's are written.
+    float* kCache = int8Cache_ ? floatRowsA_.get() : cacheA_[static_cast<std::size_t>(l)].get();
+    float* vCache = int8Cache_ ? floatRowsB_.get() : cacheB_[static_cast<std::size_t>(l)].get();
     project(w.qkv.ref(), qkvWidth, H, hBf16_.get(), H, tokens, qkv_.get(), qkvWidth, false,
             c.attentionBias ? w.qkvBias.get() : nullptr);
     stamp(l, kAttnProjected);
@@ -77,7 +87,7 @@ void GpuRunner::enqueueGqa(const model::LayerPlan& layer, int tokens) {
     // fewer a layer); otherwise the prepare kernel does, in place.
     const float* qNorm = c.qkNorm ? w.qNorm.get() : nullptr;
     const float* kNorm = c.qkNorm ? w.kNorm.get() : nullptr;
-    a.prepare = usesDecodeKernel(a) && hd <= 256;
+    a.prepare = usesDecodeKernel(a) && hd <= 256 && !int8Cache_;
     if (a.prepare) {
         a.qNorm = qNorm;
         a.kNorm = kNorm;
@@ -89,7 +99,11 @@ void GpuRunner::enqueueGqa(const model::LayerPlan& layer, int tokens) {
         a.valueCache = vCache;
     } else {
         launchGqaPrepare(qkv_.get(), tokens, c.numHeads, c.numKvHeads, hd, qNorm, kNorm, c.rmsNormEps, rope_, start_.get(),
-                         kCache, vCache, stream_);
+                         kCache, vCache, stream_, int8Rows(l, false), int8Rows(l, true));
+    }
+    if (int8Cache_) {
+        launchDequantizeRows(int8Rows(l, false), 0, start_.get(), tokens, capacity_, kCache, kvDim, stream_);
+        launchDequantizeRows(int8Rows(l, true), 0, start_.get(), tokens, capacity_, vCache, kvDim, stream_);
     }
     stamp(l, kAttnPrepared);
     launchAttention(a, stream_);
@@ -102,8 +116,8 @@ void GpuRunner::enqueueMla(const model::LayerPlan& layer, int tokens) {
     const GpuLayer& w = weights_.layers[static_cast<std::size_t>(l)];
     const int H = c.hiddenSize, heads = c.numHeads, nope = c.qkNopeHeadDim, rd = c.qkRopeHeadDim;
     const int latent = c.kvLoraRank, vDim = c.vHeadDim, qHead = nope + rd;
-    float* latentCache = cacheA_[static_cast<std::size_t>(l)].get();
-    float* ropeCache = cacheB_[static_cast<std::size_t>(l)].get();
+    float* latentCache = int8Cache_ ? floatRowsA_.get() : cacheA_[static_cast<std::size_t>(l)].get();
+    float* ropeCache = int8Cache_ ? floatRowsB_.get() : cacheB_[static_cast<std::size_t>(l)].get();
 
     const float* kv;
     int ldkv;
@@ -128,7 +142,14 @@ void GpuRunner::enqueueMla(const model::LayerPlan& layer, int tokens) {
     }
     stamp(l, kAttnProjected);
     launchMlaPrepare(kv, ldkv, q_.get(), tokens, heads, nope, latent, w.kvaNorm.get(), c.rmsNormEps, rope_, start_.get(),
-                     latentCache, ropeCache, qNope_.get(), split_, stream_);
+                     latentCache, ropeCache, qNope_.get(), split_, stream_, int8Rows(l, false), int8Rows(l, true));
+    // The 8-bit cache: the rope rows as float32 for every kernel below, the latent rows for all but the
+    // flash prefill (which decompresses them from the codes).
+    const bool flashPrompt = tokens > 1 && mlaFlash_;
+    if (int8Cache_) {
+        if (!flashPrompt) launchDequantizeRows(int8Rows(l, false), 0, start_.get(), tokens, capacity_, latentCache, latent, stream_);
+        launchDequantizeRows(int8Rows(l, true), 0, start_.get(), tokens, capacity_, ropeCache, rd, stream_);
+    }
     stamp(l, kAttnPrepared);
 
     // Absorb each head's key expansion into its query: qLatent[h] = W_k[h]ᵀ qNope[h].
@@ -206,7 +227,7 @@ void GpuRunner::enqueueMlaFlash(const GpuLayer& w, int layer, int tokens) {
     const model::ModelConfig& c = config_;
     const int heads = c.numHeads, nope = c.qkNopeHeadDim, rd = c.qkRopeHeadDim, latent = c.kvLoraRank, vDim = c.vHeadDim;
     const int kvWidth = heads * (nope + vDim);
-    const float* latentCache = cacheA_[static_cast<std::size_t>(layer)].get();
+    const float* latentCache = cacheA_[static_cast<std::size_t>(layer)].get();  // null with the 8-bit cache
     // Prompt chunks are enqueued, not captured: the chunk's first position is forward()'s host value.
     const int start = *inStart_.get(), context = start + tokens;
     MlaPrefillArgs a{};
@@ -216,7 +237,7 @@ void GpuRunner::enqueueMlaFlash(const GpuLayer& w, int layer, int tokens) {
     a.kv = mlaKv_.get();
     a.ldkv = kvWidth;
     a.kvHeadStride = nope + vDim;
-    a.ropeKeys = cacheB_[static_cast<std::size_t>(layer)].get();
+    a.ropeKeys = int8Cache_ ? floatRowsB_.get() : cacheB_[static_cast<std::size_t>(layer)].get();  // enqueueMla's float32 rows
     a.ldRope = rd;
     a.nope = nope;
     a.rope = rd;
@@ -235,7 +256,10 @@ void GpuRunner::enqueueMlaFlash(const GpuLayer& w, int layer, int tokens) {
         const int n = std::min(mlaPassRows_, context - p0);
         // k_nope and v of every head for the pass's positions: kv_b_proj (and FP8's kvbLo) times the
         // latent's hi (and lo) rows, summed by cuBLAS's beta.
-        launchToBf16(latentCache + static_cast<long>(p0) * latent, latent, n, latent, mlaLatent_.get(), latent, split_, stream_);
+        if (int8Cache_)
+            launchDequantizeRowsToBf16(int8Rows(layer, false), p0, n, mlaLatent_.get(), split_, stream_);
+        else
+            launchToBf16(latentCache + static_cast<long>(p0) * latent, latent, n, latent, mlaLatent_.get(), latent, split_, stream_);
         bool first = true;
         for (const bf16* kvb : {w.kvb.get(), w.kvbLo.get()}) {
             if (!kvb) continue;

@@ -36,6 +36,13 @@ inline Widths widthsOf(const model::ModelConfig& c) {
     return w;
 }
 
+// Scales a position's row of either KV cache stream takes in the 8-bit cache (kernels.h, Int8Rows): a key
+// head each for GQA's keys and values (groups of headDim, as on the CPU), one for MLA's latent row and one
+// for its rope row.
+inline long cacheGroups(const model::ModelConfig& c) {
+    return c.attention == model::AttentionKind::Mla ? 1 : c.numKvHeads;
+}
+
 // MLA prompts on the flash kernel in the non-absorbed form (mla_prefill.cu), unless TANDEM_GPU_FLASH=0
 // or the head widths are beyond it: the absorbed form on the scalar kernel then (attention.cu).
 inline bool mlaFlashPrefill(const model::ModelConfig& c) {
