@@ -35,6 +35,7 @@
 #include "cuda/attention_prefill.cu"
 #include "cuda/mla_decode.cu"
 #include "cuda/mla_prefill.cu"
+#include "cuda/rope.cu"
 
 using tandem::cuda::bf16;
 
@@ -168,6 +169,25 @@ struct DecodeResult {
     float us;
     int splits;
 };
+
+// The 8-bit KV cache's rule (model/kv_cache.cpp, quantizeKvGroup): n values to int8 codes with one scale.
+void quantizeGroup(const float* x, int n, std::int8_t* codes, float* scale) {
+    float largest = 0.0f;
+    for (int i = 0; i < n; ++i) largest = std::max(largest, std::abs(x[i]));
+    *scale = largest / 127.0f;
+    const float inverse = largest > 0.0f ? 127.0f / largest : 0.0f;
+    for (int i = 0; i < n; ++i) codes[i] = static_cast<std::int8_t>(std::clamp(std::nearbyint(x[i] * inverse), -127.0f, 127.0f));
+}
+
+double relativeL2(const std::vector<double>& got, const std::vector<double>& want) {
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        const double d = std::isfinite(got[i]) ? got[i] - want[i] : 1e30;
+        num += d * d;
+        den += want[i] * want[i];
+    }
+    return std::sqrt(num / den);
+}
 
 int multiprocessorCount() {
     int device = 0, count = 0;
@@ -304,7 +324,8 @@ bool runDecodeCase(const DecodeCase& c, bool variants) {
     const int multiprocessors = multiprocessorCount();
 
     // Runs `launch` once on poisoned outputs (and, with prepare, a poisoned cache row at `position`),
-    // compares every head, then times it.
+    // compares every head (the outputs kept in lastOut), then times it.
+    std::vector<double> lastOut(static_cast<std::size_t>(ldOut));
     auto run = [&](auto launch, int splits) {
         a.splits = splits;
         const float nan = std::nanf("");
@@ -323,6 +344,7 @@ bool runDecodeCase(const DecodeCase& c, bool variants) {
         for (int i = 0; i < ldOut; ++i) {
             double got = fromBf16(out[static_cast<std::size_t>(i)]);
             if (c.split) got += fromBf16(out[static_cast<std::size_t>(ldOut + i)]);
+            lastOut[static_cast<std::size_t>(i)] = got;
             const double diff = std::isfinite(got) ? got - reference[static_cast<std::size_t>(i)] : 1e30;
             num += diff * diff;
             den += reference[static_cast<std::size_t>(i)] * reference[static_cast<std::size_t>(i)];
@@ -371,6 +393,66 @@ bool runDecodeCase(const DecodeCase& c, bool variants) {
     a.perHeadDecode = false;
     const DecodeResult byKey = run(viaLaunchAttention, decodeAttentionSplits(a, multiprocessors));
     report(groupDecodeServes(a) ? "per key head" : "per key head (not served)", byKey, &perHead);
+
+    // The 8-bit cache (AttentionArgs::int8Cache) as GpuRunner::enqueueGqa runs it: the cache quantized by
+    // the CPU's rule, the step's query and key prepared and its key and value quantized by
+    // launchGqaPrepare, then (every width) the float32 rows launchDequantizeRows gives for the kernels
+    // that read float32, and (heads of 128) the key-head kernel reading the codes. Its error against the
+    // float64 reference of the float32 cache is the quantization's (bounded loosely); the codes' kernel
+    // against the rows' must agree as two float32 kernels do.
+    {
+        const std::size_t rows = static_cast<std::size_t>(c.context) * ldk;
+        std::vector<std::int8_t> kc(rows), vc(rows);
+        std::vector<float> ks(static_cast<std::size_t>(c.context) * c.kvHeads), vs(ks.size());
+        for (std::size_t g = 0; g < ks.size(); ++g) {
+            quantizeGroup(k.data() + g * hd, hd, kc.data() + g * hd, &ks[g]);
+            quantizeGroup(v.data() + g * hd, hd, vc.data() + g * hd, &vs[g]);
+        }
+        std::int8_t* dkc = upload(kc);
+        std::int8_t* dvc = upload(vc);
+        float* dks = upload(ks);
+        float* dvs = upload(vs);
+        float* dq8 = upload(q);
+        float *dkf = nullptr, *dvf = nullptr;
+        cudaMalloc(&dkf, rows * sizeof(float));
+        cudaMalloc(&dvf, rows * sizeof(float));
+        const Int8Rows kr{dkc, dks, ldk, hd}, vr{dvc, dvs, ldk, hd};
+        if (c.prepare)
+            launchGqaPrepare(dq8, 1, c.heads, c.kvHeads, hd, a.qNorm, a.kNorm, eps, a.rope, dStart, nullptr, nullptr, nullptr, kr, vr);
+        launchDequantizeRows(kr, 0, dStart, 1, c.context, dkf, ldk, nullptr);
+        launchDequantizeRows(vr, 0, dStart, 1, c.context, dvf, ldk, nullptr);
+        const AttentionArgs kept = a;
+        a.qA = dq8;
+        a.prepare = false;
+        a.keyA = dkf;
+        a.value = dvf;
+        const DecodeResult onRows = run(viaLaunchAttention, decodeAttentionSplits(a, multiprocessors));
+        const std::vector<double> rowsOut = lastOut;
+        const cudaError_t e0 = cudaGetLastError();
+        const bool rowsGood = e0 == cudaSuccess && onRows.error <= 0.1;
+        ok = ok && rowsGood;
+        std::printf("  %-30s splits %2d  error %9.3g  %9.2f us (the quantization's error)%s%s\n", "int8 cache, float32 rows",
+                    onRows.splits, onRows.error, onRows.us, rowsGood ? "" : "  FAILED", e0 == cudaSuccess ? "" : cudaGetErrorString(e0));
+        a.int8Cache = true;
+        a.keyInt8 = kr;
+        a.valueInt8 = vr;
+        a.keyA = a.value = nullptr;
+        if (keyHeadDecodeServes(a)) {
+            const DecodeResult codes = run(viaLaunchAttention, decodeAttentionSplits(a, multiprocessors));
+            const double apart = relativeL2(lastOut, rowsOut);
+            const cudaError_t e1 = cudaGetLastError();
+            const bool good = e1 == cudaSuccess && apart <= (c.split ? 1e-5 : 1e-2) && codes.error <= 0.1;
+            ok = ok && good;
+            const double int8Bytes = 2.0 * (position - first + 1) * c.kvHeads * (hd + 4);
+            std::printf("  %-30s splits %2d  error %9.3g  %9.2f us  %7.0f GB/s  %5.2fx  from the rows' %9.3g%s%s\n",
+                        "int8 cache, codes by key head", codes.splits, codes.error, codes.us, int8Bytes / (codes.us * 1e-6) / 1e9,
+                        byKey.us / codes.us, apart, good ? "" : "  FAILED", e1 == cudaSuccess ? "" : cudaGetErrorString(e1));
+        }
+        a = kept;
+        for (void* p : {static_cast<void*>(dkc), static_cast<void*>(dvc), static_cast<void*>(dks), static_cast<void*>(dvs),
+                        static_cast<void*>(dq8), static_cast<void*>(dkf), static_cast<void*>(dvf)})
+            cudaFree(p);
+    }
 
     if (variants && hd == 128 && c.context >= 4096 && !c.window) {
         // The same reads alone (a tile's keys and values through shared memory, nothing computed).
@@ -721,6 +803,7 @@ bool runMlaDecodeCase(const MlaDecodeCase& c) {
     a.partials = dPartials;
     a.partsDone = dDone;
     const int multiprocessors = multiprocessorCount();
+    std::vector<double> lastOut(static_cast<std::size_t>(ldOut));
     auto run = [&]() {
         a.splits = decodeAttentionSplits(a, multiprocessors);
         std::vector<bf16> poison(outCount, __float2bfloat16(std::nanf("")));
@@ -733,6 +816,7 @@ bool runMlaDecodeCase(const MlaDecodeCase& c) {
         for (int i = 0; i < ldOut; ++i) {
             double got = fromBf16(out[static_cast<std::size_t>(i)]);
             if (c.split) got += fromBf16(out[static_cast<std::size_t>(ldOut + i)]);
+            lastOut[static_cast<std::size_t>(i)] = got;
             const double diff = std::isfinite(got) ? got - reference[static_cast<std::size_t>(i)] : 1e30;
             num += diff * diff;
             den += reference[static_cast<std::size_t>(i)] * reference[static_cast<std::size_t>(i)];
@@ -775,6 +859,117 @@ bool runMlaDecodeCase(const MlaDecodeCase& c) {
     a.perHeadDecode = false;
     const DecodeResult tensor = run();
     report(mlaDecodeServes(a) ? "tensor cores, 16 heads a block" : "tensor cores (not served)", tensor, &perHead);
+
+    // The 8-bit cache (AttentionArgs::int8Cache), as GpuRunner::enqueueMla runs it: the latent and rope rows
+    // quantized by the CPU's rule (a scale a row each); the tensor-core kernel on the float32 rows they give
+    // (what launchDequantizeRows hands the other kernels) against the same kernel reading the codes: they
+    // must agree as two float32 kernels do; either's error against float64 is the quantization's.
+    {
+        std::vector<std::int8_t> lc(latent.size()), rc(rope.size());
+        std::vector<float> ls(static_cast<std::size_t>(c.context)), rs(ls.size()), lf(latent.size()), rf(rope.size());
+        for (int j = 0; j < c.context; ++j) {
+            const std::size_t lo = static_cast<std::size_t>(j) * L, ro = static_cast<std::size_t>(j) * R;
+            quantizeGroup(latent.data() + lo, L, lc.data() + lo, &ls[static_cast<std::size_t>(j)]);
+            quantizeGroup(rope.data() + ro, R, rc.data() + ro, &rs[static_cast<std::size_t>(j)]);
+            for (int d = 0; d < L; ++d) lf[lo + d] = static_cast<float>(lc[lo + d]) * ls[static_cast<std::size_t>(j)];
+            for (int d = 0; d < R; ++d) rf[ro + d] = static_cast<float>(rc[ro + d]) * rs[static_cast<std::size_t>(j)];
+        }
+        std::int8_t* dlc = upload(lc);
+        std::int8_t* drc = upload(rc);
+        float* dls = upload(ls);
+        float* drs = upload(rs);
+        float* dlf = upload(lf);
+        float* drf = upload(rf);
+        a.keyA = a.value = dlf;
+        a.keyB = drf;
+        const DecodeResult rows = run();
+        const std::vector<double> rowsOut = lastOut;
+        const cudaError_t e0 = cudaGetLastError();
+        const bool rowsGood = e0 == cudaSuccess && rows.error <= 0.1;
+        ok = ok && rowsGood;
+        std::printf("  %-30s splits %2d  error %9.3g  %9.2f us (the quantization's error)%s%s\n", "int8 cache, float32 rows",
+                    rows.splits, rows.error, rows.us, rowsGood ? "" : "  FAILED", e0 == cudaSuccess ? "" : cudaGetErrorString(e0));
+        a.int8Cache = true;
+        a.keyInt8 = Int8Rows{dlc, dls, L, L};
+        a.ropeInt8 = Int8Rows{drc, drs, R, R};
+        a.keyA = a.value = a.keyB = nullptr;
+        if (mlaDecodeServes(a)) {
+            const DecodeResult codes = run();
+            const double apart = relativeL2(lastOut, rowsOut);
+            const cudaError_t e1 = cudaGetLastError();
+            const bool good = e1 == cudaSuccess && apart <= (c.split ? 1e-5 : 1e-2) && codes.error <= 0.1;
+            ok = ok && good;
+            const double int8Bytes = static_cast<double>(c.context) * (L + R + 8);
+            std::printf("  %-30s splits %2d  error %9.3g  %9.2f us  %7.0f GB/s  %5.2fx  from the rows' %9.3g%s%s\n",
+                        "int8 cache, codes", codes.splits, codes.error, codes.us, int8Bytes / (codes.us * 1e-6) / 1e9,
+                        tensor.us / codes.us, apart, good ? "" : "  FAILED", e1 == cudaSuccess ? "" : cudaGetErrorString(e1));
+        }
+        a.int8Cache = false;
+        for (void* p : {static_cast<void*>(dlc), static_cast<void*>(drc), static_cast<void*>(dls), static_cast<void*>(drs),
+                        static_cast<void*>(dlf), static_cast<void*>(drf)})
+            cudaFree(p);
+    }
+
+    // launchMlaPrepare's 8-bit writes: a kv row's normalized latent and rotated rope part, quantized at the
+    // last position, against float64: every value within half a step of its row's scale (and the scale
+    // its row's largest magnitude / 127).
+    {
+        std::vector<float> kv(static_cast<std::size_t>(L + R)), norm(static_cast<std::size_t>(L)), invFreq(static_cast<std::size_t>(R / 2));
+        for (auto& x : kv) x = rng.next() * 3.0f;
+        for (auto& x : norm) x = 1.0f + 0.2f * rng.next();
+        for (int i = 0; i < R / 2; ++i) invFreq[static_cast<std::size_t>(i)] = 1.0f / std::pow(1.0e4f, static_cast<float>(2 * i) / R);
+        std::vector<double> want(static_cast<std::size_t>(L + R));
+        double squares = 0;
+        for (int d = 0; d < L; ++d) squares += static_cast<double>(kv[static_cast<std::size_t>(d)]) * kv[static_cast<std::size_t>(d)];
+        const float eps = 1e-6f;
+        const double inv = 1.0 / std::sqrt(squares / L + eps);
+        for (int d = 0; d < L; ++d) want[static_cast<std::size_t>(d)] = kv[static_cast<std::size_t>(d)] * inv * norm[static_cast<std::size_t>(d)];
+        for (int p = 0; p < R / 2; ++p) {  // interleaved pairs, as DeepSeek's
+            const float angle = static_cast<float>(position) * invFreq[static_cast<std::size_t>(p)];
+            const double co = std::cos(static_cast<double>(angle)), si = std::sin(static_cast<double>(angle));
+            const double x = kv[static_cast<std::size_t>(L + 2 * p)], y = kv[static_cast<std::size_t>(L + 2 * p + 1)];
+            want[static_cast<std::size_t>(L + 2 * p)] = x * co - y * si;
+            want[static_cast<std::size_t>(L + 2 * p + 1)] = y * co + x * si;
+        }
+        float* dkv = upload(kv);
+        float* dNorm = upload(norm);
+        float* dInv = upload(invFreq);
+        std::int8_t *dlc = nullptr, *drc = nullptr;
+        float *dls = nullptr, *drs = nullptr, *dqRow = nullptr;
+        bf16* dqNope = nullptr;
+        cudaMalloc(&dlc, static_cast<std::size_t>(c.context) * L);
+        cudaMalloc(&drc, static_cast<std::size_t>(c.context) * R);
+        cudaMalloc(&dls, static_cast<std::size_t>(c.context) * sizeof(float));
+        cudaMalloc(&drs, static_cast<std::size_t>(c.context) * sizeof(float));
+        cudaMalloc(&dqRow, static_cast<std::size_t>(c.heads) * qHead * sizeof(float));
+        cudaMemset(dqRow, 0, static_cast<std::size_t>(c.heads) * qHead * sizeof(float));
+        cudaMalloc(&dqNope, 2 * static_cast<std::size_t>(c.heads) * nope * sizeof(bf16));
+        launchMlaPrepare(dkv, L + R, dqRow, 1, c.heads, nope, L, dNorm, eps, RopeParams{dInv, R, true, 1.0f}, dStart, nullptr,
+                         nullptr, dqNope, c.split, nullptr, Int8Rows{dlc, dls, L, L}, Int8Rows{drc, drs, R, R});
+        cudaDeviceSynchronize();
+        std::vector<std::int8_t> gotL(static_cast<std::size_t>(L)), gotR(static_cast<std::size_t>(R));
+        float gotLs = 0, gotRs = 0;
+        cudaMemcpy(gotL.data(), dlc + static_cast<std::size_t>(position) * L, L, cudaMemcpyDeviceToHost);
+        cudaMemcpy(gotR.data(), drc + static_cast<std::size_t>(position) * R, R, cudaMemcpyDeviceToHost);
+        cudaMemcpy(&gotLs, dls + position, sizeof(float), cudaMemcpyDeviceToHost);
+        cudaMemcpy(&gotRs, drs + position, sizeof(float), cudaMemcpyDeviceToHost);
+        const auto within = [&](const std::int8_t* codes, float scale, int begin, int n) {
+            double largest = 0, worst = 0;
+            for (int d = 0; d < n; ++d) largest = std::max(largest, std::abs(want[static_cast<std::size_t>(begin + d)]));
+            for (int d = 0; d < n; ++d)
+                worst = std::max(worst, std::abs(codes[d] * static_cast<double>(scale) - want[static_cast<std::size_t>(begin + d)]));
+            return std::abs(scale - largest / 127.0) <= 1e-4 * largest / 127.0 && worst <= 0.5001 * scale;
+        };
+        const cudaError_t e = cudaGetLastError();
+        const bool good = e == cudaSuccess && within(gotL.data(), gotLs, 0, L) && within(gotR.data(), gotRs, L, R);
+        ok = ok && good;
+        std::printf("  %-30s %s%s\n", "int8 writes (launchMlaPrepare)", good ? "within half a step" : "FAILED",
+                    e == cudaSuccess ? "" : cudaGetErrorString(e));
+        for (void* p : {static_cast<void*>(dkv), static_cast<void*>(dNorm), static_cast<void*>(dInv), static_cast<void*>(dlc),
+                        static_cast<void*>(drc), static_cast<void*>(dls), static_cast<void*>(drs), static_cast<void*>(dqRow),
+                        static_cast<void*>(dqNope)})
+            cudaFree(p);
+    }
     cudaFree(dqLatent);
     cudaFree(dq);
     cudaFree(dLatent);

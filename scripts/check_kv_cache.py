@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The 8-bit KV cache's quality (issue 28): teacher-forced logits with `--kv-cache int8` against the float32
-cache's, on the CPU path. Each model runs one long prompt (--tokens, each length capped at what the model
+cache's, on the CPU path (or, with --device gpu, the GPU's: its 8-bit cache has the CPU's codes). Each model runs one long prompt (--tokens, each length capped at what the model
 holds) and then --steps decode steps fed fixed ids, with `tandem-cli eval` twice (f32, int8); every row (the
 prompt's, then each step's at its depth) is compared: relative L2 per row (worst, median), top-1 agreement
 and the KL divergence KL(p_f32 || p_int8) of the softmaxed rows (median, worst), for all rows and for the
@@ -48,6 +48,7 @@ def parse_args():
     p.add_argument("--bound-median", type=float, default=None, help="fail past this median relative L2")
     p.add_argument("--bound-top1", type=float, default=None, help="fail below this top-1 agreement")
     p.add_argument("--json", help="write the figures here too")
+    p.add_argument("--device", default="cpu", choices=["cpu", "gpu"], help="the path both runs take (default cpu)")
     return p.parse_args()
 
 
@@ -61,11 +62,14 @@ def write_ids(path, ids):
         f.write(" ".join(map(str, ids)))
 
 
+DEVICE = "cpu"
+
+
 def run(cli, model, ids, forced, new_tokens, extra, tmp, tag):
     ids_path, forced_path = os.path.join(tmp, "ids.txt"), os.path.join(tmp, "forced.txt")
     out_path = os.path.join(tmp, f"logits-{tag}.bin")
     write_ids(ids_path, ids)
-    cmd = [cli, "eval", "--model", model, "--ids-file", ids_path, "--logits-out", out_path, "--device", "cpu",
+    cmd = [cli, "eval", "--model", model, "--ids-file", ids_path, "--logits-out", out_path, "--device", DEVICE,
            "--no-verify", "--new-tokens", str(new_tokens)] + extra
     if forced:
         write_ids(forced_path, forced)
@@ -121,6 +125,8 @@ def compare(f32, int8):
 
 def main():
     args = parse_args()
+    global DEVICE
+    DEVICE = args.device
     lengths = [int(t) for t in args.tokens.split(",")]
     models = [(m, False) for m in find_fixtures(args.fixture, args.fixtures)] + [(m, True) for m in args.model]
     failures, results = 0, []

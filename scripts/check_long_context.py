@@ -39,6 +39,8 @@ def parse_args():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tolerance", type=float, default=2e-2, help="worst relative L2 error of a row against the CPU's")
     p.add_argument("--reference", action="store_true", help="also compare with transformers' float32 model")
+    p.add_argument("--kv-cache", default=None, choices=["f32", "int8"],
+                   help="eval --kv-cache on every device (int8: the GPU's 8-bit cache against the CPU's)")
     p.add_argument("--cpu-tolerance", type=float, default=1e-3, help="the CPU's worst row against the reference")
     return p.parse_args()
 
@@ -79,7 +81,7 @@ def main():
             rng = np.random.default_rng(args.seed)
             ids = rng.integers(0, vocab, size=args.tokens).tolist()
             forced = rng.integers(0, vocab, size=args.steps).tolist()
-            extra = experts_for(config)
+            extra = experts_for(config) + (["--kv-cache", args.kv_cache] if args.kv_cache else [])
             runs, cpu_scores = {}, None
             for device in devices:
                 try:

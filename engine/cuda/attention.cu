@@ -305,6 +305,7 @@ void launchAttention(const AttentionArgs& a, cudaStream_t s) {
     const std::size_t shared = (a.dimA + a.dimB + kTile + (a.prepare ? a.dimA : 0)) * sizeof(float);
     if (usesDecodeKernel(a) && launchMlaDecode(a, s)) return;
     if (usesDecodeKernel(a) && launchKeyHeadDecode(a, s)) return;
+    if (a.int8Cache) throw GpuError("attention: the 8-bit KV cache's codes reached a kernel that reads float32 rows");
     if (usesDecodeKernel(a)) {
         const dim3 grid(a.heads, 1, a.splits);
         const int r = (a.dimV + kThreads - 1) / kThreads;

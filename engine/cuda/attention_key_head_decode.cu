@@ -10,6 +10,7 @@
 #include "cuda/chained_launch.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/kv_int8.cuh"
 #include "cuda/rope.cuh"
 
 namespace tandem::cuda {
@@ -50,7 +51,13 @@ namespace {
 // a time fall in different banks; also the slices' accumulators at the end and the combine's weights),
 // the query heads [GM][dim], the scores' parts [8][GM][T], weights [T][GM], the heads' factor, max and
 // sum [GM each, padded], the rotary table [dim] and the new key [dim].
-template <int GM, int KD, int T, int Stages>
+//
+// The 8-bit cache (Q8: AttentionArgs::keyInt8, heads of 128): a tile's rows are copied as codes, keys in rows
+// of dim + 16 bytes (a lane's 16-byte read of its row's 16 codes, 8 lanes a phase, falls in different
+// banks), values in rows of dim bytes, then the tile's key scales and value scales [T] each; a key's scale
+// multiplies its score, a value's its weight (the softmax's sum takes the weights unscaled). A quarter of
+// the float32 tile's bytes, so more tiles are in flight.
+template <int GM, int KD, int T, int Stages, bool Q8 = false>
 struct GroupDecodeShape {
     static constexpr int kDim = 32 * KD;
     static constexpr int kColumns = kDim / 4;            // float4 columns of a row
@@ -58,7 +65,10 @@ struct GroupDecodeShape {
     static constexpr int kWarps = kThreads / 32;
     static constexpr int kWarpDim = kDim / kWarps;                   // scores: elements a warp takes
     static constexpr int kKeyStride = kDim + 4;                      // floats between a tile's key rows
-    static constexpr int kStage = T * kKeyStride + T * kDim;         // a tile's keys, then its values
+    static constexpr int kKeyStrideBytes = kDim + 16;                // Q8: bytes between a tile's key rows
+    static constexpr int kStageBytes = T * kKeyStrideBytes + T * kDim + 2 * T * 4;  // Q8: codes, then scales
+    static constexpr int kStage = Q8 ? kStageBytes / 4 : T * kKeyStride + T * kDim;  // floats: keys, then values
+    static_assert(!Q8 || (kWarpDim == 16 && kStageBytes % 16 == 0), "Q8: a warp scores 16 codes of a row");
     static constexpr int kReduce = kSlices * GM * kDim;
     static constexpr int kTiles = std::max({Stages * kStage, kReduce, GM * kMaxSplits});
     static constexpr int kPad = (GM + 3) / 4 * 4;
@@ -76,6 +86,14 @@ struct GroupDecodeShape {
 __device__ __forceinline__ void copyAsync16(float* dst, const float* src, bool valid) {
     const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void copyAsync16(void* dst, const void* src, bool valid) {
+    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void copyAsync4(float* dst, const float* src, bool valid) {
+    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 4 : 0) : "memory");
 }
 __device__ __forceinline__ void commitCopies() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int Pending>
@@ -151,9 +169,9 @@ __device__ __forceinline__ float* groupPartialState(const AttentionArgs& a, int 
     return a.partials + static_cast<long>(a.heads) * a.splits * a.dimV + (static_cast<long>(h) * a.splits + part) * 2;
 }
 
-template <int GM, int KD, int T, int Stages, int MinBlocks = 1>
+template <int GM, int KD, int T, int Stages, int MinBlocks = 1, bool Q8 = false>
 __global__ void __launch_bounds__(kThreads, MinBlocks) attentionGroupDecodeKernel(AttentionArgs a) {
-    using Shape = GroupDecodeShape<GM, KD, T, Stages>;
+    using Shape = GroupDecodeShape<GM, KD, T, Stages, Q8>;
     static_assert(Shape::kFits, "a block's shared memory on sm_90");
     constexpr int D = Shape::kDim, C4 = Shape::kColumns, S = Shape::kSlices, Warps = Shape::kWarps;
     constexpr int KS = Shape::kKeyStride, WD = Shape::kWarpDim;
@@ -180,8 +198,9 @@ __global__ void __launch_bounds__(kThreads, MinBlocks) attentionGroupDecodeKerne
     partRange(a, position, parts, part, first, last);
     const int tileCount = last >= first ? (last - first + T) / T : 0;
     const long headOffset = static_cast<long>(kvHead) * a.keyHeadStride;
-    // prepare: the context's last part writes this position's key and value, which its last tile reads.
-    const bool writesNew = a.prepare && part == parts - 1;
+    // prepare: the context's last part writes this position's key and value, which its last tile reads
+    // (not with the 8-bit cache, whose step launchGqaPrepare writes).
+    const bool writesNew = !Q8 && a.prepare && part == parts - 1;
 
     // Tile t's keys and values into its stage, tiles in order; rows past the part are zeros. Thread i
     // copies column i % C4 of the tile's rows i / C4, i / C4 + S, ...: its sources advance by S rows,
@@ -192,7 +211,35 @@ __global__ void __launch_bounds__(kThreads, MinBlocks) attentionGroupDecodeKerne
     const float* valueFirst = a.value + headOffset + 4 * (threadIdx.x % C4) + static_cast<long>(first) * a.ldValue;
     const float* keyNext = keyFirst + rowInTile * static_cast<long>(a.ldKeyA);
     const float* valueNext = valueFirst + rowInTile * static_cast<long>(a.ldValue);
+    // Q8: thread i copies 16-byte chunk i % (dim / 16) of the tile's rows i / (dim / 16), + 256 / (dim / 16), ...
+    // of the keys' and the values' codes; threads below T copy row i's key scale, the next T its value scale.
+    constexpr int kChunks = Shape::kDim / 16, kChunkRows = kThreads / kChunks;
+    const int codesWidth = a.keyInt8.width, scaleGroups = Q8 ? a.keyInt8.width / a.keyInt8.groupWidth : 1;
+    const auto copyTileQ8 = [&](int t) {
+        unsigned char* stage = reinterpret_cast<unsigned char*>(tiles) + (t % Stages) * Shape::kStageBytes;
+        const int chunk = threadIdx.x % kChunks, row0 = threadIdx.x / kChunks;
+        const long tileFirst = first + static_cast<long>(t) * T;
+#pragma unroll
+        for (int k = 0; k < T / kChunkRows; ++k) {
+            const int row = row0 + k * kChunkRows;
+            const bool valid = tileFirst + row <= last;
+            const long at = (valid ? tileFirst + row : first) * codesWidth + headOffset + 16 * chunk;
+            copyAsync16(stage + row * Shape::kKeyStrideBytes + 16 * chunk, a.keyInt8.codes + at, valid);
+            copyAsync16(stage + T * Shape::kKeyStrideBytes + row * Shape::kDim + 16 * chunk, a.valueInt8.codes + at, valid);
+        }
+        float* scales = reinterpret_cast<float*>(stage + T * Shape::kKeyStrideBytes + T * Shape::kDim);  // [2][T]
+        if (threadIdx.x < 2 * T) {
+            const int row = threadIdx.x % T;
+            const bool valid = tileFirst + row <= last;
+            const long at = (valid ? tileFirst + row : first) * scaleGroups + kvHead;
+            copyAsync4(scales + threadIdx.x, (threadIdx.x < T ? a.keyInt8.scales : a.valueInt8.scales) + at, valid);
+        }
+    };
     auto copyTile = [&](int t) {
+        if constexpr (Q8) {
+            copyTileQ8(t);
+            return;
+        }
         float* keys = tiles + (t % Stages) * Shape::kStage + rowInTile * KS + 4 * (threadIdx.x % C4);
         float* values = tiles + (t % Stages) * Shape::kStage + T * KS + rowInTile * D + 4 * (threadIdx.x % C4);
         const int rows = last - (first + t * T) - rowInTile;  // this thread's rows k * S <= rows are in the part
@@ -272,6 +319,11 @@ __global__ void __launch_bounds__(kThreads, MinBlocks) attentionGroupDecodeKerne
         __syncthreads();
         const float* keys = tiles + (t % Stages) * Shape::kStage;
         const float* values = keys + T * KS;
+        // Q8: the stage's codes and scales (Shape's layout).
+        const unsigned char* keyCodes = reinterpret_cast<const unsigned char*>(keys);
+        const unsigned char* valueCodes = keyCodes + T * Shape::kKeyStrideBytes;
+        const float* keyScales = reinterpret_cast<const float*>(valueCodes + T * Shape::kDim);
+        const float* valueScales = keyScales + T;
         const int n = min(T, last - (first + t * T) + 1);
 
         // This warp's part of the scores of positions lane + 32 r: elements warp * WD ... of each head.
@@ -281,12 +333,24 @@ __global__ void __launch_bounds__(kThreads, MinBlocks) attentionGroupDecodeKerne
             for (int r = 0; r < T / 32; ++r)
 #pragma unroll
                 for (int g = 0; g < GM; ++g) s[r][g] = 0.0f;
+            uint4 codes[T / 32];  // Q8: the warp's 16 codes of each of this lane's rows
+            if constexpr (Q8) {
+#pragma unroll
+                for (int r = 0; r < T / 32; ++r)
+                    codes[r] = *reinterpret_cast<const uint4*>(keyCodes + (lane + 32 * r) * Shape::kKeyStrideBytes + warp * WD);
+            }
 #pragma unroll
             for (int c4 = 0; c4 < WD / 4; ++c4) {
                 float4 k[T / 32];
 #pragma unroll
-                for (int r = 0; r < T / 32; ++r)
-                    k[r] = *reinterpret_cast<const float4*>(keys + (lane + 32 * r) * KS + warp * WD + 4 * c4);
+                for (int r = 0; r < T / 32; ++r) {
+                    if constexpr (Q8) {
+                        const std::uint32_t word = c4 == 0 ? codes[r].x : c4 == 1 ? codes[r].y : c4 == 2 ? codes[r].z : codes[r].w;
+                        k[r] = codesToFloat4(word);
+                    } else {
+                        k[r] = *reinterpret_cast<const float4*>(keys + (lane + 32 * r) * KS + warp * WD + 4 * c4);
+                    }
+                }
 #pragma unroll
                 for (int g = 0; g < GM; ++g) {
                     const float4 q = *reinterpret_cast<const float4*>(qs + g * D + warp * WD + 4 * c4);
@@ -316,6 +380,7 @@ __global__ void __launch_bounds__(kThreads, MinBlocks) attentionGroupDecodeKerne
                 float score = 0.0f;
 #pragma unroll
                 for (int w = 0; w < Warps; ++w) score += scoreParts[(w * GM + g) * T + jj];
+                if constexpr (Q8) score *= keyScales[jj];
                 v[r] = jj < n ? score * a.scale : -FLT_MAX;
                 tileMax = fmaxf(tileMax, v[r]);
             }
@@ -326,7 +391,7 @@ __global__ void __launch_bounds__(kThreads, MinBlocks) attentionGroupDecodeKerne
             for (int r = 0; r < T / 32; ++r) {
                 e[r] = lane + 32 * r < n ? expf(v[r] - mNew) : 0.0f;
                 tileSum += e[r];
-                weights[(lane + 32 * r) * GM + g] = e[r];
+                weights[(lane + 32 * r) * GM + g] = Q8 ? e[r] * valueScales[lane + 32 * r] : e[r];
             }
             // Each lane's share of the sum; the warp's total is summed once, after the last tile.
             l[hk] = l[hk] * alpha + tileSum;
@@ -347,7 +412,11 @@ __global__ void __launch_bounds__(kThreads, MinBlocks) attentionGroupDecodeKerne
 #pragma unroll
         for (int r = 0; r < T / S; ++r) {
             const int jj = slice + r * S;
-            const float4 v = reinterpret_cast<const float4*>(values + jj * D)[column];
+            float4 v;
+            if constexpr (Q8)
+                v = codesToFloat4(reinterpret_cast<const std::uint32_t*>(valueCodes + jj * D)[column]);
+            else
+                v = reinterpret_cast<const float4*>(values + jj * D)[column];
             float w[GM];
             if constexpr (GM % 4 == 0) {
 #pragma unroll
@@ -453,27 +522,29 @@ __global__ void __launch_bounds__(kThreads, MinBlocks) attentionGroupDecodeKerne
 }
 
 // The key-head kernel for one shape: launch, and how many of its blocks a multiprocessor holds.
-template <int GM, int KD, int T, int Stages, int MinBlocks = 1>
+template <int GM, int KD, int T, int Stages, int MinBlocks = 1, bool Q8 = false>
 void configureGroupDecode() {
     static const cudaError_t configured =
-        cudaFuncSetAttribute(attentionGroupDecodeKernel<GM, KD, T, Stages, MinBlocks>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(GroupDecodeShape<GM, KD, T, Stages>::kBytes));
+        cudaFuncSetAttribute(attentionGroupDecodeKernel<GM, KD, T, Stages, MinBlocks, Q8>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(GroupDecodeShape<GM, KD, T, Stages, Q8>::kBytes));
     TANDEM_CUDA_CHECK(configured);
 }
 
-template <int GM, int KD, int T, int Stages, int MinBlocks = 1>
+template <int GM, int KD, int T, int Stages, int MinBlocks = 1, bool Q8 = false>
 void launchGroupDecode(const AttentionArgs& a, cudaStream_t s) {
-    configureGroupDecode<GM, KD, T, Stages, MinBlocks>();
-    launchChained(attentionGroupDecodeKernel<GM, KD, T, Stages, MinBlocks>, dim3(a.heads / a.group, 1, a.splits), kThreads,
-                  GroupDecodeShape<GM, KD, T, Stages>::kBytes, s, a);
+    configureGroupDecode<GM, KD, T, Stages, MinBlocks, Q8>();
+    launchChained(attentionGroupDecodeKernel<GM, KD, T, Stages, MinBlocks, Q8>, dim3(a.heads / a.group, 1, a.splits), kThreads,
+                  GroupDecodeShape<GM, KD, T, Stages, Q8>::kBytes, s, a);
 }
 
-template <int GM, int KD, int T, int Stages, int MinBlocks = 1>
+template <int GM, int KD, int T, int Stages, int MinBlocks = 1, bool Q8 = false>
 int groupDecodeBlocksPerMultiprocessor() {
-    configureGroupDecode<GM, KD, T, Stages, MinBlocks>();
+    configureGroupDecode<GM, KD, T, Stages, MinBlocks, Q8>();
     int blocks = 0;
-    TANDEM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &blocks, attentionGroupDecodeKernel<GM, KD, T, Stages, MinBlocks>, kThreads, GroupDecodeShape<GM, KD, T, Stages>::kBytes));
+    TANDEM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks,
+                                                                    attentionGroupDecodeKernel<GM, KD, T, Stages, MinBlocks, Q8>,
+                                                                    kThreads, GroupDecodeShape<GM, KD, T, Stages, Q8>::kBytes));
     return blocks;
 }
 
@@ -500,6 +571,15 @@ constexpr GroupDecodeEntry groupDecodeEntryFor() {
             groupDecodeBlocksPerMultiprocessor<GM, KD, Tiling::kTile, Tiling::kStages>};
 }
 
+// The 8-bit cache's kernel (heads of 128 only: Qwen3-MoE, Mixtral, GLM-4.5; other widths read float32
+// rows the runner dequantizes): tiles of 64 positions, four in flight (a stage is 18 KB, against the
+// float32 tile's 66 KB). Not yet measured.
+constexpr int kQ8Stages = 4;
+template <int GM>
+constexpr GroupDecodeEntry groupDecodeQ8EntryFor() {
+    return {launchGroupDecode<GM, 4, 64, kQ8Stages, 1, true>, groupDecodeBlocksPerMultiprocessor<GM, 4, 64, kQ8Stages, 1, true>};
+}
+
 // Whether the key-head kernel serves arguments of this shape: GQA (keys per key head, no second key
 // part) with heads of 32, 64, 128 or 256 and up to 16 query heads per key head.
 bool groupDecodeServes(const AttentionArgs& a) {
@@ -508,16 +588,24 @@ bool groupDecodeServes(const AttentionArgs& a) {
            a.group <= 16 && a.heads % a.group == 0;
 }
 
-// ... and whether its 16-byte copies and loads are aligned.
+// ... and whether its 16-byte copies and loads are aligned (the 8-bit cache: its codes' rows).
 bool groupDecodeAligned(const AttentionArgs& a) {
     const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+    if (a.int8Cache)
+        return a.keyInt8.width % 16 == 0 && a.keyInt8.width == a.valueInt8.width && a.keyInt8.groupWidth == a.valueInt8.groupWidth &&
+               a.keyHeadStride % 16 == 0 && aligned(a.keyInt8.codes) && aligned(a.valueInt8.codes) && aligned(a.partials);
     return a.ldKeyA % 4 == 0 && a.ldValue % 4 == 0 && a.keyHeadStride % 4 == 0 && aligned(a.keyA) && aligned(a.value) &&
            aligned(a.partials);
 }
 
 // The kernel for a group of up to 1, 2, 4, 8 or 16 query heads (the next power of two: Qwen3's 8,
 // Mixtral's 4, GLM-4.5-Air's 12 on the 16 kernel) and a head width served.
-GroupDecodeEntry groupDecodeEntry(int group, int dim) {
+GroupDecodeEntry groupDecodeEntry(int group, int dim, bool int8Cache) {
+    if (int8Cache) {
+        static constexpr GroupDecodeEntry q8[5] = {groupDecodeQ8EntryFor<1>(), groupDecodeQ8EntryFor<2>(), groupDecodeQ8EntryFor<4>(),
+                                                   groupDecodeQ8EntryFor<8>(), groupDecodeQ8EntryFor<16>()};
+        return q8[group <= 1 ? 0 : group <= 2 ? 1 : group <= 4 ? 2 : group <= 8 ? 3 : 4];
+    }
     static constexpr GroupDecodeEntry table[5][4] = {
         {groupDecodeEntryFor<1, 1>(), groupDecodeEntryFor<1, 2>(), groupDecodeEntryFor<1, 4>(), groupDecodeEntryFor<1, 8>()},
         {groupDecodeEntryFor<2, 1>(), groupDecodeEntryFor<2, 2>(), groupDecodeEntryFor<2, 4>(), groupDecodeEntryFor<2, 8>()},
@@ -534,15 +622,15 @@ GroupDecodeEntry groupDecodeEntry(int group, int dim) {
 
 }  // namespace
 
-bool keyHeadDecodeServes(const AttentionArgs& a) { return groupDecodeServes(a); }
+bool keyHeadDecodeServes(const AttentionArgs& a) { return groupDecodeServes(a) && (!a.int8Cache || (a.dimA == 128 && !a.prepare)); }
 
 int keyHeadDecodeBlocksPerMultiprocessor(const AttentionArgs& a) {
-    return groupDecodeEntry(a.group, a.dimA).blocksPerMultiprocessor();
+    return groupDecodeEntry(a.group, a.dimA, a.int8Cache).blocksPerMultiprocessor();
 }
 
 bool launchKeyHeadDecode(const AttentionArgs& a, cudaStream_t s) {
-    if (!groupDecodeServes(a) || !groupDecodeAligned(a)) return false;
-    groupDecodeEntry(a.group, a.dimA).launch(a, s);
+    if (!keyHeadDecodeServes(a) || !groupDecodeAligned(a)) return false;
+    groupDecodeEntry(a.group, a.dimA, a.int8Cache).launch(a, s);
     return true;
 }
 

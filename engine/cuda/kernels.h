@@ -170,6 +170,12 @@ struct AttentionArgs {
     // for the key head's query heads; this keeps the kernel of a block per query head (to compare them,
     // scripts/check_attention.cu). MLA's absorbed form always runs on the latter.
     bool perHeadDecode;
+    // Decode over the 8-bit cache (Int8Rows) read as codes by the kernel that serves it (keyHeadDecodeServes
+    // for GQA heads of 128; mlaDecodeServes): keyInt8 and valueInt8 (MLA: keyInt8 the latent rows, which are
+    // also the values, ropeInt8 the rope rows) instead of keyA, value and keyB. launchAttention refuses it
+    // for any other kernel: the runner gives those float32 rows (launchDequantizeRows).
+    bool int8Cache;
+    Int8Rows keyInt8, valueInt8, ropeInt8;
 };
 // Whether launchAttention runs the decode kernel for these arguments.
 inline bool usesDecodeKernel(const AttentionArgs& a) { return a.tokens == 1 && a.splits > 1 && a.decodeKernel; }
@@ -181,6 +187,7 @@ void launchAttention(const AttentionArgs& a, cudaStream_t s);
 // Decode by key head (attention_key_head_decode.cu): whether it serves arguments of this shape, its
 // blocks a multiprocessor holds, and its launch (false, launching nothing, where it does not serve or
 // the pointers are not 16-byte aligned). launchAttention tries it first for decode.
+// With int8Cache, heads of 128 only (and not `prepare`).
 bool keyHeadDecodeServes(const AttentionArgs& a);
 int keyHeadDecodeBlocksPerMultiprocessor(const AttentionArgs& a);
 bool launchKeyHeadDecode(const AttentionArgs& a, cudaStream_t s);
@@ -190,6 +197,7 @@ bool launchKeyHeadDecode(const AttentionArgs& a, cudaStream_t s);
 // to 64, values the latent itself; not perHeadDecode), its blocks a multiprocessor holds, and its launch
 // (false, launching nothing, where it does not serve or rows are not 16-byte aligned). launchAttention
 // tries it first for decode.
+// With int8Cache, widths of multiples of 16 (the codes read in 16-byte chunks).
 bool mlaDecodeServes(const AttentionArgs& a);
 int mlaDecodeBlocksPerMultiprocessor(const AttentionArgs& a);
 bool launchMlaDecode(const AttentionArgs& a, cudaStream_t s);

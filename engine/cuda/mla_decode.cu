@@ -9,6 +9,7 @@
 #include "cuda/chained_launch.cuh"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels.h"
+#include "cuda/kv_int8.cuh"
 #include "cuda/mma.cuh"
 
 namespace tandem::cuda {
@@ -128,8 +129,9 @@ constexpr int kQ = kHeads * kKeyStride;
 constexpr int kK = kKeys * kKeyStride;
 constexpr int kP = kHeads * kPStride;
 constexpr int kPlane = kQ + kK + kP;
-constexpr std::size_t sharedBytes(bool split) {
-    return (split ? 2 : 1) * kPlane * sizeof(bf16) + 2 * kWarps * kHeads * sizeof(float);
+// Then, with the 8-bit cache (Q8), the tile's latent and rope scales [2][64 keys] floats.
+constexpr std::size_t sharedBytes(bool split, bool q8 = false) {
+    return (split ? 2 : 1) * kPlane * sizeof(bf16) + 2 * kWarps * kHeads * sizeof(float) + (q8 ? 2 * kKeys * sizeof(float) : 0);
 }
 static_assert(kKeys == 8 * kWarps, "a warp scores 8 keys of a tile");
 static_assert(kLatent == 64 * kWarps, "a warp sums 64 value columns");
@@ -150,6 +152,15 @@ constexpr int kPrefetch = TANDEM_MLA_DECODE_PREFETCH;
 constexpr bool kLdmatrix = TANDEM_MLA_DECODE_LDMATRIX != 0;
 constexpr int kRest = 6;       // the others' loads in flight at once
 static_assert((kKeys * kKey / 4) % kThreads == 0 && (kTileLoads - kPrefetch) % kRest == 0, "a tile is filled in whole rounds");
+// The 8-bit cache (AttentionArgs::int8Cache): a tile's rows are 36 chunks of 16 codes (32 latent, 4 rope),
+// all of a thread's loaded during the previous tile's products. Codes are integers of at most 127, exact
+// in bf16, so K (and V, the latent codes) take the hi plane alone: S = Q Kᵀ takes two products a k-step
+// with split precision (Q's hi and lo), not three, and P V two, not four. A key's score is its latent
+// part times the row's latent scale plus its rope part times the rope scale; a value row's latent scale
+// multiplies its weight in P (the softmax's sums take the weights unscaled).
+constexpr int kChunks = kKey / 16;
+constexpr int kTileLoadsQ8 = kKeys * kChunks / kThreads;
+static_assert(kKeys * kChunks % kThreads == 0, "a tile's codes in whole rounds");
 
 // The parts' partials: each head's weighted values [heads][splits][dimV], then running max and sum
 // [heads][splits][2] (heads * splits * (dimV + 2) floats, as the other decode kernels).
@@ -160,7 +171,13 @@ __device__ __forceinline__ float* partState(const AttentionArgs& a, int h, int p
     return a.partials + static_cast<long>(a.heads) * a.splits * a.dimV + (static_cast<long>(h) * a.splits + part) * 2;
 }
 
-template <bool Split>
+// Four codes (the word's bytes, lowest first) as two bf16 pairs, exact.
+__device__ __forceinline__ uint2 codesToBf16(std::uint32_t word) {
+    const float4 f = codesToFloat4(word);
+    return make_uint2(bf16Pair(f.x, f.y), bf16Pair(f.z, f.w));
+}
+
+template <bool Split, bool Q8 = false>
 __global__ void __launch_bounds__(kThreads) mlaSplitDecodeKernel(AttentionArgs a) {
     waitForPrevious();
     startNext();
@@ -179,6 +196,7 @@ __global__ void __launch_bounds__(kThreads) mlaSplitDecodeKernel(AttentionArgs a
     bf16* const pLo = pHi + kPlane;
     float* const warpMax = reinterpret_cast<float*>(qHi + (Split ? 2 : 1) * kPlane);  // [kWarps][kHeads]
     float* const warpSums = warpMax + kWarps * kHeads;                               // [kWarps][kHeads]
+    float* const tileScales = warpSums + kWarps * kHeads;  // Q8: [2][kKeys], latent then rope
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, q = lane & 3;
     const int h0 = blockIdx.x * kHeads;
@@ -213,34 +231,104 @@ __global__ void __launch_bounds__(kThreads) mlaSplitDecodeKernel(AttentionArgs a
         const int i = tid + u * kThreads, key = i / (kKey / 4), d = i % (kKey / 4) * 4;
         put4<Split>(v, kHi + key * kKeyStride + d, kLo + key * kKeyStride + d);
     };
-    float4 rows[kPrefetch];
+    // Q8: chunk tid + u * kThreads of the tile (key i / 36, chunk i % 36: 32 of the latent's codes, then 4
+    // of the rope's), and threads below 2 * kKeys a key's latent or rope scale.
+    const int latentWidth = a.keyInt8.width, ropeWidth = a.ropeInt8.width;
+    const auto loadCodes = [&](int j0, int u) {
+        const int n = min(kKeys, last - j0 + 1);
+        const int i = tid + u * kThreads, key = i / kChunks, c = i % kChunks;
+        const long j = j0 + key;
+        const bool latentPart = c < kLatent / 16;
+        const int d = latentPart ? 16 * c : 16 * (c - kLatent / 16);
+        const bool valid = key < n && d < (latentPart ? a.dimA : a.dimB);
+        const std::int8_t* src = latentPart ? a.keyInt8.codes + j * latentWidth + d : a.ropeInt8.codes + j * ropeWidth + d;
+        return valid ? *reinterpret_cast<const uint4*>(src) : make_uint4(0u, 0u, 0u, 0u);
+    };
+    const auto storeCodes = [&](int u, uint4 w) {
+        const int i = tid + u * kThreads, key = i / kChunks, c = i % kChunks;
+        bf16* dst = kHi + key * kKeyStride + 16 * c;  // rope chunks land at 512 + 16 (c - 32)
+        const uint2 b0 = codesToBf16(w.x), b1 = codesToBf16(w.y), b2 = codesToBf16(w.z), b3 = codesToBf16(w.w);
+        reinterpret_cast<uint4*>(dst)[0] = make_uint4(b0.x, b0.y, b1.x, b1.y);
+        reinterpret_cast<uint4*>(dst)[1] = make_uint4(b2.x, b2.y, b3.x, b3.y);
+    };
+    const auto loadScale = [&](int j0) {
+        const int key = tid % kKeys;
+        if (tid >= 2 * kKeys || j0 + key > last) return 0.0f;
+        return tid < kKeys ? a.keyInt8.scales[j0 + key] : a.ropeInt8.scales[j0 + key];
+    };
+    float4 rows[Q8 ? 1 : kPrefetch];
+    uint4 codes[Q8 ? kTileLoadsQ8 : 1];
+    float scale = 0.0f;
     if (first <= last) {
+        if constexpr (Q8) {
 #pragma unroll
-        for (int u = 0; u < kPrefetch; ++u) rows[u] = loadRow(first, u);
+            for (int u = 0; u < kTileLoadsQ8; ++u) codes[u] = loadCodes(first, u);
+            scale = loadScale(first);
+        } else {
+#pragma unroll
+            for (int u = 0; u < kPrefetch; ++u) rows[u] = loadRow(first, u);
+        }
     }
     for (int j0 = first; j0 <= last; j0 += kKeys) {
         const int n = min(kKeys, last - j0 + 1);
         __syncthreads();  // the previous tile's K and P are read (and, the first time, Q is written)
+        if constexpr (Q8) {
 #pragma unroll
-        for (int u0 = kPrefetch; u0 < kTileLoads; u0 += kRest) {
-            float4 rest[kRest];
+            for (int u = 0; u < kTileLoadsQ8; ++u) storeCodes(u, codes[u]);
+            if (tid < 2 * kKeys) tileScales[tid] = scale;
+        } else {
 #pragma unroll
-            for (int u = 0; u < kRest; ++u) rest[u] = loadRow(j0, u0 + u);
+            for (int u0 = kPrefetch; u0 < kTileLoads; u0 += kRest) {
+                float4 rest[kRest];
 #pragma unroll
-            for (int u = 0; u < kRest; ++u) storeRow(u0 + u, rest[u]);
+                for (int u = 0; u < kRest; ++u) rest[u] = loadRow(j0, u0 + u);
+#pragma unroll
+                for (int u = 0; u < kRest; ++u) storeRow(u0 + u, rest[u]);
+            }
+#pragma unroll
+            for (int u = 0; u < kPrefetch; ++u) storeRow(u, rows[u]);
         }
-#pragma unroll
-        for (int u = 0; u < kPrefetch; ++u) storeRow(u, rows[u]);
         __syncthreads();
         if (j0 + kKeys <= last) {
+            if constexpr (Q8) {
 #pragma unroll
-            for (int u = 0; u < kPrefetch; ++u) rows[u] = loadRow(j0 + kKeys, u);
+                for (int u = 0; u < kTileLoadsQ8; ++u) codes[u] = loadCodes(j0 + kKeys, u);
+                scale = loadScale(j0 + kKeys);
+            } else {
+#pragma unroll
+                for (int u = 0; u < kPrefetch; ++u) rows[u] = loadRow(j0 + kKeys, u);
+            }
         }
 
         // S for the 16 heads and this warp's 8 keys.
         float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if constexpr (Q8) {
+            // Codes: the latent's k-steps, then the rope's, each part times its rows' scales.
+            float rope[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            const auto steps = [&](float (&acc)[4], int begin, int end) {
 #pragma unroll 4
-        for (int ks = 0; ks < kKey / 16; ++ks) {
+                for (int ks = begin; ks < end; ++ks) {
+                    std::uint32_t aHi[4], aLo[4];
+                    loadA<kKeyStride>(qHi, 0, ks * 16, g, q, aHi);
+                    if constexpr (Split) loadA<kKeyStride>(qLo, 0, ks * 16, g, q, aLo);
+                    const int at = (warp * 8 + g) * kKeyStride + ks * 16 + 2 * q;
+                    const std::uint32_t b0 = lds32(kHi + at), b1 = lds32(kHi + at + 8);
+                    mma(acc, aHi, b0, b1);
+                    if constexpr (Split) mma(acc, aLo, b0, b1);
+                }
+            };
+            steps(s, 0, kLatent / 16);
+            steps(rope, kLatent / 16, kKey / 16);
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+                const int key = warp * 8 + 2 * q + c;
+                const float latentScale = tileScales[key], ropeScale = tileScales[kKeys + key];
+                s[c] = s[c] * latentScale + rope[c] * ropeScale;
+                s[2 + c] = s[2 + c] * latentScale + rope[2 + c] * ropeScale;
+            }
+        }
+#pragma unroll 4
+        for (int ks = 0; ks < (Q8 ? 0 : kKey / 16); ++ks) {
             std::uint32_t aHi[4], aLo[4];
             if constexpr (kLdmatrix && Split) {
                 ldmatrixA<kKeyStride>(qHi, 0, ks * 16, lane, aHi);
@@ -304,10 +392,12 @@ __global__ void __launch_bounds__(kThreads) mlaSplitDecodeKernel(AttentionArgs a
         {
             std::uint32_t hi, lo;
             const int at = g * kPStride + warp * 8 + 2 * q;
-            pairs<Split>(s[0], s[1], hi, lo);
+            // Q8: each weight times its value row's latent scale.
+            const float v0 = Q8 ? tileScales[warp * 8 + 2 * q] : 1.0f, v1 = Q8 ? tileScales[warp * 8 + 2 * q + 1] : 1.0f;
+            pairs<Split>(s[0] * v0, s[1] * v1, hi, lo);
             *reinterpret_cast<std::uint32_t*>(pHi + at) = hi;
             if constexpr (Split) *reinterpret_cast<std::uint32_t*>(pLo + at) = lo;
-            pairs<Split>(s[2], s[3], hi, lo);
+            pairs<Split>(s[2] * v0, s[3] * v1, hi, lo);
             *reinterpret_cast<std::uint32_t*>(pHi + at + 8 * kPStride) = hi;
             if constexpr (Split) *reinterpret_cast<std::uint32_t*>(pLo + at + 8 * kPStride) = lo;
         }
@@ -355,7 +445,10 @@ __global__ void __launch_bounds__(kThreads) mlaSplitDecodeKernel(AttentionArgs a
                 ldmatrixBTrans<kKeyStride>(kHi, kt * 16, warp * 64 + nt * 8, lane, b);
                 mma(o[nt], aHi, b[0], b[1]);
                 mma(o[nt + 1], aHi, b[2], b[3]);
-                if constexpr (Split) {
+                if constexpr (Split && Q8) {  // codes: V has no lo plane
+                    mma(o[nt], aLo, b[0], b[1]);
+                    mma(o[nt + 1], aLo, b[2], b[3]);
+                } else if constexpr (Split) {
                     ldmatrixBTrans<kKeyStride>(kLo, kt * 16, warp * 64 + nt * 8, lane, bLo);
                     mma(o[nt], aHi, bLo[0], bLo[1]);
                     mma(o[nt + 1], aHi, bLo[2], bLo[3]);
@@ -448,27 +541,27 @@ __global__ void __launch_bounds__(kCombineColumns) mlaCombineKernel(AttentionArg
     storeBf16(v, out, out + static_cast<long>(a.tokens) * a.ldOut, a.split);
 }
 
-template <bool Split>
+template <bool Split, bool Q8>
 void configure() {
     static const cudaError_t configured = cudaFuncSetAttribute(
-        mlaSplitDecodeKernel<Split>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(sharedBytes(Split)));
+        mlaSplitDecodeKernel<Split, Q8>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(sharedBytes(Split, Q8)));
     TANDEM_CUDA_CHECK(configured);
 }
 
-template <bool Split>
+template <bool Split, bool Q8>
 int blocksPerMultiprocessor() {
-    configure<Split>();
+    configure<Split, Q8>();
     int blocks = 0;
-    TANDEM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, mlaSplitDecodeKernel<Split>, kThreads,
-                                                                    sharedBytes(Split)));
+    TANDEM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, mlaSplitDecodeKernel<Split, Q8>, kThreads,
+                                                                    sharedBytes(Split, Q8)));
     return blocks;
 }
 
-template <bool Split>
+template <bool Split, bool Q8>
 void launch(const AttentionArgs& a, cudaStream_t s) {
-    configure<Split>();
-    launchChained(mlaSplitDecodeKernel<Split>, dim3((a.heads + kHeads - 1) / kHeads, 1, a.splits), kThreads, sharedBytes(Split),
-                  s, a);
+    configure<Split, Q8>();
+    launchChained(mlaSplitDecodeKernel<Split, Q8>, dim3((a.heads + kHeads - 1) / kHeads, 1, a.splits), kThreads,
+                  sharedBytes(Split, Q8), s, a);
     launchChained(mlaCombineKernel, dim3(a.heads, (a.dimV + kCombineColumns - 1) / kCombineColumns), kCombineColumns, 0, s, a);
 }
 
@@ -479,23 +572,39 @@ void launch(const AttentionArgs& a, cudaStream_t s) {
 bool mlaDecodeServes(const AttentionArgs& a) {
     using namespace mla_split;
     return !a.perHeadDecode && a.dimB > 0 && a.keyHeadStride == 0 && a.group == 1 && a.dimV == a.dimA && a.dimA <= kLatent &&
-           a.dimB <= kRope && a.dimA % 4 == 0 && a.dimB % 4 == 0 && a.window == 0 && !a.prepare && !a.sinks;
+           a.dimB <= kRope && a.dimA % 4 == 0 && a.dimB % 4 == 0 && a.window == 0 && !a.prepare && !a.sinks &&
+           (!a.int8Cache || (a.dimA % 16 == 0 && a.dimB % 16 == 0));
 }
 
 int mlaDecodeBlocksPerMultiprocessor(const AttentionArgs& a) {
-    return a.split ? mla_split::blocksPerMultiprocessor<true>() : mla_split::blocksPerMultiprocessor<false>();
+    using namespace mla_split;
+    if (a.int8Cache) return a.split ? blocksPerMultiprocessor<true, true>() : blocksPerMultiprocessor<false, true>();
+    return a.split ? blocksPerMultiprocessor<true, false>() : blocksPerMultiprocessor<false, false>();
 }
 
 bool launchMlaDecode(const AttentionArgs& a, cudaStream_t s) {
+    using namespace mla_split;
     const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-    if (!mlaDecodeServes(a) || a.tokens != 1 || a.splits < 1 || a.splits > kMaxMlaSplits || a.value != a.keyA ||
-        a.ldValue != a.ldKeyA || a.ldKeyA % 4 || a.ldKeyB % 4 || a.qAHeadStride % 4 || a.qBHeadStride % 4 || !aligned(a.qA) ||
-        !aligned(a.qB) || !aligned(a.keyA) || !aligned(a.keyB))
+    if (!mlaDecodeServes(a) || a.tokens != 1 || a.splits < 1 || a.splits > kMaxMlaSplits || a.qAHeadStride % 4 ||
+        a.qBHeadStride % 4 || !aligned(a.qA) || !aligned(a.qB))
+        return false;
+    if (a.int8Cache) {
+        // The codes' rows: the latent (keys and values) and the rope part, 16-byte chunks, a scale a row.
+        if (a.keyInt8.width != a.dimA || a.ropeInt8.width != a.dimB || a.keyInt8.groupWidth != a.dimA ||
+            a.ropeInt8.groupWidth != a.dimB || a.dimA % 16 || a.dimB % 16 || !aligned(a.keyInt8.codes) || !aligned(a.ropeInt8.codes))
+            return false;
+        if (a.split)
+            launch<true, true>(a, s);
+        else
+            launch<false, true>(a, s);
+        return true;
+    }
+    if (a.value != a.keyA || a.ldValue != a.ldKeyA || a.ldKeyA % 4 || a.ldKeyB % 4 || !aligned(a.keyA) || !aligned(a.keyB))
         return false;
     if (a.split)
-        mla_split::launch<true>(a, s);
+        launch<true, false>(a, s);
     else
-        mla_split::launch<false>(a, s);
+        launch<false, false>(a, s);
     return true;
 }
 

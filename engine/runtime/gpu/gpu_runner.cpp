@@ -238,6 +238,9 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
         shape.keyHeadStride = mla ? 0 : c.headDim;
         shape.split = split_;
         shape.perHeadDecode = mla && !tuning().gpuFlashPrefill;  // as enqueueMla sets it
+        // The 8-bit cache's decode kernel where one reads its codes (enqueueGqa), else the float32 rows'.
+        shape.int8Cache = int8Cache_;
+        if (shape.int8Cache && !(mla ? mlaDecodeServes(shape) : keyHeadDecodeServes(shape))) shape.int8Cache = false;
         decodeSplits_ = decodeAttentionSplits(shape, multiprocessors);
     }
     chained_ = tuning().gpuChain && chainedLaunchesSupported();

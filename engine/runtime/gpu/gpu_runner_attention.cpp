@@ -102,8 +102,16 @@ void GpuRunner::enqueueGqa(const model::LayerPlan& layer, int tokens) {
                          kCache, vCache, stream_, int8Rows(l, false), int8Rows(l, true));
     }
     if (int8Cache_) {
-        launchDequantizeRows(int8Rows(l, false), 0, start_.get(), tokens, capacity_, kCache, kvDim, stream_);
-        launchDequantizeRows(int8Rows(l, true), 0, start_.get(), tokens, capacity_, vCache, kvDim, stream_);
+        // Decode by key head reads the codes themselves (heads of 128); the other kernels, float32 rows.
+        a.int8Cache = true;
+        a.keyInt8 = int8Rows(l, false);
+        a.valueInt8 = int8Rows(l, true);
+        if (!usesDecodeKernel(a) || !keyHeadDecodeServes(a)) {
+            a.int8Cache = false;
+            a.keyInt8 = a.valueInt8 = {};
+            launchDequantizeRows(int8Rows(l, false), 0, start_.get(), tokens, capacity_, kCache, kvDim, stream_);
+            launchDequantizeRows(int8Rows(l, true), 0, start_.get(), tokens, capacity_, vCache, kvDim, stream_);
+        }
     }
     stamp(l, kAttnPrepared);
     launchAttention(a, stream_);
@@ -143,13 +151,6 @@ void GpuRunner::enqueueMla(const model::LayerPlan& layer, int tokens) {
     stamp(l, kAttnProjected);
     launchMlaPrepare(kv, ldkv, q_.get(), tokens, heads, nope, latent, w.kvaNorm.get(), c.rmsNormEps, rope_, start_.get(),
                      latentCache, ropeCache, qNope_.get(), split_, stream_, int8Rows(l, false), int8Rows(l, true));
-    // The 8-bit cache: the rope rows as float32 for every kernel below, the latent rows for all but the
-    // flash prefill (which decompresses them from the codes).
-    const bool flashPrompt = tokens > 1 && mlaFlash_;
-    if (int8Cache_) {
-        if (!flashPrompt) launchDequantizeRows(int8Rows(l, false), 0, start_.get(), tokens, capacity_, latentCache, latent, stream_);
-        launchDequantizeRows(int8Rows(l, true), 0, start_.get(), tokens, capacity_, ropeCache, rd, stream_);
-    }
     stamp(l, kAttnPrepared);
 
     // Absorb each head's key expansion into its query: qLatent[h] = W_k[h]ᵀ qNope[h].
@@ -157,6 +158,8 @@ void GpuRunner::enqueueMla(const model::LayerPlan& layer, int tokens) {
     const long kvbHead = static_cast<long>(nope + vDim) * latent;
     const bool decode = tokens == 1;
     if (!decode && mlaFlash_) {
+        // The 8-bit cache: the flash prefill decompresses the latent from its codes, the rope rows as float32.
+        if (int8Cache_) launchDequantizeRows(int8Rows(l, true), 0, start_.get(), tokens, capacity_, ropeCache, rd, stream_);
         enqueueMlaFlash(w, l, tokens);
         stamp(l, kAttnScored);
         return;
@@ -206,6 +209,18 @@ void GpuRunner::enqueueMla(const model::LayerPlan& layer, int tokens) {
     a.partsDone = attnPartsDone_.get();
     // Decode on tensor cores by groups of 16 heads (mla_decode.cu); TANDEM_GPU_FLASH=0: a block per head.
     a.perHeadDecode = !tuning().gpuFlashPrefill;
+    if (int8Cache_) {
+        // The 8-bit cache: the tensor-core decode reads its codes; the other kernels, float32 rows.
+        a.int8Cache = true;
+        a.keyInt8 = int8Rows(l, false);
+        a.ropeInt8 = int8Rows(l, true);
+        if (!usesDecodeKernel(a) || !mlaDecodeServes(a)) {
+            a.int8Cache = false;
+            a.keyInt8 = a.ropeInt8 = {};
+            launchDequantizeRows(int8Rows(l, false), 0, start_.get(), tokens, capacity_, latentCache, latent, stream_);
+            launchDequantizeRows(int8Rows(l, true), 0, start_.get(), tokens, capacity_, ropeCache, rd, stream_);
+        }
+    }
     launchAttention(a, stream_);
     stamp(l, kAttnScored);
 
