@@ -253,6 +253,7 @@ Footprint estimateFootprintFromJson(const std::string& configJson, ExpertPrecisi
     f.kvCacheBytes = kvValuesPerPosition(c) * 4 * static_cast<std::uint64_t>(c.numLayers) *
                      static_cast<std::uint64_t>(f.contextLength);
     f.kvCacheInt8Bytes = kvInt8BytesPerPosition(c) * static_cast<std::uint64_t>(f.contextLength);
+    f.kvCacheLayerBytes = c.numLayers > 0 ? f.kvCacheBytes / static_cast<std::uint64_t>(c.numLayers) : 0;
     f.ramBytes = f.routedExpertBytes + f.kvCacheBytes;
     f.vramBytes = f.denseBytes + f.kvCacheBytes;
     Tally published = dense;
@@ -284,6 +285,7 @@ Footprint withInt8Dense(Footprint f) {
 
 Footprint withInt8KvCache(Footprint f) {
     f.ramBytes = f.ramBytes - f.kvCacheBytes + f.kvCacheInt8Bytes;
+    f.vramBytes = f.vramBytes - f.kvCacheBytes + f.kvCacheInt8Bytes + f.kvCacheLayerBytes;
     f.kvCacheBytes = f.kvCacheInt8Bytes;
     return f;
 }
@@ -299,8 +301,9 @@ ExpertFit estimateExpertFit(const Footprint& need, std::uint64_t vramBytes) {
         fit.ramBytesPerToken = need.denseBytes + chosenPerLayer * static_cast<std::uint64_t>(need.moeLayers);
         return fit;
     }
-    // A GPU's free memory when nothing else runs: what the driver keeps aside is in the headroom.
-    const std::uint64_t used = need.denseBytes + need.kvCacheBytes + kChunkActivationBytes + kGpuHeadroomBytes;
+    // A GPU's free memory when nothing else runs: what the driver keeps aside is in the headroom. vramBytes:
+    // the dense part and the KV cache as the GPU holds it (withInt8Dense, withInt8KvCache).
+    const std::uint64_t used = need.vramBytes + kChunkActivationBytes + kGpuHeadroomBytes;
     const ExpertBudget budget = splitExpertBudget(automaticExpertBudget(vramBytes, used), layerBytes, need.moeLayers, true);
     fit.layersOnGpu = layerBytes > 0 ? static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(need.moeLayers),
                                                                                 budget.layersBytes / layerBytes))

@@ -97,8 +97,9 @@ private slots:
         QCOMPARE(mla.kvCacheBytes, std::uint64_t{3} * (32 + 16) * 4 * 100);
     }
 
-    // The CPU path's int8 cache (KvCacheType::Int8): a byte a value and a float32 scale per key head (GQA)
-    // or per stream (MLA's latent and rotary key); withInt8KvCache puts it in the RAM figure.
+    // The int8 cache (KvCacheType::Int8): a byte a value and a float32 scale per key head (GQA) or per
+    // stream (MLA's latent and rotary key); withInt8KvCache puts it in the RAM figure and, with one layer's
+    // float32 rows, in the GPU's.
     void anInt8KvCacheTakesAByteAValueAndItsScales() {
         const QString config = fixturePath("tiny-qwen3moe") + "/config.json";
         const Footprint f = estimateFootprint(config.toStdString(), ExpertPrecision::BF16, 1000);
@@ -107,7 +108,8 @@ private slots:
         const Footprint g = withInt8KvCache(f);
         QCOMPARE(g.kvCacheBytes, f.kvCacheInt8Bytes);
         QCOMPARE(g.ramBytes, f.routedExpertBytes + f.kvCacheInt8Bytes);
-        QCOMPARE(g.vramBytes, f.vramBytes);  // a GPU engine keeps float32
+        QCOMPARE(f.kvCacheLayerBytes, f.kvCacheBytes / 3);
+        QCOMPARE(g.vramBytes, f.denseBytes + f.kvCacheInt8Bytes + f.kvCacheBytes / 3);
         const Footprint mla = estimateFootprint(fixturePath("tiny-deepseekv2").toStdString(), ExpertPrecision::BF16, 100);
         QCOMPARE(mla.kvCacheInt8Bytes, std::uint64_t{3} * (32 + 16 + 2 * 4) * 100);
         // Qwen3-30B-A3B at 32K: 6.4 GB in float32, about a quarter in int8.

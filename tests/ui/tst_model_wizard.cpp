@@ -373,9 +373,9 @@ private slots:
         QVERIFY2(q->table()->item(0, 5)->text().contains(" of 58 layers on GPU"), qPrintable(q->table()->item(0, 5)->text()));
     }
 
-    // Settings' int8 KV cache counts in the RAM figures of a machine without a GPU (the CPU path holds it
-    // so), and not where a GPU engine would keep float32.
-    void theAdviceCountsTheInt8KvCacheOnTheCpuPath() {
+    // Settings' int8 KV cache counts in the figures of either path: RAM without a GPU, the GPU's memory
+    // (with one layer's float32 rows) with one.
+    void theAdviceCountsTheInt8KvCache() {
         for (const bool gpu : {false, true}) {
             Harness h(std::nullopt, gpu ? MachineFiguresProvider(bigMachine) : MachineFiguresProvider(noGpuMachine));
             EngineSettings engine = h.app->settings()->engine();
@@ -386,10 +386,11 @@ private slots:
             QCOMPARE(q->advice().choices.size(), 3);
             const tandem::Footprint& need = q->advice().choices[0].need;
             QVERIFY(need.kvCacheInt8Bytes > 0);
+            QCOMPARE(need.kvCacheBytes, need.kvCacheInt8Bytes);
             if (gpu) {
-                QVERIFY(need.kvCacheBytes > 3 * need.kvCacheInt8Bytes);  // float32, as the GPU holds it
+                QVERIFY(need.kvCacheLayerBytes > 0);
+                QCOMPARE(need.vramBytes, need.denseBytes + need.kvCacheInt8Bytes + need.kvCacheLayerBytes);
             } else {
-                QCOMPARE(need.kvCacheBytes, need.kvCacheInt8Bytes);
                 QCOMPARE(q->advice().choices[0].ramBytes, need.routedExpertBytes + need.denseBytes + need.kvCacheInt8Bytes);
             }
         }

@@ -25,7 +25,7 @@ struct EngineSettings {
     // the decode speed, nearly the same answers (docs/BENCHMARKS.md).
     bool int8Dense = true;
     // Each conversation's KV cache in int8 with a scale per head (tandem::KvCacheType::Int8): about a quarter
-    // of the memory, so about 3.9x the context fits, on the CPU path (a GPU keeps float32); off by default.
+    // of the memory, so about 3.9x the context fits, on the CPU or the GPU; off by default.
     bool int8KvCache = false;
 
     bool operator==(const EngineSettings&) const = default;

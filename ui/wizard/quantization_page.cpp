@@ -205,10 +205,10 @@ void QuantizationPage::showAdvice() {
             needs.clear();
         }
         // The engine's dense weights as Settings has them (int8 by default); its KV cache too, int8 if
-        // chosen, on a machine without a GPU (a GPU engine keeps it in float32).
+        // chosen (on either path).
         if (wizard_->parts().settings->engine().int8Dense)
             for (auto& need : needs) need = tandem::withInt8Dense(need);
-        if (wizard_->parts().settings->engine().int8KvCache && wizard_->machineFigures().vramBytes == 0)
+        if (wizard_->parts().settings->engine().int8KvCache)
             for (auto& need : needs) need = tandem::withInt8KvCache(need);
         // Once listed, the download's real size is known: what is not on disk yet.
         if (plan.fromHub() && lookup_ == Lookup::Ready)

@@ -68,7 +68,7 @@ struct ModelSummary {
     int maxContextLength = 0;       // the most the model holds (tandem::ModelInfo)
     quint64 kvBytesPerPosition = 0;  // one conversation's KV cache per position, as held (kvCache)
     // The same for each choice of Settings' KV cache (tandem::ModelInfo), how it is held ("float32",
-    // "int8") and why not as asked (a GPU keeps float32), if so.
+    // "int8").
     quint64 kvBytesPerPositionFloat32 = 0;
     quint64 kvBytesPerPositionInt8 = 0;
     QString kvCache;

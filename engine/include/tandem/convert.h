@@ -25,7 +25,9 @@ struct Footprint {
     std::uint64_t denseInt8Bytes = 0;    // the same with int8 dense weights (DensePrecision::Int8; embeddings,
                                          // norms and routers as they are)
     std::uint64_t kvCacheBytes = 0;      // one conversation's KV cache at the context length (float32)
-    std::uint64_t kvCacheInt8Bytes = 0;  // the same in int8 with its scales (KvCacheType::Int8, the CPU path)
+    std::uint64_t kvCacheInt8Bytes = 0;  // the same in int8 with its scales (KvCacheType::Int8)
+    std::uint64_t kvCacheLayerBytes = 0; // one layer's share of kvCacheBytes: a GPU engine's int8 cache keeps
+                                         // that layer's rows in float32 beside it (GpuRunner::floatRowsBytes)
     std::uint64_t ramBytes = 0;          // routedExpertBytes + kvCacheBytes
     std::uint64_t vramBytes = 0;         // denseBytes + kvCacheBytes
     std::uint64_t downloadBytes = 0;     // the safetensors shards as published (FP8 with its scales, MTP)
@@ -54,8 +56,8 @@ ExpertFit estimateExpertFit(const Footprint& need, std::uint64_t vramBytes);
 // The footprint with the dense part in int8 (denseBytes and vramBytes from denseInt8Bytes), the store's
 // too (convert --dense int8, StoreDense::Int8).
 Footprint withInt8Dense(Footprint f);
-// The footprint of the CPU path with its KV cache in int8 (kvCacheBytes and ramBytes from
-// kvCacheInt8Bytes): for a machine without a GPU, since a GPU engine keeps its KV cache in float32.
+// The footprint with the KV cache in int8 (KvCacheType::Int8): kvCacheBytes and ramBytes from
+// kvCacheInt8Bytes, vramBytes from it and one layer's float32 rows (what a GPU engine holds).
 Footprint withInt8KvCache(Footprint f);
 
 // This machine's memory read speed in GB/s with every core reading (best of a few passes over ~1 GB,
