@@ -417,8 +417,34 @@ bool runDecodeCase(const DecodeCase& c, bool variants) {
         cudaMalloc(&dkf, rows * sizeof(float));
         cudaMalloc(&dvf, rows * sizeof(float));
         const Int8Rows kr{dkc, dks, ldk, hd}, vr{dvc, dvs, ldk, hd};
-        if (c.prepare)
+        bool writesGood = true;
+        if (c.prepare) {
             launchGqaPrepare(dq8, 1, c.heads, c.kvHeads, hd, a.qNorm, a.kNorm, eps, a.rope, dStart, nullptr, nullptr, nullptr, kr, vr);
+            // Its writes at `position`, every key and value head, against float64: within half a step of the
+            // head's scale, the scale its largest magnitude / 127.
+            std::vector<std::int8_t> gotK(static_cast<std::size_t>(ldk)), gotV(gotK.size());
+            std::vector<float> gotKs(static_cast<std::size_t>(c.kvHeads)), gotVs(gotKs.size());
+            cudaMemcpy(gotK.data(), dkc + static_cast<std::size_t>(position) * ldk, ldk, cudaMemcpyDeviceToHost);
+            cudaMemcpy(gotV.data(), dvc + static_cast<std::size_t>(position) * ldk, ldk, cudaMemcpyDeviceToHost);
+            cudaMemcpy(gotKs.data(), dks + static_cast<std::size_t>(position) * c.kvHeads, c.kvHeads * sizeof(float), cudaMemcpyDeviceToHost);
+            cudaMemcpy(gotVs.data(), dvs + static_cast<std::size_t>(position) * c.kvHeads, c.kvHeads * sizeof(float), cudaMemcpyDeviceToHost);
+            std::vector<double> want(static_cast<std::size_t>(hd));
+            const auto within = [&](const std::int8_t* codes, float scale) {
+                double largest = 0, worst = 0;
+                for (double x : want) largest = std::max(largest, std::abs(x));
+                for (int d = 0; d < hd; ++d) worst = std::max(worst, std::abs(codes[d] * static_cast<double>(scale) - want[d]));
+                return std::abs(scale - largest / 127.0) <= 1e-4 * largest / 127.0 + 1e-30 && worst <= 0.5001 * scale + 1e-30;
+            };
+            for (int g = 0; g < c.kvHeads; ++g) {
+                for (int d = 0; d < hd; ++d) want[d] = q[static_cast<std::size_t>(c.heads + g) * hd + d];
+                normRotate(want.data(), hd, c.norms ? kNorm.data() : nullptr, eps, rope, position);
+                writesGood = writesGood && within(gotK.data() + g * hd, gotKs[static_cast<std::size_t>(g)]);
+                for (int d = 0; d < hd; ++d) want[d] = q[static_cast<std::size_t>(c.heads + c.kvHeads + g) * hd + d];
+                writesGood = writesGood && within(gotV.data() + g * hd, gotVs[static_cast<std::size_t>(g)]);
+            }
+            ok = ok && writesGood;
+            std::printf("  %-30s %s\n", "int8 writes (launchGqaPrepare)", writesGood ? "within half a step" : "FAILED");
+        }
         launchDequantizeRows(kr, 0, dStart, 1, c.context, dkf, ldk, nullptr);
         launchDequantizeRows(vr, 0, dStart, 1, c.context, dvf, ldk, nullptr);
         const AttentionArgs kept = a;
@@ -429,7 +455,7 @@ bool runDecodeCase(const DecodeCase& c, bool variants) {
         const DecodeResult onRows = run(viaLaunchAttention, decodeAttentionSplits(a, multiprocessors));
         const std::vector<double> rowsOut = lastOut;
         const cudaError_t e0 = cudaGetLastError();
-        const bool rowsGood = e0 == cudaSuccess && onRows.error <= 0.1;
+        const bool rowsGood = e0 == cudaSuccess && onRows.error <= 0.05;
         ok = ok && rowsGood;
         std::printf("  %-30s splits %2d  error %9.3g  %9.2f us (the quantization's error)%s%s\n", "int8 cache, float32 rows",
                     onRows.splits, onRows.error, onRows.us, rowsGood ? "" : "  FAILED", e0 == cudaSuccess ? "" : cudaGetErrorString(e0));
@@ -441,7 +467,7 @@ bool runDecodeCase(const DecodeCase& c, bool variants) {
             const DecodeResult codes = run(viaLaunchAttention, decodeAttentionSplits(a, multiprocessors));
             const double apart = relativeL2(lastOut, rowsOut);
             const cudaError_t e1 = cudaGetLastError();
-            const bool good = e1 == cudaSuccess && apart <= (c.split ? 1e-5 : 1e-2) && codes.error <= 0.1;
+            const bool good = e1 == cudaSuccess && apart <= (c.split ? 1e-5 : 1e-2) && codes.error <= 0.05;
             ok = ok && good;
             const double int8Bytes = 2.0 * (position - first + 1) * c.kvHeads * (hd + 4);
             std::printf("  %-30s splits %2d  error %9.3g  %9.2f us  %7.0f GB/s  %5.2fx  from the rows' %9.3g%s%s\n",
@@ -885,7 +911,7 @@ bool runMlaDecodeCase(const MlaDecodeCase& c) {
         const DecodeResult rows = run();
         const std::vector<double> rowsOut = lastOut;
         const cudaError_t e0 = cudaGetLastError();
-        const bool rowsGood = e0 == cudaSuccess && rows.error <= 0.1;
+        const bool rowsGood = e0 == cudaSuccess && rows.error <= 0.05;
         ok = ok && rowsGood;
         std::printf("  %-30s splits %2d  error %9.3g  %9.2f us (the quantization's error)%s%s\n", "int8 cache, float32 rows",
                     rows.splits, rows.error, rows.us, rowsGood ? "" : "  FAILED", e0 == cudaSuccess ? "" : cudaGetErrorString(e0));
@@ -897,7 +923,9 @@ bool runMlaDecodeCase(const MlaDecodeCase& c) {
             const DecodeResult codes = run();
             const double apart = relativeL2(lastOut, rowsOut);
             const cudaError_t e1 = cudaGetLastError();
-            const bool good = e1 == cudaSuccess && apart <= (c.split ? 1e-5 : 1e-2) && codes.error <= 0.1;
+            // Split: the rows' run carries K as bf16 hi + lo of code x scale (~16 bits, lo x lo dropped), the
+            // codes' run K exact and Q's hi + lo: ~5e-6 apart expected.
+            const bool good = e1 == cudaSuccess && apart <= (c.split ? 3e-5 : 1e-2) && codes.error <= 0.05;
             ok = ok && good;
             const double int8Bytes = static_cast<double>(c.context) * (L + R + 8);
             std::printf("  %-30s splits %2d  error %9.3g  %9.2f us  %7.0f GB/s  %5.2fx  from the rows' %9.3g%s%s\n",

@@ -591,9 +591,10 @@ bool groupDecodeServes(const AttentionArgs& a) {
 // ... and whether its 16-byte copies and loads are aligned (the 8-bit cache: its codes' rows).
 bool groupDecodeAligned(const AttentionArgs& a) {
     const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-    if (a.int8Cache)
-        return a.keyInt8.width % 16 == 0 && a.keyInt8.width == a.valueInt8.width && a.keyInt8.groupWidth == a.valueInt8.groupWidth &&
-               a.keyHeadStride % 16 == 0 && aligned(a.keyInt8.codes) && aligned(a.valueInt8.codes) && aligned(a.partials);
+    if (a.int8Cache)  // a key head is one group: its scale is scales[position * heads + head]
+        return a.keyInt8.width % 16 == 0 && a.keyInt8.width == a.valueInt8.width && a.keyInt8.groupWidth == a.dimA &&
+               a.valueInt8.groupWidth == a.dimA && a.keyHeadStride == a.dimA && aligned(a.keyInt8.codes) &&
+               aligned(a.valueInt8.codes) && aligned(a.partials);
     return a.ldKeyA % 4 == 0 && a.ldValue % 4 == 0 && a.keyHeadStride % 4 == 0 && aligned(a.keyA) && aligned(a.value) &&
            aligned(a.partials);
 }

@@ -117,9 +117,10 @@ void launchMlaPrepare(const float* kv, int ldkv, float* q, int tokens, int heads
 // The rows [first, *start + extra) of an 8-bit stream as float32 rows [position][ld] of out (ld >= width):
 // code * scale, for the kernels that read a float32 cache (prompt chunks, and decode where no kernel reads
 // the codes themselves). first and extra are host values, *start the device's, so a captured step stays
-// valid; the grid is sized for `capacity` positions.
+// valid; the grid is sized for `capacity` positions. window > 0 (a sliding-window layer): only from the
+// first row the step's first query attends to, *start - window + 1.
 void launchDequantizeRows(Int8Rows rows, int first, const int* start, int extra, int capacity, float* out, int ld,
-                          cudaStream_t s);
+                          cudaStream_t s, int window = 0);
 // The same rows [first, first + count) as a bf16 GEMM input [count][width] (lo rows `count` further with
 // split): MLA's prompt passes decompress the latent from it.
 void launchDequantizeRowsToBf16(Int8Rows rows, int first, int count, bf16* out, bool split, cudaStream_t s);

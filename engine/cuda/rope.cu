@@ -86,7 +86,8 @@ __global__ void mlaKvKernel(const float* kv, int ldkv, int kvLora, const float* 
 #pragma unroll
         for (int r = 0; r < kMaxLatentPerThread; ++r) {
             const int i = threadIdx.x + r * blockDim.x;
-            if (i < kvLora) codes[i] = static_cast<std::int8_t>(fminf(127.0f, fmaxf(-127.0f, rintf(x[r] * inverse))));
+            // A NaN or infinity in the row: zero codes beside the NaN scale, as on the CPU.
+            if (i < kvLora) codes[i] = bad > 0.0f ? 0 : static_cast<std::int8_t>(fminf(127.0f, fmaxf(-127.0f, rintf(x[r] * inverse))));
         }
         float y = 0.0f;
         const int d = threadIdx.x;
@@ -112,12 +113,14 @@ __global__ void mlaKvKernel(const float* kv, int ldkv, int kvLora, const float* 
     }
 }
 
-// The rows [first, *start + extra) of an 8-bit stream as float32, a block per position (grid-stride).
-__global__ void dequantizeRowsKernel(Int8Rows q, int first, const int* start, int extra, float* out, int ld) {
+// The rows [first, *start + extra) of an 8-bit stream as float32, a block per position (grid-stride); with a
+// window, only the rows the step's first query sees and after.
+__global__ void dequantizeRowsKernel(Int8Rows q, int first, const int* start, int extra, int window, float* out, int ld) {
     waitForPrevious();
     startNext();
     const int end = *start + extra, groups = q.width / q.groupWidth;
-    for (long pos = first + blockIdx.x; pos < end; pos += gridDim.x) {
+    const int begin = window > 0 ? max(first, *start - window + 1) : first;
+    for (long pos = begin + blockIdx.x; pos < end; pos += gridDim.x) {
         const std::int8_t* codes = q.codes + pos * q.width;
         const float* scales = q.scales + pos * groups;
         for (int i = threadIdx.x; i < q.width; i += blockDim.x)
@@ -186,10 +189,11 @@ void launchMlaPrepare(const float* kv, int ldkv, float* q, int tokens, int heads
 }
 
 void launchDequantizeRows(Int8Rows rows, int first, const int* start, int extra, int capacity, float* out, int ld,
-                          cudaStream_t s) {
+                          cudaStream_t s, int window) {
     constexpr int kMaxBlocks = 2048;
-    const int blocks = std::max(1, std::min(kMaxBlocks, capacity - first));
-    launchChained(dequantizeRowsKernel, blocks, 128, 0, s, rows, first, start, extra, out, ld);
+    const int span = window > 0 ? std::min(capacity - first, window + extra) : capacity - first;
+    const int blocks = std::max(1, std::min(kMaxBlocks, span));
+    launchChained(dequantizeRowsKernel, blocks, 128, 0, s, rows, first, start, extra, window, out, ld);
 }
 
 void launchDequantizeRowsToBf16(Int8Rows rows, int first, int count, bf16* out, bool split, cudaStream_t s) {

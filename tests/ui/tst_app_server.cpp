@@ -4,7 +4,8 @@
 // tandem-cli's greedy answer; the address in the status bar; turned off, the port closes. A request in
 // flight when the model is reloaded ends with a 503 error body and the server comes back on the new
 // load; the dialog refuses an address for other computers without a key; a port in use is shown. Several
-// requests at once decode together (the CPU path) and each equals its answer alone.
+// requests at once decode together (the CPU path, and the GPU path where Settings reserves sessions for the
+// server) and each equals its answer alone.
 #include <QApplication>
 #include <QEventLoop>
 #include <QJsonArray>
@@ -33,6 +34,7 @@
 #include "ui/controllers/server_controller.h"
 #include "ui/widgets/main_window.h"
 #include "ui/widgets/settings_dialog.h"
+#include "flaky_gpu.h"
 #include "ui_test_support.h"
 
 using namespace tandem;
@@ -368,6 +370,61 @@ private slots:
         QCOMPARE(content(again), alone[1]);
         app.reset();  // quits with the server on and sessions kept: it stops cleanly
         QVERIFY(!portOpen(port));
+    }
+
+    // On the GPU path (a stand-in GPU that runs the CPU path) the app's server answers one request at a time
+    // through the chat's session unless Settings ▸ Server reserves GPU sessions for it: with 4, the engine is
+    // loaded with the chat's session and 4 more (EngineOptions::gpuSessions), and four requests at once decode
+    // together, each equal to its answer alone.
+    void theGpuDecodesTogetherWhereSessionsAreReserved() {
+        const test::FlakyGpu gpu(1 << 30);
+        QTemporaryDir dir;
+        auto options = pocketOptions(dir);
+        options.settings->setValue("engine/serverGpuBatch", 4);
+        auto app = std::make_unique<TandemApp>(std::move(options));
+        test::limitAnswers(*app);
+        app->start();
+        app->window()->show();
+        QVERIFY(test::waitForModel(*app));
+        QVERIFY(app->model()->summary().onGpu);
+        QCOMPARE(gpu.lastSessions, 5);
+        QCOMPARE(app->model()->summary().gpuSessions, 5);
+        const int port = freePort();
+        QVERIFY(port > 0);
+        changeServerSettings(app->window(), [&](SettingsDialog* dialog) {
+            byName<QCheckBox>(dialog, "Serve the model")->click();
+            byName<QSpinBox>(dialog, "Server port")->setValue(port);
+            QCOMPARE(byName<QSpinBox>(dialog, "Requests together on the GPU")->value(), 4);
+        });
+        QCOMPARE(app->server()->state(), ServerController::State::Serving);
+        QNetworkAccessManager http;
+        const QStringList questions = {kQuestion, QStringLiteral("What does ephemeral mean?"),
+                                       QStringLiteral("What does ubiquitous mean?"), QStringLiteral("What does candid mean?")};
+        const auto content = [](const Reply& r) {
+            return r.json()["choices"].toArray().at(0).toObject()["message"].toObject()["content"].toString();
+        };
+        QStringList alone;
+        for (const QString& q : questions) {
+            const Reply r = finish(http.post(request(port, "/v1/chat/completions"), chatBody(q, false, 32)));
+            QCOMPARE(r.status, 200);
+            alone << content(r);
+        }
+        QSemaphore hold;
+        app->worker()->post([&hold](LoadedModel*, quint64) { hold.acquire(); });
+        QList<QNetworkReply*> pending;
+        for (const QString& q : questions) pending << http.post(request(port, "/v1/chat/completions"), chatBody(q, false, 32));
+        const bool allWaiting = QTest::qWaitFor(
+            [&] { return finish(http.get(request(port, "/health"))).json()["waiting"].toInt() == questions.size(); }, 30000);
+        hold.release();
+        QVERIFY(allWaiting);
+        for (int i = 0; i < questions.size(); ++i) {
+            const Reply r = finish(pending[i]);
+            QCOMPARE(r.status, 200);
+            QCOMPARE(content(r), alone[i]);
+        }
+        const QJsonObject decode = finish(http.get(request(port, "/health"))).json()["decode"].toObject();
+        QCOMPARE(decode["largest_batch"].toInt(), 4);
+        app.reset();
     }
 
     // A request in flight when the model is loaded again ends with a 503 error body; the server comes

@@ -51,6 +51,7 @@ EngineSettings AppSettings::engine() const {
     e.gpuExpertMemoryGb = std::clamp(settings_->value("engine/gpuExpertMemoryGb", d.gpuExpertMemoryGb).toInt(), -1, 1 << 16);
     e.int8Dense = settings_->value("engine/int8Dense", d.int8Dense).toBool();
     e.int8KvCache = settings_->value("engine/kvCache", d.int8KvCache ? "int8" : "float32").toString() == QLatin1String("int8");
+    e.serverGpuBatch = std::clamp(settings_->value("engine/serverGpuBatch", d.serverGpuBatch).toInt(), 1, kMaxServerGpuBatch);
     return e;
 }
 
@@ -64,6 +65,7 @@ void AppSettings::setEngine(const EngineSettings& e) {
     settings_->setValue("engine/gpuExpertMemoryGb", e.gpuExpertMemoryGb);
     settings_->setValue("engine/int8Dense", e.int8Dense);
     settings_->setValue("engine/kvCache", e.int8KvCache ? "int8" : "float32");
+    settings_->setValue("engine/serverGpuBatch", e.serverGpuBatch);
 }
 
 SamplingDefaults AppSettings::sampling() const {

@@ -10,6 +10,9 @@ namespace tandem::ui {
 
 enum class ThemeChoice { System, Light, Dark };
 
+// The most requests Settings lets the app's server decode together on the GPU (EngineSettings::serverGpuBatch).
+inline constexpr int kMaxServerGpuBatch = 8;
+
 // What the model is loaded with: changing any of it needs a reload.
 struct EngineSettings {
     QString modelDir;  // empty: the model that ships with Tandem
@@ -27,6 +30,11 @@ struct EngineSettings {
     // Each conversation's KV cache in int8 with a scale per head (tandem::KvCacheType::Int8): about a quarter
     // of the memory, so about 3.9x the context fits, on the CPU or the GPU; off by default.
     bool int8KvCache = false;
+    // Requests the app's server decodes together when the model runs on the GPU (Settings ▸ Server): above 1,
+    // the GPU holds that many more conversations' KV caches and buffers, reserved at load (whether the server
+    // runs or not) before the routed experts get what is left; 1 answers them one at a time through the chat's
+    // session. The CPU path decodes four together whatever this is.
+    int serverGpuBatch = 1;
 
     bool operator==(const EngineSettings&) const = default;
 };

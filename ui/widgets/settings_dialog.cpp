@@ -346,6 +346,17 @@ QWidget* SettingsDialog::serverTab() {
                          "every /v1 request must bring it."),
                       page));
 
+    // On the GPU the requests decoded together each need a conversation's GPU memory, reserved at load.
+    serverGpuBatch_ = new QSpinBox(page);
+    serverGpuBatch_->setRange(1, kMaxServerGpuBatch);
+    serverGpuBatch_->setSpecialValueText(tr("1 (one at a time)"));
+    serverGpuBatch_->setAccessibleName(tr("Requests together on the GPU"));
+    serverGpuBatch_->setToolTip(tr("Above 1, the GPU holds that many more conversations (their KV caches at the context "
+                                   "length) from when the model is loaded, whether the server runs or not, and the routed "
+                                   "experts get what is left. On the CPU up to four requests are answered together anyway."));
+    form->addRow(buddyLabel(tr("On the &GPU, answer together:") + kReload, serverGpuBatch_, page), serverGpuBatch_);
+    form->addRow(hint(tr("⟳ Takes effect when the model is loaded again; Tandem offers to do it when you press OK."), page));
+
     serverAddress_ = hint(QString(), page);
     serverAddress_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     form->addRow(serverAddress_);
@@ -437,6 +448,7 @@ void SettingsDialog::setValues(const SettingsValues& v) {
     serverHost_->setText(v.server.host);
     serverPort_->setValue(v.server.port);
     apiKey_->setText(v.server.apiKey);
+    serverGpuBatch_->setValue(v.engine.serverGpuBatch);
     updateServerPage();
 }
 
@@ -527,6 +539,7 @@ SettingsValues SettingsDialog::values() const {
     v.engine.gpuExpertMemoryGb = gpuExpertMemory_->value();
     v.engine.int8Dense = int8Dense_->isChecked();
     v.engine.int8KvCache = kvCache_->currentIndex() == 1;
+    v.engine.serverGpuBatch = serverGpuBatch_->value();
     v.defaultDeferral = defaultDeferral_->value();
     v.sampling.useModelRecommendation = useModelSampling_->isChecked();
     v.sampling.sampling = sampling_->sampling();

@@ -82,6 +82,7 @@ private:
     QSpinBox* gpuExpertMemory_;
     QCheckBox* int8Dense_;
     QComboBox* kvCache_;  // float32, int8
+    QSpinBox* serverGpuBatch_;  // Server page: EngineSettings::serverGpuBatch
     QLabel* kernelNote_;
     QLabel* contextNote_;
     int modelContext_ = 0;  // the loaded model's context length, 0: none loaded

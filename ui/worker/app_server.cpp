@@ -48,13 +48,15 @@ QString bindProblem(const QString& host, int port) {
 // kept sessions, made by the queue numbered `owner` (a server started again makes its own).
 class AppServerState {
 public:
-    AppServerState(tandem::Engine& engine, std::shared_ptr<server::ModelText> text, quint64 owner)
+    AppServerState(tandem::Engine& engine, std::shared_ptr<server::ModelText> text, quint64 owner, int batch, int conversations)
         : owner(owner), text(std::move(text)),
-          scheduler(engine, *this->text, kConversations, kBatch, server::GenerationQueue::defaultPrefillChunk(kBatch)) {}
+          scheduler(engine, *this->text, conversations, batch, server::GenerationQueue::defaultPrefillChunk(batch)) {}
 
-    // Four generations decode together, as tandem-cli serve's default on the CPU path; two conversations'
+    // On the CPU path four generations decode together, as tandem-cli serve's default; two conversations'
     // caches are kept between requests (serve keeps four): each KV cache grows in RAM with its context,
-    // beside the chat's own, and they are let go when the server stops.
+    // beside the chat's own, and they are let go when the server stops. On the GPU path the plan's reserved
+    // sessions beyond the chat's (Settings ▸ Server, EngineSettings::serverGpuBatch) are the batch and the
+    // conversations kept alike, so the sessions never outnumber what was reserved.
     static constexpr int kBatch = 4;
     static constexpr int kConversations = 2;
 
@@ -67,8 +69,9 @@ public:
 // (the model gives its engine) a task runs the requests waiting then, and those that come while they run,
 // together through the model's AppServerState (sessions of the server's own: the chat's cache is left
 // alone), until none runs; at most kDrainAdmissions requests a task, so that the chat's next answer is
-// not held up for ever by a busy server. Otherwise (the GPU path, whose plan holds one session's KV cache)
-// a task takes the first request waiting and answers it through the chat's session. Tasks hold the queue
+// not held up for ever by a busy server. So does the GPU path where its plan reserved sessions for the server
+// (LoadedModel::gpuSessions above 1). Otherwise (the GPU path, whose plan holds one session's KV cache) a
+// task takes the first request waiting and answers it through the chat's session. Tasks hold the queue
 // (and, through it, the model's text) alive, so a task that runs after the server stopped finds the queue
 // closed and does nothing.
 class AppServer::Queue : public server::JobQueue, public std::enable_shared_from_this<AppServer::Queue> {
@@ -148,17 +151,20 @@ private:
 
     // On the engine thread, between (or instead of) the chat's answers.
     void runNext(LoadedModel* model, quint64 serial) {
-        tandem::Engine* engine = model && serial == serial_ && model->info().device == "CPU" ? model->engine() : nullptr;
+        const bool current = model && serial == serial_;
+        const bool cpu = current && model->info().device == "CPU";
+        const int reserved = current && !cpu ? model->gpuSessions() - 1 : 0;  // the GPU's sessions beyond the chat's
+        tandem::Engine* engine = current && (cpu || reserved > 1) ? model->engine() : nullptr;
         if (engine)
-            runTogether(*model, *engine);
+            runTogether(*model, *engine, cpu ? AppServerState::kBatch : reserved, cpu ? AppServerState::kConversations : reserved);
         else
             runOne(model, serial);
     }
 
-    void runTogether(LoadedModel& model, tandem::Engine& engine) {
+    void runTogether(LoadedModel& model, tandem::Engine& engine, int batch, int conversations) {
         std::shared_ptr<AppServerState> state = model.serverState();
         if (!state || state->owner != id_) {
-            state = std::make_shared<AppServerState>(engine, text_, id_);
+            state = std::make_shared<AppServerState>(engine, text_, id_, batch, conversations);
             model.setServerState(state);
         }
         server::GenerationScheduler& scheduler = state->scheduler;

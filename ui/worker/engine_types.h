@@ -51,6 +51,9 @@ struct LoadRequest {
     int gpuExpertMemoryGb = -1;  // EngineSettings::gpuExpertMemoryGb
     bool int8Dense = true;       // EngineSettings::int8Dense
     bool int8KvCache = false;    // EngineSettings::int8KvCache
+    // Sessions the GPU plan reserves (tandem::EngineOptions::gpuSessions): the chat's, and with
+    // EngineSettings::serverGpuBatch above 1 the app's server's.
+    int gpuSessions = 1;
     int deferredExperts = 0;
     // Set: the model is this server's (modelDir is its key), nothing is loaded here.
     RemoteEndpoint remote;
@@ -73,6 +76,7 @@ struct ModelSummary {
     quint64 kvBytesPerPositionInt8 = 0;
     QString kvCache;
     bool onGpu = false;  // the hybrid GPU path runs it
+    int gpuSessions = 1;  // LoadRequest::gpuSessions: with more than one, the app's server decodes that many less one together
     int threads = 0;
     quint64 weightBytes = 0;
     tandem::SamplingOptions recommendedSampling;

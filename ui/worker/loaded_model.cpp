@@ -1,5 +1,7 @@
 #include "ui/worker/loaded_model.h"
 
+#include <algorithm>
+
 namespace tandem::ui {
 namespace {
 
@@ -9,7 +11,8 @@ class EngineModel : public LoadedModel {
 public:
     explicit EngineModel(const LoadRequest& request)
         : engine_(tandem::Engine::load(request.modelDir.toStdString(), engineOptionsFor(request))),
-          session_(engine_->newSession()) {}
+          session_(engine_->newSession()),
+          gpuSessions_(engine_->info().device == "CPU" ? 1 : std::max(1, request.gpuSessions)) {}
 
     const tandem::ModelInfo& info() const override { return engine_->info(); }
     int threads() const override { return engine_->threads(); }
@@ -42,6 +45,7 @@ public:
         return t;
     }
     tandem::Engine* engine() override { return engine_.get(); }
+    int gpuSessions() const override { return gpuSessions_; }
     std::shared_ptr<AppServerState> serverState() const override { return serverState_; }
     void setServerState(std::shared_ptr<AppServerState> state) override { serverState_ = std::move(state); }
 
@@ -49,6 +53,7 @@ private:
     mutable tandem::DecodeProfile recent_;
     std::unique_ptr<tandem::Engine> engine_;
     std::unique_ptr<tandem::Session> session_;
+    int gpuSessions_;
     std::shared_ptr<AppServerState> serverState_;  // declared last: its sessions go before the engine
 };
 
@@ -67,6 +72,7 @@ tandem::EngineOptions engineOptionsFor(const LoadRequest& request) {
         request.gpuExpertMemoryGb < 0 ? -1 : static_cast<std::int64_t>(request.gpuExpertMemoryGb) * 1'000'000'000;
     options.dense = request.int8Dense ? tandem::DensePrecision::Int8 : tandem::DensePrecision::Checkpoint;
     options.kvCache = request.int8KvCache ? tandem::KvCacheType::Int8 : tandem::KvCacheType::Float32;
+    options.gpuSessions = std::max(1, request.gpuSessions);
     return options;
 }
 

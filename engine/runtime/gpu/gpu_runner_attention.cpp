@@ -109,8 +109,8 @@ void GpuRunner::enqueueGqa(const model::LayerPlan& layer, int tokens) {
         if (!usesDecodeKernel(a) || !keyHeadDecodeServes(a)) {
             a.int8Cache = false;
             a.keyInt8 = a.valueInt8 = {};
-            launchDequantizeRows(int8Rows(l, false), 0, start_.get(), tokens, capacity_, kCache, kvDim, stream_);
-            launchDequantizeRows(int8Rows(l, true), 0, start_.get(), tokens, capacity_, vCache, kvDim, stream_);
+            launchDequantizeRows(int8Rows(l, false), 0, start_.get(), tokens, capacity_, kCache, kvDim, stream_, a.window);
+            launchDequantizeRows(int8Rows(l, true), 0, start_.get(), tokens, capacity_, vCache, kvDim, stream_, a.window);
         }
     }
     stamp(l, kAttnPrepared);
