@@ -379,8 +379,12 @@ private slots:
     void theGpuDecodesTogetherWhereSessionsAreReserved() {
         const test::FlakyGpu gpu(1 << 30);
         QTemporaryDir dir;
+        const int port = freePort();
+        QVERIFY(port > 0);
         auto options = pocketOptions(dir);
         options.settings->setValue("engine/serverGpuBatch", 4);
+        options.settings->setValue("server/enabled", true);
+        options.settings->setValue("server/port", port);
         auto app = std::make_unique<TandemApp>(std::move(options));
         test::limitAnswers(*app);
         app->start();
@@ -389,14 +393,7 @@ private slots:
         QVERIFY(app->model()->summary().onGpu);
         QCOMPARE(gpu.lastSessions, 5);
         QCOMPARE(app->model()->summary().gpuSessions, 5);
-        const int port = freePort();
-        QVERIFY(port > 0);
-        changeServerSettings(app->window(), [&](SettingsDialog* dialog) {
-            byName<QCheckBox>(dialog, "Serve the model")->click();
-            byName<QSpinBox>(dialog, "Server port")->setValue(port);
-            QCOMPARE(byName<QSpinBox>(dialog, "Requests together on the GPU")->value(), 4);
-        });
-        QCOMPARE(app->server()->state(), ServerController::State::Serving);
+        QVERIFY(QTest::qWaitFor([&] { return app->server()->state() == ServerController::State::Serving; }, 10000));
         QNetworkAccessManager http;
         const QStringList questions = {kQuestion, QStringLiteral("What does ephemeral mean?"),
                                        QStringLiteral("What does ubiquitous mean?"), QStringLiteral("What does candid mean?")};

@@ -31,6 +31,7 @@ SettingsValues changedValues() {
     v.engine.gpuExpertMemoryGb = 24;
     v.engine.int8Dense = false;
     v.engine.int8KvCache = true;
+    v.engine.serverGpuBatch = 4;
     v.sampling.useModelRecommendation = false;
     v.sampling.sampling.temperature = 0.7f;
     v.sampling.sampling.topP = 0.9f;
@@ -66,6 +67,8 @@ private slots:
         QCOMPARE(e.gpuExpertMemoryGb, -1);  // automatic: what the GPU has free
         QVERIFY(e.int8Dense);               // the dense weights in int8
         QVERIFY(!e.int8KvCache);            // the KV cache in float32, exact
+        QCOMPARE(e.serverGpuBatch, 1);      // the server on the GPU: one request at a time, no memory reserved
+        QCOMPARE(gpuSessionsFor(e, settings.server()), 1);
         QVERIFY(settings.sampling().useModelRecommendation);
         QCOMPARE(settings.appearance().theme, ThemeChoice::System);
         QCOMPARE(settings.defaultDeferral(), 0);  // exact
@@ -100,6 +103,7 @@ private slots:
             raw.setValue("engine/numaPolicy", 17);
             raw.setValue("engine/contextLength", 3);
             raw.setValue("engine/gpuExpertMemoryGb", -7);
+            raw.setValue("engine/serverGpuBatch", 99);
             raw.setValue("appearance/theme", "purple");
         }
         const AppSettings settings(iniIn(dir));
@@ -107,6 +111,7 @@ private slots:
         QCOMPARE(settings.engine().numaPolicy, NumaPolicy::Auto);
         QCOMPARE(settings.engine().contextLength, 256);
         QCOMPARE(settings.engine().gpuExpertMemoryGb, -1);
+        QCOMPARE(settings.engine().serverGpuBatch, kMaxServerGpuBatch);
         QCOMPARE(settings.appearance().theme, ThemeChoice::System);
     }
 
@@ -126,6 +131,19 @@ private slots:
         SettingsValues experts = before;
         experts.engine.gpuExpertMemoryGb = 8;
         QVERIFY(experts.needsReloadComparedTo(before));
+        // The server's GPU sessions: reserved only with the server on, so a reload only where that changes.
+        SettingsValues batch = before;
+        batch.engine.serverGpuBatch = 4;
+        QCOMPARE(gpuSessionsFor(batch.engine, batch.server), 1);
+        QVERIFY(!batch.needsReloadComparedTo(before));  // the server is off: nothing is reserved either way
+        SettingsValues serving = batch;
+        serving.server.enabled = true;
+        QCOMPARE(gpuSessionsFor(serving.engine, serving.server), 5);
+        QVERIFY(serving.needsReloadComparedTo(batch));
+        QVERIFY(batch.needsReloadComparedTo(serving));
+        SettingsValues plain = before;
+        plain.server.enabled = true;
+        QVERIFY(!plain.needsReloadComparedTo(before));  // one at a time: the server alone needs no reload
     }
 
     // The mirror address is kept without a trailing slash and with a scheme, and clearing it goes back

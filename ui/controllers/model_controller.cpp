@@ -185,7 +185,7 @@ void ModelController::load(const QString& dir, const QString& fallback) {
     request.gpuExpertMemoryGb = e.gpuExpertMemoryGb;
     request.int8Dense = e.int8Dense;
     request.int8KvCache = e.int8KvCache;
-    request.gpuSessions = e.serverGpuBatch > 1 ? 1 + e.serverGpuBatch : 1;
+    request.gpuSessions = gpuSessionsFor(e, settings_->server());
     request.deferredExperts = settings_->deferralForModel(dir);
     // A model on a server: what the user entered for it (nothing is loaded here).
     if (isRemoteModelKey(dir)) request.remote = settings_->remoteModel(remoteModelId(dir));

@@ -136,6 +136,10 @@ QString generateApiKey() {
     return QStringLiteral("tandem-") + QString::fromLatin1(bytes.toHex());
 }
 
+int gpuSessionsFor(const EngineSettings& engine, const ServerSettings& server) {
+    return server.enabled && engine.serverGpuBatch > 1 ? 1 + engine.serverGpuBatch : 1;
+}
+
 ServerSettings AppSettings::server() const {
     const ServerSettings d;
     ServerSettings s;

@@ -30,10 +30,10 @@ struct EngineSettings {
     // Each conversation's KV cache in int8 with a scale per head (tandem::KvCacheType::Int8): about a quarter
     // of the memory, so about 3.9x the context fits, on the CPU or the GPU; off by default.
     bool int8KvCache = false;
-    // Requests the app's server decodes together when the model runs on the GPU (Settings ▸ Server): above 1,
-    // the GPU holds that many more conversations' KV caches and buffers, reserved at load (whether the server
-    // runs or not) before the routed experts get what is left; 1 answers them one at a time through the chat's
-    // session. The CPU path decodes four together whatever this is.
+    // Requests the app's server decodes together when the model runs on the GPU (Settings ▸ Server): above 1
+    // and with the server on, the GPU holds that many more conversations' KV caches and buffers, reserved at
+    // load before the routed experts get what is left (gpuSessionsFor); 1 answers them one at a time through
+    // the chat's session. The CPU path decodes four together whatever this is.
     int serverGpuBatch = 1;
 
     bool operator==(const EngineSettings&) const = default;
@@ -79,6 +79,10 @@ struct ServerSettings {
 
     bool operator==(const ServerSettings&) const = default;
 };
+
+// The sessions the GPU plan reserves for a load (LoadRequest::gpuSessions): the chat's, and with the server
+// on and EngineSettings::serverGpuBatch above 1, the server's.
+int gpuSessionsFor(const EngineSettings& engine, const ServerSettings& server);
 
 // Whether only this computer reaches `host`: 127.0.0.0/8, ::1 or localhost.
 bool isLoopbackAddress(const QString& host);

@@ -633,8 +633,9 @@ void MainWindow::openSettings() {
         return;
     }
     const auto answer = QMessageBox::question(this, tr("Reload the Model?"),
-                                              tr("The model, threads, NUMA policy, CPU kernel, device and context "
-                                                 "length take effect when the model is loaded again. Reload it now?"),
+                                              tr("The model, threads, NUMA policy, CPU kernel, device, context length, "
+                                                 "KV cache and the server's requests on the GPU take effect when the "
+                                                 "model is loaded again. Reload it now?"),
                                               QMessageBox::Yes | QMessageBox::No, QMessageBox::Yes);
     if (answer == QMessageBox::Yes) {
         parts_.chat->stop();

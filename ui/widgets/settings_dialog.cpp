@@ -92,7 +92,7 @@ void SettingsValues::write(AppSettings& s) const {
 }
 
 SettingsDialog::SettingsDialog(const SettingsValues& values, const QStringList& gpuNames, QWidget* parent)
-    : QDialog(parent) {
+    : QDialog(parent), hasGpu_(!gpuNames.isEmpty()) {
     setWindowTitle(tr("Settings"));
     setAccessibleName(tr("Settings"));
     auto* layout = new QVBoxLayout(this);
@@ -351,9 +351,9 @@ QWidget* SettingsDialog::serverTab() {
     serverGpuBatch_->setRange(1, kMaxServerGpuBatch);
     serverGpuBatch_->setSpecialValueText(tr("1 (one at a time)"));
     serverGpuBatch_->setAccessibleName(tr("Requests together on the GPU"));
-    serverGpuBatch_->setToolTip(tr("Above 1, the GPU holds that many more conversations (their KV caches at the context "
-                                   "length) from when the model is loaded, whether the server runs or not, and the routed "
-                                   "experts get what is left. On the CPU up to four requests are answered together anyway."));
+    serverGpuBatch_->setToolTip(tr("Above 1, while the server is on, the GPU holds that many more conversations (their KV "
+                                   "caches at the context length) from when the model is loaded, and the routed experts get "
+                                   "what is left. On the CPU up to four requests are answered together anyway."));
     form->addRow(buddyLabel(tr("On the &GPU, answer together:") + kReload, serverGpuBatch_, page), serverGpuBatch_);
     form->addRow(hint(tr("⟳ Takes effect when the model is loaded again; Tandem offers to do it when you press OK."), page));
 
@@ -380,6 +380,7 @@ void SettingsDialog::updateServerPage() {
     const ServerSettings s = values().server;
     for (QWidget* w : {static_cast<QWidget*>(serverHost_), static_cast<QWidget*>(serverPort_), static_cast<QWidget*>(apiKey_)})
         w->setEnabled(s.enabled);
+    serverGpuBatch_->setEnabled(s.enabled && hasGpu_);
     const QString host = s.host.isEmpty() ? QStringLiteral("127.0.0.1") : s.host;
     const QString shownHost = host.contains(QLatin1Char(':')) && !host.startsWith(QLatin1Char('[')) ? QStringLiteral("[%1]").arg(host) : host;
     serverAddress_->setText(tr("Clients use http://%1:%2/v1 (/v1/chat/completions, /v1/completions, /v1/models; "

@@ -28,8 +28,14 @@ struct SettingsValues {
 
     static SettingsValues read(const AppSettings& settings);
     void write(AppSettings& settings) const;
-    // Engine settings only take effect when the model is loaded again.
-    bool needsReloadComparedTo(const SettingsValues& before) const { return !(engine == before.engine); }
+    // Engine settings only take effect when the model is loaded again; so do the GPU sessions reserved for
+    // the server (gpuSessionsFor: its requests decoded together, with the server on).
+    bool needsReloadComparedTo(const SettingsValues& before) const {
+        EngineSettings now = engine, then = before.engine;
+        now.serverGpuBatch = gpuSessionsFor(engine, server);
+        then.serverGpuBatch = gpuSessionsFor(before.engine, before.server);
+        return !(now == then);
+    }
 };
 
 class SettingsDialog : public QDialog {
@@ -82,7 +88,8 @@ private:
     QSpinBox* gpuExpertMemory_;
     QCheckBox* int8Dense_;
     QComboBox* kvCache_;  // float32, int8
-    QSpinBox* serverGpuBatch_;  // Server page: EngineSettings::serverGpuBatch
+    QSpinBox* serverGpuBatch_;  // Server page: EngineSettings::serverGpuBatch (with the server on and a GPU)
+    bool hasGpu_;
     QLabel* kernelNote_;
     QLabel* contextNote_;
     int modelContext_ = 0;  // the loaded model's context length, 0: none loaded
