@@ -129,9 +129,12 @@ constexpr int kQ = kHeads * kKeyStride;
 constexpr int kK = kKeys * kKeyStride;
 constexpr int kP = kHeads * kPStride;
 constexpr int kPlane = kQ + kK + kP;
-// Then, with the 8-bit cache (Q8), the tile's latent and rope scales [2][64 keys] floats.
+// With the 8-bit cache (Q8) K has no lo plane (Q's and P's lo planes follow the hi planes), and the tile's
+// latent and rope scales [2][64 keys] floats come last.
+__host__ __device__ constexpr int loPlane(bool q8) { return q8 ? kQ + kP : kPlane; }
 constexpr std::size_t sharedBytes(bool split, bool q8 = false) {
-    return (split ? 2 : 1) * kPlane * sizeof(bf16) + 2 * kWarps * kHeads * sizeof(float) + (q8 ? 2 * kKeys * sizeof(float) : 0);
+    return (kPlane + (split ? loPlane(q8) : 0)) * sizeof(bf16) + 2 * kWarps * kHeads * sizeof(float) +
+           (q8 ? 2 * kKeys * sizeof(float) : 0);
 }
 static_assert(kKeys == 8 * kWarps, "a warp scores 8 keys of a tile");
 static_assert(kLatent == 64 * kWarps, "a warp sums 64 value columns");
@@ -191,10 +194,10 @@ __global__ void __launch_bounds__(kThreads) mlaSplitDecodeKernel(AttentionArgs a
     bf16* const qHi = reinterpret_cast<bf16*>(mlaSplitShared);
     bf16* const kHi = qHi + kQ;
     bf16* const pHi = kHi + kK;
-    bf16* const qLo = qHi + kPlane;  // the lo planes: only with Split
+    bf16* const qLo = qHi + kPlane;  // the lo planes: only with Split (K's not with Q8)
     bf16* const kLo = kHi + kPlane;
-    bf16* const pLo = pHi + kPlane;
-    float* const warpMax = reinterpret_cast<float*>(qHi + (Split ? 2 : 1) * kPlane);  // [kWarps][kHeads]
+    bf16* const pLo = Q8 ? qLo + kQ : pHi + kPlane;
+    float* const warpMax = reinterpret_cast<float*>(qHi + kPlane + (Split ? loPlane(Q8) : 0));  // [kWarps][kHeads]
     float* const warpSums = warpMax + kWarps * kHeads;                               // [kWarps][kHeads]
     float* const tileScales = warpSums + kWarps * kHeads;  // Q8: [2][kKeys], latent then rope
 
