@@ -397,7 +397,7 @@ bool runDecodeCase(const DecodeCase& c, bool variants) {
     // The 8-bit cache (AttentionArgs::int8Cache) as GpuRunner::enqueueGqa runs it: the cache quantized by
     // the CPU's rule, the step's query and key prepared and its key and value quantized by
     // launchGqaPrepare, then (every width) the float32 rows launchDequantizeRows gives for the kernels
-    // that read float32, and (heads of 128) the key-head kernel reading the codes. Its error against the
+    // that read float32, and (heads of 128 or 64) the key-head kernel reading the codes. Its error against the
     // float64 reference of the float32 cache is the quantization's (bounded loosely); the codes' kernel
     // against the rows' must agree as two float32 kernels do.
     {

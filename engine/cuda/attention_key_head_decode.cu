@@ -52,9 +52,9 @@ namespace {
 // the query heads [GM][dim], the scores' parts [8][GM][T], weights [T][GM], the heads' factor, max and
 // sum [GM each, padded], the rotary table [dim] and the new key [dim].
 //
-// The 8-bit cache (Q8: AttentionArgs::keyInt8, heads of 128): a tile's rows are copied as codes, keys in rows
-// of dim + 16 bytes (a lane's 16-byte read of its row's 16 codes, 8 lanes a phase, falls in different
-// banks), values in rows of dim bytes, then the tile's key scales and value scales [T] each; a key's scale
+// The 8-bit cache (Q8: AttentionArgs::keyInt8, heads of 128 or 64): a tile's rows are copied as codes, keys in
+// rows of dim + 16 bytes (a lane's 16-byte read of its row's 16 codes, 8 lanes a phase, falls in different
+// banks; heads of 64: 8-byte reads of 8 codes, 2-way), values in rows of dim bytes, then the tile's key scales and value scales [T] each; a key's scale
 // multiplies its score, a value's its weight (the softmax's sum takes the weights unscaled). A quarter of
 // the float32 tile's bytes, so more tiles are in flight.
 template <int GM, int KD, int T, int Stages, bool Q8 = false>
@@ -68,7 +68,7 @@ struct GroupDecodeShape {
     static constexpr int kKeyStrideBytes = kDim + 16;                // Q8: bytes between a tile's key rows
     static constexpr int kStageBytes = T * kKeyStrideBytes + T * kDim + 2 * T * 4;  // Q8: codes, then scales
     static constexpr int kStage = Q8 ? kStageBytes / 4 : T * kKeyStride + T * kDim;  // floats: keys, then values
-    static_assert(!Q8 || (kWarpDim == 16 && kStageBytes % 16 == 0), "Q8: a warp scores 16 codes of a row");
+    static_assert(!Q8 || ((kWarpDim == 16 || kWarpDim == 8) && kStageBytes % 16 == 0), "Q8: a warp scores 16 or 8 codes of a row");
     static constexpr int kReduce = kSlices * GM * kDim;
     static constexpr int kTiles = std::max({Stages * kStage, kReduce, GM * kMaxSplits});
     static constexpr int kPad = (GM + 3) / 4 * 4;
@@ -333,11 +333,24 @@ __global__ void __launch_bounds__(kThreads, MinBlocks) attentionGroupDecodeKerne
             for (int r = 0; r < T / 32; ++r)
 #pragma unroll
                 for (int g = 0; g < GM; ++g) s[r][g] = 0.0f;
-            uint4 codes[T / 32];  // Q8: the warp's 16 codes of each of this lane's rows
+            // Q8: the warp's WD codes of each of this lane's rows, WD / 4 words.
+            std::uint32_t codes[T / 32][WD / 4];
             if constexpr (Q8) {
 #pragma unroll
-                for (int r = 0; r < T / 32; ++r)
-                    codes[r] = *reinterpret_cast<const uint4*>(keyCodes + (lane + 32 * r) * Shape::kKeyStrideBytes + warp * WD);
+                for (int r = 0; r < T / 32; ++r) {
+                    const unsigned char* row = keyCodes + (lane + 32 * r) * Shape::kKeyStrideBytes + warp * WD;
+                    if constexpr (WD == 16) {
+                        const uint4 w = *reinterpret_cast<const uint4*>(row);
+                        codes[r][0] = w.x;
+                        codes[r][1] = w.y;
+                        codes[r][2] = w.z;
+                        codes[r][3] = w.w;
+                    } else {
+                        const uint2 w = *reinterpret_cast<const uint2*>(row);
+                        codes[r][0] = w.x;
+                        codes[r][1] = w.y;
+                    }
+                }
             }
 #pragma unroll
             for (int c4 = 0; c4 < WD / 4; ++c4) {
@@ -345,8 +358,7 @@ __global__ void __launch_bounds__(kThreads, MinBlocks) attentionGroupDecodeKerne
 #pragma unroll
                 for (int r = 0; r < T / 32; ++r) {
                     if constexpr (Q8) {
-                        const std::uint32_t word = c4 == 0 ? codes[r].x : c4 == 1 ? codes[r].y : c4 == 2 ? codes[r].z : codes[r].w;
-                        k[r] = codesToFloat4(word);
+                        k[r] = codesToFloat4(codes[r][c4]);
                     } else {
                         k[r] = *reinterpret_cast<const float4*>(keys + (lane + 32 * r) * KS + warp * WD + 4 * c4);
                     }
@@ -571,13 +583,13 @@ constexpr GroupDecodeEntry groupDecodeEntryFor() {
             groupDecodeBlocksPerMultiprocessor<GM, KD, Tiling::kTile, Tiling::kStages>};
 }
 
-// The 8-bit cache's kernel (heads of 128 only: Qwen3-MoE, Mixtral, GLM-4.5; other widths read float32
-// rows the runner dequantizes): tiles of 64 positions, four in flight (a stage is 18 KB, against the
-// float32 tile's 66 KB). Not yet measured.
+// The 8-bit cache's kernel (heads of 128: Qwen3-MoE, Mixtral, GLM-4.5; of 64: gpt-oss; other widths read
+// float32 rows the runner dequantizes): tiles of 64 positions, four in flight (a stage is 18 KB at 128,
+// against the float32 tile's 66 KB). Not yet measured.
 constexpr int kQ8Stages = 4;
-template <int GM>
+template <int GM, int KD>
 constexpr GroupDecodeEntry groupDecodeQ8EntryFor() {
-    return {launchGroupDecode<GM, 4, 64, kQ8Stages, 1, true>, groupDecodeBlocksPerMultiprocessor<GM, 4, 64, kQ8Stages, 1, true>};
+    return {launchGroupDecode<GM, KD, 64, kQ8Stages, 1, true>, groupDecodeBlocksPerMultiprocessor<GM, KD, 64, kQ8Stages, 1, true>};
 }
 
 // Whether the key-head kernel serves arguments of this shape: GQA (keys per key head, no second key
@@ -603,9 +615,13 @@ bool groupDecodeAligned(const AttentionArgs& a) {
 // Mixtral's 4, GLM-4.5-Air's 12 on the 16 kernel) and a head width served.
 GroupDecodeEntry groupDecodeEntry(int group, int dim, bool int8Cache) {
     if (int8Cache) {
-        static constexpr GroupDecodeEntry q8[5] = {groupDecodeQ8EntryFor<1>(), groupDecodeQ8EntryFor<2>(), groupDecodeQ8EntryFor<4>(),
-                                                   groupDecodeQ8EntryFor<8>(), groupDecodeQ8EntryFor<16>()};
-        return q8[group <= 1 ? 0 : group <= 2 ? 1 : group <= 4 ? 2 : group <= 8 ? 3 : 4];
+        static constexpr GroupDecodeEntry q8[2][5] = {
+            {groupDecodeQ8EntryFor<1, 2>(), groupDecodeQ8EntryFor<2, 2>(), groupDecodeQ8EntryFor<4, 2>(), groupDecodeQ8EntryFor<8, 2>(),
+             groupDecodeQ8EntryFor<16, 2>()},
+            {groupDecodeQ8EntryFor<1, 4>(), groupDecodeQ8EntryFor<2, 4>(), groupDecodeQ8EntryFor<4, 4>(), groupDecodeQ8EntryFor<8, 4>(),
+             groupDecodeQ8EntryFor<16, 4>()},
+        };
+        return q8[dim == 128 ? 1 : 0][group <= 1 ? 0 : group <= 2 ? 1 : group <= 4 ? 2 : group <= 8 ? 3 : 4];
     }
     static constexpr GroupDecodeEntry table[5][4] = {
         {groupDecodeEntryFor<1, 1>(), groupDecodeEntryFor<1, 2>(), groupDecodeEntryFor<1, 4>(), groupDecodeEntryFor<1, 8>()},
@@ -623,7 +639,9 @@ GroupDecodeEntry groupDecodeEntry(int group, int dim, bool int8Cache) {
 
 }  // namespace
 
-bool keyHeadDecodeServes(const AttentionArgs& a) { return groupDecodeServes(a) && (!a.int8Cache || (a.dimA == 128 && !a.prepare)); }
+bool keyHeadDecodeServes(const AttentionArgs& a) {
+    return groupDecodeServes(a) && (!a.int8Cache || ((a.dimA == 128 || a.dimA == 64) && !a.prepare));
+}
 
 int keyHeadDecodeBlocksPerMultiprocessor(const AttentionArgs& a) {
     return groupDecodeEntry(a.group, a.dimA, a.int8Cache).blocksPerMultiprocessor();

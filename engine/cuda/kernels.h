@@ -172,7 +172,7 @@ struct AttentionArgs {
     // scripts/check_attention.cu). MLA's absorbed form always runs on the latter.
     bool perHeadDecode;
     // Decode over the 8-bit cache (Int8Rows) read as codes by the kernel that serves it (keyHeadDecodeServes
-    // for GQA heads of 128; mlaDecodeServes): keyInt8 and valueInt8 (MLA: keyInt8 the latent rows, which are
+    // for GQA heads of 128 or 64; mlaDecodeServes): keyInt8 and valueInt8 (MLA: keyInt8 the latent rows, which are
     // also the values, ropeInt8 the rope rows) instead of keyA, value and keyB. launchAttention refuses it
     // for any other kernel: the runner gives those float32 rows (launchDequantizeRows).
     bool int8Cache;
@@ -188,7 +188,7 @@ void launchAttention(const AttentionArgs& a, cudaStream_t s);
 // Decode by key head (attention_key_head_decode.cu): whether it serves arguments of this shape, its
 // blocks a multiprocessor holds, and its launch (false, launching nothing, where it does not serve or
 // the pointers are not 16-byte aligned). launchAttention tries it first for decode.
-// With int8Cache, heads of 128 only (and not `prepare`).
+// With int8Cache, heads of 128 or 64 only (and not `prepare`).
 bool keyHeadDecodeServes(const AttentionArgs& a);
 int keyHeadDecodeBlocksPerMultiprocessor(const AttentionArgs& a);
 bool launchKeyHeadDecode(const AttentionArgs& a, cudaStream_t s);

@@ -102,7 +102,7 @@ void GpuRunner::enqueueGqa(const model::LayerPlan& layer, int tokens) {
                          kCache, vCache, stream_, int8Rows(l, false), int8Rows(l, true));
     }
     if (int8Cache_) {
-        // Decode by key head reads the codes themselves (heads of 128); the other kernels, float32 rows.
+        // Decode by key head reads the codes themselves (heads of 128 or 64); the other kernels, float32 rows.
         a.int8Cache = true;
         a.keyInt8 = int8Rows(l, false);
         a.valueInt8 = int8Rows(l, true);
