@@ -250,7 +250,7 @@ private slots:
         QCOMPARE(lines[1], QString("GPU 1: layers 24-47, 5.56 GB dense + KV, 34.44 GB for experts"));
     }
 
-    // The KV cache as the GPU keeps it (float32): GQA keys and values, MLA's latent and rotary key.
+    // The KV cache as the GPU keeps it (float32 by default): GQA keys and values, MLA's latent and rotary key.
     void layerCostsCountTheKvCache() {
         const auto gqa = runtime::layerCosts(qwen_, 1000);
         QCOMPARE(gqa.size(), std::size_t{3});
@@ -264,6 +264,12 @@ private slots:
         // Qwen3 layer: norms 2 x 128, q 128x128, k and v 64x128, o 128x128, q/k norms 2 x 32, router 16x128.
         QCOMPARE(gqa[0].denseBytes, std::uint64_t{2 * (2 * 128 + 128 * 128 + 2 * 64 * 128 + 128 * 128 + 2 * 32 + 16 * 128)});
         QCOMPARE(runtime::layerCosts(qwen_, 0)[0].kvBytes, std::uint64_t{0});
+        // The 8-bit cache (KvCacheType::Int8, the GPU's too): a byte a value and a float scale a key head
+        // (GQA) or a row (MLA's latent and rope rows).
+        for (const LayerCost& c : runtime::layerCosts(qwen_, 1000, KvCacheType::Int8))
+            QCOMPARE(c.kvBytes, std::uint64_t{2 * 2 * (32 + 4) * 1000});
+        for (const LayerCost& c : runtime::layerCosts(deepseek_, 1000, KvCacheType::Int8))
+            QCOMPARE(c.kvBytes, std::uint64_t{(32 + 16 + 2 * 4) * 1000});
     }
 
     // The same dense bytes as the model wizard's footprint (convert/footprint.cpp counts every tensor the
@@ -273,11 +279,13 @@ private slots:
                                  "tiny-kimi-k2-int4", "tiny-mixtral"}) {
             const model::ModelConfig config = model::loadModelConfig(test::fixturePath(name).toStdString());
             const Footprint f = estimateFootprint(test::fixturePath(name).toStdString(), ExpertPrecision::INT8, 256);
-            std::uint64_t dense = 0, kv = 0;
+            std::uint64_t dense = 0, kv = 0, kv8 = 0;
             for (const LayerCost& c : runtime::layerCosts(config, f.contextLength)) {
                 dense += c.denseBytes;
                 kv += c.kvBytes;
             }
+            for (const LayerCost& c : runtime::layerCosts(config, f.contextLength, KvCacheType::Int8)) kv8 += c.kvBytes;
+            QVERIFY2(kv8 == f.kvCacheInt8Bytes, qPrintable(QString("%1: int8 %2 against %3").arg(name).arg(kv8).arg(f.kvCacheInt8Bytes)));
             const std::uint64_t table = 2 * static_cast<std::uint64_t>(config.vocabSize) * static_cast<std::uint64_t>(config.hiddenSize);
             dense += table + (config.tieWordEmbeddings ? 0 : table) + 2 * static_cast<std::uint64_t>(config.hiddenSize);
             QVERIFY2(dense == f.denseBytes, qPrintable(QString("%1: %2 against %3").arg(name).arg(dense).arg(f.denseBytes)));
