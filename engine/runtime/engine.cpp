@@ -317,6 +317,7 @@ struct Engine::Impl {
         if (gpu) {
             info.device = gpu->deviceName();
             info.gpuStages = gpu->stages();
+            info.gpuDevice = gpu->deviceNumber();
             if (config.numExperts) {
                 info.placement = gpu->placement();
                 info.expertLayers = gpu->expertLayerMap(config);

@@ -24,6 +24,8 @@ public:
     virtual ~GpuBackend() = default;
     virtual std::unique_ptr<ModelRunner> newRunner(int capacity) = 0;
     virtual std::string deviceName() const = 0;
+    // The GPU it runs on (nvidia-smi's number; a pipeline's first stage's).
+    virtual int deviceNumber() const { return 0; }
     // Where the routed experts run ("all routed experts on the CPU", "48 of 48 MoE layers wholly on the
     // GPU (16.3 GB)"; runtime/placement.h).
     virtual std::string placement() const { return "all routed experts on the CPU"; }

@@ -43,6 +43,8 @@ public:
         return std::make_unique<FlakyRunner>(config_, weights_, pool_, capacity, experts_, failOn_);
     }
     std::string deviceName() const override { return "Stand-in GPU"; }
+    int deviceNumber() const override { return device; }
+    int device = 0;  // what deviceNumber reports (FlakyGpu::device)
     std::vector<std::string> stages() const override { return stages_; }
 
 private:
@@ -66,7 +68,10 @@ public:
             lastSessions = request.sessions;
             lastDevices = request.devices;
             lastKvCache = request.kvCache;
-            return std::make_unique<FlakyBackend>(c, w, p, std::move(e), failOn, stages);
+            auto backend = std::make_unique<FlakyBackend>(c, w, p, std::move(e), failOn, stages);
+            // The GPU it says it runs on: the one asked for, else `device` (the engine's own choice).
+            backend->device = request.devices.size() == 1 && request.devices[0] >= 0 ? request.devices[0] : device;
+            return backend;
         });
     }
     // What the last engine loaded asked of its GPU: positions a session holds, sessions at once, the GPUs,
@@ -75,6 +80,8 @@ public:
     mutable int lastSessions = 0;
     mutable std::vector<int> lastDevices;
     mutable KvCacheType lastKvCache = KvCacheType::Float32;
+    // The GPU the stand-in reports running on when none is asked for (the engine's choice by memory).
+    int device = 0;
     ~FlakyGpu() { runtime::setGpuBackendFactoryForTests({}); }
     FlakyGpu(const FlakyGpu&) = delete;
     FlakyGpu& operator=(const FlakyGpu&) = delete;

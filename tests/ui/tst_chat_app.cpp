@@ -660,6 +660,26 @@ private slots:
 
     // The GPU fails in the middle of an answer: the answer completes (on the CPU), is saved, and the
     // window says what happened and what to do.
+    // With no GPU chosen in particular (Settings' default), the engine runs on the GPU it picks (the one with
+    // the most memory); the dashboard follows that one, not GPU 0. A GPU chosen by number is followed as chosen.
+    void theDashboardFollowsTheGpuTheModelRunsOn() {
+        QTemporaryDir dir;
+        test::FlakyGpu gpu(1 << 30);
+        gpu.device = 1;
+        auto app = startApp(dir);
+        QVERIFY(test::waitForModel(*app));
+        QVERIFY(app->model()->summary().onGpu);
+        QCOMPARE(app->model()->summary().gpuDevice, 1);
+        QCOMPARE(app->monitor()->gpuDevice(), 1);
+        EngineSettings chosen = app->settings()->engine();
+        chosen.gpuDevice = 2;
+        QCOMPARE(monitoredGpuDevice(chosen, &app->model()->summary()), 2);
+        chosen.gpuDevice = kEveryGpuDevice;
+        QCOMPARE(monitoredGpuDevice(chosen, &app->model()->summary()), kEveryGpuDevice);
+        chosen.gpuDevice = 0;
+        QCOMPARE(monitoredGpuDevice(chosen, nullptr), 0);  // no model loaded: as chosen
+    }
+
     void aGpuFailureMidAnswerIsExplainedAndNothingIsLost() {
         QTemporaryDir dir;
         const test::FlakyGpu gpu(4);

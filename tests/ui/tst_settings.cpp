@@ -256,7 +256,10 @@ private slots:
             QVERIFY(device);
             QCOMPARE(items(device), (QList<int>{-1, 0, 1, kEveryGpuDevice}));
             QVERIFY2(device->itemText(3).contains("Every GPU (2)"), qPrintable(device->itemText(3)));
-            QCOMPARE(device->currentData().toInt(), 0);  // the default: the first GPU
+            // The default asks for none in particular: the engine takes the GPU with the most memory.
+            QCOMPARE(device->currentData().toInt(), 0);
+            QVERIFY2(device->currentText().startsWith("Automatic"), qPrintable(device->currentText()));
+            QCOMPARE(device->itemText(2), QString("GPU 1: NVIDIA RTX 3090"));
             device->setCurrentIndex(3);
             QCOMPARE(dialog.values().engine.gpuDevice, kEveryGpuDevice);
             device->setCurrentIndex(2);
@@ -270,6 +273,7 @@ private slots:
             if (box->accessibleName() == "Device") device = box;
         QVERIFY(device);
         QCOMPARE(items(device), (QList<int>{-1, 0, kEveryGpuDevice}));
+        QCOMPARE(device->itemText(1), QString("GPU 0: NVIDIA H200"));  // one GPU: named
         QVERIFY2(device->currentText().contains("one found"), qPrintable(device->currentText()));
         QCOMPARE(one.values().engine.gpuDevice, kEveryGpuDevice);
         SettingsValues gone;

@@ -96,6 +96,7 @@ void SystemMonitor::start() {
 }
 
 void SystemMonitor::setGpuDevice(int device) {
+    gpuDevice_ = device;
     QMetaObject::invokeMethod(sampler_, [s = sampler_, device] { s->setGpuDevice(device); }, Qt::QueuedConnection);
 }
 

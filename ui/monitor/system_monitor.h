@@ -62,6 +62,7 @@ public:
     void start();
     // Which GPU is the chosen one (SystemSample::gpu); -1 reports none at all (CPU only).
     void setGpuDevice(int device);
+    int gpuDevice() const { return gpuDevice_; }
     // The NVIDIA GPUs found once the monitor has started; empty without a driver.
     QStringList gpuNames() const { return gpuNames_; }
 
@@ -71,6 +72,7 @@ signals:
 
 private:
     QStringList gpuNames_;
+    int gpuDevice_ = 0;  // the last setGpuDevice's (the sampler's thread has its own copy)
     QThread thread_;
     SystemSampler* sampler_;
 };

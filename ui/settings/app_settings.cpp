@@ -136,6 +136,11 @@ QString generateApiKey() {
     return QStringLiteral("tandem-") + QString::fromLatin1(bytes.toHex());
 }
 
+int monitoredGpuDevice(const EngineSettings& engine, const ModelSummary* loaded) {
+    if (engine.gpuDevice == 0 && loaded && loaded->onGpu && !loaded->remote && loaded->gpuDevice >= 0) return loaded->gpuDevice;
+    return engine.gpuDevice;
+}
+
 int gpuSessionsFor(const EngineSettings& engine, const ServerSettings& server) {
     return server.enabled && engine.serverGpuBatch > 1 ? 1 + engine.serverGpuBatch : 1;
 }

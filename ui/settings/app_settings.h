@@ -84,6 +84,10 @@ struct ServerSettings {
 // on and EngineSettings::serverGpuBatch above 1, the server's.
 int gpuSessionsFor(const EngineSettings& engine, const ServerSettings& server);
 
+// The GPU the dashboard follows: the one Settings chose, or, where it chose none in particular (0) and the
+// loaded model runs on a GPU, that one (the engine's pick by memory).
+int monitoredGpuDevice(const EngineSettings& engine, const ModelSummary* loaded);
+
 // Whether only this computer reaches `host`: 127.0.0.0/8, ::1 or localhost.
 bool isLoopbackAddress(const QString& host);
 // Why the server cannot run with `server` (an address for other computers without an API key, a key with

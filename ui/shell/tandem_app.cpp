@@ -76,6 +76,11 @@ TandemApp::TandemApp(TandemAppOptions options)
     connect(model_.get(), &ModelController::stateChanged, stats_.get(), [s = stats_.get()](ModelController::State state) {
         if (state != ModelController::State::Ready) s->forgetEngine();
     });
+    // The dashboard's GPU: the one the loaded model runs on where Settings chose none in particular.
+    connect(model_.get(), &ModelController::stateChanged, monitor_.get(), [this](ModelController::State state) {
+        if (state == ModelController::State::Ready)
+            monitor_->setGpuDevice(monitoredGpuDevice(settings_->engine(), &model_->summary()));
+    });
 
     conversationModels_ = std::make_unique<ConversationModels>(chat_.get(), model_.get(), settings_.get());
     window_ = std::make_unique<MainWindow>(MainWindowParts{chat_.get(), model_.get(), conversations_.get(), messages_.get(),

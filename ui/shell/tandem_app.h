@@ -64,6 +64,7 @@ public:
     MessageModel* messages() const { return messages_.get(); }
     ConversationListModel* conversations() const { return conversations_.get(); }
     StatsModel* stats() const { return stats_.get(); }
+    SystemMonitor* monitor() const { return monitor_.get(); }
     AppSettings* settings() const { return settings_.get(); }
     // Settings ▸ Server: the loaded model over the OpenAI API.
     ServerController* server() const { return serverController_.get(); }

@@ -618,7 +618,8 @@ bool MainWindow::applySettings(const SettingsValues& values) {
     const SettingsValues before = SettingsValues::read(*parts_.settings);
     values.write(*parts_.settings);
     applyTheme(values.appearance);
-    parts_.monitor->setGpuDevice(values.engine.gpuDevice);
+    parts_.monitor->setGpuDevice(
+        monitoredGpuDevice(values.engine, parts_.model->isReady() ? &parts_.model->summary() : nullptr));
     if (parts_.server) parts_.server->apply();
     return values.needsReloadComparedTo(before);
 }

@@ -176,7 +176,12 @@ QWidget* SettingsDialog::engineTab(const QStringList& gpuNames) {
         device_->setToolTip(tr("No NVIDIA GPU was found (or its driver is not loaded): the model runs on the CPU."));
     } else {
         device_->addItem(tr("CPU only"), -1);
-        for (int i = 0; i < gpuNames.size(); ++i) device_->addItem(tr("GPU %1: %2").arg(i).arg(gpuNames[i]), i);
+        // 0 asks for no GPU in particular: with one GPU that one; with several, the engine takes the one with
+        // the most memory (the dashboard then follows the one the model runs on).
+        for (int i = 0; i < gpuNames.size(); ++i)
+            device_->addItem(i == 0 && gpuNames.size() > 1 ? tr("Automatic: the GPU with the most memory")
+                                                           : tr("GPU %1: %2").arg(i).arg(gpuNames[i]),
+                             i);
         // Several GPUs: the layers split across them, each holding the routed experts its memory allows.
         if (gpuNames.size() > 1)
             device_->addItem(tr("Every GPU (%1), the layers split across them (new)").arg(gpuNames.size()), kEveryGpuDevice);

@@ -76,6 +76,7 @@ struct ModelSummary {
     quint64 kvBytesPerPositionInt8 = 0;
     QString kvCache;
     bool onGpu = false;  // the hybrid GPU path runs it
+    int gpuDevice = -1;  // which GPU (nvidia-smi's number; a pipeline's first), tandem::ModelInfo::gpuDevice
     int gpuSessions = 1;  // LoadRequest::gpuSessions: with more than one, the app's server decodes that many less one together
     int threads = 0;
     quint64 weightBytes = 0;

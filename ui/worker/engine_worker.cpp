@@ -87,6 +87,7 @@ void EngineWorker::loadModel(const LoadRequest& request) {
         summary_.kvBytesPerPositionInt8 = info.kvBytesPerPositionInt8;
         summary_.kvCache = QString::fromStdString(info.kvCache);
         summary_.onGpu = info.device != "CPU";
+        summary_.gpuDevice = info.gpuDevice;
         summary_.gpuSessions = model->gpuSessions();
         summary_.threads = model->threads();
         summary_.weightBytes = info.weightBytes;

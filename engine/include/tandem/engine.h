@@ -148,6 +148,9 @@ struct ModelInfo {
     // The GPU path as a pipeline by layer (issue 29): each GPU's share, one line per GPU ("GPU 0 (NVIDIA
     // H200): layers 0-23, 9.10 GB dense + KV, 30.20 GB for experts"); empty with one stage.
     std::vector<std::string> gpuStages;
+    // The GPU the model runs on, numbered as nvidia-smi numbers them (a pipeline's first); -1 on the CPU. With
+    // no GPU chosen the engine picks the one with the most memory, so this is where to look for its load.
+    int gpuDevice = -1;
     // The same per layer, one character each: 'G' routed experts on the GPU, 'P' split (the most used on
     // the GPU, the rest on the CPU), 'S' on the CPU and streamed through the GPU for long prompts, 'C' on
     // the CPU, '-' a layer without routed experts; empty for a model without experts.

@@ -180,6 +180,10 @@ public:
         return runner;
     }
     std::string deviceName() const override { return name_; }
+    int deviceNumber() const override {
+        if (stagesOnTheirGpus_ && !stages_.empty()) return stages_.front().device;
+        return std::max(0, device_);
+    }
     std::vector<std::string> stages() const override { return stagesText_; }
     std::string placement() const override {
         std::string text = mergedPlacement().describe(config_);
