@@ -134,10 +134,10 @@ commands:
             on the GPU). A store converted with --dense int8 holds them in int8 already. int4 (CPU
             path only): groups of 32 weights with a scale, packed at load for the expert kernels, a
             quarter of bf16's bytes and less exact
-  --kv-cache  how each conversation's KV cache holds keys and values: f32 (default, exact) or int8 (CPU
-            path only so far: int8 with a float scale per head and position, a quarter of the memory plus
-            the scales, so about 3.9x the context fits; attention reads a quarter of the bytes at long
-            contexts). With a GPU the cache stays float32, and a note says so
+  --kv-cache  how each conversation's KV cache holds keys and values: f32 (default, exact) or int8 (int8
+            with a float scale per head and position, a quarter of the memory plus the scales, so about
+            3.9x the context fits; attention reads a quarter of the bytes at long contexts). On the CPU
+            and the GPU alike (the GPU also keeps the layer it computes in float32)
   --defer   Expert Deferral: the D lowest-weighted routed experts of a layer overlap the next layer
   --skip    drop the D lowest-weighted routed experts instead (for comparison with --defer)
   --defer-prefill  apply --defer or --skip to the prompt too (by default only decode defers, so the

@@ -65,11 +65,11 @@ def write_ids(path, ids):
 DEVICE = "cpu"
 
 
-def run(cli, model, ids, forced, new_tokens, extra, tmp, tag):
+def run(cli, model, ids, forced, new_tokens, extra, tmp, tag, device=None):
     ids_path, forced_path = os.path.join(tmp, "ids.txt"), os.path.join(tmp, "forced.txt")
     out_path = os.path.join(tmp, f"logits-{tag}.bin")
     write_ids(ids_path, ids)
-    cmd = [cli, "eval", "--model", model, "--ids-file", ids_path, "--logits-out", out_path, "--device", DEVICE,
+    cmd = [cli, "eval", "--model", model, "--ids-file", ids_path, "--logits-out", out_path, "--device", device or DEVICE,
            "--no-verify", "--new-tokens", str(new_tokens)] + extra
     if forced:
         write_ids(forced_path, forced)
@@ -99,7 +99,8 @@ def conversation(cli, model, length, most, tmp):
         room = min(64, most - len(ids) - 1)
         if room < 2:
             break
-        _, answer = run(cli, model, ids, None, room, [], tmp, "chat")
+        # The text alone matters here: made on the CPU whatever --device is (one start per turn).
+        _, answer = run(cli, model, ids, None, room, [], tmp, "chat", "cpu")
         cut = next((i for i, t in enumerate(answer) if t in eos), len(answer))
         ids += answer[:cut] + tokenize(cli, model, "<|im_end|>\n")
         turn += 1

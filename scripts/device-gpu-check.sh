@@ -73,8 +73,9 @@
 # KV8=1: issue 28's 8-bit KV cache on the GPU (EngineOptions::kvCache): every fixture at KV8_TOKENS (default 8192)
 # with --kv-cache int8 on the GPU against the CPU's int8 rows (check_long_context.py --kv-cache int8), the
 # GPU's int8 against its float32 on the fixtures and the Pocket Dictionary (check_kv_cache.py --device gpu,
-# the CPU's table's method), then bench of KV8_SHAPES (default qwen3-30b-a3b deepseek-v2-lite) at --prompt
-# KV8_PROMPTS (default 512,16384,65536) --gen 32 --gpu-memory 1G, float32 and int8 alternated.
+# the CPU's table's method), then bench of KV8_SHAPES (default qwen3-30b-a3b-128k deepseek-v2-lite: 64K needs
+# the 128K card's YaRN) at --prompt KV8_PROMPTS (default 512,16384,65536) --gen 32 --gpu-memory 1G, float32 and
+# int8 alternated (each run bounded by KV8_TIMEOUT, default 240 s).
 # GPTOSS=1: gpt-oss-120b's hybrid decode against the CPU path, back to back, nothing else running: bench
 # --synthetic GPTOSS_SHAPE (default gpt-oss-120b-8l) with mxfp4 experts on the CPU path, then the hybrid path
 # (--gpu-memory 0) as mxfp4 and int4, then qwen3-30b-a3b-8l int4 hybrid as the control. GPTOSS_RUNS replaces
@@ -204,11 +205,12 @@ if [[ ${KV8:-0} == 1 ]]; then
     --tokens "${KV8_TOKENS:-8192}" 2>&1 | grep -v Warning | tee "$out/kv8-long-context.txt"
   python3 scripts/check_kv_cache.py --cli "$cli" --fixtures tests/fixtures --model resources/models/pocket-dictionary \
     --device gpu --tokens 2048,8192 2>&1 | grep -v Warning | tee "$out/kv8-quality.txt"
-  for shape in ${KV8_SHAPES:-qwen3-30b-a3b deepseek-v2-lite}; do
+  for shape in ${KV8_SHAPES:-qwen3-30b-a3b-128k deepseek-v2-lite}; do
     for kv in f32 int8; do
       echo "== $shape --kv-cache $kv"
-      "$cli" bench --synthetic "$shape" --experts int4 --prompt "${KV8_PROMPTS:-512,16384,65536}" --gen 32 --device gpu \
-        --gpu-memory 1G --kv-cache "$kv" 2>&1 | tee -a "$out/kv8-bench.txt" | grep -E "^(  )?(prefill|decode|kv cache|step)" | cut -c1-150
+      timeout "${KV8_TIMEOUT:-240}" "$cli" bench --synthetic "$shape" --experts int4 --prompt "${KV8_PROMPTS:-512,16384,65536}" \
+        --gen 32 --device gpu --gpu-memory 1G --kv-cache "$kv" 2>&1 | tee -a "$out/kv8-bench.txt" |
+        grep -E "^  (prefill|decode|kv cache|step)|^tandem-cli:|KV cache int8|rror" | cut -c1-150
     done
   done
 fi

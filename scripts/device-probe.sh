@@ -10,12 +10,14 @@
 # Next, with the engine built: KV8=1 CHECKS=0 BENCH=0 scripts/device-gpu-check.sh (fixtures, quality, bench).
 set -u
 out=${OUT:-/tmp/tandem-out}
+pids=()
 for v in 0 1; do
+  rm -f /tmp/ca$v  # a warm machine keeps the last probe's: a failed build must not run them
   nvcc -std=c++20 -arch=sm_90 -O3 -DTANDEM_MLA_DECODE_LDMATRIX=$v -Iengine -Iengine/include scripts/check_attention.cu \
     -o /tmp/ca$v >"$out/nvcc$v.log" 2>&1 &
+  pids+=($!)
 done
-wait
-for v in 0 1; do [[ -x /tmp/ca$v ]] || { tail -20 "$out/nvcc$v.log"; exit 1; }; done
+for v in 0 1; do wait "${pids[$v]}" || { tail -20 "$out/nvcc$v.log"; exit 1; }; done
 /tmp/ca0 --only "decode after" >"$out/decode0.txt" 2>&1
 echo "rc $?"
 awk '/^[a-zA-Z]/{name=$0} /int8|FAIL|bounds/{print substr(name,1,60) " |" $0}' "$out/decode0.txt" | cut -c1-200

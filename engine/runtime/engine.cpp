@@ -303,18 +303,35 @@ struct Engine::Impl {
             gpuExperts.usage = usage->snapshot();
             gpuExperts.counter = &*usage;
         }
+        // gpt-oss (sinks, an o_proj bias, a router bias, experts with biases and the clamped SwiGLU) and
+        // GLM-4.5 (biases, partial rotary) run on the GPU like the rest: checked on the H200 against the
+        // CPU path and the references (2026-12-04). MXFP4 experts go to the GPU too (gpu_backend.cpp).
+        const auto create = [&] {
+            return gpuBackendForTests()
+                       ? gpuBackendForTests()(config, weights, pool, info.contextLength, expertsFactory(), gpuExperts)
+                       : runtime::createGpuBackend(config, weights, pool, info.contextLength, expertsFactory(), gpuExperts, reason);
+        };
         try {
-            // gpt-oss (sinks, an o_proj bias, a router bias, experts with biases and the clamped SwiGLU) and
-            // GLM-4.5 (biases, partial rotary) run on the GPU like the rest: checked on the H200 against the
-            // CPU path and the references (2026-12-04). MXFP4 experts go to the GPU too (gpu_backend.cpp).
-            gpu = gpuBackendForTests()
-                      ? gpuBackendForTests()(config, weights, pool, info.contextLength, expertsFactory(), gpuExperts)
-                      : runtime::createGpuBackend(config, weights, pool, info.contextLength, expertsFactory(), gpuExperts, reason);
+            try {
+                gpu = create();
+            } catch (const Error& e) {
+                // Sessions asked for beyond the first (a server's) that do not fit beside the model: the GPU
+                // keeps the model with one session, and says so, rather than the CPU taking it all.
+                if (gpuExperts.sessions <= 1) throw;
+                const std::string why = e.what();
+                const int asked = gpuExperts.sessions;
+                gpuExperts.sessions = 1;
+                gpu = create();
+                if (gpu)
+                    info.gpuSessionsNotice = "the GPU holds one session, not the " + std::to_string(asked) +
+                                             " asked for: " + why;
+            }
         } catch (const Error& e) {
             if (device == Device::Gpu) throw;
             reason = e.what();
         }
         if (gpu) {
+            info.gpuSessions = gpuExperts.sessions;
             info.device = gpu->deviceName();
             info.gpuStages = gpu->stages();
             info.gpuDevice = gpu->deviceNumber();

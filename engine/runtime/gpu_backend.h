@@ -57,8 +57,8 @@ struct GpuExpertsRequest {
     // Runners (sessions) that exist at once, each with its KV cache and buffers: reserved before the
     // experts' automatic budget (EngineOptions::gpuSessions).
     int sessions = 1;
-    // The GPUs to run on (EngineOptions::gpuDevices): empty, TANDEM_GPU_DEVICES or else GPU 0; one, that
-    // GPU; several, a pipeline by layer over them.
+    // The GPUs to run on (EngineOptions::gpuDevices): empty, TANDEM_GPU_DEVICES or else the GPU with the most
+    // memory; one, that GPU; several, a pipeline by layer over them.
     std::vector<int> devices;
     // How the runners hold their KV caches (EngineOptions::kvCache): the plan counts what each takes.
     KvCacheType kvCache = KvCacheType::Float32;

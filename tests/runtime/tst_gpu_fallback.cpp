@@ -123,9 +123,33 @@ private slots:
         auto four = Engine::load(path, o);
         QCOMPARE(gpu.lastSessions, 4);
         QCOMPARE(four->info().device, std::string("Stand-in GPU"));
+        QCOMPARE(four->info().gpuSessions, 4);
+        QVERIFY(four->info().gpuSessionsNotice.empty());
         o.gpuSessions = 0;
         auto atLeastOne = Engine::load(path, o);
         QCOMPARE(gpu.lastSessions, 1);
+        QCOMPARE(atLeastOne->info().gpuSessions, 1);
+    }
+
+    // Sessions beyond the first that do not fit beside the model (the plan throws, as createGpuBackend does
+    // when the KV caches are too large): the GPU keeps the model with one session and says why, rather than
+    // the CPU taking it all. One session that does not fit is the CPU's, as before.
+    void sessionsThatDoNotFitLeaveTheModelOnTheGpu() {
+        FlakyGpu gpu(1000);
+        gpu.mostSessions = 1;
+        EngineOptions o = standInOptions(256);
+        o.gpuSessions = 5;
+        auto engine = Engine::load(fixturePath("tiny-mixtral").toStdString(), o);
+        QCOMPARE(engine->info().device, std::string("Stand-in GPU"));
+        QCOMPARE(engine->info().gpuSessions, 1);
+        const std::string& notice = engine->info().gpuSessionsNotice;
+        QVERIFY2(notice.find("one session, not the 5 asked for") != std::string::npos, notice.c_str());
+        QVERIFY2(notice.find("does not fit") != std::string::npos, notice.c_str());
+        gpu.mostSessions = -1;  // not even one
+        auto cpu = Engine::load(fixturePath("tiny-mixtral").toStdString(), o);
+        QCOMPARE(cpu->info().device, std::string("CPU"));
+        QCOMPARE(cpu->info().gpuSessions, 0);
+        QVERIFY2(cpu->info().deviceNotice.find("does not fit") != std::string::npos, cpu->info().deviceNotice.c_str());
     }
 
     // The GPUs chosen (EngineOptions::gpuDevices: Settings' GPU, --gpus) reach the GPU backend as they were

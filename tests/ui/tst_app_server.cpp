@@ -373,16 +373,17 @@ private slots:
     }
 
     // On the GPU path (a stand-in GPU that runs the CPU path) the app's server answers one request at a time
-    // through the chat's session unless Settings ▸ Server reserves GPU sessions for it: with 4, the engine is
-    // loaded with the chat's session and 4 more (EngineOptions::gpuSessions), and four requests at once decode
-    // together, each equal to its answer alone.
+    // through the chat's session unless Settings ▸ Server reserves GPU sessions for it: with 2, the engine is
+    // loaded with the chat's session and 2 more (EngineOptions::gpuSessions), four requests sent at once
+    // decode two by two (not the CPU path's four), each equal to its answer alone, and never more than the
+    // 3 sessions reserved exist.
     void theGpuDecodesTogetherWhereSessionsAreReserved() {
         const test::FlakyGpu gpu(1 << 30);
         QTemporaryDir dir;
         const int port = freePort();
         QVERIFY(port > 0);
         auto options = pocketOptions(dir);
-        options.settings->setValue("engine/serverGpuBatch", 4);
+        options.settings->setValue("engine/serverGpuBatch", 2);
         options.settings->setValue("server/enabled", true);
         options.settings->setValue("server/port", port);
         auto app = std::make_unique<TandemApp>(std::move(options));
@@ -391,8 +392,8 @@ private slots:
         app->window()->show();
         QVERIFY(test::waitForModel(*app));
         QVERIFY(app->model()->summary().onGpu);
-        QCOMPARE(gpu.lastSessions, 5);
-        QCOMPARE(app->model()->summary().gpuSessions, 5);
+        QCOMPARE(gpu.lastSessions, 3);
+        QCOMPARE(app->model()->summary().gpuSessions, 3);
         QVERIFY(QTest::qWaitFor([&] { return app->server()->state() == ServerController::State::Serving; }, 10000));
         QNetworkAccessManager http;
         const QStringList questions = {kQuestion, QStringLiteral("What does ephemeral mean?"),
@@ -420,7 +421,8 @@ private slots:
             QCOMPARE(content(r), alone[i]);
         }
         const QJsonObject decode = finish(http.get(request(port, "/health"))).json()["decode"].toObject();
-        QCOMPARE(decode["largest_batch"].toInt(), 4);
+        QCOMPARE(decode["largest_batch"].toInt(), 2);
+        QCOMPARE(gpu.runners->most.load(), 3);  // the chat's session and the server's two
         app.reset();
     }
 

@@ -658,8 +658,6 @@ private slots:
         QCOMPARE(toString(app->messages()->message(1).state), toString(MessageState::Complete));
     }
 
-    // The GPU fails in the middle of an answer: the answer completes (on the CPU), is saved, and the
-    // window says what happened and what to do.
     // With no GPU chosen in particular (Settings' default), the engine runs on the GPU it picks (the one with
     // the most memory); the dashboard follows that one, not GPU 0. A GPU chosen by number is followed as chosen.
     void theDashboardFollowsTheGpuTheModelRunsOn() {
@@ -680,6 +678,8 @@ private slots:
         QCOMPARE(monitoredGpuDevice(chosen, nullptr), 0);  // no model loaded: as chosen
     }
 
+    // The GPU fails in the middle of an answer: the answer completes (on the CPU), is saved, and the
+    // window says what happened and what to do.
     void aGpuFailureMidAnswerIsExplainedAndNothingIsLost() {
         QTemporaryDir dir;
         const test::FlakyGpu gpu(4);

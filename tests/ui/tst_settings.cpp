@@ -144,6 +144,12 @@ private slots:
         SettingsValues plain = before;
         plain.server.enabled = true;
         QVERIFY(!plain.needsReloadComparedTo(before));  // one at a time: the server alone needs no reload
+        SettingsValues cpuOnly = serving;
+        cpuOnly.engine.gpuDevice = -1;  // CPU only: nothing to reserve, whatever the server does
+        QCOMPARE(gpuSessionsFor(cpuOnly.engine, cpuOnly.server), 1);
+        SettingsValues cpuOnlyOff = cpuOnly;
+        cpuOnlyOff.server.enabled = false;
+        QVERIFY(!cpuOnlyOff.needsReloadComparedTo(cpuOnly));
     }
 
     // The mirror address is kept without a trailing slash and with a scheme, and clearing it goes back
@@ -201,7 +207,7 @@ private slots:
     }
 
     // The KV cache choice beside the context length: the note under the length shows what each choice costs
-    // a conversation at that length, the chosen one first, and that a GPU keeps float32.
+    // a conversation at that length, the chosen one first, and the same on the GPU path.
     void kvCacheChoiceShowsWhatEachCosts() {
         SettingsValues values;
         values.engine.contextLength = 8192;

@@ -64,7 +64,12 @@ void ServerController::setState(State state, const QString& problem) {
     switch (state) {
     case State::Off: status_.clear(); break;
     case State::WaitingForModel: status_ = tr("Server: waiting for the model to load"); break;
-    case State::Serving: status_ = tr("Serving on %1").arg(server_->url()); break;
+    case State::Serving:
+        status_ = tr("Serving on %1").arg(server_->url());
+        // Settings reserved GPU sessions for the server that did not fit: it answers one request at a time.
+        if (!model_->summary().gpuSessionsNotice.isEmpty())
+            status_ += tr(" (one request at a time: %1)").arg(model_->summary().gpuSessionsNotice);
+        break;
     case State::Failed: status_ = tr("Server not running: %1").arg(problem); break;
     }
     emit statusChanged();

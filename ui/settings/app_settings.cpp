@@ -142,7 +142,8 @@ int monitoredGpuDevice(const EngineSettings& engine, const ModelSummary* loaded)
 }
 
 int gpuSessionsFor(const EngineSettings& engine, const ServerSettings& server) {
-    return server.enabled && engine.serverGpuBatch > 1 ? 1 + engine.serverGpuBatch : 1;
+    // CPU only: nothing is reserved (the CPU path decodes four together anyway).
+    return server.enabled && engine.serverGpuBatch > 1 && engine.gpuDevice != -1 ? 1 + engine.serverGpuBatch : 1;
 }
 
 ServerSettings AppSettings::server() const {

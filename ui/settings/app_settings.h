@@ -81,7 +81,7 @@ struct ServerSettings {
 };
 
 // The sessions the GPU plan reserves for a load (LoadRequest::gpuSessions): the chat's, and with the server
-// on and EngineSettings::serverGpuBatch above 1, the server's.
+// on and EngineSettings::serverGpuBatch above 1 (and the GPU not turned off: gpuDevice -1), the server's.
 int gpuSessionsFor(const EngineSettings& engine, const ServerSettings& server);
 
 // The GPU the dashboard follows: the one Settings chose, or, where it chose none in particular (0) and the

@@ -292,7 +292,8 @@ QString AppServer::start(const ModelSummary& model, const ServerAddress& address
     options.port = address.port;
     options.apiKey = address.apiKey.toStdString();
     options.modelName = model.name.toStdString();
-    // Fewer than tandem-cli serve's: the app's server decodes at most four requests together.
+    // Fewer than tandem-cli serve's: the app's server decodes at most four requests together on the CPU (up
+    // to kMaxServerGpuBatch on the GPU, as Settings reserves).
     options.maxRequests = 16;
     auto queue = std::make_shared<Queue>(worker_, model.serial, text);
     auto httpServer = std::make_unique<server::OpenAiServer>(info, *text, options, queue);

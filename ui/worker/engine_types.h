@@ -77,7 +77,8 @@ struct ModelSummary {
     QString kvCache;
     bool onGpu = false;  // the hybrid GPU path runs it
     int gpuDevice = -1;  // which GPU (nvidia-smi's number; a pipeline's first), tandem::ModelInfo::gpuDevice
-    int gpuSessions = 1;  // LoadRequest::gpuSessions: with more than one, the app's server decodes that many less one together
+    int gpuSessions = 1;  // reserved on the GPU (tandem::ModelInfo): with more than one, the server decodes that many less one together
+    QString gpuSessionsNotice;  // fewer reserved than asked for, and why (tandem::ModelInfo::gpuSessionsNotice)
     int threads = 0;
     quint64 weightBytes = 0;
     tandem::SamplingOptions recommendedSampling;

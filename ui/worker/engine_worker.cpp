@@ -89,6 +89,7 @@ void EngineWorker::loadModel(const LoadRequest& request) {
         summary_.onGpu = info.device != "CPU";
         summary_.gpuDevice = info.gpuDevice;
         summary_.gpuSessions = model->gpuSessions();
+        summary_.gpuSessionsNotice = QString::fromStdString(info.gpuSessionsNotice);
         summary_.threads = model->threads();
         summary_.weightBytes = info.weightBytes;
         summary_.recommendedSampling = info.defaultSampling;

@@ -12,7 +12,7 @@ public:
     explicit EngineModel(const LoadRequest& request)
         : engine_(tandem::Engine::load(request.modelDir.toStdString(), engineOptionsFor(request))),
           session_(engine_->newSession()),
-          gpuSessions_(engine_->info().device == "CPU" ? 1 : std::max(1, request.gpuSessions)) {}
+          gpuSessions_(std::max(1, engine_->info().gpuSessions)) {}
 
     const tandem::ModelInfo& info() const override { return engine_->info(); }
     int threads() const override { return engine_->threads(); }

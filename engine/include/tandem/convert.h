@@ -29,7 +29,7 @@ struct Footprint {
     std::uint64_t kvCacheLayerBytes = 0; // one layer's share of kvCacheBytes: a GPU engine's int8 cache keeps
                                          // that layer's rows in float32 beside it (GpuRunner::floatRowsBytes)
     std::uint64_t ramBytes = 0;          // routedExpertBytes + kvCacheBytes
-    std::uint64_t vramBytes = 0;         // denseBytes + kvCacheBytes
+    std::uint64_t vramBytes = 0;         // denseBytes + kvCacheBytes (+ kvCacheLayerBytes after withInt8KvCache)
     std::uint64_t downloadBytes = 0;     // the safetensors shards as published (FP8 with its scales, MTP)
     std::uint64_t storeBytes = 0;        // the converted store's model.safetensors and expert files
     std::uint64_t storeDenseBytes = 0;   // of those, model.safetensors

@@ -151,6 +151,10 @@ struct ModelInfo {
     // The GPU the model runs on, numbered as nvidia-smi numbers them (a pipeline's first); -1 on the CPU. With
     // no GPU chosen the engine picks the one with the most memory, so this is where to look for its load.
     int gpuDevice = -1;
+    // Sessions the GPU plan reserved (EngineOptions::gpuSessions; 0 on the CPU path), and why fewer than
+    // asked for, if so (they did not fit beside the model: the GPU then holds one).
+    int gpuSessions = 0;
+    std::string gpuSessionsNotice;
     // The same per layer, one character each: 'G' routed experts on the GPU, 'P' split (the most used on
     // the GPU, the rest on the CPU), 'S' on the CPU and streamed through the GPU for long prompts, 'C' on
     // the CPU, '-' a layer without routed experts; empty for a model without experts.

@@ -405,8 +405,8 @@ std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, c
         reason = missing;
         return nullptr;
     }
-    // The GPUs chosen (EngineOptions::gpuDevices, else TANDEM_GPU_DEVICES, else GPU 0); the first one's
-    // memory sizes the prompt chunk below.
+    // The GPUs chosen (EngineOptions::gpuDevices, else TANDEM_GPU_DEVICES, else below: the GPU with the most
+    // memory); the first one's memory sizes the prompt chunk below.
     std::vector<int> devices = !gpuExperts.devices.empty() ? gpuExperts.devices : tuning().gpuDevices;
     if (devices == std::vector<int>{kEveryGpu}) {  // every GPU, in order
         devices.clear();
