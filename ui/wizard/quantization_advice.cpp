@@ -57,7 +57,14 @@ MachineFigures readMachineFigures(int gpuDevice, const QString& folder) {
     QFile meminfo(QStringLiteral("/proc/meminfo"));
     if (meminfo.open(QIODevice::ReadOnly))
         if (const auto info = parseMeminfo(meminfo.readAll())) m.ramBytes = info->total;
-    if (gpuDevice >= 0) {
+    if (gpuDevice == 0) {  // no GPU in particular: the engine takes the one with the most memory
+        const NvmlGpu nvml;
+        for (const GpuReading& gpu : nvml.readAll())
+            if (gpu.memoryTotal > m.vramBytes) {
+                m.vramBytes = gpu.memoryTotal;
+                m.gpuName = gpu.name;
+            }
+    } else if (gpuDevice > 0) {
         const NvmlGpu nvml;
         if (const auto gpu = nvml.read(gpuDevice)) {
             m.vramBytes = gpu->memoryTotal;
