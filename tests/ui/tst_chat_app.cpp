@@ -18,6 +18,7 @@
 #include <QSlider>
 #include <QSpinBox>
 #include <QTemporaryDir>
+#include <QTcpServer>
 #include <QTest>
 #include <QTimer>
 
@@ -607,6 +608,20 @@ private slots:
         QVERIFY(!app->window()->applySettings(light));
         QVERIFY(!isDarkTheme());
         QCOMPARE(gate->loads.load(), 2);
+
+        // The server's GPU sessions on a model that runs on the CPU: nothing to reserve, no reload.
+        SettingsValues serving = SettingsValues::read(*app->settings());
+        serving.engine.serverGpuBatch = 4;
+        serving.server.enabled = true;
+        {
+            QTcpServer probe;  // a port nothing listens on: the server starts there on the CPU path
+            QVERIFY(probe.listen(QHostAddress::LocalHost, 0));
+            serving.server.port = probe.serverPort();
+        }
+        QVERIFY(!app->model()->summary().onGpu);
+        QVERIFY(!app->window()->applySettings(serving));
+        serving.server.enabled = false;
+        QVERIFY(!app->window()->applySettings(serving));
     }
 
     void aModelThatFailsToLoadShowsAnErrorAndTheAppStaysUsable() {

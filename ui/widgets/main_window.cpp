@@ -621,7 +621,18 @@ bool MainWindow::applySettings(const SettingsValues& values) {
     parts_.monitor->setGpuDevice(
         monitoredGpuDevice(values.engine, parts_.model->isReady() ? &parts_.model->summary() : nullptr));
     if (parts_.server) parts_.server->apply();
-    return values.needsReloadComparedTo(before);
+    if (!values.needsReloadComparedTo(before)) return false;
+    // Only the server's GPU sessions changed (the server turned on or off, or its requests together): a
+    // reload only where the loaded model holds another number of them than the new settings ask for (not on
+    // the CPU, not for a model on a server, not again after a reload that was declined and then undone).
+    SettingsValues rest = values;
+    rest.server = before.server;
+    rest.engine.serverGpuBatch = before.engine.serverGpuBatch;
+    if (!rest.needsReloadComparedTo(before) && parts_.model->isReady()) {
+        const ModelSummary& loaded = parts_.model->summary();
+        return loaded.onGpu && !loaded.remote && loaded.gpuSessions != gpuSessionsFor(values.engine, values.server);
+    }
+    return true;
 }
 
 void MainWindow::openSettings() {

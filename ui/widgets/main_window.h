@@ -59,7 +59,8 @@ public:
     explicit MainWindow(const MainWindowParts& parts, QWidget* parent = nullptr);
 
     // Saves `values` and applies what can be applied at once. Returns whether the engine settings
-    // changed, which takes a model reload.
+    // changed, which takes a model reload (for the GPU sessions reserved for the server: whether the loaded
+    // model's differ from what the new settings ask for).
     bool applySettings(const SettingsValues& values);
     // Shows a problem that does not stop the user. Problems of the conversation store stay up until
     // dismissed; others go when a model finishes loading.
