@@ -124,6 +124,44 @@ TandemAppOptions pocketOptions(const QTemporaryDir& dir, ModelLoader loader = {}
     return options;
 }
 
+const QStringList kQuestions = {kQuestion, QStringLiteral("What does ephemeral mean?"), QStringLiteral("What does ubiquitous mean?"),
+                                QStringLiteral("What does candid mean?")};
+
+// A chat completion's text.
+QString answerText(const Reply& r) {
+    return r.json()["choices"].toArray().at(0).toObject()["message"].toObject()["content"].toString();
+}
+
+// kQuestions sent to the server at `port` one after another (their answers in `alone`), then all at once, the
+// engine thread held until all of them wait so that they run together from the start: each answer at once
+// equals its answer alone. `before` and `together` are /health's decode figures before and after the ones
+// at once.
+void askAloneThenTogether(TandemApp& app, QNetworkAccessManager& http, int port, int maxTokens, QStringList* alone,
+                          QJsonObject* before, QJsonObject* together) {
+    for (const QString& q : kQuestions) {
+        const Reply r = finish(http.post(request(port, "/v1/chat/completions"), chatBody(q, false, maxTokens)));
+        QCOMPARE(r.status, 200);
+        *alone << answerText(r);
+        QVERIFY(!alone->back().isEmpty());
+    }
+    const auto decode = [&] { return finish(http.get(request(port, "/health"))).json()["decode"].toObject(); };
+    *before = decode();
+    QSemaphore hold;
+    app.worker()->post([&hold](LoadedModel*, quint64) { hold.acquire(); });
+    QList<QNetworkReply*> pending;
+    for (const QString& q : kQuestions) pending << http.post(request(port, "/v1/chat/completions"), chatBody(q, false, maxTokens));
+    const bool allWaiting = QTest::qWaitFor(
+        [&] { return finish(http.get(request(port, "/health"))).json()["waiting"].toInt() == kQuestions.size(); }, 30000);
+    hold.release();
+    QVERIFY(allWaiting);
+    for (int i = 0; i < kQuestions.size(); ++i) {
+        const Reply r = finish(pending[i]);
+        QCOMPARE(r.status, 200);
+        QCOMPARE(answerText(r), (*alone)[i]);
+    }
+    *together = decode();
+}
+
 // Opens Settings from the window, as the Edit menu does, and lets `edit` change the Server page before
 // OK is pressed.
 void changeServerSettings(MainWindow* window, const std::function<void(SettingsDialog*)>& edit) {
@@ -319,36 +357,11 @@ private slots:
         QCOMPARE(app->server()->state(), ServerController::State::Serving);
 
         QNetworkAccessManager http;
-        const QStringList questions = {kQuestion, QStringLiteral("What does ephemeral mean?"),
-                                       QStringLiteral("What does ubiquitous mean?"), QStringLiteral("What does candid mean?")};
-        const auto content = [](const Reply& r) {
-            return r.json()["choices"].toArray().at(0).toObject()["message"].toObject()["content"].toString();
-        };
         QStringList alone;
-        for (const QString& q : questions) {
-            const Reply r = finish(http.post(request(port, "/v1/chat/completions"), chatBody(q, false, 48)));
-            QCOMPARE(r.status, 200);
-            alone << content(r);
-            QVERIFY(!alone.back().isEmpty());
-        }
-        const auto decode = [&] { return finish(http.get(request(port, "/health"))).json()["decode"].toObject(); };
-        QCOMPARE(decode()["batched_steps"].toInt(), 0);  // one at a time so far
-
-        // The engine thread is held until all four wait, so that they run together from the start.
-        QSemaphore hold;
-        app->worker()->post([&hold](LoadedModel*, quint64) { hold.acquire(); });
-        QList<QNetworkReply*> pending;
-        for (const QString& q : questions) pending << http.post(request(port, "/v1/chat/completions"), chatBody(q, false, 48));
-        const bool allWaiting = QTest::qWaitFor(
-            [&] { return finish(http.get(request(port, "/health"))).json()["waiting"].toInt() == questions.size(); }, 30000);
-        hold.release();
-        QVERIFY(allWaiting);
-        for (int i = 0; i < questions.size(); ++i) {
-            const Reply r = finish(pending[i]);
-            QCOMPARE(r.status, 200);
-            QCOMPARE(content(r), alone[i]);
-        }
-        const QJsonObject together = decode();
+        QJsonObject before, together;
+        askAloneThenTogether(*app, http, port, 48, &alone, &before, &together);
+        if (QTest::currentTestFailed()) return;
+        QCOMPARE(before["batched_steps"].toInt(), 0);  // one at a time so far
         qInfo("decode steps %d, batched %d, largest batch %d", together["steps"].toInt(), together["batched_steps"].toInt(),
               together["largest_batch"].toInt());
         QVERIFY(together["batched_steps"].toInt() > 0);
@@ -365,9 +378,9 @@ private slots:
         QVERIFY(test::waitForModel(*app));
         QVERIFY(app->model()->summary().serial != firstSerial);
         QCOMPARE(app->server()->state(), ServerController::State::Serving);
-        const Reply again = finish(http.post(request(port, "/v1/chat/completions"), chatBody(questions[1], false, 48)));
+        const Reply again = finish(http.post(request(port, "/v1/chat/completions"), chatBody(kQuestions[1], false, 48)));
         QCOMPARE(again.status, 200);
-        QCOMPARE(content(again), alone[1]);
+        QCOMPARE(answerText(again), alone[1]);
         app.reset();  // quits with the server on and sessions kept: it stops cleanly
         QVERIFY(!portOpen(port));
     }
@@ -396,31 +409,10 @@ private slots:
         QCOMPARE(app->model()->summary().gpuSessions, 3);
         QVERIFY(QTest::qWaitFor([&] { return app->server()->state() == ServerController::State::Serving; }, 10000));
         QNetworkAccessManager http;
-        const QStringList questions = {kQuestion, QStringLiteral("What does ephemeral mean?"),
-                                       QStringLiteral("What does ubiquitous mean?"), QStringLiteral("What does candid mean?")};
-        const auto content = [](const Reply& r) {
-            return r.json()["choices"].toArray().at(0).toObject()["message"].toObject()["content"].toString();
-        };
         QStringList alone;
-        for (const QString& q : questions) {
-            const Reply r = finish(http.post(request(port, "/v1/chat/completions"), chatBody(q, false, 32)));
-            QCOMPARE(r.status, 200);
-            alone << content(r);
-        }
-        QSemaphore hold;
-        app->worker()->post([&hold](LoadedModel*, quint64) { hold.acquire(); });
-        QList<QNetworkReply*> pending;
-        for (const QString& q : questions) pending << http.post(request(port, "/v1/chat/completions"), chatBody(q, false, 32));
-        const bool allWaiting = QTest::qWaitFor(
-            [&] { return finish(http.get(request(port, "/health"))).json()["waiting"].toInt() == questions.size(); }, 30000);
-        hold.release();
-        QVERIFY(allWaiting);
-        for (int i = 0; i < questions.size(); ++i) {
-            const Reply r = finish(pending[i]);
-            QCOMPARE(r.status, 200);
-            QCOMPARE(content(r), alone[i]);
-        }
-        const QJsonObject decode = finish(http.get(request(port, "/health"))).json()["decode"].toObject();
+        QJsonObject before, decode;
+        askAloneThenTogether(*app, http, port, 32, &alone, &before, &decode);
+        if (QTest::currentTestFailed()) return;
         QCOMPARE(decode["largest_batch"].toInt(), 2);
         QCOMPARE(gpu.runners->most.load(), 3);  // the chat's session and the server's two
         app.reset();

@@ -70,7 +70,7 @@ public:
 // together through the model's AppServerState (sessions of the server's own: the chat's cache is left
 // alone), until none runs; at most kDrainAdmissions requests a task, so that the chat's next answer is
 // not held up for ever by a busy server. So does the GPU path where its plan reserved sessions for the server
-// (LoadedModel::gpuSessions above 1). Otherwise (the GPU path, whose plan holds one session's KV cache) a
+// (tandem::ModelInfo::gpuSessions above 1). Otherwise (the GPU path, whose plan holds one session's KV cache) a
 // task takes the first request waiting and answers it through the chat's session. Tasks hold the queue
 // (and, through it, the model's text) alive, so a task that runs after the server stopped finds the queue
 // closed and does nothing.
@@ -153,7 +153,8 @@ private:
     void runNext(LoadedModel* model, quint64 serial) {
         const bool current = model && serial == serial_;
         const bool cpu = current && model->info().device == "CPU";
-        const int reserved = current && !cpu ? model->gpuSessions() - 1 : 0;  // the GPU's sessions beyond the chat's
+        // The GPU's sessions beyond the chat's (tandem::ModelInfo::gpuSessions: what the plan reserved).
+        const int reserved = current && !cpu ? model->info().gpuSessions - 1 : 0;
         tandem::Engine* engine = current && (cpu || reserved > 1) ? model->engine() : nullptr;
         if (engine)
             runTogether(*model, *engine, cpu ? AppServerState::kBatch : reserved, cpu ? AppServerState::kConversations : reserved);

@@ -88,7 +88,7 @@ void EngineWorker::loadModel(const LoadRequest& request) {
         summary_.kvCache = QString::fromStdString(info.kvCache);
         summary_.onGpu = info.device != "CPU";
         summary_.gpuDevice = info.gpuDevice;
-        summary_.gpuSessions = model->gpuSessions();
+        summary_.gpuSessions = std::max(1, info.gpuSessions);
         summary_.gpuSessionsNotice = QString::fromStdString(info.gpuSessionsNotice);
         summary_.threads = model->threads();
         summary_.weightBytes = info.weightBytes;

@@ -1,7 +1,5 @@
 #include "ui/worker/loaded_model.h"
 
-#include <algorithm>
-
 namespace tandem::ui {
 namespace {
 
@@ -11,8 +9,7 @@ class EngineModel : public LoadedModel {
 public:
     explicit EngineModel(const LoadRequest& request)
         : engine_(tandem::Engine::load(request.modelDir.toStdString(), engineOptionsFor(request))),
-          session_(engine_->newSession()),
-          gpuSessions_(std::max(1, engine_->info().gpuSessions)) {}
+          session_(engine_->newSession()) {}
 
     const tandem::ModelInfo& info() const override { return engine_->info(); }
     int threads() const override { return engine_->threads(); }
@@ -45,7 +42,6 @@ public:
         return t;
     }
     tandem::Engine* engine() override { return engine_.get(); }
-    int gpuSessions() const override { return gpuSessions_; }
     std::shared_ptr<AppServerState> serverState() const override { return serverState_; }
     void setServerState(std::shared_ptr<AppServerState> state) override { serverState_ = std::move(state); }
 
@@ -53,7 +49,6 @@ private:
     mutable tandem::DecodeProfile recent_;
     std::unique_ptr<tandem::Engine> engine_;
     std::unique_ptr<tandem::Session> session_;
-    int gpuSessions_;
     std::shared_ptr<AppServerState> serverState_;  // declared last: its sessions go before the engine
 };
 

@@ -35,10 +35,6 @@ public:
     // The engine under the chat's session, on which the app's server opens sessions of its own (null: the
     // server answers through generate(), one request at a time).
     virtual tandem::Engine* engine() { return nullptr; }
-    // Sessions the GPU plan reserved at load (tandem::ModelInfo::gpuSessions: LoadRequest::gpuSessions, or one
-    // where those did not fit; 1 on the CPU path, which reserves none): beyond the chat's one, the app's server
-    // may hold that many less one on the GPU.
-    virtual int gpuSessions() const { return 1; }
     // What the app's server keeps on this model between its requests (its kept sessions): held here, and
     // only here, so that it goes before the engine its sessions belong to.
     virtual std::shared_ptr<AppServerState> serverState() const { return nullptr; }

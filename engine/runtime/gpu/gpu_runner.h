@@ -202,6 +202,9 @@ private:
     std::vector<DeviceBuffer<float>> scalesA_, scalesB_;
     DeviceBuffer<float> floatRowsA_, floatRowsB_;
     Int8Rows int8Rows(int layer, bool b);
+    // The layer's 8-bit rows [0, position + tokens) (from the window's first with window > 0) as float32 into
+    // rowsA / rowsB (either may be null: that stream is left).
+    void dequantizeLayer(int layer, int tokens, int window, float* rowsA, float* rowsB);
 
     // Activations for up to maxChunk tokens.
     DeviceBuffer<float> x_, hF32_, qkv_, q_, comb_, qLatent_, gateUp_, routerLogits_, logits_, pairs_;

@@ -40,6 +40,14 @@ Int8Rows GpuRunner::int8Rows(int layer, bool b) {
             width / static_cast<int>(cacheGroups(config_))};
 }
 
+void GpuRunner::dequantizeLayer(int layer, int tokens, int window, float* rowsA, float* rowsB) {
+    for (const bool b : {false, true})
+        if (float* rows = b ? rowsB : rowsA) {
+            const Int8Rows q = int8Rows(layer, b);
+            launchDequantizeRows(q, 0, start_.get(), tokens, capacity_, rows, q.width, stream_, window);
+        }
+}
+
 void GpuRunner::enqueueGqa(const model::LayerPlan& layer, int tokens) {
     const model::ModelConfig& c = config_;
     const int l = layer.index;
@@ -109,8 +117,7 @@ void GpuRunner::enqueueGqa(const model::LayerPlan& layer, int tokens) {
         if (!usesDecodeKernel(a) || !keyHeadDecodeServes(a)) {
             a.int8Cache = false;
             a.keyInt8 = a.valueInt8 = {};
-            launchDequantizeRows(int8Rows(l, false), 0, start_.get(), tokens, capacity_, kCache, kvDim, stream_, a.window);
-            launchDequantizeRows(int8Rows(l, true), 0, start_.get(), tokens, capacity_, vCache, kvDim, stream_, a.window);
+            dequantizeLayer(l, tokens, a.window, kCache, vCache);
         }
     }
     stamp(l, kAttnPrepared);
@@ -159,7 +166,7 @@ void GpuRunner::enqueueMla(const model::LayerPlan& layer, int tokens) {
     const bool decode = tokens == 1;
     if (!decode && mlaFlash_) {
         // The 8-bit cache: the flash prefill decompresses the latent from its codes, the rope rows as float32.
-        if (int8Cache_) launchDequantizeRows(int8Rows(l, true), 0, start_.get(), tokens, capacity_, ropeCache, rd, stream_);
+        if (int8Cache_) dequantizeLayer(l, tokens, 0, nullptr, ropeCache);
         enqueueMlaFlash(w, l, tokens);
         stamp(l, kAttnScored);
         return;
@@ -217,8 +224,7 @@ void GpuRunner::enqueueMla(const model::LayerPlan& layer, int tokens) {
         if (!usesDecodeKernel(a) || !mlaDecodeServes(a)) {
             a.int8Cache = false;
             a.keyInt8 = a.ropeInt8 = {};
-            launchDequantizeRows(int8Rows(l, false), 0, start_.get(), tokens, capacity_, latentCache, latent, stream_);
-            launchDequantizeRows(int8Rows(l, true), 0, start_.get(), tokens, capacity_, ropeCache, rd, stream_);
+            dequantizeLayer(l, tokens, 0, latentCache, ropeCache);
         }
     }
     launchAttention(a, stream_);
