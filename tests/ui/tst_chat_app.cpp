@@ -689,6 +689,8 @@ private slots:
         QCOMPARE(monitoredGpuDevice(chosen, &app->model()->summary()), 2);
         chosen.gpuDevice = kEveryGpuDevice;
         QCOMPARE(monitoredGpuDevice(chosen, &app->model()->summary()), kEveryGpuDevice);
+        chosen.gpuDevice = kFirstGpuDevice;  // GPU 0 in particular
+        QCOMPARE(monitoredGpuDevice(chosen, &app->model()->summary()), 0);
         chosen.gpuDevice = 0;
         QCOMPARE(monitoredGpuDevice(chosen, nullptr), 0);  // no model loaded: as chosen
     }

@@ -108,12 +108,14 @@ private slots:
         QCOMPARE(engineOptionsFor(request).gpuExpertMemory, std::int64_t{0});
         request.gpuDevice = -1;
         QVERIFY(engineOptionsFor(request).device == tandem::Device::Cpu);
-        // Settings' GPU: the first leaves the engine's default (GPU 0, or TANDEM_GPU_DEVICES); another is
-        // asked for by number.
+        // Settings' GPU: automatic (0) leaves the engine's default (the GPU with the most memory, or
+        // TANDEM_GPU_DEVICES); one chosen is asked for by number.
         request.gpuDevice = 0;
         QVERIFY(engineOptionsFor(request).gpuDevices.empty());
         request.gpuDevice = 1;
         QCOMPARE(engineOptionsFor(request).gpuDevices, std::vector<int>{1});
+        request.gpuDevice = kFirstGpuDevice;  // GPU 0 chosen in particular
+        QCOMPARE(engineOptionsFor(request).gpuDevices, std::vector<int>{0});
         QVERIFY(engineOptionsFor(request).device == tandem::Device::Auto);
         request.gpuDevice = kEveryGpuDevice;  // every GPU: the engine's own word for it
         QCOMPARE(engineOptionsFor(request).gpuDevices, std::vector<int>{tandem::kEveryGpu});
@@ -307,14 +309,18 @@ private slots:
         QTemporaryDir broken;  // a config.json that is not JSON
         QVERIFY(test::copyFixture("tiny-qwen3moe", broken.path()));
         QVERIFY(test::writeFile(broken.filePath("config.json"), "{ not json"));
-        QVERIFY(!load(host.worker(), {broken.path()}));
+        LoadRequest brokenRequest;
+        brokenRequest.modelDir = broken.path();
+        QVERIFY(!load(host.worker(), brokenRequest));
         QVERIFY(waitFor([&] { return events.loadErrors.size() == 2; }));
         QVERIFY2(events.loadErrors.last().contains("config.json"), qPrintable(events.loadErrors.last()));
 
         QTemporaryDir noTokenizer;
         QVERIFY(test::copyFixture("tiny-qwen3moe", noTokenizer.path()));
         QVERIFY(QFile::remove(noTokenizer.filePath("tokenizer.json")));
-        QVERIFY(!load(host.worker(), {noTokenizer.path()}));
+        LoadRequest noTokenizerRequest;
+        noTokenizerRequest.modelDir = noTokenizer.path();
+        QVERIFY(!load(host.worker(), noTokenizerRequest));
         QVERIFY(waitFor([&] { return events.loadErrors.size() == 3; }));
         QVERIFY(events.loadErrors.last().contains("tokenizer.json"));
 

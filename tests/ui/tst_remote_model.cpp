@@ -235,9 +235,9 @@ bool pressTest(RemoteModelDialog* dialog) {
         done = true;
     });
     QTest::mouseClick(byName<QPushButton>(dialog, "Test connection"), Qt::LeftButton);
-    QTest::qWaitFor([&] { return done; }, 30000);
+    const bool answered = QTest::qWaitFor([&] { return done; }, 30000);
     QObject::disconnect(c);
-    return ok;
+    return answered && ok;
 }
 
 const ChatMessage& lastMessage(TandemApp& app) { return app.messages()->message(app.messages()->rowCount() - 1); }
@@ -373,7 +373,7 @@ private slots:
             // Enter with no model chosen yet tests the connection rather than closing the dialog.
             QTest::keyClick(byName<QLineEdit>(dialog, "Server address"), Qt::Key_Return);
             QVERIFY(dialog->isVisible());
-            QTest::qWaitFor([&] { return !dialog->isTesting(); }, 30000);
+            QVERIFY(QTest::qWaitFor([&] { return !dialog->isTesting(); }, 30000));
             listed = dialog->listedModels();
             status = dialog->statusText();
         }));

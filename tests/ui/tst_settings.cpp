@@ -260,16 +260,25 @@ private slots:
             for (QComboBox* box : dialog.findChildren<QComboBox*>())
                 if (box->accessibleName() == "Device") device = box;
             QVERIFY(device);
-            QCOMPARE(items(device), (QList<int>{-1, 0, 1, kEveryGpuDevice}));
-            QVERIFY2(device->itemText(3).contains("Every GPU (2)"), qPrintable(device->itemText(3)));
+            QCOMPARE(items(device), (QList<int>{-1, 0, kFirstGpuDevice, 1, kEveryGpuDevice}));
+            QVERIFY2(device->itemText(4).contains("Every GPU (2)"), qPrintable(device->itemText(4)));
             // The default asks for none in particular: the engine takes the GPU with the most memory.
             QCOMPARE(device->currentData().toInt(), 0);
             QVERIFY2(device->currentText().startsWith("Automatic"), qPrintable(device->currentText()));
-            QCOMPARE(device->itemText(2), QString("GPU 1: NVIDIA RTX 3090"));
-            device->setCurrentIndex(3);
+            // Each GPU can be chosen by number, GPU 0 too (its own value: 0 is automatic).
+            QCOMPARE(device->itemText(2), QString("GPU 0: NVIDIA RTX 4090"));
+            QCOMPARE(device->itemText(3), QString("GPU 1: NVIDIA RTX 3090"));
+            device->setCurrentIndex(4);
             QCOMPARE(dialog.values().engine.gpuDevice, kEveryGpuDevice);
-            device->setCurrentIndex(2);
+            device->setCurrentIndex(3);
             QCOMPARE(dialog.values().engine.gpuDevice, 1);
+            device->setCurrentIndex(2);
+            QCOMPARE(dialog.values().engine.gpuDevice, kFirstGpuDevice);
+            SettingsValues first;
+            first.engine.gpuDevice = kFirstGpuDevice;
+            dialog.setValues(first);
+            QCOMPARE(device->currentText(), QString("GPU 0: NVIDIA RTX 4090"));
+            QCOMPARE(items(device), (QList<int>{-1, 0, kFirstGpuDevice, 1, kEveryGpuDevice}));
         }
         SettingsValues every;
         every.engine.gpuDevice = kEveryGpuDevice;
@@ -289,6 +298,12 @@ private slots:
         QVERIFY2(device->currentText().contains("not found"), qPrintable(device->currentText()));
         one.setValues(SettingsValues{});
         QCOMPARE(items(device), (QList<int>{-1, 0}));
+        // GPU 0 chosen by number on a machine that now has one GPU: that GPU's entry, not "not found".
+        SettingsValues first;
+        first.engine.gpuDevice = kFirstGpuDevice;
+        one.setValues(first);
+        QCOMPARE(items(device), (QList<int>{-1, 0}));
+        QCOMPARE(device->currentText(), QString("GPU 0: NVIDIA H200"));
 
         // Kept by the settings store, and nothing below it.
         QTemporaryDir dir;
@@ -297,9 +312,12 @@ private slots:
         e.gpuDevice = kEveryGpuDevice;
         store.setEngine(e);
         QCOMPARE(store.engine().gpuDevice, kEveryGpuDevice);
-        e.gpuDevice = -7;
+        e.gpuDevice = kFirstGpuDevice;
         store.setEngine(e);
-        QCOMPARE(store.engine().gpuDevice, kEveryGpuDevice);
+        QCOMPARE(store.engine().gpuDevice, kFirstGpuDevice);
+        e.gpuDevice = -7;  // not a value Tandem writes: automatic
+        store.setEngine(e);
+        QCOMPARE(store.engine().gpuDevice, 0);
     }
 
     // A model whose GPU path spans several GPUs: under Device, a line per GPU with its share; one GPU,

@@ -46,7 +46,8 @@ EngineSettings AppSettings::engine() const {
     e.threads = std::max(0, settings_->value("engine/threads", d.threads).toInt());
     e.numaPolicy = enumValue(*settings_, "engine/numaPolicy", d.numaPolicy, 3);
     e.cpuKernel = enumValue(*settings_, "engine/cpuKernel", d.cpuKernel, 4);
-    e.gpuDevice = std::max(kEveryGpuDevice, settings_->value("engine/gpuDevice", d.gpuDevice).toInt());
+    e.gpuDevice = settings_->value("engine/gpuDevice", d.gpuDevice).toInt();
+    if (e.gpuDevice < kFirstGpuDevice) e.gpuDevice = d.gpuDevice;  // not a value Tandem writes: automatic
     e.contextLength = std::clamp(settings_->value("engine/contextLength", d.contextLength).toInt(), 256, 1 << 20);
     e.gpuExpertMemoryGb = std::clamp(settings_->value("engine/gpuExpertMemoryGb", d.gpuExpertMemoryGb).toInt(), -1, 1 << 16);
     e.int8Dense = settings_->value("engine/int8Dense", d.int8Dense).toBool();
@@ -138,7 +139,7 @@ QString generateApiKey() {
 
 int monitoredGpuDevice(const EngineSettings& engine, const ModelSummary* loaded) {
     if (engine.gpuDevice == 0 && loaded && loaded->onGpu && !loaded->remote && loaded->gpuDevice >= 0) return loaded->gpuDevice;
-    return engine.gpuDevice;
+    return engine.gpuDevice == kFirstGpuDevice ? 0 : engine.gpuDevice;
 }
 
 int gpuSessionsFor(const EngineSettings& engine, const ServerSettings& server) {

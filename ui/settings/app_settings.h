@@ -19,7 +19,9 @@ struct EngineSettings {
     int threads = 0;   // 0: all hardware threads
     NumaPolicy numaPolicy = NumaPolicy::Auto;
     CpuKernel cpuKernel = CpuKernel::Auto;
-    int gpuDevice = 0;  // -1: CPU only; kEveryGpuDevice (-2): every GPU, a pipeline by layer
+    // -1: CPU only; 0: automatic (the GPU with the most memory); N > 0 or kFirstGpuDevice (-3, GPU 0): that
+    // GPU; kEveryGpuDevice (-2): every GPU, a pipeline by layer.
+    int gpuDevice = 0;
     int contextLength = 4096;
     // GPU memory for routed experts, in GB (whole MoE layers, the last first): -1 automatic (what is free
     // once the rest of the model and the context are counted), 0 none (all on the CPU).
@@ -84,8 +86,9 @@ struct ServerSettings {
 // on and EngineSettings::serverGpuBatch above 1 (and the GPU not turned off: gpuDevice -1), the server's.
 int gpuSessionsFor(const EngineSettings& engine, const ServerSettings& server);
 
-// The GPU the dashboard follows: the one Settings chose, or, where it chose none in particular (0) and the
-// loaded model runs on a GPU, that one (the engine's pick by memory).
+// The GPU the dashboard follows (nvidia-smi's number; -1 CPU only, kEveryGpuDevice every GPU): the one
+// Settings chose, or, where it chose none in particular (0) and the loaded model runs on a GPU, that one (the
+// engine's pick by memory).
 int monitoredGpuDevice(const EngineSettings& engine, const ModelSummary* loaded);
 
 // Whether only this computer reaches `host`: 127.0.0.0/8, ::1 or localhost.

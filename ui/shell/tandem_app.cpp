@@ -59,7 +59,7 @@ TandemApp::TandemApp(TandemAppOptions options)
     conversations_ = std::make_unique<ConversationListModel>(store_.get());
     stats_ = std::make_unique<StatsModel>();
     monitor_ = std::make_unique<SystemMonitor>();
-    monitor_->setGpuDevice(settings_->engine().gpuDevice);
+    monitor_->setGpuDevice(monitoredGpuDevice(settings_->engine(), nullptr));
     host_ = std::make_unique<EngineHost>(options.modelLoader ? options.modelLoader : ModelLoader(loadEngineModel));
     const QString embedded = options.embeddedModelDir ? *options.embeddedModelDir : findEmbeddedModel();
     model_ = std::make_unique<ModelController>(host_->worker(), settings_.get(), embedded, nullptr,

@@ -176,12 +176,12 @@ QWidget* SettingsDialog::engineTab(const QStringList& gpuNames) {
         device_->setToolTip(tr("No NVIDIA GPU was found (or its driver is not loaded): the model runs on the CPU."));
     } else {
         device_->addItem(tr("CPU only"), -1);
-        // 0 asks for no GPU in particular: with one GPU that one; with several, the engine takes the one with
-        // the most memory (the dashboard then follows the one the model runs on).
+        // 0 asks for no GPU in particular: with one GPU that one (named); with several, the engine takes the one
+        // with the most memory (the dashboard then follows the one the model runs on), and each GPU has its
+        // own entry, GPU 0 as kFirstGpuDevice.
+        if (gpuNames.size() > 1) device_->addItem(tr("Automatic: the GPU with the most memory"), 0);
         for (int i = 0; i < gpuNames.size(); ++i)
-            device_->addItem(i == 0 && gpuNames.size() > 1 ? tr("Automatic: the GPU with the most memory")
-                                                           : tr("GPU %1: %2").arg(i).arg(gpuNames[i]),
-                             i);
+            device_->addItem(tr("GPU %1: %2").arg(i).arg(gpuNames[i]), i == 0 && gpuNames.size() > 1 ? kFirstGpuDevice : i);
         // Several GPUs: the layers split across them, each holding the routed experts its memory allows.
         if (gpuNames.size() > 1)
             device_->addItem(tr("Every GPU (%1), the layers split across them (new)").arg(gpuNames.size()), kEveryGpuDevice);
@@ -430,13 +430,15 @@ void SettingsDialog::setValues(const SettingsValues& v) {
         // A GPU saved that is not here now is shown as such, not taken for another.
         for (int row = device_->count() - 1; row > 0; --row)
             if (device_->itemData(row, Qt::UserRole + 1).toBool()) device_->removeItem(row);
-        if (device_->findData(v.engine.gpuDevice) < 0) {
+        // GPU 0 chosen by number where it is the only GPU: its one entry (with one GPU, automatic is GPU 0).
+        const int shown = v.engine.gpuDevice == kFirstGpuDevice && device_->findData(kFirstGpuDevice) < 0 ? 0 : v.engine.gpuDevice;
+        if (device_->findData(shown) < 0) {
             device_->addItem(v.engine.gpuDevice == kEveryGpuDevice ? tr("Every GPU (one found: runs on it)")
                                                                    : tr("GPU %1 (not found: runs on the CPU)").arg(v.engine.gpuDevice),
                              v.engine.gpuDevice);
             device_->setItemData(device_->count() - 1, true, Qt::UserRole + 1);  // the saved choice's own entry
         }
-        device_->setCurrentIndex(device_->findData(v.engine.gpuDevice));
+        device_->setCurrentIndex(device_->findData(shown));
     }
     contextLength_->setValue(v.engine.contextLength);
     gpuExpertMemory_->setValue(v.engine.gpuExpertMemoryGb);

@@ -64,9 +64,9 @@ MachineFigures readMachineFigures(int gpuDevice, const QString& folder) {
                 m.vramBytes = gpu.memoryTotal;
                 m.gpuName = gpu.name;
             }
-    } else if (gpuDevice > 0) {
+    } else if (const int number = chosenGpuNumber(gpuDevice); number >= 0) {
         const NvmlGpu nvml;
-        if (const auto gpu = nvml.read(gpuDevice)) {
+        if (const auto gpu = nvml.read(number)) {
             m.vramBytes = gpu->memoryTotal;
             m.gpuName = gpu->name;
         }

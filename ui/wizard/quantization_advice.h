@@ -26,8 +26,8 @@ struct MachineFigures {
 };
 
 // What this machine has: total RAM (/proc/meminfo), the GPU's memory (NVML, as the dashboard reads it;
-// gpuDevice -1: none; 0, none in particular: the GPU with the most memory, as the engine takes; kEveryGpuDevice:
-// every GPU's together), the free space at `folder` or the nearest
+// gpuDevice -1: none; 0, none in particular: the GPU with the most memory, as the engine takes; N > 0 or
+// kFirstGpuDevice: that GPU; kEveryGpuDevice: every GPU's together), the free space at `folder` or the nearest
 // existing folder above it, and the memory read speed (tandem::measureMemoryBandwidthGbps, measured once
 // per process: under a second).
 MachineFigures readMachineFigures(int gpuDevice, const QString& folder);

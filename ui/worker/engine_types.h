@@ -40,13 +40,20 @@ QString remoteModelId(const QString& dir);
 // Settings' "every GPU" (EngineSettings::gpuDevice, LoadRequest::gpuDevice): the model as a pipeline by layer
 // over all the machine's GPUs (tandem::kEveryGpu); with one GPU, that one.
 inline constexpr int kEveryGpuDevice = -2;
+// Settings' GPU 0 chosen by number (EngineSettings::gpuDevice, LoadRequest::gpuDevice): 0 itself means no GPU
+// in particular (with several GPUs, the engine's choice: the one with the most memory), so GPU 0 in
+// particular has its own value.
+inline constexpr int kFirstGpuDevice = -3;
+// The GPU a Settings value names by number (nvidia-smi's), or -1 where it names none (CPU only, automatic,
+// every GPU).
+inline int chosenGpuNumber(int gpuDevice) { return gpuDevice == kFirstGpuDevice ? 0 : gpuDevice > 0 ? gpuDevice : -1; }
 
 struct LoadRequest {
     QString modelDir;
     int threads = 0;  // 0 = all hardware threads
     NumaPolicy numaPolicy = NumaPolicy::Auto;
     CpuKernel cpuKernel = CpuKernel::Auto;
-    int gpuDevice = 0;  // -1 = CPU only; kEveryGpuDevice: every GPU, a pipeline by layer
+    int gpuDevice = 0;  // -1 = CPU only; 0 = automatic; kFirstGpuDevice or N > 0: that GPU; kEveryGpuDevice
     int contextLength = 4096;
     int gpuExpertMemoryGb = -1;  // EngineSettings::gpuExpertMemoryGb
     bool int8Dense = true;       // EngineSettings::int8Dense

@@ -59,9 +59,9 @@ tandem::EngineOptions engineOptionsFor(const LoadRequest& request) {
     options.threads = request.threads;
     options.contextLength = request.contextLength;
     options.device = request.gpuDevice == -1 ? tandem::Device::Cpu : tandem::Device::Auto;
-    // Settings' GPU: another than the first is asked for by number (GPU 0, the default, leaves the engine's
-    // own: the GPU with the most memory, or TANDEM_GPU_DEVICES); every GPU as the engine's kEveryGpu.
-    if (request.gpuDevice > 0) options.gpuDevices = {request.gpuDevice};
+    // Settings' GPU: one chosen by number is asked for by number (0, the default, chooses none and leaves the
+    // engine's own: the GPU with the most memory, or TANDEM_GPU_DEVICES); every GPU as the engine's kEveryGpu.
+    if (const int gpu = chosenGpuNumber(request.gpuDevice); gpu >= 0) options.gpuDevices = {gpu};
     if (request.gpuDevice == kEveryGpuDevice) options.gpuDevices = {tandem::kEveryGpu};
     options.gpuExpertMemory =
         request.gpuExpertMemoryGb < 0 ? -1 : static_cast<std::int64_t>(request.gpuExpertMemoryGb) * 1'000'000'000;
