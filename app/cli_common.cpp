@@ -118,6 +118,7 @@ tandem::EngineOptions engineOptions(const CliArgs& args, const std::string& defa
 void reportDevice(const tandem::ModelInfo& info) {
     if (!info.deviceNotice.empty()) std::fprintf(stderr, "note: %s\n", info.deviceNotice.c_str());
     if (!info.gpuSessionsNotice.empty()) std::fprintf(stderr, "note: %s\n", info.gpuSessionsNotice.c_str());
+    if (!info.kvCacheNotice.empty()) std::fprintf(stderr, "note: %s\n", info.kvCacheNotice.c_str());
     if (!info.expertsNotice.empty()) std::fprintf(stderr, "note: %s\n", info.expertsNotice.c_str());
     if (info.device != "CPU" && !info.placement.empty()) std::fprintf(stderr, "routed experts: %s\n", info.placement.c_str());
     for (const std::string& stage : info.gpuStages) std::fprintf(stderr, "pipeline stage: %s\n", stage.c_str());

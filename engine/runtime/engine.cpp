@@ -299,6 +299,9 @@ struct Engine::Impl {
         gpuExperts.sessions = std::max(1, gpuSessions);
         gpuExperts.devices = gpuDevices;
         gpuExperts.kvCache = kvCacheType;
+        // A model whose MLA rows the GPU's 8-bit writes cannot hold: the GPU keeps float32 (checked below).
+        const std::string int8Limit = kvCacheType == KvCacheType::Int8 ? runtime::gpuInt8KvCacheLimit(config) : "";
+        if (!int8Limit.empty()) gpuExperts.kvCache = KvCacheType::Float32;
         if (usage) {
             gpuExperts.usage = usage->snapshot();
             gpuExperts.counter = &*usage;
@@ -331,6 +334,10 @@ struct Engine::Impl {
             reason = e.what();
         }
         if (gpu) {
+            if (!int8Limit.empty()) {  // every session on either path the same (a GPU failure's CPU runner too)
+                kvCache = KvCacheType::Float32;
+                info.kvCacheNotice = "the KV cache is float32, not int8: " + int8Limit;
+            }
             info.gpuSessions = gpuExperts.sessions;
             info.device = gpu->deviceName();
             info.gpuStages = gpu->stages();

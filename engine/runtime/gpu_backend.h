@@ -64,6 +64,15 @@ struct GpuExpertsRequest {
     KvCacheType kvCache = KvCacheType::Float32;
 };
 
+// Why the GPU cannot hold this model's KV cache in 8 bits, or empty where it can: launchMlaPrepare's 8-bit
+// writes take a latent row of up to 1024 values and a rope row of up to 256 (a block's threads). The engine
+// then keeps the GPU's cache in float32 and says so (ModelInfo::kvCacheNotice); the runner refuses it too.
+inline std::string gpuInt8KvCacheLimit(const model::ModelConfig& c) {
+    if (c.attention != model::AttentionKind::Mla || (c.kvLoraRank <= 1024 && c.qkRopeHeadDim <= 256)) return {};
+    return "the GPU's 8-bit KV cache holds MLA latents of up to 1024 values and rope parts of up to 256 (this model's: " +
+           std::to_string(c.kvLoraRank) + " and " + std::to_string(c.qkRopeHeadDim) + ")";
+}
+
 // nullptr, with `reason` set, when there is no usable GPU. Throws tandem::Error when there is one but
 // the model does not fit, saying what would.
 std::unique_ptr<GpuBackend> createGpuBackend(const model::ModelConfig& config, const model::ModelWeights& weights,

@@ -2,7 +2,7 @@
 // latent and rope row) with a float scale, its bytes about a quarter of float32's, the AVX-512 and AVX2
 // attention kernels and the plain loops reading it as the softmax over the dequantized rows, the logits of a
 // few hundred tokens close to the float32 cache's, a decode batch of int8 caches equal to its sessions alone,
-// and a GPU engine keeping float32 and saying so. The float32 cache's logits are the golden tests' (and
+// a GPU engine asked for the same cache, and MLA rows wider than the GPU's 8-bit writes kept in float32. The float32 cache's logits are the golden tests' (and
 // unchanged bit for bit: docs/BENCHMARKS.md, "8-bit KV cache").
 #include <QFile>
 #include <QProcess>
@@ -19,7 +19,9 @@
 #include "cpu/dense/gqa_attention.h"
 #include "cpu/pool/thread_pool.h"
 #include "flaky_gpu.h"
+#include "model/config.h"
 #include "model/kv_cache.h"
+#include "runtime/gpu_backend.h"
 #include "tandem/engine.h"
 #include "test_support.h"
 
@@ -435,6 +437,32 @@ private slots:
         auto plain = load("tiny-mixtral", KvCacheType::Float32, Device::Auto);
         QCOMPARE(gpu.lastKvCache, KvCacheType::Float32);
         QCOMPARE(plain->info().kvCache, std::string("float32"));
+    }
+
+    // The GPU's 8-bit writes hold MLA latents of up to 1024 values and rope parts of up to 256: every model
+    // we run fits (DeepSeek and Kimi: 512 and 64); a wider one is named, and the engine then asks the GPU for
+    // float32 (ModelInfo::kvCacheNotice).
+    void mlaRowsBeyondTheGpusInt8WritesAreNamed() {
+        model::ModelConfig mla = model::loadModelConfig(test::fixturePath("tiny-deepseekv2").toStdString());
+        QVERIFY(mla.attention == model::AttentionKind::Mla);
+        QVERIFY(runtime::gpuInt8KvCacheLimit(mla).empty());
+        mla.kvLoraRank = 512;
+        mla.qkRopeHeadDim = 64;  // DeepSeek-V3's and Kimi-K2's
+        QVERIFY(runtime::gpuInt8KvCacheLimit(mla).empty());
+        mla.kvLoraRank = 2048;
+        const std::string wide = runtime::gpuInt8KvCacheLimit(mla);
+        QVERIFY2(wide.find("2048") != std::string::npos && wide.find("1024") != std::string::npos, wide.c_str());
+        mla.kvLoraRank = 512;
+        mla.qkRopeHeadDim = 512;
+        QVERIFY(!runtime::gpuInt8KvCacheLimit(mla).empty());
+        const model::ModelConfig gqa = model::loadModelConfig(test::fixturePath("tiny-mixtral").toStdString());
+        QVERIFY(runtime::gpuInt8KvCacheLimit(gqa).empty());
+        // The fixtures' MLA model on the stand-in GPU: asked for int8, nothing to say.
+        const FlakyGpu gpu(1 << 30);
+        auto engine = load("tiny-deepseekv2", KvCacheType::Int8, Device::Auto);
+        QCOMPARE(gpu.lastKvCache, KvCacheType::Int8);
+        QCOMPARE(engine->info().kvCache, std::string("int8"));
+        QVERIFY(engine->info().kvCacheNotice.empty());
     }
 };
 

@@ -243,6 +243,11 @@ private slots:
         dialog.setInEffect(&model);
         QVERIFY2(note().contains("Each conversation's KV cache: up to " + int8 + " at"), qPrintable(note()));
         QVERIFY2(note().contains("In float32: " + f32), qPrintable(note()));
+        QVERIFY2(!note().contains("not int8"), qPrintable(note()));
+        // A model the GPU cannot hold in int8: the engine's reason is in the note.
+        model.kvCacheNotice = "the KV cache is float32, not int8: the GPU's 8-bit KV cache holds MLA latents of up to 1024";
+        dialog.setInEffect(&model);
+        QVERIFY2(note().contains("In effect: " + model.kvCacheNotice), qPrintable(note()));
     }
 
     // The Device list: the CPU, each GPU, and with several GPUs every GPU (the layers split across them);

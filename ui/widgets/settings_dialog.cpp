@@ -466,6 +466,7 @@ void SettingsDialog::setInEffect(const ModelSummary* model) {
     kvBytesPerPosition_ = model ? model->kvBytesPerPosition : 0;
     kvFloat32_ = model ? model->kvBytesPerPositionFloat32 : 0;
     kvInt8_ = model ? model->kvBytesPerPositionInt8 : 0;
+    kvCacheNotice_ = model ? model->kvCacheNotice : QString();
     // With one GPU (or none) the Device row says it all.
     const bool stages = model && model->gpuStages.size() >= 2;
     gpuStagesText_->setText(stages ? tr("In effect: the model's layers span %1 GPUs:").arg(model->gpuStages.size()) +
@@ -508,6 +509,7 @@ void SettingsDialog::updateContextNote() {
                 note += QLatin1Char(' ') + tr("In int8: %1.").arg(sizeAt(kvInt8_));
         }
     }
+    if (!kvCacheNotice_.isEmpty()) note += QLatin1Char(' ') + tr("In effect: %1.").arg(kvCacheNotice_);
     contextNote_->setText(note);
     contextNote_->setVisible(true);
     fitContextNote();

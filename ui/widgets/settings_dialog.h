@@ -96,6 +96,7 @@ private:
     int modelMaxContext_ = 0;         // the most it holds
     quint64 kvBytesPerPosition_ = 0;  // its KV cache per position of one conversation, as held now
     quint64 kvFloat32_ = 0, kvInt8_ = 0;  // the same for each choice of kvCache_
+    QString kvCacheNotice_;               // the loaded model's cache is not as asked, and why
     QSpinBox* defaultDeferral_;
     QCheckBox* useModelSampling_;
     SamplingEditor* sampling_;

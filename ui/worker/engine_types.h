@@ -82,6 +82,7 @@ struct ModelSummary {
     quint64 kvBytesPerPositionFloat32 = 0;
     quint64 kvBytesPerPositionInt8 = 0;
     QString kvCache;
+    QString kvCacheNotice;  // why not as Settings asked (tandem::ModelInfo::kvCacheNotice)
     bool onGpu = false;  // the hybrid GPU path runs it
     int gpuDevice = -1;  // which GPU (nvidia-smi's number; a pipeline's first), tandem::ModelInfo::gpuDevice
     int gpuSessions = 1;  // reserved on the GPU (tandem::ModelInfo): with more than one, the server decodes that many less one together

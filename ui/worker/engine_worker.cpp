@@ -86,6 +86,7 @@ void EngineWorker::loadModel(const LoadRequest& request) {
         summary_.kvBytesPerPositionFloat32 = info.kvBytesPerPositionFloat32;
         summary_.kvBytesPerPositionInt8 = info.kvBytesPerPositionInt8;
         summary_.kvCache = QString::fromStdString(info.kvCache);
+        summary_.kvCacheNotice = QString::fromStdString(info.kvCacheNotice);
         summary_.onGpu = info.device != "CPU";
         summary_.gpuDevice = info.gpuDevice;
         summary_.gpuSessions = std::max(1, info.gpuSessions);

@@ -136,6 +136,7 @@ struct ModelInfo {
     std::uint64_t kvBytesPerPositionFloat32 = 0;
     std::uint64_t kvBytesPerPositionInt8 = 0;
     std::string kvCache;         // how the sessions hold it: "float32" or "int8"
+    std::string kvCacheNotice;   // why it is not as EngineOptions::kvCache asked (the GPU cannot hold this model's int8)
     std::vector<int> eosTokenIds;
     SamplingOptions defaultSampling;  // from generation_config.json
     std::uint64_t weightBytes = 0;

@@ -12,6 +12,7 @@
 #include "cuda/gemm.h"
 #include "cuda/host_sync.h"
 #include "model/rope.h"
+#include "runtime/gpu_backend.h"
 #include "tandem/tuning.h"
 
 namespace tandem::cuda {
@@ -200,11 +201,8 @@ GpuRunner::GpuRunner(const model::ModelConfig& config, std::unique_ptr<model::Qu
         cacheB_.emplace_back(int8Cache_ ? 0 : n * static_cast<std::size_t>(w.cacheB));
     }
     if (int8Cache_) {
-        // launchMlaPrepare's 8-bit writes hold a latent row of up to 1024 values and a rope row of up to 256
-        // (a block's threads): said here, not at the first step (inside a graph's capture).
-        if (c.attention == model::AttentionKind::Mla && (c.kvLoraRank > 1024 || c.qkRopeHeadDim > 256))
-            throw GpuError("the 8-bit KV cache on the GPU holds MLA latents of up to 1024 values and rope parts of up to 256 (this "
-                           "model's: " + std::to_string(c.kvLoraRank) + " and " + std::to_string(c.qkRopeHeadDim) + "); use --kv-cache f32");
+        // Said here, not at the first step (inside a graph's capture); the engine asks for float32 first.
+        if (const std::string limit = runtime::gpuInt8KvCacheLimit(c); !limit.empty()) throw GpuError(limit + "; use --kv-cache f32");
         floatRowsA_ = DeviceBuffer<float>(positions * static_cast<std::size_t>(w.cacheA));
         floatRowsB_ = DeviceBuffer<float>(positions * static_cast<std::size_t>(w.cacheB));
     }
