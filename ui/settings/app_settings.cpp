@@ -9,6 +9,7 @@
 
 #include "hub/hub_client.h"
 #include "ui/settings/app_paths.h"
+#include "ui/worker/app_server.h"
 
 namespace tandem::ui {
 namespace {
@@ -143,8 +144,11 @@ int monitoredGpuDevice(const EngineSettings& engine, const ModelSummary* loaded)
 }
 
 int gpuSessionsFor(const EngineSettings& engine, const ServerSettings& server) {
-    // CPU only: nothing is reserved (the CPU path decodes four together anyway).
-    return server.enabled && engine.serverGpuBatch > 1 && engine.gpuDevice != -1 ? 1 + engine.serverGpuBatch : 1;
+    // CPU only: nothing is reserved (the CPU path decodes four together anyway); nor in a build without the
+    // server, where a saved "on" serves nothing.
+    return server.enabled && AppServer::available() && engine.serverGpuBatch > 1 && engine.gpuDevice != -1
+               ? 1 + engine.serverGpuBatch
+               : 1;
 }
 
 ServerSettings AppSettings::server() const {

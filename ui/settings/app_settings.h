@@ -83,7 +83,8 @@ struct ServerSettings {
 };
 
 // The sessions the GPU plan reserves for a load (LoadRequest::gpuSessions): the chat's, and with the server
-// on and EngineSettings::serverGpuBatch above 1 (and the GPU not turned off: gpuDevice -1), the server's.
+// on and EngineSettings::serverGpuBatch above 1 (and the GPU not turned off: gpuDevice -1; and the build has
+// the server: AppServer::available), the server's.
 int gpuSessionsFor(const EngineSettings& engine, const ServerSettings& server);
 
 // The GPU the dashboard follows (nvidia-smi's number; -1 CPU only, kEveryGpuDevice every GPU): the one
