@@ -97,6 +97,7 @@ private slots:
         QCOMPARE(monitoredGpuDevice(chosen, &app->model()->summary()), 0);
         chosen.gpuDevice = 0;
         QCOMPARE(monitoredGpuDevice(chosen, nullptr), 0);  // no model loaded: as chosen
+        // (A model that stops being used goes back to Settings' GPU: tst_chat_app_verify.)
     }
 
     // The GPU fails in the middle of an answer: the answer completes (on the CPU), is saved, and the

@@ -1,6 +1,7 @@
 // The app with a packed store that has not been verified: it loads, is read in full in the background
 // with its progress in the banner and the status bar while the chat goes on, and when that read finds
-// damage the app says which file and what to do, and stops using the model.
+// damage the app says which file and what to do, and stops using the model (the dashboard then leaves the
+// GPU it ran on for Settings' choice).
 #include <QFile>
 #include <QFileInfo>
 #include <QPushButton>
@@ -10,6 +11,7 @@
 #include <atomic>
 
 #include "convert/convert_model.h"
+#include "flaky_gpu.h"
 #include "test_support.h"
 #include "ui/widgets/composer.h"
 #include "ui/widgets/main_window.h"
@@ -80,9 +82,13 @@ private slots:
         QVERIFY(test::writeFile(layer, bytes));
 
         auto gate = std::make_shared<VerifyGate>();
+        // On a stand-in GPU numbered 1 (the engine's pick): the dashboard follows it while the model runs.
+        test::FlakyGpu gpu(1 << 30);
+        gpu.device = 1;
         auto app = startWithStore(dir, store, gate);
         QVERIFY(test::waitForModel(*app));
         QVERIFY(app->model()->summary().store == tandem::StoreState::Unverified);
+        QCOMPARE(app->monitor()->gpuDevice(), 1);
 
         // Progress, while the verification is held at 42%.
         QVERIFY(QTest::qWaitFor([&] { return gate->reached.tryAcquire(); }, 60000));
@@ -108,6 +114,7 @@ private slots:
                      message.contains("stopped using it"),
                  qPrintable(message));
         QCOMPARE(app->model()->state(), ModelController::State::Failed);
+        QCOMPARE(app->monitor()->gpuDevice(), 0);  // no model: Settings' choice (automatic) again
         QVERIFY(!app->model()->isVerifying());
         QVERIFY(!window->composer()->button()->isEnabled());
         QVERIFY(QFile::exists(layer));  // nothing deleted

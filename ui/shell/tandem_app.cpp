@@ -76,10 +76,13 @@ TandemApp::TandemApp(TandemAppOptions options)
     connect(model_.get(), &ModelController::stateChanged, stats_.get(), [s = stats_.get()](ModelController::State state) {
         if (state != ModelController::State::Ready) s->forgetEngine();
     });
-    // The dashboard's GPU: the one the loaded model runs on where Settings chose none in particular.
+    // The dashboard's GPU: the one the loaded model runs on where Settings chose none in particular; with no
+    // model (none, or one that failed to load), Settings' again. While one loads it stays as it was.
     connect(model_.get(), &ModelController::stateChanged, monitor_.get(), [this](ModelController::State state) {
         if (state == ModelController::State::Ready)
             monitor_->setGpuDevice(monitoredGpuDevice(settings_->engine(), &model_->summary()));
+        else if (state != ModelController::State::Loading)
+            monitor_->setGpuDevice(monitoredGpuDevice(settings_->engine(), nullptr));
     });
 
     conversationModels_ = std::make_unique<ConversationModels>(chat_.get(), model_.get(), settings_.get());
