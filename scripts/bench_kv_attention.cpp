@@ -8,6 +8,10 @@
 //       build/engine/libtandem_engine.a -lpthread -lnuma -o /tmp/bench_kv_attention
 //   /tmp/bench_kv_attention [gqa|mla] [DEPTH 8192] [LAYERS 12] [REPS 10] [THREADS 2]
 //
+// gqa-prompt or mla-prompt: a prompt of DEPTH tokens instead (all its tokens' queries in one call, as the CPU
+// path's prefill makes it), timed with its multiply-adds (two a query-key pair and dimension: the scores and
+// the weighted values) as GFLOP/s.
+//
 // TANDEM_CPU_ISA=avx2 runs the 8-lane kernels.
 #include <chrono>
 #include <cstdio>
@@ -24,7 +28,8 @@
 using namespace tandem;
 
 int main(int argc, char** argv) {
-    const bool mla = argc > 1 && std::string(argv[1]) == "mla";
+    const std::string mode = argc > 1 ? argv[1] : "gqa";
+    const bool mla = mode.rfind("mla", 0) == 0, prompt = mode.find("-prompt") != std::string::npos;
     const int depth = argc > 2 ? std::atoi(argv[2]) : 8192, layers = argc > 3 ? std::atoi(argv[3]) : 12;
     const int reps = argc > 4 ? std::atoi(argv[4]) : 10;
     cpu::ThreadPool pool(argc > 5 ? std::atoi(argv[5]) : 2);
@@ -52,7 +57,9 @@ int main(int argc, char** argv) {
                 caches[1][l].write(0, s, p, row.data());
             }
     const std::size_t qFloats = mla ? static_cast<std::size_t>(heads) * (latent + rope) : static_cast<std::size_t>(heads) * headDim;
-    std::vector<float> q(qFloats), out(mla ? static_cast<std::size_t>(heads) * latent : qFloats);
+    const int tokens = prompt ? depth : 1;  // the queries of one call, the last at position depth - 1
+    const std::size_t outFloats = mla ? static_cast<std::size_t>(heads) * latent : qFloats;
+    std::vector<float> q(qFloats * tokens), out(outFloats * tokens);
     for (float& x : q) x = normal(rng);
     const bool avx512 = cpu::selectedIsa() >= cpu::Isa::Avx512;
     double best[2] = {1e9, 1e9};
@@ -64,7 +71,7 @@ int main(int argc, char** argv) {
                 if (mla) {
                     cpu::MlaAttentionArgs a;
                     a.qLatent = q.data();
-                    a.qRope = q.data() + static_cast<std::size_t>(heads) * latent;
+                    a.qRope = q.data() + static_cast<std::size_t>(heads) * latent * tokens;
                     a.qRopeHead = rope;
                     if (type) {
                         a.latentCodes = c.codes(0, 0, 0, 0);
@@ -75,8 +82,8 @@ int main(int argc, char** argv) {
                         a.latentRows = c.row(0, 0, 0);
                         a.ropeRows = c.row(0, 1, 0);
                     }
-                    a.tokens = 1;
-                    a.start = depth - 1;
+                    a.tokens = tokens;
+                    a.start = depth - tokens;
                     a.heads = heads;
                     a.latent = latent;
                     a.ropeDim = rope;
@@ -97,8 +104,8 @@ int main(int argc, char** argv) {
                         a.keys = c.row(0, 0, 0);
                         a.values = c.row(0, 1, 0);
                     }
-                    a.tokens = 1;
-                    a.start = depth - 1;
+                    a.tokens = tokens;
+                    a.start = depth - tokens;
                     a.heads = heads;
                     a.kvHeads = kvHeads;
                     a.headDim = headDim;
@@ -109,6 +116,15 @@ int main(int argc, char** argv) {
             }
             best[type] = std::min(best[type], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / layers);
         }
+    if (prompt) {
+        // Query t sees t + 1 positions: dims multiply-adds for its score and as many for its weighted values.
+        const double dims = mla ? 2.0 * latent + rope : 2.0 * headDim;
+        const double flops = 2.0 * dims * heads * (static_cast<double>(depth) * (depth + 1) / 2);
+        for (int type = 0; type < 2; ++type)
+            std::printf("%s %s prompt of %d tokens: best %.1f ms a layer, %.1f GFLOP/s\n", mla ? "MLA" : "GQA",
+                        type ? "int8   " : "float32", depth, best[type] * 1e3, flops / best[type] / 1e9);
+        return 0;
+    }
     for (int type = 0; type < 2; ++type) {
         const double bytes = static_cast<double>(caches[type][0].bytesPerPosition()) * depth;
         std::printf("%s %s, %d positions: best %.3f ms a layer, %.1f MB of cache a layer (%.1f GB/s)\n", mla ? "MLA" : "GQA",

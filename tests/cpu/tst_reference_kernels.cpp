@@ -24,14 +24,15 @@ namespace {
 // The largest difference between out[0, dim) and the softmax over positions [first, last] of score(j)
 // weighting value(j, d), all in double.
 template <class Score, class Value>
-double worstAgainstDirectSoftmax(int first, int last, int dim, Score score, Value value, const float* out) {
+double worstAgainstDirectSoftmax(int first, int last, int dim, Score score, Value value, const float* out,
+                                 const float* sink = nullptr) {
     std::vector<double> w;
-    double m = -1e300;
+    double m = sink ? *sink : -1e300;
     for (int j = first; j <= last; ++j) {
         w.push_back(score(j));
         m = std::max(m, w.back());
     }
-    double l = 0;
+    double l = sink ? std::exp(*sink - m) : 0;  // a sink joins the sum with no value
     for (double& x : w) l += (x = std::exp(x - m));
     double worst = 0;
     for (int d = 0; d < dim; ++d) {
@@ -143,7 +144,10 @@ private slots:
     // the row's largest magnitude exactly 127 steps, an all-zero row scale 0; read back through dequantRow.
     // The AVX-512 and AVX2 attention (chunks of 256 positions combined per head, each key row read once per group)
     // against the plain softmax over every position: long contexts (several chunks), a sliding window, a
-    // prompt of several tokens, head groups of 1, 4 and 8.
+    // prompt of several tokens, head groups of 1, 4 and 8. Prompts of 16 tokens and more take the tiled
+    // prompt kernel (gqa_prompt_kernel.h): from position 0 and after a cache, tiles and row counts with
+    // remainders, a window narrower than a key block (rows that see none of a block), head sizes of 3 and 6
+    // vectors, sinks.
     void gqaAttentionMatchesTheDirectSoftmax() {
         QVERIFY(gqaAttentionFits(32, 4, 128));
         QVERIFY(!gqaAttentionFits(32, 4, 72));   // head size no multiple of 16
@@ -155,18 +159,21 @@ private slots:
         std::normal_distribution<float> normal(0.0f, 1.0f);
         // `every`: the reference checks every every-th token and head (the last case's partials pass the
         // kernel's 32 MB, so its tokens run in two batches).
-        struct Case { int heads, kvHeads, headDim, tokens, start, window, every; };
+        struct Case { int heads, kvHeads, headDim, tokens, start, window, every; bool sinks = false; };
         for (const Isa isa : {Isa::Avx512, Isa::Avx2})
         for (const Case c : {Case{32, 4, 128, 1, 1300, 0, 1}, Case{8, 8, 64, 5, 700, 0, 1}, Case{16, 4, 32, 3, 600, 300, 1},
-                             Case{8, 2, 16, 1, 0, 0, 1}, Case{32, 4, 128, 64, 8000, 0, 9}}) {
+                             Case{8, 2, 16, 1, 0, 0, 1}, Case{32, 4, 128, 64, 8000, 0, 9}, Case{8, 2, 64, 100, 0, 0, 1},
+                             Case{16, 4, 32, 90, 200, 50, 1, true}, Case{6, 6, 48, 43, 30, 0, 1}, Case{12, 4, 96, 37, 0, 0, 1, true}}) {
             if (!isaSupported(isa)) continue;
             const int positions = c.start + c.tokens;
             const std::size_t qDim = static_cast<std::size_t>(c.heads) * c.headDim;
             const std::size_t kvDim = static_cast<std::size_t>(c.kvHeads) * c.headDim;
-            std::vector<float> q(c.tokens * qDim), keys(positions * kvDim), values(positions * kvDim), out(c.tokens * qDim);
-            for (auto* v : {&q, &keys, &values})
+            std::vector<float> q(c.tokens * qDim), keys(positions * kvDim), values(positions * kvDim), out(c.tokens * qDim),
+                sinks(c.heads);
+            for (auto* v : {&q, &keys, &values, &sinks})
                 for (float& x : *v) x = normal(rng);
             GqaAttentionArgs a;
+            a.sinks = c.sinks ? sinks.data() : nullptr;
             a.q = q.data();
             a.keys = keys.data();
             a.values = values.data();
@@ -193,7 +200,7 @@ private slots:
                     };
                     const auto value = [&](int j, int d) { return double(values[j * kvDim + g * c.headDim + d]); };
                     worst = std::max(worst, worstAgainstDirectSoftmax(first, pos, c.headDim, score, value,
-                                                                      &out[t * qDim + h * c.headDim]));
+                                                                      &out[t * qDim + h * c.headDim], a.sinks ? &sinks[h] : nullptr));
                 }
             QVERIFY2(worst < 2e-5, qPrintable(QString("%1: heads %2/%3, dim %4, %5 tokens after %6: worst %7")
                                                   .arg(QString::fromUtf8(isaName(isa))).arg(c.heads).arg(c.kvHeads)
@@ -208,9 +215,11 @@ private slots:
         std::mt19937 rng(12);
         std::normal_distribution<float> normal(0.0f, 1.0f);
         // 40 heads: blocks of 16, 16 and 8; the rope queries inside wider rows (as the caller's [nope | rope]).
+        // The last two are prompts (the tiled kernel): 40 heads a tile of one token, 16 heads of latent 512 four.
         struct Case { int heads, latent, rope, tokens, start; };
         for (const Isa isa : {Isa::Avx512, Isa::Avx2})
-        for (const Case c : {Case{40, 64, 16, 3, 700}, Case{16, 512, 64, 1, 1300}, Case{4, 32, 16, 5, 0}, Case{4, 32, 0, 2, 300}}) {
+        for (const Case c : {Case{40, 64, 16, 3, 700}, Case{16, 512, 64, 1, 1300}, Case{4, 32, 16, 5, 0}, Case{4, 32, 0, 2, 300},
+                             Case{40, 64, 16, 30, 100}, Case{16, 512, 64, 70, 0}}) {
             if (!isaSupported(isa)) continue;
             const int positions = c.start + c.tokens;
             const std::size_t H = static_cast<std::size_t>(c.heads), L = static_cast<std::size_t>(c.latent);

@@ -1,7 +1,7 @@
 // gqa_attention_kernel.h on 8 lanes (compiled with the AVX2 and FMA flags), for CPUs without AVX-512.
 #include <immintrin.h>
 
-#include "cpu/dense/gqa_attention_kernel.h"
+#include "cpu/dense/gqa_prompt_kernel.h"
 
 namespace tandem::cpu {
 
@@ -57,7 +57,7 @@ struct Avx2 {
 
 }  // namespace
 
-void gqaAttentionAvx2(const GqaAttentionArgs& a, ThreadPool& pool) { gqa_detail::attention<Avx2>(gqa_detail::gqaTerms(a), pool); }
-void mlaAttentionAvx2(const MlaAttentionArgs& a, ThreadPool& pool) { gqa_detail::attention<Avx2>(gqa_detail::mlaTerms(a), pool); }
+void gqaAttentionAvx2(const GqaAttentionArgs& a, ThreadPool& pool) { gqa_detail::attend<Avx2>(gqa_detail::gqaTerms(a), pool); }
+void mlaAttentionAvx2(const MlaAttentionArgs& a, ThreadPool& pool) { gqa_detail::attend<Avx2>(gqa_detail::mlaTerms(a), pool); }
 
 }  // namespace tandem::cpu

@@ -1,7 +1,7 @@
 // gqa_attention_kernel.h on 16 lanes (compiled with the AVX-512 flags).
 #include <immintrin.h>
 
-#include "cpu/dense/gqa_attention_kernel.h"
+#include "cpu/dense/gqa_prompt_kernel.h"
 
 namespace tandem::cpu {
 
@@ -58,7 +58,7 @@ struct Avx512 {
 
 }  // namespace
 
-void gqaAttentionAvx512(const GqaAttentionArgs& a, ThreadPool& pool) { gqa_detail::attention<Avx512>(gqa_detail::gqaTerms(a), pool); }
-void mlaAttentionAvx512(const MlaAttentionArgs& a, ThreadPool& pool) { gqa_detail::attention<Avx512>(gqa_detail::mlaTerms(a), pool); }
+void gqaAttentionAvx512(const GqaAttentionArgs& a, ThreadPool& pool) { gqa_detail::attend<Avx512>(gqa_detail::gqaTerms(a), pool); }
+void mlaAttentionAvx512(const MlaAttentionArgs& a, ThreadPool& pool) { gqa_detail::attend<Avx512>(gqa_detail::mlaTerms(a), pool); }
 
 }  // namespace tandem::cpu
