@@ -43,6 +43,41 @@ double worstAgainstDirectSoftmax(int first, int last, int dim, Score score, Valu
     return worst;
 }
 
+// Each int8 kernel this CPU runs against the exact integer sums, for `tokens` tokens of rows of `cols` columns.
+void int8DenseSumsExactly(int cols, int tokens) {
+    const int rows = 23, padded = (cols + 63) / 64 * 64;
+    std::mt19937 rng(5);
+    std::vector<std::int8_t> w(rows * cols);
+    for (auto& v : w) v = static_cast<std::int8_t>(static_cast<int>(rng() % 256) - 128);
+    std::vector<float> rowScales(rows), x(tokens * cols), scales(tokens);
+    for (int r = 0; r < rows; ++r) rowScales[r] = 0.01f * static_cast<float>(r + 1);
+    std::uniform_real_distribution<float> u(-2, 2);
+    for (auto& v : x) v = u(rng);
+    std::vector<std::int8_t> q(tokens * padded);
+    std::vector<std::int32_t> sums(tokens), groups(padded / 32);
+    for (int t = 0; t < tokens; ++t) {
+        activationToInt8Scalar(x.data() + t * cols, cols, padded, q.data() + t * padded, &scales[t], groups.data());
+        sums[t] = 0;
+        for (const auto g : groups) sums[t] += g;
+    }
+    const Int8Rows xq{q.data(), static_cast<std::size_t>(padded), scales.data(), sums.data()};
+    for (const Isa isa : {Isa::Avx512, Isa::Avx2}) {
+        if (!isaSupported(isa)) continue;
+        std::vector<float> y(tokens * rows, -1.0f);
+        if (isa == Isa::Avx512) denseInt8Avx512(w.data(), rowScales.data(), cols, 0, rows, xq, tokens, y.data(), rows);
+        else denseInt8Avx2(w.data(), rowScales.data(), cols, 0, rows, xq, tokens, y.data(), rows);
+        for (int r = 0; r < rows; ++r)
+            for (int t = 0; t < tokens; ++t) {
+                std::int64_t sum = 0;
+                for (int c = 0; c < cols; ++c) sum += std::int64_t{w[r * cols + c]} * q[t * padded + c];
+                const float want = static_cast<float>(sum) * rowScales[r] * scales[t];
+                QVERIFY2(y[t * rows + r] == want, qPrintable(QString("%1, %2 columns, %3 tokens: row %4 token %5: %6 against %7")
+                                                                 .arg(QString::fromUtf8(isaName(isa))).arg(cols).arg(tokens)
+                                                                 .arg(r).arg(t).arg(y[t * rows + r]).arg(want)));
+            }
+    }
+}
+
 }  // namespace
 
 class ReferenceKernelsTest : public QObject {
@@ -265,36 +300,11 @@ private slots:
     // exact (a weight of -128 included, which the AVX2 kernel's sign trick must take), odd sizes for the
     // rows' tails and token blocks.
     void int8DenseKernelsSumExactly() {
-        const int rows = 23, cols = 77, tokens = 7, padded = 128;
-        std::mt19937 rng(5);
-        std::vector<std::int8_t> w(rows * cols);
-        for (auto& v : w) v = static_cast<std::int8_t>(static_cast<int>(rng() % 256) - 128);
-        std::vector<float> rowScales(rows), x(tokens * cols), scales(tokens);
-        for (int r = 0; r < rows; ++r) rowScales[r] = 0.01f * static_cast<float>(r + 1);
-        std::uniform_real_distribution<float> u(-2, 2);
-        for (auto& v : x) v = u(rng);
-        std::vector<std::int8_t> q(tokens * padded);
-        std::vector<std::int32_t> sums(tokens), groups(padded / 32);
-        for (int t = 0; t < tokens; ++t) {
-            activationToInt8Scalar(x.data() + t * cols, cols, padded, q.data() + t * padded, &scales[t], groups.data());
-            sums[t] = 0;
-            for (const auto g : groups) sums[t] += g;
-        }
-        const Int8Rows xq{q.data(), static_cast<std::size_t>(padded), scales.data(), sums.data()};
-        for (const Isa isa : {Isa::Avx512, Isa::Avx2}) {
-            if (!isaSupported(isa)) continue;
-            std::vector<float> y(tokens * rows, -1.0f);
-            if (isa == Isa::Avx512) denseInt8Avx512(w.data(), rowScales.data(), cols, 0, rows, xq, tokens, y.data(), rows);
-            else denseInt8Avx2(w.data(), rowScales.data(), cols, 0, rows, xq, tokens, y.data(), rows);
-            for (int r = 0; r < rows; ++r)
-                for (int t = 0; t < tokens; ++t) {
-                    std::int64_t sum = 0;
-                    for (int c = 0; c < cols; ++c) sum += std::int64_t{w[r * cols + c]} * q[t * padded + c];
-                    const float want = static_cast<float>(sum) * rowScales[r] * scales[t];
-                    QVERIFY2(y[t * rows + r] == want, qPrintable(QString("%1: row %2 token %3: %4 against %5")
-                                                                     .arg(QString::fromUtf8(isaName(isa))).arg(r).arg(t)
-                                                                     .arg(y[t * rows + r]).arg(want)));
-                }
+        // 7 tokens (blocks of 4 and the rest) and one (decode's row-by-row kernels), rows of 77 and 300 columns.
+        for (const auto [cols, tokens] : {std::pair{77, 7}, std::pair{77, 1}, std::pair{300, 1}, std::pair{300, 7}})
+        {
+            int8DenseSumsExactly(cols, tokens);
+            if (QTest::currentTestFailed()) return;
         }
     }
 
