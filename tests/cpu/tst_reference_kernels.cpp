@@ -301,7 +301,7 @@ private slots:
     // rows' tails and token blocks.
     void int8DenseKernelsSumExactly() {
         // 7 tokens (blocks of 4 and the rest) and one (decode's row-by-row kernels), rows of 77 and 300 columns.
-        for (const auto [cols, tokens] : {std::pair{77, 7}, std::pair{77, 1}, std::pair{300, 1}, std::pair{300, 7}})
+        for (const auto& [cols, tokens] : {std::pair{77, 7}, std::pair{77, 1}, std::pair{300, 1}, std::pair{300, 7}})
         {
             int8DenseSumsExactly(cols, tokens);
             if (QTest::currentTestFailed()) return;
