@@ -244,10 +244,13 @@ private slots:
         QVERIFY2(note().contains("Each conversation's KV cache: up to " + int8 + " at"), qPrintable(note()));
         QVERIFY2(note().contains("In float32: " + f32), qPrintable(note()));
         QVERIFY2(!note().contains("not int8"), qPrintable(note()));
-        // A model the GPU cannot hold in int8: the engine's reason is in the note.
+        // A model the GPU cannot hold in int8: the engine's reason is in the note, with what the float32 cache
+        // it holds instead takes.
         model.kvCacheNotice = "the KV cache is float32, not int8: the GPU's 8-bit KV cache holds MLA latents of up to 1024";
         dialog.setInEffect(&model);
         QVERIFY2(note().contains("In effect: " + model.kvCacheNotice), qPrintable(note()));
+        QVERIFY2(note().contains("Each conversation's KV cache: up to " + f32 + " at"), qPrintable(note()));
+        QVERIFY2(!note().contains("In float32:"), qPrintable(note()));
     }
 
     // The Device list: the CPU, each GPU, and with several GPUs every GPU (the layers split across them);
@@ -309,6 +312,9 @@ private slots:
         one.setValues(first);
         QCOMPARE(items(device), (QList<int>{-1, 0}));
         QCOMPARE(device->currentText(), QString("GPU 0: NVIDIA H200"));
+        QCOMPARE(one.values().engine.gpuDevice, kFirstGpuDevice);  // unchanged: saved as it was, no reload
+        device->setCurrentIndex(0);
+        QCOMPARE(one.values().engine.gpuDevice, -1);
 
         // Kept by the settings store, and nothing below it.
         QTemporaryDir dir;

@@ -430,8 +430,10 @@ void SettingsDialog::setValues(const SettingsValues& v) {
         // A GPU saved that is not here now is shown as such, not taken for another.
         for (int row = device_->count() - 1; row > 0; --row)
             if (device_->itemData(row, Qt::UserRole + 1).toBool()) device_->removeItem(row);
-        // GPU 0 chosen by number where it is the only GPU: its one entry (with one GPU, automatic is GPU 0).
-        const int shown = v.engine.gpuDevice == kFirstGpuDevice && device_->findData(kFirstGpuDevice) < 0 ? 0 : v.engine.gpuDevice;
+        // GPU 0 chosen by number where it is the only GPU: its one entry (with one GPU, automatic is GPU 0), and
+        // values() gives the choice back as it was saved unless another is made.
+        firstGpuSaved_ = v.engine.gpuDevice == kFirstGpuDevice;
+        const int shown = firstGpuSaved_ && device_->findData(kFirstGpuDevice) < 0 ? 0 : v.engine.gpuDevice;
         if (device_->findData(shown) < 0) {
             device_->addItem(v.engine.gpuDevice == kEveryGpuDevice ? tr("Every GPU (one found: runs on it)")
                                                                    : tr("GPU %1 (not found: runs on the CPU)").arg(v.engine.gpuDevice),
@@ -495,14 +497,16 @@ void SettingsDialog::updateContextNote() {
         const auto sizeAt = [&](quint64 perPosition) {
             return locale.formattedDataSize(static_cast<qint64>(perPosition * static_cast<quint64>(length)), 1, QLocale::DataSizeSIFormat);
         };
-        const bool int8 = kvCache_->currentIndex() == 1;
+        // The engine may hold another cache than chosen (kvCacheNotice_: the GPU cannot hold this model's
+        // int8): then what it holds.
+        const bool int8 = kvCache_->currentIndex() == 1 && kvCacheNotice_.isEmpty();
         const quint64 chosen = int8 && kvInt8_ > 0 ? kvInt8_ : !int8 && kvFloat32_ > 0 ? kvFloat32_ : kvBytesPerPosition_;
         const QString size = sizeAt(chosen);
         note += QLatin1Char(' ') + (capped || modelMaxContext_ <= 0
                                         ? tr("Each conversation's KV cache: up to %1 at %2 tokens.").arg(size, locale.toString(length))
                                         : tr("Each conversation's KV cache: up to %1 at %2 tokens; the model holds up to %3.")
                                               .arg(size, locale.toString(length), locale.toString(modelMaxContext_)));
-        if (kvFloat32_ > 0 && kvInt8_ > 0) {
+        if (kvFloat32_ > 0 && kvInt8_ > 0 && kvCacheNotice_.isEmpty()) {
             if (int8)
                 note += QLatin1Char(' ') + tr("In float32: %1.").arg(sizeAt(kvFloat32_));
             else
@@ -545,6 +549,7 @@ SettingsValues SettingsDialog::values() const {
     v.engine.numaPolicy = static_cast<NumaPolicy>(numa_->currentIndex());
     v.engine.cpuKernel = static_cast<CpuKernel>(kernel_->currentIndex());
     v.engine.gpuDevice = device_->currentData().toInt();
+    if (v.engine.gpuDevice == 0 && firstGpuSaved_ && device_->findData(kFirstGpuDevice) < 0) v.engine.gpuDevice = kFirstGpuDevice;
     v.engine.contextLength = contextLength_->value();
     v.engine.gpuExpertMemoryGb = gpuExpertMemory_->value();
     v.engine.int8Dense = int8Dense_->isChecked();

@@ -97,6 +97,7 @@ private:
     quint64 kvBytesPerPosition_ = 0;  // its KV cache per position of one conversation, as held now
     quint64 kvFloat32_ = 0, kvInt8_ = 0;  // the same for each choice of kvCache_
     QString kvCacheNotice_;               // the loaded model's cache is not as asked, and why
+    bool firstGpuSaved_ = false;          // GPU 0 chosen by number (kFirstGpuDevice), shown as the only GPU's entry
     QSpinBox* defaultDeferral_;
     QCheckBox* useModelSampling_;
     SamplingEditor* sampling_;

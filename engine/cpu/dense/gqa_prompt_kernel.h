@@ -55,33 +55,41 @@ struct PromptScratch {
 };
 
 // Scores of rows [r, r + M) against keys [k0, k0 + 2N) of the packed block: sums over each segment's
-// dimensions of query times key, times the scale, into scores.
+// dimensions of query times key, times the scale, into scores. Each sum is taken in runs of kScoreRun
+// dimensions, the runs added in `scores`: one multiply-add chain over all of an MLA score's 576 dimensions
+// was 4-8x the per-token kernel's rounding error (which sums 16 lanes apart).
+constexpr int kScoreRun = 32;
 template <class S, int M>
 void scoreTile(const Terms& a, const float* const* q, const float* packed, int k0, float* scores) {
     using V = typename S::V;
     constexpr int N = S::N;
-    V acc[M][2];
-    for (int m = 0; m < M; ++m) acc[m][0] = acc[m][1] = S::set1(0.0f);
+    const auto out = [&](int m, int half) { return scores + static_cast<std::size_t>(m) * kKeys + k0 + half * N; };
+    bool first = true;
     const float* kt = packed;
     for (int s = 0; s < a.segments; ++s) {
         const int dim = a.seg[s].dim;
         const float* const* qs = q + s * kTileRows;
-        for (int d = 0; d < dim; ++d) {
-            const V k0v = S::load(kt + static_cast<std::size_t>(d) * kKeys + k0);
-            const V k1v = S::load(kt + static_cast<std::size_t>(d) * kKeys + k0 + N);
-            for (int m = 0; m < M; ++m) {
-                const V x = S::set1(qs[m][d]);
-                acc[m][0] = S::fmadd(x, k0v, acc[m][0]);
-                acc[m][1] = S::fmadd(x, k1v, acc[m][1]);
+        for (int d0 = 0; d0 < dim; d0 += kScoreRun) {
+            V acc[M][2];
+            for (int m = 0; m < M; ++m) acc[m][0] = acc[m][1] = S::set1(0.0f);
+            for (int d = d0; d < std::min(dim, d0 + kScoreRun); ++d) {
+                const V k0v = S::load(kt + static_cast<std::size_t>(d) * kKeys + k0);
+                const V k1v = S::load(kt + static_cast<std::size_t>(d) * kKeys + k0 + N);
+                for (int m = 0; m < M; ++m) {
+                    const V x = S::set1(qs[m][d]);
+                    acc[m][0] = S::fmadd(x, k0v, acc[m][0]);
+                    acc[m][1] = S::fmadd(x, k1v, acc[m][1]);
+                }
             }
+            for (int m = 0; m < M; ++m)
+                for (int half = 0; half < 2; ++half) S::store(out(m, half), first ? acc[m][half] : S::add(S::load(out(m, half)), acc[m][half]));
+            first = false;
         }
         kt += static_cast<std::size_t>(dim) * kKeys;
     }
     const V scale = S::set1(a.scale);
-    for (int m = 0; m < M; ++m) {
-        S::store(scores + static_cast<std::size_t>(m) * kKeys + k0, S::mul(acc[m][0], scale));
-        S::store(scores + static_cast<std::size_t>(m) * kKeys + k0 + N, S::mul(acc[m][1], scale));
-    }
+    for (int m = 0; m < M; ++m)
+        for (int half = 0; half < 2; ++half) S::store(out(m, half), S::mul(S::load(out(m, half)), scale));
 }
 
 // out rows [r, r + M), columns [c, c + NV vectors): times their rows' alpha, plus the weights of the block's
@@ -152,6 +160,7 @@ void promptTile(const Terms& a, int g, int firstHead, int headCount, int t0, int
         for (int s = 0; s < a.segments; ++s) {
             const Segment& seg = a.seg[s];
             const int dim = seg.dim;
+            if (dim == 0) continue;  // MLA without a rope part: nothing to pack (nor scales to read)
             for (int j = 0; j < kKeys; ++j) {
                 const auto p = static_cast<std::size_t>(p0 + j);
                 if (j >= n) {
@@ -282,13 +291,12 @@ void promptAttention(const Terms& a, const PromptPlan& plan, ThreadPool& pool) {
     });
 }
 
-// The prompt kernel where a call has enough tokens to give every thread tiles of its own (a decode step, a
-// decode batch's sequence and a few tokens split by cached positions instead).
+// The prompt kernel from kPromptMinTokens tokens (a decode step, a decode batch's sequence and a few tokens
+// split by cached positions instead). By tokens only, not by the threads there are, so a prompt's results do
+// not depend on the number of threads.
 template <class S>
 void attend(const Terms& a, ThreadPool& pool) {
-    const PromptPlan plan = planPrompt(a);
-    if (a.tokens >= kPromptMinTokens && plan.items() >= 2 * static_cast<std::size_t>(pool.size()))
-        return promptAttention<S>(a, plan, pool);
+    if (a.tokens >= kPromptMinTokens) return promptAttention<S>(a, planPrompt(a), pool);
     attention<S>(a, pool);
 }
 
