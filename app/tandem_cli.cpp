@@ -73,12 +73,14 @@ commands:
             An interactive chat with the model's own chat template: type a message, the answer streams
             (reasoning dimmed), then the speed; /reset, /system TEXT and /quit.
   bench     --model DIR|STORE | --synthetic deepseek-v2-lite|qwen3-30b-a3b|deepseek-v3-4l|glm-4.5-air|tiny
-            [--experts TYPE] [--dense int8|int4] [--kv-cache f32|int8] [--prompt 512[,2048...]] [--gen 128] [--defer D[,D...]] [--threads N]
-            [--device cpu|gpu|auto] [--gpu-memory SIZE] [--gpus N[,N...]|all] [--streams S[,S...]] [--json] [--no-verify] [--no-warmup]
+            [--experts TYPE] [--dense int8|int4] [--kv-cache f32|int8] [--prompt 512[,2048...]] [--depth N[,N...]] [--gen 128]
+            [--defer D[,D...]] [--threads N] [--device cpu|gpu|auto] [--gpu-memory SIZE] [--gpus N[,N...]|all] [--streams S[,S...]]
+            [--seed N] [--context N] [--json] [--no-verify] [--no-warmup]
             A model (or random weights of a real model's shapes): prefill, then decode, with the time
             split and the decode ceiling (measured bandwidth / routed-expert bytes per token), then a
             table of pp N and tg N rows as llama-bench prints them: "tg N @ dP" decodes after the P-token
-            prompt, "tg N" from an empty context (as llama-bench's tg test). Each prompt size is first run
+            prompt, "tg N" from an empty context (as llama-bench's tg test); --depth N adds "tg N @ dN",
+            decode after N tokens of context (as llama-bench's -d). Each prompt size is first run
             once untimed, as llama-bench's warm-up (--no-warmup: not). --streams 1,4,8 instead: for each
             count S, S sessions each prefill their own random --prompt, then decode --gen steps together;
             aggregate tok/s beside the roofline of the distinct routed experts a step reads for S sequences
