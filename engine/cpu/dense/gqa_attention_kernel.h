@@ -153,17 +153,19 @@ void attendFloat(const Terms& a, int t, int g, int b, int chunk, float* part) {
         for (int h = 0; h < kHeads; ++h)
             for (int v = 0; v < kVectors; ++v) S::storeu(part + static_cast<std::size_t>(i + h) * stride + 2 + column + N * v, acc[h][v]);
     };
-    // Value rows that lie back to back (MLA's latent rows, an int8 cache's widened chunk): eight heads at a
-    // time, two vectors of columns, so the chunk is read a quarter as often (after 4096 positions on two Zen 4
-    // cores: MLA 1.93 -> 1.51 ms a layer, GQA on int8 codes 0.95 -> 0.79). GQA's float32 rows, 2 KB apart,
-    // took 15% longer so and keep the pairs.
+    // Value rows that lie back to back (MLA's latent rows, an int8 cache's widened chunk), on AVX-512: eight
+    // heads at a time, two vectors of columns, so the chunk is read half as often (after 4096 positions on two
+    // Zen 4 cores: MLA 1.93 -> 1.51 ms a layer, GQA on int8 codes 0.95 -> 0.79). GQA's float32 rows, 2 KB
+    // apart, took 15% longer so and keep the pairs; so does AVX2, whose 16 registers cannot hold the 16 sums.
     int i = 0;
-    if (a.vRow == static_cast<std::size_t>(vd))
-        for (; i + 8 <= heads; i += 8) {
-            int column = 0;
-            for (; column + 2 * N <= vd; column += 2 * N) weighted.template operator()<8, 2>(i, column);
-            for (; column < vd; column += N) weighted.template operator()<8, 1>(i, column);
-        }
+    if constexpr (N == 16) {
+        if (a.vRow == static_cast<std::size_t>(vd))
+            for (; i + 8 <= heads; i += 8) {
+                int column = 0;
+                for (; column + 2 * N <= vd; column += 2 * N) weighted.template operator()<8, 2>(i, column);
+                for (; column < vd; column += N) weighted.template operator()<8, 1>(i, column);
+            }
+    }
     for (; i + 2 <= heads; i += 2) {
         int column = 0;
         for (; column + 4 * N <= vd; column += 4 * N) weighted.template operator()<2, 4>(i, column);
