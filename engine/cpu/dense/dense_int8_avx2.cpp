@@ -53,43 +53,12 @@ void block(const std::int8_t* w, const float* rowScales, std::size_t cols, std::
             y[(t0 + t) * ldy + r0 + r] = static_cast<float>(horizontalSum(acc[r][t])) * rowScales[r0 + r] * x.scales[t0 + t];
 }
 
-// One token: each row read from its start to its end, one after another (one sequential stream a thread, as
-// dense_avx512.cpp's rowsVnniOneToken).
-void rowsOneToken(const std::int8_t* w, const float* rowScales, std::size_t cols, std::size_t r0, std::size_t r1, const Int8Rows& x,
-                  float* y) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    const auto product = [&](__m256i wv, std::size_t c) {
-        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + c));  // padded with zeros
-        return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv)), ones);
-    };
-    alignas(32) std::int8_t tail[32];
-    for (std::size_t r = r0; r < r1; ++r) {
-        const std::int8_t* row = w + r * cols;
-        __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
-        std::size_t c = 0;
-        for (; c + 64 <= cols; c += 64) {
-            a0 = _mm256_add_epi32(a0, product(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + c)), c));
-            a1 = _mm256_add_epi32(a1, product(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + c + 32)), c + 32));
-        }
-        for (; c < cols; c += 32) {
-            __m256i wv;
-            if (c + 32 <= cols) {
-                wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + c));
-            } else {  // the row's last columns, without reading past it
-                std::memset(tail, 0, 32);
-                std::memcpy(tail, row + c, cols - c);
-                wv = _mm256_load_si256(reinterpret_cast<const __m256i*>(tail));
-            }
-            a0 = _mm256_add_epi32(a0, product(wv, c));
-        }
-        y[r] = static_cast<float>(horizontalSum(_mm256_add_epi32(a0, a1))) * rowScales[r] * x.scales[0];
-    }
-}
-
 template <int NT>
 void rows(const std::int8_t* w, const float* rowScales, std::size_t cols, std::size_t r0, std::size_t r1, const Int8Rows& x,
           std::size_t t0, float* y, std::size_t ldy) {
-    constexpr int NR = 2;  // 8 sums in registers at most
+    // One token: each row whole, one after another (one sequential stream a thread, as dense_avx512.cpp's
+    // rowsVnni): 22.5 -> 52 GB/s on the output head against four rows at a time.
+    constexpr int NR = NT == 1 ? 1 : 2;  // 8 sums in registers at most
     std::size_t r = r0;
     for (; r + NR <= r1; r += NR) block<NR, NT>(w, rowScales, cols, r, x, t0, y, ldy);
     for (; r < r1; ++r) block<1, NT>(w, rowScales, cols, r, x, t0, y, ldy);
@@ -99,7 +68,6 @@ void rows(const std::int8_t* w, const float* rowScales, std::size_t cols, std::s
 
 void denseInt8Avx2(const std::int8_t* w, const float* rowScales, std::size_t cols, std::size_t r0, std::size_t r1,
                    const Int8Rows& x, std::size_t tokens, float* y, std::size_t ldy) {
-    if (tokens == 1) return rowsOneToken(w, rowScales, cols, r0, r1, x, y);
     int8SlicesAndTokenBlocks(cols, r0, r1, tokens, [&]<int NT>(std::size_t s0, std::size_t s1, std::size_t t) {
         rows<NT>(w, rowScales, cols, s0, s1, x, t, y, ldy);
     });
