@@ -75,7 +75,7 @@
 # GPU's int8 against its float32 on the fixtures and the Pocket Dictionary (check_kv_cache.py --device gpu,
 # the CPU's table's method), then bench of KV8_SHAPES (default qwen3-30b-a3b-128k deepseek-v2-lite: 64K needs
 # the 128K card's YaRN) at --prompt KV8_PROMPTS (default 512,16384,65536) --gen 32 --gpu-memory 1G, float32 and
-# int8 alternated (each run bounded by KV8_TIMEOUT, default 240 s).
+# int8 alternated (each run bounded by KV8_TIMEOUT, default 240 s; KV8_BENCH=0 leaves the bench out, KV8_CHECKS=0 the checks).
 # GPTOSS=1: gpt-oss-120b's hybrid decode against the CPU path, back to back, nothing else running: bench
 # --synthetic GPTOSS_SHAPE (default gpt-oss-120b-8l) with mxfp4 experts on the CPU path, then the hybrid path
 # (--gpu-memory 0) as mxfp4 and int4, then qwen3-30b-a3b-8l int4 hybrid as the control. GPTOSS_RUNS replaces
@@ -200,12 +200,15 @@ if [[ ${LONGCHECK:-0} == 1 ]]; then
     grep -v Warning | tee "$out/long-context.txt"
 fi
 
-if [[ ${KV8:-0} == 1 ]]; then
+if [[ ${KV8:-0} == 1 && ${KV8_CHECKS:-1} == 1 ]]; then
   python3 scripts/check_long_context.py --cli "$cli" --fixtures tests/fixtures --device cpu --device gpu --kv-cache int8 \
     --tokens "${KV8_TOKENS:-8192}" 2>&1 | grep -v Warning | tee "$out/kv8-long-context.txt"
   python3 scripts/check_kv_cache.py --cli "$cli" --fixtures tests/fixtures --model resources/models/pocket-dictionary \
     --device gpu --tokens 2048,8192 2>&1 | grep -v Warning | tee "$out/kv8-quality.txt"
+fi
+if [[ ${KV8:-0} == 1 ]]; then
   for shape in ${KV8_SHAPES:-qwen3-30b-a3b-128k deepseek-v2-lite}; do
+    [[ ${KV8_BENCH:-1} == 1 ]] || break
     for kv in f32 int8; do
       echo "== $shape --kv-cache $kv"
       timeout "${KV8_TIMEOUT:-240}" "$cli" bench --synthetic "$shape" --experts int4 --prompt "${KV8_PROMPTS:-512,16384,65536}" \

@@ -18,6 +18,8 @@ for v in 0 1; do
   pids+=($!)
 done
 for v in 0 1; do wait "${pids[$v]}" || { tail -20 "$out/nvcc$v.log"; exit 1; }; done
+# PROBE_AFTER=FILE: wait for FILE before the timed runs (an engine build started beside the compiles).
+while [[ -n ${PROBE_AFTER:-} && ! -e $PROBE_AFTER ]]; do sleep 1; done
 /tmp/ca0 --only "decode after" >"$out/decode0.txt" 2>&1
 echo "rc $?"
 awk '/^[a-zA-Z]/{name=$0} /int8|FAIL|bounds/{print substr(name,1,60) " |" $0}' "$out/decode0.txt" | cut -c1-200
