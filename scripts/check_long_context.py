@@ -15,6 +15,14 @@ past its tolerance that is not explained. A GPU row is explained when the CPU's 
 `eval --router-out`) had a near-tie at that position: some MoE layer's top-k margin within 10 x the run's
 median error x its largest score, where the two devices may choose different experts (check_golden.py's
 rule for runs without a routing trace). A flip moves that row by up to a few percent and leaves the rest.
+
+With --kv-cache int8 the CPU also runs on its AVX2 kernels (TANDEM_CPU_ISA=avx2), against its default ones:
+the CPU's own spread under 8-bit codes. A value whose float32 bits differ in the last place between two
+kernels can round to the next code, and where a model's attention rests on few positions (gpt-oss: sinks, a
+16-position window) such flips move rows past the tolerance on the CPU alone (tiny-gpt-oss at 8192 tokens,
+AVX2 against AVX-512: median 2.2e-4, 21 rows over 2e-2, none with float32). So an int8 GPU run's unexplained
+rows fail it only beyond that spread: more of them than the CPU pair has rows over the tolerance, or a
+median above 4 x the pair's.
 """
 import argparse
 import json
@@ -83,9 +91,11 @@ def main():
             forced = rng.integers(0, vocab, size=args.steps).tolist()
             extra = experts_for(config) + (["--kv-cache", args.kv_cache] if args.kv_cache else [])
             runs, cpu_scores = {}, None
-            for device in devices:
+            # int8: the CPU's AVX2 kernels too, the CPU's own spread under 8-bit codes (the docstring)
+            for device in devices + (["cpu-avx2"] if args.kv_cache == "int8" else []):
                 try:
-                    logits, _, scores = run_eval(args.cli, model, ids, forced, device, None, extra, tmp, device == "cpu")
+                    logits, _, scores = run_eval(args.cli, model, ids, forced, device.split("-")[0],
+                                                 "avx2" if device == "cpu-avx2" else None, extra, tmp, device == "cpu")
                 except RuntimeError as e:
                     if "on the CPU path only so far" in str(e):
                         print(f"{name:24} {device:10} not run: {str(e)[-120:].strip()}")
@@ -102,7 +112,10 @@ def main():
                 continue
             cpu = runs["cpu"]
             # Row r of the prompt is position r; step i's row follows forced[i - 1] (step 0's is the prompt's last).
-            comparisons = [(d, runs[d], cpu, args.tolerance, "cpu") for d in runs if d != "cpu"]
+            # The CPU pair first, so that the GPU's rows can be judged against its spread.
+            comparisons = [(d, runs[d], cpu, args.tolerance, "cpu") for d in sorted(runs, key=lambda d: d != "cpu-avx2")
+                           if d != "cpu"]
+            spread = None  # int8: the CPU pair's rows over the tolerance and median
             if args.reference:
                 sequence = ids + forced[:args.steps - 1]
                 try:
@@ -125,10 +138,17 @@ def main():
                     unexplained += not ok
                     notes.append(f"    row {r} ({err[r]:.2e}): {why}")
                 over = int((err > tolerance).sum())
-                bad = unexplained > 0
+                median = float(np.median(err))
+                within_spread = spread is not None and unexplained <= spread[0] and median <= 4 * spread[1]
+                bad = unexplained > 0 and device != "cpu-avx2" and not within_spread
+                if device == "cpu-avx2":
+                    spread = (over, median)
                 failures += int(bad)
-                print(f"{name:24} {device:10} {len(err):6} {err.max():9.2e} {where:>6} {np.median(err):9.2e} {top1:7.1%}  "
-                      f"{against}{f'  {over - unexplained}/{over} over explained' if over else ''}{'  FAILED' if bad else ''}",
+                verdict = "  FAILED" if bad else "  (the CPU's own spread under int8)" if device == "cpu-avx2" else \
+                    f"  {unexplained} unexplained, within the CPU pair's spread ({spread[0]} over, median {spread[1]:.1e})" \
+                    if unexplained else ""
+                print(f"{name:24} {device:10} {len(err):6} {err.max():9.2e} {where:>6} {median:9.2e} {top1:7.1%}  "
+                      f"{against}{f'  {over - unexplained}/{over} over explained' if over else ''}{verdict}",
                       flush=True)
                 print("\n".join(notes[:8]), flush=True) if notes else None
     print(f"{failures} FAILURES" if failures else "all within tolerance")
