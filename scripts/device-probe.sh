@@ -1,25 +1,19 @@
 #!/usr/bin/env bash
-# One-off device call (kernels alone; needs nothing else built): the 8-bit KV cache's decode kernels with
-# codes read by byte permutes (engine/cuda/kv_int8.cuh, the default) against the integer-to-float
-# conversion (-DTANDEM_KV_CODES_BY_CONVERSION=1), alternated twice: check_attention's "decode after" cases,
-# the "int8 cache, codes" lines (us a launch with L2 flushed; errors must stay within bounds and equal).
-# PROBE_AFTER=FILE waits for FILE before the timed runs (an engine build started beside the compiles).
-# Earlier probes (MLA decode's ldmatrix variant, ncu of MLA decode on codes): docs/BENCHMARKS.md.
+# One-off device call (kernels alone; needs nothing else built): check_attention's decode cases, twice,
+# with the "int8 cache, codes" lines printed (us a launch with L2 flushed; every case must stay within
+# bounds). PROBE_AFTER=FILE waits for FILE before the timed runs (an engine build started beside the compile:
+# rm -f /tmp/built; (CHECKS=0 BENCH=0 scripts/device-gpu-check.sh >$OUT/build.txt; touch /tmp/built) &
+# PROBE_AFTER=/tmp/built scripts/device-probe.sh). Earlier probes and their results (MLA decode's ldmatrix
+# variant, ncu of MLA decode on codes, codes read by byte permutes against conversions): docs/BENCHMARKS.md,
+# "The GPU's 8-bit cache on the H200".
 set -u
 out=${OUT:-/tmp/tandem-out}
-pids=()
-for v in 0 1; do
-  rm -f /tmp/ca$v  # a warm machine keeps the last probe's: a failed build must not run them
-  nvcc -std=c++20 -arch=sm_90 -O3 -DTANDEM_KV_CODES_BY_CONVERSION=$v -Iengine -Iengine/include scripts/check_attention.cu \
-    -o /tmp/ca$v >"$out/nvcc$v.log" 2>&1 &
-  pids+=($!)
-done
-for v in 0 1; do wait "${pids[$v]}" || { tail -20 "$out/nvcc$v.log"; exit 1; }; done
+rm -f /tmp/ca  # a warm machine keeps the last probe's: a failed build must not run it
+nvcc -std=c++20 -arch=sm_90 -O3 -Iengine -Iengine/include scripts/check_attention.cu -o /tmp/ca >"$out/nvcc.log" 2>&1 ||
+  { tail -20 "$out/nvcc.log"; exit 1; }
 while [[ -n ${PROBE_AFTER:-} && ! -e $PROBE_AFTER ]]; do sleep 1; done
 for round in 1 2; do
-  for v in 0 1; do
-    echo "== codes by conversion: $v, round $round"
-    /tmp/ca$v --only "decode after" >"$out/decode$v-$round.txt" 2>&1
-    awk '/^[a-zA-Z]/{name=$0} /codes|FAIL|bounds/{print substr(name,1,34) " |" $0}' "$out/decode$v-$round.txt" | cut -c1-150
-  done
+  echo "== round $round"
+  /tmp/ca --only "decode after" >"$out/decode-$round.txt" 2>&1
+  awk '/^[a-zA-Z]/{name=$0} /codes|FAIL|bounds/{print substr(name,1,34) " |" $0}' "$out/decode-$round.txt" | cut -c1-150
 done

@@ -30,19 +30,20 @@ __device__ inline void quantizeGroupByBlock(float x, bool inGroup, int index, st
     }
 }
 
-// Four codes (one 32-bit word, the lowest byte first) as floats, unscaled, exactly. Not by the
-// integer-to-float conversion, which sm_90 issues at 16 a clock a multiprocessor against 128 multiply-adds
-// (the key-head kernel converts each key and value code once for 8 heads' multiply-adds, so the
-// conversions took as long as the arithmetic): each code + 128 is an unsigned byte u, placed by a byte
-// permute as the mantissa of 2^23 (the float 2^23 + u), and 2^23 + 128 subtracted.
-// TANDEM_KV_CODES_BY_CONVERSION=1 (a compile-time switch, for A/B in scripts/device-probe.sh) converts instead.
+// Four codes (one 32-bit word, the lowest byte first) as floats, unscaled: the integer-to-float
+// conversion. The GQA key-head kernel reads its codes so.
 __device__ __forceinline__ float4 codesToFloat4(std::uint32_t word) {
-#if defined(TANDEM_KV_CODES_BY_CONVERSION) && TANDEM_KV_CODES_BY_CONVERSION
     return make_float4(static_cast<float>(static_cast<std::int8_t>(word & 0xff)),
                        static_cast<float>(static_cast<std::int8_t>((word >> 8) & 0xff)),
                        static_cast<float>(static_cast<std::int8_t>((word >> 16) & 0xff)),
                        static_cast<float>(static_cast<std::int8_t>(word >> 24)));
-#else
+}
+
+// The same four floats, exactly, without the conversion, which sm_90 issues at 16 a clock a
+// multiprocessor against 128 multiply-adds: each code + 128 is an unsigned byte u, placed by a byte
+// permute as the mantissa of 2^23 (the float 2^23 + u), and 2^23 + 128 subtracted. MLA's decode kernel
+// reads its codes so (5-12% faster there on the H200; the GQA key-head kernel 1-3% slower, so it converts).
+__device__ __forceinline__ float4 codesToFloat4ByPermute(std::uint32_t word) {
     const std::uint32_t u = word ^ 0x80808080u;
     constexpr std::uint32_t kTwo23 = 0x4b000000u;
     constexpr float kOffset = 8388736.0f;  // 2^23 + 128
@@ -50,7 +51,6 @@ __device__ __forceinline__ float4 codesToFloat4(std::uint32_t word) {
                        __uint_as_float(__byte_perm(u, kTwo23, 0x7651)) - kOffset,
                        __uint_as_float(__byte_perm(u, kTwo23, 0x7652)) - kOffset,
                        __uint_as_float(__byte_perm(u, kTwo23, 0x7653)) - kOffset);
-#endif
 }
 
 }  // namespace tandem::cuda

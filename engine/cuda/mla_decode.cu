@@ -177,7 +177,7 @@ __device__ __forceinline__ float* partState(const AttentionArgs& a, int h, int p
 // Four codes (the word's bytes, lowest first) as two bf16 pairs, exact: a code's float has at most 7
 // significant bits, so its bf16 is the float's upper half, taken by a byte permute (no conversion).
 __device__ __forceinline__ uint2 codesToBf16(std::uint32_t word) {
-    const float4 f = codesToFloat4(word);
+    const float4 f = codesToFloat4ByPermute(word);
     return make_uint2(__byte_perm(__float_as_uint(f.x), __float_as_uint(f.y), 0x7632),
                       __byte_perm(__float_as_uint(f.z), __float_as_uint(f.w), 0x7632));
 }
