@@ -20,7 +20,7 @@ With --kv-cache int8 the CPU also runs on its AVX2 kernels (TANDEM_CPU_ISA=avx2)
 the CPU's own spread under 8-bit codes. A value whose float32 bits differ in the last place between two
 kernels can round to the next code, and where a model's attention rests on few positions (gpt-oss: sinks, a
 16-position window) such flips move rows past the tolerance on the CPU alone (tiny-gpt-oss at 8192 tokens,
-AVX2 against AVX-512: median 2.2e-4, 21 rows over 2e-2, none with float32). So an int8 GPU run's unexplained
+AVX2 against AVX-512: median 2.1e-4, 24 rows over 2e-2 of which 5 not on router near-ties; none with float32). So an int8 GPU run's unexplained
 rows fail it only beyond that spread: more of them than the CPU pair has rows over the tolerance, or a
 median above 4 x the pair's.
 """
