@@ -206,9 +206,8 @@ if [[ ${KV8:-0} == 1 && ${KV8_CHECKS:-1} == 1 ]]; then
   python3 scripts/check_kv_cache.py --cli "$cli" --fixtures tests/fixtures --model resources/models/pocket-dictionary \
     --device gpu --tokens 2048,8192 2>&1 | grep -v Warning | tee "$out/kv8-quality.txt"
 fi
-if [[ ${KV8:-0} == 1 ]]; then
+if [[ ${KV8:-0} == 1 && ${KV8_BENCH:-1} == 1 ]]; then
   for shape in ${KV8_SHAPES:-qwen3-30b-a3b-128k deepseek-v2-lite}; do
-    [[ ${KV8_BENCH:-1} == 1 ]] || break
     for kv in f32 int8; do
       echo "== $shape --kv-cache $kv"
       timeout "${KV8_TIMEOUT:-240}" "$cli" bench --synthetic "$shape" --experts int4 --prompt "${KV8_PROMPTS:-512,16384,65536}" \
